@@ -1,0 +1,132 @@
+//! The coord/v1 error catalogue and the JSON error body every 4xx/5xx carries.
+//!
+//! Codes and their HTTP statuses are part of the wire contract (wire-contract §1); a few codes are our own
+//! additions for conditions the reference did not detect (corrupt or missing metadata, rollback suspicion).
+
+use serde::{Deserialize, Serialize};
+
+/// Every `errorCode` rsc can answer with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ErrorCode {
+    GroupAlreadyExists,
+    StreamPrefixAlreadyExists,
+    GroupNotFound,
+    StreamNotFound,
+    GroupHasActiveMembers,
+    ActiveMigrationExists,
+    MetadataSyncInProgress,
+    MigrationNotFound,
+    RollbackNotAllowed,
+    StateVersionConflict,
+    RedisNotConfigured,
+    RedisStreamProvisioningFailed,
+    CoordinatorTerminating,
+    RateLimitExceeded,
+    InvalidRequest,
+    /// Not in the reference: the group's metadata key is unreadable (corrupt, unknown schema or layout).
+    MetadataCorrupt,
+    /// Not in the reference: the group index lists the group but its metadata key is gone.
+    MetadataMissing,
+    /// Not in the reference: Redis did not answer in time or refused the connection.
+    RedisUnavailable,
+    /// Not in the reference: route exists but the method or path is unknown.
+    NotFound,
+    Unauthorized,
+    Forbidden,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    MethodNotAllowed,
+    Internal,
+}
+
+impl ErrorCode {
+    /// The HTTP status this code is answered with.
+    pub fn http_status(self) -> u16 {
+        use ErrorCode::*;
+        match self {
+            InvalidRequest => 400,
+            Unauthorized => 401,
+            Forbidden => 403,
+            GroupNotFound | StreamNotFound | MigrationNotFound | NotFound => 404,
+            MethodNotAllowed => 405,
+            GroupAlreadyExists
+            | StreamPrefixAlreadyExists
+            | GroupHasActiveMembers
+            | ActiveMigrationExists
+            | MetadataSyncInProgress
+            | StateVersionConflict
+            | MetadataCorrupt
+            | MetadataMissing => 409,
+            PayloadTooLarge => 413,
+            UnsupportedMediaType => 415,
+            RollbackNotAllowed => 422,
+            RateLimitExceeded => 429,
+            Internal => 500,
+            RedisNotConfigured
+            | RedisStreamProvisioningFailed
+            | CoordinatorTerminating
+            | RedisUnavailable => 503,
+        }
+    }
+
+    /// The wire spelling, e.g. `GROUP_NOT_FOUND`.
+    pub fn as_str(self) -> String {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_else(|| "INTERNAL".to_owned())
+    }
+}
+
+/// The HTTP status enum name the contract puts in the `status` field (`"NOT_FOUND"`, …).
+pub fn http_status_name(code: u16) -> &'static str {
+    match code {
+        400 => "BAD_REQUEST",
+        401 => "UNAUTHORIZED",
+        403 => "FORBIDDEN",
+        404 => "NOT_FOUND",
+        405 => "METHOD_NOT_ALLOWED",
+        409 => "CONFLICT",
+        413 => "PAYLOAD_TOO_LARGE",
+        415 => "UNSUPPORTED_MEDIA_TYPE",
+        422 => "UNPROCESSABLE_ENTITY",
+        429 => "TOO_MANY_REQUESTS",
+        503 => "SERVICE_UNAVAILABLE",
+        _ => "INTERNAL_SERVER_ERROR",
+    }
+}
+
+/// The coordinator error body: `{status, errorCode, message}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorBody {
+    pub status: String,
+    pub error_code: ErrorCode,
+    pub message: String,
+}
+
+impl ErrorBody {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        ErrorBody {
+            status: http_status_name(code.http_status()).to_owned(),
+            error_code: code,
+            message: message.into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_serialize_in_screaming_snake_case_with_their_status() {
+        let body = ErrorBody::new(ErrorCode::GroupNotFound, "no such group");
+        let json = serde_json::to_value(&body).unwrap();
+        assert_eq!(json["status"], "NOT_FOUND");
+        assert_eq!(json["errorCode"], "GROUP_NOT_FOUND");
+        assert_eq!(ErrorCode::RateLimitExceeded.as_str(), "RATE_LIMIT_EXCEEDED");
+        assert_eq!(ErrorCode::RollbackNotAllowed.http_status(), 422);
+    }
+}

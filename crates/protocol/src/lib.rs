@@ -1,0 +1,20 @@
+//! rsc-protocol: everything two parties of the coord/v1 contract must agree on, with no I/O.
+//!
+//! - [`wire`]: the HTTP/JSON request and response types (camelCase, shard ids as objects).
+//! - [`errors`]: the error catalogue (`errorCode` → HTTP status) and the error body.
+//! - [`routing`]: the producer routing hash (MurmurHash3 x86_32 with the rejection step).
+//! - [`slot`]: the Redis Cluster slot of a key (CRC16/XMODEM with hash tags).
+//! - [`names`]: Redis key naming for shard streams and coordinator metadata.
+//! - [`validate`]: identifier and shard-count validation with field-naming errors.
+
+pub mod errors;
+pub mod names;
+pub mod routing;
+pub mod slot;
+pub mod validate;
+pub mod wire;
+
+/// Lowest coordination protocol version this build speaks.
+pub const PROTOCOL_VERSION_MIN: i64 = 1;
+/// Highest coordination protocol version this build speaks.
+pub const PROTOCOL_VERSION_MAX: i64 = 1;

@@ -1,0 +1,140 @@
+//! Redis key names used by producers, consumers and the coordinator's store.
+//!
+//! Every key name is built here and nowhere else, so the layout is defined in one place.
+//!
+//! * Shard streams are `<streamPrefix>:<shardIndex>` with a plain decimal index and no hash tag
+//!   (wire-contract.md §6.1): clients build and read these names, so they must not change.
+//! * Coordinator-owned keys of one group share the hash tag `{<streamPrefix>:<consumerGroup>}`,
+//!   so the metadata hash, the leases and the progress of a group live in one Redis Cluster slot
+//!   and a single Lua script may touch all of them.
+//!
+//! Inputs are expected to have passed [`crate::validate`] (no `{`/`}` in names, no `:` in the
+//! consumer group), which keeps the tag unambiguous.
+
+/// Stream key of one shard: `<streamPrefix>:<shard>`.
+pub fn shard_stream_key(stream_prefix: &str, shard: u32) -> String {
+    format!("{stream_prefix}:{shard}")
+}
+
+/// The `streamKeyPattern` of the routing response: `<streamPrefix>:{shardIndex}`, where
+/// `{shardIndex}` is literal placeholder text, not a substituted value.
+pub fn stream_key_pattern(stream_prefix: &str) -> String {
+    format!("{stream_prefix}:{{shardIndex}}")
+}
+
+/// Redis Cluster hash tag shared by all coordinator keys of one group:
+/// `{<streamPrefix>:<consumerGroup>}`.
+pub fn group_tag(stream_prefix: &str, consumer_group: &str) -> String {
+    format!("{{{stream_prefix}:{consumer_group}}}")
+}
+
+/// The group's metadata hash: `<keyPrefix>:{<streamPrefix>:<consumerGroup>}:metadata`.
+pub fn group_metadata_key(key_prefix: &str, stream_prefix: &str, consumer_group: &str) -> String {
+    group_scoped_key(key_prefix, stream_prefix, consumer_group, "metadata")
+}
+
+/// The group's member leases: `<keyPrefix>:{<streamPrefix>:<consumerGroup>}:leases`.
+pub fn group_leases_key(key_prefix: &str, stream_prefix: &str, consumer_group: &str) -> String {
+    group_scoped_key(key_prefix, stream_prefix, consumer_group, "leases")
+}
+
+/// The group's reported consumption progress:
+/// `<keyPrefix>:{<streamPrefix>:<consumerGroup>}:progress`.
+pub fn group_progress_key(key_prefix: &str, stream_prefix: &str, consumer_group: &str) -> String {
+    group_scoped_key(key_prefix, stream_prefix, consumer_group, "progress")
+}
+
+/// The index of all groups: `<keyPrefix>:group-index`.
+pub fn group_index_key(key_prefix: &str) -> String {
+    format!("{key_prefix}:group-index")
+}
+
+fn group_scoped_key(
+    key_prefix: &str,
+    stream_prefix: &str,
+    consumer_group: &str,
+    suffix: &str,
+) -> String {
+    format!(
+        "{key_prefix}:{}:{suffix}",
+        group_tag(stream_prefix, consumer_group)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::slot::redis_slot;
+
+    const KP: &str = "redis-stream:coord";
+
+    #[test]
+    fn shard_stream_keys() {
+        assert_eq!(shard_stream_key("orders", 0), "orders:0");
+        assert_eq!(shard_stream_key("orders", 12), "orders:12");
+        assert_eq!(shard_stream_key("app:orders", 3), "app:orders:3");
+    }
+
+    #[test]
+    fn shard_stream_keys_carry_no_hash_tag() {
+        assert_eq!(redis_slot(shard_stream_key("orders", 0).as_bytes()), 8578);
+        assert_eq!(redis_slot(shard_stream_key("orders", 1).as_bytes()), 12707);
+    }
+
+    #[test]
+    fn stream_key_pattern_is_literal() {
+        assert_eq!(stream_key_pattern("orders"), "orders:{shardIndex}");
+    }
+
+    #[test]
+    fn group_keys() {
+        assert_eq!(group_tag("orders", "billing"), "{orders:billing}");
+        assert_eq!(
+            group_metadata_key(KP, "orders", "billing"),
+            "redis-stream:coord:{orders:billing}:metadata"
+        );
+        assert_eq!(
+            group_leases_key(KP, "orders", "billing"),
+            "redis-stream:coord:{orders:billing}:leases"
+        );
+        assert_eq!(
+            group_progress_key(KP, "orders", "billing"),
+            "redis-stream:coord:{orders:billing}:progress"
+        );
+        assert_eq!(group_index_key(KP), "redis-stream:coord:group-index");
+    }
+
+    #[test]
+    fn keys_of_one_group_share_a_slot() {
+        let groups = [
+            ("orders", "orders"),
+            ("orders", "billing"),
+            ("app:orders", "shipping"),
+            ("café", "grüße"),
+        ];
+        for (p, g) in groups {
+            let tag_slot = redis_slot(format!("{p}:{g}").as_bytes());
+            for key in [
+                group_metadata_key(KP, p, g),
+                group_leases_key(KP, p, g),
+                group_progress_key(KP, p, g),
+            ] {
+                assert_eq!(redis_slot(key.as_bytes()), tag_slot, "{key}");
+            }
+        }
+    }
+
+    #[test]
+    fn different_groups_are_tagged_apart() {
+        assert_ne!(
+            group_metadata_key(KP, "orders", "a"),
+            group_metadata_key(KP, "orders", "b")
+        );
+    }
+
+    #[test]
+    fn colon_in_group_would_make_tags_ambiguous() {
+        // Why validation forbids ':' in consumer groups (a prefix may contain ':').
+        assert_eq!(group_tag("app:orders", "x"), group_tag("app", "orders:x"));
+    }
+}

@@ -1,0 +1,405 @@
+//! Validation of names and numbers that arrive from clients and operators.
+//!
+//! Names end up inside Redis keys (see [`crate::names`]), so a name that is blank, huge, carries
+//! invisible characters, or contains the hash-tag characters `{`/`}` would produce keys that are
+//! confusing, collide, or land in an unexpected cluster slot. Each rule fails with a
+//! [`ValidationError`] that names the wire field (e.g. `streamPrefix`) and says what to fix, so the
+//! API can answer 400 with a useful message.
+
+use thiserror::Error;
+
+/// Longest stream prefix, consumer group or member id, in UTF-8 bytes.
+pub const MAX_ID_LEN: usize = 200;
+
+/// Largest shard count. A Redis Cluster has 16384 hash slots and each shard stream lives in one
+/// slot, so more shards than slots cannot spread load any further.
+pub const MAX_SHARD_COUNT: u32 = 16384;
+
+/// Longest free text (`requestedBy`, `reason`), in UTF-8 bytes.
+pub const MAX_TEXT_LEN: usize = 1024;
+
+/// Wire field name of the stream prefix.
+pub const STREAM_PREFIX: &str = "streamPrefix";
+/// Wire field name of the consumer group.
+pub const CONSUMER_GROUP: &str = "consumerGroup";
+/// Wire field name of the member id.
+pub const MEMBER_ID: &str = "memberId";
+
+/// A rejected input value. The message starts with the wire field name.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ValidationError {
+    #[error("{field}: must not be blank")]
+    Blank { field: &'static str },
+
+    #[error("{field}: must be at most {max} bytes of UTF-8 (got {actual})")]
+    TooLong {
+        field: &'static str,
+        max: usize,
+        actual: usize,
+    },
+
+    #[error("{field}: must not start or end with whitespace")]
+    SurroundingWhitespace { field: &'static str },
+
+    #[error("{field}: must not contain control characters (found U+{code:04X})")]
+    ControlCharacter { field: &'static str, code: u32 },
+
+    #[error("{field}: must not contain '{{' or '}}' (Redis Cluster hash-tag characters)")]
+    HashTagCharacter { field: &'static str },
+
+    #[error(
+        "{field}: must not contain ':' (the group tag '{{<streamPrefix>:<consumerGroup>}}' must stay unambiguous)"
+    )]
+    Colon { field: &'static str },
+
+    #[error("{field}: must be between {min} and {max} (got {actual})")]
+    OutOfRange {
+        field: &'static str,
+        min: i64,
+        max: i64,
+        actual: i64,
+    },
+}
+
+impl ValidationError {
+    /// The wire name of the rejected field.
+    pub fn field(&self) -> &str {
+        match self {
+            ValidationError::Blank { field }
+            | ValidationError::TooLong { field, .. }
+            | ValidationError::SurroundingWhitespace { field }
+            | ValidationError::ControlCharacter { field, .. }
+            | ValidationError::HashTagCharacter { field }
+            | ValidationError::Colon { field }
+            | ValidationError::OutOfRange { field, .. } => field,
+        }
+    }
+}
+
+/// Checks a stream prefix (`streamPrefix`). It may contain `:`.
+pub fn validate_stream_prefix(value: &str) -> Result<(), ValidationError> {
+    validate_name(STREAM_PREFIX, value)
+}
+
+/// Checks a consumer group (`consumerGroup`). Unlike a prefix it must not contain `:`: the group
+/// tag is `{<streamPrefix>:<consumerGroup>}`, and with a `:` allowed on both sides the prefix
+/// `a:b` with group `c` and the prefix `a` with group `b:c` would share keys.
+pub fn validate_consumer_group(value: &str) -> Result<(), ValidationError> {
+    validate_name(CONSUMER_GROUP, value)?;
+    if value.contains(':') {
+        return Err(ValidationError::Colon {
+            field: CONSUMER_GROUP,
+        });
+    }
+    Ok(())
+}
+
+/// Checks a member id (`memberId`).
+pub fn validate_member_id(value: &str) -> Result<(), ValidationError> {
+    validate_name(MEMBER_ID, value)
+}
+
+/// Checks a shard count in `min..=MAX_SHARD_COUNT` and returns it as `u32`.
+pub fn validate_shard_count(field: &'static str, n: i64, min: i64) -> Result<u32, ValidationError> {
+    let max = i64::from(MAX_SHARD_COUNT);
+    let out_of_range = ValidationError::OutOfRange {
+        field,
+        min,
+        max,
+        actual: n,
+    };
+    if n < min || n > max {
+        return Err(out_of_range);
+    }
+    // A negative `min` lets a negative `n` through the range check; it is still not a count.
+    u32::try_from(n).map_err(|_| out_of_range)
+}
+
+/// Checks free text such as `requestedBy` or `reason`: not blank when `required`, and at most
+/// [`MAX_TEXT_LEN`] bytes.
+pub fn validate_text(
+    field: &'static str,
+    value: &str,
+    required: bool,
+) -> Result<(), ValidationError> {
+    if required && value.trim().is_empty() {
+        return Err(ValidationError::Blank { field });
+    }
+    check_len(field, value, MAX_TEXT_LEN)
+}
+
+/// The rules shared by all names that become part of Redis keys or consumer names.
+fn validate_name(field: &'static str, value: &str) -> Result<(), ValidationError> {
+    if value.trim().is_empty() {
+        return Err(ValidationError::Blank { field });
+    }
+    check_len(field, value, MAX_ID_LEN)?;
+    if value.trim() != value {
+        return Err(ValidationError::SurroundingWhitespace { field });
+    }
+    // `char::is_control` covers the ASCII controls (U+0000..U+001F, U+007F) and the C1 controls
+    // (U+0080..U+009F); none of them belongs in a key name.
+    if let Some(c) = value.chars().find(|c| c.is_control()) {
+        return Err(ValidationError::ControlCharacter {
+            field,
+            code: u32::from(c),
+        });
+    }
+    if value.contains(['{', '}']) {
+        return Err(ValidationError::HashTagCharacter { field });
+    }
+    Ok(())
+}
+
+fn check_len(field: &'static str, value: &str, max: usize) -> Result<(), ValidationError> {
+    if value.len() > max {
+        return Err(ValidationError::TooLong {
+            field,
+            max,
+            actual: value.len(),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type Check = fn(&str) -> Result<(), ValidationError>;
+
+    const NAME_CHECKS: [(Check, &str); 3] = [
+        (validate_stream_prefix, STREAM_PREFIX),
+        (validate_consumer_group, CONSUMER_GROUP),
+        (validate_member_id, MEMBER_ID),
+    ];
+
+    #[test]
+    fn ordinary_names_pass() {
+        for (check, field) in NAME_CHECKS {
+            // Interior spaces are not forbidden; only surrounding whitespace is.
+            for ok in [
+                "orders",
+                "create-order",
+                "a",
+                "A_b.c-9",
+                "10.0.0.7-m0",
+                "a b",
+            ] {
+                assert_eq!(check(ok), Ok(()), "{field}: {ok:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn non_ascii_letters_pass() {
+        for (check, field) in NAME_CHECKS {
+            for ok in ["café", "grüße", "注文", "заказы"] {
+                assert_eq!(check(ok), Ok(()), "{field}: {ok:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn blank_is_rejected() {
+        for (check, field) in NAME_CHECKS {
+            for bad in ["", " ", "\t", "   \n"] {
+                assert_eq!(check(bad), Err(ValidationError::Blank { field }), "{bad:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn length_boundary_is_in_bytes() {
+        for (check, field) in NAME_CHECKS {
+            assert_eq!(check(&"x".repeat(MAX_ID_LEN)), Ok(()));
+            assert_eq!(
+                check(&"x".repeat(MAX_ID_LEN + 1)),
+                Err(ValidationError::TooLong {
+                    field,
+                    max: MAX_ID_LEN,
+                    actual: MAX_ID_LEN + 1
+                })
+            );
+            // 'é' is two bytes: 100 of them fit exactly, 101 do not.
+            assert_eq!(check(&"é".repeat(MAX_ID_LEN / 2)), Ok(()));
+            assert_eq!(
+                check(&"é".repeat(MAX_ID_LEN / 2 + 1)),
+                Err(ValidationError::TooLong {
+                    field,
+                    max: MAX_ID_LEN,
+                    actual: MAX_ID_LEN + 2
+                })
+            );
+        }
+    }
+
+    #[test]
+    fn surrounding_whitespace_is_rejected() {
+        for (check, field) in NAME_CHECKS {
+            for bad in [
+                " orders",
+                "orders ",
+                "\torders",
+                "orders\n",
+                "\u{00A0}orders",
+            ] {
+                assert_eq!(
+                    check(bad),
+                    Err(ValidationError::SurroundingWhitespace { field }),
+                    "{bad:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn control_characters_are_rejected() {
+        for (check, field) in NAME_CHECKS {
+            for (bad, code) in [
+                ("ord\0ers", 0x00),
+                ("ord\ters", 0x09),
+                ("ord\ners", 0x0A),
+                ("ord\u{1B}ers", 0x1B),
+                ("ord\u{7F}ers", 0x7F),
+                ("ord\u{85}ers", 0x85),
+            ] {
+                assert_eq!(
+                    check(bad),
+                    Err(ValidationError::ControlCharacter { field, code }),
+                    "{bad:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn hash_tag_characters_are_rejected() {
+        for (check, field) in NAME_CHECKS {
+            for bad in ["{orders}", "ord{ers", "ord}ers", "{", "}"] {
+                assert_eq!(
+                    check(bad),
+                    Err(ValidationError::HashTagCharacter { field }),
+                    "{bad:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn colon_only_rejected_in_consumer_group() {
+        assert_eq!(validate_stream_prefix("app:orders"), Ok(()));
+        assert_eq!(validate_member_id("host:1"), Ok(()));
+        assert_eq!(
+            validate_consumer_group("app:billing"),
+            Err(ValidationError::Colon {
+                field: CONSUMER_GROUP
+            })
+        );
+        assert_eq!(
+            validate_consumer_group(":"),
+            Err(ValidationError::Colon {
+                field: CONSUMER_GROUP
+            })
+        );
+    }
+
+    #[test]
+    fn messages_name_the_field_and_the_fix() {
+        let err = validate_stream_prefix("{orders}").unwrap_err();
+        assert_eq!(err.field(), "streamPrefix");
+        assert_eq!(
+            err.to_string(),
+            "streamPrefix: must not contain '{' or '}' (Redis Cluster hash-tag characters)"
+        );
+        let err = validate_consumer_group("a:b").unwrap_err();
+        assert_eq!(err.field(), "consumerGroup");
+        assert_eq!(
+            err.to_string(),
+            "consumerGroup: must not contain ':' (the group tag '{<streamPrefix>:<consumerGroup>}' must stay unambiguous)"
+        );
+        let err = validate_member_id("").unwrap_err();
+        assert_eq!(err.to_string(), "memberId: must not be blank");
+        let err = validate_member_id("a\u{1}").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "memberId: must not contain control characters (found U+0001)"
+        );
+        let err = validate_shard_count("shardCount", 0, 1).unwrap_err();
+        assert_eq!(err.field(), "shardCount");
+        assert_eq!(
+            err.to_string(),
+            "shardCount: must be between 1 and 16384 (got 0)"
+        );
+    }
+
+    #[test]
+    fn shard_count_boundaries() {
+        assert_eq!(validate_shard_count("shardCount", 1, 1), Ok(1));
+        assert_eq!(validate_shard_count("shardCount", 16384, 1), Ok(16384));
+        assert_eq!(validate_shard_count("targetShardCount", 2, 2), Ok(2));
+        for (n, min) in [
+            (0, 1),
+            (-1, 1),
+            (16385, 1),
+            (1, 2),
+            (i64::MIN, 1),
+            (i64::MAX, 1),
+        ] {
+            assert_eq!(
+                validate_shard_count("shardCount", n, min),
+                Err(ValidationError::OutOfRange {
+                    field: "shardCount",
+                    min,
+                    max: 16384,
+                    actual: n
+                }),
+                "n={n} min={min}"
+            );
+        }
+    }
+
+    #[test]
+    fn shard_count_negative_min_still_rejects_negative_counts() {
+        assert_eq!(validate_shard_count("shardCount", 0, -5), Ok(0));
+        assert!(matches!(
+            validate_shard_count("shardCount", -1, -5),
+            Err(ValidationError::OutOfRange { actual: -1, .. })
+        ));
+    }
+
+    #[test]
+    fn text_rules() {
+        assert_eq!(validate_text("reason", "", false), Ok(()));
+        assert_eq!(validate_text("reason", "  ", false), Ok(()));
+        assert_eq!(
+            validate_text("requestedBy", "", true),
+            Err(ValidationError::Blank {
+                field: "requestedBy"
+            })
+        );
+        assert_eq!(
+            validate_text("requestedBy", " \t", true),
+            Err(ValidationError::Blank {
+                field: "requestedBy"
+            })
+        );
+        assert_eq!(validate_text("requestedBy", "ops@example", true), Ok(()));
+        assert_eq!(
+            validate_text("reason", "scale up\nfor the sale: größer", true),
+            Ok(())
+        );
+        assert_eq!(
+            validate_text("reason", &"r".repeat(MAX_TEXT_LEN), false),
+            Ok(())
+        );
+        assert_eq!(
+            validate_text("reason", &"r".repeat(MAX_TEXT_LEN + 1), false),
+            Err(ValidationError::TooLong {
+                field: "reason",
+                max: MAX_TEXT_LEN,
+                actual: MAX_TEXT_LEN + 1
+            })
+        );
+    }
+}

@@ -1,0 +1,327 @@
+//! coord/v1 HTTP/JSON request and response types (wire-contract §3–§4).
+//!
+//! Field names are camelCase, instants are ISO-8601 UTC strings, shard ids are objects `{"shardIndex": n}`.
+//! Requests are lenient where existing clients differ (unknown fields ignored, `null` lists read as empty,
+//! shard ids accepted as bare integers too); responses always carry every field the clients require.
+
+use serde::{Deserialize, Deserializer, Serialize};
+use std::collections::BTreeMap;
+
+/// A shard of a stream, serialised as `{"shardIndex": n}`; a bare integer is accepted on input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShardId {
+    pub shard_index: u32,
+}
+
+impl ShardId {
+    pub fn new(shard_index: u32) -> Self {
+        ShardId { shard_index }
+    }
+}
+
+impl<'de> Deserialize<'de> for ShardId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Object {
+            shard_index: u32,
+        }
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Either {
+            Bare(u32),
+            Object(Object),
+        }
+        match Either::deserialize(d) {
+            Ok(Either::Bare(i)) => Ok(ShardId::new(i)),
+            Ok(Either::Object(o)) => Ok(ShardId::new(o.shard_index)),
+            Err(_) => Err(serde::de::Error::custom(
+                "expected a shard id {\"shardIndex\": <integer 0..4294967295>} or a bare non-negative integer",
+            )),
+        }
+    }
+}
+
+/// Reads `null` as the type's default (clients send `null` for empty lists).
+fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
+/// The eight heartbeat outcomes (wire-contract §4.4). Nothing else may ever be sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum HeartbeatStatus {
+    Ok,
+    Retry,
+    SyncMetadata,
+    RevokePending,
+    UnknownMemberId,
+    FencedMemberEpoch,
+    UnsupportedProtocol,
+    InvalidRequest,
+}
+
+impl HeartbeatStatus {
+    pub const ALL: [HeartbeatStatus; 8] = [
+        HeartbeatStatus::Ok,
+        HeartbeatStatus::Retry,
+        HeartbeatStatus::SyncMetadata,
+        HeartbeatStatus::RevokePending,
+        HeartbeatStatus::UnknownMemberId,
+        HeartbeatStatus::FencedMemberEpoch,
+        HeartbeatStatus::UnsupportedProtocol,
+        HeartbeatStatus::InvalidRequest,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HeartbeatStatus::Ok => "OK",
+            HeartbeatStatus::Retry => "RETRY",
+            HeartbeatStatus::SyncMetadata => "SYNC_METADATA",
+            HeartbeatStatus::RevokePending => "REVOKE_PENDING",
+            HeartbeatStatus::UnknownMemberId => "UNKNOWN_MEMBER_ID",
+            HeartbeatStatus::FencedMemberEpoch => "FENCED_MEMBER_EPOCH",
+            HeartbeatStatus::UnsupportedProtocol => "UNSUPPORTED_PROTOCOL",
+            HeartbeatStatus::InvalidRequest => "INVALID_REQUEST",
+        }
+    }
+}
+
+/// How far a member has got with giving up a shard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum RevokeState {
+    Revoking,
+    Draining,
+    Revoked,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RuntimeConsumerCapacity {
+    pub runtime_max_concurrency: i64,
+    pub available_concurrency: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RevokingShardReport {
+    pub shard: ShardId,
+    pub state: RevokeState,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub in_flight: i64,
+    #[serde(default)]
+    pub acked_at: Option<String>,
+}
+
+impl RevokingShardReport {
+    /// REVOKED with nothing in flight: the member has released the shard.
+    pub fn is_released(&self) -> bool {
+        self.state == RevokeState::Revoked && self.in_flight == 0
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShardProgressReport {
+    pub shard: ShardId,
+    #[serde(default)]
+    pub stream_key: Option<String>,
+    #[serde(default)]
+    pub last_delivered_id: Option<String>,
+    #[serde(default)]
+    pub last_acked_id: Option<String>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub pending_count: i64,
+    #[serde(default)]
+    pub updated_at: Option<String>,
+}
+
+/// Body of `POST …/members/{memberId}/heartbeat` (wire-contract §4.1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HeartbeatRequest {
+    pub protocol_version: i64,
+    pub request_id: String,
+    pub member_id: String,
+    #[serde(default)]
+    pub member_name: Option<String>,
+    pub member_epoch: i64,
+    pub metadata_version: i64,
+    pub runtime_consumer_capacity: RuntimeConsumerCapacity,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub owned_shards: Vec<ShardId>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub revoking_shards: Vec<RevokingShardReport>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub shard_progress: Vec<ShardProgressReport>,
+}
+
+/// `assignment` of a heartbeat response: what the member may read now and what is promised but blocked.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AssignmentView {
+    pub assigned_shards: Vec<ShardId>,
+    pub pending_shards: Vec<ShardId>,
+    pub metadata_version: i64,
+}
+
+/// Heartbeat response; always HTTP 200, every field always present (wire-contract §4.2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HeartbeatResponse {
+    pub response_to: String,
+    pub status: HeartbeatStatus,
+    pub member_id: String,
+    pub member_epoch: i64,
+    pub heartbeat_interval_ms: i64,
+    pub rebalance_timeout_ms: i64,
+    pub group_epoch: i64,
+    pub assignment_epoch: i64,
+    pub metadata_version: i64,
+    pub assignment: AssignmentView,
+}
+
+/// `POST /coord/v1/streams/{p}` and the compatibility `POST …/groups/{g}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateStreamRequest {
+    #[serde(default)]
+    pub initial_shard_count: Option<i64>,
+    #[serde(default)]
+    pub requested_by: Option<String>,
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateStreamResponse {
+    pub stream_prefix: String,
+    pub shard_count: u32,
+    pub metadata_version: i64,
+}
+
+/// `DELETE …/groups/{g}` body.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeleteGroupRequest {
+    #[serde(default)]
+    pub requested_by: Option<String>,
+    #[serde(default)]
+    pub reason: Option<String>,
+    #[serde(default)]
+    pub force: Option<bool>,
+}
+
+/// A resharding migration as shown to clients (wire-contract §3.3).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MigrationView {
+    pub resharding_id: String,
+    pub from_shard_count: u32,
+    pub to_shard_count: u32,
+    pub state: String,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// GroupResponse (wire-contract §3.3).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GroupResponse {
+    pub stream_prefix: String,
+    pub consumer_group: String,
+    pub state: String,
+    pub group_epoch: i64,
+    pub assignment_epoch: i64,
+    pub metadata_version: i64,
+    pub shard_count: u32,
+    pub active_migration: Option<MigrationView>,
+    pub target_assignment_summary: BTreeMap<String, usize>,
+    pub current_assignment_summary: BTreeMap<String, usize>,
+}
+
+/// One entry of producer routing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RoutingShard {
+    pub shard_index: u32,
+    pub stream_key: String,
+    pub redis_slot: u16,
+}
+
+/// `GET …/producer-routing` (wire-contract §3.5).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProducerRoutingResponse {
+    pub stream_prefix: String,
+    pub consumer_group: String,
+    pub metadata_version: i64,
+    pub shard_count: u32,
+    pub stream_key_pattern: String,
+    pub shards: Vec<RoutingShard>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heartbeat_request_accepts_python_and_spring_shapes() {
+        let python = r#"{"protocolVersion":1,"requestId":"r1","memberId":"m","memberName":"m","memberEpoch":0,
+            "metadataVersion":0,"runtimeConsumerCapacity":{"runtimeMaxConcurrency":1,"availableConcurrency":1},
+            "ownedShards":[],"revokingShards":[],"shardProgress":[],"extra":"ignored"}"#;
+        let req: HeartbeatRequest = serde_json::from_str(python).unwrap();
+        assert_eq!(req.member_epoch, 0);
+        let spring = r#"{"protocolVersion":1,"requestId":"r2","memberId":"m","memberName":null,"memberEpoch":3,
+            "metadataVersion":2,"runtimeConsumerCapacity":{"runtimeMaxConcurrency":4,"availableConcurrency":2},
+            "ownedShards":[{"shardIndex":1},2],"revokingShards":[{"shard":{"shardIndex":3},"state":"DRAINING","inFlight":1,"ackedAt":null}],
+            "shardProgress":null}"#;
+        let req: HeartbeatRequest = serde_json::from_str(spring).unwrap();
+        assert_eq!(req.owned_shards, vec![ShardId::new(1), ShardId::new(2)]);
+        assert!(!req.revoking_shards[0].is_released());
+        assert!(req.shard_progress.is_empty());
+    }
+
+    #[test]
+    fn negative_shard_index_is_rejected_with_a_readable_message() {
+        let err = serde_json::from_str::<ShardId>(r#"{"shardIndex":-1}"#).unwrap_err();
+        assert!(err.to_string().contains("shardIndex"), "{err}");
+    }
+
+    #[test]
+    fn response_statuses_are_exactly_the_eight_contract_strings() {
+        let names: Vec<String> = HeartbeatStatus::ALL
+            .iter()
+            .map(|s| {
+                serde_json::to_value(s)
+                    .unwrap()
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "OK",
+                "RETRY",
+                "SYNC_METADATA",
+                "REVOKE_PENDING",
+                "UNKNOWN_MEMBER_ID",
+                "FENCED_MEMBER_EPOCH",
+                "UNSUPPORTED_PROTOCOL",
+                "INVALID_REQUEST"
+            ]
+        );
+        for s in HeartbeatStatus::ALL {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+        }
+    }
+}
