@@ -1,0 +1,672 @@
+//! The heartbeat decision procedure (wire-contract §4.3, with the defects design.md lists fixed).
+//!
+//! `decide` is pure: given the group as last written, a validated request and the current time, it returns
+//! the response and what must be persisted for that response to be true:
+//! - `Outcome::Rejected`: nothing is stored (protocol errors, unknown or fenced members);
+//! - `Outcome::Steady`: nothing in the aggregate changes; the caller renews the member's lease (and stores
+//!   progress) in one round trip, conditional on the revision it decided on;
+//! - `Outcome::Write`: a new aggregate to compare-and-set, with lease conditions and lease operations.
+//!
+//! Epochs: a request whose epoch lies in `incarnation_epoch..=member_epoch` comes from the current
+//! incarnation and is always answered (a retry after a lost response is never fenced). Its report can only
+//! release shards whose revocation it had already seen (revocation epoch ≤ request epoch).
+
+use crate::model::{Group, Hold, Member, MemberState, MetadataCorrection, RevokeReport, ShardSet};
+use crate::rebalance::{bump_epochs, recompute_target, settle};
+use crate::timing::Timing;
+use rsc_protocol::wire::{
+    AssignmentView, HeartbeatRequest, HeartbeatResponse, HeartbeatStatus, ShardId,
+};
+use rsc_protocol::{PROTOCOL_VERSION_MAX, PROTOCOL_VERSION_MIN};
+use std::collections::BTreeMap;
+
+/// What the caller must persist before sending the response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Nothing to store. `needs_fresh_state`: the answer depends on group state, so a caller deciding on a
+    /// cached aggregate must reload and decide again before answering.
+    Rejected { needs_fresh_state: bool },
+    /// Renew the member's lease (only if still live) and store its progress; the aggregate is unchanged.
+    Steady,
+    /// Compare-and-set a new aggregate.
+    Write(Box<Transition>),
+}
+
+/// A new aggregate plus the lease conditions and operations that must apply atomically with it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Transition {
+    pub group: Option<Group>,
+    /// Members whose leases must have lapsed (by Redis time) for this transition to be valid.
+    pub must_be_lapsed: Vec<String>,
+    /// Members whose leases must still be live.
+    pub must_be_live: Vec<String>,
+    /// Members whose leases are renewed.
+    pub renew: Vec<String>,
+    /// Members whose lease and progress entries are removed.
+    pub remove: Vec<String>,
+    /// Redis time must be at least this (0 = no condition).
+    pub not_before_ms: i64,
+}
+
+impl Transition {
+    pub fn new(group: Group) -> Self {
+        Transition {
+            group: Some(group),
+            ..Transition::default()
+        }
+    }
+}
+
+/// Things worth counting that do not change the answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Signals {
+    /// A member reported a newer metadataVersion or epoch than the group holds.
+    pub metadata_regression: bool,
+    /// A member reported a shard as being revoked after its release was recorded.
+    pub rebalance_regression: bool,
+    /// The member was fenced by this request.
+    pub fenced: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    pub response: HeartbeatResponse,
+    pub outcome: Outcome,
+    pub signals: Signals,
+}
+
+/// Decides a heartbeat for `path_member_id` in `group` (None = the group does not exist).
+pub fn decide(
+    group: Option<&Group>,
+    path_member_id: &str,
+    req: &HeartbeatRequest,
+    now_ms: i64,
+    timing: &Timing,
+) -> Decision {
+    if !(PROTOCOL_VERSION_MIN..=PROTOCOL_VERSION_MAX).contains(&req.protocol_version) {
+        return rejected(req, timing, HeartbeatStatus::UnsupportedProtocol, false);
+    }
+    if req.member_id != path_member_id || req.member_epoch < -1 {
+        return rejected(req, timing, HeartbeatStatus::InvalidRequest, false);
+    }
+    let Some(g) = group else {
+        return rejected(req, timing, HeartbeatStatus::UnknownMemberId, true);
+    };
+    let Some(member) = g.members.get(&req.member_id) else {
+        return if req.member_epoch == 0 {
+            join(g, req, now_ms, timing, None)
+        } else {
+            rejected(req, timing, HeartbeatStatus::UnknownMemberId, true)
+        };
+    };
+    match (req.member_epoch, member.state) {
+        (0, MemberState::Active) if !member.join_confirmed => {
+            accept(g, member, req, now_ms, timing, true)
+        }
+        (0, _) => join(g, req, now_ms, timing, Some(member)),
+        (_, MemberState::Expired | MemberState::Fenced) => fenced_reply(g, member, req, timing),
+        (-1, MemberState::Active) => leave(g, member, req, now_ms, timing),
+        (-1, MemberState::Leaving) => accept(g, member, req, now_ms, timing, false),
+        (_, MemberState::Leaving) => fenced_reply(g, member, req, timing),
+        (e, MemberState::Active) if e < member.incarnation_epoch => {
+            fenced_reply(g, member, req, timing)
+        }
+        (_, MemberState::Active) => accept(g, member, req, now_ms, timing, false),
+    }
+}
+
+/// The response for a member in the group as it stands.
+pub fn member_response(
+    g: &Group,
+    member_id: &str,
+    req: &HeartbeatRequest,
+    timing: &Timing,
+) -> HeartbeatResponse {
+    let (member_epoch, assigned, pending) = match g.members.get(member_id) {
+        Some(m) if m.state == MemberState::Active => {
+            let target = g.target_of(member_id);
+            let pending: ShardSet = target.difference(&m.assigned).copied().collect();
+            (m.member_epoch, m.assigned.clone(), pending)
+        }
+        Some(m) => (m.member_epoch, ShardSet::new(), ShardSet::new()),
+        None => (req.member_epoch, ShardSet::new(), ShardSet::new()),
+    };
+    response(
+        g,
+        req,
+        timing,
+        HeartbeatStatus::Ok,
+        member_epoch,
+        &assigned,
+        &pending,
+    )
+}
+
+fn response(
+    g: &Group,
+    req: &HeartbeatRequest,
+    timing: &Timing,
+    status: HeartbeatStatus,
+    member_epoch: i64,
+    assigned: &ShardSet,
+    pending: &ShardSet,
+) -> HeartbeatResponse {
+    HeartbeatResponse {
+        response_to: req.request_id.clone(),
+        status,
+        member_id: req.member_id.clone(),
+        member_epoch,
+        heartbeat_interval_ms: timing.heartbeat_interval_ms,
+        rebalance_timeout_ms: timing.rebalance_timeout_ms,
+        group_epoch: g.group_epoch,
+        assignment_epoch: g.assignment_epoch,
+        metadata_version: g.metadata_version,
+        assignment: AssignmentView {
+            assigned_shards: assigned.iter().map(|&s| ShardId::new(s)).collect(),
+            pending_shards: pending.iter().map(|&s| ShardId::new(s)).collect(),
+            metadata_version: g.metadata_version,
+        },
+    }
+}
+
+/// The "rejected" shape: epochs echo the request, group values 0, empty assignment, nothing stored.
+pub fn rejected_response(
+    req: &HeartbeatRequest,
+    timing: &Timing,
+    status: HeartbeatStatus,
+) -> HeartbeatResponse {
+    HeartbeatResponse {
+        response_to: req.request_id.clone(),
+        status,
+        member_id: req.member_id.clone(),
+        member_epoch: req.member_epoch,
+        heartbeat_interval_ms: timing.heartbeat_interval_ms,
+        rebalance_timeout_ms: timing.rebalance_timeout_ms,
+        group_epoch: 0,
+        assignment_epoch: 0,
+        metadata_version: 0,
+        assignment: AssignmentView::default(),
+    }
+}
+
+fn rejected(
+    req: &HeartbeatRequest,
+    timing: &Timing,
+    status: HeartbeatStatus,
+    needs_fresh_state: bool,
+) -> Decision {
+    Decision {
+        response: rejected_response(req, timing, status),
+        outcome: Outcome::Rejected { needs_fresh_state },
+        signals: Signals::default(),
+    }
+}
+
+fn fenced_reply(g: &Group, member: &Member, req: &HeartbeatRequest, timing: &Timing) -> Decision {
+    let empty = ShardSet::new();
+    Decision {
+        response: response(
+            g,
+            req,
+            timing,
+            HeartbeatStatus::FencedMemberEpoch,
+            member.member_epoch,
+            &empty,
+            &empty,
+        ),
+        outcome: Outcome::Rejected {
+            needs_fresh_state: true,
+        },
+        signals: Signals::default(),
+    }
+}
+
+/// Join, rejoin after expiry/fencing/leave, or a restarted process reusing its id (a new incarnation: the old
+/// incarnation's shards are held until its lease has certainly run out, then granted normally).
+fn join(
+    g: &Group,
+    req: &HeartbeatRequest,
+    now_ms: i64,
+    timing: &Timing,
+    old: Option<&Member>,
+) -> Decision {
+    let mut next = g.clone();
+    if let Some(old) = old {
+        let held: ShardSet = if old.state.is_live() {
+            old.held().collect()
+        } else {
+            ShardSet::new()
+        };
+        if !held.is_empty() {
+            next.holds.push(Hold {
+                member_id: old.member_id.clone(),
+                shards: held,
+                until_ms: now_ms + timing.member_lease_ttl_ms + timing.hold_margin_ms,
+                reason: "previous incarnation rejoined".to_owned(),
+            });
+        }
+    }
+    let name = req
+        .member_name
+        .clone()
+        .unwrap_or_else(|| req.member_id.clone());
+    next.members.insert(
+        req.member_id.clone(),
+        Member::new(&req.member_id, &name, now_ms),
+    );
+    bump_epochs(&mut next);
+    recompute_target(&mut next, now_ms, timing);
+    if let Some(m) = next.members.get_mut(&req.member_id) {
+        m.member_epoch = next.assignment_epoch;
+        m.incarnation_epoch = next.assignment_epoch;
+    }
+    next.updated_at_ms = now_ms;
+    let response = member_response(&next, &req.member_id, req, timing);
+    let mut t = Transition::new(next);
+    t.renew.push(req.member_id.clone());
+    Decision {
+        response,
+        outcome: Outcome::Write(Box::new(t)),
+        signals: Signals::default(),
+    }
+}
+
+/// Graceful leave (epoch -1): the member gives up its target; what it holds is released by its reports.
+fn leave(
+    g: &Group,
+    member: &Member,
+    req: &HeartbeatRequest,
+    now_ms: i64,
+    timing: &Timing,
+) -> Decision {
+    let mut next = g.clone();
+    let mut m = member.clone();
+    m.state = MemberState::Leaving;
+    m.state_changed_at_ms = now_ms;
+    m.member_epoch = -1;
+    for s in std::mem::take(&mut m.assigned) {
+        m.revoking.insert(s, -1);
+    }
+    for e in m.revoking.values_mut() {
+        *e = -1;
+    }
+    let report = apply_report(&mut m, req, -1, true);
+    let holding = !m.revoking.is_empty();
+    next.members.insert(m.member_id.clone(), m);
+    bump_epochs(&mut next);
+    recompute_target(&mut next, now_ms, timing);
+    next.updated_at_ms = now_ms;
+    let empty = ShardSet::new();
+    let response = response(&next, req, timing, HeartbeatStatus::Ok, -1, &empty, &empty);
+    let mut t = Transition::new(next);
+    if holding {
+        t.renew.push(req.member_id.clone());
+    } else {
+        t.remove.push(req.member_id.clone());
+    }
+    let signals = Signals {
+        rebalance_regression: report.regression,
+        ..Signals::default()
+    };
+    Decision {
+        response,
+        outcome: Outcome::Write(Box::new(t)),
+        signals,
+    }
+}
+
+/// What applying a report did to a member record.
+#[derive(Debug, Default)]
+struct ReportEffect {
+    /// The member reported reading a shard it does not hold: it must be fenced.
+    violation: bool,
+    /// A shard was reported as being revoked although its release is already recorded.
+    regression: bool,
+}
+
+/// Applies a member's report made at `epoch` (-1 for a leaving member). `current`: the member has seen every
+/// response we sent it, so its owned set can be validated and shown.
+fn apply_report(m: &mut Member, req: &HeartbeatRequest, epoch: i64, current: bool) -> ReportEffect {
+    let owned: ShardSet = req.owned_shards.iter().map(|s| s.shard_index).collect();
+    let reports: BTreeMap<u32, &rsc_protocol::wire::RevokingShardReport> = req
+        .revoking_shards
+        .iter()
+        .map(|r| (r.shard.shard_index, r))
+        .collect();
+    let mut effect = ReportEffect::default();
+
+    let revoking: Vec<(u32, i64)> = m.revoking.iter().map(|(&s, &e)| (s, e)).collect();
+    for (s, revoked_at) in revoking {
+        if epoch < revoked_at && epoch != -1 {
+            continue; // the report predates the revocation: it cannot release the shard
+        }
+        let released = if owned.contains(&s) {
+            false
+        } else {
+            reports.get(&s).is_none_or(|r| r.is_released())
+        };
+        if released {
+            m.revoking.remove(&s);
+            m.reported_revoking.remove(&s);
+        } else if let Some(r) = reports.get(&s) {
+            m.reported_revoking.insert(
+                s,
+                RevokeReport {
+                    state: r.state,
+                    in_flight: r.in_flight,
+                },
+            );
+        }
+    }
+    if m.revoking.is_empty() {
+        m.rebalance_deadline_ms = None;
+    }
+    if current {
+        effect.violation = owned.iter().any(|s| !m.holds(*s));
+        effect.regression = reports
+            .iter()
+            .any(|(s, r)| !r.is_released() && !m.holds(*s));
+        if m.state == MemberState::Active {
+            m.reported_owned = owned;
+        }
+    }
+    effect
+}
+
+/// A heartbeat from the current incarnation of an active (or leaving, epoch -1) member.
+fn accept(
+    g: &Group,
+    member: &Member,
+    req: &HeartbeatRequest,
+    now_ms: i64,
+    timing: &Timing,
+    join_retry: bool,
+) -> Decision {
+    let leaving = member.state == MemberState::Leaving;
+    let epoch = if join_retry {
+        member.incarnation_epoch
+    } else {
+        req.member_epoch
+    };
+    let mut m = member.clone();
+    let mut signals = Signals::default();
+
+    if !leaving && epoch > member.member_epoch {
+        // A member has seen a newer epoch than Redis holds: metadata rolled back.
+        signals.metadata_regression = true;
+        return sync_metadata(g, member, req, now_ms, timing, signals);
+    }
+    if req.metadata_version > g.metadata_version {
+        signals.metadata_regression = true;
+        return sync_metadata(g, member, req, now_ms, timing, signals);
+    }
+
+    let current = leaving || epoch == member.member_epoch;
+    let effect = if join_retry {
+        ReportEffect::default()
+    } else {
+        apply_report(&mut m, req, epoch, current)
+    };
+    signals.rebalance_regression = effect.regression;
+    if !leaving && !join_retry && epoch >= m.incarnation_epoch {
+        m.join_confirmed = true;
+    }
+    if let Some(name) = &req.member_name
+        && !name.is_empty()
+        && *name != m.member_name
+    {
+        m.member_name = name.clone();
+    }
+
+    if effect.violation {
+        signals.fenced = true;
+        return fence(g, member, req, now_ms, timing, signals);
+    }
+
+    if let Some(correction) = &g.metadata_correction {
+        return correction_round(g, &m, correction, req, now_ms, timing, signals);
+    }
+
+    if m == *member {
+        let response = if leaving {
+            let empty = ShardSet::new();
+            response(g, req, timing, HeartbeatStatus::Ok, -1, &empty, &empty)
+        } else {
+            member_response(g, &member.member_id, req, timing)
+        };
+        return Decision {
+            response,
+            outcome: Outcome::Steady,
+            signals,
+        };
+    }
+
+    let mut next = g.clone();
+    let holding = !m.revoking.is_empty() || !m.assigned.is_empty();
+    next.members.insert(m.member_id.clone(), m);
+    settle(&mut next, now_ms, timing);
+    next.updated_at_ms = now_ms;
+    let response = if leaving {
+        let empty = ShardSet::new();
+        response(&next, req, timing, HeartbeatStatus::Ok, -1, &empty, &empty)
+    } else {
+        member_response(&next, &req.member_id, req, timing)
+    };
+    let mut t = Transition::new(next);
+    if leaving && !holding {
+        t.remove.push(req.member_id.clone());
+    } else {
+        t.must_be_live.push(req.member_id.clone());
+        t.renew.push(req.member_id.clone());
+    }
+    Decision {
+        response,
+        outcome: Outcome::Write(Box::new(t)),
+        signals,
+    }
+}
+
+/// Fences a member whose report shows it reading shards it does not hold.
+fn fence(
+    g: &Group,
+    member: &Member,
+    req: &HeartbeatRequest,
+    now_ms: i64,
+    timing: &Timing,
+    signals: Signals,
+) -> Decision {
+    let mut next = g.clone();
+    fence_member(
+        &mut next,
+        &member.member_id,
+        now_ms,
+        timing,
+        "ownership report outside its grants",
+    );
+    bump_epochs(&mut next);
+    recompute_target(&mut next, now_ms, timing);
+    next.updated_at_ms = now_ms;
+    let fenced_epoch = next
+        .members
+        .get(&member.member_id)
+        .map_or(0, |m| m.member_epoch);
+    let empty = ShardSet::new();
+    let response = response(
+        &next,
+        req,
+        timing,
+        HeartbeatStatus::FencedMemberEpoch,
+        fenced_epoch,
+        &empty,
+        &empty,
+    );
+    let mut t = Transition::new(next);
+    t.remove.push(member.member_id.clone());
+    Decision {
+        response,
+        outcome: Outcome::Write(Box::new(t)),
+        signals,
+    }
+}
+
+/// Marks a member FENCED and holds whatever it held until its last lease has certainly run out.
+pub fn fence_member(g: &mut Group, member_id: &str, now_ms: i64, timing: &Timing, reason: &str) {
+    let group_epoch = g.group_epoch;
+    let Some(m) = g.members.get_mut(member_id) else {
+        return;
+    };
+    let held: ShardSet = m.held().collect();
+    if !held.is_empty() {
+        g.holds.push(Hold {
+            member_id: member_id.to_owned(),
+            shards: held,
+            until_ms: now_ms + timing.member_lease_ttl_ms + timing.hold_margin_ms,
+            reason: reason.to_owned(),
+        });
+    }
+    m.state = MemberState::Fenced;
+    m.state_changed_at_ms = now_ms;
+    m.member_epoch = (group_epoch + 1).max(m.member_epoch + 1);
+    m.assigned.clear();
+    m.revoking.clear();
+    m.reported_revoking.clear();
+    m.rebalance_deadline_ms = None;
+}
+
+/// Opens (or extends) a metadata-correction round and asks the member to synchronise down.
+fn sync_metadata(
+    g: &Group,
+    member: &Member,
+    req: &HeartbeatRequest,
+    now_ms: i64,
+    timing: &Timing,
+    signals: Signals,
+) -> Decision {
+    let observed = req.metadata_version.max(g.metadata_version);
+    let mut next = g.clone();
+    let correction = next
+        .metadata_correction
+        .get_or_insert_with(|| MetadataCorrection {
+            target_metadata_version: g.metadata_version,
+            observed_metadata_version: observed,
+            requested_at_ms: now_ms,
+            updated_at_ms: now_ms,
+            acknowledged_members: Default::default(),
+        });
+    let extended = correction.observed_metadata_version < observed;
+    correction.observed_metadata_version = correction.observed_metadata_version.max(observed);
+    let response = restricted_response(g, member, req, timing, HeartbeatStatus::SyncMetadata);
+    let outcome = if g.metadata_correction.is_some() && !extended {
+        Outcome::Steady
+    } else {
+        correction.updated_at_ms = now_ms;
+        next.updated_at_ms = now_ms;
+        let mut t = Transition::new(next);
+        t.must_be_live.push(member.member_id.clone());
+        t.renew.push(member.member_id.clone());
+        Outcome::Write(Box::new(t))
+    };
+    Decision {
+        response,
+        outcome,
+        signals,
+    }
+}
+
+/// While a correction round is open, members keep only shards they already read; the round closes when
+/// every active member has reported the current version and nothing is being revoked.
+fn correction_round(
+    g: &Group,
+    m: &Member,
+    correction: &MetadataCorrection,
+    req: &HeartbeatRequest,
+    now_ms: i64,
+    timing: &Timing,
+    signals: Signals,
+) -> Decision {
+    if req.metadata_version != g.metadata_version {
+        let response = restricted_response(g, m, req, timing, HeartbeatStatus::SyncMetadata);
+        let outcome = if *m == g.members[&m.member_id] {
+            Outcome::Steady
+        } else {
+            write_member(g, m, now_ms)
+        };
+        return Decision {
+            response,
+            outcome,
+            signals,
+        };
+    }
+    let mut next = g.clone();
+    next.members.insert(m.member_id.clone(), m.clone());
+    let mut corr = correction.clone();
+    corr.acknowledged_members.insert(m.member_id.clone());
+    let all_acknowledged = next
+        .members
+        .values()
+        .filter(|x| x.state == MemberState::Active)
+        .all(|x| corr.acknowledged_members.contains(&x.member_id));
+    let nothing_revoking = next
+        .members
+        .values()
+        .filter(|x| x.state.is_live())
+        .all(|x| x.revoking.is_empty());
+    if all_acknowledged && nothing_revoking {
+        next.metadata_correction = None;
+        settle(&mut next, now_ms, timing);
+        next.updated_at_ms = now_ms;
+        let response = member_response(&next, &m.member_id, req, timing);
+        let mut t = Transition::new(next);
+        t.must_be_live.push(m.member_id.clone());
+        t.renew.push(m.member_id.clone());
+        return Decision {
+            response,
+            outcome: Outcome::Write(Box::new(t)),
+            signals,
+        };
+    }
+    let response = restricted_response(g, m, req, timing, HeartbeatStatus::RevokePending);
+    if corr == *correction && *m == g.members[&m.member_id] {
+        return Decision {
+            response,
+            outcome: Outcome::Steady,
+            signals,
+        };
+    }
+    corr.updated_at_ms = now_ms;
+    next.metadata_correction = Some(corr);
+    next.updated_at_ms = now_ms;
+    let mut t = Transition::new(next);
+    t.must_be_live.push(m.member_id.clone());
+    t.renew.push(m.member_id.clone());
+    Decision {
+        response,
+        outcome: Outcome::Write(Box::new(t)),
+        signals,
+    }
+}
+
+fn write_member(g: &Group, m: &Member, now_ms: i64) -> Outcome {
+    let mut next = g.clone();
+    next.members.insert(m.member_id.clone(), m.clone());
+    next.updated_at_ms = now_ms;
+    let mut t = Transition::new(next);
+    t.must_be_live.push(m.member_id.clone());
+    t.renew.push(m.member_id.clone());
+    Outcome::Write(Box::new(t))
+}
+
+/// SYNC_METADATA / REVOKE_PENDING payload: keep only shards already read that the member still holds.
+fn restricted_response(
+    g: &Group,
+    m: &Member,
+    req: &HeartbeatRequest,
+    timing: &Timing,
+    status: HeartbeatStatus,
+) -> HeartbeatResponse {
+    let owned: ShardSet = req.owned_shards.iter().map(|s| s.shard_index).collect();
+    let assigned: ShardSet = owned.intersection(&m.assigned).copied().collect();
+    let target = g.target_of(&m.member_id);
+    let pending: ShardSet = target.difference(&assigned).copied().collect();
+    response(g, req, timing, status, m.member_epoch, &assigned, &pending)
+}

@@ -1,0 +1,91 @@
+//! Checks of the group invariants (design.md), used by property tests, the simulator and the coordinator's
+//! `invariantViolations` view. Each returns human-readable violations; an empty list means all hold.
+
+use crate::model::{Group, MemberState};
+use std::collections::BTreeMap;
+
+/// Invariant 1 as the aggregate expresses it: no shard is held (assigned or revoking) by two live members, or
+/// by a live member and a hold; and every held shard exists or is being drained.
+pub fn check(g: &Group) -> Vec<String> {
+    let mut violations = Vec::new();
+    let mut holder: BTreeMap<u32, String> = BTreeMap::new();
+    for m in g.members.values().filter(|m| m.state.is_live()) {
+        for s in m.held() {
+            if let Some(other) = holder.insert(s, m.member_id.clone()) {
+                violations.push(format!(
+                    "shard {s} held by both {other} and {}",
+                    m.member_id
+                ));
+            }
+        }
+    }
+    for h in &g.holds {
+        for s in &h.shards {
+            if let Some(other) = holder.get(s) {
+                violations.push(format!(
+                    "shard {s} held by {other} while on hold for {}",
+                    h.member_id
+                ));
+            }
+        }
+    }
+    for m in g.members.values() {
+        if !m.state.is_live() && (!m.assigned.is_empty() || !m.revoking.is_empty()) {
+            violations.push(format!(
+                "{} member {} still holds shards",
+                m.state.as_str(),
+                m.member_id
+            ));
+        }
+        if m.state == MemberState::Active && m.assigned.iter().any(|s| *s >= g.shard_count) {
+            violations.push(format!(
+                "member {} is assigned a shard outside 0..{}",
+                m.member_id, g.shard_count
+            ));
+        }
+    }
+    let mut target_owner: BTreeMap<u32, &str> = BTreeMap::new();
+    for (id, shards) in &g.target_assignments {
+        match g.members.get(id) {
+            Some(m) if m.state == MemberState::Active => {}
+            _ => violations.push(format!(
+                "target assignment names {id}, which is not an active member"
+            )),
+        }
+        for s in shards {
+            if let Some(other) = target_owner.insert(*s, id) {
+                violations.push(format!(
+                    "shard {s} is in the targets of both {other} and {id}"
+                ));
+            }
+        }
+    }
+    if g.members.values().any(|m| m.state == MemberState::Active) {
+        for s in 0..g.shard_count {
+            if !target_owner.contains_key(&s) {
+                violations.push(format!(
+                    "shard {s} has no target owner although active members exist"
+                ));
+            }
+        }
+    }
+    violations
+}
+
+/// Spread of assigned-shard counts among active members once converged (max − min).
+pub fn target_spread(g: &Group) -> u32 {
+    let counts: Vec<usize> = g
+        .members
+        .values()
+        .filter(|m| m.state == MemberState::Active)
+        .map(|m| {
+            g.target_assignments
+                .get(&m.member_id)
+                .map_or(0, |t| t.len())
+        })
+        .collect();
+    match (counts.iter().max(), counts.iter().min()) {
+        (Some(max), Some(min)) => u32::try_from(max - min).unwrap_or(u32::MAX),
+        _ => 0,
+    }
+}

@@ -1,0 +1,21 @@
+//! rsc-group: the consumer-group state machine, pure and deterministic.
+//!
+//! No I/O, no clock reads, no async, no randomness: time comes in as an argument, and every function returns
+//! the next state instead of performing effects. The coordinator persists what these functions decide; the
+//! simulator and property tests drive them directly.
+//!
+//! - [`model`]: the aggregate (members, epochs, grants, revocations, holds).
+//! - [`assign`]: the sticky, balanced target assignment.
+//! - [`rebalance`]: revoke-before-assign — the only place shards are granted (invariant 1).
+//! - [`heartbeat`]: the heartbeat decision procedure.
+//! - [`tick`]: time-driven transitions (lease expiry, rebalance timeout, holds, pruning).
+//! - [`invariants`]: checks of the invariants, used by tests and the simulator.
+//! - [`timing`]: the durations the machine is parameterised with.
+
+pub mod assign;
+pub mod heartbeat;
+pub mod invariants;
+pub mod model;
+pub mod rebalance;
+pub mod tick;
+pub mod timing;

@@ -1,0 +1,276 @@
+//! The group aggregate: everything the coordinator knows about one consumer group, as stored (JSON) in the
+//! `aggregate` field of the group's Redis metadata hash.
+//!
+//! This is the *cold* part of a group's state: membership, epochs, target assignment, grants, revocations and
+//! holds. Hot per-member data (lease deadlines, progress) lives in separate Redis keys so that a steady
+//! heartbeat never rewrites this document. All instants are milliseconds of Redis server time.
+
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The aggregate schema this build reads and writes; anything else fails closed.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// A set of shard indexes, kept sorted so that every derived view is deterministic.
+pub type ShardSet = BTreeSet<u32>;
+
+/// Lifecycle of one member incarnation. `STARTING` exists on the wire but is never persisted: a join is
+/// ACTIVE as soon as it is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum MemberState {
+    Active,
+    Leaving,
+    Expired,
+    Fenced,
+}
+
+impl MemberState {
+    /// Members that may still hold shards (and so block others).
+    pub fn is_live(self) -> bool {
+        matches!(self, MemberState::Active | MemberState::Leaving)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemberState::Active => "ACTIVE",
+            MemberState::Leaving => "LEAVING",
+            MemberState::Expired => "EXPIRED",
+            MemberState::Fenced => "FENCED",
+        }
+    }
+}
+
+/// Group state as the contract reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum GroupState {
+    Empty,
+    Reconciling,
+    Stable,
+}
+
+impl GroupState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GroupState::Empty => "EMPTY",
+            GroupState::Reconciling => "RECONCILING",
+            GroupState::Stable => "STABLE",
+        }
+    }
+}
+
+/// What a member last told us about a shard it is giving up (for revokeProgress).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RevokeReport {
+    pub state: rsc_protocol::wire::RevokeState,
+    pub in_flight: i64,
+}
+
+/// One member incarnation.
+///
+/// Grants are the unit of safety: a shard in `assigned` or `revoking` is *held* by this member and is never
+/// granted to anyone else until it is released (REVOKED report, lease expiry, or a hold that outlives the
+/// member's last possible lease).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Member {
+    pub member_id: String,
+    pub member_name: String,
+    pub state: MemberState,
+    /// The epoch handed to this member in its latest response; it echoes it back.
+    pub member_epoch: i64,
+    /// The epoch this incarnation started with. A request carrying an epoch in
+    /// `incarnation_epoch..=member_epoch` comes from this incarnation (possibly a retry after a lost response).
+    pub incarnation_epoch: i64,
+    /// Whether this incarnation has echoed its join epoch once; until then an epoch-0 request is a join retry.
+    pub join_confirmed: bool,
+    /// Shards the member may read now.
+    pub assigned: ShardSet,
+    /// Shards taken from the member that it has not released yet, with the member epoch at which the
+    /// revocation was handed out. Only a report from that epoch or later can release the shard.
+    pub revoking: BTreeMap<u32, i64>,
+    /// The owned set from the member's latest current-epoch report (monitoring only).
+    pub reported_owned: ShardSet,
+    /// The member's latest report for each shard it is revoking (monitoring only).
+    pub reported_revoking: BTreeMap<u32, RevokeReport>,
+    /// When the member must have released its revoking shards, or be fenced.
+    pub rebalance_deadline_ms: Option<i64>,
+    pub joined_at_ms: i64,
+    pub state_changed_at_ms: i64,
+}
+
+impl Member {
+    pub fn new(member_id: &str, member_name: &str, now_ms: i64) -> Self {
+        Member {
+            member_id: member_id.to_owned(),
+            member_name: member_name.to_owned(),
+            state: MemberState::Active,
+            member_epoch: 0,
+            incarnation_epoch: 0,
+            join_confirmed: false,
+            assigned: ShardSet::new(),
+            revoking: BTreeMap::new(),
+            reported_owned: ShardSet::new(),
+            reported_revoking: BTreeMap::new(),
+            rebalance_deadline_ms: None,
+            joined_at_ms: now_ms,
+            state_changed_at_ms: now_ms,
+        }
+    }
+
+    /// Every shard this member holds (assigned or still revoking).
+    pub fn held(&self) -> impl Iterator<Item = u32> + '_ {
+        self.assigned
+            .iter()
+            .copied()
+            .chain(self.revoking.keys().copied())
+    }
+
+    pub fn holds(&self, shard: u32) -> bool {
+        self.assigned.contains(&shard) || self.revoking.contains_key(&shard)
+    }
+}
+
+/// Shards of a dead or fenced incarnation that must not be granted before `until_ms`: by then the
+/// incarnation's client-side lease has certainly run out, so it has stopped reading.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Hold {
+    pub member_id: String,
+    pub shards: ShardSet,
+    pub until_ms: i64,
+    pub reason: String,
+}
+
+/// An open metadata-correction round (a member saw a newer metadataVersion than Redis holds).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MetadataCorrection {
+    pub target_metadata_version: i64,
+    pub observed_metadata_version: i64,
+    pub requested_at_ms: i64,
+    pub updated_at_ms: i64,
+    pub acknowledged_members: BTreeSet<String>,
+}
+
+/// The group aggregate.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Group {
+    pub stream_prefix: String,
+    pub consumer_group: String,
+    /// Random id of this group's lifecycle: a group deleted and created again gets a new one, so revision
+    /// numbers of different lifecycles are never compared.
+    #[serde(default)]
+    pub lifecycle_id: String,
+    pub schema_version: u32,
+    /// Mirrors the store's `revision` field of the hash this document was written with.
+    pub store_revision: u64,
+    pub group_epoch: i64,
+    pub metadata_version: i64,
+    pub assignment_epoch: i64,
+    pub state: GroupState,
+    pub shard_count: u32,
+    pub members: BTreeMap<String, Member>,
+    pub target_assignments: BTreeMap<String, ShardSet>,
+    #[serde(default)]
+    pub holds: Vec<Hold>,
+    #[serde(default)]
+    pub metadata_correction: Option<MetadataCorrection>,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+}
+
+impl Group {
+    /// A new, empty group at epoch 1 (wire-contract §3.1).
+    pub fn new(
+        stream_prefix: &str,
+        consumer_group: &str,
+        shard_count: u32,
+        now_ms: i64,
+        lifecycle_id: &str,
+    ) -> Self {
+        Group {
+            stream_prefix: stream_prefix.to_owned(),
+            consumer_group: consumer_group.to_owned(),
+            lifecycle_id: lifecycle_id.to_owned(),
+            schema_version: SCHEMA_VERSION,
+            store_revision: 1,
+            group_epoch: 1,
+            metadata_version: 1,
+            assignment_epoch: 1,
+            state: GroupState::Empty,
+            shard_count,
+            members: BTreeMap::new(),
+            target_assignments: BTreeMap::new(),
+            holds: Vec::new(),
+            metadata_correction: None,
+            created_at_ms: now_ms,
+            updated_at_ms: now_ms,
+        }
+    }
+
+    /// Shards the group assigns: `0..shard_count`.
+    pub fn assignable_shards(&self) -> ShardSet {
+        (0..self.shard_count).collect()
+    }
+
+    /// The target set of a member (empty if it has none).
+    pub fn target_of(&self, member_id: &str) -> ShardSet {
+        self.target_assignments
+            .get(member_id)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Members that take part in assignment.
+    pub fn active_member_ids(&self) -> BTreeSet<String> {
+        self.members
+            .values()
+            .filter(|m| m.state == MemberState::Active)
+            .map(|m| m.member_id.clone())
+            .collect()
+    }
+
+    /// Every shard that is held by some live member or by a hold, i.e. not grantable.
+    pub fn held_shards(&self) -> ShardSet {
+        let mut held = ShardSet::new();
+        for m in self.members.values().filter(|m| m.state.is_live()) {
+            held.extend(m.held());
+        }
+        for h in &self.holds {
+            held.extend(h.shards.iter().copied());
+        }
+        held
+    }
+
+    /// Parses an aggregate document, refusing unknown schema versions.
+    pub fn from_json(json: &str) -> Result<Group, AggregateError> {
+        let value: serde_json::Value =
+            serde_json::from_str(json).map_err(|e| AggregateError::Malformed(e.to_string()))?;
+        let schema = value.get("schemaVersion").and_then(|v| v.as_u64());
+        if schema != Some(u64::from(SCHEMA_VERSION)) {
+            return Err(AggregateError::UnknownSchema(format!(
+                "{:?}",
+                value.get("schemaVersion")
+            )));
+        }
+        serde_json::from_value(value).map_err(|e| AggregateError::Malformed(e.to_string()))
+    }
+
+    pub fn to_json(&self) -> String {
+        // Serialising plain structs of strings, integers and maps with string keys cannot fail.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// Why an aggregate document could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AggregateError {
+    #[error("aggregate JSON is malformed: {0}")]
+    Malformed(String),
+    #[error("aggregate schemaVersion {0} is not supported (expected {SCHEMA_VERSION})")]
+    UnknownSchema(String),
+}

@@ -1,0 +1,127 @@
+//! Time-driven transitions, run by the reconciler without waiting for a heartbeat.
+//!
+//! - lease expiry: members whose lease lapsed (by Redis time, so the caller passes them in) become EXPIRED and
+//!   their shards are released at once — their client-side lease, shorter than ours, has already run out;
+//! - rebalance timeout: a member that has not released revoked shards in time is FENCED and its shards are
+//!   held until its last lease has certainly run out;
+//! - holds whose time has come are dropped, so their shards can be granted;
+//! - terminal members are forgotten after the retention period.
+//!
+//! Every time condition is returned with the transition (`not_before_ms`, `must_be_lapsed`) so the store can
+//! check it against Redis time atomically with the write.
+
+use crate::heartbeat::{Transition, fence_member};
+use crate::model::{Group, MemberState};
+use crate::rebalance::{bump_epochs, recompute_target, settle};
+use crate::timing::Timing;
+use std::collections::BTreeSet;
+
+/// Counts of what a tick did, for metrics and logs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TickReport {
+    pub expired: Vec<String>,
+    pub fenced: Vec<String>,
+    pub holds_released: usize,
+    pub pruned: Vec<String>,
+}
+
+/// Advances `g` to `now_ms`. `lapsed`: members whose lease has lapsed according to Redis.
+/// Returns None when nothing is due.
+pub fn tick(
+    g: &Group,
+    now_ms: i64,
+    lapsed: &BTreeSet<String>,
+    timing: &Timing,
+) -> Option<(Transition, TickReport)> {
+    let mut next = g.clone();
+    let mut t = Transition::default();
+    let mut report = TickReport::default();
+    let mut membership_changed = false;
+
+    for id in lapsed {
+        let Some(m) = next.members.get_mut(id) else {
+            continue;
+        };
+        if !m.state.is_live() {
+            continue;
+        }
+        m.state = MemberState::Expired;
+        m.state_changed_at_ms = now_ms;
+        m.member_epoch += 1;
+        m.assigned.clear();
+        m.revoking.clear();
+        m.reported_revoking.clear();
+        m.rebalance_deadline_ms = None;
+        t.must_be_lapsed.push(id.clone());
+        t.remove.push(id.clone());
+        report.expired.push(id.clone());
+        membership_changed = true;
+    }
+
+    let overdue: Vec<(String, i64)> = next
+        .members
+        .values()
+        .filter(|m| m.state.is_live())
+        .filter_map(|m| {
+            m.rebalance_deadline_ms
+                .filter(|d| *d <= now_ms)
+                .map(|d| (m.member_id.clone(), d))
+        })
+        .collect();
+    for (id, deadline) in overdue {
+        fence_member(&mut next, &id, now_ms, timing, "rebalance timeout");
+        t.not_before_ms = t.not_before_ms.max(deadline);
+        t.remove.push(id.clone());
+        report.fenced.push(id);
+        membership_changed = true;
+    }
+
+    let before = next.holds.len();
+    next.holds.retain(|h| {
+        if h.until_ms <= now_ms {
+            t.not_before_ms = t.not_before_ms.max(h.until_ms);
+            false
+        } else {
+            true
+        }
+    });
+    report.holds_released = before - next.holds.len();
+
+    let retention = timing.stale_member_retention_ms;
+    let prunable: Vec<(String, i64)> = next
+        .members
+        .values()
+        .filter(|m| match m.state {
+            MemberState::Expired | MemberState::Fenced => true,
+            MemberState::Leaving => m.revoking.is_empty() && m.assigned.is_empty(),
+            MemberState::Active => false,
+        })
+        .filter(|m| retention > 0 && m.state_changed_at_ms + retention <= now_ms)
+        .map(|m| (m.member_id.clone(), m.state_changed_at_ms + retention))
+        .collect();
+    for (id, due) in prunable {
+        next.members.remove(&id);
+        next.target_assignments.remove(&id);
+        t.not_before_ms = t.not_before_ms.max(due);
+        if !t.remove.contains(&id) {
+            t.remove.push(id.clone());
+        }
+        report.pruned.push(id);
+    }
+
+    if membership_changed {
+        bump_epochs(&mut next);
+        recompute_target(&mut next, now_ms, timing);
+    } else {
+        if !report.pruned.is_empty() {
+            next.metadata_version += 1;
+        }
+        settle(&mut next, now_ms, timing);
+    }
+    if next == *g {
+        return None;
+    }
+    next.updated_at_ms = now_ms;
+    t.group = Some(next);
+    Some((t, report))
+}
