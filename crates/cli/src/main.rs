@@ -1,0 +1,86 @@
+//! The `rsc` binary: `rsc serve` runs the coordinator. Further verbs (admin, bench, demo) are added as their
+//! features land.
+
+use clap::{Parser, Subcommand};
+use rsc_coordinator::config::{self, Overrides};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "rsc", version, about = "rsc — Redis Stream Coordinator")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the coordinator.
+    Serve {
+        /// Address to listen on.
+        #[arg(long, env = "RSC_LISTEN")]
+        listen: Option<String>,
+        /// Redis URL (standalone). For a cluster set coordinator.redis-cluster-nodes.
+        #[arg(long, env = "RSC_REDIS_URL")]
+        redis_url: Option<String>,
+        /// TOML configuration file; every key can also be set by a COORDINATOR_* environment variable.
+        #[arg(long, env = "RSC_CONFIG")]
+        config: Option<PathBuf>,
+        /// Log format.
+        #[arg(long, env = "RSC_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
+        log_format: String,
+    },
+}
+
+fn init_logging(format: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("RSC_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if format == "json" {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve {
+            listen,
+            redis_url,
+            config: file,
+            log_format,
+        } => {
+            init_logging(&log_format);
+            let env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+            let config = match config::load(file.as_deref(), &env, &Overrides { listen, redis_url })
+            {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("rsc: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            let runtime = match tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("rsc: cannot start the async runtime: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            match runtime.block_on(rsc_coordinator::server::run_until_signal(config)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("rsc: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,431 @@
+//! End-to-end tests of the real `rsc` binary over real redis-server processes.
+
+use rsc_testkit::RedisServer;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running `rsc serve` process.
+struct Rsc {
+    child: Child,
+    base: String,
+}
+
+impl Rsc {
+    fn start(redis_url: &str, extra_env: &[(&str, &str)]) -> Rsc {
+        let port = free_port();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_rsc"));
+        cmd.args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--redis-url",
+            redis_url,
+        ])
+        .env("COORDINATOR_HEARTBEAT_INTERVAL", "200ms")
+        .env("COORDINATOR_MEMBER_LEASE_TTL", "1500ms")
+        .env("COORDINATOR_REBALANCE_TIMEOUT", "10s")
+        .env("COORDINATOR_LOOP_TICK_INTERVAL", "100ms")
+        .env("RSC_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+        for (k, v) in extra_env {
+            cmd.env(k, v);
+        }
+        let child = cmd.spawn().expect("rsc binary starts");
+        let rsc = Rsc {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !healthy(&format!("127.0.0.1:{port}")) {
+            assert!(Instant::now() < deadline, "rsc did not become healthy");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        rsc
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Rsc {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Whether `GET /healthz` answers 200, using a plain blocking socket (usable from any test context).
+fn healthy(addr: &str) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut stream) = std::net::TcpStream::connect(addr) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
+    if stream
+        .write_all(b"GET /healthz HTTP/1.0\r\nHost: localhost\r\n\r\n")
+        .is_err()
+    {
+        return false;
+    }
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).is_ok() && head.ends_with(b"200")
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+async fn post(base: &str, path: &str, body: Value) -> (u16, Value) {
+    let r = reqwest::Client::new()
+        .post(format!("{base}{path}"))
+        .json(&body)
+        .send()
+        .await
+        .expect("request");
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
+async fn get(base: &str, path: &str) -> Value {
+    reqwest::Client::new()
+        .get(format!("{base}{path}"))
+        .send()
+        .await
+        .expect("request")
+        .json()
+        .await
+        .expect("json")
+}
+
+/// A protocol-following test member (Spring style: reports shards it gave up as DRAINING, then REVOKED).
+#[derive(Clone, Debug)]
+struct Member {
+    id: String,
+    epoch: i64,
+    mv: i64,
+    owned: Vec<u32>,
+    draining: Vec<u32>,
+    revoked: Vec<u32>,
+    seq: u64,
+}
+
+impl Member {
+    fn new(id: &str) -> Self {
+        Member {
+            id: id.into(),
+            epoch: 0,
+            mv: 0,
+            owned: vec![],
+            draining: vec![],
+            revoked: vec![],
+            seq: 0,
+        }
+    }
+
+    async fn heartbeat(&mut self, base: &str, group: &str) -> Value {
+        self.seq += 1;
+        let mut revoking: Vec<Value> = self
+            .draining
+            .iter()
+            .map(|s| json!({"shard": {"shardIndex": s}, "state": "DRAINING", "inFlight": 1}))
+            .collect();
+        revoking.extend(
+            self.revoked
+                .iter()
+                .map(|s| json!({"shard": {"shardIndex": s}, "state": "REVOKED", "inFlight": 0})),
+        );
+        let body = json!({
+            "protocolVersion": 1, "requestId": format!("{}-{}", self.id, self.seq), "memberId": self.id,
+            "memberEpoch": self.epoch, "metadataVersion": self.mv,
+            "runtimeConsumerCapacity": {"runtimeMaxConcurrency": 1, "availableConcurrency": 1},
+            "ownedShards": self.owned.iter().map(|s| json!({"shardIndex": s})).collect::<Vec<_>>(),
+            "revokingShards": revoking, "shardProgress": [],
+        });
+        let (status, resp) = post(
+            base,
+            &format!(
+                "/coord/v1/streams/{group}/groups/{group}/members/{}/heartbeat",
+                self.id
+            ),
+            body,
+        )
+        .await;
+        assert_eq!(status, 200, "{resp}");
+        // Draining shards finish after one heartbeat; REVOKED is reported once.
+        self.revoked = std::mem::take(&mut self.draining);
+        if resp["status"] == "OK" {
+            let assigned: Vec<u32> = shard_list(&resp["assignment"]["assignedShards"]);
+            for s in self.owned.iter().filter(|s| !assigned.contains(s)) {
+                self.draining.push(*s);
+            }
+            self.owned = assigned;
+            self.epoch = resp["memberEpoch"].as_i64().unwrap();
+            self.mv = resp["metadataVersion"].as_i64().unwrap();
+        } else if resp["status"] == "FENCED_MEMBER_EPOCH" || resp["status"] == "UNKNOWN_MEMBER_ID" {
+            self.owned.clear();
+            self.epoch = 0;
+        }
+        resp
+    }
+
+    /// Shards this member is entitled to read right now (assigned or still draining).
+    fn reading(&self) -> Vec<u32> {
+        self.owned.iter().chain(&self.draining).copied().collect()
+    }
+}
+
+fn shard_list(v: &Value) -> Vec<u32> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["shardIndex"].as_u64().unwrap() as u32)
+        .collect()
+}
+
+fn assert_one_reader(members: &[&Member]) {
+    let mut seen: BTreeMap<u32, &str> = BTreeMap::new();
+    for m in members {
+        for s in m.reading() {
+            if let Some(other) = seen.insert(s, &m.id) {
+                panic!("shard {s} is read by both {other} and {}", m.id);
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn three_members_converge_leave_gracefully_and_expire() {
+    let redis = RedisServer::start();
+    let rsc = Rsc::start(&redis.url(), &[]);
+    let (status, body) = post(
+        &rsc.base,
+        "/coord/v1/streams/e2e",
+        json!({"initialShardCount": 12, "requestedBy": "e2e"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+
+    let mut members = [Member::new("a"), Member::new("b"), Member::new("c")];
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        for m in members.iter_mut() {
+            m.heartbeat(&rsc.base, "e2e").await;
+        }
+        assert_one_reader(&members.iter().collect::<Vec<_>>());
+        let counts: Vec<usize> = members.iter().map(|m| m.owned.len()).collect();
+        if counts == [4, 4, 4]
+            && members
+                .iter()
+                .all(|m| m.draining.is_empty() && m.revoked.is_empty())
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "did not converge to 4/4/4: {counts:?}"
+        );
+    }
+
+    // c leaves gracefully, still draining its shards: nobody gets them until it reports REVOKED.
+    let c_shards = members[2].owned.clone();
+    let mut leave = members[2].clone();
+    leave.draining = std::mem::take(&mut leave.owned);
+    leave.epoch = -1;
+    leave.heartbeat(&rsc.base, "e2e").await; // reports DRAINING with epoch -1
+    for _ in 0..5 {
+        for m in members[..2].iter_mut() {
+            m.heartbeat(&rsc.base, "e2e").await;
+        }
+        for s in &c_shards {
+            assert!(
+                !members[0].owned.contains(s) && !members[1].owned.contains(s),
+                "shard {s} granted before c revoked it"
+            );
+        }
+    }
+    leave.epoch = -1;
+    leave.heartbeat(&rsc.base, "e2e").await; // now reports REVOKED
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while members[0].owned.len() + members[1].owned.len() < 12 {
+        for m in members[..2].iter_mut() {
+            m.heartbeat(&rsc.base, "e2e").await;
+        }
+        assert_one_reader(&[&members[0], &members[1]]);
+        assert!(
+            Instant::now() < deadline,
+            "c's shards were not handed over after REVOKED"
+        );
+    }
+    assert_eq!((members[0].owned.len(), members[1].owned.len()), (6, 6));
+
+    // b stops heartbeating after one last (lease-renewing) heartbeat: its shards reach a only after b's
+    // lease, renewed no earlier than this send, has expired.
+    let b_stopped_at = Instant::now();
+    let last = members[1].heartbeat(&rsc.base, "e2e").await;
+    assert_eq!(last["status"], "OK");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while members[0].owned.len() < 12 {
+        members[0].heartbeat(&rsc.base, "e2e").await;
+        assert!(
+            Instant::now() < deadline,
+            "b's shards were not reassigned after its lease expired"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        b_stopped_at.elapsed() >= Duration::from_millis(1_500),
+        "reassigned before b's 1.5 s lease could expire"
+    );
+    let view = get(
+        &rsc.base,
+        "/coord/v1/monitoring/streams/e2e/groups/e2e/members",
+    )
+    .await;
+    let b = view["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["memberId"] == "b")
+        .unwrap();
+    assert_eq!(b["state"], "EXPIRED");
+    let assignments = get(
+        &rsc.base,
+        "/coord/v1/monitoring/streams/e2e/groups/e2e/assignments",
+    )
+    .await;
+    assert_eq!(assignments["invariantViolations"], json!([]));
+}
+
+#[tokio::test]
+async fn two_replicas_with_alternating_heartbeats_keep_one_reader_even_when_one_dies() {
+    let redis = RedisServer::start();
+    let r1 = Rsc::start(&redis.url(), &[("COORDINATOR_ID", "r1")]);
+    let mut r2 = Rsc::start(&redis.url(), &[("COORDINATOR_ID", "r2")]);
+    let (status, _) = post(
+        &r1.base,
+        "/coord/v1/streams/rep",
+        json!({"initialShardCount": 8, "requestedBy": "e2e"}),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let bases = [r1.base.clone(), r2.base.clone()];
+    let mut members: Vec<Member> = (0..4).map(|i| Member::new(&format!("m{i}"))).collect();
+    let mut round = 0usize;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    // Heartbeats alternate between replicas; members join one at a time.
+    loop {
+        round += 1;
+        let joined = (round / 3 + 1).min(members.len());
+        for (i, m) in members[..joined].iter_mut().enumerate() {
+            m.heartbeat(&bases[(round + i) % 2], "rep").await;
+        }
+        assert_one_reader(&members.iter().collect::<Vec<_>>());
+        if joined == members.len()
+            && members
+                .iter()
+                .all(|m| m.owned.len() == 2 && m.draining.is_empty())
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "replicas did not converge: {:?}",
+            members.iter().map(|m| m.owned.len()).collect::<Vec<_>>()
+        );
+    }
+    // Kill replica 2; everyone continues on replica 1, one member leaves by expiry.
+    r2.kill();
+    members.pop();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        for m in members.iter_mut() {
+            m.heartbeat(&r1.base, "rep").await;
+        }
+        assert_one_reader(&members.iter().collect::<Vec<_>>());
+        let total: usize = members.iter().map(|m| m.owned.len()).sum();
+        let counts: Vec<usize> = members.iter().map(|m| m.owned.len()).collect();
+        if total == 8 && counts.iter().max().unwrap() - counts.iter().min().unwrap() <= 1 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "did not rebalance after a replica died: {counts:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let assignments = get(
+        &r1.base,
+        "/coord/v1/monitoring/streams/rep/groups/rep/assignments",
+    )
+    .await;
+    assert_eq!(assignments["invariantViolations"], json!([]));
+}
+
+#[test]
+fn start_up_failures_say_what_to_do() {
+    let port = free_port();
+    let out = Command::new(env!("CARGO_BIN_EXE_rsc"))
+        .args([
+            "serve",
+            "--redis-url",
+            &format!("redis://127.0.0.1:{port}"),
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .env("COORDINATOR_REDIS_CONNECT_TIMEOUT", "1s")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains(&format!("127.0.0.1:{port}")) && err.contains("redis-server"),
+        "{err}"
+    );
+
+    let out = Command::new(env!("CARGO_BIN_EXE_rsc"))
+        .args(["serve"])
+        .env("COORDINATOR_MEMBER_LEASE_TTL", "soon")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(err.contains("member-lease-ttl"), "{err}");
+
+    let redis = RedisServer::start();
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_rsc"))
+        .args(["serve", "--redis-url", &redis.url(), "--listen", &addr])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains(&addr) && err.contains("--listen"), "{err}");
+}
+
+#[tokio::test]
+async fn sigterm_shuts_down_gracefully() {
+    let redis = RedisServer::start();
+    let mut rsc = Rsc::start(&redis.url(), &[]);
+    let pid = rsc.child.id().to_string();
+    let status = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    assert!(status.success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(exit) = rsc.child.try_wait().unwrap() {
+            assert!(exit.success(), "graceful exit code: {exit:?}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "rsc did not exit after SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

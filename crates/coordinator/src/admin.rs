@@ -1,0 +1,406 @@
+//! Admin operations: create a stream (its first group), create a further group (compatibility endpoint),
+//! read and delete a group, and producer routing.
+//!
+//! Creation order makes a crash at any step safe and a retry resume it: the index entry is written as
+//! CREATING, then every shard stream and Redis consumer group is provisioned, then the metadata key is created
+//! (create-only), then the index entry turns LIVE. Nothing is routed or assigned before its streams exist, and
+//! a provisioning failure leaves no metadata behind.
+
+use crate::cache::{Cached, GroupName};
+use crate::coordinator::{Coordinator, MAX_CAS_ATTEMPTS};
+use crate::error::ApiError;
+use crate::provision::{existing_keys, provision};
+use crate::reconciler::{INDEX_CREATING, INDEX_LIVE, IndexEntry};
+use crate::stats::Stats;
+use crate::views::{group_response, routing_response};
+use rsc_group::model::{Group, MemberState};
+use rsc_protocol::errors::ErrorCode;
+use rsc_protocol::validate;
+use rsc_protocol::wire::{
+    CreateStreamRequest, CreateStreamResponse, DeleteGroupRequest, GroupResponse,
+    ProducerRoutingResponse,
+};
+use rsc_store::{CreateOutcome, DeleteOutcome};
+
+impl Coordinator {
+    /// `POST /coord/v1/streams/{p}`: creates the stream's first group, named after the prefix.
+    pub async fn create_stream(
+        &self,
+        prefix: &str,
+        req: &CreateStreamRequest,
+    ) -> Result<CreateStreamResponse, ApiError> {
+        validate::validate_stream_prefix(prefix)?;
+        let name = GroupName::new(prefix, prefix);
+        validate::validate_consumer_group(prefix).map_err(|_| {
+            ApiError::invalid(format!(
+                "streamPrefix: {prefix:?} cannot name the stream's default consumer group (':' is not allowed \
+                 there); create the stream's groups with POST /coord/v1/streams/{{p}}/groups/{{g}}"
+            ))
+        })?;
+        let shard_count = self.requested_shard_count(req)?;
+        let entries = self.index_entries().await?;
+        let live_on_prefix: Vec<&IndexEntry> = entries
+            .iter()
+            .filter(|e| e.stream_prefix == prefix && e.state == INDEX_LIVE)
+            .collect();
+        if !live_on_prefix.is_empty() {
+            return Err(ApiError::new(
+                ErrorCode::StreamPrefixAlreadyExists,
+                format!(
+                    "stream {prefix:?} already exists (groups: {})",
+                    live_on_prefix
+                        .iter()
+                        .map(|e| e.consumer_group.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        }
+        let g = self.create(&name, shard_count, &entries, true).await?;
+        Ok(CreateStreamResponse {
+            stream_prefix: prefix.to_owned(),
+            shard_count: g.group.shard_count,
+            metadata_version: g.group.metadata_version,
+        })
+    }
+
+    /// `POST /coord/v1/streams/{p}/groups/{g}`: adds a consumer group. The shard count belongs to the stream:
+    /// a further group adopts it, and asking for a different one is an error.
+    pub async fn create_group(
+        &self,
+        name: &GroupName,
+        req: &CreateStreamRequest,
+    ) -> Result<GroupResponse, ApiError> {
+        validate::validate_stream_prefix(&name.stream_prefix)?;
+        validate::validate_consumer_group(&name.consumer_group)?;
+        let requested = self.requested_shard_count(req)?;
+        let entries = self.index_entries().await?;
+        if entries.iter().any(|e| {
+            e.stream_prefix == name.stream_prefix
+                && e.consumer_group == name.consumer_group
+                && e.state == INDEX_LIVE
+        }) && self.load(name).await?.is_some()
+        {
+            return Err(ApiError::new(
+                ErrorCode::GroupAlreadyExists,
+                format!(
+                    "consumer group {:?} of stream {:?} already exists",
+                    name.consumer_group, name.stream_prefix
+                ),
+            ));
+        }
+        let sibling = entries.iter().find(|e| {
+            e.stream_prefix == name.stream_prefix
+                && e.consumer_group != name.consumer_group
+                && e.state == INDEX_LIVE
+        });
+        let (shard_count, first_of_prefix) = match sibling {
+            Some(s) => {
+                let sibling_name = GroupName::new(&s.stream_prefix, &s.consumer_group);
+                match self.load(&sibling_name).await? {
+                    Some(c) => {
+                        if req.initial_shard_count.is_some() && requested != c.group.shard_count {
+                            return Err(ApiError::invalid(format!(
+                                "initialShardCount: stream {:?} already has {} shards (the shard count belongs to \
+                                 the stream); omit initialShardCount or pass {}",
+                                name.stream_prefix, c.group.shard_count, c.group.shard_count
+                            )));
+                        }
+                        (c.group.shard_count, false)
+                    }
+                    None => (requested, true),
+                }
+            }
+            None => (requested, true),
+        };
+        let g = self
+            .create(name, shard_count, &entries, first_of_prefix)
+            .await?;
+        Ok(group_response(&g.group))
+    }
+
+    fn requested_shard_count(&self, req: &CreateStreamRequest) -> Result<u32, ApiError> {
+        validate::validate_text(
+            "requestedBy",
+            req.requested_by.as_deref().unwrap_or(""),
+            true,
+        )?;
+        if let Some(reason) = &req.reason {
+            validate::validate_text("reason", reason, false)?;
+        }
+        match req.initial_shard_count {
+            None => Ok(self.config.defaults.initial_shard_count),
+            Some(n) => Ok(validate::validate_shard_count("initialShardCount", n, 1)?),
+        }
+    }
+
+    /// Provisions and creates one group (see the module comment for the order of steps).
+    async fn create(
+        &self,
+        name: &GroupName,
+        shard_count: u32,
+        entries: &[IndexEntry],
+        first_of_prefix: bool,
+    ) -> Result<Cached, ApiError> {
+        self.ensure_running()?;
+        let resuming = entries.iter().any(|e| {
+            e.stream_prefix == name.stream_prefix
+                && e.consumer_group == name.consumer_group
+                && e.state == INDEX_CREATING
+        });
+        let mut conn = self.store.connection();
+        if first_of_prefix && !resuming && self.config.streams.provisioning_enabled {
+            let found = existing_keys(&mut conn, &name.stream_prefix, shard_count)
+                .await
+                .map_err(|e| {
+                    ApiError::new(
+                        ErrorCode::RedisUnavailable,
+                        format!("Redis is unavailable: {e}"),
+                    )
+                })?;
+            if !found.is_empty() {
+                return Err(ApiError::new(
+                    ErrorCode::StreamPrefixAlreadyExists,
+                    format!(
+                        "Redis keys of stream {:?} already exist and would be adopted: {}; delete them or choose \
+                         another stream prefix",
+                        name.stream_prefix,
+                        found.join(", ")
+                    ),
+                ));
+            }
+        }
+        let keys = self.keys(name);
+        self.put_index(name, INDEX_CREATING).await?;
+        if self.config.streams.provisioning_enabled {
+            provision(
+                &mut conn,
+                &name.stream_prefix,
+                &name.consumer_group,
+                0..shard_count,
+            )
+            .await
+            .map_err(|e| {
+                ApiError::new(
+                    ErrorCode::RedisStreamProvisioningFailed,
+                    format!("{e}; nothing was created, retry the request to resume"),
+                )
+            })?;
+        }
+        let now = self.clock.now_ms();
+        let lifecycle = uuid::Uuid::new_v4().to_string();
+        let group = Group::new(
+            &name.stream_prefix,
+            &name.consumer_group,
+            shard_count,
+            now,
+            &lifecycle,
+        );
+        let created = self
+            .store
+            .create(
+                &keys,
+                &group.to_json(),
+                &crate::clock::iso_ms(now),
+                &[],
+                self.timing.member_lease_ttl_ms,
+            )
+            .await
+            .map_err(|e| {
+                self.note_store_error(&e);
+                ApiError::from(e)
+            })?;
+        match created {
+            CreateOutcome::Created { revision, now_ms } => {
+                self.clock.observe(now_ms);
+                self.put_index(name, INDEX_LIVE).await?;
+                let cached = Cached {
+                    group: std::sync::Arc::new(group),
+                    revision,
+                };
+                self.cache.forget(name);
+                let _ = self.cache.put(name, cached.clone());
+                tracing::info!(stream = %name.stream_prefix, group = %name.consumer_group, shard_count, "group created");
+                Ok(cached)
+            }
+            CreateOutcome::AlreadyExists => {
+                self.put_index(name, INDEX_LIVE).await?;
+                Err(ApiError::new(
+                    ErrorCode::GroupAlreadyExists,
+                    format!(
+                        "consumer group {:?} of stream {:?} already exists",
+                        name.consumer_group, name.stream_prefix
+                    ),
+                ))
+            }
+        }
+    }
+
+    async fn put_index(&self, name: &GroupName, state: &str) -> Result<(), ApiError> {
+        let entry = IndexEntry {
+            stream_prefix: name.stream_prefix.clone(),
+            consumer_group: name.consumer_group.clone(),
+            state: state.to_owned(),
+        };
+        let value = serde_json::to_string(&entry).unwrap_or_default();
+        self.store
+            .index_put(&self.index_key(), &self.keys(name).metadata, &value)
+            .await
+            .map_err(|e| {
+                self.note_store_error(&e);
+                ApiError::from(e)
+            })
+    }
+
+    /// Loads a group for an admin or monitoring request, fresh from Redis; unknown → 404.
+    pub async fn require_group(&self, name: &GroupName) -> Result<Cached, ApiError> {
+        validate::validate_stream_prefix(&name.stream_prefix)?;
+        validate::validate_consumer_group(&name.consumer_group)?;
+        match self.load(name).await? {
+            Some(c) => Ok(c),
+            None => Err(self.missing_group_error(name).await),
+        }
+    }
+
+    /// 404 for a group that never existed; fail closed (409) for one the index says should exist.
+    async fn missing_group_error(&self, name: &GroupName) -> ApiError {
+        let listed_live = self.index_entries().await.is_ok_and(|entries| {
+            entries.iter().any(|e| {
+                e.stream_prefix == name.stream_prefix
+                    && e.consumer_group == name.consumer_group
+                    && e.state == INDEX_LIVE
+            })
+        });
+        if listed_live {
+            ApiError::new(
+                ErrorCode::MetadataMissing,
+                format!(
+                    "metadata key {} of a live group is missing from Redis; it is never rebuilt from heartbeats — \
+                     restore it from backup, or delete and recreate the group as a new lifecycle",
+                    self.keys(name).metadata
+                ),
+            )
+        } else {
+            ApiError::group_not_found(&name.stream_prefix, &name.consumer_group)
+        }
+    }
+
+    pub async fn get_group(&self, name: &GroupName) -> Result<GroupResponse, ApiError> {
+        Ok(group_response(&self.require_group(name).await?.group))
+    }
+
+    /// `DELETE …/groups/{g}`: removes the group's coordinator metadata (never its streams).
+    pub async fn delete_group(
+        &self,
+        name: &GroupName,
+        req: &DeleteGroupRequest,
+    ) -> Result<GroupResponse, ApiError> {
+        validate::validate_text(
+            "requestedBy",
+            req.requested_by.as_deref().unwrap_or(""),
+            true,
+        )?;
+        validate::validate_text("reason", req.reason.as_deref().unwrap_or(""), true)?;
+        self.ensure_running()?;
+        let force = req.force.unwrap_or(false);
+        for _ in 0..MAX_CAS_ATTEMPTS {
+            let base = self.require_group(name).await?;
+            let active: Vec<&str> = base
+                .group
+                .members
+                .values()
+                .filter(|m| m.state == MemberState::Active)
+                .map(|m| m.member_id.as_str())
+                .collect();
+            if !active.is_empty() && !force {
+                return Err(ApiError::new(
+                    ErrorCode::GroupHasActiveMembers,
+                    format!(
+                        "group has active members ({}); stop them first or pass \"force\": true",
+                        active.join(", ")
+                    ),
+                ));
+            }
+            let outcome = self
+                .store
+                .delete(&self.keys(name), base.revision)
+                .await
+                .map_err(|e| {
+                    self.note_store_error(&e);
+                    ApiError::from(e)
+                })?;
+            match outcome {
+                DeleteOutcome::Deleted => {
+                    let _ = self
+                        .store
+                        .index_remove(&self.index_key(), &self.keys(name).metadata)
+                        .await;
+                    self.cache.forget(name);
+                    tracing::info!(stream = %name.stream_prefix, group = %name.consumer_group, force, "group deleted");
+                    return Ok(group_response(&base.group));
+                }
+                DeleteOutcome::Conflict { .. } => {
+                    Stats::bump(&self.stats.state_conflicts);
+                    continue;
+                }
+            }
+        }
+        Err(ApiError::new(
+            ErrorCode::StateVersionConflict,
+            "the group kept changing while it was being deleted; retry",
+        ))
+    }
+
+    /// `GET …/producer-routing`. Re-provisions the shard streams (idempotent) so routing also self-heals.
+    pub async fn producer_routing(
+        &self,
+        name: &GroupName,
+    ) -> Result<ProducerRoutingResponse, ApiError> {
+        let result = self.producer_routing_inner(name).await;
+        match &result {
+            Ok(_) => Stats::bump(&self.stats.routing_success),
+            Err(_) => Stats::bump(&self.stats.routing_error),
+        }
+        result
+    }
+
+    async fn producer_routing_inner(
+        &self,
+        name: &GroupName,
+    ) -> Result<ProducerRoutingResponse, ApiError> {
+        let cached = self.require_group(name).await?;
+        if self.config.streams.provisioning_enabled && cached.group.shard_count > 0 {
+            let mut conn = self.store.connection();
+            provision(
+                &mut conn,
+                &name.stream_prefix,
+                &name.consumer_group,
+                0..cached.group.shard_count,
+            )
+            .await
+            .map_err(|e| ApiError::new(ErrorCode::RedisStreamProvisioningFailed, e.to_string()))?;
+        }
+        Ok(routing_response(&cached.group))
+    }
+
+    /// Every live group, sorted by prefix then group.
+    pub async fn list_groups(&self) -> Result<Vec<GroupResponse>, ApiError> {
+        let mut out = Vec::new();
+        for e in self
+            .index_entries()
+            .await?
+            .into_iter()
+            .filter(|e| e.state == INDEX_LIVE)
+        {
+            let name = GroupName::new(&e.stream_prefix, &e.consumer_group);
+            match self.load(&name).await {
+                Ok(Some(c)) => out.push(group_response(&c.group)),
+                Ok(None) => {}
+                Err(err) => {
+                    tracing::warn!(error = %err, group = ?name, "group unreadable; left out of the listing")
+                }
+            }
+        }
+        Ok(out)
+    }
+}

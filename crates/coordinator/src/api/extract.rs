@@ -1,0 +1,68 @@
+//! Request extractors that fail with the contract's error body instead of axum's plain-text rejections.
+//!
+//! `Json<T>` reads the body whatever its Content-Type (an operator's curl without `-H` still works), and a
+//! decoding error names the offending field path (`runtimeConsumerCapacity.runtimeMaxConcurrency: invalid
+//! type…`). `ApiPath<T>` turns bad path parameters into 400 `INVALID_REQUEST`.
+
+use crate::error::ApiError;
+use axum::extract::{FromRequest, FromRequestParts, Path, Request};
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+use bytes::Bytes;
+use rsc_protocol::errors::ErrorCode;
+use serde::de::DeserializeOwned;
+
+/// Largest accepted request body.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+pub struct Json<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
+            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::new(
+                    ErrorCode::PayloadTooLarge,
+                    format!("request body exceeds {MAX_BODY_BYTES} bytes"),
+                )
+            } else {
+                ApiError::invalid(format!("request body could not be read: {e}"))
+            }
+        })?;
+        decode(&bytes).map(Json)
+    }
+}
+
+/// Decodes a JSON body, naming the field path on failure.
+pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::invalid("request body is required: a JSON object"));
+    }
+    let de = &mut serde_json::Deserializer::from_slice(bytes);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if path == "." || path == "?" || path.is_empty() {
+            ApiError::invalid(format!(
+                "request body is not valid JSON for this endpoint: {inner}"
+            ))
+        } else {
+            ApiError::invalid(format!("{path}: {inner}"))
+        }
+    })
+}
+
+pub struct ApiPath<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|Path(v)| ApiPath(v))
+            .map_err(|e| ApiError::invalid(format!("path parameter: {}", e.body_text())))
+    }
+}

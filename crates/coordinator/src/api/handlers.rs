@@ -1,0 +1,218 @@
+//! HTTP handlers: thin adapters from extracted, validated input to `Coordinator` operations.
+
+use super::extract::{ApiPath, Json};
+use crate::cache::GroupName;
+use crate::coordinator::Coordinator;
+use crate::error::ApiError;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use rsc_protocol::validate;
+use rsc_protocol::wire::{CreateStreamRequest, DeleteGroupRequest, HeartbeatRequest};
+use serde_json::json;
+use std::sync::Arc;
+
+type Coord = State<Arc<Coordinator>>;
+type GroupPath = ApiPath<(String, String)>;
+
+fn ok<T: serde::Serialize>(status: StatusCode, body: T) -> Response {
+    (status, axum::Json(body)).into_response()
+}
+
+pub async fn create_stream(
+    State(c): Coord,
+    ApiPath(prefix): ApiPath<String>,
+    Json(req): Json<CreateStreamRequest>,
+) -> Result<Response, ApiError> {
+    c.ensure_running()?;
+    Ok(ok(
+        StatusCode::CREATED,
+        c.create_stream(&prefix, &req).await?,
+    ))
+}
+
+pub async fn create_group(
+    State(c): Coord,
+    ApiPath((p, g)): GroupPath,
+    Json(req): Json<CreateStreamRequest>,
+) -> Result<Response, ApiError> {
+    c.ensure_running()?;
+    Ok(ok(
+        StatusCode::CREATED,
+        c.create_group(&GroupName::new(&p, &g), &req).await?,
+    ))
+}
+
+pub async fn get_group(State(c): Coord, ApiPath((p, g)): GroupPath) -> Result<Response, ApiError> {
+    Ok(ok(
+        StatusCode::OK,
+        c.get_group(&GroupName::new(&p, &g)).await?,
+    ))
+}
+
+pub async fn delete_group(
+    State(c): Coord,
+    ApiPath((p, g)): GroupPath,
+    Json(req): Json<DeleteGroupRequest>,
+) -> Result<Response, ApiError> {
+    c.ensure_running()?;
+    Ok(ok(
+        StatusCode::OK,
+        c.delete_group(&GroupName::new(&p, &g), &req).await?,
+    ))
+}
+
+pub async fn producer_routing(
+    State(c): Coord,
+    ApiPath((p, g)): GroupPath,
+) -> Result<Response, ApiError> {
+    Ok(ok(
+        StatusCode::OK,
+        c.producer_routing(&GroupName::new(&p, &g)).await?,
+    ))
+}
+
+pub async fn heartbeat(
+    State(c): Coord,
+    ApiPath((p, g, member_id)): ApiPath<(String, String, String)>,
+    Json(req): Json<HeartbeatRequest>,
+) -> Result<Response, ApiError> {
+    c.ensure_running()?;
+    validate::validate_stream_prefix(&p)?;
+    validate::validate_consumer_group(&g)?;
+    validate::validate_member_id(&member_id)?;
+    validate_heartbeat(&req)?;
+    Ok(ok(
+        StatusCode::OK,
+        c.heartbeat(&GroupName::new(&p, &g), &member_id, &req).await,
+    ))
+}
+
+/// Field checks the contract answers with HTTP 400 (everything else is a heartbeat status).
+fn validate_heartbeat(req: &HeartbeatRequest) -> Result<(), ApiError> {
+    let max_list = rsc_protocol::validate::MAX_SHARD_COUNT as usize;
+    if req.protocol_version < 1 {
+        return Err(ApiError::invalid("protocolVersion: must be at least 1"));
+    }
+    validate::validate_text("requestId", &req.request_id, true)?;
+    if req.request_id.len() > validate::MAX_ID_LEN {
+        return Err(ApiError::invalid(format!(
+            "requestId: must be at most {} bytes",
+            validate::MAX_ID_LEN
+        )));
+    }
+    if let Some(name) = &req.member_name
+        && name.len() > validate::MAX_ID_LEN
+    {
+        return Err(ApiError::invalid(format!(
+            "memberName: must be at most {} bytes",
+            validate::MAX_ID_LEN
+        )));
+    }
+    if req.metadata_version < 0 {
+        return Err(ApiError::invalid("metadataVersion: must be at least 0"));
+    }
+    let cap = &req.runtime_consumer_capacity;
+    if cap.runtime_max_concurrency < 1 {
+        return Err(ApiError::invalid(
+            "runtimeConsumerCapacity.runtimeMaxConcurrency: must be at least 1",
+        ));
+    }
+    if cap.available_concurrency < 0 {
+        return Err(ApiError::invalid(
+            "runtimeConsumerCapacity.availableConcurrency: must be at least 0",
+        ));
+    }
+    for (field, len) in [
+        ("ownedShards", req.owned_shards.len()),
+        ("revokingShards", req.revoking_shards.len()),
+        ("shardProgress", req.shard_progress.len()),
+    ] {
+        if len > max_list {
+            return Err(ApiError::invalid(format!(
+                "{field}: at most {max_list} entries"
+            )));
+        }
+    }
+    if let Some(r) = req.revoking_shards.iter().find(|r| r.in_flight < 0) {
+        return Err(ApiError::invalid(format!(
+            "revokingShards[shard {}].inFlight: must be at least 0",
+            r.shard.shard_index
+        )));
+    }
+    for p in &req.shard_progress {
+        if p.pending_count < 0 {
+            return Err(ApiError::invalid(format!(
+                "shardProgress[shard {}].pendingCount: must be at least 0",
+                p.shard.shard_index
+            )));
+        }
+        for (field, v) in [
+            ("streamKey", &p.stream_key),
+            ("lastDeliveredId", &p.last_delivered_id),
+            ("lastAckedId", &p.last_acked_id),
+            ("updatedAt", &p.updated_at),
+        ] {
+            if v.as_ref().is_some_and(|s| s.len() > 512) {
+                return Err(ApiError::invalid(format!(
+                    "shardProgress[shard {}].{field}: at most 512 bytes",
+                    p.shard.shard_index
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+pub async fn health(State(c): Coord) -> Response {
+    ok(StatusCode::OK, c.health().await)
+}
+
+pub async fn compatibility(State(c): Coord) -> Response {
+    ok(StatusCode::OK, c.compatibility())
+}
+
+pub async fn list_groups(State(c): Coord) -> Result<Response, ApiError> {
+    Ok(ok(
+        StatusCode::OK,
+        json!({"groups": c.list_groups().await?}),
+    ))
+}
+
+pub async fn members(State(c): Coord, ApiPath((p, g)): GroupPath) -> Result<Response, ApiError> {
+    Ok(ok(
+        StatusCode::OK,
+        json!({"members": c.members(&GroupName::new(&p, &g)).await?}),
+    ))
+}
+
+pub async fn assignments(
+    State(c): Coord,
+    ApiPath((p, g)): GroupPath,
+) -> Result<Response, ApiError> {
+    Ok(ok(
+        StatusCode::OK,
+        c.assignments(&GroupName::new(&p, &g)).await?,
+    ))
+}
+
+/// Liveness probe: the process answers. Reveals nothing else.
+pub async fn healthz() -> Response {
+    ok(StatusCode::OK, json!({"status": "UP"}))
+}
+
+/// Readiness probe: not while terminating, not while Redis is unreachable. Reveals nothing beyond that.
+pub async fn readyz(State(c): Coord) -> Response {
+    let redis_ok = !c.is_terminating()
+        && tokio::time::timeout(std::time::Duration::from_secs(1), c.store.ping())
+            .await
+            .is_ok_and(|r| r.is_ok());
+    if redis_ok {
+        ok(StatusCode::OK, json!({"status": "READY"}))
+    } else {
+        ok(
+            StatusCode::SERVICE_UNAVAILABLE,
+            json!({"status": "NOT_READY"}),
+        )
+    }
+}

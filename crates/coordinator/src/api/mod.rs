@@ -1,0 +1,93 @@
+//! The HTTP API: the router built from the route table, body limits, JSON fallbacks for unknown paths and
+//! methods, and a layer that attaches the matched route's spec to each request for cross-cutting concerns.
+
+pub mod extract;
+pub mod handlers;
+pub mod routes;
+
+use crate::coordinator::Coordinator;
+use crate::error::ApiError;
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
+use axum::middleware::Next;
+use axum::response::Response;
+use rsc_protocol::errors::ErrorCode;
+use std::sync::Arc;
+
+/// The matched route's metadata, available to layers and handlers as a request extension.
+#[derive(Debug, Clone)]
+pub struct MatchedRoute {
+    pub operation_id: &'static str,
+    pub access: routes::Access,
+    pub audit_action: Option<&'static str>,
+    pub path: &'static str,
+}
+
+/// Builds the router over every route of the table.
+pub fn router(coordinator: Arc<Coordinator>) -> Router {
+    let table = routes::table();
+    let mut router: Router<Arc<Coordinator>> = Router::new();
+    for spec in &table {
+        router = router.route(spec.path, (spec.handler)());
+    }
+    let specs: Arc<Vec<(axum::http::Method, MatchedRoute)>> = Arc::new(
+        table
+            .iter()
+            .map(|s| {
+                (
+                    s.method.clone(),
+                    MatchedRoute {
+                        operation_id: s.operation_id,
+                        access: s.access,
+                        audit_action: s.audit_action,
+                        path: s.path,
+                    },
+                )
+            })
+            .collect(),
+    );
+    router
+        .layer(axum::middleware::from_fn(
+            move |req: Request, next: Next| {
+                let specs = specs.clone();
+                async move { attach_route(specs, req, next).await }
+            },
+        ))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(extract::MAX_BODY_BYTES))
+        .with_state(coordinator)
+}
+
+async fn attach_route(
+    specs: Arc<Vec<(axum::http::Method, MatchedRoute)>>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let matched = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|m| m.as_str().to_owned());
+    if let Some(path) = matched
+        && let Some((_, spec)) = specs
+            .iter()
+            .find(|(m, s)| *m == req.method() && s.path == path)
+    {
+        req.extensions_mut().insert(spec.clone());
+    }
+    next.run(req).await
+}
+
+async fn not_found(req: Request) -> ApiError {
+    ApiError::new(
+        ErrorCode::NotFound,
+        format!("no route for {} {}", req.method(), req.uri().path()),
+    )
+}
+
+async fn method_not_allowed(req: Request) -> ApiError {
+    ApiError::new(
+        ErrorCode::MethodNotAllowed,
+        format!("{} is not allowed on {}", req.method(), req.uri().path()),
+    )
+}

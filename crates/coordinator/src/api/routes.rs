@@ -1,0 +1,184 @@
+//! The route table: every coord/v1 route with its method, path template, operation id, required access
+//! and audited action. The router is built from this table, so a route cannot exist without a declared
+//! access level; cross-cutting layers (authentication, audit, rate limits) look the matched route up here
+//! instead of being wired into handlers.
+
+use super::handlers;
+use crate::coordinator::Coordinator;
+use axum::http::Method;
+use axum::routing::{MethodRouter, delete, get, post};
+use std::sync::Arc;
+
+/// What a caller needs to use a route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// No credentials (login, probes).
+    Public,
+    /// Monitoring and other reads.
+    Read,
+    /// Admin mutations.
+    Write,
+    /// Member heartbeats.
+    Member,
+}
+
+pub struct RouteSpec {
+    pub method: Method,
+    pub path: &'static str,
+    pub operation_id: &'static str,
+    pub access: Access,
+    /// The audit action of an admin mutation (None = not audited).
+    pub audit_action: Option<&'static str>,
+    pub handler: fn() -> MethodRouter<Arc<Coordinator>>,
+}
+
+/// A path under `/coord/v1/streams/{p}/groups/{g}`.
+macro_rules! g {
+    ($suffix:literal) => {
+        concat!(
+            "/coord/v1/streams/{stream_prefix}/groups/{consumer_group}",
+            $suffix
+        )
+    };
+}
+
+/// A path under `/coord/v1/monitoring/streams/{p}/groups/{g}`.
+macro_rules! mg {
+    ($suffix:literal) => {
+        concat!(
+            "/coord/v1/monitoring/streams/{stream_prefix}/groups/{consumer_group}",
+            $suffix
+        )
+    };
+}
+
+macro_rules! route {
+    ($m:ident, $path:expr, $op:literal, $access:ident, $audit:expr, $method_fn:ident($h:path)) => {
+        RouteSpec {
+            method: Method::$m,
+            path: $path,
+            operation_id: $op,
+            access: Access::$access,
+            audit_action: $audit,
+            handler: || $method_fn($h),
+        }
+    };
+}
+
+/// Every route. Paths use axum's `{param}` syntax.
+pub fn table() -> Vec<RouteSpec> {
+    vec![
+        route!(
+            POST,
+            "/coord/v1/streams/{stream_prefix}",
+            "createStreamGroup",
+            Write,
+            Some("CREATE_STREAM"),
+            post(handlers::create_stream)
+        ),
+        route!(
+            POST,
+            g!(""),
+            "createCoordinatorGroup",
+            Write,
+            Some("CREATE_GROUP"),
+            post(handlers::create_group)
+        ),
+        route!(
+            GET,
+            g!(""),
+            "getCoordinatorGroup",
+            Read,
+            None,
+            get(handlers::get_group)
+        ),
+        route!(
+            DELETE,
+            g!(""),
+            "deleteCoordinatorGroup",
+            Write,
+            Some("DELETE_GROUP"),
+            delete(handlers::delete_group)
+        ),
+        route!(
+            GET,
+            g!("/producer-routing"),
+            "getProducerRoutingMetadata",
+            Read,
+            None,
+            get(handlers::producer_routing)
+        ),
+        route!(
+            POST,
+            g!("/members/{member_id}/heartbeat"),
+            "sendConsumerHeartbeat",
+            Member,
+            None,
+            post(handlers::heartbeat)
+        ),
+        route!(
+            GET,
+            "/coord/v1/monitoring/health",
+            "getCoordinatorHealth",
+            Read,
+            None,
+            get(handlers::health)
+        ),
+        route!(
+            GET,
+            "/coord/v1/monitoring/compatibility",
+            "getCoordinatorCompatibility",
+            Read,
+            None,
+            get(handlers::compatibility)
+        ),
+        route!(
+            GET,
+            "/coord/v1/monitoring/groups",
+            "listCoordinatorGroups",
+            Read,
+            None,
+            get(handlers::list_groups)
+        ),
+        route!(
+            GET,
+            mg!(""),
+            "getMonitoringGroup",
+            Read,
+            None,
+            get(handlers::get_group)
+        ),
+        route!(
+            GET,
+            mg!("/members"),
+            "listGroupMembers",
+            Read,
+            None,
+            get(handlers::members)
+        ),
+        route!(
+            GET,
+            mg!("/assignments"),
+            "getGroupAssignments",
+            Read,
+            None,
+            get(handlers::assignments)
+        ),
+        route!(
+            GET,
+            "/healthz",
+            "healthz",
+            Public,
+            None,
+            get(handlers::healthz)
+        ),
+        route!(
+            GET,
+            "/readyz",
+            "readyz",
+            Public,
+            None,
+            get(handlers::readyz)
+        ),
+    ]
+}

@@ -1,0 +1,534 @@
+//! Coordinator configuration: defaults, then a TOML file, then `COORDINATOR_*` environment variables, then
+//! command-line flags (`--listen`/`RSC_LISTEN`, `--redis-url`/`RSC_REDIS_URL`).
+//!
+//! Keys mirror the contract's property names (`coordinator.store.key-prefix`, …); an environment variable is
+//! the upper-case form with `.` and `-` turned into `_` (`COORDINATOR_MEMBER_LEASE_TTL=3s`). Durations accept
+//! `500ms`, `3s`, `10m`, `7d` or a number of milliseconds. Unknown keys and bad values fail start-up with a
+//! message naming the key.
+
+use figment::Figment;
+use figment::providers::{Format, Serialized, Toml};
+use figment::value::{Dict, Map, Value};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+/// A duration written as `3s`, `500ms`, `10m`, `7d`, or as integer milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dur(pub Duration);
+
+impl Dur {
+    pub fn ms(self) -> i64 {
+        i64::try_from(self.0.as_millis()).unwrap_or(i64::MAX)
+    }
+    pub const fn from_secs(s: u64) -> Dur {
+        Dur(Duration::from_secs(s))
+    }
+}
+
+impl Serialize for Dur {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&humantime::format_duration(self.0).to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for Dur {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Millis(u64),
+            Text(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Millis(ms) => Ok(Dur(Duration::from_millis(ms))),
+            Raw::Text(t) => {
+                let t = t.trim();
+                if let Ok(ms) = t.parse::<u64>() {
+                    return Ok(Dur(Duration::from_millis(ms)));
+                }
+                humantime::parse_duration(t).map(Dur).map_err(|e| {
+                    serde::de::Error::custom(format!(
+                        "invalid duration {t:?} ({e}); use e.g. 500ms, 3s, 10m, 7d or integer milliseconds"
+                    ))
+                })
+            }
+        }
+    }
+}
+
+/// The whole configuration file: everything lives under `[coordinator]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub coordinator: CoordinatorConfig,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct CoordinatorConfig {
+    /// Instance id (health, metrics, audit). Default: `<hostname>-<pid>`.
+    pub id: String,
+    pub listen: String,
+    pub redis_url: String,
+    /// When non-empty, connect to a Redis Cluster through these node URLs instead of `redis-url`.
+    pub redis_cluster_nodes: Vec<String>,
+    pub redis_connect_timeout: Dur,
+    pub heartbeat_interval: Dur,
+    pub member_lease_ttl: Dur,
+    pub rebalance_timeout: Dur,
+    pub stale_member_retention: Dur,
+    /// How long SIGTERM waits for in-flight requests before exiting anyway.
+    pub shutdown_grace: Dur,
+    #[serde(rename = "loop")]
+    pub reconciler: LoopConfig,
+    pub store: StoreConfig,
+    pub streams: StreamsConfig,
+    pub defaults: DefaultsConfig,
+    pub health: HealthConfig,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct LoopConfig {
+    pub enabled: bool,
+    pub tick_interval: Dur,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct StoreConfig {
+    pub key_prefix: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct StreamsConfig {
+    /// Create shard streams and their Redis consumer groups (clients never do). On by default.
+    pub provisioning_enabled: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct DefaultsConfig {
+    pub initial_shard_count: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct HealthConfig {
+    /// A Redis PING slower than this makes health DEGRADED.
+    pub redis_timeout: Dur,
+}
+
+impl Default for CoordinatorConfig {
+    fn default() -> Self {
+        CoordinatorConfig {
+            id: default_instance_id(),
+            listen: "127.0.0.1:8080".to_owned(),
+            redis_url: "redis://127.0.0.1:6379".to_owned(),
+            redis_cluster_nodes: Vec::new(),
+            redis_connect_timeout: Dur(Duration::from_secs(3)),
+            heartbeat_interval: Dur::from_secs(3),
+            member_lease_ttl: Dur::from_secs(15),
+            rebalance_timeout: Dur::from_secs(60),
+            stale_member_retention: Dur::from_secs(600),
+            shutdown_grace: Dur::from_secs(10),
+            reconciler: LoopConfig::default(),
+            store: StoreConfig::default(),
+            streams: StreamsConfig::default(),
+            defaults: DefaultsConfig::default(),
+            health: HealthConfig::default(),
+        }
+    }
+}
+
+impl Default for LoopConfig {
+    fn default() -> Self {
+        LoopConfig {
+            enabled: true,
+            tick_interval: Dur::from_secs(1),
+        }
+    }
+}
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            key_prefix: "redis-stream:coord".to_owned(),
+        }
+    }
+}
+impl Default for StreamsConfig {
+    fn default() -> Self {
+        StreamsConfig {
+            provisioning_enabled: true,
+        }
+    }
+}
+impl Default for DefaultsConfig {
+    fn default() -> Self {
+        DefaultsConfig {
+            initial_shard_count: 12,
+        }
+    }
+}
+impl Default for HealthConfig {
+    fn default() -> Self {
+        HealthConfig {
+            redis_timeout: Dur(Duration::from_millis(300)),
+        }
+    }
+}
+
+fn default_instance_id() -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| {
+            std::fs::read_to_string("/etc/hostname")
+                .ok()
+                .map(|h| h.trim().to_owned())
+        })
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "rsc".to_owned());
+    format!("{host}-{}", std::process::id())
+}
+
+/// A configuration problem, naming the key (or file) and what to do about it.
+#[derive(Debug, thiserror::Error)]
+#[error("configuration error: {0}")]
+pub struct ConfigError(pub String);
+
+/// Overrides given on the command line (already merged with `RSC_LISTEN` / `RSC_REDIS_URL` by clap).
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub listen: Option<String>,
+    pub redis_url: Option<String>,
+}
+
+/// Loads the configuration: defaults < TOML file < `COORDINATOR_*` env < overrides; then validates it.
+pub fn load(
+    file: Option<&Path>,
+    env: &BTreeMap<String, String>,
+    overrides: &Overrides,
+) -> Result<Config, ConfigError> {
+    let mut figment = Figment::from(Serialized::defaults(Config::default()));
+    if let Some(path) = file {
+        if !path.is_file() {
+            return Err(ConfigError(format!(
+                "config file {} does not exist or is not a file",
+                path.display()
+            )));
+        }
+        figment = figment.merge(Toml::file(path));
+    }
+    figment = figment.merge(Serialized::defaults(env_overrides(env)?));
+    if let Some(listen) = &overrides.listen {
+        figment = figment.merge(("coordinator.listen", listen));
+    }
+    if let Some(url) = &overrides.redis_url {
+        figment = figment.merge(("coordinator.redis-url", url));
+    }
+    let config: Config = figment
+        .extract()
+        .map_err(|e| ConfigError(describe_figment_error(e)))?;
+    validate(&config)?;
+    Ok(config)
+}
+
+fn describe_figment_error(e: figment::Error) -> String {
+    e.into_iter()
+        .map(|err| {
+            let key = if err.path.is_empty() {
+                String::from("(top level)")
+            } else {
+                err.path.join(".")
+            };
+            let source = err
+                .metadata
+                .as_ref()
+                .map(|m| format!(" (from {})", m.name))
+                .unwrap_or_default();
+            format!("key `{key}`: {}{source}", err.kind)
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Every settable scalar key, as dotted paths, derived from the default configuration so it never drifts.
+pub fn known_keys() -> Vec<String> {
+    fn walk(prefix: &str, value: &serde_json::Value, out: &mut Vec<String>) {
+        match value {
+            serde_json::Value::Object(map) => {
+                for (k, v) in map {
+                    let path = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
+                    walk(&path, v, out);
+                }
+            }
+            _ => out.push(prefix.to_owned()),
+        }
+    }
+    let mut out = Vec::new();
+    if let Ok(v) = serde_json::to_value(Config::default()) {
+        walk("", &v, &mut out);
+    }
+    out
+}
+
+/// The environment variable that overrides a dotted key.
+pub fn env_name(key: &str) -> String {
+    key.chars()
+        .map(|c| {
+            if c == '.' || c == '-' {
+                '_'
+            } else {
+                c.to_ascii_uppercase()
+            }
+        })
+        .collect()
+}
+
+/// Builds a nested override document from `COORDINATOR_*` variables; unknown ones are an error.
+fn env_overrides(env: &BTreeMap<String, String>) -> Result<Dict, ConfigError> {
+    let keys: BTreeMap<String, String> = known_keys()
+        .into_iter()
+        .map(|k| (env_name(&k), k))
+        .collect();
+    let mut root = Dict::new();
+    for (name, raw) in env.iter().filter(|(n, _)| n.starts_with("COORDINATOR_")) {
+        let Some(key) = keys.get(name) else {
+            let known: Vec<&String> = keys.keys().collect();
+            return Err(ConfigError(format!(
+                "environment variable {name} is not a configuration key; known: {}",
+                known
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        };
+        let value = if key.ends_with("redis-cluster-nodes") {
+            Value::from(
+                raw.split(',')
+                    .map(|s| s.trim().to_owned())
+                    .filter(|s| !s.is_empty())
+                    .collect::<Vec<_>>(),
+            )
+        } else {
+            parse_env_scalar(raw)
+        };
+        insert_path(&mut root, key, value);
+    }
+    Ok(root)
+}
+
+fn parse_env_scalar(raw: &str) -> Value {
+    match raw.trim() {
+        "true" => Value::from(true),
+        "false" => Value::from(false),
+        t => t
+            .parse::<u64>()
+            .map(Value::from)
+            .unwrap_or_else(|_| Value::from(t.to_owned())),
+    }
+}
+
+fn insert_path(root: &mut Dict, dotted: &str, value: Value) {
+    let parts: Vec<&str> = dotted.split('.').collect();
+    let mut cursor: &mut Map<String, Value> = root;
+    for part in &parts[..parts.len().saturating_sub(1)] {
+        let entry = cursor
+            .entry((*part).to_owned())
+            .or_insert_with(|| Value::from(Dict::new()));
+        if !matches!(entry, Value::Dict(..)) {
+            *entry = Value::from(Dict::new());
+        }
+        let Value::Dict(_, dict) = entry else { return };
+        cursor = dict;
+    }
+    if let Some(last) = parts.last() {
+        cursor.insert((*last).to_owned(), value);
+    }
+}
+
+fn validate(c: &Config) -> Result<(), ConfigError> {
+    let k = &c.coordinator;
+    let fail = |key: &str, msg: String| Err(ConfigError(format!("key `coordinator.{key}`: {msg}")));
+    if k.heartbeat_interval.0.is_zero() {
+        return fail("heartbeat-interval", "must be greater than zero".into());
+    }
+    if k.member_lease_ttl.0 < k.heartbeat_interval.0 * 2 {
+        return fail(
+            "member-lease-ttl",
+            format!(
+                "must be at least twice coordinator.heartbeat-interval ({}), or members expire between heartbeats",
+                humantime::format_duration(k.heartbeat_interval.0)
+            ),
+        );
+    }
+    if k.rebalance_timeout.0.is_zero() {
+        return fail("rebalance-timeout", "must be greater than zero".into());
+    }
+    if k.reconciler.tick_interval.0.is_zero() {
+        return fail("loop.tick-interval", "must be greater than zero".into());
+    }
+    if k.redis_connect_timeout.0.is_zero() {
+        return fail("redis-connect-timeout", "must be greater than zero".into());
+    }
+    let kp = &k.store.key_prefix;
+    if kp.trim().is_empty() || kp.contains('{') || kp.contains('}') {
+        return fail(
+            "store.key-prefix",
+            "must be non-blank and must not contain '{' or '}'".into(),
+        );
+    }
+    if k.defaults.initial_shard_count == 0
+        || k.defaults.initial_shard_count > rsc_protocol::validate::MAX_SHARD_COUNT
+    {
+        return fail(
+            "defaults.initial-shard-count",
+            format!(
+                "must be between 1 and {}",
+                rsc_protocol::validate::MAX_SHARD_COUNT
+            ),
+        );
+    }
+    if k.listen.parse::<std::net::SocketAddr>().is_err() {
+        return fail(
+            "listen",
+            format!("{:?} is not a socket address like 127.0.0.1:8080", k.listen),
+        );
+    }
+    if k.redis_cluster_nodes.is_empty()
+        && !k.redis_url.starts_with("redis://")
+        && !k.redis_url.starts_with("rediss://")
+    {
+        return fail(
+            "redis-url",
+            format!("{:?} must start with redis:// or rediss://", k.redis_url),
+        );
+    }
+    if k.id.trim().is_empty() {
+        return fail("id", "must not be blank".into());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_match_the_contract() {
+        let c = load(None, &env(&[]), &Overrides::default())
+            .unwrap()
+            .coordinator;
+        assert_eq!(c.heartbeat_interval.ms(), 3_000);
+        assert_eq!(c.member_lease_ttl.ms(), 15_000);
+        assert_eq!(c.rebalance_timeout.ms(), 60_000);
+        assert_eq!(c.store.key_prefix, "redis-stream:coord");
+        assert_eq!(c.listen, "127.0.0.1:8080");
+        assert_eq!(c.redis_url, "redis://127.0.0.1:6379");
+    }
+
+    #[test]
+    fn env_overrides_file_and_accepts_human_durations() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rsc.toml");
+        std::fs::write(&path, "[coordinator]\nmember-lease-ttl = \"20s\"\nheartbeat-interval = 1000\n[coordinator.store]\nkey-prefix = \"from-file\"\n").unwrap();
+        let c = load(
+            Some(&path),
+            &env(&[
+                ("COORDINATOR_MEMBER_LEASE_TTL", "3s"),
+                ("COORDINATOR_STORE_KEY_PREFIX", "from-env"),
+            ]),
+            &Overrides {
+                listen: Some("127.0.0.1:9999".into()),
+                redis_url: None,
+            },
+        )
+        .unwrap()
+        .coordinator;
+        assert_eq!(c.member_lease_ttl.ms(), 3_000);
+        assert_eq!(c.heartbeat_interval.ms(), 1_000);
+        assert_eq!(c.store.key_prefix, "from-env");
+        assert_eq!(c.listen, "127.0.0.1:9999");
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_name_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bad.toml");
+        std::fs::write(&path, "[coordinator]\nheartbeat-intervall = \"3s\"\n").unwrap();
+        let err = load(Some(&path), &env(&[]), &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("heartbeat-intervall"), "{err}");
+
+        let err = load(
+            None,
+            &env(&[("COORDINATOR_MEMBER_LEASE_TTL", "soon")]),
+            &Overrides::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("member-lease-ttl") && err.contains("soon"),
+            "{err}"
+        );
+
+        let err = load(
+            None,
+            &env(&[("COORDINATOR_NO_SUCH_THING", "1")]),
+            &Overrides::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("COORDINATOR_NO_SUCH_THING"), "{err}");
+
+        let err = load(
+            None,
+            &env(&[("COORDINATOR_MEMBER_LEASE_TTL", "1s")]),
+            &Overrides::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("coordinator.member-lease-ttl"), "{err}");
+
+        let err = load(
+            None,
+            &env(&[]),
+            &Overrides {
+                listen: Some("nonsense".into()),
+                redis_url: None,
+            },
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("coordinator.listen"), "{err}");
+    }
+
+    #[test]
+    fn every_known_key_has_an_env_name() {
+        let keys = known_keys();
+        assert!(keys.contains(&"coordinator.store.key-prefix".to_owned()));
+        assert!(keys.contains(&"coordinator.loop.tick-interval".to_owned()));
+        assert_eq!(
+            env_name("coordinator.store.key-prefix"),
+            "COORDINATOR_STORE_KEY_PREFIX"
+        );
+    }
+}

@@ -1,0 +1,236 @@
+//! `Coordinator`: the runtime around the pure group state machine — configuration, the store, the Redis
+//! clock, the aggregate cache — and the two ways state is read and written:
+//! `load` (fail closed on anything unreadable) and `commit` (compare-and-set a decided transition).
+//!
+//! Requests flow one way: route → validate → load group (cache or store) → pure transition → CAS write →
+//! response derived from what was written. The operations themselves live in `heartbeat`, `admin` and
+//! `reconciler`.
+
+use crate::cache::{Cached, GroupCache, GroupName};
+use crate::clock::{RedisClock, iso_ms};
+use crate::config::CoordinatorConfig;
+use crate::error::ApiError;
+use crate::stats::Stats;
+use rsc_group::heartbeat::Transition;
+use rsc_group::model::{AggregateError, Group};
+use rsc_group::timing::Timing;
+use rsc_protocol::errors::ErrorCode;
+use rsc_protocol::names;
+use rsc_store::{CasOutcome, CasWrite, GroupKeys, Store, StoreError};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+
+/// How many times a transition is re-decided after losing a compare-and-set before giving up.
+pub const MAX_CAS_ATTEMPTS: usize = 5;
+
+pub struct Coordinator {
+    pub config: CoordinatorConfig,
+    pub timing: Timing,
+    pub store: Store,
+    pub clock: RedisClock,
+    pub cache: GroupCache,
+    pub stats: Stats,
+    terminating: AtomicBool,
+    /// Redis time of the reconciler's last completed pass (0 = never).
+    pub last_reconcile_ms: AtomicI64,
+}
+
+/// The result of trying to commit one transition.
+#[derive(Debug)]
+pub enum Commit {
+    Written(Cached),
+    /// Someone else changed the group: decide again on fresh state.
+    Conflict,
+    /// A time or lease condition did not hold (a lease lapsed or was renewed meanwhile, or the coordinator's
+    /// clock estimate ran ahead of Redis): reconcile the group's time-driven state, then decide again.
+    ConditionFailed,
+}
+
+impl Coordinator {
+    pub fn new(config: CoordinatorConfig, store: Store) -> Arc<Coordinator> {
+        let timing = Timing {
+            heartbeat_interval_ms: config.heartbeat_interval.ms(),
+            member_lease_ttl_ms: config.member_lease_ttl.ms(),
+            rebalance_timeout_ms: config.rebalance_timeout.ms(),
+            stale_member_retention_ms: config.stale_member_retention.ms(),
+            hold_margin_ms: 1_000,
+        };
+        Arc::new(Coordinator {
+            config,
+            timing,
+            store,
+            clock: RedisClock::new(),
+            cache: GroupCache::default(),
+            stats: Stats::default(),
+            terminating: AtomicBool::new(false),
+            last_reconcile_ms: AtomicI64::new(0),
+        })
+    }
+
+    pub fn keys(&self, name: &GroupName) -> GroupKeys {
+        let kp = &self.config.store.key_prefix;
+        GroupKeys {
+            metadata: names::group_metadata_key(kp, &name.stream_prefix, &name.consumer_group),
+            leases: names::group_leases_key(kp, &name.stream_prefix, &name.consumer_group),
+            progress: names::group_progress_key(kp, &name.stream_prefix, &name.consumer_group),
+        }
+    }
+
+    pub fn index_key(&self) -> String {
+        names::group_index_key(&self.config.store.key_prefix)
+    }
+
+    pub fn begin_termination(&self) {
+        self.terminating.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_terminating(&self) -> bool {
+        self.terminating.load(Ordering::SeqCst)
+    }
+
+    /// Rejects mutations once shutdown has begun.
+    pub fn ensure_running(&self) -> Result<(), ApiError> {
+        if self.is_terminating() {
+            return Err(ApiError::new(
+                ErrorCode::CoordinatorTerminating,
+                "this coordinator is shutting down; retry against another replica",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Reads a group from Redis (never from the cache) and refreshes the cache. Missing → None; unreadable,
+    /// unknown schema or a revision that disagrees with the aggregate → MetadataCorrupt (fail closed).
+    pub async fn load(&self, name: &GroupName) -> Result<Option<Cached>, ApiError> {
+        let keys = self.keys(name);
+        let stored = match self.store.load(&keys).await {
+            Ok(Some(s)) => s,
+            Ok(None) => {
+                self.cache.invalidate(name);
+                return Ok(None);
+            }
+            Err(e) => {
+                self.note_store_error(&e);
+                return Err(e.into());
+            }
+        };
+        let group = Group::from_json(&stored.aggregate).map_err(|e| corrupt(&keys.metadata, &e))?;
+        if group.store_revision != stored.revision
+            || group.stream_prefix != name.stream_prefix
+            || group.consumer_group != name.consumer_group
+        {
+            return Err(ApiError::new(
+                ErrorCode::MetadataCorrupt,
+                format!(
+                    "metadata key {} is inconsistent (hash revision {}, aggregate storeRevision {}, group {}/{}); \
+                     restore it from backup",
+                    keys.metadata,
+                    stored.revision,
+                    group.store_revision,
+                    group.stream_prefix,
+                    group.consumer_group
+                ),
+            ));
+        }
+        let cached = Cached {
+            group: Arc::new(group),
+            revision: stored.revision,
+        };
+        if let Err(r) = self.cache.put(name, cached.clone()) {
+            Stats::bump(&self.stats.revision_regressions);
+            tracing::error!(group = %keys.metadata, seen = r.seen, found = r.found,
+                "store revision went backwards: Redis metadata was rolled back");
+        }
+        Ok(Some(cached))
+    }
+
+    /// The cached aggregate, or a fresh load when none is cached. The flag says whether it is fresh.
+    pub async fn cached_or_load(
+        &self,
+        name: &GroupName,
+    ) -> Result<(Option<Cached>, bool), ApiError> {
+        match self.cache.get(name) {
+            Some(c) => Ok((Some(c), false)),
+            None => Ok((self.load(name).await?, true)),
+        }
+    }
+
+    /// Compare-and-sets a transition decided on `base`. The new aggregate carries `storeRevision = base + 1`.
+    pub async fn commit(
+        &self,
+        name: &GroupName,
+        base: &Cached,
+        t: &Transition,
+    ) -> Result<Commit, ApiError> {
+        let Some(group) = &t.group else {
+            return Ok(Commit::Conflict);
+        };
+        let mut group = group.clone();
+        group.store_revision = base.revision + 1;
+        let write = CasWrite {
+            expected_revision: base.revision,
+            aggregate_json: group.to_json(),
+            updated_at: iso_ms(group.updated_at_ms),
+            lease_ttl_ms: self.timing.member_lease_ttl_ms,
+            not_before_ms: t.not_before_ms,
+            must_be_lapsed: t.must_be_lapsed.clone(),
+            must_be_live: t.must_be_live.clone(),
+            renew: t.renew.clone(),
+            remove: t.remove.clone(),
+        };
+        let outcome = self
+            .store
+            .cas(&self.keys(name), &write)
+            .await
+            .map_err(|e| {
+                self.note_store_error(&e);
+                ApiError::from(e)
+            })?;
+        match outcome {
+            CasOutcome::Written { revision, now_ms } => {
+                self.clock.observe(now_ms);
+                let violations = rsc_group::invariants::check(&group);
+                if !violations.is_empty() {
+                    Stats::bump(&self.stats.invariant_violations);
+                    tracing::error!(
+                        ?violations,
+                        "invariant violated after a committed transition"
+                    );
+                }
+                let cached = Cached {
+                    group: Arc::new(group),
+                    revision,
+                };
+                let _ = self.cache.put(name, cached.clone());
+                Ok(Commit::Written(cached))
+            }
+            CasOutcome::Conflict { now_ms, .. } => {
+                self.clock.observe(now_ms);
+                Stats::bump(&self.stats.state_conflicts);
+                self.cache.invalidate(name);
+                Ok(Commit::Conflict)
+            }
+            CasOutcome::TooEarly { now_ms }
+            | CasOutcome::LeaseActive { now_ms, .. }
+            | CasOutcome::LeaseLapsed { now_ms, .. } => {
+                self.clock.observe(now_ms);
+                self.cache.invalidate(name);
+                Ok(Commit::ConditionFailed)
+            }
+        }
+    }
+
+    pub fn note_store_error(&self, e: &StoreError) {
+        Stats::bump(&self.stats.redis_errors);
+        tracing::warn!(error = %e, "Redis operation failed");
+    }
+}
+
+fn corrupt(key: &str, e: &AggregateError) -> ApiError {
+    ApiError::new(
+        ErrorCode::MetadataCorrupt,
+        format!(
+            "metadata key {key} is unreadable ({e}); the group fails closed until it is restored from backup"
+        ),
+    )
+}

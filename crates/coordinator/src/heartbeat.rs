@@ -1,0 +1,182 @@
+//! The heartbeat path: the one endpoint that carries nearly all traffic.
+//!
+//! Steady heartbeats (nothing in the aggregate changes) cost exactly one Redis round trip: a script that
+//! checks the revision the decision was made on, checks and renews the member's lease and stores its progress.
+//! Anything else is a transition, committed by compare-and-set under this replica's per-group lock. A lost
+//! race or a moved revision means "decide again on fresh state", a bounded number of times; infrastructure
+//! trouble is answered with `RETRY` (HTTP 200), which both reference clients treat as "keep state, try again"
+//! and which never renews a client's lease.
+
+use crate::cache::{Cached, GroupName};
+use crate::coordinator::{Commit, Coordinator, MAX_CAS_ATTEMPTS};
+use crate::stats::Stats;
+use rsc_group::heartbeat::{Decision, Outcome, decide, rejected_response};
+use rsc_protocol::wire::{HeartbeatRequest, HeartbeatResponse, HeartbeatStatus};
+use rsc_store::HeartbeatOutcome;
+use serde::Serialize;
+
+/// Hot per-member data stored beside the aggregate on every accepted heartbeat.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct MemberProgress<'a> {
+    member_name: Option<&'a str>,
+    member_epoch: i64,
+    metadata_version: i64,
+    runtime_max_concurrency: i64,
+    available_concurrency: i64,
+    shard_progress: &'a [rsc_protocol::wire::ShardProgressReport],
+    last_heartbeat_at_ms: i64,
+}
+
+impl Coordinator {
+    /// Handles one validated heartbeat. Always returns a contract response (HTTP 200).
+    pub async fn heartbeat(
+        &self,
+        name: &GroupName,
+        member_id: &str,
+        req: &HeartbeatRequest,
+    ) -> HeartbeatResponse {
+        let response = self.heartbeat_inner(name, member_id, req).await;
+        self.stats.count_heartbeat(response.status);
+        response
+    }
+
+    async fn heartbeat_inner(
+        &self,
+        name: &GroupName,
+        member_id: &str,
+        req: &HeartbeatRequest,
+    ) -> HeartbeatResponse {
+        for _ in 0..MAX_CAS_ATTEMPTS {
+            let (cached, fresh) = match self.cached_or_load(name).await {
+                Ok(x) => x,
+                Err(e) if e.code == rsc_protocol::errors::ErrorCode::MetadataCorrupt => {
+                    tracing::error!(error = %e, "heartbeat refused: group metadata unreadable");
+                    return rejected_response(req, &self.timing, HeartbeatStatus::UnknownMemberId);
+                }
+                Err(_) => return self.retry(req),
+            };
+            let decision = decide(
+                cached.as_ref().map(|c| &*c.group),
+                member_id,
+                req,
+                self.clock.now_ms(),
+                &self.timing,
+            );
+            self.count_signals(&decision);
+            match decision.outcome {
+                Outcome::Rejected {
+                    needs_fresh_state: true,
+                } if !fresh => self.cache.invalidate(name),
+                Outcome::Rejected { .. } => return decision.response,
+                Outcome::Steady => {
+                    let Some(base) = cached else {
+                        return self.retry(req);
+                    };
+                    match self.renew(name, &base, member_id, req).await {
+                        Some(true) => return decision.response,
+                        Some(false) => continue,
+                        None => return self.retry(req),
+                    }
+                }
+                Outcome::Write(t) => {
+                    let Some(base) = cached else {
+                        return self.retry(req);
+                    };
+                    let committed = {
+                        let lock = self.cache.lock_for(name);
+                        let _guard = lock.lock().await;
+                        // Another request of this replica may have moved the group while we waited: decide again.
+                        if self
+                            .cache
+                            .get(name)
+                            .is_none_or(|c| c.revision != base.revision)
+                        {
+                            continue;
+                        }
+                        self.commit(name, &base, &t).await
+                    };
+                    match committed {
+                        Ok(Commit::Written(_)) => {
+                            if decision.signals.fenced {
+                                Stats::bump(&self.stats.members_fenced);
+                            }
+                            return decision.response;
+                        }
+                        Ok(Commit::Conflict) => {}
+                        // E.g. the member's lease lapsed before this request: expire it, then decide again.
+                        Ok(Commit::ConditionFailed) => self.reconcile_group(name).await,
+                        Err(_) => return self.retry(req),
+                    }
+                }
+            }
+        }
+        tracing::warn!(group = ?name, member_id, "heartbeat gave up after repeated state conflicts");
+        self.retry(req)
+    }
+
+    /// The steady path: one round trip. Some(true) = renewed; Some(false) = decide again; None = Redis failed.
+    async fn renew(
+        &self,
+        name: &GroupName,
+        base: &Cached,
+        member_id: &str,
+        req: &HeartbeatRequest,
+    ) -> Option<bool> {
+        let progress = MemberProgress {
+            member_name: req.member_name.as_deref(),
+            member_epoch: req.member_epoch,
+            metadata_version: req.metadata_version,
+            runtime_max_concurrency: req.runtime_consumer_capacity.runtime_max_concurrency,
+            available_concurrency: req.runtime_consumer_capacity.available_concurrency,
+            shard_progress: &req.shard_progress,
+            last_heartbeat_at_ms: self.clock.now_ms(),
+        };
+        let json = serde_json::to_string(&progress).ok();
+        let keys = self.keys(name);
+        let outcome = self
+            .store
+            .heartbeat(
+                &keys,
+                base.revision,
+                member_id,
+                self.timing.member_lease_ttl_ms,
+                json.as_deref(),
+            )
+            .await;
+        match outcome {
+            Ok(HeartbeatOutcome::Renewed { now_ms }) => {
+                self.clock.observe(now_ms);
+                Some(true)
+            }
+            Ok(HeartbeatOutcome::Conflict { now_ms, .. }) => {
+                self.clock.observe(now_ms);
+                self.cache.invalidate(name);
+                Some(false)
+            }
+            Ok(HeartbeatOutcome::LeaseLapsed { now_ms }) => {
+                // The lease ran out before this heartbeat arrived: expire the member, then answer on that state.
+                self.clock.observe(now_ms);
+                self.reconcile_group(name).await;
+                Some(false)
+            }
+            Err(e) => {
+                self.note_store_error(&e);
+                None
+            }
+        }
+    }
+
+    fn retry(&self, req: &HeartbeatRequest) -> HeartbeatResponse {
+        rejected_response(req, &self.timing, HeartbeatStatus::Retry)
+    }
+
+    fn count_signals(&self, d: &Decision) {
+        if d.signals.metadata_regression {
+            Stats::bump(&self.stats.metadata_regressions);
+        }
+        if d.signals.rebalance_regression {
+            Stats::bump(&self.stats.rebalance_regressions);
+        }
+    }
+}

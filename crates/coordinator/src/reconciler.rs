@@ -1,0 +1,126 @@
+//! The reconciler: a background loop that advances time-driven transitions (lease expiry, rebalance-timeout
+//! fencing, holds running out, pruning) without waiting for a heartbeat.
+//!
+//! Every replica runs it. Safety does not depend on there being one: each pass reads the group fresh, takes
+//! the time from Redis, and commits by compare-and-set with its time and lease conditions checked by Redis in
+//! the same script, so concurrent passes at worst lose a race and try again next tick.
+
+use crate::cache::GroupName;
+use crate::coordinator::{Commit, Coordinator, MAX_CAS_ATTEMPTS};
+use crate::stats::Stats;
+use rsc_group::tick::tick;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// Index entry value for a group whose metadata was written.
+pub const INDEX_LIVE: &str = "LIVE";
+/// Index entry value written before a group's streams are provisioned (a retried create resumes it).
+pub const INDEX_CREATING: &str = "CREATING";
+
+/// An entry of the group index.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IndexEntry {
+    pub stream_prefix: String,
+    pub consumer_group: String,
+    pub state: String,
+}
+
+impl Coordinator {
+    /// All groups the index lists, with their index state.
+    pub async fn index_entries(&self) -> Result<Vec<IndexEntry>, crate::error::ApiError> {
+        let raw = self
+            .store
+            .index_list(&self.index_key())
+            .await
+            .map_err(|e| {
+                self.note_store_error(&e);
+                crate::error::ApiError::from(e)
+            })?;
+        let mut entries: Vec<IndexEntry> = raw
+            .into_iter()
+            .filter_map(|(_, v)| serde_json::from_str::<IndexEntry>(&v).ok())
+            .collect();
+        entries.sort_by(|a, b| {
+            (a.stream_prefix.as_str(), a.consumer_group.as_str())
+                .cmp(&(b.stream_prefix.as_str(), b.consumer_group.as_str()))
+        });
+        Ok(entries)
+    }
+
+    /// One reconciliation of one group. Errors are logged and retried on the next tick.
+    pub async fn reconcile_group(&self, name: &GroupName) {
+        let lock = self.cache.lock_for(name);
+        let _guard = lock.lock().await;
+        for _ in 0..MAX_CAS_ATTEMPTS {
+            let Ok(Some(base)) = self.load(name).await else {
+                return;
+            };
+            let keys = self.keys(name);
+            let now = match self.store.server_time_ms().await {
+                Ok(now) => now,
+                Err(e) => return self.note_store_error(&e),
+            };
+            self.clock.observe(now);
+            let lapsed: BTreeSet<String> = match self.store.lapsed_members(&keys, now).await {
+                Ok(l) => l.into_iter().collect(),
+                Err(e) => return self.note_store_error(&e),
+            };
+            let Some((t, report)) = tick(&base.group, now, &lapsed, &self.timing) else {
+                return;
+            };
+            match self.commit(name, &base, &t).await {
+                Ok(Commit::Written(_)) => {
+                    for m in &report.expired {
+                        Stats::bump(&self.stats.member_expired);
+                        tracing::info!(group = ?name, member = %m, "member lease expired");
+                    }
+                    for m in &report.fenced {
+                        Stats::bump(&self.stats.members_fenced);
+                        tracing::warn!(group = ?name, member = %m, "member fenced at rebalance timeout");
+                    }
+                    return;
+                }
+                Ok(Commit::Conflict | Commit::ConditionFailed) => continue,
+                Err(_) => return,
+            }
+        }
+    }
+
+    /// One pass over every group in the index.
+    pub async fn reconcile_all(&self) {
+        let Ok(entries) = self.index_entries().await else {
+            return;
+        };
+        for e in entries.iter().filter(|e| e.state == INDEX_LIVE) {
+            self.reconcile_group(&GroupName::new(&e.stream_prefix, &e.consumer_group))
+                .await;
+        }
+        self.last_reconcile_ms
+            .store(self.clock.now_ms(), Ordering::Relaxed);
+    }
+}
+
+/// Runs the reconciler every `tick_interval` until `stop` turns true.
+pub async fn run(coordinator: Arc<Coordinator>, mut stop: watch::Receiver<bool>) {
+    let interval = coordinator
+        .config
+        .reconciler
+        .tick_interval
+        .0
+        .max(Duration::from_millis(10));
+    let mut ticker = tokio::time::interval(interval);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => coordinator.reconcile_all().await,
+            _ = stop.changed() => return,
+        }
+        if *stop.borrow() {
+            return;
+        }
+    }
+}

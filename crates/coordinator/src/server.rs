@@ -1,0 +1,169 @@
+//! Start-up and shutdown of `rsc serve`.
+//!
+//! Start-up fails fast, with a message a person can act on, when Redis is unreachable or the listen port is
+//! taken. SIGTERM (or Ctrl-C) begins a graceful shutdown: new heartbeats and mutations get 503
+//! `COORDINATOR_TERMINATING`, in-flight requests (and so their Redis writes) finish, the reconciler stops,
+//! and the process exits — or exits anyway after `coordinator.shutdown-grace`.
+
+use crate::config::Config;
+use crate::coordinator::Coordinator;
+use rsc_store::{RedisTopology, Store};
+use std::sync::Arc;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("{0}")]
+    Redis(String),
+    #[error(
+        "cannot listen on {addr}: {source}. Is another rsc (or other server) using it? Choose another address with --listen or RSC_LISTEN"
+    )]
+    Bind {
+        addr: String,
+        source: std::io::Error,
+    },
+    #[error("server failed: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// A running coordinator: its address and a handle to stop it (used by tests and `rsc serve`).
+pub struct Running {
+    pub addr: std::net::SocketAddr,
+    pub coordinator: Arc<Coordinator>,
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<Result<(), ServeError>>,
+}
+
+impl Running {
+    /// Begins graceful shutdown and waits for it to finish.
+    pub async fn shutdown(self) -> Result<(), ServeError> {
+        self.coordinator.begin_termination();
+        let _ = self.stop.send(true);
+        match self.task.await {
+            Ok(r) => r,
+            Err(e) => Err(ServeError::Io(std::io::Error::other(e.to_string()))),
+        }
+    }
+}
+
+/// Connects to Redis, binds the listener, and starts serving in the background.
+pub async fn start(config: Config) -> Result<Running, ServeError> {
+    let c = &config.coordinator;
+    let topology = if c.redis_cluster_nodes.is_empty() {
+        RedisTopology::Standalone(c.redis_url.clone())
+    } else {
+        RedisTopology::Cluster(c.redis_cluster_nodes.clone())
+    };
+    let store = Store::connect(&topology, c.redis_connect_timeout.0)
+        .await
+        .map_err(|e| ServeError::Redis(e.to_string()))?;
+    let listener = TcpListener::bind(&c.listen)
+        .await
+        .map_err(|source| ServeError::Bind {
+            addr: c.listen.clone(),
+            source,
+        })?;
+    let addr = listener.local_addr()?;
+    let coordinator = Coordinator::new(config.coordinator.clone(), store);
+    let (stop_tx, stop_rx) = watch::channel(false);
+
+    let reconciler = if coordinator.config.reconciler.enabled {
+        Some(tokio::spawn(crate::reconciler::run(
+            coordinator.clone(),
+            stop_rx.clone(),
+        )))
+    } else {
+        None
+    };
+    let app = crate::api::router(coordinator.clone());
+    let grace = coordinator.config.shutdown_grace.0;
+    let task_coordinator = coordinator.clone();
+    let mut stop_signal = stop_rx.clone();
+    let task = tokio::spawn(async move {
+        let shutdown = async move {
+            while !*stop_signal.borrow() {
+                if stop_signal.changed().await.is_err() {
+                    break;
+                }
+            }
+            task_coordinator.begin_termination();
+        };
+        let server = axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+        )
+        .with_graceful_shutdown(shutdown);
+        let mut stopped = stop_rx.clone();
+        let served = tokio::spawn(async move { server.await });
+        // Once shutdown begins, give in-flight requests `grace` to finish.
+        while !*stopped.borrow() {
+            if stopped.changed().await.is_err() {
+                break;
+            }
+        }
+        let result = match tokio::time::timeout(grace, served).await {
+            Ok(Ok(r)) => r.map_err(ServeError::Io),
+            Ok(Err(e)) => Err(ServeError::Io(std::io::Error::other(e.to_string()))),
+            Err(_) => {
+                tracing::warn!(
+                    "in-flight requests did not finish within the shutdown grace period"
+                );
+                Ok(())
+            }
+        };
+        if let Some(r) = reconciler {
+            let _ = r.await;
+        }
+        result
+    });
+    tracing::info!(%addr, id = %coordinator.config.id, redis = ?topology_name(&coordinator.config), "rsc coordinator listening");
+    Ok(Running {
+        addr,
+        coordinator,
+        stop: stop_tx,
+        task,
+    })
+}
+
+fn topology_name(c: &crate::config::CoordinatorConfig) -> String {
+    if c.redis_cluster_nodes.is_empty() {
+        c.redis_url.clone()
+    } else {
+        c.redis_cluster_nodes.join(",")
+    }
+}
+
+/// Runs until SIGTERM or Ctrl-C, then shuts down gracefully.
+pub async fn run_until_signal(config: Config) -> Result<(), ServeError> {
+    let running = start(config).await?;
+    eprintln!(
+        "rsc coordinator listening on http://{} (Ctrl-C or SIGTERM to stop)",
+        running.addr
+    );
+    wait_for_signal().await;
+    tracing::info!("shutdown signal received; finishing in-flight requests");
+    running.shutdown().await
+}
+
+async fn wait_for_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = ctrl_c => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = ctrl_c.await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}

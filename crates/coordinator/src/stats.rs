@@ -1,0 +1,43 @@
+//! Counters the coordinator keeps while it works, read by health and (later) the metrics exporter.
+//! Plain atomics: incrementing one must never contend on the heartbeat path.
+
+use rsc_protocol::wire::HeartbeatStatus;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+#[derive(Debug, Default)]
+pub struct Stats {
+    heartbeats: [AtomicU64; 8],
+    pub state_conflicts: AtomicU64,
+    pub member_expired: AtomicU64,
+    pub members_fenced: AtomicU64,
+    pub metadata_regressions: AtomicU64,
+    pub revision_regressions: AtomicU64,
+    pub rebalance_regressions: AtomicU64,
+    pub invariant_violations: AtomicU64,
+    pub routing_success: AtomicU64,
+    pub routing_error: AtomicU64,
+    pub redis_errors: AtomicU64,
+}
+
+impl Stats {
+    pub fn count_heartbeat(&self, status: HeartbeatStatus) {
+        if let Some(i) = HeartbeatStatus::ALL.iter().position(|s| *s == status) {
+            self.heartbeats[i].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    pub fn heartbeats(&self, status: HeartbeatStatus) -> u64 {
+        HeartbeatStatus::ALL
+            .iter()
+            .position(|s| *s == status)
+            .map_or(0, |i| self.heartbeats[i].load(Ordering::Relaxed))
+    }
+
+    pub fn bump(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn get(counter: &AtomicU64) -> u64 {
+        counter.load(Ordering::Relaxed)
+    }
+}

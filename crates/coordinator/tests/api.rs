@@ -1,0 +1,539 @@
+//! coord/v1 admin, routing and heartbeat behaviour of a real coordinator over a real redis-server.
+
+mod support;
+
+use rsc_testkit::RedisServer;
+use serde_json::{Value, json};
+use std::time::Duration;
+use support::*;
+
+async fn redis_cmd(url: &str, args: &[&str]) -> redis::Value {
+    let client = redis::Client::open(url).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let mut cmd = redis::cmd(args[0]);
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    cmd.query_async(&mut conn).await.unwrap()
+}
+
+#[tokio::test]
+async fn create_stream_provisions_every_shard_and_routing_matches_the_contract() {
+    let redis = RedisServer::start();
+    let (running, api) = coordinator(test_config(&redis.url())).await;
+
+    let r = api.create_stream("orders", 4).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(
+        r.body,
+        json!({"streamPrefix": "orders", "shardCount": 4, "metadataVersion": 1})
+    );
+
+    for i in 0..4 {
+        let groups = redis_cmd(&redis.url(), &["XINFO", "GROUPS", &format!("orders:{i}")]).await;
+        assert!(
+            format!("{groups:?}").contains("orders"),
+            "shard {i} has the consumer group: {groups:?}"
+        );
+    }
+    let ttl = redis_cmd(
+        &redis.url(),
+        &["TTL", "redis-stream:coord:{orders:orders}:metadata"],
+    )
+    .await;
+    assert_eq!(ttl, redis::Value::Int(-1), "metadata keys never expire");
+
+    let r = api
+        .send(
+            "GET",
+            "/coord/v1/streams/orders/groups/orders/producer-routing",
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body["shardCount"], 4);
+    assert_eq!(r.body["streamKeyPattern"], "orders:{shardIndex}");
+    assert_eq!(
+        r.body["shards"][0],
+        json!({"shardIndex": 0, "streamKey": "orders:0", "redisSlot": 8578})
+    );
+    assert_eq!(r.body["shards"][1]["redisSlot"], 12707);
+    assert_eq!(r.body["shards"].as_array().unwrap().len(), 4);
+
+    let again = api.create_stream("orders", 4).await;
+    assert_eq!(again.status, 409);
+    assert_eq!(again.body["errorCode"], "STREAM_PREFIX_ALREADY_EXISTS");
+
+    // A prefix whose shard keys already hold foreign data is refused, naming the keys.
+    redis_cmd(&redis.url(), &["XADD", "legacy:1", "*", "f", "v"]).await;
+    let r = api.create_stream("legacy", 3).await;
+    assert_eq!(r.status, 409);
+    assert!(
+        r.body["message"].as_str().unwrap().contains("legacy:1"),
+        "{}",
+        r.body
+    );
+
+    // A second group of the same stream adopts the stream's shard count.
+    let r = api
+        .send(
+            "POST",
+            "/coord/v1/streams/orders/groups/audit",
+            Some(json!({"requestedBy": "t"})),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(r.body["shardCount"], 4);
+    let r = api
+        .send(
+            "POST",
+            "/coord/v1/streams/orders/groups/billing",
+            Some(json!({"requestedBy": "t", "initialShardCount": 8})),
+        )
+        .await;
+    assert_eq!(r.status, 400);
+    assert!(
+        r.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("initialShardCount")
+    );
+    let r = api
+        .send(
+            "POST",
+            "/coord/v1/streams/orders/groups/audit",
+            Some(json!({"requestedBy": "t"})),
+        )
+        .await;
+    assert_eq!(r.body["errorCode"], "GROUP_ALREADY_EXISTS");
+
+    let r = api.send("GET", "/coord/v1/monitoring/groups", None).await;
+    let names: Vec<&str> = r.body["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["consumerGroup"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["audit", "orders"]);
+    running.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn bad_input_gets_a_4xx_with_an_error_code_naming_the_field() {
+    let redis = RedisServer::start();
+    let (running, api) = coordinator(test_config(&redis.url())).await;
+    api.create_stream("s", 2).await;
+    let hb_path = "/coord/v1/streams/s/groups/s/members/m1/heartbeat";
+    let cases: Vec<(&str, &str, Option<String>, u16, &str)> = vec![
+        ("POST", "/coord/v1/streams/bad%7Bbrace", Some(json!({"requestedBy": "t"}).to_string()), 400, "streamPrefix"),
+        ("POST", "/coord/v1/streams/ok", Some(json!({"requestedBy": " "}).to_string()), 400, "requestedBy"),
+        ("POST", "/coord/v1/streams/ok", Some(json!({"reason": "x"}).to_string()), 400, "requestedBy"),
+        ("POST", "/coord/v1/streams/ok", Some(json!({"requestedBy": "t", "initialShardCount": 0}).to_string()), 400, "initialShardCount"),
+        ("POST", "/coord/v1/streams/ok", Some(json!({"requestedBy": "t", "initialShardCount": 100000}).to_string()), 400, "initialShardCount"),
+        ("POST", "/coord/v1/streams/ok", Some(json!({"requestedBy": "t", "initialShardCount": "many"}).to_string()), 400, "initialShardCount"),
+        ("POST", "/coord/v1/streams/ok", Some("{not json".to_owned()), 400, "JSON"),
+        ("POST", "/coord/v1/streams/ok", None, 400, "body"),
+        ("POST", hb_path, Some(json!({"protocolVersion": 0, "requestId": "r", "memberId": "m1", "memberEpoch": 0, "metadataVersion": 0, "runtimeConsumerCapacity": {"runtimeMaxConcurrency": 1, "availableConcurrency": 1}}).to_string()), 400, "protocolVersion"),
+        ("POST", hb_path, Some(json!({"protocolVersion": 1, "requestId": "r", "memberId": "m1", "memberEpoch": 0, "metadataVersion": 0}).to_string()), 400, "runtimeConsumerCapacity"),
+        ("POST", hb_path, Some(json!({"protocolVersion": 1, "requestId": "r", "memberId": "m1", "memberEpoch": 0, "metadataVersion": 0, "runtimeConsumerCapacity": {"runtimeMaxConcurrency": 0, "availableConcurrency": 1}}).to_string()), 400, "runtimeMaxConcurrency"),
+        ("POST", hb_path, Some(json!({"protocolVersion": 1, "requestId": "r", "memberId": "m1", "memberEpoch": 0, "metadataVersion": 0, "runtimeConsumerCapacity": {"runtimeMaxConcurrency": 1, "availableConcurrency": 1}, "ownedShards": [{"shardIndex": -3}]}).to_string()), 400, "ownedShards"),
+        ("DELETE", "/coord/v1/streams/s/groups/s", Some(json!({"requestedBy": "t"}).to_string()), 400, "reason"),
+        ("GET", "/coord/v1/streams/s/groups/nope", None, 404, "nope"),
+        ("GET", "/coord/v1/no/such/route", None, 404, "no route"),
+        ("PUT", "/coord/v1/streams/s/groups/s", None, 405, "PUT"),
+    ];
+    for (method, path, body, status, needle) in cases {
+        let r = api.raw(method, path, body.clone()).await;
+        assert_eq!(r.status, status, "{method} {path} {body:?} → {}", r.body);
+        assert!(
+            r.body["errorCode"].is_string(),
+            "{method} {path}: error body has an errorCode: {}",
+            r.body
+        );
+        let message = r.body["message"].as_str().unwrap_or("");
+        assert!(
+            message.contains(needle),
+            "{method} {path}: message {message:?} should mention {needle:?}"
+        );
+    }
+    // Nothing was created by any of the rejected requests.
+    let r = api.send("GET", "/coord/v1/monitoring/groups", None).await;
+    assert_eq!(r.body["groups"].as_array().unwrap().len(), 1);
+    running.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn heartbeat_statuses_follow_the_contract() {
+    let redis = RedisServer::start();
+    let (running, api) = coordinator(test_config(&redis.url())).await;
+    api.create_stream("s", 2).await;
+    let mut m = Member::new("m1");
+
+    let mut unknown_group = m.clone();
+    unknown_group.id = "m1".into();
+    let r = api.heartbeat("s", "nogroup", &unknown_group).await;
+    assert_eq!(r["status"], "UNKNOWN_MEMBER_ID");
+    assert_eq!(r["heartbeatIntervalMs"], 200);
+
+    let mut req = m.request();
+    req["protocolVersion"] = json!(2);
+    let r = api
+        .send(
+            "POST",
+            "/coord/v1/streams/s/groups/s/members/m1/heartbeat",
+            Some(req),
+        )
+        .await;
+    assert_eq!(r.body["status"], "UNSUPPORTED_PROTOCOL");
+
+    let mut req = m.request();
+    req["memberId"] = json!("someone-else");
+    let r = api
+        .send(
+            "POST",
+            "/coord/v1/streams/s/groups/s/members/m1/heartbeat",
+            Some(req),
+        )
+        .await;
+    assert_eq!(r.body["status"], "INVALID_REQUEST");
+
+    let mut stranger = Member::new("m9");
+    stranger.epoch = 7;
+    assert_eq!(
+        api.heartbeat("s", "s", &stranger).await["status"],
+        "UNKNOWN_MEMBER_ID"
+    );
+
+    let join = api.heartbeat("s", "s", &m).await;
+    assert_eq!(join["status"], "OK");
+    assert_eq!(shards(&join["assignment"]["assignedShards"]), vec![0, 1]);
+    for field in [
+        "responseTo",
+        "memberId",
+        "memberEpoch",
+        "heartbeatIntervalMs",
+        "rebalanceTimeoutMs",
+        "groupEpoch",
+        "assignmentEpoch",
+        "metadataVersion",
+    ] {
+        assert!(!join[field].is_null(), "{field} present");
+    }
+    // The join response is lost: the retry (epoch 0 again) gets the same answer, not a rejection.
+    let retry = api.heartbeat("s", "s", &m).await;
+    assert_eq!(retry["status"], "OK");
+    assert_eq!(retry["memberEpoch"], join["memberEpoch"]);
+    assert_eq!(retry["assignment"], join["assignment"]);
+    m.adopt(&join);
+    assert_eq!(api.heartbeat("s", "s", &m).await["status"], "OK");
+
+    // A second member joins: m1 is answered with the revocation even on its old epoch (never fenced).
+    let mut m2 = Member::new("m2");
+    let j2 = api.heartbeat("s", "s", &m2).await;
+    m2.adopt(&j2);
+    assert_eq!(
+        shards(&j2["assignment"]["assignedShards"]),
+        Vec::<u32>::new(),
+        "nothing granted while m1 holds it"
+    );
+    assert_eq!(shards(&j2["assignment"]["pendingShards"]).len(), 1);
+    let r = api.heartbeat("s", "s", &m).await;
+    assert_eq!(r["status"], "OK");
+    assert_eq!(shards(&r["assignment"]["assignedShards"]).len(), 1);
+    m.adopt(&r);
+    assert_disjoint(&[&m, &m2]);
+    // m1 reports the lost shard REVOKED; only then does m2 get it.
+    let r = api.heartbeat("s", "s", &m).await;
+    m.adopt(&r);
+    let r2 = api.heartbeat("s", "s", &m2).await;
+    m2.adopt(&r2);
+    assert_eq!(m2.owned.len(), 1, "{r2}");
+    assert_disjoint(&[&m, &m2]);
+
+    // Epoch below the member's incarnation: fenced. Epoch -2: invalid.
+    let mut old = m.clone();
+    old.epoch = 1;
+    assert_eq!(
+        api.heartbeat("s", "s", &old).await["status"],
+        "FENCED_MEMBER_EPOCH"
+    );
+    old.epoch = -2;
+    assert_eq!(
+        api.heartbeat("s", "s", &old).await["status"],
+        "INVALID_REQUEST"
+    );
+
+    // A crashed member restarting with the same id gets a clean incarnation, its old shard back after the hold.
+    let mut reborn = Member::new("m1");
+    let r = api.heartbeat("s", "s", &reborn).await;
+    assert_eq!(r["status"], "OK");
+    reborn.adopt(&r);
+    assert!(
+        reborn.owned.is_empty(),
+        "old incarnation's shard is held first: {r}"
+    );
+    let api2 = api.clone();
+    wait_for(
+        "the restarted member gets its shard back",
+        Duration::from_secs(10),
+        || {
+            let api = api2.clone();
+            let mut probe = reborn.clone();
+            async move {
+                let r = api.heartbeat("s", "s", &probe).await;
+                probe.adopt(&r);
+                (probe.owned.len() == 1).then_some(())
+            }
+        },
+    )
+    .await;
+    running.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn steady_heartbeats_cost_one_redis_command_each() {
+    let redis = RedisServer::start();
+    let mut config = test_config(&redis.url());
+    config.coordinator.reconciler.enabled = false;
+    config.coordinator.member_lease_ttl = rsc_coordinator::config::Dur(Duration::from_secs(60));
+    let (running, api) = coordinator(config).await;
+    api.create_stream("hot", 8).await;
+    let mut members: Vec<Member> = (0..3).map(|i| Member::new(&format!("m{i}"))).collect();
+    // Converge: heartbeat until nobody's answer changes.
+    for _ in 0..8 {
+        for m in members.iter_mut() {
+            let r = api.heartbeat("hot", "hot", m).await;
+            m.adopt(&r);
+        }
+    }
+    for m in members.iter_mut() {
+        m.revoking.clear();
+    }
+    let group = api
+        .send("GET", "/coord/v1/streams/hot/groups/hot", None)
+        .await;
+    assert_eq!(group.body["state"], "STABLE", "{}", group.body);
+
+    let revision_before = redis_cmd(
+        &redis.url(),
+        &["HGET", "redis-stream:coord:{hot:hot}:metadata", "revision"],
+    )
+    .await;
+    rsc_testkit::reset_stats(&redis.url()).await;
+    for i in 0..100 {
+        let m = &members[i % 3];
+        let r = api.heartbeat("hot", "hot", m).await;
+        assert_eq!(r["status"], "OK");
+    }
+    let calls = rsc_testkit::command_calls(&redis.url()).await;
+    // One round trip per heartbeat: one EVALSHA. Redis also counts the commands the script runs inside
+    // that call: TIME, HGET of the revision, ZSCORE + ZADD of the lease, HSET of the progress — all O(1) or
+    // O(log n) in the group size, and none of them reads or writes the aggregate.
+    let mut calls = calls;
+    calls.remove("config|resetstat");
+    let expected: std::collections::BTreeMap<String, u64> =
+        ["evalsha", "time", "hget", "zscore", "zadd", "hset"]
+            .iter()
+            .map(|c| (c.to_string(), 100))
+            .collect();
+    assert_eq!(
+        calls, expected,
+        "exactly one EVALSHA (and its in-script commands) per steady heartbeat"
+    );
+    let aggregate_after = redis_cmd(
+        &redis.url(),
+        &["HGET", "redis-stream:coord:{hot:hot}:metadata", "revision"],
+    )
+    .await;
+    assert_eq!(
+        aggregate_after, revision_before,
+        "steady heartbeats never rewrite the aggregate"
+    );
+    running.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn unreadable_or_missing_metadata_fails_closed() {
+    let redis = RedisServer::start();
+    let (running, api) = coordinator(test_config(&redis.url())).await;
+    api.create_stream("c", 2).await;
+    api.create_stream("lost", 2).await;
+    // A foreign writer corrupts the aggregate (and, as any writer does, moves the revision).
+    redis_cmd(
+        &redis.url(),
+        &[
+            "HSET",
+            "redis-stream:coord:{c:c}:metadata",
+            "aggregate",
+            "{garbage",
+            "revision",
+            "7",
+        ],
+    )
+    .await;
+    let r = api.send("GET", "/coord/v1/streams/c/groups/c", None).await;
+    assert_eq!(r.status, 409);
+    assert_eq!(r.body["errorCode"], "METADATA_CORRUPT");
+    let hb = api.heartbeat("c", "c", &Member::new("m")).await;
+    assert_eq!(
+        hb["status"], "UNKNOWN_MEMBER_ID",
+        "no assignment is handed out from unreadable metadata"
+    );
+    assert_eq!(
+        redis_cmd(
+            &redis.url(),
+            &["HGET", "redis-stream:coord:{c:c}:metadata", "aggregate"]
+        )
+        .await,
+        redis::Value::BulkString(b"{garbage".to_vec()),
+        "never rebuilt"
+    );
+
+    redis_cmd(
+        &redis.url(),
+        &[
+            "HSET",
+            "redis-stream:coord:{c:c}:metadata",
+            "schemaVersion",
+            "9",
+        ],
+    )
+    .await;
+    let r = api.send("GET", "/coord/v1/streams/c/groups/c", None).await;
+    assert_eq!(r.body["errorCode"], "METADATA_CORRUPT");
+
+    redis_cmd(
+        &redis.url(),
+        &["DEL", "redis-stream:coord:{lost:lost}:metadata"],
+    )
+    .await;
+    let r = api
+        .send("GET", "/coord/v1/streams/lost/groups/lost", None)
+        .await;
+    assert_eq!(r.status, 409);
+    assert_eq!(r.body["errorCode"], "METADATA_MISSING", "{}", r.body);
+    let hb = api.heartbeat("lost", "lost", &Member::new("m")).await;
+    assert_eq!(hb["status"], "UNKNOWN_MEMBER_ID");
+    let exists = redis_cmd(
+        &redis.url(),
+        &["EXISTS", "redis-stream:coord:{lost:lost}:metadata"],
+    )
+    .await;
+    assert_eq!(
+        exists,
+        redis::Value::Int(0),
+        "a heartbeat never recreates a lost group"
+    );
+    running.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn expired_members_lose_their_shards_and_delete_needs_force() {
+    let redis = RedisServer::start();
+    let (running, api) = coordinator(test_config(&redis.url())).await;
+    api.create_stream("e", 4).await;
+    let mut a = Member::new("a");
+    let mut b = Member::new("b");
+    for _ in 0..4 {
+        for m in [&mut a, &mut b] {
+            let r = api.heartbeat("e", "e", m).await;
+            m.adopt(&r);
+        }
+    }
+    assert_eq!((a.owned.len(), b.owned.len()), (2, 2));
+    // a stops heartbeating; b keeps going and gets a's shards once a's lease (1.5 s) expired.
+    let api2 = api.clone();
+    let b_final = wait_for(
+        "b owns all shards after a expired",
+        Duration::from_secs(15),
+        || {
+            let api = api2.clone();
+            let mut bb = b.clone();
+            async move {
+                let r = api.heartbeat("e", "e", &bb).await;
+                bb.adopt(&r);
+                (bb.owned.len() == 4).then_some(bb)
+            }
+        },
+    )
+    .await;
+    assert_eq!(b_final.owned, vec![0, 1, 2, 3]);
+    let members = api
+        .send(
+            "GET",
+            "/coord/v1/monitoring/streams/e/groups/e/members",
+            None,
+        )
+        .await;
+    let states: Vec<(String, String)> = members.body["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["memberId"].as_str().unwrap().to_owned(),
+                m["state"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("a".to_owned(), "EXPIRED".to_owned()),
+            ("b".to_owned(), "ACTIVE".to_owned())
+        ]
+    );
+    let expired_hb = api.heartbeat("e", "e", &a).await;
+    assert_eq!(expired_hb["status"], "FENCED_MEMBER_EPOCH");
+
+    let r = api
+        .send(
+            "DELETE",
+            "/coord/v1/streams/e/groups/e",
+            Some(json!({"requestedBy": "t", "reason": "r"})),
+        )
+        .await;
+    assert_eq!(r.status, 409);
+    assert_eq!(r.body["errorCode"], "GROUP_HAS_ACTIVE_MEMBERS");
+    let r = api
+        .send(
+            "DELETE",
+            "/coord/v1/streams/e/groups/e",
+            Some(json!({"requestedBy": "t", "reason": "r", "force": true})),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["consumerGroup"], "e");
+    let r = api.send("GET", "/coord/v1/streams/e/groups/e", None).await;
+    assert_eq!(r.status, 404);
+    let streams_kept = redis_cmd(&redis.url(), &["EXISTS", "e:0"]).await;
+    assert_eq!(
+        streams_kept,
+        redis::Value::Int(1),
+        "delete leaves the streams in place"
+    );
+    let _: Value = json!(null);
+    running.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn terminating_coordinator_refuses_new_mutations_and_heartbeats() {
+    let redis = RedisServer::start();
+    let (running, api) = coordinator(test_config(&redis.url())).await;
+    api.create_stream("t", 1).await;
+    running.coordinator.begin_termination();
+    let r = api
+        .send(
+            "POST",
+            "/coord/v1/streams/t/groups/t/members/m/heartbeat",
+            Some(Member::new("m").request()),
+        )
+        .await;
+    assert_eq!(r.status, 503);
+    assert_eq!(r.body["errorCode"], "COORDINATOR_TERMINATING");
+    let r = api.create_stream("u", 1).await;
+    assert_eq!(r.body["errorCode"], "COORDINATOR_TERMINATING");
+    let r = api.send("GET", "/readyz", None).await;
+    assert_eq!(r.status, 503);
+    running.shutdown().await.unwrap();
+}

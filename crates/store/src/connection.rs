@@ -1,0 +1,141 @@
+//! The one multiplexed Redis connection a [`crate::Store`] uses, standalone or cluster.
+//!
+//! Standalone Redis uses a `ConnectionManager` (multiplexed, reconnects by itself); Redis Cluster
+//! uses the async `ClusterConnection` (multiplexed per node, follows MOVED/ASK, refreshes slots).
+//! Both are cheap to clone and safe to share, so no pool is needed. [`RedisConn`] hides which one
+//! is in use behind `redis::aio::ConnectionLike`, so the coordinator can run its stream commands
+//! (XGROUP, XINFO, EXISTS, …) through the same handle in either topology.
+
+use std::time::Duration;
+
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
+use redis::{Cmd, Pipeline, RedisFuture, Value};
+
+use crate::error::StoreError;
+
+/// Where the metadata lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RedisTopology {
+    /// One Redis server, e.g. `redis://127.0.0.1:6379`.
+    Standalone(String),
+    /// Seed nodes of a Redis Cluster; the rest are discovered.
+    Cluster(Vec<String>),
+}
+
+impl RedisTopology {
+    /// The address(es) for messages: the URL, or the node URLs joined with commas.
+    pub fn describe(&self) -> String {
+        match self {
+            RedisTopology::Standalone(url) => url.clone(),
+            RedisTopology::Cluster(nodes) => nodes.join(","),
+        }
+    }
+}
+
+/// A clonable, multiplexed connection to the configured topology.
+#[derive(Clone)]
+pub struct RedisConn {
+    inner: Inner,
+}
+
+#[derive(Clone)]
+enum Inner {
+    Standalone(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl std::fmt::Debug for RedisConn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match self.inner {
+            Inner::Standalone(_) => "standalone",
+            Inner::Cluster(_) => "cluster",
+        };
+        f.debug_struct("RedisConn")
+            .field("topology", &kind)
+            .finish()
+    }
+}
+
+impl RedisConn {
+    /// Connects within `timeout`. The same bound applies to every later command's reply, so a
+    /// stalled Redis surfaces as a (transient) error instead of a hung request.
+    pub(crate) async fn open(
+        topology: &RedisTopology,
+        timeout: Duration,
+    ) -> Result<RedisConn, StoreError> {
+        let url = topology.describe();
+        let unreachable = |source: redis::RedisError| StoreError::Unreachable {
+            url: url.clone(),
+            source,
+        };
+        let connecting = async {
+            match topology {
+                RedisTopology::Standalone(address) => {
+                    let client = redis::Client::open(address.as_str()).map_err(|source| {
+                        StoreError::InvalidUrl {
+                            url: address.clone(),
+                            source,
+                        }
+                    })?;
+                    let config = ConnectionManagerConfig::new()
+                        .set_connection_timeout(Some(timeout))
+                        .set_response_timeout(Some(timeout));
+                    let manager = ConnectionManager::new_with_config(client, config)
+                        .await
+                        .map_err(unreachable)?;
+                    Ok(Inner::Standalone(manager))
+                }
+                RedisTopology::Cluster(nodes) => {
+                    let client = ClusterClient::builder(nodes.iter().map(String::as_str))
+                        .connection_timeout(timeout)
+                        .response_timeout(timeout)
+                        .build()
+                        .map_err(|source| StoreError::InvalidUrl {
+                            url: url.clone(),
+                            source,
+                        })?;
+                    let connection = client.get_async_connection().await.map_err(unreachable)?;
+                    Ok(Inner::Cluster(connection))
+                }
+            }
+        };
+        match tokio::time::timeout(timeout, connecting).await {
+            Ok(Ok(inner)) => Ok(RedisConn { inner }),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(unreachable(redis::RedisError::from(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("no connection within {timeout:?}"),
+            )))),
+        }
+    }
+}
+
+impl ConnectionLike for RedisConn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match &mut self.inner {
+            Inner::Standalone(c) => c.req_packed_command(cmd),
+            Inner::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match &mut self.inner {
+            Inner::Standalone(c) => c.req_packed_commands(pipeline, offset, count),
+            Inner::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match &self.inner {
+            Inner::Standalone(c) => c.get_db(),
+            Inner::Cluster(c) => c.get_db(),
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! The store's typed errors.
+//!
+//! Callers must tell apart "Redis is down, retry later" (transient), "the stored metadata is not
+//! something we can trust" (fail closed, invariant 7) and "this rsc is too old for the data"
+//! (unknown schema/layout). Each gets its own variant so the API layer can map it to the right
+//! status and the health report can name the key.
+
+use thiserror::Error;
+
+/// Everything that can go wrong talking to the metadata store.
+#[derive(Debug, Error)]
+pub enum StoreError {
+    /// The address is not a valid Redis URL.
+    #[error("invalid Redis address {url}: {source}")]
+    InvalidUrl {
+        url: String,
+        #[source]
+        source: redis::RedisError,
+    },
+
+    /// Redis could not be reached (connection refused, timed out) when connecting.
+    #[error(
+        "Redis at {url} is unreachable: {source}. Is it running? \
+         For a local test instance start one with: redis-server --port 6379"
+    )]
+    Unreachable {
+        url: String,
+        #[source]
+        source: redis::RedisError,
+    },
+
+    /// A command failed: I/O, timeout, cluster redirection trouble, or a server error.
+    #[error("Redis command failed: {0}")]
+    Redis(#[from] redis::RedisError),
+
+    /// The group's metadata exists but cannot be trusted (missing or malformed fields, wrong
+    /// key type). Never repaired silently: an operator restores it from a backup.
+    #[error("corrupt metadata in {key}: {detail}")]
+    Corrupt { key: String, detail: String },
+
+    /// The metadata was written with a `schemaVersion` this build does not understand.
+    #[error("metadata in {key} has unknown schemaVersion {found:?} (this build reads \"1\")")]
+    UnknownSchema { key: String, found: String },
+
+    /// The metadata was written with a `layoutVersion` this build does not understand.
+    #[error("metadata in {key} has unknown layoutVersion {found:?} (this build reads \"1\")")]
+    UnknownLayout { key: String, found: String },
+
+    /// Redis answered with something the store's scripts never return.
+    #[error("unexpected reply from Redis: {detail}")]
+    UnexpectedReply { detail: String },
+
+    /// The caller passed an argument the store refuses (e.g. a non-positive lease TTL).
+    #[error("invalid argument: {detail}")]
+    InvalidArgument { detail: String },
+}
+
+impl StoreError {
+    /// True when retrying the same call later may succeed: Redis unreachable, I/O or timeout,
+    /// a cluster in transition, or a server still loading its data. False for corrupt or unknown
+    /// data and for caller mistakes, which no retry can fix.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            StoreError::Unreachable { .. } => true,
+            StoreError::Redis(e) => is_transient_redis(e),
+            StoreError::InvalidUrl { .. }
+            | StoreError::Corrupt { .. }
+            | StoreError::UnknownSchema { .. }
+            | StoreError::UnknownLayout { .. }
+            | StoreError::UnexpectedReply { .. }
+            | StoreError::InvalidArgument { .. } => false,
+        }
+    }
+
+    /// Builds an [`StoreError::UnexpectedReply`].
+    pub(crate) fn unexpected(detail: impl Into<String>) -> StoreError {
+        StoreError::UnexpectedReply {
+            detail: detail.into(),
+        }
+    }
+}
+
+fn is_transient_redis(e: &redis::RedisError) -> bool {
+    use redis::{ErrorKind, ServerErrorKind};
+    if e.is_io_error()
+        || e.is_timeout()
+        || e.is_connection_dropped()
+        || e.is_connection_refusal()
+        || e.is_cluster_error()
+    {
+        return true;
+    }
+    matches!(
+        e.kind(),
+        ErrorKind::ClusterConnectionNotFound
+            | ErrorKind::Server(ServerErrorKind::BusyLoading)
+            | ErrorKind::Server(ServerErrorKind::MasterDown)
+            | ErrorKind::Server(ServerErrorKind::ReadOnly)
+            | ErrorKind::Server(ServerErrorKind::TryAgain)
+            | ErrorKind::Server(ServerErrorKind::ClusterDown)
+    )
+}
+
+/// Turns a WRONGTYPE error on one of a group's keys into [`StoreError::Corrupt`]: a group key of
+/// the wrong Redis type is damaged metadata, not a Redis failure.
+pub(crate) fn on_group_key(key: &str, e: redis::RedisError) -> StoreError {
+    if e.code() == Some("WRONGTYPE") {
+        StoreError::Corrupt {
+            key: key.to_string(),
+            detail: format!("a key of this group has the wrong Redis type: {e}"),
+        }
+    } else {
+        StoreError::Redis(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_errors_are_transient_and_data_errors_are_not() {
+        let io = redis::RedisError::from(std::io::Error::new(
+            std::io::ErrorKind::ConnectionRefused,
+            "refused",
+        ));
+        assert!(StoreError::Redis(io.clone()).is_transient());
+        assert!(
+            StoreError::Unreachable {
+                url: "redis://127.0.0.1:1".into(),
+                source: io
+            }
+            .is_transient()
+        );
+        let corrupt = StoreError::Corrupt {
+            key: "k".into(),
+            detail: "d".into(),
+        };
+        assert!(!corrupt.is_transient());
+        assert!(!StoreError::unexpected("x").is_transient());
+    }
+
+    #[test]
+    fn unreachable_message_says_how_to_start_redis() {
+        let io = redis::RedisError::from(std::io::Error::new(
+            std::io::ErrorKind::ConnectionRefused,
+            "refused",
+        ));
+        let e = StoreError::Unreachable {
+            url: "redis://127.0.0.1:1".into(),
+            source: io,
+        };
+        let text = e.to_string();
+        assert!(text.contains("redis://127.0.0.1:1"), "{text}");
+        assert!(text.contains("redis-server --port 6379"), "{text}");
+    }
+}

@@ -1,0 +1,25 @@
+//! rsc-store: the Redis metadata store, the source of truth for every coordinator group.
+//!
+//! One hash per group holds the cold aggregate and its revision; a sorted set holds member leases
+//! judged by Redis server time; a hash holds per-member progress. All three share the group's hash
+//! tag, so every change is one atomic Lua script (compare-and-set by revision) in standalone Redis
+//! and in Redis Cluster alike. The hot path, a heartbeat, is one EVALSHA that never touches the
+//! aggregate. See `store.rs` for the operations and `lua/` for the scripts.
+
+mod connection;
+mod error;
+mod keys;
+mod metadata;
+mod outcome;
+mod reply;
+mod scripts;
+mod store;
+
+pub use connection::{RedisConn, RedisTopology};
+pub use error::StoreError;
+pub use keys::GroupKeys;
+pub use metadata::{LAYOUT_VERSION, SCHEMA_VERSION};
+pub use outcome::{
+    CasOutcome, CasWrite, CreateOutcome, DeleteOutcome, HeartbeatOutcome, StoredGroup,
+};
+pub use store::Store;

@@ -1,0 +1,57 @@
+-- cas.lua: write a new aggregate if the stored revision is the expected one and every lease
+-- condition holds. All checks run before any write, so a refused call changes nothing.
+-- KEYS[1] metadata hash, KEYS[2] leases zset, KEYS[3] progress hash (one hash slot).
+-- ARGV[1] expected revision, ARGV[2] aggregate JSON, ARGV[3] updatedAt, ARGV[4] lease TTL ms,
+-- ARGV[5] not-before ms (0 = none), ARGV[6..9] counts of the four member lists that follow in
+-- this order: must-be-lapsed, must-be-live, renew, remove.
+-- A lease is live while now < deadline; lapsed when now >= deadline or absent.
+-- Replies: the prelude's CONFLICT/CORRUPT | {'TOO_EARLY', now} | {'LEASE_ACTIVE', now, member}
+--        | {'LEASE_LAPSED', now, member} | {'WRITTEN', now, new revision}.
+local current, refused = check_revision(ARGV[1])
+if refused then
+  return refused
+end
+
+if now < tonumber(ARGV[5]) then
+  return {'TOO_EARLY', now}
+end
+
+local n_lapsed = tonumber(ARGV[6])
+local n_live = tonumber(ARGV[7])
+local n_renew = tonumber(ARGV[8])
+local n_remove = tonumber(ARGV[9])
+local first = 10
+
+for i = first, first + n_lapsed - 1 do
+  local deadline = redis.call('ZSCORE', KEYS[2], ARGV[i])
+  if deadline and now < tonumber(deadline) then
+    return {'LEASE_ACTIVE', now, ARGV[i]}
+  end
+end
+first = first + n_lapsed
+
+for i = first, first + n_live - 1 do
+  local deadline = redis.call('ZSCORE', KEYS[2], ARGV[i])
+  if (not deadline) or now >= tonumber(deadline) then
+    return {'LEASE_LAPSED', now, ARGV[i]}
+  end
+end
+first = first + n_live
+
+local renewed = string.format('%.0f', now + tonumber(ARGV[4]))
+for i = first, first + n_renew - 1 do
+  redis.call('ZADD', KEYS[2], renewed, ARGV[i])
+end
+first = first + n_renew
+
+for i = first, first + n_remove - 1 do
+  redis.call('ZREM', KEYS[2], ARGV[i])
+  redis.call('HDEL', KEYS[3], ARGV[i])
+end
+
+local next_revision = current + 1
+redis.call('HSET', KEYS[1],
+  'aggregate', ARGV[2],
+  'revision', string.format('%.0f', next_revision),
+  'updatedAt', ARGV[3])
+return {'WRITTEN', now, next_revision}

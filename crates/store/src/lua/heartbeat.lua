@@ -1,0 +1,22 @@
+-- heartbeat.lua: the hot path. Renew one member's lease and store its progress, if the group is
+-- still at the revision the caller knows and the lease has not lapsed. O(log N), one round trip,
+-- and it never reads or writes the aggregate.
+-- KEYS[1] metadata hash, KEYS[2] leases zset, KEYS[3] progress hash (one hash slot).
+-- ARGV[1] expected revision, ARGV[2] member id, ARGV[3] lease TTL ms,
+-- ARGV[4] '1' if ARGV[5] holds progress JSON to store, else '0'.
+-- Replies: the prelude's CONFLICT/CORRUPT | {'LEASE_LAPSED', now} | {'RENEWED', now}.
+local _, refused = check_revision(ARGV[1])
+if refused then
+  return refused
+end
+
+local deadline = redis.call('ZSCORE', KEYS[2], ARGV[2])
+if (not deadline) or now >= tonumber(deadline) then
+  return {'LEASE_LAPSED', now}
+end
+
+redis.call('ZADD', KEYS[2], string.format('%.0f', now + tonumber(ARGV[3])), ARGV[2])
+if ARGV[4] == '1' then
+  redis.call('HSET', KEYS[3], ARGV[2], ARGV[5])
+end
+return {'RENEWED', now}

@@ -1,0 +1,169 @@
+//! Validating a group's metadata hash as read from Redis.
+//!
+//! The store is the source of truth, and rsc fails closed on damaged metadata (invariant 7): a
+//! hash without a usable revision or aggregate is reported as [`StoreError::Corrupt`], and data
+//! written by a newer schema or key layout is refused rather than misread. Pure function, so every
+//! rule is unit-tested without Redis.
+
+use std::collections::HashMap;
+
+use crate::error::StoreError;
+use crate::outcome::StoredGroup;
+
+/// The only `schemaVersion` this build reads and writes.
+pub const SCHEMA_VERSION: &str = "1";
+/// The only `layoutVersion` this build reads and writes.
+pub const LAYOUT_VERSION: &str = "1";
+
+/// Turns the fields of `HGETALL <key>` into a [`StoredGroup`]; no fields means no group.
+pub(crate) fn parse(
+    key: &str,
+    fields: HashMap<Vec<u8>, Vec<u8>>,
+) -> Result<Option<StoredGroup>, StoreError> {
+    if fields.is_empty() {
+        return Ok(None);
+    }
+    let field = |name: &str| -> Result<String, StoreError> {
+        let raw = fields
+            .get(name.as_bytes())
+            .ok_or_else(|| StoreError::Corrupt {
+                key: key.to_string(),
+                detail: format!("the {name} field is missing"),
+            })?;
+        String::from_utf8(raw.clone()).map_err(|_| StoreError::Corrupt {
+            key: key.to_string(),
+            detail: format!("the {name} field is not UTF-8"),
+        })
+    };
+
+    let schema = field("schemaVersion")?;
+    if schema != SCHEMA_VERSION {
+        return Err(StoreError::UnknownSchema {
+            key: key.to_string(),
+            found: schema,
+        });
+    }
+    let layout = field("layoutVersion")?;
+    if layout != LAYOUT_VERSION {
+        return Err(StoreError::UnknownLayout {
+            key: key.to_string(),
+            found: layout,
+        });
+    }
+    let revision_text = field("revision")?;
+    let revision = parse_revision(&revision_text).ok_or_else(|| StoreError::Corrupt {
+        key: key.to_string(),
+        detail: format!("the revision field is not a positive decimal integer: {revision_text:?}"),
+    })?;
+    let aggregate = field("aggregate")?;
+    let updated_at = field("updatedAt")?;
+    Ok(Some(StoredGroup {
+        aggregate,
+        revision,
+        updated_at,
+    }))
+}
+
+/// A positive decimal integer without sign or leading zeros, as the scripts write it (the same
+/// rule the scripts apply before comparing revisions).
+fn parse_revision(text: &str) -> Option<u64> {
+    let canonical =
+        !text.is_empty() && !text.starts_with('0') && text.bytes().all(|b| b.is_ascii_digit());
+    if canonical { text.parse().ok() } else { None }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hash(pairs: &[(&str, &str)]) -> HashMap<Vec<u8>, Vec<u8>> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec()))
+            .collect()
+    }
+
+    fn valid() -> Vec<(&'static str, &'static str)> {
+        vec![
+            ("aggregate", "{\"a\":1}"),
+            ("revision", "12"),
+            ("schemaVersion", "1"),
+            ("layoutVersion", "1"),
+            ("updatedAt", "2026-01-01T00:00:00.000Z"),
+        ]
+    }
+
+    fn without(name: &str) -> HashMap<Vec<u8>, Vec<u8>> {
+        hash(
+            &valid()
+                .into_iter()
+                .filter(|(k, _)| *k != name)
+                .collect::<Vec<_>>(),
+        )
+    }
+
+    fn with(name: &str, value: &'static str) -> HashMap<Vec<u8>, Vec<u8>> {
+        let mut fields = without(name);
+        fields.insert(name.as_bytes().to_vec(), value.as_bytes().to_vec());
+        fields
+    }
+
+    #[test]
+    fn empty_hash_is_no_group() {
+        assert_eq!(parse("k", HashMap::new()).expect("ok"), None);
+    }
+
+    #[test]
+    fn valid_hash_is_read() {
+        let group = parse("k", hash(&valid())).expect("ok").expect("present");
+        assert_eq!(group.aggregate, "{\"a\":1}");
+        assert_eq!(group.revision, 12);
+        assert_eq!(group.updated_at, "2026-01-01T00:00:00.000Z");
+    }
+
+    #[test]
+    fn missing_or_bad_fields_are_corrupt() {
+        for fields in [
+            without("aggregate"),
+            without("revision"),
+            without("updatedAt"),
+            without("schemaVersion"),
+            without("layoutVersion"),
+            with("revision", "abc"),
+            with("revision", "0"),
+            with("revision", "-3"),
+            with("revision", "+3"),
+            with("revision", "03"),
+            with("revision", "1e3"),
+            with("revision", ""),
+            with("revision", "99999999999999999999999"),
+        ] {
+            match parse("k", fields) {
+                Err(StoreError::Corrupt { key, .. }) => assert_eq!(key, "k"),
+                other => panic!("expected Corrupt, got {other:?}"),
+            }
+        }
+        let mut not_utf8 = hash(&valid());
+        not_utf8.insert(b"aggregate".to_vec(), vec![0xff, 0xfe]);
+        assert!(matches!(
+            parse("k", not_utf8),
+            Err(StoreError::Corrupt { .. })
+        ));
+    }
+
+    #[test]
+    fn unknown_versions_are_refused() {
+        match parse("k", with("schemaVersion", "2")) {
+            Err(StoreError::UnknownSchema { key, found }) => {
+                assert_eq!((key.as_str(), found.as_str()), ("k", "2"));
+            }
+            other => panic!("expected UnknownSchema, got {other:?}"),
+        }
+        match parse("k", with("layoutVersion", "7")) {
+            Err(StoreError::UnknownLayout { key, found }) => {
+                assert_eq!((key.as_str(), found.as_str()), ("k", "7"));
+            }
+            other => panic!("expected UnknownLayout, got {other:?}"),
+        }
+    }
+}

@@ -1,0 +1,349 @@
+//! The metadata store: the source of truth for every group, in Redis.
+//!
+//! Layout per group (all three keys share the group's hash tag, so one script can touch them all,
+//! also in a cluster): a `metadata` hash with the cold aggregate and its revision, a `leases` sorted
+//! set (member → deadline in Redis-server milliseconds) and a `progress` hash (member → JSON). Every
+//! change is one Lua script guarded by the revision (compare-and-set), so a write never lands on a
+//! state its author did not see. The hot path, [`Store::heartbeat`], is one EVALSHA that renews a
+//! lease and stores progress without touching the aggregate. The group index lives in another
+//! slot and is written with separate commands; it is rebuildable and never part of a script.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use redis::Value;
+
+use crate::connection::{RedisConn, RedisTopology};
+use crate::error::{StoreError, on_group_key};
+use crate::keys::GroupKeys;
+use crate::metadata;
+use crate::outcome::{
+    CasOutcome, CasWrite, CreateOutcome, DeleteOutcome, HeartbeatOutcome, StoredGroup,
+};
+use crate::reply::ScriptReply;
+use crate::scripts::Scripts;
+
+/// A handle to the metadata store. Cheap to clone; all clones share one multiplexed connection
+/// and one set of compiled scripts.
+#[derive(Clone, Debug)]
+pub struct Store {
+    conn: RedisConn,
+    scripts: Arc<Scripts>,
+}
+
+impl Store {
+    /// Connects, PINGs once and preloads the scripts (on every master in a cluster), all within
+    /// `timeout`; the same bound then applies to every command's reply. Fails with
+    /// [`StoreError::Unreachable`] if Redis does not answer in time.
+    pub async fn connect(topology: &RedisTopology, timeout: Duration) -> Result<Store, StoreError> {
+        let conn = RedisConn::open(topology, timeout).await?;
+        let store = Store {
+            conn,
+            scripts: Arc::new(Scripts::new()),
+        };
+        let unreachable = |source: redis::RedisError| StoreError::Unreachable {
+            url: topology.describe(),
+            source,
+        };
+        let mut conn = store.conn.clone();
+        let () = redis::cmd("PING")
+            .query_async::<String>(&mut conn)
+            .await
+            .map(drop)
+            .map_err(unreachable)?;
+        for script in store.scripts.all() {
+            script.load_async(&mut conn).await?;
+        }
+        Ok(store)
+    }
+
+    /// A clonable connection handle for other commands (streams, EXISTS, …) in either topology.
+    pub fn connection(&self) -> RedisConn {
+        self.conn.clone()
+    }
+
+    /// Redis server time (`TIME`) in milliseconds since the Unix epoch: the clock leases use.
+    pub async fn server_time_ms(&self) -> Result<i64, StoreError> {
+        let (secs, micros): (i64, i64) = redis::cmd("TIME")
+            .query_async(&mut self.connection())
+            .await?;
+        Ok(secs.saturating_mul(1000).saturating_add(micros / 1000))
+    }
+
+    /// One PING; returns the round-trip time (in a cluster, PING goes to every master).
+    pub async fn ping(&self) -> Result<Duration, StoreError> {
+        let started = Instant::now();
+        let reply: String = redis::cmd("PING")
+            .query_async(&mut self.connection())
+            .await?;
+        if reply != "PONG" {
+            return Err(StoreError::unexpected(format!("PING answered {reply:?}")));
+        }
+        Ok(started.elapsed())
+    }
+
+    /// Reads and validates a group's metadata. `Ok(None)` if the group does not exist; an error
+    /// (never a guess) if it exists but cannot be trusted or was written by a newer schema/layout.
+    pub async fn load(&self, keys: &GroupKeys) -> Result<Option<StoredGroup>, StoreError> {
+        let fields: HashMap<Vec<u8>, Vec<u8>> = redis::cmd("HGETALL")
+            .arg(&keys.metadata)
+            .query_async(&mut self.connection())
+            .await
+            .map_err(|e| on_group_key(&keys.metadata, e))?;
+        metadata::parse(&keys.metadata, fields)
+    }
+
+    /// Creates the group at revision 1 unless its metadata already exists. Clears leftover
+    /// leases/progress under the same keys and gives each of `initial_leases` a lease of
+    /// `lease_ttl_ms` from Redis time.
+    pub async fn create(
+        &self,
+        keys: &GroupKeys,
+        aggregate_json: &str,
+        updated_at: &str,
+        initial_leases: &[String],
+        lease_ttl_ms: i64,
+    ) -> Result<CreateOutcome, StoreError> {
+        positive_ttl(lease_ttl_ms)?;
+        let mut call = self.scripts.create.prepare_invoke();
+        group_keys(&mut call, keys);
+        call.arg(aggregate_json)
+            .arg(updated_at)
+            .arg(lease_ttl_ms)
+            .arg(initial_leases);
+        let reply = self.run(&call, keys).await?;
+        match reply.status.as_str() {
+            "CREATED" => Ok(CreateOutcome::Created {
+                revision: 1,
+                now_ms: reply.now_ms,
+            }),
+            "EXISTS" => Ok(CreateOutcome::AlreadyExists),
+            _ => Err(reply.unknown_status()),
+        }
+    }
+
+    /// Compare-and-set: writes `write.aggregate_json` as revision `expected_revision + 1` and
+    /// applies the lease changes, only if the revision matches and every condition holds. One
+    /// atomic script; on any refusal nothing at all is written.
+    pub async fn cas(&self, keys: &GroupKeys, write: &CasWrite) -> Result<CasOutcome, StoreError> {
+        positive_ttl(write.lease_ttl_ms)?;
+        let mut call = self.scripts.cas.prepare_invoke();
+        group_keys(&mut call, keys);
+        call.arg(write.expected_revision)
+            .arg(&write.aggregate_json)
+            .arg(&write.updated_at)
+            .arg(write.lease_ttl_ms)
+            .arg(write.not_before_ms)
+            .arg(write.must_be_lapsed.len())
+            .arg(write.must_be_live.len())
+            .arg(write.renew.len())
+            .arg(write.remove.len())
+            .arg(&write.must_be_lapsed)
+            .arg(&write.must_be_live)
+            .arg(&write.renew)
+            .arg(&write.remove);
+        let reply = self.run(&call, keys).await?;
+        let now_ms = reply.now_ms;
+        match reply.status.as_str() {
+            "WRITTEN" => {
+                let revision = u64::try_from(reply.int(0)?).map_err(|_| {
+                    StoreError::unexpected("negative revision in WRITTEN reply".to_string())
+                })?;
+                Ok(CasOutcome::Written { revision, now_ms })
+            }
+            "CONFLICT" => Ok(CasOutcome::Conflict {
+                current: reply.conflict_revision()?,
+                now_ms,
+            }),
+            "TOO_EARLY" => Ok(CasOutcome::TooEarly { now_ms }),
+            "LEASE_ACTIVE" => Ok(CasOutcome::LeaseActive {
+                member: reply.text(0)?,
+                now_ms,
+            }),
+            "LEASE_LAPSED" => Ok(CasOutcome::LeaseLapsed {
+                member: reply.text(0)?,
+                now_ms,
+            }),
+            _ => Err(reply.unknown_status()),
+        }
+    }
+
+    /// The hot path, exactly one round trip: if the group is still at `expected_revision` and
+    /// `member`'s lease is live, extend it to Redis time + `lease_ttl_ms` and store
+    /// `progress_json` if given. Never reads or writes the aggregate.
+    pub async fn heartbeat(
+        &self,
+        keys: &GroupKeys,
+        expected_revision: u64,
+        member: &str,
+        lease_ttl_ms: i64,
+        progress_json: Option<&str>,
+    ) -> Result<HeartbeatOutcome, StoreError> {
+        positive_ttl(lease_ttl_ms)?;
+        let mut call = self.scripts.heartbeat.prepare_invoke();
+        group_keys(&mut call, keys);
+        call.arg(expected_revision).arg(member).arg(lease_ttl_ms);
+        match progress_json {
+            Some(json) => call.arg("1").arg(json),
+            None => call.arg("0").arg(""),
+        };
+        let reply = self.run(&call, keys).await?;
+        let now_ms = reply.now_ms;
+        match reply.status.as_str() {
+            "RENEWED" => Ok(HeartbeatOutcome::Renewed { now_ms }),
+            "CONFLICT" => Ok(HeartbeatOutcome::Conflict {
+                current: reply.conflict_revision()?,
+                now_ms,
+            }),
+            "LEASE_LAPSED" => Ok(HeartbeatOutcome::LeaseLapsed { now_ms }),
+            _ => Err(reply.unknown_status()),
+        }
+    }
+
+    /// Deletes the group's metadata, leases and progress if it is at `expected_revision`.
+    /// The group index entry is separate: remove it with [`Store::index_remove`].
+    pub async fn delete(
+        &self,
+        keys: &GroupKeys,
+        expected_revision: u64,
+    ) -> Result<DeleteOutcome, StoreError> {
+        let mut call = self.scripts.delete.prepare_invoke();
+        group_keys(&mut call, keys);
+        call.arg(expected_revision);
+        let reply = self.run(&call, keys).await?;
+        match reply.status.as_str() {
+            "DELETED" => Ok(DeleteOutcome::Deleted),
+            "CONFLICT" => Ok(DeleteOutcome::Conflict {
+                current: reply.conflict_revision()?,
+            }),
+            _ => Err(reply.unknown_status()),
+        }
+    }
+
+    /// Every lease as (member, deadline in Redis ms), earliest deadline first.
+    pub async fn leases(&self, keys: &GroupKeys) -> Result<Vec<(String, i64)>, StoreError> {
+        let leases: Vec<(String, f64)> = redis::cmd("ZRANGE")
+            .arg(&keys.leases)
+            .arg(0)
+            .arg(-1)
+            .arg("WITHSCORES")
+            .query_async(&mut self.connection())
+            .await
+            .map_err(|e| on_group_key(&keys.leases, e))?;
+        Ok(leases
+            .into_iter()
+            .map(|(member, deadline)| (member, deadline as i64))
+            .collect())
+    }
+
+    /// Members whose lease has lapsed at `now_ms` (deadline <= now_ms), earliest first.
+    pub async fn lapsed_members(
+        &self,
+        keys: &GroupKeys,
+        now_ms: i64,
+    ) -> Result<Vec<String>, StoreError> {
+        redis::cmd("ZRANGEBYSCORE")
+            .arg(&keys.leases)
+            .arg("-inf")
+            .arg(now_ms)
+            .query_async(&mut self.connection())
+            .await
+            .map_err(|e| on_group_key(&keys.leases, e))
+    }
+
+    /// Every member's progress JSON, sorted by member id.
+    pub async fn progress_all(
+        &self,
+        keys: &GroupKeys,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        let progress: HashMap<String, String> = redis::cmd("HGETALL")
+            .arg(&keys.progress)
+            .query_async(&mut self.connection())
+            .await
+            .map_err(|e| on_group_key(&keys.progress, e))?;
+        Ok(sorted(progress))
+    }
+
+    /// Records a group in the index: `metadata_key` → `value_json` in the hash `index_key`.
+    pub async fn index_put(
+        &self,
+        index_key: &str,
+        metadata_key: &str,
+        value_json: &str,
+    ) -> Result<(), StoreError> {
+        let _added: i64 = redis::cmd("HSET")
+            .arg(index_key)
+            .arg(metadata_key)
+            .arg(value_json)
+            .query_async(&mut self.connection())
+            .await?;
+        Ok(())
+    }
+
+    /// Removes a group from the index (no error if it was not there).
+    pub async fn index_remove(
+        &self,
+        index_key: &str,
+        metadata_key: &str,
+    ) -> Result<(), StoreError> {
+        let _removed: i64 = redis::cmd("HDEL")
+            .arg(index_key)
+            .arg(metadata_key)
+            .query_async(&mut self.connection())
+            .await?;
+        Ok(())
+    }
+
+    /// Every index entry as (metadata key, value JSON), sorted by metadata key.
+    pub async fn index_list(&self, index_key: &str) -> Result<Vec<(String, String)>, StoreError> {
+        let entries: HashMap<String, String> = redis::cmd("HGETALL")
+            .arg(index_key)
+            .query_async(&mut self.connection())
+            .await?;
+        Ok(sorted(entries))
+    }
+
+    /// Runs one script invocation (EVALSHA, loading the script on NOSCRIPT) and decodes the reply.
+    async fn run(
+        &self,
+        call: &redis::ScriptInvocation<'_>,
+        keys: &GroupKeys,
+    ) -> Result<ScriptReply, StoreError> {
+        let value: Value = call
+            .invoke_async(&mut self.connection())
+            .await
+            .map_err(|e| on_group_key(&keys.metadata, e))?;
+        let reply = ScriptReply::parse(value)?;
+        if reply.status == "CORRUPT" {
+            return Err(StoreError::Corrupt {
+                key: keys.metadata.clone(),
+                detail: reply.text(0)?,
+            });
+        }
+        Ok(reply)
+    }
+}
+
+/// Passes the group's keys as KEYS[1..3] in the order every script expects.
+fn group_keys(call: &mut redis::ScriptInvocation<'_>, keys: &GroupKeys) {
+    call.key(&keys.metadata)
+        .key(&keys.leases)
+        .key(&keys.progress);
+}
+
+fn positive_ttl(lease_ttl_ms: i64) -> Result<(), StoreError> {
+    if lease_ttl_ms > 0 {
+        Ok(())
+    } else {
+        Err(StoreError::InvalidArgument {
+            detail: format!("lease_ttl_ms must be positive, got {lease_ttl_ms}"),
+        })
+    }
+}
+
+fn sorted(map: HashMap<String, String>) -> Vec<(String, String)> {
+    let mut entries: Vec<(String, String)> = map.into_iter().collect();
+    entries.sort();
+    entries
+}

@@ -1,0 +1,141 @@
+//! Heartbeats: renewing leases and progress without touching the aggregate, and every refusal.
+
+use rsc_store::{CasOutcome, CasWrite, HeartbeatOutcome, Store, StoreError};
+
+use crate::fixtures::{create_group, existing_keys, group, set_lease, snapshot};
+
+on_both_topologies!(
+    heartbeat_renews_lease_and_progress_only,
+    heartbeat_refusals_write_nothing,
+);
+
+async fn heartbeat_renews_lease_and_progress_only(store: &Store, name: &str) {
+    let keys = group(name);
+    create_group(store, &keys, &["m1", "m2"]).await;
+    let metadata_before = snapshot(store, &keys).await.metadata;
+    let m2_before = store.leases(&keys).await.expect("leases")[1].clone();
+
+    let outcome = store
+        .heartbeat(&keys, 1, "m1", 20_000, Some(r#"{"offset":"1-0"}"#))
+        .await
+        .expect("heartbeat");
+    let HeartbeatOutcome::Renewed { now_ms } = outcome else {
+        panic!("expected Renewed, got {outcome:?}");
+    };
+    let leases = store.leases(&keys).await.expect("leases");
+    assert!(
+        leases.contains(&("m1".to_string(), now_ms + 20_000)),
+        "{leases:?}"
+    );
+    assert!(
+        leases.contains(&m2_before),
+        "another member's lease changed: {leases:?}"
+    );
+    assert_eq!(
+        store.progress_all(&keys).await.expect("progress"),
+        vec![("m1".to_string(), r#"{"offset":"1-0"}"#.to_string())]
+    );
+
+    // Without progress, the stored progress stays as it was.
+    let outcome = store
+        .heartbeat(&keys, 1, "m1", 20_000, None)
+        .await
+        .expect("heartbeat");
+    assert!(matches!(outcome, HeartbeatOutcome::Renewed { .. }));
+    assert_eq!(
+        store.progress_all(&keys).await.expect("progress"),
+        vec![("m1".to_string(), r#"{"offset":"1-0"}"#.to_string())]
+    );
+
+    // The metadata hash (aggregate, revision, updatedAt, versions) is byte-identical.
+    assert_eq!(snapshot(store, &keys).await.metadata, metadata_before);
+}
+
+async fn heartbeat_refusals_write_nothing(store: &Store, name: &str) {
+    let keys = group(name);
+    let created_at = create_group(store, &keys, &["m1"]).await;
+    set_lease(store, &keys, "lapsed", created_at - 1).await;
+    let before = snapshot(store, &keys).await;
+
+    let stale = store
+        .heartbeat(&keys, 5, "m1", 20_000, Some("{}"))
+        .await
+        .expect("heartbeat");
+    assert!(
+        matches!(
+            stale,
+            HeartbeatOutcome::Conflict {
+                current: Some(1),
+                ..
+            }
+        ),
+        "{stale:?}"
+    );
+    assert_eq!(snapshot(store, &keys).await, before);
+
+    let absent = store
+        .heartbeat(&keys, 1, "stranger", 20_000, Some("{}"))
+        .await
+        .expect("heartbeat");
+    assert!(
+        matches!(absent, HeartbeatOutcome::LeaseLapsed { .. }),
+        "{absent:?}"
+    );
+    assert_eq!(snapshot(store, &keys).await, before);
+
+    let lapsed = store
+        .heartbeat(&keys, 1, "lapsed", 20_000, Some("{}"))
+        .await
+        .expect("heartbeat");
+    assert!(
+        matches!(lapsed, HeartbeatOutcome::LeaseLapsed { .. }),
+        "{lapsed:?}"
+    );
+    assert_eq!(snapshot(store, &keys).await, before);
+
+    assert!(matches!(
+        store.heartbeat(&keys, 1, "m1", 0, None).await,
+        Err(StoreError::InvalidArgument { .. })
+    ));
+    assert_eq!(snapshot(store, &keys).await, before);
+
+    let missing = group(&format!("{name}-missing"));
+    let outcome = store
+        .heartbeat(&missing, 1, "m1", 20_000, Some("{}"))
+        .await
+        .expect("heartbeat");
+    assert!(
+        matches!(outcome, HeartbeatOutcome::Conflict { current: None, .. }),
+        "{outcome:?}"
+    );
+    assert_eq!(existing_keys(store, &missing).await, 0);
+
+    // After a transition, a heartbeat that still carries the old revision learns the new one.
+    let write = CasWrite {
+        expected_revision: 1,
+        aggregate_json: "{\"v\":2}".into(),
+        updated_at: "t".into(),
+        lease_ttl_ms: 20_000,
+        ..CasWrite::default()
+    };
+    assert!(matches!(
+        store.cas(&keys, &write).await.expect("cas"),
+        CasOutcome::Written { revision: 2, .. }
+    ));
+    let after_cas = snapshot(store, &keys).await;
+    let outdated = store
+        .heartbeat(&keys, 1, "m1", 20_000, Some("{}"))
+        .await
+        .expect("heartbeat");
+    assert!(
+        matches!(
+            outdated,
+            HeartbeatOutcome::Conflict {
+                current: Some(2),
+                ..
+            }
+        ),
+        "{outdated:?}"
+    );
+    assert_eq!(snapshot(store, &keys).await, after_cas);
+}

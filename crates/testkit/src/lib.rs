@@ -1,0 +1,19 @@
+//! Test support for rsc: real `redis-server` processes, standalone and clustered.
+//!
+//! rsc's store, API and SDK tests run against real Redis rather than mocks, so that scripts,
+//! hash slots, restarts and persistence behave exactly as in production. This crate starts such
+//! servers on free 127.0.0.1 ports with private temp directories and cleans them up on drop, and
+//! reads Redis' own command counters for tests that pin down how many round trips an operation
+//! costs. It is test-only code: it panics with a clear message (and the server log) on failure,
+//! and it never skips silently when `redis-server` is missing.
+
+mod cluster;
+mod ports;
+mod resp;
+mod server;
+mod stats;
+mod watchdog;
+
+pub use cluster::RedisCluster;
+pub use server::{RedisServer, RedisServerBuilder};
+pub use stats::{command_calls, reset_stats};
