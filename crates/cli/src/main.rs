@@ -1,6 +1,9 @@
 //! The `rsc` binary: `rsc serve` runs the coordinator. Further verbs (admin, bench, demo) are added as their
 //! features land.
 
+mod demo;
+mod hash_password;
+
 use clap::{Parser, Subcommand};
 use rsc_coordinator::config::{self, Overrides};
 use std::path::PathBuf;
@@ -30,6 +33,10 @@ enum Command {
         #[arg(long, env = "RSC_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
         log_format: String,
     },
+    /// Read a password from stdin and print its Argon2id hash (for coordinator.api.users[].password-hash).
+    HashPassword,
+    /// First run: create a demo stream, run three consumers and a producer, show them live.
+    Demo(demo::DemoArgs),
 }
 
 fn init_logging(format: &str) {
@@ -48,6 +55,8 @@ fn init_logging(format: &str) {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::HashPassword => hash_password::run(),
+        Command::Demo(args) => demo::run(args),
         Command::Serve {
             listen,
             redis_url,

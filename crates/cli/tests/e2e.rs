@@ -29,6 +29,7 @@ impl Rsc {
         .env("COORDINATOR_REBALANCE_TIMEOUT", "10s")
         .env("COORDINATOR_LOOP_TICK_INTERVAL", "100ms")
         .env("RSC_LOG", "warn")
+        .env("RSC_ADMIN_PASSWORD", ADMIN_PASSWORD)
         .stdout(Stdio::null())
         .stderr(Stdio::null());
         for (k, v) in extra_env {
@@ -84,9 +85,13 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// The bootstrap admin's password every `Rsc` gets (through `RSC_ADMIN_PASSWORD`).
+const ADMIN_PASSWORD: &str = "e2e-admin-password";
+
 async fn post(base: &str, path: &str, body: Value) -> (u16, Value) {
     let r = reqwest::Client::new()
         .post(format!("{base}{path}"))
+        .basic_auth("admin", Some(ADMIN_PASSWORD))
         .json(&body)
         .send()
         .await
@@ -98,6 +103,7 @@ async fn post(base: &str, path: &str, body: Value) -> (u16, Value) {
 async fn get(base: &str, path: &str) -> Value {
     reqwest::Client::new()
         .get(format!("{base}{path}"))
+        .basic_auth("admin", Some(ADMIN_PASSWORD))
         .send()
         .await
         .expect("request")

@@ -94,19 +94,27 @@ impl Coordinator {
                 && e.consumer_group != name.consumer_group
                 && e.state == INDEX_LIVE
         });
+        let stream_count = match sibling {
+            Some(_) => self
+                .load_stream(&name.stream_prefix)
+                .await?
+                .map(|s| s.record.shard_count),
+            None => None,
+        };
         let (shard_count, first_of_prefix) = match sibling {
             Some(s) => {
                 let sibling_name = GroupName::new(&s.stream_prefix, &s.consumer_group);
                 match self.load(&sibling_name).await? {
                     Some(c) => {
-                        if req.initial_shard_count.is_some() && requested != c.group.shard_count {
+                        let count = stream_count.unwrap_or(c.group.shard_count);
+                        if req.initial_shard_count.is_some() && requested != count {
                             return Err(ApiError::invalid(format!(
                                 "initialShardCount: stream {:?} already has {} shards (the shard count belongs to \
                                  the stream); omit initialShardCount or pass {}",
-                                name.stream_prefix, c.group.shard_count, c.group.shard_count
+                                name.stream_prefix, count, count
                             )));
                         }
-                        (c.group.shard_count, false)
+                        (count, false)
                     }
                     None => (requested, true),
                 }
@@ -214,6 +222,11 @@ impl Coordinator {
             CreateOutcome::Created { revision, now_ms } => {
                 self.clock.observe(now_ms);
                 self.put_index(name, INDEX_LIVE).await?;
+                if first_of_prefix {
+                    self.reset_stream(&name.stream_prefix, shard_count).await?;
+                } else {
+                    self.ensure_stream(&name.stream_prefix, shard_count).await?;
+                }
                 let cached = Cached {
                     group: std::sync::Arc::new(group),
                     revision,
@@ -305,6 +318,7 @@ impl Coordinator {
         let force = req.force.unwrap_or(false);
         for _ in 0..MAX_CAS_ATTEMPTS {
             let base = self.require_group(name).await?;
+            self.ensure_mutable(&base.group)?;
             let active: Vec<&str> = base
                 .group
                 .members
@@ -336,6 +350,7 @@ impl Coordinator {
                         .index_remove(&self.index_key(), &self.keys(name).metadata)
                         .await;
                     self.cache.forget(name);
+                    self.forget_stream_if_unused(&name.stream_prefix).await;
                     tracing::info!(stream = %name.stream_prefix, group = %name.consumer_group, force, "group deleted");
                     return Ok(group_response(&base.group));
                 }
@@ -368,7 +383,18 @@ impl Coordinator {
         &self,
         name: &GroupName,
     ) -> Result<ProducerRoutingResponse, ApiError> {
-        let cached = self.require_group(name).await?;
+        let mut cached = self.require_group(name).await?;
+        // Routing always reflects the stream record: bring the group in line first if a scale, rollback or
+        // force-complete has not reached it yet, so every group of a stream routes identically.
+        if let Some(stream) = self.load_stream(&name.stream_prefix).await?
+            && (stream.record.shard_count != cached.group.shard_count
+                || stream.record.active_migration.as_ref().is_some_and(|m| {
+                    m.state != rsc_group::migration::MigrationState::Preparing
+                        && cached.group.migration(&m.resharding_id).is_none()
+                }))
+        {
+            cached = self.sync_group_to_stream(name, &stream.record).await?;
+        }
         if self.config.streams.provisioning_enabled && cached.group.shard_count > 0 {
             let mut conn = self.store.connection();
             provision(

@@ -88,6 +88,11 @@ pub struct CoordinatorConfig {
     pub streams: StreamsConfig,
     pub defaults: DefaultsConfig,
     pub health: HealthConfig,
+    /// Prometheus metrics: optional unauthenticated listener, refresh interval, series caps.
+    pub metrics: crate::metrics::MetricsConfig,
+    /// Authentication, authorization, tokens, rate limits (see `security::config`).
+    pub api: crate::security::config::ApiConfig,
+    pub audit: crate::security::config::AuditConfig,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -108,6 +113,9 @@ pub struct StoreConfig {
 pub struct StreamsConfig {
     /// Create shard streams and their Redis consumer groups (clients never do). On by default.
     pub provisioning_enabled: bool,
+    /// Delete the streams of shards removed by a completed scale-in (a stale producer's XADD NOMKSTREAM
+    /// then fails instead of writing where nobody reads). `false` keeps them.
+    pub retire_removed_shards: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -141,6 +149,9 @@ impl Default for CoordinatorConfig {
             streams: StreamsConfig::default(),
             defaults: DefaultsConfig::default(),
             health: HealthConfig::default(),
+            metrics: crate::metrics::MetricsConfig::default(),
+            api: Default::default(),
+            audit: Default::default(),
         }
     }
 }
@@ -164,6 +175,7 @@ impl Default for StreamsConfig {
     fn default() -> Self {
         StreamsConfig {
             provisioning_enabled: true,
+            retire_removed_shards: true,
         }
     }
 }
@@ -225,6 +237,10 @@ pub fn load(
         figment = figment.merge(Toml::file(path));
     }
     figment = figment.merge(Serialized::defaults(env_overrides(env)?));
+    // The bootstrap admin's password from the environment (never logged; `Secret` hides it in Debug output).
+    if let Some(pw) = env.get("RSC_ADMIN_PASSWORD").filter(|p| !p.is_empty()) {
+        figment = figment.merge(("coordinator.api.admin-password", pw));
+    }
     if let Some(listen) = &overrides.listen {
         figment = figment.merge(("coordinator.listen", listen));
     }
@@ -313,7 +329,8 @@ fn env_overrides(env: &BTreeMap<String, String>) -> Result<Dict, ConfigError> {
                     .join(", ")
             )));
         };
-        let value = if key.ends_with("redis-cluster-nodes") {
+        let value = if key.ends_with("redis-cluster-nodes") || key.ends_with("api.trusted-proxies")
+        {
             Value::from(
                 raw.split(',')
                     .map(|s| s.trim().to_owned())
@@ -414,6 +431,8 @@ fn validate(c: &Config) -> Result<(), ConfigError> {
             format!("{:?} must start with redis:// or rediss://", k.redis_url),
         );
     }
+    crate::security::config::validate(&k.api, &k.audit).map_err(ConfigError)?;
+    k.metrics.validate().map_err(ConfigError)?;
     if k.id.trim().is_empty() {
         return fail("id", "must not be blank".into());
     }

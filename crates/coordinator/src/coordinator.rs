@@ -30,6 +30,8 @@ pub struct Coordinator {
     pub clock: RedisClock,
     pub cache: GroupCache,
     pub stats: Stats,
+    /// Prometheus metrics (event metrics plus the background gauge snapshot).
+    pub metrics: crate::metrics::Metrics,
     terminating: AtomicBool,
     /// Redis time of the reconciler's last completed pass (0 = never).
     pub last_reconcile_ms: AtomicI64,
@@ -62,6 +64,7 @@ impl Coordinator {
             clock: RedisClock::new(),
             cache: GroupCache::default(),
             stats: Stats::default(),
+            metrics: crate::metrics::Metrics::new(),
             terminating: AtomicBool::new(false),
             last_reconcile_ms: AtomicI64::new(0),
         })
@@ -103,7 +106,11 @@ impl Coordinator {
     /// unknown schema or a revision that disagrees with the aggregate → MetadataCorrupt (fail closed).
     pub async fn load(&self, name: &GroupName) -> Result<Option<Cached>, ApiError> {
         let keys = self.keys(name);
-        let stored = match self.store.load(&keys).await {
+        let stored = match self
+            .metrics
+            .time_store("load", self.store.load(&keys))
+            .await
+        {
             Ok(Some(s)) => s,
             Ok(None) => {
                 self.cache.invalidate(name);
@@ -137,9 +144,8 @@ impl Coordinator {
             revision: stored.revision,
         };
         if let Err(r) = self.cache.put(name, cached.clone()) {
-            Stats::bump(&self.stats.revision_regressions);
-            tracing::error!(group = %keys.metadata, seen = r.seen, found = r.found,
-                "store revision went backwards: Redis metadata was rolled back");
+            // Counted once and recorded in the aggregate as a rollback suspicion (durability.rs).
+            return Ok(Some(self.on_revision_regression(name, cached, &r).await));
         }
         Ok(Some(cached))
     }
@@ -179,8 +185,8 @@ impl Coordinator {
             remove: t.remove.clone(),
         };
         let outcome = self
-            .store
-            .cas(&self.keys(name), &write)
+            .metrics
+            .time_store("cas", self.store.cas(&self.keys(name), &write))
             .await
             .map_err(|e| {
                 self.note_store_error(&e);

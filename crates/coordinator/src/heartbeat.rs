@@ -47,6 +47,10 @@ impl Coordinator {
         member_id: &str,
         req: &HeartbeatRequest,
     ) -> HeartbeatResponse {
+        // Rollback evidence is acted on only when decided on state known to be current (a stale cache can
+        // make a member look ahead), counted once per request, and recorded before deciding again.
+        let mut signals_counted = false;
+        let mut recorded_revision = None;
         for _ in 0..MAX_CAS_ATTEMPTS {
             let (cached, fresh) = match self.cached_or_load(name).await {
                 Ok(x) => x,
@@ -63,7 +67,28 @@ impl Coordinator {
                 self.clock.now_ms(),
                 &self.timing,
             );
-            self.count_signals(&decision);
+            let fresh = fresh
+                || cached
+                    .as_ref()
+                    .map(|c| c.revision)
+                    .is_some_and(|r| recorded_revision == Some(r));
+            if let Some(base) = &cached
+                && let Some(signal) =
+                    crate::durability::member_signal(&base.group, member_id, req, &decision.signals)
+            {
+                if !fresh {
+                    self.cache.invalidate(name);
+                    continue;
+                }
+                if !signals_counted {
+                    self.count_signals(&decision);
+                    signals_counted = true;
+                }
+                if let Some(written) = self.record_suspicion(name, base, &signal).await {
+                    recorded_revision = Some(written.revision);
+                    continue;
+                }
+            }
             match decision.outcome {
                 Outcome::Rejected {
                     needs_fresh_state: true,
@@ -135,13 +160,16 @@ impl Coordinator {
         let json = serde_json::to_string(&progress).ok();
         let keys = self.keys(name);
         let outcome = self
-            .store
-            .heartbeat(
-                &keys,
-                base.revision,
-                member_id,
-                self.timing.member_lease_ttl_ms,
-                json.as_deref(),
+            .metrics
+            .time_store(
+                "heartbeat",
+                self.store.heartbeat(
+                    &keys,
+                    base.revision,
+                    member_id,
+                    self.timing.member_lease_ttl_ms,
+                    json.as_deref(),
+                ),
             )
             .await;
         match outcome {

@@ -4,7 +4,12 @@
 //! - [`coordinator`]: the `Coordinator` (store, clock, cache) with `load` and `commit`.
 //! - [`heartbeat`]: the hot path. [`admin`]: create/delete/get/routing. [`reconciler`]: time-driven work.
 //! - [`monitoring`]: members, assignments, health. [`views`]: contract response shapes.
+//! - [`reshard`]: online scale-out/in with drain, rollback and force-complete.
+//! - [`metrics`]: Prometheus `/metrics`, kept current by a background task. [`inspect`]: consumption,
+//!   offsets ([`offsets`]), migrations and durability views. [`durability`]: metadata-rollback suspicion,
+//!   fail-closed mutations and the recreate repair.
 //! - [`provision`]: shard streams and Redis consumer groups.
+//! - [`security`]: login, tokens, roles, scoped principals, audit records, rate limits.
 //! - [`api`]: the HTTP router built from the route table. [`server`]: start-up and graceful shutdown.
 
 pub mod admin;
@@ -13,11 +18,17 @@ pub mod cache;
 pub mod clock;
 pub mod config;
 pub mod coordinator;
+pub mod durability;
 pub mod error;
 pub mod heartbeat;
+pub mod inspect;
+pub mod metrics;
 pub mod monitoring;
+pub mod offsets;
 pub mod provision;
 pub mod reconciler;
+pub mod reshard;
+pub mod security;
 pub mod server;
 pub mod stats;
 pub mod views;

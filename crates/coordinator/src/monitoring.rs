@@ -10,8 +10,6 @@ use rsc_protocol::wire::ShardId;
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 fn shard_ids<'a>(it: impl IntoIterator<Item = &'a u32>) -> Vec<ShardId> {
     it.into_iter().map(|s| ShardId::new(*s)).collect()
@@ -145,40 +143,36 @@ impl Coordinator {
     }
 
     /// Coordinator health with components that are really checked.
+    /// Coordinator health with components that are really checked: Redis answers a PING in time, the
+    /// reconciler ran recently, and no group is suspected of a metadata rollback. `UP`, `DEGRADED` or `DOWN`.
     pub async fn health(&self) -> Value {
-        let timeout = self.config.health.redis_timeout.0;
-        let ping = tokio::time::timeout(
-            timeout.max(Duration::from_millis(50)) * 4,
-            self.store.ping(),
-        )
-        .await;
-        let (redis, redis_detail) = match ping {
-            Ok(Ok(rtt)) if rtt <= timeout => ("UP", format!("PING {} ms", rtt.as_millis())),
-            Ok(Ok(rtt)) => (
-                "SLOW",
-                format!(
-                    "PING {} ms exceeds {} ms",
-                    rtt.as_millis(),
-                    timeout.as_millis()
-                ),
-            ),
-            Ok(Err(e)) => ("DOWN", e.to_string()),
-            Err(_) => ("DOWN", "PING timed out".to_owned()),
-        };
-        let tick_ms = self.config.reconciler.tick_interval.ms();
-        let last = self.last_reconcile_ms.load(Ordering::Relaxed);
-        let loop_state = if !self.config.reconciler.enabled {
-            "DISABLED"
-        } else if last > 0 && self.clock.now_ms() - last <= (tick_ms * 5).max(5_000) {
-            "UP"
+        let (redis, redis_detail) = self.probe_redis().await;
+        let (loop_state, last) = crate::metrics::refresh::reconciler_state(self);
+        let (durability, suspected, checked_by) = if redis == "DOWN" {
+            ("UNKNOWN", Vec::new(), "not checked: Redis is down")
         } else {
-            "STALLED"
+            match self.suspected_groups().await {
+                Ok((list, how)) if list.is_empty() => ("UP", list, how),
+                Ok((list, how)) => ("SUSPECTED_ROLLBACK", list, how),
+                Err(_) => ("UNKNOWN", Vec::new(), "groups could not be read"),
+            }
         };
-        let status = match (redis, loop_state) {
-            ("DOWN", _) => "DOWN",
-            ("UP", "UP" | "DISABLED") if !self.is_terminating() => "UP",
-            _ => "DEGRADED",
-        };
+        let mut status = crate::metrics::refresh::overall_status(
+            redis,
+            loop_state,
+            suspected.len(),
+            self.is_terminating(),
+        );
+        if status == "UP" && durability == "UNKNOWN" {
+            status = "DEGRADED";
+        }
+        let suspected: Vec<Value> = suspected
+            .iter()
+            .map(|s| {
+                json!({"streamPrefix": s.stream_prefix, "consumerGroup": s.consumer_group,
+                       "signals": s.kinds, "lastSignal": s.last_signal})
+            })
+            .collect();
         json!({
             "status": status,
             "coordinatorId": self.config.id,
@@ -188,6 +182,7 @@ impl Coordinator {
             "components": {
                 "redis": {"status": redis, "detail": redis_detail},
                 "reconciler": {"status": loop_state, "lastRunAt": (last > 0).then(|| iso_ms(last))},
+                "metadataDurability": {"status": durability, "checkedBy": checked_by, "suspectedGroups": suspected},
             }
         })
     }

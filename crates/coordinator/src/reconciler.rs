@@ -95,9 +95,14 @@ impl Coordinator {
         let Ok(entries) = self.index_entries().await else {
             return;
         };
+        let mut prefixes = std::collections::BTreeSet::new();
         for e in entries.iter().filter(|e| e.state == INDEX_LIVE) {
             self.reconcile_group(&GroupName::new(&e.stream_prefix, &e.consumer_group))
                 .await;
+            prefixes.insert(e.stream_prefix.clone());
+        }
+        for prefix in prefixes {
+            self.reconcile_stream(&prefix).await;
         }
         self.last_reconcile_ms
             .store(self.clock.now_ms(), Ordering::Relaxed);

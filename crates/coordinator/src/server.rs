@@ -23,6 +23,8 @@ pub enum ServeError {
         addr: String,
         source: std::io::Error,
     },
+    #[error("cannot set up authentication: {0}")]
+    Security(String),
     #[error("server failed: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -30,6 +32,8 @@ pub enum ServeError {
 /// A running coordinator: its address and a handle to stop it (used by tests and `rsc serve`).
 pub struct Running {
     pub addr: std::net::SocketAddr,
+    /// The unauthenticated metrics listener's address (`coordinator.metrics.listen`), if enabled.
+    pub metrics_addr: Option<std::net::SocketAddr>,
     pub coordinator: Arc<Coordinator>,
     stop: watch::Sender<bool>,
     task: tokio::task::JoinHandle<Result<(), ServeError>>,
@@ -66,6 +70,9 @@ pub async fn start(config: Config) -> Result<Running, ServeError> {
         })?;
     let addr = listener.local_addr()?;
     let coordinator = Coordinator::new(config.coordinator.clone(), store);
+    let security = crate::security::Security::start(&coordinator.config, &coordinator.store)
+        .await
+        .map_err(|e| ServeError::Security(e.message))?;
     let (stop_tx, stop_rx) = watch::channel(false);
 
     let reconciler = if coordinator.config.reconciler.enabled {
@@ -76,7 +83,15 @@ pub async fn start(config: Config) -> Result<Running, ServeError> {
     } else {
         None
     };
-    let app = crate::api::router(coordinator.clone());
+    // Gauges are rebuilt in the background; an optional second listener serves /metrics without auth.
+    tokio::spawn(crate::metrics::refresh::run(
+        coordinator.clone(),
+        stop_rx.clone(),
+    ));
+    let metrics_addr = crate::metrics::http::spawn_listener(coordinator.clone(), stop_rx.clone())
+        .await
+        .map_err(|(addr, source)| ServeError::Bind { addr, source })?;
+    let app = crate::api::router(coordinator.clone(), security);
     let grace = coordinator.config.shutdown_grace.0;
     let task_coordinator = coordinator.clone();
     let mut stop_signal = stop_rx.clone();
@@ -120,6 +135,7 @@ pub async fn start(config: Config) -> Result<Running, ServeError> {
     tracing::info!(%addr, id = %coordinator.config.id, redis = ?topology_name(&coordinator.config), "rsc coordinator listening");
     Ok(Running {
         addr,
+        metrics_addr,
         coordinator,
         stop: stop_tx,
         task,

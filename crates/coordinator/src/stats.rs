@@ -17,6 +17,8 @@ pub struct Stats {
     pub routing_success: AtomicU64,
     pub routing_error: AtomicU64,
     pub redis_errors: AtomicU64,
+    /// New evidence of a metadata rollback recorded in a group's aggregate (see `durability.rs`).
+    pub rollback_suspicions: AtomicU64,
 }
 
 impl Stats {

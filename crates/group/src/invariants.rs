@@ -37,9 +37,13 @@ pub fn check(g: &Group) -> Vec<String> {
                 m.member_id
             ));
         }
-        if m.state == MemberState::Active && m.assigned.iter().any(|s| *s >= g.shard_count) {
+        if m.state == MemberState::Active
+            && m.assigned
+                .iter()
+                .any(|s| *s >= g.shard_count && !g.draining_shards.contains(s))
+        {
             violations.push(format!(
-                "member {} is assigned a shard outside 0..{}",
+                "member {} is assigned a shard outside 0..{} that is not draining",
                 m.member_id, g.shard_count
             ));
         }
@@ -61,7 +65,7 @@ pub fn check(g: &Group) -> Vec<String> {
         }
     }
     if g.members.values().any(|m| m.state == MemberState::Active) {
-        for s in 0..g.shard_count {
+        for s in g.assignable_shards() {
             if !target_owner.contains_key(&s) {
                 violations.push(format!(
                     "shard {s} has no target owner although active members exist"

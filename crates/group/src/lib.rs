@@ -9,13 +9,19 @@
 //! - [`rebalance`]: revoke-before-assign — the only place shards are granted (invariant 1).
 //! - [`heartbeat`]: the heartbeat decision procedure.
 //! - [`tick`]: time-driven transitions (lease expiry, rebalance timeout, holds, pruning).
+//! - [`migration`]: resharding as a group sees it (adopt, drain, rollback, force-complete).
+//! - [`stream`]: the stream record that owns the shard count and routing.
+//! - [`durability`]: suspecting a metadata rollback, failing closed, and the repairs (new lifecycle).
 //! - [`invariants`]: checks of the invariants, used by tests and the simulator.
 //! - [`timing`]: the durations the machine is parameterised with.
 
 pub mod assign;
+pub mod durability;
 pub mod heartbeat;
 pub mod invariants;
+pub mod migration;
 pub mod model;
 pub mod rebalance;
+pub mod stream;
 pub mod tick;
 pub mod timing;

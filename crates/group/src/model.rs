@@ -179,6 +179,19 @@ pub struct Group {
     pub holds: Vec<Hold>,
     #[serde(default)]
     pub metadata_correction: Option<MetadataCorrection>,
+    /// Shards beyond `shard_count` that a scale-in (or a rolled-back scale-out) removed from routing but that
+    /// stay assigned until Redis shows their backlog consumed and acknowledged.
+    #[serde(default)]
+    pub draining_shards: ShardSet,
+    /// The group's resharding migrations, oldest first (bounded history; see `migration.rs`).
+    #[serde(default)]
+    pub migrations: Vec<crate::migration::Migration>,
+    #[serde(default)]
+    pub active_migration_id: Option<String>,
+    /// Set when the stored metadata is suspected of having rolled back; admin mutations fail closed until an
+    /// operator repairs the group (see `durability.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollback_suspicion: Option<crate::durability::RollbackSuspicion>,
     pub created_at_ms: i64,
     pub updated_at_ms: i64,
 }
@@ -207,14 +220,20 @@ impl Group {
             target_assignments: BTreeMap::new(),
             holds: Vec::new(),
             metadata_correction: None,
+            draining_shards: ShardSet::new(),
+            migrations: Vec::new(),
+            active_migration_id: None,
+            rollback_suspicion: None,
             created_at_ms: now_ms,
             updated_at_ms: now_ms,
         }
     }
 
-    /// Shards the group assigns: `0..shard_count`.
+    /// Shards the group assigns: `0..shard_count` plus shards still draining after a scale-in.
     pub fn assignable_shards(&self) -> ShardSet {
-        (0..self.shard_count).collect()
+        let mut shards: ShardSet = (0..self.shard_count).collect();
+        shards.extend(self.draining_shards.iter().copied());
+        shards
     }
 
     /// The target set of a member (empty if it has none).

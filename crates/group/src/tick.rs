@@ -118,6 +118,7 @@ pub fn tick(
         }
         settle(&mut next, now_ms, timing);
     }
+    crate::migration::advance(&mut next, now_ms);
     if next == *g {
         return None;
     }

@@ -11,6 +11,7 @@
 
 use rsc_group::heartbeat::{Outcome, Transition, decide};
 use rsc_group::invariants;
+use rsc_group::migration::{self, Migration, MigrationState};
 use rsc_group::model::{Group, MemberState, ShardSet};
 use rsc_group::tick::tick;
 use rsc_group::timing::Timing;
@@ -243,7 +244,7 @@ struct Sim {
     clients: Vec<Client>,
     seq: u64,
     loss_per_mille: u64,
-    shard_count: u32,
+    resharding: bool,
 }
 
 impl Sim {
@@ -274,7 +275,7 @@ impl Sim {
             clients,
             seq: 0,
             loss_per_mille: 0,
-            shard_count: shards,
+            resharding: false,
         }
     }
 
@@ -332,6 +333,9 @@ impl Sim {
         self.now += STEP_MS;
         if faults {
             self.inject_faults();
+            if self.resharding {
+                self.reshard();
+            }
         }
         for i in 0..self.clients.len() {
             let c = &mut self.clients[i];
@@ -353,6 +357,61 @@ impl Sim {
             self.store.reconcile(self.now);
         }
         self.check_safety();
+    }
+
+    /// Operator actions: scale to a random count, roll back or force-complete the active migration; and
+    /// Redis drain evidence arriving for draining shards.
+    fn reshard(&mut self) {
+        let now = self.now;
+        let roll = self.rng.below(10_000);
+        let mut g = self.store.group.clone();
+        let changed = match roll {
+            0..=4 => {
+                let to = self.rng.below(25) as u32;
+                self.seq += 1;
+                let m = Migration {
+                    resharding_id: format!("reshard-{}", self.seq),
+                    from_shard_count: g.shard_count,
+                    to_shard_count: to,
+                    state: MigrationState::Active,
+                    requested_by: "sim".into(),
+                    reason: "sim".into(),
+                    created_at_ms: now,
+                    updated_at_ms: now,
+                    activated_at_ms: None,
+                    draining_at_ms: None,
+                    completed_at_ms: None,
+                    end_reason: None,
+                };
+                migration::adopt(&mut g, &m, now, &TIMING)
+            }
+            5..=6 => match g.active_migration_id.clone() {
+                Some(id) => migration::rollback(&mut g, &id, "sim", now, &TIMING).unwrap_or(false),
+                None => false,
+            },
+            7 => match g.active_migration_id.clone() {
+                Some(id) => {
+                    migration::force_complete(&mut g, &id, "sim", now, &TIMING).unwrap_or(false)
+                }
+                None => false,
+            },
+            8..=80 if !g.draining_shards.is_empty() => {
+                let pick = *g
+                    .draining_shards
+                    .iter()
+                    .nth(self.rng.below(g.draining_shards.len() as u64) as usize)
+                    .unwrap();
+                migration::release_drained(&mut g, &[pick].into_iter().collect(), now, &TIMING)
+            }
+            _ => false,
+        };
+        if changed {
+            let t = Transition::new(g);
+            assert!(
+                self.store.cas(&t, now),
+                "an unconditional transition commits"
+            );
+        }
     }
 
     fn inject_faults(&mut self) {
@@ -426,9 +485,18 @@ impl Sim {
         }
         if !active.is_empty() {
             assert_eq!(
-                read.len(),
-                self.shard_count as usize,
+                read,
+                g.assignable_shards(),
                 "every shard is read once converged"
+            );
+            assert!(
+                g.draining_shards.is_empty(),
+                "drains finish once evidence arrives"
+            );
+            assert_eq!(
+                g.active_migration_id, None,
+                "migrations complete: {:?}",
+                g.migrations
             );
             assert!(invariants::target_spread(g) <= 1);
         }
@@ -441,6 +509,7 @@ fn run(seed: u64) {
     let shards = 1 + rng.below(24) as u32;
     let mut sim = Sim::new(seed, members, shards);
     sim.loss_per_mille = [0, 20, 100][rng.below(3) as usize];
+    sim.resharding = rng.chance(600);
     for _ in 0..1_500 {
         sim.step(true);
     }
@@ -455,6 +524,14 @@ fn run(seed: u64) {
     }
     for _ in 0..1_500 {
         sim.step(false);
+        // Drain evidence keeps arriving after faults stop.
+        if !sim.store.group.draining_shards.is_empty() {
+            let mut g = sim.store.group.clone();
+            let all = g.draining_shards.clone();
+            if migration::release_drained(&mut g, &all, sim.now, &TIMING) {
+                assert!(sim.store.cas(&Transition::new(g), sim.now));
+            }
+        }
     }
     sim.check_converged();
 }

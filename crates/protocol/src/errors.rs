@@ -28,6 +28,9 @@ pub enum ErrorCode {
     MetadataCorrupt,
     /// Not in the reference: the group index lists the group but its metadata key is gone.
     MetadataMissing,
+    /// Not in the reference: the group's metadata is suspected of having rolled back; admin mutations fail
+    /// closed until an operator restores it from backup or recreates the group as a new lifecycle.
+    MetadataRollbackSuspected,
     /// Not in the reference: Redis did not answer in time or refused the connection.
     RedisUnavailable,
     /// Not in the reference: route exists but the method or path is unknown.
@@ -57,7 +60,8 @@ impl ErrorCode {
             | MetadataSyncInProgress
             | StateVersionConflict
             | MetadataCorrupt
-            | MetadataMissing => 409,
+            | MetadataMissing
+            | MetadataRollbackSuspected => 409,
             PayloadTooLarge => 413,
             UnsupportedMediaType => 415,
             RollbackNotAllowed => 422,

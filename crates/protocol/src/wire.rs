@@ -268,6 +268,31 @@ pub struct ProducerRoutingResponse {
     pub shards: Vec<RoutingShard>,
 }
 
+/// `POST /coord/v1/streams/{p}/scale` and the compatibility `POST …/groups/{g}/scale`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScaleRequest {
+    #[serde(default)]
+    pub target_shard_count: Option<i64>,
+    #[serde(default)]
+    pub requested_by: Option<String>,
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// Informational only (wire-contract §3.6).
+    #[serde(default)]
+    pub deprecated_after: Option<String>,
+}
+
+/// Body of rollback and force-complete requests.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MigrationActionRequest {
+    #[serde(default)]
+    pub requested_by: Option<String>,
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

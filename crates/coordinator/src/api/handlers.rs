@@ -7,8 +7,11 @@ use crate::error::ApiError;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use rsc_group::migration::MigrationState;
 use rsc_protocol::validate;
-use rsc_protocol::wire::{CreateStreamRequest, DeleteGroupRequest, HeartbeatRequest};
+use rsc_protocol::wire::{
+    CreateStreamRequest, DeleteGroupRequest, HeartbeatRequest, MigrationActionRequest, ScaleRequest,
+};
 use serde_json::json;
 use std::sync::Arc;
 
@@ -215,4 +218,60 @@ pub async fn readyz(State(c): Coord) -> Response {
             json!({"status": "NOT_READY"}),
         )
     }
+}
+
+pub async fn scale_stream(
+    State(c): Coord,
+    ApiPath(prefix): ApiPath<String>,
+    Json(req): Json<ScaleRequest>,
+) -> Result<Response, ApiError> {
+    Ok(ok(
+        StatusCode::ACCEPTED,
+        c.scale_stream(&prefix, &req).await?,
+    ))
+}
+
+pub async fn scale_group(
+    State(c): Coord,
+    ApiPath((p, g)): GroupPath,
+    Json(req): Json<ScaleRequest>,
+) -> Result<Response, ApiError> {
+    Ok(ok(
+        StatusCode::ACCEPTED,
+        c.scale_group(&GroupName::new(&p, &g), &req).await?,
+    ))
+}
+
+pub async fn get_migration(
+    State(c): Coord,
+    ApiPath((p, g, id)): ApiPath<(String, String, String)>,
+) -> Result<Response, ApiError> {
+    Ok(ok(
+        StatusCode::OK,
+        c.migration_detail(&GroupName::new(&p, &g), &id).await?,
+    ))
+}
+
+pub async fn rollback_migration(
+    State(c): Coord,
+    ApiPath((p, g, id)): ApiPath<(String, String, String)>,
+    Json(req): Json<MigrationActionRequest>,
+) -> Result<Response, ApiError> {
+    let name = GroupName::new(&p, &g);
+    let m = c
+        .end_migration(&name, &id, &req, MigrationState::RolledBack)
+        .await?;
+    Ok(ok(StatusCode::ACCEPTED, m))
+}
+
+pub async fn force_complete_migration(
+    State(c): Coord,
+    ApiPath((p, g, id)): ApiPath<(String, String, String)>,
+    Json(req): Json<MigrationActionRequest>,
+) -> Result<Response, ApiError> {
+    let name = GroupName::new(&p, &g);
+    let m = c
+        .end_migration(&name, &id, &req, MigrationState::ForceCompleted)
+        .await?;
+    Ok(ok(StatusCode::ACCEPTED, m))
 }

@@ -3,6 +3,7 @@
 
 pub mod extract;
 pub mod handlers;
+pub mod observability;
 pub mod routes;
 
 use crate::coordinator::Coordinator;
@@ -23,8 +24,9 @@ pub struct MatchedRoute {
     pub path: &'static str,
 }
 
-/// Builds the router over every route of the table.
-pub fn router(coordinator: Arc<Coordinator>) -> Router {
+/// Builds the router over every route of the table. Every route passes the security guard (authentication,
+/// roles, scopes, rate limits, audit), which reads the route's spec attached by the layer outside it.
+pub fn router(coordinator: Arc<Coordinator>, security: Arc<crate::security::Security>) -> Router {
     let table = routes::table();
     let mut router: Router<Arc<Coordinator>> = Router::new();
     for spec in &table {
@@ -47,6 +49,11 @@ pub fn router(coordinator: Arc<Coordinator>) -> Router {
             .collect(),
     );
     router
+        .layer(axum::middleware::from_fn_with_state(
+            security.clone(),
+            crate::security::guard::guard,
+        ))
+        .layer(axum::Extension(security))
         .layer(axum::middleware::from_fn(
             move |req: Request, next: Next| {
                 let specs = specs.clone();
@@ -56,6 +63,11 @@ pub fn router(coordinator: Arc<Coordinator>) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(extract::MAX_BODY_BYTES))
+        // Outermost: counts and times every request (including 401/403/429 and unknown paths) by route template.
+        .layer(axum::middleware::from_fn_with_state(
+            coordinator.clone(),
+            crate::metrics::http::track,
+        ))
         .with_state(coordinator)
 }
 

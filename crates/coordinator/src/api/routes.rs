@@ -3,7 +3,7 @@
 //! access level; cross-cutting layers (authentication, audit, rate limits) look the matched route up here
 //! instead of being wired into handlers.
 
-use super::handlers;
+use super::{handlers, observability};
 use crate::coordinator::Coordinator;
 use axum::http::Method;
 use axum::routing::{MethodRouter, delete, get, post};
@@ -20,6 +20,8 @@ pub enum Access {
     Write,
     /// Member heartbeats.
     Member,
+    /// Any authenticated caller, whatever its roles (token revocation).
+    Authenticated,
 }
 
 pub struct RouteSpec {
@@ -106,7 +108,55 @@ pub fn table() -> Vec<RouteSpec> {
             "getProducerRoutingMetadata",
             Read,
             None,
-            get(handlers::producer_routing)
+            get(observability::producer_routing)
+        ),
+        route!(
+            POST,
+            g!("/recreate"),
+            "recreateGroupLifecycle",
+            Write,
+            Some("RECREATE_GROUP"),
+            post(observability::recreate_group)
+        ),
+        route!(
+            POST,
+            "/coord/v1/streams/{stream_prefix}/scale",
+            "scaleStreamShards",
+            Write,
+            Some("SCALE_STREAM"),
+            post(handlers::scale_stream)
+        ),
+        route!(
+            POST,
+            g!("/scale"),
+            "startGroupResharding",
+            Write,
+            Some("SCALE_GROUP"),
+            post(handlers::scale_group)
+        ),
+        route!(
+            GET,
+            g!("/migrations/{resharding_id}"),
+            "getReshardingMigration",
+            Read,
+            None,
+            get(handlers::get_migration)
+        ),
+        route!(
+            POST,
+            g!("/migrations/{resharding_id}/rollback"),
+            "rollbackReshardingMigration",
+            Write,
+            Some("ROLLBACK_MIGRATION"),
+            post(handlers::rollback_migration)
+        ),
+        route!(
+            POST,
+            g!("/migrations/{resharding_id}/force-complete"),
+            "forceCompleteReshardingMigration",
+            Write,
+            Some("FORCE_COMPLETE_MIGRATION"),
+            post(handlers::force_complete_migration)
         ),
         route!(
             POST,
@@ -146,7 +196,39 @@ pub fn table() -> Vec<RouteSpec> {
             "getMonitoringGroup",
             Read,
             None,
-            get(handlers::get_group)
+            get(observability::monitoring_group)
+        ),
+        route!(
+            GET,
+            mg!("/consumption"),
+            "getConsumptionProgress",
+            Read,
+            None,
+            get(observability::consumption)
+        ),
+        route!(
+            GET,
+            mg!("/migrations"),
+            "listReshardingMigrations",
+            Read,
+            None,
+            get(observability::migrations)
+        ),
+        route!(
+            GET,
+            mg!("/offsets"),
+            "getStreamShardOffsets",
+            Read,
+            None,
+            get(observability::offsets)
+        ),
+        route!(
+            GET,
+            "/metrics",
+            "getPrometheusMetrics",
+            Read,
+            None,
+            get(crate::metrics::http::metrics)
         ),
         route!(
             GET,
@@ -163,6 +245,38 @@ pub fn table() -> Vec<RouteSpec> {
             Read,
             None,
             get(handlers::assignments)
+        ),
+        route!(
+            POST,
+            "/coord/v1/auth/login",
+            "loginCoordinatorApi",
+            Public,
+            None,
+            post(crate::security::handlers::login)
+        ),
+        route!(
+            POST,
+            "/coord/v1/auth/revoke",
+            "revokeAccessToken",
+            Authenticated,
+            Some("REVOKE_TOKEN"),
+            post(crate::security::handlers::revoke)
+        ),
+        route!(
+            GET,
+            "/coord/v1/monitoring/session",
+            "getMonitoringSession",
+            Read,
+            None,
+            get(crate::security::handlers::session)
+        ),
+        route!(
+            GET,
+            "/coord/v1/monitoring/audit",
+            "listAuditRecords",
+            Read,
+            None,
+            get(crate::security::handlers::audit_log)
         ),
         route!(
             GET,

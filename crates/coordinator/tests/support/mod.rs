@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use rsc_coordinator::config::{Config, Dur};
+use rsc_coordinator::security::config::Secret;
 use rsc_coordinator::server::{Running, start};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -19,7 +20,30 @@ pub fn test_config(redis_url: &str) -> Config {
     k.rebalance_timeout = Dur(Duration::from_secs(5));
     k.reconciler.tick_interval = Dur(Duration::from_millis(100));
     k.shutdown_grace = Dur(Duration::from_secs(2));
+    // Authentication is on, as in production: the admin has a known password, and verified credentials are
+    // cached long enough that a test's steady heartbeats never need Redis or Argon2 for them.
+    k.api.admin_password = Some(Secret(ADMIN_PASSWORD.into()));
+    k.api.credential_cache_ttl = Dur(Duration::from_secs(60));
     c
+}
+
+/// The bootstrap admin's password in `test_config`.
+pub const ADMIN_PASSWORD: &str = "test-admin-password";
+
+/// The credentials an `Api` sends.
+#[derive(Clone, Debug)]
+pub enum Auth {
+    None,
+    Basic(String, String),
+    Bearer(String),
+    /// A raw `Authorization` header value.
+    Header(String),
+}
+
+impl Auth {
+    pub fn admin() -> Auth {
+        Auth::Basic("admin".into(), ADMIN_PASSWORD.into())
+    }
 }
 
 pub async fn coordinator(config: Config) -> (Running, Api) {
@@ -32,11 +56,14 @@ pub async fn coordinator(config: Config) -> (Running, Api) {
 pub struct Api {
     pub base: String,
     pub http: reqwest::Client,
+    /// Sent with every request; the admin's Basic credentials unless changed with `with_auth`.
+    pub auth: Auth,
 }
 
 pub struct Reply {
     pub status: u16,
     pub body: Value,
+    pub headers: reqwest::header::HeaderMap,
 }
 
 impl Api {
@@ -44,6 +71,15 @@ impl Api {
         Api {
             base: base.to_owned(),
             http: reqwest::Client::new(),
+            auth: Auth::admin(),
+        }
+    }
+
+    /// The same API, called with other credentials (`Auth::None` for none).
+    pub fn with_auth(&self, auth: Auth) -> Api {
+        Api {
+            auth,
+            ..self.clone()
         }
     }
 
@@ -54,14 +90,25 @@ impl Api {
     pub async fn raw(&self, method: &str, path: &str, body: Option<String>) -> Reply {
         let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
         let mut req = self.http.request(method, format!("{}{}", self.base, path));
+        req = match &self.auth {
+            Auth::None => req,
+            Auth::Basic(u, p) => req.basic_auth(u, Some(p)),
+            Auth::Bearer(t) => req.bearer_auth(t),
+            Auth::Header(h) => req.header("authorization", h),
+        };
         if let Some(b) = body {
             req = req.header("content-type", "application/json").body(b);
         }
         let resp = req.send().await.expect("request reaches the coordinator");
         let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
         let text = resp.text().await.unwrap_or_default();
         let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
-        Reply { status, body }
+        Reply {
+            status,
+            body,
+            headers,
+        }
     }
 
     pub async fn create_stream(&self, prefix: &str, shards: u32) -> Reply {

@@ -1,0 +1,341 @@
+//! `rsc demo`: a first-run tour. It creates a demo stream, starts three consumer members (rsc-client's managed
+//! consumer) and a routed producer, shows members, their shards and throughput live, and ends with one
+//! line: `published=N acked=M duplicates=D lost=L`.
+//!
+//! Every message carries this run's id and a sequence number, so the tally ignores leftovers of earlier
+//! runs on the same stream: `acked` counts distinct messages of this run acknowledged, `duplicates` extra
+//! deliveries of them, `lost` published messages never acknowledged. Exit status 0 means nothing was lost.
+
+use clap::Args;
+use rsc_client::{
+    Consumer, ConsumerConfig, CoordinatorClient, CreateStream, Credentials, Delivery, Producer,
+    ProducerConfig, Record,
+};
+use std::collections::HashMap;
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+#[derive(Args, Debug)]
+pub struct DemoArgs {
+    /// Coordinator base URL; repeat or comma-separate for several replicas.
+    #[arg(
+        long,
+        env = "RSC_COORDINATOR",
+        value_delimiter = ',',
+        default_value = "http://127.0.0.1:8080"
+    )]
+    coordinator: Vec<String>,
+    /// Redis (data plane) URL.
+    #[arg(long, env = "RSC_REDIS_URL", default_value = "redis://127.0.0.1:6379")]
+    redis_url: String,
+    /// Username; with a password, the demo logs in (no credentials are sent when none are given).
+    #[arg(long, env = "RSC_USERNAME")]
+    username: Option<String>,
+    /// Password for --username.
+    #[arg(long, env = "RSC_PASSWORD", hide_env_values = true)]
+    password: Option<String>,
+    /// Stream prefix to use (created if missing).
+    #[arg(long, default_value = "rsc-demo")]
+    stream: String,
+    /// Shard count when the stream is created.
+    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    shards: u32,
+    /// Consumer members to run.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=64))]
+    members: u64,
+    /// Messages per second the producer publishes.
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    rate: u64,
+    /// Stop after this many seconds and print the summary (default: run until Ctrl-C).
+    #[arg(long)]
+    duration: Option<u64>,
+}
+
+/// What the handler saw: per sequence number of this run, how many times it was acknowledged.
+#[derive(Default)]
+struct Tally {
+    acks: Mutex<HashMap<u64, u32>>,
+}
+
+impl Tally {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, u32>> {
+        self.acks.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+pub fn run(args: DemoArgs) -> ExitCode {
+    // Warnings only by default, so the live view stays readable (RSC_LOG overrides).
+    let filter = tracing_subscriber::EnvFilter::try_from_env("RSC_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("rsc demo: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(demo(args))
+}
+
+async fn demo(args: DemoArgs) -> ExitCode {
+    let credentials = match (&args.username, &args.password) {
+        (Some(u), Some(p)) => Some(Credentials::new(u.clone(), p.clone())),
+        (None, None) => None,
+        _ => {
+            eprintln!(
+                "rsc demo: give both --username and --password (or RSC_USERNAME and RSC_PASSWORD), or neither"
+            );
+            return ExitCode::from(2);
+        }
+    };
+    let coord = match CoordinatorClient::builder(args.coordinator.clone())
+        .credentials(credentials)
+        .build()
+    {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("rsc demo: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match coord
+        .create_stream(&args.stream, args.shards, "rsc demo")
+        .await
+    {
+        Ok(CreateStream::Created(r)) => {
+            println!(
+                "created stream {} with {} shards",
+                r.stream_prefix, r.shard_count
+            )
+        }
+        Ok(CreateStream::AlreadyExists) => println!("using existing stream {}", args.stream),
+        Err(e) => {
+            eprintln!(
+                "rsc demo: cannot create stream {:?}: {e}\n  Is `rsc serve` running at {}? Pass --coordinator URL, and credentials with --username/--password if it requires them.",
+                args.stream,
+                args.coordinator.join(",")
+            );
+            return ExitCode::FAILURE;
+        }
+    }
+
+    let run_id = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
+    let tally = Arc::new(Tally::default());
+    let handler_tally = tally.clone();
+    let handler_run = run_id.clone();
+    let handler = move |d: Delivery| {
+        let tally = handler_tally.clone();
+        let run = handler_run.clone();
+        async move {
+            let seq = (d.field_str("run") == Some(run.as_str()))
+                .then(|| d.field_str("seq").and_then(|s| s.parse::<u64>().ok()))
+                .flatten();
+            if d.ack().await.is_ok()
+                && let Some(seq) = seq
+            {
+                *tally.lock().entry(seq).or_default() += 1;
+            }
+        }
+    };
+    let consumer_config = ConsumerConfig::new(&args.stream, &args.redis_url)
+        .member_id(format!("rsc-demo-{run_id}"))
+        .concurrency(args.members as usize)
+        .batch_size(50);
+    let consumer = match Consumer::start(coord.clone(), consumer_config, handler).await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!(
+                "rsc demo: cannot start consumers: {e}\n  Is Redis reachable at {}? Pass --redis-url URL.",
+                args.redis_url
+            );
+            return ExitCode::FAILURE;
+        }
+    };
+    let producer = match Producer::connect(
+        coord.clone(),
+        ProducerConfig::new(&args.stream, &args.redis_url),
+    )
+    .await
+    {
+        Ok(p) => Arc::new(p),
+        Err(e) => {
+            eprintln!("rsc demo: cannot start the producer: {e}");
+            consumer.abort();
+            return ExitCode::FAILURE;
+        }
+    };
+
+    let published = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let producing = tokio::spawn(produce(
+        producer.clone(),
+        run_id.clone(),
+        args.rate,
+        published.clone(),
+        stop.clone(),
+    ));
+
+    let started = Instant::now();
+    let end = args.duration.map(|s| started + Duration::from_secs(s));
+    let tty = std::io::stdout().is_terminal();
+    let mut last = (Instant::now(), 0u64, 0u64);
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            _ = &mut ctrl_c => break,
+        }
+        let p = published.load(Ordering::Relaxed);
+        let handled: u64 = consumer.snapshot().iter().map(|m| m.handled).sum();
+        let dt = last.0.elapsed().as_secs_f64().max(0.001);
+        let view = render(
+            &args,
+            &consumer,
+            started.elapsed(),
+            p,
+            handled,
+            (p - last.1) as f64 / dt,
+            handled.saturating_sub(last.2) as f64 / dt,
+        );
+        last = (Instant::now(), p, handled);
+        let mut out = std::io::stdout().lock();
+        if tty {
+            let _ = write!(out, "\x1b[2J\x1b[H");
+        }
+        let _ = writeln!(out, "{view}");
+        let _ = out.flush();
+        if end.is_some_and(|e| Instant::now() >= e) {
+            break;
+        }
+    }
+
+    stop.store(true, Ordering::Relaxed);
+    let _ = producing.await;
+    let published = published.load(Ordering::Relaxed);
+    // Give the consumers a bounded time to acknowledge what is still in the stream.
+    let drain_deadline = Instant::now() + Duration::from_secs(20);
+    while (tally.lock().len() as u64) < published && Instant::now() < drain_deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let report = consumer.shutdown().await;
+    if !report.timed_out.is_empty() {
+        eprintln!(
+            "rsc demo: members did not drain in time: {:?}",
+            report.timed_out
+        );
+    }
+    let acks = tally.lock();
+    let acked = acks.len() as u64;
+    let duplicates: u64 = acks.values().map(|&n| u64::from(n.saturating_sub(1))).sum();
+    let lost = (0..published).filter(|s| !acks.contains_key(s)).count() as u64;
+    println!("published={published} acked={acked} duplicates={duplicates} lost={lost}");
+    if lost == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// Publishes `rate` messages per second in small pipelined batches until `stop`.
+async fn produce(
+    producer: Arc<Producer>,
+    run_id: String,
+    rate: u64,
+    published: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+) {
+    let tick = Duration::from_millis(100);
+    let per_tick = rate.div_ceil(10).max(1);
+    let mut seq = 0u64;
+    let mut interval = tokio::time::interval(tick);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    while !stop.load(Ordering::Relaxed) {
+        interval.tick().await;
+        let records: Vec<Record> = (seq..seq + per_tick)
+            .map(|s| {
+                Record::new(format!("customer-{}", s % 64))
+                    .field("run", &run_id)
+                    .field("seq", s.to_string())
+                    .field("payload", format!("demo message {s}"))
+            })
+            .collect();
+        match producer.publish_batch(&records).await {
+            Ok(_) => {
+                seq += per_tick;
+                published.store(seq, Ordering::Relaxed);
+            }
+            Err(e) if e.is_retryable() => {
+                eprintln!("rsc demo: publish failed, retrying: {e}");
+            }
+            Err(e) => {
+                eprintln!("rsc demo: publish failed: {e}");
+                return;
+            }
+        }
+    }
+}
+
+fn render(
+    args: &DemoArgs,
+    consumer: &Consumer,
+    elapsed: Duration,
+    published: u64,
+    handled: u64,
+    publish_rate: f64,
+    handle_rate: f64,
+) -> String {
+    let mut s = format!(
+        "rsc demo — stream {} on {} — {}s elapsed (Ctrl-C to stop)\n\
+         published {published} ({publish_rate:.0}/s)   handled {handled} ({handle_rate:.0}/s)\n\n\
+         {:<28} {:>6}  {:<14} {:<20} {:<10} {:>9}\n",
+        args.stream,
+        args.coordinator.join(","),
+        elapsed.as_secs(),
+        "member",
+        "epoch",
+        "status",
+        "reading shards",
+        "draining",
+        "handled",
+    );
+    for m in consumer.snapshot() {
+        let status = m
+            .last_status
+            .map(|st| st.as_str().to_owned())
+            .unwrap_or_else(|| "joining".into());
+        let status = if m.lease_valid || m.last_status.is_none() {
+            status
+        } else {
+            format!("{status} (lease!)")
+        };
+        s.push_str(&format!(
+            "{:<28} {:>6}  {:<14} {:<20} {:<10} {:>9}\n",
+            m.member_id,
+            m.member_epoch,
+            status,
+            list(&m.reading),
+            list(&m.draining),
+            m.handled
+        ));
+    }
+    s
+}
+
+fn list(v: &[u32]) -> String {
+    if v.is_empty() {
+        "-".into()
+    } else {
+        v.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+    }
+}

@@ -1,0 +1,294 @@
+//! The read loop of one owned shard: reclaim the previous owner's pending entries (XAUTOCLAIM), then read
+//! new ones (XREADGROUP `>`), handing each to the handler in stream order.
+//!
+//! Before every read it checks that it was not told to stop and that the member's assignment lease still
+//! has time left; a blocking read never outlasts the lease. A stop lets the current batch finish (that is
+//! the in-flight work reported as DRAINING) and then ends the loop. Workers are a member-wide fair
+//! semaphore: with more shards than workers, a shard holds a worker for one read and its batch, then queues
+//! again behind the others, and reads do not block (so an idle shard never holds a worker for long).
+
+use super::Handler;
+use super::config::LEASE_GUARD;
+use super::delivery::{Delivery, ShardLocal};
+use super::events::{ConsumerEvent, EventSink, StopReason};
+use redis::AsyncCommands;
+use redis::streams::{StreamAutoClaimReply, StreamId, StreamReadOptions, StreamReadReply};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+use tokio::sync::{Semaphore, watch};
+
+/// Everything a read loop needs.
+pub(crate) struct ReaderCtx<H> {
+    pub member_id: String,
+    pub group: String,
+    pub stream_key: String,
+    pub shard: u32,
+    pub reclaim: bool,
+    pub client: redis::Client,
+    pub handler: Arc<H>,
+    pub local: Arc<ShardLocal>,
+    pub stop: watch::Receiver<bool>,
+    pub lease: watch::Receiver<Option<Instant>>,
+    pub workers: Arc<Semaphore>,
+    pub worker_count: usize,
+    pub reading_count: Arc<AtomicUsize>,
+    pub handled: Arc<AtomicU64>,
+    pub batch_size: usize,
+    pub poll_timeout: Duration,
+    pub events: Option<EventSink>,
+}
+
+const IDLE_BACKOFF_MIN: Duration = Duration::from_millis(10);
+const IDLE_BACKOFF_MAX: Duration = Duration::from_millis(100);
+const ERROR_BACKOFF_MAX: Duration = Duration::from_secs(1);
+
+/// Time left on the lease, if any worth starting a read with.
+fn lease_left(lease: &watch::Receiver<Option<Instant>>) -> Option<Duration> {
+    let until = (*lease.borrow())?;
+    let left = until.checked_duration_since(Instant::now())?;
+    (left > LEASE_GUARD * 2).then_some(left)
+}
+
+impl<H: Handler> ReaderCtx<H> {
+    fn emit(&self, e: ConsumerEvent) {
+        if let Some(sink) = &self.events {
+            sink(&e);
+        }
+    }
+
+    /// Why the loop must end now, if it must. A lapsed lease is named even when the member also asked the
+    /// loop to stop (it does so because the lease lapsed).
+    fn should_stop(&self) -> Option<StopReason> {
+        if lease_left(&self.lease).is_none() {
+            Some(StopReason::LeaseExpired)
+        } else if *self.stop.borrow() {
+            Some(StopReason::Stopped)
+        } else {
+            None
+        }
+    }
+
+    /// Sleeps for `d` unless told to stop first.
+    async fn pause(&mut self, d: Duration) {
+        let mut stop = self.stop.clone();
+        tokio::select! {
+            _ = tokio::time::sleep(d) => {}
+            _ = stop.wait_for(|s| *s) => {}
+        }
+    }
+
+    pub async fn run(mut self) {
+        self.emit(ConsumerEvent::ReadStarted {
+            member_id: self.member_id.clone(),
+            shard: self.shard,
+            at: SystemTime::now(),
+            reclaim: self.reclaim,
+        });
+        let reason = self.read_loop().await;
+        self.emit(ConsumerEvent::ReadStopped {
+            member_id: self.member_id.clone(),
+            shard: self.shard,
+            at: SystemTime::now(),
+            reason,
+        });
+    }
+
+    async fn read_loop(&mut self) -> StopReason {
+        let mut conn: Option<redis::aio::MultiplexedConnection> = None;
+        let mut cursor: Option<String> = self.reclaim.then(|| "0-0".to_owned());
+        let mut idle = IDLE_BACKOFF_MIN;
+        let mut error_backoff = IDLE_BACKOFF_MIN;
+        loop {
+            if let Some(reason) = self.should_stop() {
+                return reason;
+            }
+            let workers = self.workers.clone();
+            let mut stop = self.stop.clone();
+            let permit = tokio::select! {
+                p = workers.acquire_owned() => match p {
+                    Ok(p) => p,
+                    Err(_) => return StopReason::Stopped,
+                },
+                _ = stop.wait_for(|s| *s) => {
+                    return self.should_stop().unwrap_or(StopReason::Stopped);
+                }
+            };
+            // Waiting for a worker may have taken a while: check again right before reading.
+            if let Some(reason) = self.should_stop() {
+                return reason;
+            }
+            let Some(left) = lease_left(&self.lease) else {
+                return StopReason::LeaseExpired;
+            };
+            let c = match &conn {
+                Some(c) => c.clone(),
+                None => match self.connect().await {
+                    Ok(c) => {
+                        conn = Some(c.clone());
+                        c
+                    }
+                    Err(e) => {
+                        drop(permit);
+                        tracing::warn!(member = %self.member_id, shard = self.shard, error = %e, "cannot connect to redis; retrying");
+                        self.pause(error_backoff).await;
+                        error_backoff = (error_backoff * 2).min(ERROR_BACKOFF_MAX);
+                        continue;
+                    }
+                },
+            };
+            let contended = self.reading_count.load(Ordering::Relaxed) > self.worker_count;
+            let result = match &cursor {
+                Some(start) => self
+                    .autoclaim(c.clone(), start)
+                    .await
+                    .map(|(next, entries)| {
+                        cursor = (next != "0-0").then_some(next);
+                        (entries, true)
+                    }),
+                None => {
+                    let block = (!contended).then(|| {
+                        self.poll_timeout
+                            .min(left.saturating_sub(LEASE_GUARD))
+                            .max(Duration::from_millis(1))
+                    });
+                    self.read_new(c.clone(), block).await.map(|e| (e, false))
+                }
+            };
+            match result {
+                Err(e) => {
+                    drop(permit);
+                    conn = None;
+                    tracing::warn!(member = %self.member_id, shard = self.shard, error = %e, "stream read failed; retrying");
+                    self.pause(error_backoff).await;
+                    error_backoff = (error_backoff * 2).min(ERROR_BACKOFF_MAX);
+                }
+                Ok((entries, reclaimed)) if entries.is_empty() => {
+                    drop(permit);
+                    error_backoff = IDLE_BACKOFF_MIN;
+                    if contended && !reclaimed {
+                        self.pause(idle).await;
+                        idle = (idle * 2).min(IDLE_BACKOFF_MAX);
+                    }
+                }
+                Ok((entries, reclaimed)) => {
+                    error_backoff = IDLE_BACKOFF_MIN;
+                    idle = IDLE_BACKOFF_MIN;
+                    self.handle_batch(&c, entries, reclaimed).await;
+                    drop(permit);
+                }
+            }
+        }
+    }
+
+    async fn connect(&self) -> redis::RedisResult<redis::aio::MultiplexedConnection> {
+        let cfg = redis::AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(Duration::from_secs(2)))
+            .set_response_timeout(Some(self.poll_timeout + Duration::from_secs(5)));
+        self.client
+            .get_multiplexed_async_connection_with_config(&cfg)
+            .await
+    }
+
+    /// One XAUTOCLAIM page from `start`: (next cursor, entries claimed by this member).
+    async fn autoclaim(
+        &self,
+        mut c: redis::aio::MultiplexedConnection,
+        start: &str,
+    ) -> redis::RedisResult<(String, Vec<StreamId>)> {
+        let reply: StreamAutoClaimReply = redis::cmd("XAUTOCLAIM")
+            .arg(&self.stream_key)
+            .arg(&self.group)
+            .arg(&self.member_id)
+            .arg(0)
+            .arg(start)
+            .arg("COUNT")
+            .arg(self.batch_size)
+            .query_async(&mut c)
+            .await?;
+        Ok((reply.next_stream_id, reply.claimed))
+    }
+
+    /// One XREADGROUP of new entries, blocking up to `block` (None = do not block).
+    async fn read_new(
+        &self,
+        mut c: redis::aio::MultiplexedConnection,
+        block: Option<Duration>,
+    ) -> redis::RedisResult<Vec<StreamId>> {
+        let mut opts = StreamReadOptions::default()
+            .group(&self.group, &self.member_id)
+            .count(self.batch_size);
+        if let Some(b) = block {
+            opts = opts.block(b.as_millis() as usize);
+        }
+        let reply: Option<StreamReadReply> = c
+            .xread_options(&[self.stream_key.as_str()], &[">"], &opts)
+            .await?;
+        Ok(reply
+            .map(|r| r.keys.into_iter().flat_map(|k| k.ids).collect())
+            .unwrap_or_default())
+    }
+
+    /// Hands a batch to the handler, one entry at a time, in stream order.
+    async fn handle_batch(
+        &self,
+        conn: &redis::aio::MultiplexedConnection,
+        entries: Vec<StreamId>,
+        reclaimed: bool,
+    ) {
+        let now = now_iso();
+        {
+            let mut p = self.local.lock();
+            p.pending += entries.len() as i64;
+            if let Some(last) = entries.last()
+                && !reclaimed
+            {
+                p.last_delivered_id = Some(last.id.clone());
+            }
+            p.updated_at = Some(now);
+        }
+        self.local
+            .in_flight
+            .fetch_add(entries.len() as i64, Ordering::SeqCst);
+        let mut left = entries.len() as i64;
+        for entry in entries {
+            let delivery = Delivery {
+                shard: self.shard,
+                stream_key: self.stream_key.clone(),
+                id: entry.id,
+                fields: to_fields(entry.map),
+                reclaimed,
+                member_id: self.member_id.clone(),
+                group: self.group.clone(),
+                conn: conn.clone(),
+                local: self.local.clone(),
+            };
+            self.handler.handle(delivery).await;
+            self.handled.fetch_add(1, Ordering::Relaxed);
+            self.local.in_flight.fetch_sub(1, Ordering::SeqCst);
+            left -= 1;
+        }
+        debug_assert_eq!(left, 0);
+    }
+}
+
+fn to_fields(map: HashMap<String, redis::Value>) -> HashMap<String, Vec<u8>> {
+    map.into_iter()
+        .map(|(k, v)| {
+            let bytes = match v {
+                redis::Value::BulkString(b) => b,
+                redis::Value::SimpleString(s) => s.into_bytes(),
+                redis::Value::Int(i) => i.to_string().into_bytes(),
+                other => format!("{other:?}").into_bytes(),
+            };
+            (k, bytes)
+        })
+        .collect()
+}
+
+fn now_iso() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}

@@ -1,0 +1,463 @@
+//! The routed producer: publishes keyed records to the shard stream the contract's hash picks
+//! (wire-contract §5), with a routing cache that keeps working through coordinator outages for the length
+//! of its lease (see [`crate::routing`]).
+//!
+//! Publish procedure: route with the cached table → `XADD <streamKey> NOMKSTREAM [MAXLEN ~ n] * f v …`.
+//! A nil reply (the stream key is missing: a stale route) or a Redis error triggers one routing refresh and
+//! one retry. Batches are pipelined in one round trip. The producer never creates streams.
+
+use crate::coordinator::CoordinatorClient;
+use crate::error::ClientError;
+use crate::routing::{Lookup, Offer, RoutingCache, route};
+use rsc_protocol::wire::ProducerRoutingResponse;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+
+/// Producer settings.
+#[derive(Debug, Clone)]
+pub struct ProducerConfig {
+    /// The stream prefix (shard streams are `<prefix>:<i>`).
+    pub stream_prefix: String,
+    /// The coordinator group whose routing is used (default: the stream prefix).
+    pub consumer_group: String,
+    /// Redis (data plane) URL, e.g. `redis://127.0.0.1:6379`.
+    pub redis_url: String,
+    /// How often routing is refreshed while the coordinator answers (default 5 s).
+    pub refresh_interval: Duration,
+    /// How long a fetched routing table may be used without a successful refresh (default 60 s).
+    pub routing_lease: Duration,
+    /// `MAXLEN ~ n` trimming on every XADD (default `Some(100_000)`; `None` = no trimming).
+    pub max_len: Option<u64>,
+}
+
+impl ProducerConfig {
+    /// Settings for `stream_prefix` (group = prefix) on the Redis at `redis_url`, with defaults.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let cfg = rsc_client::ProducerConfig::new("orders", "redis://127.0.0.1:6379")
+    ///     .refresh_interval(Duration::from_secs(2))
+    ///     .routing_lease(Duration::from_secs(30))
+    ///     .max_len(None);
+    /// assert_eq!(cfg.consumer_group, "orders");
+    /// ```
+    pub fn new(stream_prefix: impl Into<String>, redis_url: impl Into<String>) -> Self {
+        let stream_prefix = stream_prefix.into();
+        ProducerConfig {
+            consumer_group: stream_prefix.clone(),
+            stream_prefix,
+            redis_url: redis_url.into(),
+            refresh_interval: Duration::from_secs(5),
+            routing_lease: Duration::from_secs(60),
+            max_len: Some(100_000),
+        }
+    }
+
+    /// Use the routing of this coordinator group instead of the one named like the prefix.
+    pub fn consumer_group(mut self, group: impl Into<String>) -> Self {
+        self.consumer_group = group.into();
+        self
+    }
+
+    /// Refresh interval of the routing cache.
+    pub fn refresh_interval(mut self, d: Duration) -> Self {
+        self.refresh_interval = d;
+        self
+    }
+
+    /// Routing lease: how long cached routing is used while the coordinator cannot be reached.
+    pub fn routing_lease(mut self, d: Duration) -> Self {
+        self.routing_lease = d;
+        self
+    }
+
+    /// Approximate `MAXLEN ~` trimming (None = never trim).
+    pub fn max_len(mut self, n: Option<u64>) -> Self {
+        self.max_len = n;
+        self
+    }
+
+    fn validate(&self) -> Result<(), ClientError> {
+        rsc_protocol::validate::validate_stream_prefix(&self.stream_prefix)
+            .map_err(|e| ClientError::InvalidConfig(e.to_string()))?;
+        rsc_protocol::validate::validate_consumer_group(&self.consumer_group)
+            .map_err(|e| ClientError::InvalidConfig(e.to_string()))?;
+        if self.refresh_interval.is_zero() || self.routing_lease <= self.refresh_interval {
+            return Err(ClientError::InvalidConfig(format!(
+                "routing lease ({:?}) must be longer than the refresh interval ({:?}), and both positive",
+                self.routing_lease, self.refresh_interval
+            )));
+        }
+        if self.max_len == Some(0) {
+            return Err(ClientError::InvalidConfig(
+                "max_len must be positive (or None for no trimming)".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// One record to publish: a partition key and its fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    pub key: Vec<u8>,
+    pub fields: Vec<(String, Vec<u8>)>,
+}
+
+impl Record {
+    /// A record with partition `key` and no fields yet.
+    ///
+    /// ```
+    /// let r = rsc_client::Record::new("order-123").field("payload", "{\"total\":42}");
+    /// assert_eq!(r.fields.len(), 1);
+    /// ```
+    pub fn new(key: impl AsRef<[u8]>) -> Self {
+        Record {
+            key: key.as_ref().to_vec(),
+            fields: Vec::new(),
+        }
+    }
+
+    /// Adds a field.
+    pub fn field(mut self, name: impl Into<String>, value: impl AsRef<[u8]>) -> Self {
+        self.fields.push((name.into(), value.as_ref().to_vec()));
+        self
+    }
+}
+
+/// Where a record went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Published {
+    pub shard: u32,
+    pub stream_key: String,
+    /// The stream entry id Redis assigned.
+    pub id: String,
+}
+
+/// Counters of a producer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ProducerStats {
+    /// Routing tables refused because their metadataVersion was lower than one already seen.
+    pub version_regressions: u64,
+    /// The highest routing metadataVersion seen.
+    pub metadata_version: i64,
+}
+
+/// A routed producer. Cheap to share (`&self` methods); dropping it stops its background refresher.
+pub struct Producer {
+    inner: Arc<Inner>,
+    refresher: tokio::task::JoinHandle<()>,
+}
+
+struct Inner {
+    coord: CoordinatorClient,
+    config: ProducerConfig,
+    conn: redis::aio::ConnectionManager,
+    cache: Mutex<RoutingCache>,
+    /// Serialises refreshes; holds the number of completed fetch attempts.
+    refresh_lock: tokio::sync::Mutex<u64>,
+    wake_refresher: Notify,
+}
+
+impl Drop for Producer {
+    fn drop(&mut self) {
+        self.refresher.abort();
+    }
+}
+
+impl Producer {
+    /// Connects to Redis and fetches the routing once (fails if neither works).
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), rsc_client::ClientError> {
+    /// use rsc_client::{CoordinatorClient, Producer, ProducerConfig};
+    /// let coord = CoordinatorClient::new(["http://127.0.0.1:8080"])?;
+    /// let producer = Producer::connect(coord, ProducerConfig::new("orders", "redis://127.0.0.1:6379")).await?;
+    /// let p = producer.publish("order-123", &[("payload", "{\"total\":42}")]).await?;
+    /// println!("{} -> {}", p.stream_key, p.id);
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect(
+        coord: CoordinatorClient,
+        config: ProducerConfig,
+    ) -> Result<Producer, ClientError> {
+        config.validate()?;
+        let client = redis::Client::open(config.redis_url.as_str())
+            .map_err(|e| ClientError::InvalidConfig(format!("redis URL is not usable: {e}")))?;
+        let conn = redis::aio::ConnectionManager::new_with_config(
+            client,
+            redis::aio::ConnectionManagerConfig::new()
+                .set_response_timeout(Some(Duration::from_secs(5)))
+                .set_connection_timeout(Some(Duration::from_secs(2))),
+        )
+        .await?;
+        let inner = Arc::new(Inner {
+            coord,
+            config,
+            conn,
+            cache: Mutex::new(RoutingCache::default()),
+            refresh_lock: tokio::sync::Mutex::new(0),
+            wake_refresher: Notify::new(),
+        });
+        inner.refresh(None).await?;
+        let refresher = tokio::spawn(refresh_loop(Arc::downgrade(&inner)));
+        Ok(Producer { inner, refresher })
+    }
+
+    /// Publishes one record with partition `key`; retried once after a routing refresh on a stale route.
+    ///
+    /// ```no_run
+    /// # async fn demo(producer: rsc_client::Producer) -> Result<(), rsc_client::ClientError> {
+    /// match producer.publish("customer-7", &[("payload", "hello")]).await {
+    ///     Ok(p) => println!("shard {} id {}", p.shard, p.id),
+    ///     Err(e) if e.is_retryable() => println!("try again later: {e}"),
+    ///     Err(e) => return Err(e),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn publish<K, F, V>(
+        &self,
+        key: K,
+        fields: &[(F, V)],
+    ) -> Result<Published, ClientError>
+    where
+        K: AsRef<[u8]>,
+        F: AsRef<str>,
+        V: AsRef<[u8]>,
+    {
+        let record = Record {
+            key: key.as_ref().to_vec(),
+            fields: fields
+                .iter()
+                .map(|(f, v)| (f.as_ref().to_owned(), v.as_ref().to_vec()))
+                .collect(),
+        };
+        let mut out = self.publish_batch(std::slice::from_ref(&record)).await?;
+        out.pop()
+            .ok_or_else(|| ClientError::Protocol("empty publish result".into()))
+    }
+
+    /// Publishes many records in one pipelined round trip (per attempt). Results are in input order.
+    /// Records whose stream was missing are retried once after a routing refresh; if the whole pipeline
+    /// fails with a Redis error it is retried once, so a record may then be written twice (at-least-once).
+    ///
+    /// ```no_run
+    /// # async fn demo(producer: rsc_client::Producer) -> Result<(), rsc_client::ClientError> {
+    /// use rsc_client::Record;
+    /// let records: Vec<Record> = (0..100)
+    ///     .map(|i| Record::new(format!("key-{i}")).field("n", i.to_string()))
+    ///     .collect();
+    /// let published = producer.publish_batch(&records).await?;
+    /// assert_eq!(published.len(), 100);
+    /// # Ok(()) }
+    /// ```
+    pub async fn publish_batch(&self, records: &[Record]) -> Result<Vec<Published>, ClientError> {
+        for r in records {
+            if r.fields.is_empty() {
+                return Err(ClientError::InvalidConfig(
+                    "a record needs at least one field (Redis streams cannot store empty entries)"
+                        .into(),
+                ));
+            }
+        }
+        let mut results: Vec<Option<Published>> = vec![None; records.len()];
+        let mut todo: Vec<usize> = (0..records.len()).collect();
+        for attempt in 0..2 {
+            let table = self.inner.table().await?;
+            let mut pipe = redis::pipe();
+            let mut routed = Vec::with_capacity(todo.len());
+            for &i in &todo {
+                let (shard, stream_key) =
+                    route(&table, &records[i].key).ok_or_else(|| ClientError::NoShards {
+                        stream_prefix: self.inner.config.stream_prefix.clone(),
+                    })?;
+                pipe.add_command(xadd(stream_key, self.inner.config.max_len, &records[i]));
+                routed.push((i, shard, stream_key.to_owned()));
+            }
+            let mut conn = self.inner.conn.clone();
+            let replies: Result<Vec<Option<String>>, redis::RedisError> =
+                pipe.query_async(&mut conn).await;
+            match replies {
+                Ok(ids) => {
+                    let mut missing = Vec::new();
+                    for ((i, shard, stream_key), id) in routed.into_iter().zip(ids) {
+                        match id {
+                            Some(id) => {
+                                results[i] = Some(Published {
+                                    shard,
+                                    stream_key,
+                                    id,
+                                })
+                            }
+                            None if attempt == 0 => missing.push(i),
+                            None => return Err(ClientError::StreamMissing { stream_key }),
+                        }
+                    }
+                    if missing.is_empty() {
+                        break;
+                    }
+                    todo = missing;
+                }
+                Err(e) if attempt == 0 => {
+                    tracing::warn!(error = %e, "publish failed; refreshing routing and retrying once");
+                }
+                Err(e) => return Err(e.into()),
+            }
+            // A stale route (or a failure): refresh now, then retry the remainder once.
+            self.inner.cache_lock().mark_stale();
+            if let Err(e) = self.inner.refresh(None).await {
+                tracing::warn!(error = %e, "routing refresh after a stale route failed");
+            }
+        }
+        results
+            .into_iter()
+            .map(|r| r.ok_or_else(|| ClientError::Protocol("record left unpublished".into())))
+            .collect()
+    }
+
+    /// Fetches routing now (e.g. after a scale operation, runbook step 5).
+    ///
+    /// ```no_run
+    /// # async fn demo(producer: rsc_client::Producer) -> Result<(), rsc_client::ClientError> {
+    /// producer.refresh_routing().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn refresh_routing(&self) -> Result<(), ClientError> {
+        self.inner.refresh(None).await
+    }
+
+    /// Counters and the routing version in use.
+    ///
+    /// ```no_run
+    /// # fn demo(producer: rsc_client::Producer) {
+    /// let s = producer.stats();
+    /// println!("routing v{} ({} regressions refused)", s.metadata_version, s.version_regressions);
+    /// # }
+    /// ```
+    pub fn stats(&self) -> ProducerStats {
+        let cache = self.inner.cache_lock();
+        ProducerStats {
+            version_regressions: cache.regressions,
+            metadata_version: cache.highest_version(),
+        }
+    }
+}
+
+impl Inner {
+    fn cache_lock(&self) -> std::sync::MutexGuard<'_, RoutingCache> {
+        self.cache.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The table to publish with: cached while its lease holds, else refreshed, else fail closed.
+    async fn table(&self) -> Result<Arc<ProducerRoutingResponse>, ClientError> {
+        let lookup = self
+            .cache_lock()
+            .lookup(Instant::now(), self.config.refresh_interval);
+        match lookup {
+            Lookup::Fresh(t) => Ok(t),
+            Lookup::Stale(t) => {
+                self.wake_refresher.notify_one();
+                Ok(t)
+            }
+            Lookup::Expired => {
+                let refreshed = self.refresh(None).await;
+                let lookup = self
+                    .cache_lock()
+                    .lookup(Instant::now(), self.config.refresh_interval);
+                match (lookup, refreshed) {
+                    (Lookup::Fresh(t) | Lookup::Stale(t), _) => Ok(t),
+                    (Lookup::Expired, Err(e @ ClientError::Api { status: 404, .. })) => Err(e),
+                    (Lookup::Expired, result) => Err(ClientError::RoutingUnavailable {
+                        stream_prefix: self.config.stream_prefix.clone(),
+                        consumer_group: self.config.consumer_group.clone(),
+                        reason: match result {
+                            Err(e) => e.to_string(),
+                            Ok(()) => "the coordinator returned an older metadataVersion than already seen (metadata rollback?); fix the coordinator metadata".into(),
+                        },
+                    }),
+                }
+            }
+        }
+    }
+
+    /// Fetches routing once. `seen`: skip if a fetch completed since the caller observed that count.
+    async fn refresh(&self, seen: Option<u64>) -> Result<(), ClientError> {
+        let mut done = self.refresh_lock.lock().await;
+        if seen.is_some_and(|s| s != *done) {
+            return Ok(());
+        }
+        let started = Instant::now();
+        let observed = self.cache_lock().highest_version();
+        let result = self
+            .coord
+            .producer_routing_observed(
+                &self.config.stream_prefix,
+                &self.config.consumer_group,
+                Some(observed),
+            )
+            .await;
+        *done += 1;
+        match result {
+            Ok(table) => {
+                let version = table.metadata_version;
+                let offer = self
+                    .cache_lock()
+                    .offer(table, started, self.config.routing_lease);
+                if offer == Offer::Regressed {
+                    tracing::warn!(
+                        stream = %self.config.stream_prefix,
+                        returned = version,
+                        "coordinator returned an older routing metadataVersion than this producer has seen; keeping the newer routing (it will expire if this persists)"
+                    );
+                }
+                Ok(())
+            }
+            Err(e) => {
+                if let ClientError::Api { status: 404, .. } = &e {
+                    // The group is gone: the coordinator says the old routing is void.
+                    self.cache_lock().forget();
+                }
+                Err(e)
+            }
+        }
+    }
+}
+
+/// Refreshes routing every refresh interval (or when a publish finds it stale) until the producer is dropped.
+async fn refresh_loop(inner: Weak<Inner>) {
+    loop {
+        let (interval, seen) = {
+            let Some(i) = inner.upgrade() else { return };
+            let seen = *i.refresh_lock.lock().await;
+            (i.config.refresh_interval, seen)
+        };
+        let wake = async {
+            if let Some(i) = inner.upgrade() {
+                i.wake_refresher.notified().await;
+            }
+        };
+        tokio::select! {
+            _ = tokio::time::sleep(interval) => {}
+            _ = wake => {}
+        }
+        let Some(i) = inner.upgrade() else { return };
+        if let Err(e) = i.refresh(Some(seen)).await {
+            tracing::debug!(error = %e, "background routing refresh failed; using cached routing while its lease lasts");
+        }
+    }
+}
+
+/// `XADD <key> NOMKSTREAM [MAXLEN ~ n] * f v …`
+fn xadd(stream_key: &str, max_len: Option<u64>, record: &Record) -> redis::Cmd {
+    let mut cmd = redis::cmd("XADD");
+    cmd.arg(stream_key).arg("NOMKSTREAM");
+    if let Some(n) = max_len {
+        cmd.arg("MAXLEN").arg("~").arg(n);
+    }
+    cmd.arg("*");
+    for (f, v) in &record.fields {
+        cmd.arg(f.as_str()).arg(v.as_slice());
+    }
+    cmd
+}

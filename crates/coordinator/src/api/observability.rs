@@ -1,0 +1,89 @@
+//! Handlers for operator visibility: the group summary with its durability state, consumption, offsets,
+//! migrations, producer routing with the producer's observed metadataVersion, and the audited
+//! "recreate as a new group lifecycle" repair.
+
+use super::extract::{ApiPath, Json};
+use crate::cache::GroupName;
+use crate::coordinator::Coordinator;
+use crate::durability::RecreateGroupRequest;
+use crate::error::ApiError;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+type Coord = State<Arc<Coordinator>>;
+type GroupPath = ApiPath<(String, String)>;
+
+fn ok(body: serde_json::Value) -> Response {
+    (StatusCode::OK, axum::Json(body)).into_response()
+}
+
+pub async fn monitoring_group(
+    State(c): Coord,
+    ApiPath((p, g)): GroupPath,
+) -> Result<Response, ApiError> {
+    Ok(ok(c.monitoring_group(&GroupName::new(&p, &g)).await?))
+}
+
+pub async fn consumption(
+    State(c): Coord,
+    ApiPath((p, g)): GroupPath,
+) -> Result<Response, ApiError> {
+    Ok(ok(c.consumption(&GroupName::new(&p, &g)).await?))
+}
+
+pub async fn migrations(State(c): Coord, ApiPath((p, g)): GroupPath) -> Result<Response, ApiError> {
+    Ok(ok(c.migrations(&GroupName::new(&p, &g)).await?))
+}
+
+pub async fn offsets(State(c): Coord, ApiPath((p, g)): GroupPath) -> Result<Response, ApiError> {
+    Ok(ok(c.offsets(&GroupName::new(&p, &g)).await?))
+}
+
+/// Parses `observedMetadataVersion` (optional, a non-negative integer).
+fn observed_version(
+    query: Result<Query<BTreeMap<String, String>>, QueryRejection>,
+) -> Result<Option<i64>, ApiError> {
+    let Query(params) =
+        query.map_err(|e| ApiError::invalid(format!("query string: {}", e.body_text())))?;
+    match params.get("observedMetadataVersion") {
+        None => Ok(None),
+        Some(raw) => match raw.trim().parse::<i64>() {
+            Ok(v) if v >= 0 => Ok(Some(v)),
+            _ => Err(ApiError::invalid(format!(
+                "observedMetadataVersion: {raw:?} is not a non-negative integer (the highest metadataVersion \
+                 this producer has seen)"
+            ))),
+        },
+    }
+}
+
+/// `GET …/producer-routing[?observedMetadataVersion=N]`.
+pub async fn producer_routing(
+    State(c): Coord,
+    ApiPath((p, g)): GroupPath,
+    query: Result<Query<BTreeMap<String, String>>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let name = GroupName::new(&p, &g);
+    if let Some(observed) = observed_version(query)?
+        && let Err(e) = c.check_producer_observation(&name, observed).await
+    {
+        crate::stats::Stats::bump(&c.stats.routing_error);
+        return Err(e);
+    }
+    let routing = c.producer_routing(&name).await?;
+    Ok((StatusCode::OK, axum::Json(routing)).into_response())
+}
+
+/// `POST …/recreate`: WRITE, audited.
+pub async fn recreate_group(
+    State(c): Coord,
+    ApiPath((p, g)): GroupPath,
+    Json(req): Json<RecreateGroupRequest>,
+) -> Result<Response, ApiError> {
+    c.ensure_running()?;
+    Ok(ok(c.recreate_group(&GroupName::new(&p, &g), &req).await?))
+}

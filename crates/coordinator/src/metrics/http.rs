@@ -1,0 +1,83 @@
+//! HTTP glue for metrics: the layer that counts and times every request by route *template*, the
+//! `GET /metrics` handler, and the optional unauthenticated metrics-only router for a separate listener.
+
+use crate::coordinator::Coordinator;
+use axum::Router;
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Route label for requests that matched no route (so unknown paths cannot grow the label set).
+pub const UNMATCHED: &str = "unmatched";
+
+/// Middleware: counts and times the request under its matched route template.
+pub async fn track(State(c): State<Arc<Coordinator>>, req: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let method = req.method().as_str().to_owned();
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| UNMATCHED.to_owned(), |m| m.as_str().to_owned());
+    let response = next.run(req).await;
+    c.metrics.observe_request(
+        &method,
+        &route,
+        response.status().as_u16(),
+        started.elapsed().as_secs_f64(),
+    );
+    response
+}
+
+/// `GET /metrics`: the OpenMetrics exposition.
+pub async fn metrics(State(c): State<Arc<Coordinator>>) -> Response {
+    let body = c.metrics.render(&c.stats);
+    let mut resp = (StatusCode::OK, body).into_response();
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(super::CONTENT_TYPE),
+    );
+    resp
+}
+
+/// A router serving only `GET /metrics`, without authentication (for `coordinator.metrics.listen`).
+pub fn metrics_only_router(c: Arc<Coordinator>) -> Router {
+    Router::new().route("/metrics", get(metrics)).with_state(c)
+}
+
+/// Binds `coordinator.metrics.listen` (when set) and serves the metrics-only router until `stop` turns true.
+/// Returns the bound address, or None when the listener is off.
+pub async fn spawn_listener(
+    c: Arc<Coordinator>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> Result<Option<std::net::SocketAddr>, (String, std::io::Error)> {
+    let listen = c.config.metrics.listen.clone();
+    if listen.is_empty() {
+        return Ok(None);
+    }
+    let listener = tokio::net::TcpListener::bind(&listen)
+        .await
+        .map_err(|e| (listen.clone(), e))?;
+    let addr = listener.local_addr().map_err(|e| (listen.clone(), e))?;
+    let app = metrics_only_router(c);
+    tokio::spawn(async move {
+        let shutdown = async move {
+            while !*stop.borrow() {
+                if stop.changed().await.is_err() {
+                    break;
+                }
+            }
+        };
+        if let Err(e) = axum::serve(listener, app)
+            .with_graceful_shutdown(shutdown)
+            .await
+        {
+            tracing::warn!(error = %e, "metrics listener stopped");
+        }
+    });
+    tracing::info!(%addr, "metrics listener (GET /metrics, no authentication)");
+    Ok(Some(addr))
+}

@@ -1,0 +1,324 @@
+//! Prometheus metrics (`GET /metrics`, OpenMetrics text), under the names the runbook alerts on.
+//!
+//! Three sources are encoded into one exposition:
+//! - event metrics updated where things happen: API request count and latency by route *template*, Redis
+//!   command latency by operation, Redis connection failures (a static registry, cheap atomics);
+//! - the coordinator's counters (`stats.rs`: heartbeats by status, expiries, conflicts, regressions, …),
+//!   read at scrape time — counters are cumulative, so reading them late is still exact;
+//! - gauges describing groups, members, shards and health, rebuilt as a whole by a background task
+//!   ([`refresh`]) and swapped in atomically. They are correct with nobody calling the monitoring API, and a
+//!   removed member's or group's series simply do not appear in the next snapshot.
+//!
+//! Label values stay bounded: route labels are templates, methods and operations come from fixed sets,
+//! member ids are length-limited by validation and per-group series are capped by configuration.
+
+pub mod config;
+pub mod http;
+pub mod refresh;
+pub mod snapshot;
+
+pub use config::MetricsConfig;
+
+use crate::stats::Stats;
+use prometheus_client::encoding::text::{encode_eof, encode_registry};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use rsc_protocol::wire::HeartbeatStatus;
+use rsc_store::StoreError;
+use std::future::Future;
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
+
+/// The metric name prefix every rsc metric carries.
+pub const PREFIX: &str = "redis_stream_coord";
+
+/// The Content-Type of the exposition.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+pub type Labels = Vec<(&'static str, String)>;
+type HistogramFamily = Family<Labels, Histogram, fn() -> Histogram>;
+
+fn api_histogram() -> Histogram {
+    // 1 ms … ~8 s
+    Histogram::new(exponential_buckets(0.001, 2.0, 14))
+}
+
+fn redis_histogram() -> Histogram {
+    // 0.1 ms … ~3.3 s
+    Histogram::new(exponential_buckets(0.0001, 2.0, 16))
+}
+
+/// The coordinator's metrics.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    api_requests: Family<Labels, Counter>,
+    api_duration: HistogramFamily,
+    redis_duration: HistogramFamily,
+    redis_connection_failures: Family<Labels, Counter>,
+    snapshot: RwLock<Option<Arc<snapshot::Snapshot>>>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let mut registry = Registry::default();
+        let api_requests = Family::<Labels, Counter>::default();
+        let api_duration = HistogramFamily::new_with_constructor(api_histogram);
+        let redis_duration = HistogramFamily::new_with_constructor(redis_histogram);
+        let redis_connection_failures = Family::<Labels, Counter>::default();
+        registry.register(
+            format!("{PREFIX}_api_request"),
+            "HTTP requests by method, route template and status",
+            api_requests.clone(),
+        );
+        registry.register(
+            format!("{PREFIX}_api_request_duration_seconds"),
+            "HTTP request latency by method and route template",
+            api_duration.clone(),
+        );
+        registry.register(
+            format!("{PREFIX}_redis_command_duration_seconds"),
+            "Latency of Redis operations issued by the coordinator, by operation",
+            redis_duration.clone(),
+        );
+        registry.register(
+            format!("{PREFIX}_redis_connection_failures"),
+            "Redis operations that failed to reach Redis (refused, dropped, timed out), by operation",
+            redis_connection_failures.clone(),
+        );
+        Metrics {
+            registry,
+            api_requests,
+            api_duration,
+            redis_duration,
+            redis_connection_failures,
+            snapshot: RwLock::new(None),
+        }
+    }
+
+    /// Records one answered HTTP request.
+    pub fn observe_request(&self, method: &str, route: &str, status: u16, seconds: f64) {
+        let method = bounded_method(method).to_owned();
+        self.api_requests
+            .get_or_create(&vec![
+                ("method", method.clone()),
+                ("route", route.to_owned()),
+                ("status", status.to_string()),
+            ])
+            .inc();
+        self.api_duration
+            .get_or_create(&vec![("method", method), ("route", route.to_owned())])
+            .observe(seconds);
+    }
+
+    /// Records the latency of one Redis operation and whether it failed to reach Redis.
+    pub fn observe_redis(&self, operation: &'static str, seconds: f64, connection_failed: bool) {
+        let labels = vec![("operation", operation.to_owned())];
+        self.redis_duration.get_or_create(&labels).observe(seconds);
+        if connection_failed {
+            self.redis_connection_failures.get_or_create(&labels).inc();
+        }
+    }
+
+    /// Times a store call.
+    pub async fn time_store<T>(
+        &self,
+        operation: &'static str,
+        fut: impl Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        let started = Instant::now();
+        let result = fut.await;
+        let failed = result.as_ref().err().is_some_and(is_connection_failure);
+        self.observe_redis(operation, started.elapsed().as_secs_f64(), failed);
+        result
+    }
+
+    /// Times a raw Redis call.
+    pub async fn time_redis<T>(
+        &self,
+        operation: &'static str,
+        fut: impl Future<Output = redis::RedisResult<T>>,
+    ) -> redis::RedisResult<T> {
+        let started = Instant::now();
+        let result = fut.await;
+        let failed = result.as_ref().err().is_some_and(is_redis_connection_error);
+        self.observe_redis(operation, started.elapsed().as_secs_f64(), failed);
+        result
+    }
+
+    /// Installs a freshly built snapshot of gauges.
+    pub fn install(&self, snapshot: snapshot::Snapshot) {
+        if let Ok(mut s) = self.snapshot.write() {
+            *s = Some(Arc::new(snapshot));
+        }
+    }
+
+    /// The latest gauge snapshot, if one was built.
+    pub fn snapshot(&self) -> Option<Arc<snapshot::Snapshot>> {
+        self.snapshot.read().ok().and_then(|s| s.clone())
+    }
+
+    /// The whole exposition.
+    pub fn render(&self, stats: &Stats) -> String {
+        let mut out = String::with_capacity(16 * 1024);
+        let counters = counters(stats);
+        let _ = encode_registry(&mut out, &self.registry);
+        let _ = encode_registry(&mut out, &counters);
+        if let Some(s) = self.snapshot() {
+            let _ = encode_registry(&mut out, &s.registry);
+        }
+        let _ = encode_eof(&mut out);
+        out
+    }
+}
+
+/// Whether a store error means Redis could not be reached (as opposed to a refused or corrupt answer).
+pub fn is_connection_failure(e: &StoreError) -> bool {
+    match e {
+        StoreError::Unreachable { .. } => true,
+        StoreError::Redis(e) => is_redis_connection_error(e),
+        _ => false,
+    }
+}
+
+fn is_redis_connection_error(e: &redis::RedisError) -> bool {
+    e.is_io_error()
+        || e.is_connection_dropped()
+        || e.is_connection_refusal()
+        || e.is_timeout()
+        || e.is_unrecoverable_error()
+}
+
+/// Known HTTP methods keep their name; anything else is `OTHER` (label values stay bounded).
+fn bounded_method(method: &str) -> &'static str {
+    match method {
+        "GET" => "GET",
+        "POST" => "POST",
+        "PUT" => "PUT",
+        "PATCH" => "PATCH",
+        "DELETE" => "DELETE",
+        "HEAD" => "HEAD",
+        "OPTIONS" => "OPTIONS",
+        _ => "OTHER",
+    }
+}
+
+/// The coordinator's cumulative counters, as a registry built for one scrape.
+fn counters(stats: &Stats) -> Registry {
+    let mut r = Registry::default();
+    let heartbeats = Family::<Labels, Counter>::default();
+    for status in HeartbeatStatus::ALL {
+        heartbeats
+            .get_or_create(&vec![("status", status.as_str().to_owned())])
+            .inc_by(stats.heartbeats(status));
+    }
+    r.register(
+        format!("{PREFIX}_heartbeat"),
+        "Heartbeats answered, by status",
+        heartbeats,
+    );
+    let routing = Family::<Labels, Counter>::default();
+    for (status, counter) in [
+        ("SUCCESS", &stats.routing_success),
+        ("ERROR", &stats.routing_error),
+    ] {
+        routing
+            .get_or_create(&vec![("status", status.to_owned())])
+            .inc_by(Stats::get(counter));
+    }
+    r.register(
+        format!("{PREFIX}_producer_routing_request"),
+        "Producer routing requests, by status",
+        routing,
+    );
+    let plain: [(&str, &str, &std::sync::atomic::AtomicU64); 9] = [
+        (
+            "member_expired",
+            "Members expired because their lease lapsed",
+            &stats.member_expired,
+        ),
+        (
+            "member_fenced",
+            "Members fenced (stale report or rebalance timeout)",
+            &stats.members_fenced,
+        ),
+        (
+            "state_conflict",
+            "Compare-and-set writes lost to a concurrent writer",
+            &stats.state_conflicts,
+        ),
+        (
+            "invariant_violation",
+            "Committed transitions after which an invariant check failed",
+            &stats.invariant_violations,
+        ),
+        (
+            "metadata_version_regression",
+            "Members or producers that reported a higher metadataVersion or epoch than Redis holds",
+            &stats.metadata_regressions,
+        ),
+        (
+            "store_revision_regression",
+            "Store revisions lower than one this coordinator had already seen",
+            &stats.revision_regressions,
+        ),
+        (
+            "rebalance_regression",
+            "Shards reported as revoking again after their release was recorded",
+            &stats.rebalance_regressions,
+        ),
+        (
+            "redis_errors",
+            "Redis operations that failed for any reason",
+            &stats.redis_errors,
+        ),
+        (
+            "rollback_suspicion_recorded",
+            "Times this coordinator recorded new evidence of a metadata rollback in a group",
+            &stats.rollback_suspicions,
+        ),
+    ];
+    for (name, help, counter) in plain {
+        let c = Counter::<u64>::default();
+        c.inc_by(Stats::get(counter));
+        r.register(format!("{PREFIX}_{name}"), help, c);
+    }
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_exposition_names_every_counter_with_its_total_suffix() {
+        let m = Metrics::new();
+        let stats = Stats::default();
+        stats.count_heartbeat(HeartbeatStatus::Ok);
+        Stats::bump(&stats.member_expired);
+        m.observe_request("GET", "/coord/v1/monitoring/health", 200, 0.01);
+        m.observe_request("BREW", "unmatched", 404, 0.01);
+        m.observe_redis("load", 0.001, true);
+        let text = m.render(&stats);
+        for needle in [
+            "redis_stream_coord_heartbeat_total{status=\"OK\"} 1",
+            "redis_stream_coord_member_expired_total 1",
+            "redis_stream_coord_producer_routing_request_total{status=\"ERROR\"} 0",
+            "redis_stream_coord_api_request_total{method=\"GET\",route=\"/coord/v1/monitoring/health\",status=\"200\"} 1",
+            "redis_stream_coord_api_request_total{method=\"OTHER\",route=\"unmatched\",status=\"404\"} 1",
+            "redis_stream_coord_redis_connection_failures_total{operation=\"load\"} 1",
+            "# TYPE redis_stream_coord_api_request_duration_seconds histogram",
+        ] {
+            assert!(text.contains(needle), "missing {needle} in\n{text}");
+        }
+        assert!(text.ends_with("# EOF\n"));
+    }
+}

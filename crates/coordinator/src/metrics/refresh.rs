@@ -1,0 +1,201 @@
+//! The background task that keeps the gauges current: every `coordinator.metrics.refresh-interval` it
+//! checks Redis, reads every group in the index (fresh from Redis, which also notices store revisions going
+//! backwards without anyone calling an API), their leases, progress and shard offsets, and swaps in a new
+//! snapshot. Every replica runs it; the gauges describe Redis state, so replicas agree.
+
+use super::snapshot::{self, GroupObservation, HealthObservation};
+use crate::cache::GroupName;
+use crate::coordinator::Coordinator;
+use crate::error::ApiError;
+use crate::reconciler::INDEX_LIVE;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// Runs until `stop` turns true.
+pub async fn run(c: Arc<Coordinator>, mut stop: watch::Receiver<bool>) {
+    let mut ticker = tokio::time::interval(c.config.metrics.refresh_interval.0);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => c.refresh_metrics().await,
+            _ = stop.changed() => return,
+        }
+        if *stop.borrow() {
+            return;
+        }
+    }
+}
+
+/// The reconciler's state for health: `UP`, `STALLED` or `DISABLED`, and its last run (Redis ms, 0 = never).
+pub fn reconciler_state(c: &Coordinator) -> (&'static str, i64) {
+    let last = c.last_reconcile_ms.load(Ordering::Relaxed);
+    let tick_ms = c.config.reconciler.tick_interval.ms();
+    let state = if !c.config.reconciler.enabled {
+        "DISABLED"
+    } else if last > 0 && c.clock.now_ms() - last <= (tick_ms * 5).max(5_000) {
+        "UP"
+    } else {
+        "STALLED"
+    };
+    (state, last)
+}
+
+/// Combines component states into the coordinator's health status.
+pub fn overall_status(
+    redis: &str,
+    reconciler: &str,
+    suspected: usize,
+    terminating: bool,
+) -> &'static str {
+    match (redis, reconciler) {
+        ("DOWN", _) => "DOWN",
+        ("UP", "UP" | "DISABLED") if !terminating && suspected == 0 => "UP",
+        _ => "DEGRADED",
+    }
+}
+
+impl Coordinator {
+    /// One PING, timed and bounded: `UP`, `SLOW` (answered later than `coordinator.health.redis-timeout`) or
+    /// `DOWN`, with a detail for people.
+    pub async fn probe_redis(&self) -> (&'static str, String) {
+        let timeout = self.config.health.redis_timeout.0;
+        let bound = timeout.max(Duration::from_millis(50)) * 4;
+        let ping =
+            tokio::time::timeout(bound, self.metrics.time_store("ping", self.store.ping())).await;
+        match ping {
+            Ok(Ok(rtt)) if rtt <= timeout => ("UP", format!("PING {} ms", rtt.as_millis())),
+            Ok(Ok(rtt)) => (
+                "SLOW",
+                format!(
+                    "PING {} ms exceeds {} ms",
+                    rtt.as_millis(),
+                    timeout.as_millis()
+                ),
+            ),
+            Ok(Err(e)) => ("DOWN", e.to_string()),
+            Err(_) => {
+                self.metrics
+                    .observe_redis("ping", bound.as_secs_f64(), true);
+                ("DOWN", "PING timed out".to_owned())
+            }
+        }
+    }
+
+    /// Rebuilds the gauge snapshot once.
+    pub async fn refresh_metrics(&self) {
+        let (redis, _) = self.probe_redis().await;
+        let redis_up = redis != "DOWN";
+        let mut now = self.clock.now_ms();
+        let mut groups = Vec::new();
+        let mut complete = redis_up;
+        if redis_up {
+            if let Ok(t) = self
+                .metrics
+                .time_store("time", self.store.server_time_ms())
+                .await
+            {
+                self.clock.observe(t);
+                now = t;
+            }
+            match self.index_entries().await {
+                Ok(entries) => {
+                    for e in entries.iter().filter(|e| e.state == INDEX_LIVE) {
+                        let name = GroupName::new(&e.stream_prefix, &e.consumer_group);
+                        match self.observe_group(&name).await {
+                            Ok(Some(obs)) => groups.push(obs),
+                            Ok(None) => {}
+                            Err(err) => {
+                                complete = false;
+                                tracing::debug!(group = ?name, error = %err, "group left out of metrics");
+                            }
+                        }
+                    }
+                }
+                Err(_) => complete = false,
+            }
+        }
+        let (loop_state, last) = reconciler_state(self);
+        let suspected = groups
+            .iter()
+            .filter(|o| o.group.rollback_suspicion.is_some())
+            .count();
+        let status = overall_status(redis, loop_state, suspected, self.is_terminating());
+        let health = HealthObservation {
+            redis_up,
+            status,
+            reconciler_age_seconds: (last > 0).then(|| (now - last).max(0) as f64 / 1000.0),
+        };
+        let snap = snapshot::build(
+            now,
+            &self.config.id,
+            &self.config.metrics,
+            self.timing.member_lease_ttl_ms,
+            &health,
+            &groups,
+            complete,
+        );
+        self.metrics.install(snap);
+    }
+
+    async fn observe_group(&self, name: &GroupName) -> Result<Option<GroupObservation>, ApiError> {
+        let Some(cached) = self.load(name).await? else {
+            return Ok(None);
+        };
+        let keys = self.keys(name);
+        let leases: HashMap<String, i64> = self
+            .metrics
+            .time_store("leases", self.store.leases(&keys))
+            .await?
+            .into_iter()
+            .collect();
+        let progress: HashMap<String, Value> = self
+            .metrics
+            .time_store("progress", self.store.progress_all(&keys))
+            .await?
+            .into_iter()
+            .filter_map(|(m, json)| serde_json::from_str(&json).ok().map(|v| (m, v)))
+            .collect();
+        let g = &cached.group;
+        let shard_ids = g.assignable_shards();
+        let shards = if shard_ids.len() <= self.config.metrics.max_shard_series as usize {
+            let mut conn = self.store.connection();
+            let mut rows = Vec::with_capacity(shard_ids.len());
+            let mut ok = true;
+            for s in shard_ids {
+                let read = self
+                    .metrics
+                    .time_redis(
+                        "xinfo",
+                        crate::offsets::read_shard(
+                            &mut conn,
+                            &g.stream_prefix,
+                            &g.consumer_group,
+                            s,
+                            false,
+                        ),
+                    )
+                    .await;
+                match read {
+                    Ok(r) => rows.push(r),
+                    Err(_) => {
+                        ok = false;
+                        break;
+                    }
+                }
+            }
+            ok.then_some(rows)
+        } else {
+            None
+        };
+        Ok(Some(GroupObservation {
+            group: cached.group.clone(),
+            leases,
+            progress,
+            shards,
+        }))
+    }
+}

@@ -1,0 +1,864 @@
+//! Online resharding: scale a stream's shard count, drain removed shards, roll back, force-complete.
+//!
+//! The shard count belongs to the stream record (`<kp>:{<p>}:stream`), so routing for every group of a
+//! stream is always identical. A scale runs as recorded steps, each resumable from Redis:
+//! 1. the stream record gets the migration in PREPARING (compare-and-set);
+//! 2. every new shard stream and its Redis consumer group is provisioned for every group of the stream
+//!    (a failure answers 503 `REDIS_STREAM_PROVISIONING_FAILED`, nothing is switched, a retry resumes);
+//! 3. the stream record switches to the new shard count (ACTIVE) in one write — routing changes here;
+//! 4. each group adopts the migration (`rsc_group::migration::adopt`), here or, after a crash, in the
+//!    reconciler or on the next routing request;
+//! 5. the reconciler collects drain evidence for removed shards (`XINFO GROUPS`: pending 0 and a known lag of
+//!    0 for every Redis consumer group on the key), lets them leave the assignment, and completes the
+//!    migration; when every group is done the stream's migration ends and removed shard streams are retired.
+
+use crate::cache::{Cached, GroupName};
+use crate::coordinator::{Commit, Coordinator, MAX_CAS_ATTEMPTS};
+use crate::error::ApiError;
+use crate::provision::{field, field_i64, provision};
+use crate::reconciler::INDEX_LIVE;
+use rsc_group::heartbeat::Transition;
+use rsc_group::migration::{self, Migration, MigrationError, MigrationState};
+use rsc_group::model::{Group, ShardSet};
+use rsc_group::stream::StreamRecord;
+use rsc_protocol::errors::ErrorCode;
+use rsc_protocol::names::shard_stream_key;
+use rsc_protocol::validate;
+use rsc_protocol::wire::{MigrationActionRequest, ScaleRequest};
+use rsc_store::{CasOutcome, CasWrite, CreateOutcome, GroupKeys};
+use serde_json::{Value, json};
+
+/// A stream record and the revision it was read at.
+#[derive(Debug, Clone)]
+pub struct CachedStream {
+    pub record: StreamRecord,
+    pub revision: u64,
+}
+
+impl From<MigrationError> for ApiError {
+    fn from(e: MigrationError) -> Self {
+        match e {
+            MigrationError::NotFound(id) => ApiError::new(
+                ErrorCode::MigrationNotFound,
+                format!("migration {id} does not exist for this group"),
+            ),
+            MigrationError::NotAllowed(why) => ApiError::new(ErrorCode::RollbackNotAllowed, why),
+        }
+    }
+}
+
+fn migration_json(m: &Migration) -> Value {
+    let iso = |ms: Option<i64>| ms.map(crate::clock::iso_ms);
+    json!({
+        "reshardingId": m.resharding_id,
+        "fromShardCount": m.from_shard_count,
+        "toShardCount": m.to_shard_count,
+        "state": m.state.as_str(),
+        "createdAt": crate::clock::iso_ms(m.created_at_ms),
+        "updatedAt": crate::clock::iso_ms(m.updated_at_ms),
+        "requestedBy": m.requested_by,
+        "reason": m.reason,
+        "activatedAt": iso(m.activated_at_ms),
+        "drainingAt": iso(m.draining_at_ms),
+        "completedAt": iso(m.completed_at_ms),
+        "endReason": m.end_reason,
+    })
+}
+
+impl Coordinator {
+    pub fn stream_keys(&self, prefix: &str) -> GroupKeys {
+        let kp = &self.config.store.key_prefix;
+        GroupKeys {
+            metadata: format!("{kp}:{{{prefix}}}:stream"),
+            leases: format!("{kp}:{{{prefix}}}:stream-leases"),
+            progress: format!("{kp}:{{{prefix}}}:stream-progress"),
+        }
+    }
+
+    pub async fn load_stream(&self, prefix: &str) -> Result<Option<CachedStream>, ApiError> {
+        let keys = self.stream_keys(prefix);
+        let Some(stored) = self.store.load(&keys).await.map_err(|e| {
+            self.note_store_error(&e);
+            ApiError::from(e)
+        })?
+        else {
+            return Ok(None);
+        };
+        let record = StreamRecord::from_json(&stored.aggregate).map_err(|e| {
+            ApiError::new(
+                ErrorCode::MetadataCorrupt,
+                format!("stream record {} is unreadable: {e}", keys.metadata),
+            )
+        })?;
+        Ok(Some(CachedStream {
+            record,
+            revision: stored.revision,
+        }))
+    }
+
+    /// The stream record, created from the stream's groups' shard count if it does not exist yet.
+    pub async fn ensure_stream(
+        &self,
+        prefix: &str,
+        shard_count: u32,
+    ) -> Result<CachedStream, ApiError> {
+        for _ in 0..MAX_CAS_ATTEMPTS {
+            if let Some(s) = self.load_stream(prefix).await? {
+                return Ok(s);
+            }
+            let record = StreamRecord::new(prefix, shard_count, self.clock.now_ms());
+            let created = self
+                .store
+                .create(
+                    &self.stream_keys(prefix),
+                    &record.to_json(),
+                    &crate::clock::iso_ms(record.created_at_ms),
+                    &[],
+                    1,
+                )
+                .await
+                .map_err(ApiError::from)?;
+            if let CreateOutcome::Created { revision, .. } = created {
+                return Ok(CachedStream { record, revision });
+            }
+        }
+        Err(ApiError::new(
+            ErrorCode::StateVersionConflict,
+            "stream record kept changing; retry",
+        ))
+    }
+
+    /// Starts the stream record afresh for the first group of a stream (a record left by an earlier
+    /// lifecycle of the same prefix must not carry its shard count over).
+    pub async fn reset_stream(
+        &self,
+        prefix: &str,
+        shard_count: u32,
+    ) -> Result<CachedStream, ApiError> {
+        for _ in 0..MAX_CAS_ATTEMPTS {
+            let Some(old) = self.load_stream(prefix).await? else {
+                return self.ensure_stream(prefix, shard_count).await;
+            };
+            if old.record.shard_count == shard_count && old.record.active_migration.is_none() {
+                return Ok(old);
+            }
+            let fresh = StreamRecord::new(prefix, shard_count, self.clock.now_ms());
+            if let Some(s) = self.write_stream(prefix, &old, fresh).await? {
+                return Ok(s);
+            }
+        }
+        Err(ApiError::new(
+            ErrorCode::StateVersionConflict,
+            "stream record kept changing; retry",
+        ))
+    }
+
+    /// Deletes the stream record once the stream has no group left.
+    pub async fn forget_stream_if_unused(&self, prefix: &str) {
+        if !self.stream_groups(prefix).await.is_ok_and(|g| g.is_empty()) {
+            return;
+        }
+        if let Ok(Some(s)) = self.load_stream(prefix).await {
+            let _ = self
+                .store
+                .delete(&self.stream_keys(prefix), s.revision)
+                .await;
+        }
+    }
+
+    /// Compare-and-sets a stream record. Ok(None) = lost the race, decide again.
+    async fn write_stream(
+        &self,
+        prefix: &str,
+        base: &CachedStream,
+        mut next: StreamRecord,
+    ) -> Result<Option<CachedStream>, ApiError> {
+        next.store_revision = base.revision + 1;
+        next.updated_at_ms = self.clock.now_ms();
+        let write = CasWrite {
+            expected_revision: base.revision,
+            aggregate_json: next.to_json(),
+            updated_at: crate::clock::iso_ms(next.updated_at_ms),
+            lease_ttl_ms: 1,
+            ..CasWrite::default()
+        };
+        match self
+            .store
+            .cas(&self.stream_keys(prefix), &write)
+            .await
+            .map_err(ApiError::from)?
+        {
+            CasOutcome::Written { revision, now_ms } => {
+                self.clock.observe(now_ms);
+                Ok(Some(CachedStream {
+                    record: next,
+                    revision,
+                }))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Live groups of a stream, by name.
+    pub async fn stream_groups(&self, prefix: &str) -> Result<Vec<GroupName>, ApiError> {
+        Ok(self
+            .index_entries()
+            .await?
+            .into_iter()
+            .filter(|e| e.stream_prefix == prefix && e.state == INDEX_LIVE)
+            .map(|e| GroupName::new(&e.stream_prefix, &e.consumer_group))
+            .collect())
+    }
+
+    /// Applies `change` to a group by compare-and-set (bounded retries). `change` returns whether it changed
+    /// anything; unchanged groups are not written.
+    pub async fn update_group<F>(&self, name: &GroupName, mut change: F) -> Result<Cached, ApiError>
+    where
+        F: FnMut(&mut Group, i64) -> Result<bool, ApiError>,
+    {
+        let lock = self.cache.lock_for(name);
+        let _guard = lock.lock().await;
+        for _ in 0..MAX_CAS_ATTEMPTS {
+            let base = self.require_group(name).await?;
+            let mut next = (*base.group).clone();
+            let now = self.clock.now_ms();
+            if !change(&mut next, now)? {
+                return Ok(base);
+            }
+            match self.commit(name, &base, &Transition::new(next)).await? {
+                Commit::Written(c) => return Ok(c),
+                Commit::Conflict | Commit::ConditionFailed => continue,
+            }
+        }
+        Err(ApiError::new(
+            ErrorCode::StateVersionConflict,
+            "the group kept changing; retry",
+        ))
+    }
+
+    /// Brings a group in line with its stream record: adopts the active migration, or applies the rollback /
+    /// force-complete the stream recorded. Used by scale, routing and the reconciler.
+    pub async fn sync_group_to_stream(
+        &self,
+        name: &GroupName,
+        stream: &StreamRecord,
+    ) -> Result<Cached, ApiError> {
+        let timing = self.timing;
+        self.update_group(name, |g, now| {
+            let mut changed = false;
+            for ended in &stream.history {
+                let active_here = g
+                    .migration(&ended.resharding_id)
+                    .is_some_and(|m| !m.state.is_terminal());
+                if !active_here {
+                    continue;
+                }
+                let reason = ended.end_reason.clone().unwrap_or_default();
+                changed |= match ended.state {
+                    MigrationState::RolledBack => {
+                        migration::rollback(g, &ended.resharding_id, &reason, now, &timing)?
+                    }
+                    MigrationState::ForceCompleted | MigrationState::Aborted => {
+                        migration::force_complete(g, &ended.resharding_id, &reason, now, &timing)?
+                    }
+                    _ => false,
+                };
+            }
+            if let Some(m) = &stream.active_migration
+                && m.state == MigrationState::Active
+            {
+                changed |= migration::adopt(g, m, now, &timing);
+            }
+            Ok(changed)
+        })
+        .await
+    }
+
+    /// `POST /coord/v1/streams/{p}/scale`: scales every group of the stream together.
+    pub async fn scale_stream(&self, prefix: &str, req: &ScaleRequest) -> Result<Value, ApiError> {
+        validate::validate_stream_prefix(prefix)?;
+        let target = match req.target_shard_count {
+            Some(n) => validate::validate_shard_count("targetShardCount", n, 0)?,
+            None => {
+                return Err(ApiError::invalid(
+                    "targetShardCount: is required (0 drains and removes every shard)",
+                ));
+            }
+        };
+        let requested_by = req.requested_by.clone().unwrap_or_default();
+        validate::validate_text("requestedBy", &requested_by, true)?;
+        let reason = req.reason.clone().unwrap_or_default();
+        validate::validate_text("reason", &reason, true)?;
+        self.ensure_running()?;
+        let groups = self.stream_groups(prefix).await?;
+        if groups.is_empty() {
+            return Err(ApiError::new(
+                ErrorCode::StreamNotFound,
+                format!("stream {prefix:?} has no consumer groups; create it first"),
+            ));
+        }
+        let mut loaded = Vec::new();
+        for name in &groups {
+            let c = self.require_group(name).await?;
+            self.ensure_mutable(&c.group)?;
+            if c.group.metadata_correction.is_some() {
+                return Err(ApiError::new(
+                    ErrorCode::MetadataSyncInProgress,
+                    format!(
+                        "group {} is in a metadata-correction round; scale after it closes",
+                        name.consumer_group
+                    ),
+                ));
+            }
+            loaded.push(c);
+        }
+        let mut stream = self
+            .ensure_stream(prefix, loaded[0].group.shard_count)
+            .await?;
+
+        // Record the migration (or resume / return the active one).
+        let migration = loop {
+            match &stream.record.active_migration {
+                Some(m) if m.to_shard_count == target => break m.clone(),
+                Some(m) => {
+                    return Err(ApiError::new(
+                        ErrorCode::ActiveMigrationExists,
+                        format!(
+                            "migration {} ({} → {} shards, {}) is still active; wait for it, roll it back, or force-complete it",
+                            m.resharding_id,
+                            m.from_shard_count,
+                            m.to_shard_count,
+                            m.state.as_str()
+                        ),
+                    ));
+                }
+                None if stream.record.shard_count == target => {
+                    let now = self.clock.now_ms();
+                    let noop = Migration {
+                        resharding_id: "noop".into(),
+                        from_shard_count: target,
+                        to_shard_count: target,
+                        state: MigrationState::Deprecated,
+                        requested_by: requested_by.clone(),
+                        reason: reason.clone(),
+                        created_at_ms: now,
+                        updated_at_ms: now,
+                        activated_at_ms: None,
+                        draining_at_ms: None,
+                        completed_at_ms: Some(now),
+                        end_reason: None,
+                    };
+                    return Ok(self.scale_response(prefix, target, &groups, &[noop]));
+                }
+                None => {
+                    let now = self.clock.now_ms();
+                    let m = Migration {
+                        resharding_id: format!("reshard-{}", uuid::Uuid::new_v4()),
+                        from_shard_count: stream.record.shard_count,
+                        to_shard_count: target,
+                        state: MigrationState::Preparing,
+                        requested_by: requested_by.clone(),
+                        reason: reason.clone(),
+                        created_at_ms: now,
+                        updated_at_ms: now,
+                        activated_at_ms: None,
+                        draining_at_ms: None,
+                        completed_at_ms: None,
+                        end_reason: None,
+                    };
+                    let mut next = stream.record.clone();
+                    next.active_migration = Some(m);
+                    match self.write_stream(prefix, &stream, next).await? {
+                        Some(s) => stream = s,
+                        None => {
+                            stream = self
+                                .load_stream(prefix)
+                                .await?
+                                .ok_or_else(|| ApiError::invalid("stream vanished"))?
+                        }
+                    }
+                }
+            }
+        };
+        let stream = self.activate(prefix, stream, &migration, &groups).await?;
+        let mut per_group = Vec::new();
+        for name in &groups {
+            let c = self.sync_group_to_stream(name, &stream.record).await?;
+            per_group.push(
+                c.group
+                    .migration(&migration.resharding_id)
+                    .cloned()
+                    .unwrap_or_else(|| migration.clone()),
+            );
+        }
+        tracing::info!(stream = prefix, id = %migration.resharding_id, from = migration.from_shard_count, to = target, "scale activated");
+        Ok(self.scale_response(prefix, target, &groups, &per_group))
+    }
+
+    /// Steps 2–3: provision the target shards for every group, then switch routing (idempotent).
+    async fn activate(
+        &self,
+        prefix: &str,
+        mut stream: CachedStream,
+        migration: &Migration,
+        groups: &[GroupName],
+    ) -> Result<CachedStream, ApiError> {
+        if stream
+            .record
+            .active_migration
+            .as_ref()
+            .is_some_and(|m| m.state != MigrationState::Preparing)
+        {
+            return Ok(stream);
+        }
+        if self.config.streams.provisioning_enabled && migration.to_shard_count > 0 {
+            let mut conn = self.store.connection();
+            for name in groups {
+                provision(&mut conn, prefix, &name.consumer_group, 0..migration.to_shard_count).await.map_err(|e| {
+                    ApiError::new(
+                        ErrorCode::RedisStreamProvisioningFailed,
+                        format!("{e}; the migration stays PREPARING and routing is unchanged — retry the same scale to resume"),
+                    )
+                })?;
+            }
+        }
+        for _ in 0..MAX_CAS_ATTEMPTS {
+            let mut next = stream.record.clone();
+            let Some(m) = next.active_migration.as_mut() else {
+                return Ok(stream);
+            };
+            if m.state != MigrationState::Preparing {
+                return Ok(stream);
+            }
+            let now = self.clock.now_ms();
+            m.state = MigrationState::Active;
+            m.activated_at_ms = Some(now);
+            m.updated_at_ms = now;
+            next.shard_count = m.to_shard_count;
+            next.routing_version += 1;
+            match self.write_stream(prefix, &stream, next).await? {
+                Some(s) => return Ok(s),
+                None => {
+                    stream = self
+                        .load_stream(prefix)
+                        .await?
+                        .ok_or_else(|| ApiError::invalid("stream vanished"))?
+                }
+            }
+        }
+        Err(ApiError::new(
+            ErrorCode::StateVersionConflict,
+            "stream record kept changing; retry",
+        ))
+    }
+
+    fn scale_response(
+        &self,
+        prefix: &str,
+        target: u32,
+        groups: &[GroupName],
+        migrations: &[Migration],
+    ) -> Value {
+        json!({
+            "streamPrefix": prefix,
+            "targetShardCount": target,
+            "affectedConsumerGroups": groups.iter().map(|g| g.consumer_group.clone()).collect::<Vec<_>>(),
+            "migrations": migrations.iter().map(migration_json).collect::<Vec<_>>(),
+        })
+    }
+
+    /// `POST …/groups/{g}/scale` (compatibility): the stream-level scale, answered with this group's migration.
+    pub async fn scale_group(
+        &self,
+        name: &GroupName,
+        req: &ScaleRequest,
+    ) -> Result<Value, ApiError> {
+        self.require_group(name).await?;
+        let all = self.scale_stream(&name.stream_prefix, req).await?;
+        let groups = all["affectedConsumerGroups"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let i = groups
+            .iter()
+            .position(|g| g == name.consumer_group.as_str())
+            .unwrap_or(0);
+        Ok(all["migrations"].get(i).cloned().unwrap_or(Value::Null))
+    }
+
+    /// Rollback (contract #10) or force-complete of the stream's active migration, applied to every group.
+    pub async fn end_migration(
+        &self,
+        name: &GroupName,
+        id: &str,
+        req: &MigrationActionRequest,
+        end: MigrationState,
+    ) -> Result<Value, ApiError> {
+        let requested_by = req.requested_by.clone().unwrap_or_default();
+        validate::validate_text("requestedBy", &requested_by, true)?;
+        let reason = req.reason.clone().unwrap_or_default();
+        validate::validate_text("reason", &reason, true)?;
+        self.ensure_running()?;
+        let group = self.require_group(name).await?;
+        self.ensure_mutable(&group.group)?;
+        let m = group.group.migration(id).cloned();
+        let prefix = &name.stream_prefix;
+        let stream = self.ensure_stream(prefix, group.group.shard_count).await?;
+        let active = stream
+            .record
+            .active_migration
+            .clone()
+            .filter(|a| a.resharding_id == id);
+        match (&m, &active, end) {
+            (Some(m), _, MigrationState::RolledBack) if m.state == MigrationState::RolledBack => {
+                return Ok(migration_json(m));
+            }
+            (Some(m), None, MigrationState::RolledBack) => {
+                migration::rollback_check(&group.group, id)?;
+                return Err(ApiError::new(
+                    ErrorCode::RollbackNotAllowed,
+                    format!(
+                        "migration {id} is not the stream's active migration ({})",
+                        m.state.as_str()
+                    ),
+                ));
+            }
+            (Some(m), None, _) if m.state.is_terminal() => {
+                return Err(ApiError::new(
+                    ErrorCode::RollbackNotAllowed,
+                    format!(
+                        "migration {id} already ended ({}); nothing to force",
+                        m.state.as_str()
+                    ),
+                ));
+            }
+            (None, None, _) => return Err(MigrationError::NotFound(id.to_owned()).into()),
+            _ => {}
+        }
+        if let Some(a) = &active {
+            if end == MigrationState::RolledBack {
+                if a.state == MigrationState::Preparing {
+                    return Err(ApiError::new(
+                        ErrorCode::RollbackNotAllowed,
+                        format!(
+                            "migration {id} has not switched routing yet; abort it with force-complete instead"
+                        ),
+                    ));
+                }
+                if group.group.metadata_correction.is_some() {
+                    return Err(ApiError::new(
+                        ErrorCode::MetadataSyncInProgress,
+                        "a metadata-correction round is open; retry after it closes",
+                    ));
+                }
+            }
+            let final_state = if a.state == MigrationState::Preparing {
+                MigrationState::Aborted
+            } else {
+                end
+            };
+            let mut base = stream;
+            loop {
+                let mut next = base.record.clone();
+                if end == MigrationState::RolledBack {
+                    next.shard_count = a.from_shard_count;
+                    next.routing_version += 1;
+                }
+                next.finish(final_state, Some(reason.clone()), self.clock.now_ms());
+                match self.write_stream(prefix, &base, next).await? {
+                    Some(s) => {
+                        for g in self.stream_groups(prefix).await? {
+                            self.sync_group_to_stream(&g, &s.record).await?;
+                        }
+                        break;
+                    }
+                    None => {
+                        base = self
+                            .load_stream(prefix)
+                            .await?
+                            .ok_or_else(|| ApiError::invalid("stream vanished"))?;
+                        if base
+                            .record
+                            .active_migration
+                            .as_ref()
+                            .is_none_or(|x| x.resharding_id != id)
+                        {
+                            break;
+                        }
+                    }
+                }
+            }
+            tracing::warn!(stream = %prefix, id, state = final_state.as_str(), %requested_by, %reason, "migration ended by operator");
+        }
+        let g = self.require_group(name).await?;
+        match g.group.migration(id) {
+            Some(m) => Ok(migration_json(m)),
+            None => {
+                let s = self.load_stream(prefix).await?;
+                let m =
+                    s.and_then(|s| s.record.history.into_iter().find(|m| m.resharding_id == id));
+                m.map(|m| migration_json(&m))
+                    .ok_or_else(|| MigrationError::NotFound(id.to_owned()).into())
+            }
+        }
+    }
+
+    /// `GET …/migrations/{id}`: phase, age, per-shard drain progress, rollback eligibility and triage facts.
+    pub async fn migration_detail(&self, name: &GroupName, id: &str) -> Result<Value, ApiError> {
+        let c = self.require_group(name).await?;
+        let g = &c.group;
+        let stream = self.load_stream(&name.stream_prefix).await?;
+        let m = match g.migration(id) {
+            Some(m) => m.clone(),
+            None => stream
+                .as_ref()
+                .and_then(|s| {
+                    s.record
+                        .active_migration
+                        .iter()
+                        .chain(&s.record.history)
+                        .find(|m| m.resharding_id == id)
+                        .cloned()
+                })
+                .ok_or_else(|| ApiError::from(MigrationError::NotFound(id.to_owned())))?,
+        };
+        let mut detail = migration_json(&m);
+        let removed: Vec<u32> =
+            (m.to_shard_count..m.from_shard_count.max(m.to_shard_count)).collect();
+        let mut shards = Vec::new();
+        for s in removed.iter().copied().chain(
+            g.draining_shards
+                .iter()
+                .copied()
+                .filter(|s| !removed.contains(s)),
+        ) {
+            let owner: Vec<&str> = g
+                .members
+                .values()
+                .filter(|x| x.state.is_live() && x.holds(s))
+                .map(|x| x.member_id.as_str())
+                .collect();
+            let info = self
+                .shard_group_info(
+                    &shard_stream_key(&name.stream_prefix, s),
+                    &name.consumer_group,
+                )
+                .await;
+            shards.push(json!({
+                "shardIndex": s, "streamKey": shard_stream_key(&name.stream_prefix, s),
+                "draining": g.draining_shards.contains(&s),
+                "streamLength": info.length, "pending": info.pending, "lag": info.lag,
+                "owners": owner,
+                "inCurrentAssignments": g.members.values().any(|x| x.state.is_live() && x.reported_owned.contains(&s)),
+                "inRevokeProgress": g.members.values().any(|x| x.state.is_live() && x.revoking.contains_key(&s)),
+            }));
+        }
+        let now = self.clock.now_ms();
+        detail["ageSeconds"] = json!((now - m.created_at_ms) as f64 / 1000.0);
+        detail["rollbackAllowed"] = json!(
+            migration::rollback_check(g, id).is_ok() && m.state != MigrationState::RolledBack
+        );
+        detail["routingShardCount"] = json!(
+            stream
+                .as_ref()
+                .map_or(g.shard_count, |s| s.record.shard_count)
+        );
+        detail["consumersConverged"] = json!(g.state != rsc_group::model::GroupState::Reconciling);
+        detail["removedShards"] = json!(shards);
+        Ok(detail)
+    }
+
+    /// XINFO GROUPS evidence for one shard key: length, and pending/lag of `group` (None when unknown).
+    async fn shard_group_info(&self, key: &str, group: &str) -> ShardInfo {
+        let mut conn = self.store.connection();
+        let length: Option<i64> = redis::cmd("XLEN")
+            .arg(key)
+            .query_async(&mut conn)
+            .await
+            .ok();
+        let groups: redis::RedisResult<Vec<redis::Value>> = redis::cmd("XINFO")
+            .arg("GROUPS")
+            .arg(key)
+            .query_async(&mut conn)
+            .await;
+        let mut info = ShardInfo {
+            length,
+            pending: None,
+            lag: None,
+        };
+        if let Ok(groups) = groups {
+            for g in &groups {
+                let name = field(g, "name")
+                    .and_then(|v| redis::from_redis_value::<String>(v.clone()).ok());
+                if name.as_deref() == Some(group) {
+                    info.pending = field_i64(g, "pending");
+                    info.lag = field_i64(g, "lag");
+                }
+            }
+        }
+        info
+    }
+
+    /// Draining shards whose every Redis consumer group has nothing pending and a known lag of 0 (or whose
+    /// stream no longer exists). A lag Redis cannot compute (null, e.g. after entries were deleted) is not
+    /// evidence: such a shard keeps draining until an operator force-completes the migration.
+    pub async fn drained_shards(&self, g: &Group) -> ShardSet {
+        let mut drained = ShardSet::new();
+        let mut conn = self.store.connection();
+        for &s in &g.draining_shards {
+            let key = shard_stream_key(&g.stream_prefix, s);
+            let groups: redis::RedisResult<Vec<redis::Value>> = redis::cmd("XINFO")
+                .arg("GROUPS")
+                .arg(&key)
+                .query_async(&mut conn)
+                .await;
+            match groups {
+                Ok(groups) => {
+                    let all_clear = groups.iter().all(|x| {
+                        field_i64(x, "pending") == Some(0) && field_i64(x, "lag") == Some(0)
+                    });
+                    if all_clear {
+                        drained.insert(s);
+                    }
+                }
+                Err(e) if e.to_string().contains("no such key") => {
+                    drained.insert(s);
+                }
+                Err(e) => tracing::warn!(key, error = %e, "drain evidence unavailable"),
+            }
+        }
+        drained
+    }
+
+    /// Reconciler step for one stream: resume a PREPARING scale, make groups adopt the active migration,
+    /// feed drain evidence (also for shards left draining by a rollback), and end the stream's migration
+    /// (retiring removed shards) once every group is done.
+    pub async fn reconcile_stream(&self, prefix: &str) {
+        let Ok(groups) = self.stream_groups(prefix).await else {
+            return;
+        };
+        let mut stream = match self.load_stream(prefix).await {
+            Ok(s) => s,
+            Err(_) => return,
+        };
+        let active = stream
+            .as_ref()
+            .and_then(|s| s.record.active_migration.clone());
+        if let (Some(s), Some(a)) = (stream.clone(), &active)
+            && a.state == MigrationState::Preparing
+        {
+            match self.activate(prefix, s, a, &groups).await {
+                Ok(s) => stream = Some(s),
+                Err(e) => {
+                    return tracing::warn!(stream = prefix, error = %e, "resuming a PREPARING migration failed");
+                }
+            }
+        }
+        let mut all_done = true;
+        for name in &groups {
+            let synced = match &stream {
+                Some(s) => self.sync_group_to_stream(name, &s.record).await,
+                None => self.require_group(name).await,
+            };
+            let Ok(c) = synced else {
+                all_done = false;
+                continue;
+            };
+            let c = if c.group.draining_shards.is_empty() {
+                c
+            } else {
+                let drained = self.drained_shards(&c.group).await;
+                let timing = self.timing;
+                if drained.is_empty() {
+                    c
+                } else {
+                    self.update_group(name, |g, now| {
+                        Ok(migration::release_drained(g, &drained, now, &timing))
+                    })
+                    .await
+                    .unwrap_or(c)
+                }
+            };
+            if let Some(a) = &active {
+                all_done &= c
+                    .group
+                    .migration(&a.resharding_id)
+                    .is_some_and(|m| m.state.is_terminal());
+            }
+        }
+        if let Some(a) = active
+            && a.state != MigrationState::Preparing
+            && all_done
+        {
+            self.complete_stream_migration(prefix, &a).await;
+        }
+    }
+
+    async fn complete_stream_migration(&self, prefix: &str, active: &Migration) {
+        for _ in 0..MAX_CAS_ATTEMPTS {
+            let Ok(Some(base)) = self.load_stream(prefix).await else {
+                return;
+            };
+            if base
+                .record
+                .active_migration
+                .as_ref()
+                .is_none_or(|m| m.resharding_id != active.resharding_id)
+            {
+                return;
+            }
+            let mut next = base.record.clone();
+            next.finish(MigrationState::Deprecated, None, self.clock.now_ms());
+            if let Ok(Some(_)) = self.write_stream(prefix, &base, next).await {
+                if self.config.streams.retire_removed_shards && active.is_scale_in() {
+                    self.retire_shards(prefix, active.to_shard_count..active.from_shard_count)
+                        .await;
+                }
+                tracing::info!(stream = prefix, id = %active.resharding_id, "migration complete");
+                return;
+            }
+        }
+    }
+}
+
+/// Deletes a shard stream only if every Redis consumer group on it still has nothing pending and a lag of 0,
+/// atomically, so a stale producer's late write is never deleted unread.
+const RETIRE_IF_DRAINED: &str = r"
+local ok, groups = pcall(redis.call, 'XINFO', 'GROUPS', KEYS[1])
+if not ok then return 0 end
+for _, g in ipairs(groups) do
+  local pending, lag = nil, nil
+  for i = 1, #g, 2 do
+    if g[i] == 'pending' then pending = g[i + 1] end
+    if g[i] == 'lag' then lag = g[i + 1] end
+  end
+  if pending ~= 0 or lag ~= 0 then return -1 end
+end
+return redis.call('DEL', KEYS[1])
+";
+
+impl Coordinator {
+    /// Retires removed shard streams (see `RETIRE_IF_DRAINED`); a shard that received a late write is kept
+    /// and logged.
+    async fn retire_shards(&self, prefix: &str, shards: std::ops::Range<u32>) {
+        let script = redis::Script::new(RETIRE_IF_DRAINED);
+        let mut conn = self.store.connection();
+        for s in shards {
+            let key = shard_stream_key(prefix, s);
+            match script.key(&key).invoke_async::<i64>(&mut conn).await {
+                Ok(-1) => tracing::warn!(
+                    key,
+                    "removed shard received writes after it drained; kept, not deleted"
+                ),
+                Ok(_) => tracing::info!(key, "retired removed shard stream"),
+                Err(e) => tracing::warn!(key, error = %e, "could not retire removed shard stream"),
+            }
+        }
+    }
+}
+
+struct ShardInfo {
+    length: Option<i64>,
+    pending: Option<i64>,
+    lag: Option<i64>,
+}

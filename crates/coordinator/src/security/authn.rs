@@ -1,0 +1,159 @@
+//! Authentication: from the request's credentials to a [`Principal`]. Bearer tokens are looked up in Redis,
+//! Basic pairs are verified with Argon2id (and count towards login throttling when wrong); both are then
+//! cached briefly in-process (see `cache.rs` for the revocation delay this implies). Roles and scopes always
+//! come from the current user directory, never from the token.
+
+use super::Security;
+use super::credentials::{self, Credentials};
+use super::principal::{AuthMethod, Principal, TokenRef};
+use super::rate_limit::too_many;
+use super::tokens;
+use super::users::User;
+use crate::error::ApiError;
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use rsc_protocol::errors::ErrorCode;
+use std::sync::Arc;
+
+/// Why a request could not be authenticated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuthFailure {
+    /// 401 with `WWW-Authenticate`.
+    Unauthorized(String),
+    /// 429: too many failed attempts for this username or address.
+    Throttled(i64),
+    /// Redis trouble: 503.
+    Unavailable(ApiError),
+}
+
+impl AuthFailure {
+    pub fn into_response(self) -> Response {
+        match self {
+            AuthFailure::Unauthorized(m) => {
+                ApiError::new(ErrorCode::Unauthorized, m).into_response()
+            }
+            AuthFailure::Throttled(secs) => too_many(
+                format!(
+                    "too many failed sign-in attempts for this username or client address; retry after {secs} s"
+                ),
+                secs,
+            ),
+            AuthFailure::Unavailable(e) => e.into_response(),
+        }
+    }
+}
+
+impl From<ApiError> for AuthFailure {
+    fn from(e: ApiError) -> Self {
+        AuthFailure::Unavailable(e)
+    }
+}
+
+pub fn principal_of(user: &User, method: AuthMethod, token: Option<TokenRef>) -> Principal {
+    Principal {
+        username: user.username.clone(),
+        roles: user.roles.clone(),
+        scopes: user.scopes.clone(),
+        method,
+        token,
+    }
+}
+
+impl Security {
+    /// Authenticates from the Authorization header.
+    pub async fn authenticate(
+        &self,
+        headers: &HeaderMap,
+        client: &str,
+    ) -> Result<Arc<Principal>, AuthFailure> {
+        match credentials::parse(headers) {
+            Credentials::None => Err(AuthFailure::Unauthorized(
+                "authentication required: send Authorization: Bearer <token> (from POST /coord/v1/auth/login) \
+                 or Basic credentials"
+                    .into(),
+            )),
+            Credentials::Malformed(why) => Err(AuthFailure::Unauthorized(format!(
+                "the Authorization header is not usable: {why}"
+            ))),
+            Credentials::Bearer(token) => self.authenticate_bearer(&token).await,
+            Credentials::Basic { username, password } => {
+                self.authenticate_password(&username, &password, client, AuthMethod::Basic)
+                    .await
+            }
+        }
+    }
+
+    pub async fn authenticate_bearer(&self, token: &str) -> Result<Arc<Principal>, AuthFailure> {
+        if !tokens::well_formed(token) {
+            return Err(AuthFailure::Unauthorized(
+                "the bearer token is not an rsc token; log in with POST /coord/v1/auth/login"
+                    .into(),
+            ));
+        }
+        let digest = tokens::digest(token);
+        let cache_key = self.cache.bearer_key(&digest);
+        if let Some(p) = self.cache.get(&cache_key) {
+            return Ok(p);
+        }
+        let digest_hex = tokens::hex(&digest);
+        let now = super::now_ms();
+        let Some(stored) = self.tokens.lookup(&digest_hex, now).await? else {
+            return Err(AuthFailure::Unauthorized(
+                "the bearer token is unknown, expired or revoked; log in again with POST /coord/v1/auth/login"
+                    .into(),
+            ));
+        };
+        let Some(user) = self.directory.get(&stored.user) else {
+            return Err(AuthFailure::Unauthorized(format!(
+                "the token's user {:?} no longer exists",
+                stored.user
+            )));
+        };
+        let p = Arc::new(principal_of(
+            user,
+            AuthMethod::Bearer,
+            Some(TokenRef {
+                digest,
+                expires_ms: stored.expires_ms,
+            }),
+        ));
+        self.cache.put(cache_key, p.clone());
+        Ok(p)
+    }
+
+    /// Verifies a username and password (Basic, or the login body), honouring login throttling.
+    pub async fn authenticate_password(
+        &self,
+        username: &str,
+        password: &str,
+        client: &str,
+        method: AuthMethod,
+    ) -> Result<Arc<Principal>, AuthFailure> {
+        let cache_key = self.cache.basic_key(username, password);
+        if method == AuthMethod::Basic
+            && let Some(p) = self.cache.get(&cache_key)
+        {
+            return Ok(p);
+        }
+        if let Some(secs) = self.throttle.blocked(username, client).await? {
+            return Err(AuthFailure::Throttled(secs));
+        }
+        let too_long = username.len() > 256 || password.len() > 1024;
+        let user = if too_long {
+            None
+        } else {
+            self.directory.verify(username, password).await
+        };
+        let Some(user) = user else {
+            self.throttle.failed(username, client).await?;
+            return Err(AuthFailure::Unauthorized(
+                "invalid username or password".into(),
+            ));
+        };
+        let p = Arc::new(principal_of(user, method, None));
+        if method == AuthMethod::Basic {
+            self.cache.put(cache_key, p.clone());
+        }
+        Ok(p)
+    }
+}

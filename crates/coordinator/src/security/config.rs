@@ -1,0 +1,368 @@
+//! The `coordinator.api.*` and `coordinator.audit.*` configuration: users and their Argon2id hashes, the
+//! bootstrap admin, token lifetime, credential caching, rate limits, login throttling and trusted proxies.
+//!
+//! Secure by default: there is no default password (without one rsc generates a random one on first start),
+//! heartbeats need the MEMBER role, admin mutations are rate limited, and `X-Forwarded-For` is ignored unless
+//! the peer is a configured trusted proxy. Plain-text secrets are wrapped in [`Secret`], whose `Debug` never
+//! shows them.
+
+use super::proxies::TrustedProxies;
+use super::roles::Role;
+use super::scope::Scopes;
+use crate::config::Dur;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::time::Duration;
+
+/// A secret configuration value (a password). `Debug` prints `"<redacted>"`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("\"<redacted>\"")
+    }
+}
+
+impl Serialize for Secret {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Secret {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // An all-digit password set through the environment arrives as a number.
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Text(String),
+            Number(u64),
+        }
+        Ok(Secret(match Raw::deserialize(d)? {
+            Raw::Text(t) => t,
+            Raw::Number(n) => n.to_string(),
+        }))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct ApiConfig {
+    /// Lifetime of a token from its password login. Exchanging a token for a new one never extends it.
+    pub token_ttl: Dur,
+    /// Heartbeats need the MEMBER (or ADMIN) role. `false` serves them without authentication (the
+    /// reference's default, for closed networks only).
+    pub authenticate_member_api: bool,
+    /// Whether the bootstrap admin user (all roles) exists.
+    pub admin_enabled: bool,
+    pub admin_username: String,
+    /// The admin's password in plain text (prefer `RSC_ADMIN_PASSWORD` or `admin-password-hash`).
+    pub admin_password: Option<Secret>,
+    /// The admin's password as an Argon2id PHC string (`rsc hash-password` prints one).
+    pub admin_password_hash: Option<String>,
+    /// Further users (TOML only: `[[coordinator.api.users]]`).
+    pub users: Vec<UserConfig>,
+    /// How long a verified credential (token or Basic pair) is trusted without asking Redis or Argon2
+    /// again. Bounds how late a revocation on another replica takes effect.
+    pub credential_cache_ttl: Dur,
+    /// Most cached credentials per replica.
+    pub credential_cache_size: usize,
+    pub rate_limit: RateLimitConfig,
+    pub login_throttle: LoginThrottleConfig,
+    /// Peers (IP or CIDR, e.g. `10.0.0.0/8`) whose `X-Forwarded-For` is believed (TOML only).
+    pub trusted_proxies: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct UserConfig {
+    pub username: String,
+    /// Argon2id PHC string, e.g. from `rsc hash-password`.
+    pub password_hash: String,
+    /// Any of READ, WRITE, MEMBER, ADMIN, MONITOR.
+    pub roles: Vec<String>,
+    /// When non-empty, the user may only touch streams whose prefix matches one of these patterns:
+    /// an exact prefix, or a pattern ending in `*` (`team-a-*`).
+    #[serde(default)]
+    pub stream_prefixes: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct RateLimitConfig {
+    pub enabled: bool,
+    /// Admin mutations per principal per minute (all replicas together).
+    pub admin_mutations_per_minute: u32,
+    /// Admin mutations per consumer group (or per stream for stream-level actions) per minute.
+    pub group_mutations_per_minute: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct LoginThrottleConfig {
+    /// Failed logins (or Basic credentials) per username within `window` before 429.
+    pub max_failures_per_username: u32,
+    /// Failed logins per client address within `window` before 429.
+    pub max_failures_per_address: u32,
+    pub window: Dur,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct AuditConfig {
+    /// The audit stream `<key-prefix>:audit` keeps about this many newest records.
+    pub redis_max_entries: u32,
+}
+
+impl Default for ApiConfig {
+    fn default() -> Self {
+        ApiConfig {
+            token_ttl: Dur::from_secs(7 * 24 * 3600),
+            authenticate_member_api: true,
+            admin_enabled: true,
+            admin_username: "admin".to_owned(),
+            admin_password: None,
+            admin_password_hash: None,
+            users: Vec::new(),
+            credential_cache_ttl: Dur::from_secs(5),
+            credential_cache_size: 10_000,
+            rate_limit: RateLimitConfig::default(),
+            login_throttle: LoginThrottleConfig::default(),
+            trusted_proxies: Vec::new(),
+        }
+    }
+}
+
+impl Default for RateLimitConfig {
+    fn default() -> Self {
+        RateLimitConfig {
+            enabled: true,
+            admin_mutations_per_minute: 60,
+            group_mutations_per_minute: 60,
+        }
+    }
+}
+
+impl Default for LoginThrottleConfig {
+    fn default() -> Self {
+        LoginThrottleConfig {
+            max_failures_per_username: 10,
+            max_failures_per_address: 50,
+            window: Dur(Duration::from_secs(300)),
+        }
+    }
+}
+
+impl Default for AuditConfig {
+    fn default() -> Self {
+        AuditConfig {
+            redis_max_entries: 10_000,
+        }
+    }
+}
+
+/// Checks the security keys; the message names the key.
+pub fn validate(api: &ApiConfig, audit: &AuditConfig) -> Result<(), String> {
+    let fail = |key: &str, msg: String| Err(format!("key `coordinator.{key}`: {msg}"));
+    if api.token_ttl.0 < Duration::from_secs(60) {
+        return fail("api.token-ttl", "must be at least 1m".into());
+    }
+    if api.credential_cache_ttl.0 > Duration::from_secs(300) {
+        return fail(
+            "api.credential-cache-ttl",
+            "must be at most 5m: it bounds how late a revocation takes effect".into(),
+        );
+    }
+    if api.credential_cache_size == 0 {
+        return fail("api.credential-cache-size", "must be at least 1".into());
+    }
+    if api.admin_enabled && !valid_username(&api.admin_username) {
+        return fail(
+            "api.admin-username",
+            "must be 1-64 characters of letters, digits, '.', '_', '-' or '@'".into(),
+        );
+    }
+    if let Some(p) = &api.admin_password
+        && p.0.chars().count() < 8
+    {
+        return fail(
+            "api.admin-password",
+            "must be at least 8 characters (or leave it unset to have one generated)".into(),
+        );
+    }
+    if let Some(h) = &api.admin_password_hash
+        && !super::password::is_argon2id_hash(h)
+    {
+        return fail(
+            "api.admin-password-hash",
+            "must be an Argon2id PHC string ($argon2id$…); create one with `rsc hash-password`"
+                .into(),
+        );
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, u) in api.users.iter().enumerate() {
+        let key = format!("api.users[{i}]");
+        if !valid_username(&u.username) {
+            return fail(
+                &format!("{key}.username"),
+                format!(
+                    "{:?} must be 1-64 characters of letters, digits, '.', '_', '-' or '@'",
+                    u.username
+                ),
+            );
+        }
+        if !seen.insert(u.username.as_str())
+            || (api.admin_enabled && u.username == api.admin_username)
+        {
+            return fail(
+                &format!("{key}.username"),
+                format!("{:?} is defined twice", u.username),
+            );
+        }
+        if !super::password::is_argon2id_hash(&u.password_hash) {
+            return fail(
+                &format!("{key}.password-hash"),
+                "must be an Argon2id PHC string ($argon2id$…); create one with `rsc hash-password`"
+                    .into(),
+            );
+        }
+        if u.roles.is_empty() {
+            return fail(
+                &format!("{key}.roles"),
+                "must name at least one of READ, WRITE, MEMBER, ADMIN, MONITOR".into(),
+            );
+        }
+        for r in &u.roles {
+            if Role::parse(r).is_none() {
+                return fail(
+                    &format!("{key}.roles"),
+                    format!("unknown role {r:?}; use READ, WRITE, MEMBER, ADMIN or MONITOR"),
+                );
+            }
+        }
+        if let Err(e) = Scopes::parse(&u.stream_prefixes) {
+            return fail(&format!("{key}.stream-prefixes"), e);
+        }
+    }
+    if let Err(e) = TrustedProxies::parse(&api.trusted_proxies) {
+        return fail("api.trusted-proxies", e);
+    }
+    let rl = &api.rate_limit;
+    if rl.enabled && (rl.admin_mutations_per_minute == 0 || rl.group_mutations_per_minute == 0) {
+        return fail(
+            "api.rate-limit",
+            "limits must be at least 1 per minute (set enabled = false to turn limiting off)"
+                .into(),
+        );
+    }
+    let lt = &api.login_throttle;
+    if lt.max_failures_per_username == 0 || lt.max_failures_per_address == 0 {
+        return fail(
+            "api.login-throttle",
+            "max-failures-per-username and max-failures-per-address must be at least 1".into(),
+        );
+    }
+    if lt.window.0 < Duration::from_secs(1) {
+        return fail("api.login-throttle.window", "must be at least 1s".into());
+    }
+    if audit.redis_max_entries < 100 {
+        return fail("audit.redis-max-entries", "must be at least 100".into());
+    }
+    Ok(())
+}
+
+/// Usernames: 1-64 of `[A-Za-z0-9._@-]` (they appear in Redis keys and logs).
+pub fn valid_username(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '@'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_never_show_in_debug_output() {
+        let c = ApiConfig {
+            admin_password: Some(Secret("hunter2-very-secret".into())),
+            ..ApiConfig::default()
+        };
+        let shown = format!("{c:?}");
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(shown.contains("<redacted>"));
+    }
+
+    #[test]
+    fn the_admin_password_comes_from_rsc_admin_password_and_env_keys_work() {
+        let env: std::collections::BTreeMap<String, String> = [
+            ("RSC_ADMIN_PASSWORD", "from-the-environment"),
+            ("COORDINATOR_API_ADMIN_PASSWORD", "from-a-config-key"),
+            ("COORDINATOR_API_AUTHENTICATE_MEMBER_API", "false"),
+            ("COORDINATOR_API_TRUSTED_PROXIES", "10.0.0.0/8, 127.0.0.1"),
+            ("COORDINATOR_API_RATE_LIMIT_ADMIN_MUTATIONS_PER_MINUTE", "5"),
+        ]
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+        let c = crate::config::load(None, &env, &Default::default())
+            .unwrap()
+            .coordinator
+            .api;
+        assert_eq!(
+            c.admin_password,
+            Some(Secret("from-the-environment".into()))
+        );
+        assert!(!c.authenticate_member_api);
+        assert_eq!(c.trusted_proxies, ["10.0.0.0/8", "127.0.0.1"]);
+        assert_eq!(c.rate_limit.admin_mutations_per_minute, 5);
+        let short: std::collections::BTreeMap<String, String> =
+            [("RSC_ADMIN_PASSWORD".to_owned(), "short".to_owned())].into();
+        let err = crate::config::load(None, &short, &Default::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("coordinator.api.admin-password"), "{err}");
+        assert!(!err.contains("short"), "the secret is not echoed: {err}");
+    }
+
+    #[test]
+    fn defaults_are_secure() {
+        let c = ApiConfig::default();
+        assert!(c.authenticate_member_api);
+        assert!(c.admin_password.is_none() && c.admin_password_hash.is_none());
+        assert!(c.rate_limit.enabled);
+        assert_eq!(c.token_ttl.0, Duration::from_secs(604_800));
+        assert!(c.trusted_proxies.is_empty());
+        assert_eq!(validate(&c, &AuditConfig::default()), Ok(()));
+    }
+
+    #[test]
+    fn bad_users_name_the_key() {
+        let user = |roles: &[&str], hash: &str, scopes: &[&str]| ApiConfig {
+            users: vec![UserConfig {
+                username: "team-a".into(),
+                password_hash: hash.into(),
+                roles: roles.iter().map(|s| s.to_string()).collect(),
+                stream_prefixes: scopes.iter().map(|s| s.to_string()).collect(),
+            }],
+            ..ApiConfig::default()
+        };
+        let a = AuditConfig::default();
+        let err = validate(&user(&["READ"], "plain", &[]), &a).unwrap_err();
+        assert!(err.contains("api.users[0].password-hash"), "{err}");
+        let good = super::super::password::hash("correct horse").unwrap();
+        let err = validate(&user(&["OWNER"], &good, &[]), &a).unwrap_err();
+        assert!(
+            err.contains("api.users[0].roles") && err.contains("OWNER"),
+            "{err}"
+        );
+        let err = validate(&user(&["READ"], &good, &["a*b"]), &a).unwrap_err();
+        assert!(err.contains("api.users[0].stream-prefixes"), "{err}");
+        assert_eq!(
+            validate(&user(&["WRITE"], &good, &["team-a-*"]), &a),
+            Ok(())
+        );
+    }
+}

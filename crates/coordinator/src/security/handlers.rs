@@ -1,0 +1,245 @@
+//! The security endpoints: `POST /coord/v1/auth/login`, `POST /coord/v1/auth/revoke`,
+//! `GET /coord/v1/monitoring/session` and `GET /coord/v1/monitoring/audit`.
+
+use super::Security;
+use super::audit::AuditFilter;
+use super::authn::AuthFailure;
+use super::credentials::{self, Credentials};
+use super::guard::ClientAddr;
+use super::principal::{AuthMethod, Principal};
+use super::tokens;
+use crate::error::ApiError;
+use axum::Extension;
+use axum::extract::Query;
+use axum::extract::rejection::QueryRejection;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use rsc_protocol::errors::ErrorCode;
+use serde::Deserialize;
+use serde_json::json;
+use std::sync::Arc;
+
+type Sec = Extension<Arc<Security>>;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LoginBody {
+    #[serde(default)]
+    username: Option<String>,
+    #[serde(default)]
+    password: Option<String>,
+}
+
+/// Login: `{username, password}` in the body, or — with no username in the body — the Authorization header
+/// (Basic, or a still-valid Bearer token exchanged for a fresh one that ends when the old one would have:
+/// tokens cannot be renewed forever).
+pub async fn login(
+    Extension(sec): Sec,
+    Extension(ClientAddr(client)): Extension<ClientAddr>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let parsed: LoginBody = if body.iter().all(u8::is_ascii_whitespace) {
+        LoginBody::default()
+    } else {
+        match super::super::api::extract::decode::<LoginBody>(&body) {
+            Ok(b) => b,
+            Err(e) => return e.into_response(),
+        }
+    };
+    let now = super::now_ms();
+    let ttl_ms = i64::try_from(sec.config.token_ttl.0.as_millis()).unwrap_or(i64::MAX);
+    let result = match parsed.username.filter(|u| !u.trim().is_empty()) {
+        Some(username) => {
+            let password = parsed.password.unwrap_or_default();
+            password_login(&sec, &username, &password, &client).await
+        }
+        None => match credentials::parse(&headers) {
+            Credentials::Basic { username, password } => {
+                password_login(&sec, &username, &password, &client).await
+            }
+            Credentials::Bearer(token) => sec.authenticate_bearer(&token).await.map(|p| {
+                let end = p.token.as_ref().map_or(now, |t| t.expires_ms);
+                (p, end)
+            }),
+            _ => Err(AuthFailure::Unauthorized(
+                "send {\"username\", \"password\"} in the body, or an Authorization header".into(),
+            )),
+        },
+    };
+    let (principal, session_end) = match result {
+        Ok((p, end)) => (p, if end == 0 { now + ttl_ms } else { end }),
+        Err(f) => return f.into_response(),
+    };
+    let expires_ms = session_end.min(now.saturating_add(ttl_ms));
+    let token = match sec.tokens.issue(&principal.username, now, expires_ms).await {
+        Ok(t) => t,
+        Err(e) => return e.into_response(),
+    };
+    tracing::info!(user = %principal.username, client = %client, "issued an access token");
+    (
+        StatusCode::OK,
+        axum::Json(json!({
+            "accessToken": token,
+            "tokenType": "Bearer",
+            "expiresAt": crate::clock::iso_ms(expires_ms),
+            "expiresInSeconds": (expires_ms - now).max(0) / 1000,
+            "roles": principal.roles.names(),
+        })),
+    )
+        .into_response()
+}
+
+/// A password login; the session end is 0 (= a full token lifetime from now).
+async fn password_login(
+    sec: &Security,
+    username: &str,
+    password: &str,
+    client: &str,
+) -> Result<(Arc<Principal>, i64), AuthFailure> {
+    let p = sec
+        .authenticate_password(username, password, client, AuthMethod::Bearer)
+        .await?;
+    sec.throttle.succeeded(username).await?;
+    Ok((p, 0))
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RevokeBody {
+    token: Option<String>,
+}
+
+/// Revokes a token: the one named in `{"token": …}` (holding a token is the right to revoke it), or the
+/// caller's own bearer token. Other replicas stop accepting it within `coordinator.api.credential-cache-ttl`.
+pub async fn revoke(
+    Extension(sec): Sec,
+    Extension(principal): Extension<Arc<Principal>>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let parsed: RevokeBody = if body.iter().all(u8::is_ascii_whitespace) {
+        RevokeBody::default()
+    } else {
+        super::super::api::extract::decode(&body)?
+    };
+    let digest = match (parsed.token, &principal.token) {
+        (Some(t), _) => {
+            if !tokens::well_formed(t.trim()) {
+                return Err(ApiError::invalid("token: is not an rsc access token"));
+            }
+            tokens::digest(t.trim())
+        }
+        (None, Some(own)) => own.digest,
+        (None, None) => {
+            return Err(ApiError::invalid(
+                "token: name the token to revoke ({\"token\": \"rsc_…\"}), or call with Authorization: Bearer <token>",
+            ));
+        }
+    };
+    let revoked = sec.tokens.revoke(&tokens::hex(&digest)).await?;
+    sec.cache.remove(&sec.cache.bearer_key(&digest));
+    Ok((StatusCode::OK, axum::Json(json!({"revoked": revoked}))).into_response())
+}
+
+/// The caller as the coordinator sees it.
+pub async fn session(Extension(principal): Extension<Arc<Principal>>) -> Response {
+    (
+        StatusCode::OK,
+        axum::Json(json!({
+            "authenticated": true,
+            "username": principal.username,
+            "roles": principal.roles.names(),
+            "authMethod": principal.method.as_str(),
+            "streamPrefixes": principal.scopes.describe(),
+            "expiresAt": principal.token.as_ref().map(|t| crate::clock::iso_ms(t.expires_ms)),
+        })),
+    )
+        .into_response()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AuditQuery {
+    stream_prefix: Option<String>,
+    consumer_group: Option<String>,
+    principal: Option<String>,
+    action: Option<String>,
+    outcome: Option<String>,
+    /// ISO-8601 instant or epoch milliseconds (inclusive).
+    since: Option<String>,
+    until: Option<String>,
+    limit: Option<usize>,
+}
+
+pub const MAX_AUDIT_LIMIT: usize = 1000;
+
+/// Audit records, newest first, filtered by group, principal, action, outcome and time range. A scoped
+/// principal sees only records about its own streams.
+pub async fn audit_log(
+    Extension(sec): Sec,
+    Extension(principal): Extension<Arc<Principal>>,
+    query: Result<Query<AuditQuery>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Query(q) = query.map_err(|e| {
+        ApiError::invalid(format!(
+            "query: {}; known parameters: streamPrefix, consumerGroup, principal, action, outcome, since, until, limit",
+            e.body_text()
+        ))
+    })?;
+    let limit = q.limit.unwrap_or(100);
+    if limit == 0 || limit > MAX_AUDIT_LIMIT {
+        return Err(ApiError::invalid(format!(
+            "limit: must be between 1 and {MAX_AUDIT_LIMIT}"
+        )));
+    }
+    let filter = AuditFilter {
+        stream_prefix: q.stream_prefix,
+        consumer_group: q.consumer_group,
+        principal: q.principal,
+        action: q.action,
+        outcome: q.outcome,
+        since_ms: q
+            .since
+            .as_deref()
+            .map(|s| instant("since", s))
+            .transpose()?,
+        until_ms: q
+            .until
+            .as_deref()
+            .map(|s| instant("until", s))
+            .transpose()?,
+        limit,
+    };
+    if let (Some(a), Some(b)) = (filter.since_ms, filter.until_ms)
+        && a > b
+    {
+        return Err(ApiError::invalid("since: must not be after until"));
+    }
+    let records = sec
+        .audit
+        .read(&filter, |r| {
+            !principal.scopes.is_restricted()
+                || r.stream_prefix
+                    .as_deref()
+                    .is_some_and(|p| principal.scopes.allows(p))
+        })
+        .await?;
+    Ok((StatusCode::OK, axum::Json(json!({"records": records}))).into_response())
+}
+
+fn instant(field: &str, text: &str) -> Result<i64, ApiError> {
+    if let Ok(ms) = text.trim().parse::<i64>()
+        && ms >= 0
+    {
+        return Ok(ms);
+    }
+    time::OffsetDateTime::parse(text.trim(), &time::format_description::well_known::Rfc3339)
+        .map(|t| i64::try_from(t.unix_timestamp_nanos() / 1_000_000).unwrap_or(0).max(0))
+        .map_err(|_| {
+            ApiError::new(
+                ErrorCode::InvalidRequest,
+                format!("{field}: {text:?} is not an ISO-8601 instant (2026-01-01T00:00:00Z) or epoch milliseconds"),
+            )
+        })
+}

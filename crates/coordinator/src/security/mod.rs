@@ -1,0 +1,86 @@
+//! Security and governance: who may call what, and a record of every admin mutation.
+//!
+//! - [`config`]: the `coordinator.api.*` / `coordinator.audit.*` keys. [`roles`], [`scope`], [`principal`].
+//! - [`password`] (Argon2id), [`users`] (the directory), [`bootstrap`] (the admin password, never a default).
+//! - [`credentials`] (the Authorization header), [`tokens`] (opaque tokens in Redis), [`cache`] (short
+//!   in-process cache of verified credentials), [`authn`] (turning credentials into a principal).
+//! - [`window`] (Redis fixed-window counters), [`rate_limit`] (admin mutations), [`throttle`] (logins).
+//! - [`request_id`], [`proxies`] (client address), [`audit`] (records, Redis stream, query).
+//! - [`guard`]: the one middleware every route passes, driven by the route table's `Access` and
+//!   `audit_action`. [`handlers`]: login, token revocation, session, audit read.
+
+pub mod audit;
+pub mod authn;
+pub mod bootstrap;
+pub mod cache;
+pub mod config;
+pub mod credentials;
+pub mod guard;
+pub mod handlers;
+pub mod password;
+pub mod principal;
+pub mod proxies;
+pub mod rate_limit;
+pub mod request_id;
+pub mod roles;
+pub mod scope;
+pub mod throttle;
+pub mod tokens;
+pub mod users;
+pub mod window;
+
+use crate::config::CoordinatorConfig;
+use crate::error::ApiError;
+use rsc_store::Store;
+use std::sync::Arc;
+
+/// Everything the guard and the security handlers need, shared by all requests of one replica.
+pub struct Security {
+    pub config: config::ApiConfig,
+    pub coordinator_id: String,
+    pub directory: users::Directory,
+    pub admin_source: Option<bootstrap::AdminSource>,
+    pub tokens: tokens::TokenStore,
+    pub cache: cache::CredentialCache,
+    pub limits: rate_limit::RateLimiter,
+    pub throttle: throttle::LoginThrottle,
+    pub audit: audit::AuditLog,
+    pub proxies: proxies::TrustedProxies,
+}
+
+impl Security {
+    /// Builds the security layer: resolves (or bootstraps) the admin password against Redis.
+    pub async fn start(c: &CoordinatorConfig, store: &Store) -> Result<Arc<Security>, ApiError> {
+        let api = &c.api;
+        let kp = &c.store.key_prefix;
+        let conn = store.connection();
+        let admin = bootstrap::admin_hash(api, &conn, kp).await?;
+        let admin_source = admin.as_ref().map(|(_, s)| *s);
+        let proxies = proxies::TrustedProxies::parse(&api.trusted_proxies).map_err(|e| {
+            ApiError::invalid(format!("key `coordinator.api.trusted-proxies`: {e}"))
+        })?;
+        Ok(Arc::new(Security {
+            config: api.clone(),
+            coordinator_id: c.id.clone(),
+            directory: users::Directory::build(api, admin.map(|(h, _)| h)),
+            admin_source,
+            tokens: tokens::TokenStore::new(conn.clone(), kp),
+            cache: cache::CredentialCache::new(
+                api.credential_cache_ttl.0,
+                api.credential_cache_size,
+            ),
+            limits: rate_limit::RateLimiter::new(conn.clone(), kp, api.rate_limit.clone()),
+            throttle: throttle::LoginThrottle::new(conn.clone(), kp, api.login_throttle.clone()),
+            audit: audit::AuditLog::new(conn, kp, c.audit.redis_max_entries),
+            proxies,
+        }))
+    }
+}
+
+/// Epoch milliseconds of the local clock (token lifetimes; Redis enforces them again with PXAT).
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}

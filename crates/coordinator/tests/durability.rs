@@ -1,0 +1,295 @@
+//! Metadata durability against a real redis-server: a group's metadata key is snapshotted (DUMP), the group
+//! advances, the old snapshot is restored (RESTORE … REPLACE). The coordinator must detect it (store revision
+//! and member metadataVersion regressions), answer SYNC_METADATA, show it in health, monitoring and metrics,
+//! fail admin mutations closed, refuse producers that saw newer routing, and be repaired only by restoring a
+//! good backup or by the audited recreate-as-new-lifecycle operation.
+
+mod support;
+
+use rsc_testkit::RedisServer;
+use serde_json::{Value, json};
+use std::time::Duration;
+use support::*;
+
+const WAIT: Duration = Duration::from_secs(20);
+const KEY: &str = "redis-stream:coord:{dur:dur}:metadata";
+const GROUP: &str = "/coord/v1/streams/dur/groups/dur";
+
+async fn dump(conn: &mut redis::aio::MultiplexedConnection) -> Vec<u8> {
+    redis::cmd("DUMP").arg(KEY).query_async(conn).await.unwrap()
+}
+
+async fn restore(conn: &mut redis::aio::MultiplexedConnection, snapshot: &[u8]) {
+    let () = redis::cmd("RESTORE")
+        .arg(KEY)
+        .arg(0)
+        .arg(snapshot)
+        .arg("REPLACE")
+        .query_async(conn)
+        .await
+        .unwrap();
+}
+
+async fn beat(api: &Api, m: &mut Member) -> Value {
+    let body = api.heartbeat("dur", "dur", m).await;
+    m.adopt(&body);
+    body
+}
+
+async fn health(api: &Api) -> Value {
+    api.send("GET", "/coord/v1/monitoring/health", None)
+        .await
+        .body
+}
+
+async fn wait_health(api: &Api, status: &str) -> Value {
+    wait_for(&format!("health {status}"), WAIT, || async {
+        let h = health(api).await;
+        (h["status"] == status).then_some(h)
+    })
+    .await
+}
+
+fn metric(text: &str, prefix: &str) -> f64 {
+    text.lines()
+        .find(|l| l.starts_with(prefix))
+        .and_then(|l| l.rsplit_once(' '))
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0.0)
+}
+
+async fn delete(api: &Api) -> Reply {
+    api.send(
+        "DELETE",
+        GROUP,
+        Some(json!({"requestedBy": "ops", "reason": "test", "force": true})),
+    )
+    .await
+}
+
+/// Rolls the group back to `old` and waits until a heartbeat from `a` (which saw newer metadata) is
+/// answered SYNC_METADATA.
+async fn roll_back_and_detect(
+    api: &Api,
+    conn: &mut redis::aio::MultiplexedConnection,
+    old: &[u8],
+    a: &Member,
+    old_version: i64,
+) {
+    restore(conn, old).await;
+    let reply = api.heartbeat("dur", "dur", a).await;
+    assert_eq!(reply["status"], "SYNC_METADATA", "{reply}");
+    assert_eq!(
+        reply["metadataVersion"], old_version,
+        "told to sync down to what Redis holds"
+    );
+    // Shards A already reads and may keep; nothing new is granted during the correction round.
+    let assigned = shards(&reply["assignment"]["assignedShards"]);
+    assert!(assigned.iter().all(|s| a.owned.contains(s)), "{reply}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restored_old_snapshot_is_detected_fails_closed_and_is_repaired() {
+    let redis = RedisServer::start();
+    let mut config = test_config(&redis.url());
+    config.coordinator.metrics.refresh_interval =
+        rsc_coordinator::config::Dur(Duration::from_millis(100));
+    let (running, api) = coordinator(config).await;
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    assert_eq!(api.create_stream("dur", 2).await.status, 201);
+
+    // A alone, converged: snapshot the metadata key.
+    let mut a = Member::new("a");
+    for _ in 0..3 {
+        beat(&api, &mut a).await;
+    }
+    assert_eq!(a.owned, vec![0, 1]);
+    let old_version = a.metadata_version;
+    let old = dump(&mut conn).await;
+
+    // B joins; both converge. The group is now ahead of the snapshot.
+    let mut b = Member::new("b");
+    for _ in 0..4 {
+        beat(&api, &mut b).await;
+        beat(&api, &mut a).await;
+    }
+    assert_eq!((a.owned.len(), b.owned.len()), (1, 1));
+    assert!(a.metadata_version > old_version);
+    let good = dump(&mut conn).await;
+
+    // Roll back: detected on A's next heartbeat.
+    roll_back_and_detect(&api, &mut conn, &old, &a, old_version).await;
+
+    // Shown in health, monitoring and metrics.
+    let h = wait_health(&api, "DEGRADED").await;
+    let component = &h["components"]["metadataDurability"];
+    assert_eq!(component["status"], "SUSPECTED_ROLLBACK", "{h}");
+    assert_eq!(component["suspectedGroups"][0]["consumerGroup"], "dur");
+    let signals = component["suspectedGroups"][0]["signals"].to_string();
+    assert!(
+        signals.contains("STORE_REVISION") && signals.contains("MEMBER_METADATA_VERSION"),
+        "{signals}"
+    );
+    let group = api
+        .send("GET", "/coord/v1/monitoring/streams/dur/groups/dur", None)
+        .await;
+    let durability = &group.body["metadataDurability"];
+    assert_eq!(durability["status"], "SUSPECTED_ROLLBACK");
+    assert_eq!(
+        durability["rollbackSuspicion"]["highestObservedMetadataVersion"],
+        a.metadata_version
+    );
+    assert_eq!(durability["rollbackSuspicion"]["mutationsBlocked"], true);
+    assert!(
+        durability["metadataCorrection"].is_object(),
+        "a correction round is open: {durability}"
+    );
+    let text = api
+        .send("GET", "/metrics", None)
+        .await
+        .body
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        metric(&text, "redis_stream_coord_store_revision_regression_total") >= 1.0,
+        "{text}"
+    );
+    assert!(
+        metric(
+            &text,
+            "redis_stream_coord_metadata_version_regression_total"
+        ) >= 1.0
+    );
+    let suspected = wait_for("the suspected gauge", WAIT, || async {
+        let t = api
+            .send("GET", "/metrics", None)
+            .await
+            .body
+            .as_str()
+            .unwrap_or("")
+            .to_owned();
+        (metric(
+            &t,
+            "redis_stream_coord_metadata_rollback_suspected{stream=\"dur\",group=\"dur\"}",
+        ) == 1.0)
+            .then_some(())
+    });
+    suspected.await;
+
+    // Admin mutations fail closed with a clear code.
+    let refused = delete(&api).await;
+    assert_eq!(refused.status, 409, "{}", refused.body);
+    assert_eq!(refused.body["errorCode"], "METADATA_ROLLBACK_SUSPECTED");
+    assert!(
+        refused.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("/recreate")
+    );
+
+    // A producer that saw the newer version is refused, not moved backwards; one that reports nothing is served.
+    let routing = format!("{GROUP}/producer-routing");
+    let r = api
+        .send(
+            "GET",
+            &format!("{routing}?observedMetadataVersion={}", a.metadata_version),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 409, "{}", r.body);
+    assert_eq!(r.body["errorCode"], "METADATA_ROLLBACK_SUSPECTED");
+    assert_eq!(api.send("GET", &routing, None).await.status, 200);
+    let bad = api
+        .send(
+            "GET",
+            &format!("{routing}?observedMetadataVersion=soon"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (bad.status, bad.body["errorCode"].as_str()),
+        (400, Some("INVALID_REQUEST"))
+    );
+
+    // Repair 1: restore a backup that is as new as what was observed. The suspicion goes with the old document.
+    restore(&mut conn, &good).await;
+    let ok = beat(&api, &mut a).await;
+    assert_eq!(ok["status"], "OK", "{ok}");
+    wait_health(&api, "UP").await;
+    let group = api
+        .send("GET", "/coord/v1/monitoring/streams/dur/groups/dur", None)
+        .await;
+    assert_eq!(group.body["metadataDurability"]["status"], "OK");
+
+    // Repair 2: roll back again, then recreate the group as a new lifecycle.
+    roll_back_and_detect(&api, &mut conn, &old, &a, old_version).await;
+    let missing = api
+        .send(
+            "POST",
+            &format!("{GROUP}/recreate"),
+            Some(json!({"requestedBy": "ops", "reason": "restore lost"})),
+        )
+        .await;
+    assert_eq!(
+        missing.status, 400,
+        "shardCount is required: {}",
+        missing.body
+    );
+    let recreated = api
+        .send(
+            "POST",
+            &format!("{GROUP}/recreate"),
+            Some(json!({"requestedBy": "ops", "reason": "Redis restored from an old backup", "shardCount": 2})),
+        )
+        .await;
+    assert_eq!(recreated.status, 200, "{}", recreated.body);
+    let version = recreated.body["metadataVersion"].as_i64().unwrap();
+    assert!(
+        version > a.metadata_version,
+        "the new lifecycle starts above every observed version"
+    );
+    assert_ne!(
+        recreated.body["lifecycleId"],
+        recreated.body["previousLifecycleId"]
+    );
+    assert_eq!(
+        recreated.body["targetAssignmentSummary"],
+        json!({}),
+        "nothing carried over"
+    );
+    wait_health(&api, "UP").await;
+
+    // Old members are told to rejoin and then proceed normally in the new lifecycle.
+    let reply = beat(&api, &mut a).await;
+    assert_eq!(reply["status"], "UNKNOWN_MEMBER_ID", "{reply}");
+    wait_for(
+        "A to own both shards in the new lifecycle",
+        WAIT,
+        || async {
+            let mut m = a.clone();
+            let r = api.heartbeat("dur", "dur", &m).await;
+            m.adopt(&r);
+            let done = r["status"] == "OK" && m.owned == vec![0, 1];
+            Some(m).filter(|_| done)
+        },
+    )
+    .await;
+    let healthy = api
+        .send(
+            "POST",
+            &format!("{GROUP}/recreate"),
+            Some(json!({"requestedBy": "ops", "reason": "again", "shardCount": 2})),
+        )
+        .await;
+    assert_eq!(
+        healthy.status, 400,
+        "recreate refuses a healthy group: {}",
+        healthy.body
+    );
+
+    // Mutations work again.
+    assert_eq!(delete(&api).await.status, 200);
+    running.shutdown().await.unwrap();
+}

@@ -1,0 +1,580 @@
+//! Online resharding against real Redis with real streams and consuming members: every message produced
+//! before and during each migration is acknowledged; drains, rollback, force-complete and resumption.
+
+mod support;
+
+use rsc_protocol::routing::shard_for_key;
+use rsc_testkit::RedisServer;
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+use std::time::Duration;
+use support::*;
+
+/// Test-side consumers and producer over the coordinator protocol and Redis streams.
+struct Harness {
+    api: Api,
+    redis: redis::aio::MultiplexedConnection,
+    prefix: String,
+    members: Vec<Member>,
+    produced: BTreeSet<String>,
+    acked: BTreeSet<String>,
+    seq: u64,
+    consuming: bool,
+}
+
+impl Harness {
+    async fn new(api: Api, url: &str, prefix: &str, members: usize) -> Harness {
+        let client = redis::Client::open(url).unwrap();
+        let redis = client.get_multiplexed_async_connection().await.unwrap();
+        Harness {
+            api,
+            redis,
+            prefix: prefix.into(),
+            members: (0..members)
+                .map(|i| Member::new(&format!("m{i}")))
+                .collect(),
+            produced: BTreeSet::new(),
+            acked: BTreeSet::new(),
+            seq: 0,
+            consuming: true,
+        }
+    }
+
+    /// Publishes `n` keyed messages routed with the contract hash over the current producer routing.
+    async fn produce(&mut self, n: usize) {
+        let r = self
+            .api
+            .send(
+                "GET",
+                &format!(
+                    "/coord/v1/streams/{p}/groups/{p}/producer-routing",
+                    p = self.prefix
+                ),
+                None,
+            )
+            .await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        let count = r.body["shardCount"].as_u64().unwrap() as u32;
+        for _ in 0..n {
+            self.seq += 1;
+            let key = format!("key-{}", self.seq);
+            let Some(shard) = shard_for_key(key.as_bytes(), count) else {
+                return;
+            };
+            let stream = r.body["shards"][shard as usize]["streamKey"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            let id: Option<String> = redis::cmd("XADD")
+                .arg(&stream)
+                .arg("NOMKSTREAM")
+                .arg("*")
+                .arg("key")
+                .arg(&key)
+                .query_async(&mut self.redis)
+                .await
+                .unwrap();
+            assert!(id.is_some(), "routed stream {stream} exists");
+            self.produced.insert(key);
+        }
+    }
+
+    /// One round: every member heartbeats, then reads and acknowledges everything on its assigned shards.
+    async fn round(&mut self) {
+        for i in 0..self.members.len() {
+            let r = self
+                .api
+                .heartbeat(&self.prefix, &self.prefix, &self.members[i])
+                .await;
+            self.members[i].adopt(&r);
+        }
+        assert_disjoint(&self.members.iter().collect::<Vec<_>>());
+        if !self.consuming {
+            return;
+        }
+        for m in &self.members {
+            for s in &m.owned {
+                let key = format!("{}:{s}", self.prefix);
+                loop {
+                    let reply: redis::Value = redis::cmd("XREADGROUP")
+                        .arg("GROUP")
+                        .arg(&self.prefix)
+                        .arg(&m.id)
+                        .arg("COUNT")
+                        .arg(200)
+                        .arg("STREAMS")
+                        .arg(&key)
+                        .arg(">")
+                        .query_async(&mut self.redis)
+                        .await
+                        .unwrap();
+                    let entries = entries(&reply);
+                    if entries.is_empty() {
+                        break;
+                    }
+                    for (id, k) in entries {
+                        let _: i64 = redis::cmd("XACK")
+                            .arg(&key)
+                            .arg(&self.prefix)
+                            .arg(&id)
+                            .query_async(&mut self.redis)
+                            .await
+                            .unwrap();
+                        self.acked.insert(k);
+                    }
+                }
+            }
+        }
+    }
+
+    async fn migration(&self, id: &str) -> Value {
+        let r = self
+            .api
+            .send(
+                "GET",
+                &format!(
+                    "/coord/v1/streams/{p}/groups/{p}/migrations/{id}",
+                    p = self.prefix
+                ),
+                None,
+            )
+            .await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.body
+    }
+
+    /// Runs rounds until the migration reaches `state` (bounded).
+    async fn until_state(&mut self, id: &str, state: &str) -> Value {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            self.round().await;
+            let m = self.migration(id).await;
+            if m["state"] == state {
+                return m;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "migration {id} did not reach {state}: {m}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn until_all_acked(&mut self) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while self.acked != self.produced {
+            self.round().await;
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{} of {} messages acknowledged",
+                self.acked.len(),
+                self.produced.len()
+            );
+        }
+    }
+
+    async fn scale(&self, target: u32) -> (u16, Value) {
+        let r = self
+            .api
+            .send(
+                "POST",
+                &format!("/coord/v1/streams/{}/scale", self.prefix),
+                Some(json!({"targetShardCount": target, "requestedBy": "test", "reason": "test"})),
+            )
+            .await;
+        (r.status, r.body)
+    }
+}
+
+/// One stream of an XREADGROUP reply: its key and its (id, fields) entries.
+type StreamEntries = (String, Vec<(String, Vec<(String, String)>)>);
+
+/// Parses an XREADGROUP reply into (id, key field) pairs.
+fn entries(v: &redis::Value) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let streams: Vec<StreamEntries> = match redis::from_redis_value(v.clone()) {
+        Ok(s) => s,
+        Err(_) => return out,
+    };
+    for (_, items) in streams {
+        for (id, fields) in items {
+            let key = fields
+                .into_iter()
+                .find(|(f, _)| f == "key")
+                .map(|(_, v)| v)
+                .unwrap_or_default();
+            out.push((id, key));
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn scale_out_in_and_to_zero_with_traffic_loses_nothing() {
+    let redis = RedisServer::start();
+    let (running, api) = coordinator(test_config(&redis.url())).await;
+    assert_eq!(api.create_stream("r", 4).await.status, 201);
+    let mut h = Harness::new(api.clone(), &redis.url(), "r", 3).await;
+    h.produce(300).await;
+    h.until_all_acked().await;
+
+    // 4 → 8 during continuous producing.
+    let (status, body) = h.scale(8).await;
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(body["affectedConsumerGroups"], json!(["r"]));
+    let id = body["migrations"][0]["reshardingId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    h.produce(200).await;
+    let routing = api
+        .send("GET", "/coord/v1/streams/r/groups/r/producer-routing", None)
+        .await;
+    assert_eq!(
+        routing.body["shardCount"], 8,
+        "routing switched at activation"
+    );
+    h.until_state(&id, "DEPRECATED").await;
+    h.until_all_acked().await;
+
+    // 8 → 3 with a backlog on the removed shards: consumers pause, producers fill all 8 shards.
+    h.consuming = false;
+    h.produce(400).await;
+    let (status, body) = h.scale(3).await;
+    assert_eq!(status, 202, "{body}");
+    let id = body["migrations"][0]["reshardingId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let routing = api
+        .send("GET", "/coord/v1/streams/r/groups/r/producer-routing", None)
+        .await;
+    assert_eq!(routing.body["shardCount"], 3);
+    // While the backlog is unconsumed, the removed shards stay assigned and the migration cannot complete.
+    for _ in 0..5 {
+        h.round().await;
+    }
+    let m = h.migration(&id).await;
+    assert_ne!(m["state"], "DEPRECATED", "{m}");
+    let owned: BTreeSet<u32> = h.members.iter().flat_map(|m| m.owned.clone()).collect();
+    assert!(
+        (3..8).all(|s| owned.contains(&s)),
+        "removed shards stay assigned while draining: {owned:?}"
+    );
+    h.consuming = true;
+    h.produce(100).await;
+    h.until_state(&id, "DEPRECATED").await;
+    h.until_all_acked().await;
+    let owned: BTreeSet<u32> = h.members.iter().flat_map(|m| m.owned.clone()).collect();
+    assert_eq!(
+        owned,
+        (0..3).collect(),
+        "removed shards left the assignment once drained"
+    );
+    let mut conn = h.redis.clone();
+    let exists: i64 = redis::cmd("EXISTS")
+        .arg("r:5")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(exists, 0, "drained removed shards are retired");
+    let stale: Option<String> = redis::cmd("XADD")
+        .arg("r:5")
+        .arg("NOMKSTREAM")
+        .arg("*")
+        .arg("k")
+        .arg("v")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(
+        stale, None,
+        "a stale producer's write to a retired shard fails (NOMKSTREAM)"
+    );
+
+    // 3 → 0 drains and removes every shard.
+    h.produce(50).await;
+    let (status, body) = h.scale(0).await;
+    assert_eq!(status, 202, "{body}");
+    let id = body["migrations"][0]["reshardingId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    h.until_state(&id, "DEPRECATED").await;
+    h.until_all_acked().await;
+    let routing = api
+        .send("GET", "/coord/v1/streams/r/groups/r/producer-routing", None)
+        .await;
+    assert_eq!(routing.body["shardCount"], 0);
+    assert_eq!(routing.body["shards"], json!([]));
+    assert_eq!(h.acked.len(), 1_050);
+    let a = api
+        .send(
+            "GET",
+            "/coord/v1/monitoring/streams/r/groups/r/assignments",
+            None,
+        )
+        .await;
+    assert_eq!(a.body["invariantViolations"], json!([]));
+    running.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_unconsumed_extra_group_blocks_the_drain_until_forced() {
+    let redis = RedisServer::start();
+    let (running, api) = coordinator(test_config(&redis.url())).await;
+    api.create_stream("x", 2).await;
+    let mut h = Harness::new(api.clone(), &redis.url(), "x", 1).await;
+    let mut conn = h.redis.clone();
+    let _: () = redis::cmd("XGROUP")
+        .arg("CREATE")
+        .arg("x:1")
+        .arg("nobody-reads-this")
+        .arg("$")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    h.produce(40).await;
+    h.until_all_acked().await;
+    let (_, body) = h.scale(1).await;
+    let id = body["migrations"][0]["reshardingId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    h.until_state(&id, "DRAINING").await;
+    // Our group has consumed everything on the removed shard; the extra group has not.
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    while std::time::Instant::now() < deadline {
+        h.round().await;
+        let m = h.migration(&id).await;
+        assert_eq!(
+            m["state"], "DRAINING",
+            "stays DRAINING while another Redis group has a backlog: {m}"
+        );
+        assert_eq!(m["removedShards"][0]["pending"], 0);
+        assert_eq!(m["removedShards"][0]["lag"], 0);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // A second scale is refused while it is active…
+    let (status, body) = h.scale(4).await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["errorCode"], "ACTIVE_MIGRATION_EXISTS");
+    // …force-complete needs a reason, then ends it.
+    let path = format!("/coord/v1/streams/x/groups/x/migrations/{id}/force-complete");
+    let r = api
+        .send("POST", &path, Some(json!({"requestedBy": "ops"})))
+        .await;
+    assert_eq!(r.status, 400);
+    assert!(r.body["message"].as_str().unwrap().contains("reason"));
+    let r = api
+        .send(
+            "POST",
+            &path,
+            Some(json!({"requestedBy": "ops", "reason": "extra group abandoned"})),
+        )
+        .await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    assert_eq!(r.body["state"], "FORCE_COMPLETED");
+    let owned = loop {
+        h.round().await;
+        let owned: BTreeSet<u32> = h.members.iter().flat_map(|m| m.owned.clone()).collect();
+        if owned == [0].into_iter().collect() {
+            break owned;
+        }
+    };
+    assert_eq!(owned.len(), 1);
+    let (status, body) = h.scale(2).await;
+    assert_eq!(
+        status, 202,
+        "scaling works again after the forced end: {body}"
+    );
+    running.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn rollback_is_allowed_while_active_and_refused_after_completion() {
+    let redis = RedisServer::start();
+    let (running, api) = coordinator(test_config(&redis.url())).await;
+    api.create_stream("rb", 2).await;
+    let mut h = Harness::new(api.clone(), &redis.url(), "rb", 2).await;
+    h.round().await;
+    let (status, body) = h.scale(4).await;
+    assert_eq!(status, 202);
+    let id = body["migrations"][0]["reshardingId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (status, again) = h.scale(4).await;
+    assert_eq!(status, 202, "repeating the same target is idempotent");
+    assert_eq!(again["migrations"][0]["reshardingId"], id.as_str());
+    // Records written to the added shards before the rollback are drained, not stranded.
+    h.produce(100).await;
+    let detail = h.migration(&id).await;
+    assert_eq!(detail["rollbackAllowed"], true, "{detail}");
+    let path = format!("/coord/v1/streams/rb/groups/rb/migrations/{id}/rollback");
+    let r = api
+        .send(
+            "POST",
+            &path,
+            Some(json!({"requestedBy": "ops", "reason": "too early"})),
+        )
+        .await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    assert_eq!(r.body["state"], "ROLLED_BACK");
+    let routing = api
+        .send(
+            "GET",
+            "/coord/v1/streams/rb/groups/rb/producer-routing",
+            None,
+        )
+        .await;
+    assert_eq!(routing.body["shardCount"], 2);
+    let r = api
+        .send(
+            "POST",
+            &path,
+            Some(json!({"requestedBy": "ops", "reason": "again"})),
+        )
+        .await;
+    assert_eq!(
+        r.status, 202,
+        "a repeated rollback returns the rolled-back migration"
+    );
+    h.until_all_acked().await;
+
+    let (_, body) = h.scale(3).await;
+    let id = body["migrations"][0]["reshardingId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    h.until_state(&id, "DEPRECATED").await;
+    let path = format!("/coord/v1/streams/rb/groups/rb/migrations/{id}/rollback");
+    let r = api
+        .send(
+            "POST",
+            &path,
+            Some(json!({"requestedBy": "ops", "reason": "late"})),
+        )
+        .await;
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert_eq!(r.body["errorCode"], "ROLLBACK_NOT_ALLOWED");
+    assert!(
+        r.body["message"].as_str().unwrap().contains("DEPRECATED"),
+        "says why: {}",
+        r.body
+    );
+    let r = api
+        .send(
+            "GET",
+            "/coord/v1/streams/rb/groups/rb/migrations/reshard-unknown",
+            None,
+        )
+        .await;
+    assert_eq!(r.body["errorCode"], "MIGRATION_NOT_FOUND");
+    let (status, body) = h.scale(100_000).await;
+    assert_eq!(status, 400, "{body}");
+    running.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_migration_interrupted_after_recording_resumes_from_redis() {
+    let redis = RedisServer::start();
+    let (running, api) = coordinator(test_config(&redis.url())).await;
+    api.create_stream("k", 2).await;
+    let mut h = Harness::new(api.clone(), &redis.url(), "k", 2).await;
+    h.round().await;
+    // A coordinator died right after step 1: the stream record holds a PREPARING migration, nothing else.
+    let key = "redis-stream:coord:{k}:stream";
+    let mut conn = h.redis.clone();
+    let json: String = redis::cmd("HGET")
+        .arg(key)
+        .arg("aggregate")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let rev: u64 = redis::cmd("HGET")
+        .arg(key)
+        .arg("revision")
+        .query_async::<String>(&mut conn)
+        .await
+        .unwrap()
+        .parse()
+        .unwrap();
+    let mut record: Value = serde_json::from_str(&json).unwrap();
+    record["activeMigration"] = json!({
+        "reshardingId": "reshard-interrupted", "fromShardCount": 2, "toShardCount": 5, "state": "PREPARING",
+        "requestedBy": "ops", "reason": "test", "createdAtMs": 1, "updatedAtMs": 1
+    });
+    record["storeRevision"] = json!(rev + 1);
+    let _: () = redis::cmd("HSET")
+        .arg(key)
+        .arg("aggregate")
+        .arg(record.to_string())
+        .arg("revision")
+        .arg(rev + 1)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    // The reconciler (any replica) resumes: provisions, switches routing, the group adopts and completes.
+    h.until_state("reshard-interrupted", "DEPRECATED").await;
+    let routing = api
+        .send("GET", "/coord/v1/streams/k/groups/k/producer-routing", None)
+        .await;
+    assert_eq!(routing.body["shardCount"], 5);
+    let exists: i64 = redis::cmd("EXISTS")
+        .arg("k:4")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(exists, 1, "new shard provisioned");
+    running.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_provisioning_failure_switches_nothing_and_a_retry_resumes() {
+    let redis = RedisServer::start();
+    let mut config = test_config(&redis.url());
+    config.coordinator.reconciler.enabled = false;
+    let (running, api) = coordinator(config).await;
+    api.create_stream("pf", 2).await;
+    let h = Harness::new(api.clone(), &redis.url(), "pf", 1).await;
+    // A foreign key of the wrong type sits where shard 3 must be created.
+    let mut conn = h.redis.clone();
+    let _: () = redis::cmd("SET")
+        .arg("pf:3")
+        .arg("not a stream")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let (status, body) = h.scale(4).await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["errorCode"], "REDIS_STREAM_PROVISIONING_FAILED");
+    assert!(body["message"].as_str().unwrap().contains("pf:3"), "{body}");
+    let routing = api
+        .send(
+            "GET",
+            "/coord/v1/streams/pf/groups/pf/producer-routing",
+            None,
+        )
+        .await;
+    assert_eq!(routing.body["shardCount"], 2, "routing unchanged");
+    // A different target is refused while the recorded one is pending; the same target resumes.
+    let (status, _) = h.scale(5).await;
+    assert_eq!(status, 409);
+    let _: () = redis::cmd("DEL")
+        .arg("pf:3")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let (status, body) = h.scale(4).await;
+    assert_eq!(status, 202, "{body}");
+    let routing = api
+        .send(
+            "GET",
+            "/coord/v1/streams/pf/groups/pf/producer-routing",
+            None,
+        )
+        .await;
+    assert_eq!(routing.body["shardCount"], 4);
+    running.shutdown().await.unwrap();
+}

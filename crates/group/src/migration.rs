@@ -1,0 +1,314 @@
+//! Resharding as a group sees it: adopting a new shard count, draining removed shards, completion,
+//! rollback and the operator's force-complete.
+//!
+//! Scale-out widens the assignable range; the new shards reach members through the normal sticky,
+//! revoke-before-assign path, so only the shards that must move, move. Scale-in keeps the removed shards
+//! assigned as *draining* shards (routing no longer sends to them) until Redis shows their backlog consumed
+//! and acknowledged by every consumer group (`release_drained`, driven by the reconciler's `XINFO GROUPS`
+//! evidence); only then do they leave the assignment, through the same revoke-before-assign path. Rolling
+//! back a scale-out turns the added shards into draining shards, so records already written there are
+//! consumed before they leave. Every step bumps the epochs so revocations are fenced by epoch as usual.
+
+use crate::model::{Group, ShardSet};
+use crate::rebalance::{bump_epochs, recompute_target};
+use crate::timing::Timing;
+use serde::{Deserialize, Serialize};
+
+/// How many finished migrations a group keeps in its history.
+pub const MAX_HISTORY: usize = 20;
+
+/// Lifecycle of a migration (wire-contract §3.3, plus the operator-forced end states).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum MigrationState {
+    /// Recorded; shard streams being provisioned; routing not switched yet.
+    Preparing,
+    /// Routing switched; members converging on the new assignment.
+    Active,
+    /// Members converged; removed shards draining.
+    Draining,
+    /// Complete.
+    Deprecated,
+    RolledBack,
+    /// Ended by an operator while draining (removed shards left the assignment without drain evidence).
+    ForceCompleted,
+    /// Ended by an operator before routing switched.
+    Aborted,
+}
+
+impl MigrationState {
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            MigrationState::Deprecated
+                | MigrationState::RolledBack
+                | MigrationState::ForceCompleted
+                | MigrationState::Aborted
+        )
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MigrationState::Preparing => "PREPARING",
+            MigrationState::Active => "ACTIVE",
+            MigrationState::Draining => "DRAINING",
+            MigrationState::Deprecated => "DEPRECATED",
+            MigrationState::RolledBack => "ROLLED_BACK",
+            MigrationState::ForceCompleted => "FORCE_COMPLETED",
+            MigrationState::Aborted => "ABORTED",
+        }
+    }
+}
+
+/// One migration, with timestamps per phase.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Migration {
+    pub resharding_id: String,
+    pub from_shard_count: u32,
+    pub to_shard_count: u32,
+    pub state: MigrationState,
+    pub requested_by: String,
+    pub reason: String,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+    #[serde(default)]
+    pub activated_at_ms: Option<i64>,
+    #[serde(default)]
+    pub draining_at_ms: Option<i64>,
+    #[serde(default)]
+    pub completed_at_ms: Option<i64>,
+    /// Why an operator ended it (force-complete, abort, rollback).
+    #[serde(default)]
+    pub end_reason: Option<String>,
+}
+
+impl Migration {
+    pub fn is_scale_in(&self) -> bool {
+        self.to_shard_count < self.from_shard_count
+    }
+}
+
+/// Why a migration operation was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MigrationError {
+    #[error("migration {0} does not exist for this group")]
+    NotFound(String),
+    #[error("{0}")]
+    NotAllowed(String),
+}
+
+impl Group {
+    pub fn migration(&self, id: &str) -> Option<&Migration> {
+        self.migrations.iter().find(|m| m.resharding_id == id)
+    }
+
+    pub fn active_migration(&self) -> Option<&Migration> {
+        self.active_migration_id
+            .as_deref()
+            .and_then(|id| self.migration(id))
+    }
+
+    fn migration_mut(&mut self, id: &str) -> Option<&mut Migration> {
+        self.migrations.iter_mut().find(|m| m.resharding_id == id)
+    }
+
+    fn record(&mut self, m: Migration) {
+        match self.migration_mut(&m.resharding_id) {
+            Some(existing) => *existing = m,
+            None => self.migrations.push(m),
+        }
+        let finished = self
+            .migrations
+            .iter()
+            .filter(|m| m.state.is_terminal())
+            .count();
+        if finished > MAX_HISTORY {
+            let mut drop = finished - MAX_HISTORY;
+            self.migrations.retain(|m| {
+                if drop > 0 && m.state.is_terminal() {
+                    drop -= 1;
+                    false
+                } else {
+                    true
+                }
+            });
+        }
+    }
+}
+
+/// Adopts a migration whose routing switch the stream has committed. Idempotent: returns false when the
+/// group already adopted it (or it ended).
+pub fn adopt(g: &mut Group, stream_migration: &Migration, now_ms: i64, timing: &Timing) -> bool {
+    if g.migration(&stream_migration.resharding_id).is_some() {
+        return false;
+    }
+    // A previous migration still active in this group is superseded by the stream's newer one.
+    if let Some(previous) = g.active_migration_id.take()
+        && let Some(p) = g.migration_mut(&previous)
+    {
+        p.state = MigrationState::ForceCompleted;
+        p.end_reason = Some(format!("superseded by {}", stream_migration.resharding_id));
+        p.completed_at_ms = Some(now_ms);
+        p.updated_at_ms = now_ms;
+    }
+    let from = g.shard_count;
+    let to = stream_migration.to_shard_count;
+    g.draining_shards.extend(to..from);
+    g.draining_shards.retain(|s| *s >= to);
+    g.shard_count = to;
+    let mut m = stream_migration.clone();
+    m.from_shard_count = from;
+    m.state = MigrationState::Active;
+    m.activated_at_ms = Some(now_ms);
+    m.updated_at_ms = now_ms;
+    g.active_migration_id = Some(m.resharding_id.clone());
+    g.record(m);
+    bump_epochs(g);
+    recompute_target(g, now_ms, timing);
+    g.updated_at_ms = now_ms;
+    true
+}
+
+/// Lets draining shards for which Redis shows no backlog leave the assignment (they are then revoked from
+/// their holders like any other shard). Returns false when none of `drained` was draining.
+pub fn release_drained(g: &mut Group, drained: &ShardSet, now_ms: i64, timing: &Timing) -> bool {
+    let before = g.draining_shards.len();
+    g.draining_shards.retain(|s| !drained.contains(s));
+    if g.draining_shards.len() == before {
+        return false;
+    }
+    bump_epochs(g);
+    recompute_target(g, now_ms, timing);
+    g.updated_at_ms = now_ms;
+    true
+}
+
+/// Removed shards still held by a live member or a hold (their release has not been recorded yet).
+pub fn removed_shards_still_held(g: &Group) -> ShardSet {
+    g.held_shards()
+        .into_iter()
+        .filter(|s| *s >= g.shard_count)
+        .collect()
+}
+
+/// Moves the active migration along: ACTIVE → DRAINING once members converged (or none are left);
+/// DRAINING → DEPRECATED once no removed shard is draining or held. Returns whether anything changed.
+pub fn advance(g: &mut Group, now_ms: i64) -> bool {
+    let Some(id) = g.active_migration_id.clone() else {
+        return false;
+    };
+    let converged = g.state != crate::model::GroupState::Reconciling;
+    let drained = g.draining_shards.is_empty() && removed_shards_still_held(g).is_empty();
+    let Some(m) = g.migration_mut(&id) else {
+        g.active_migration_id = None;
+        return true;
+    };
+    match m.state {
+        MigrationState::Active if converged => {
+            m.state = MigrationState::Draining;
+            m.draining_at_ms = Some(now_ms);
+            m.updated_at_ms = now_ms;
+            g.group_epoch += 1;
+            g.metadata_version += 1;
+            g.assignment_epoch = g.group_epoch;
+            true
+        }
+        MigrationState::Draining if drained => {
+            m.state = MigrationState::Deprecated;
+            m.completed_at_ms = Some(now_ms);
+            m.updated_at_ms = now_ms;
+            g.active_migration_id = None;
+            g.metadata_version += 1;
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Whether rolling back `id` is allowed now, and if not, why.
+pub fn rollback_check(g: &Group, id: &str) -> Result<(), MigrationError> {
+    let m = g
+        .migration(id)
+        .ok_or_else(|| MigrationError::NotFound(id.to_owned()))?;
+    match m.state {
+        MigrationState::Active | MigrationState::Draining | MigrationState::RolledBack => Ok(()),
+        MigrationState::Preparing => Err(MigrationError::NotAllowed(format!(
+            "migration {id} has not switched routing yet; abort it with force-complete instead"
+        ))),
+        s => Err(MigrationError::NotAllowed(format!(
+            "migration {id} already ended ({}); scale again to change the shard count",
+            s.as_str()
+        ))),
+    }
+}
+
+/// Rolls the active migration back to its `from` shard count. A scale-out's added shards become draining
+/// shards (their records are consumed before they leave); a scale-in's removed shards are regular again.
+pub fn rollback(
+    g: &mut Group,
+    id: &str,
+    reason: &str,
+    now_ms: i64,
+    timing: &Timing,
+) -> Result<bool, MigrationError> {
+    rollback_check(g, id)?;
+    let Some(m) = g.migration(id).cloned() else {
+        return Err(MigrationError::NotFound(id.to_owned()));
+    };
+    if m.state == MigrationState::RolledBack {
+        return Ok(false);
+    }
+    let from = m.from_shard_count;
+    let current = g.shard_count;
+    g.draining_shards.extend(from..current);
+    g.draining_shards.retain(|s| *s >= from);
+    g.shard_count = from;
+    let mut ended = m;
+    ended.state = MigrationState::RolledBack;
+    ended.end_reason = Some(reason.to_owned());
+    ended.completed_at_ms = Some(now_ms);
+    ended.updated_at_ms = now_ms;
+    g.record(ended);
+    g.active_migration_id = None;
+    bump_epochs(g);
+    recompute_target(g, now_ms, timing);
+    g.updated_at_ms = now_ms;
+    Ok(true)
+}
+
+/// Ends the active migration by operator decision: removed shards leave the assignment without drain
+/// evidence (their holders still release them through revoke-before-assign).
+pub fn force_complete(
+    g: &mut Group,
+    id: &str,
+    reason: &str,
+    now_ms: i64,
+    timing: &Timing,
+) -> Result<bool, MigrationError> {
+    let m = g
+        .migration(id)
+        .cloned()
+        .ok_or_else(|| MigrationError::NotFound(id.to_owned()))?;
+    if m.state == MigrationState::ForceCompleted {
+        return Ok(false);
+    }
+    if m.state.is_terminal() {
+        return Err(MigrationError::NotAllowed(format!(
+            "migration {id} already ended ({}); nothing to force",
+            m.state.as_str()
+        )));
+    }
+    g.draining_shards.clear();
+    let mut ended = m;
+    ended.state = MigrationState::ForceCompleted;
+    ended.end_reason = Some(reason.to_owned());
+    ended.completed_at_ms = Some(now_ms);
+    ended.updated_at_ms = now_ms;
+    g.record(ended);
+    g.active_migration_id = None;
+    bump_epochs(g);
+    recompute_target(g, now_ms, timing);
+    g.updated_at_ms = now_ms;
+    Ok(true)
+}

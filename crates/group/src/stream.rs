@@ -1,0 +1,69 @@
+//! The stream record: the shard count belongs to the stream, not to a group.
+//!
+//! Producer routing for every group of a stream is derived from this one record, so two groups of a stream
+//! can never route differently. A scale is recorded here first (PREPARING), the new shard streams are
+//! provisioned for every group, then the record switches (ACTIVE, new `shard_count`) in one write, and each
+//! group adopts the migration (`migration::adopt`). The record is stored like a group aggregate: one Redis
+//! hash `<kp>:{<p>}:stream`, compare-and-set by revision.
+
+use crate::migration::{MAX_HISTORY, Migration, MigrationState};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StreamRecord {
+    pub stream_prefix: String,
+    pub schema_version: u32,
+    pub store_revision: u64,
+    /// The routing shard count of every group of the stream.
+    pub shard_count: u32,
+    /// Bumped on every routing change.
+    pub routing_version: i64,
+    #[serde(default)]
+    pub active_migration: Option<Migration>,
+    #[serde(default)]
+    pub history: Vec<Migration>,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+}
+
+impl StreamRecord {
+    pub fn new(stream_prefix: &str, shard_count: u32, now_ms: i64) -> Self {
+        StreamRecord {
+            stream_prefix: stream_prefix.to_owned(),
+            schema_version: crate::model::SCHEMA_VERSION,
+            store_revision: 1,
+            shard_count,
+            routing_version: 1,
+            active_migration: None,
+            history: Vec::new(),
+            created_at_ms: now_ms,
+            updated_at_ms: now_ms,
+        }
+    }
+
+    /// Ends the active migration with `state` and files it in the history.
+    pub fn finish(&mut self, state: MigrationState, reason: Option<String>, now_ms: i64) {
+        if let Some(mut m) = self.active_migration.take() {
+            m.state = state;
+            m.end_reason = reason.or(m.end_reason);
+            m.completed_at_ms = Some(now_ms);
+            m.updated_at_ms = now_ms;
+            self.history.push(m);
+            if self.history.len() > MAX_HISTORY {
+                let excess = self.history.len() - MAX_HISTORY;
+                self.history.drain(..excess);
+            }
+        }
+        self.updated_at_ms = now_ms;
+    }
+
+    pub fn from_json(json: &str) -> Result<StreamRecord, crate::model::AggregateError> {
+        serde_json::from_str(json)
+            .map_err(|e| crate::model::AggregateError::Malformed(e.to_string()))
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
