@@ -150,36 +150,23 @@ fn topology_name(c: &crate::config::CoordinatorConfig) -> String {
     }
 }
 
-/// Runs until SIGTERM or Ctrl-C, then shuts down gracefully.
+/// Runs until SIGTERM or Ctrl-C, then shuts down gracefully. The signal handlers are installed before the
+/// server starts answering, so a signal sent as soon as it is up is never lost.
 pub async fn run_until_signal(config: Config) -> Result<(), ServeError> {
+    #[cfg(unix)]
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let running = start(config).await?;
     eprintln!(
         "rsc coordinator listening on http://{} (Ctrl-C or SIGTERM to stop)",
         running.addr
     );
-    wait_for_signal().await;
-    tracing::info!("shutdown signal received; finishing in-flight requests");
-    running.shutdown().await
-}
-
-async fn wait_for_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
-    {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = ctrl_c => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = ctrl_c.await;
-            }
-        }
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
     }
     #[cfg(not(unix))]
-    {
-        let _ = ctrl_c.await;
-    }
+    let _ = tokio::signal::ctrl_c().await;
+    tracing::info!("shutdown signal received; finishing in-flight requests");
+    running.shutdown().await
 }
