@@ -1,0 +1,127 @@
+//! A member that does not release a revoked shard within the rebalance timeout is fenced, and its shards
+//! reach the new owner only after its last lease has certainly run out.
+
+use rsc_group::heartbeat::{Outcome, decide};
+use rsc_group::model::{Group, MemberState};
+use rsc_group::tick::tick;
+use rsc_group::timing::Timing;
+use rsc_protocol::wire::{
+    HeartbeatRequest, HeartbeatStatus, RevokeState, RevokingShardReport, RuntimeConsumerCapacity,
+    ShardId,
+};
+use std::collections::BTreeSet;
+
+const T: Timing = Timing {
+    heartbeat_interval_ms: 1_000,
+    member_lease_ttl_ms: 5_000,
+    rebalance_timeout_ms: 20_000,
+    stale_member_retention_ms: 600_000,
+    hold_margin_ms: 500,
+};
+
+fn request(member: &str, epoch: i64, owned: &[u32], draining: &[u32]) -> HeartbeatRequest {
+    HeartbeatRequest {
+        protocol_version: 1,
+        request_id: format!("{member}-{epoch}"),
+        member_id: member.into(),
+        member_name: None,
+        member_epoch: epoch,
+        metadata_version: 0,
+        runtime_consumer_capacity: RuntimeConsumerCapacity {
+            runtime_max_concurrency: 1,
+            available_concurrency: 1,
+        },
+        owned_shards: owned.iter().map(|s| ShardId::new(*s)).collect(),
+        revoking_shards: draining
+            .iter()
+            .map(|s| RevokingShardReport {
+                shard: ShardId::new(*s),
+                state: RevokeState::Draining,
+                in_flight: 1,
+                acked_at: None,
+            })
+            .collect(),
+        shard_progress: vec![],
+    }
+}
+
+/// Decides and applies a heartbeat, returning (status, memberEpoch, assignedShards).
+fn beat(g: &mut Group, req: &HeartbeatRequest, now: i64) -> (HeartbeatStatus, i64, Vec<u32>) {
+    let d = decide(Some(g), &req.member_id, req, now, &T);
+    if let Outcome::Write(t) = d.outcome {
+        *g = t.group.expect("a write carries the group");
+    }
+    let assigned = d
+        .response
+        .assignment
+        .assigned_shards
+        .iter()
+        .map(|s| s.shard_index)
+        .collect();
+    (d.response.status, d.response.member_epoch, assigned)
+}
+
+#[test]
+fn a_member_stuck_draining_is_fenced_at_the_rebalance_timeout_and_its_shard_is_held_until_its_lease_ran_out()
+ {
+    let mut now = 1_000_000;
+    let mut g = Group::new("s", "g", 2, now, "lc");
+    let (_, a_epoch, a_assigned) = beat(&mut g, &request("a", 0, &[], &[]), now);
+    assert_eq!(a_assigned, vec![0, 1]);
+    beat(&mut g, &request("a", a_epoch, &[0, 1], &[]), now);
+
+    // b joins: a must give up one shard; b gets it only after a releases it.
+    now += 1_000;
+    let (_, b_epoch, b_assigned) = beat(&mut g, &request("b", 0, &[], &[]), now);
+    assert!(b_assigned.is_empty());
+    let (_, a_epoch, a_assigned) = beat(&mut g, &request("a", a_epoch, &[0, 1], &[]), now);
+    assert_eq!(a_assigned.len(), 1);
+    let kept = a_assigned[0];
+    let revoked = 1 - kept;
+    let deadline = g.members["a"]
+        .rebalance_deadline_ms
+        .expect("a has a rebalance deadline");
+    assert_eq!(deadline, now + T.rebalance_timeout_ms);
+
+    // a keeps reporting the shard as DRAINING with work in flight, past the deadline.
+    while now + 5_000 < deadline {
+        now += 5_000;
+        let (status, _, _) = beat(&mut g, &request("a", a_epoch, &[kept], &[revoked]), now);
+        assert_eq!(status, HeartbeatStatus::Ok);
+        assert!(tick(&g, now, &BTreeSet::new(), &T).is_none_or(|(_, r)| r.fenced.is_empty()));
+        let (_, _, b_assigned) = beat(&mut g, &request("b", b_epoch, &[], &[]), now);
+        assert!(
+            b_assigned.is_empty(),
+            "b must not read the shard while a still drains it"
+        );
+    }
+    let (t, report) = tick(&g, deadline, &BTreeSet::new(), &T).expect("the deadline fences a");
+    assert_eq!(report.fenced, vec!["a".to_owned()]);
+    assert_eq!(
+        t.not_before_ms, deadline,
+        "Redis must confirm the deadline has passed"
+    );
+    g = t.group.unwrap();
+    assert_eq!(g.members["a"].state, MemberState::Fenced);
+    let (status, _, _) = beat(
+        &mut g,
+        &request("a", a_epoch, &[kept], &[revoked]),
+        deadline,
+    );
+    assert_eq!(status, HeartbeatStatus::FencedMemberEpoch);
+
+    // Both of a's shards are held until a's last lease has certainly run out, then granted to b.
+    let hold_until = deadline + T.member_lease_ttl_ms + T.hold_margin_ms;
+    let (_, b_epoch, b_assigned) = beat(&mut g, &request("b", b_epoch, &[], &[]), deadline);
+    assert!(b_assigned.is_empty(), "held, not granted: {b_assigned:?}");
+    assert!(
+        tick(&g, hold_until - 1, &BTreeSet::new(), &T)
+            .is_none_or(|(t, _)| { t.group.unwrap().members["b"].assigned.is_empty() })
+    );
+    let (t, report) = tick(&g, hold_until, &BTreeSet::new(), &T).expect("the hold runs out");
+    assert_eq!(report.holds_released, 1);
+    g = t.group.unwrap();
+    let (_, _, b_assigned) = beat(&mut g, &request("b", b_epoch, &[], &[]), hold_until);
+    assert_eq!(b_assigned, vec![0, 1]);
+    assert!(rsc_group::invariants::check(&g).is_empty());
+}
