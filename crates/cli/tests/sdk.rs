@@ -695,8 +695,14 @@ async fn producer_publishes_through_a_coordinator_outage_until_its_routing_lease
         .await
         .unwrap();
     // The routing refresh re-provisions the stream, so the retry succeeds.
+    let stale_before = producer.stats().stale_route_writes;
     let p = producer.publish("a", &[("v", "6")]).await.unwrap();
     assert_eq!(p.stream_key, "pub:2");
+    assert_eq!(
+        producer.stats().stale_route_writes,
+        stale_before + 1,
+        "the stale write is counted"
+    );
     let len: i64 = redis::cmd("XLEN")
         .arg("pub:2")
         .query_async(&mut conn)

@@ -142,6 +142,9 @@ pub struct ProducerStats {
     pub version_regressions: u64,
     /// The highest routing metadataVersion seen.
     pub metadata_version: i64,
+    /// Writes that found their shard stream missing (`XADD … NOMKSTREAM` answered nil): a stale route, e.g. to
+    /// a shard retired by a scale-in. Each was refreshed and retried once.
+    pub stale_route_writes: u64,
 }
 
 /// A routed producer. Cheap to share (`&self` methods); dropping it stops its background refresher.
@@ -155,6 +158,8 @@ struct Inner {
     config: ProducerConfig,
     conn: redis::aio::ConnectionManager,
     cache: Mutex<RoutingCache>,
+    /// See `ProducerStats::stale_route_writes`.
+    stale_route_writes: std::sync::atomic::AtomicU64,
     /// Serialises refreshes; holds the number of completed fetch attempts.
     refresh_lock: tokio::sync::Mutex<u64>,
     wake_refresher: Notify,
@@ -197,6 +202,7 @@ impl Producer {
             config,
             conn,
             cache: Mutex::new(RoutingCache::default()),
+            stale_route_writes: std::sync::atomic::AtomicU64::new(0),
             refresh_lock: tokio::sync::Mutex::new(0),
             wake_refresher: Notify::new(),
         });
@@ -290,8 +296,15 @@ impl Producer {
                                     id,
                                 })
                             }
-                            None if attempt == 0 => missing.push(i),
-                            None => return Err(ClientError::StreamMissing { stream_key }),
+                            None => {
+                                self.inner
+                                    .stale_route_writes
+                                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                                if attempt > 0 {
+                                    return Err(ClientError::StreamMissing { stream_key });
+                                }
+                                missing.push(i);
+                            }
                         }
                     }
                     if missing.is_empty() {
@@ -340,6 +353,10 @@ impl Producer {
         ProducerStats {
             version_regressions: cache.regressions,
             metadata_version: cache.highest_version(),
+            stale_route_writes: self
+                .inner
+                .stale_route_writes
+                .load(std::sync::atomic::Ordering::Relaxed),
         }
     }
 }
