@@ -20,7 +20,7 @@ use rsc_protocol::wire::{
     CreateStreamRequest, CreateStreamResponse, DeleteGroupRequest, GroupResponse,
     ProducerRoutingResponse,
 };
-use rsc_store::{CreateOutcome, DeleteOutcome};
+use rsc_store::DeleteOutcome;
 
 impl Coordinator {
     /// `POST /coord/v1/streams/{p}`: creates the stream's first group, named after the prefix.
@@ -178,7 +178,6 @@ impl Coordinator {
                 ));
             }
         }
-        let keys = self.keys(name);
         self.put_index(name, INDEX_CREATING).await?;
         if self.config.streams.provisioning_enabled {
             provision(
@@ -204,39 +203,18 @@ impl Coordinator {
             now,
             &lifecycle,
         );
-        let created = self
-            .store
-            .create(
-                &keys,
-                &group.to_json(),
-                &crate::clock::iso_ms(now),
-                &[],
-                self.timing.member_lease_ttl_ms,
-            )
-            .await
-            .map_err(|e| {
-                self.note_store_error(&e);
-                ApiError::from(e)
-            })?;
-        match created {
-            CreateOutcome::Created { revision, now_ms } => {
-                self.clock.observe(now_ms);
+        match self.create_metadata(name, group).await? {
+            Some(cached) => {
                 self.put_index(name, INDEX_LIVE).await?;
                 if first_of_prefix {
                     self.reset_stream(&name.stream_prefix, shard_count).await?;
                 } else {
                     self.ensure_stream(&name.stream_prefix, shard_count).await?;
                 }
-                let cached = Cached {
-                    group: std::sync::Arc::new(group),
-                    revision,
-                };
-                self.cache.forget(name);
-                let _ = self.cache.put(name, cached.clone());
                 tracing::info!(stream = %name.stream_prefix, group = %name.consumer_group, shard_count, "group created");
                 Ok(cached)
             }
-            CreateOutcome::AlreadyExists => {
+            None => {
                 self.put_index(name, INDEX_LIVE).await?;
                 Err(ApiError::new(
                     ErrorCode::GroupAlreadyExists,
@@ -249,7 +227,7 @@ impl Coordinator {
         }
     }
 
-    async fn put_index(&self, name: &GroupName, state: &str) -> Result<(), ApiError> {
+    pub(crate) async fn put_index(&self, name: &GroupName, state: &str) -> Result<(), ApiError> {
         let entry = IndexEntry {
             stream_prefix: name.stream_prefix.clone(),
             consumer_group: name.consumer_group.clone(),

@@ -226,6 +226,42 @@ impl Coordinator {
         }
     }
 
+    /// Creates a group's metadata key (create-only) and seeds this replica's cache with it.
+    /// Ok(None): the key already exists.
+    pub async fn create_metadata(
+        &self,
+        name: &GroupName,
+        group: Group,
+    ) -> Result<Option<Cached>, ApiError> {
+        let created = self
+            .store
+            .create(
+                &self.keys(name),
+                &group.to_json(),
+                &iso_ms(group.updated_at_ms),
+                &[],
+                self.timing.member_lease_ttl_ms,
+            )
+            .await
+            .map_err(|e| {
+                self.note_store_error(&e);
+                ApiError::from(e)
+            })?;
+        match created {
+            rsc_store::CreateOutcome::Created { revision, now_ms } => {
+                self.clock.observe(now_ms);
+                let cached = Cached {
+                    group: Arc::new(group),
+                    revision,
+                };
+                self.cache.forget(name);
+                let _ = self.cache.put(name, cached.clone());
+                Ok(Some(cached))
+            }
+            rsc_store::CreateOutcome::AlreadyExists => Ok(None),
+        }
+    }
+
     pub fn note_store_error(&self, e: &StoreError) {
         Stats::bump(&self.stats.redis_errors);
         tracing::warn!(error = %e, "Redis operation failed");

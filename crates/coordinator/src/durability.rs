@@ -13,7 +13,7 @@ use crate::cache::{Cached, GroupName, RevisionRegression};
 use crate::coordinator::{Commit, Coordinator, MAX_CAS_ATTEMPTS};
 use crate::error::ApiError;
 use crate::metrics::snapshot::SuspectedGroup;
-use crate::reconciler::{INDEX_LIVE, IndexEntry};
+use crate::reconciler::INDEX_LIVE;
 use crate::stats::Stats;
 use crate::views::group_response;
 use rsc_group::durability::{self, Signal, SignalKind};
@@ -22,7 +22,6 @@ use rsc_group::model::Group;
 use rsc_protocol::errors::ErrorCode;
 use rsc_protocol::validate;
 use rsc_protocol::wire::HeartbeatRequest;
-use rsc_store::CreateOutcome;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -338,45 +337,12 @@ impl Coordinator {
         name: &GroupName,
         group: Group,
     ) -> Result<Option<Cached>, ApiError> {
-        let keys = self.keys(name);
-        let outcome = self
-            .store
-            .create(
-                &keys,
-                &group.to_json(),
-                &crate::clock::iso_ms(group.updated_at_ms),
-                &[],
-                self.timing.member_lease_ttl_ms,
-            )
-            .await
-            .map_err(|e| {
-                self.note_store_error(&e);
-                ApiError::from(e)
-            })?;
-        match outcome {
-            CreateOutcome::Created { revision, now_ms } => {
-                self.clock.observe(now_ms);
-                let entry = IndexEntry {
-                    stream_prefix: name.stream_prefix.clone(),
-                    consumer_group: name.consumer_group.clone(),
-                    state: INDEX_LIVE.to_owned(),
-                };
-                let value = serde_json::to_string(&entry).unwrap_or_default();
-                self.store
-                    .index_put(&self.index_key(), &keys.metadata, &value)
-                    .await
-                    .map_err(ApiError::from)?;
-                let cached = Cached {
-                    group: std::sync::Arc::new(group),
-                    revision,
-                };
-                self.cache.forget(name);
-                let _ = self.cache.put(name, cached.clone());
-                Ok(Some(cached))
-            }
+        let Some(cached) = self.create_metadata(name, group).await? else {
             // Someone wrote the key meanwhile: decide again on what is there now.
-            CreateOutcome::AlreadyExists => Ok(None),
-        }
+            return Ok(None);
+        };
+        self.put_index(name, INDEX_LIVE).await?;
+        Ok(Some(cached))
     }
 }
 
