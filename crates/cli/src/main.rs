@@ -1,6 +1,7 @@
 //! The `rsc` binary: `rsc serve` runs the coordinator. Further verbs (admin, bench, demo) are added as their
 //! features land.
 
+mod bench;
 mod demo;
 mod hash_password;
 
@@ -37,6 +38,8 @@ enum Command {
     HashPassword,
     /// First run: create a demo stream, run three consumers and a producer, show them live.
     Demo(demo::DemoArgs),
+    /// Benchmarks against a running coordinator (see BENCHMARKS.md).
+    Bench(bench::BenchArgs),
 }
 
 fn init_logging(format: &str) {
@@ -57,6 +60,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::HashPassword => hash_password::run(),
         Command::Demo(args) => demo::run(args),
+        Command::Bench(args) => bench::run(args),
         Command::Serve {
             listen,
             redis_url,
