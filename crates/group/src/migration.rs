@@ -264,17 +264,28 @@ pub fn rollback(
     g.draining_shards.extend(from..current);
     g.draining_shards.retain(|s| *s >= from);
     g.shard_count = from;
-    let mut ended = m;
-    ended.state = MigrationState::RolledBack;
-    ended.end_reason = Some(reason.to_owned());
-    ended.completed_at_ms = Some(now_ms);
-    ended.updated_at_ms = now_ms;
-    g.record(ended);
+    end_by_operator(g, m, MigrationState::RolledBack, reason, now_ms, timing);
+    Ok(true)
+}
+
+/// Files `m` as ended by an operator in `state`, clears the active pointer and re-assigns.
+fn end_by_operator(
+    g: &mut Group,
+    mut m: Migration,
+    state: MigrationState,
+    reason: &str,
+    now_ms: i64,
+    timing: &Timing,
+) {
+    m.state = state;
+    m.end_reason = Some(reason.to_owned());
+    m.completed_at_ms = Some(now_ms);
+    m.updated_at_ms = now_ms;
+    g.record(m);
     g.active_migration_id = None;
     bump_epochs(g);
     recompute_target(g, now_ms, timing);
     g.updated_at_ms = now_ms;
-    Ok(true)
 }
 
 /// Ends the active migration by operator decision: removed shards leave the assignment without drain
@@ -300,15 +311,6 @@ pub fn force_complete(
         )));
     }
     g.draining_shards.clear();
-    let mut ended = m;
-    ended.state = MigrationState::ForceCompleted;
-    ended.end_reason = Some(reason.to_owned());
-    ended.completed_at_ms = Some(now_ms);
-    ended.updated_at_ms = now_ms;
-    g.record(ended);
-    g.active_migration_id = None;
-    bump_epochs(g);
-    recompute_target(g, now_ms, timing);
-    g.updated_at_ms = now_ms;
+    end_by_operator(g, m, MigrationState::ForceCompleted, reason, now_ms, timing);
     Ok(true)
 }
