@@ -19,6 +19,8 @@ fn obs_config(url: &str) -> rsc_coordinator::config::Config {
         rsc_coordinator::config::Dur(Duration::from_millis(100));
     c.coordinator.metrics.listen = "127.0.0.1:0".into();
     c.coordinator.stale_member_retention = rsc_coordinator::config::Dur(Duration::from_millis(500));
+    // Long enough that a slow scrape on a loaded machine never sees A's lease lapse while it waits on B.
+    c.coordinator.member_lease_ttl = rsc_coordinator::config::Dur(Duration::from_secs(3));
     c
 }
 
@@ -144,8 +146,13 @@ async fn metrics_after_real_scenarios_have_the_runbook_names_types_and_labels() 
         beat(&api, &mut a, 7).await;
     }
     assert_eq!(a.owned, vec![0, 1, 2, 3]);
-    let e = scrape_until(&metrics, "A's consumer_shard_pending", |e| {
-        e.value(
+    // A keeps heartbeating while we wait, so its lease stays current however slowly this machine scrapes;
+    // the lease gauge must be positive and at most the TTL (3 s), the heartbeat age under the TTL.
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        beat(&api, &mut a, 7).await;
+        let e = scrape(&metrics).await;
+        let pending_seen = e.value(
             "redis_stream_coord_consumer_shard_pending",
             &[
                 ("stream", "obs"),
@@ -153,30 +160,33 @@ async fn metrics_after_real_scenarios_have_the_runbook_names_types_and_labels() 
                 ("member", "a"),
                 ("shard", "2"),
             ],
-        ) == Some(7.0)
-    })
-    .await;
-    assert!(
-        e.value(
+        ) == Some(7.0);
+        let progress_age = e.value(
             "redis_stream_coord_consumer_shard_progress_age_seconds",
-            &[("member", "a"), ("shard", "0")]
-        )
-        .is_some_and(|v| v < 60.0)
-    );
-    assert!(
-        e.value(
+            &[("member", "a"), ("shard", "0")],
+        );
+        let lease = e.value(
             "redis_stream_coord_member_lease_remaining_seconds",
-            &[("member", "a")]
-        )
-        .is_some_and(|v| v > 0.0 && v <= 1.5)
-    );
-    assert!(
-        e.value(
+            &[("member", "a")],
+        );
+        let heartbeat_age = e.value(
             "redis_stream_coord_member_heartbeat_age_seconds",
-            &[("member", "a")]
-        )
-        .is_some_and(|v| v < 1.5)
-    );
+            &[("member", "a")],
+        );
+        if pending_seen
+            && progress_age.is_some_and(|v| v < 60.0)
+            && lease.is_some_and(|v| v > 0.0 && v <= 3.0)
+            && heartbeat_age.is_some_and(|v| v < 3.0)
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "A's gauges never matched: pending(shard 2)={pending_seen} progress_age={progress_age:?} \
+             lease_remaining={lease:?} heartbeat_age={heartbeat_age:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 
     // B joins: shards are revoked from A, and revoke_pending rises before A releases them.
     let mut b = Member::new("b");
