@@ -1,0 +1,40 @@
+//! The pieces of the deterministic simulation (`tests/simulation.rs`): one concept per file.
+//!
+//! - [`rng`]: the seeded PRNG every random choice comes from;
+//! - [`store`]: Redis as the state machine sees it (CAS, the steady renewal script, leases by Redis time);
+//! - [`net`]: the network between members and coordinator replicas (delay, drop, duplicate, reorder);
+//! - [`replica`]: a coordinator replica (cached aggregate, skewed clock, pauses, crashes, reconciler);
+//! - [`client`]: a consumer that follows the protocol as the SDK does (one call at a time, fail-over);
+//! - [`checks`]: design.md's invariants 1–6 as checks on writes, responses and what clients read;
+//! - [`world`]: the scenario: everything above, the fault schedule, operator actions, convergence.
+
+pub mod checks;
+pub mod client;
+pub mod net;
+pub mod replica;
+pub mod rng;
+pub mod store;
+pub mod world;
+
+use rsc_group::timing::Timing;
+
+/// The state machine's timing in the simulation (short, so a scenario covers many leases).
+pub const TIMING: Timing = Timing {
+    heartbeat_interval_ms: 100,
+    member_lease_ttl_ms: 500,
+    rebalance_timeout_ms: 1_500,
+    stale_member_retention_ms: 5_000,
+    hold_margin_ms: 50,
+};
+/// Client-side lease: shorter than the member lease TTL by a safety margin (invariant 4).
+pub const CLIENT_LEASE_MS: i64 = 400;
+/// Timeout of one heartbeat attempt, as the SDK's default: a third of the client lease.
+pub const HEARTBEAT_TIMEOUT_MS: i64 = CLIENT_LEASE_MS / 3;
+/// One simulation step.
+pub const STEP_MS: i64 = 10;
+
+/// `SIM_TRACE=1`: print every message a client applies or drops (for re-running one seed).
+pub fn tracing() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("SIM_TRACE").is_ok_and(|v| v == "1"))
+}
