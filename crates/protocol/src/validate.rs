@@ -6,6 +6,7 @@
 //! [`ValidationError`] that names the wire field (e.g. `streamPrefix`) and says what to fix, so the
 //! API can answer 400 with a useful message.
 
+use crate::wire::HeartbeatRequest;
 use thiserror::Error;
 
 /// Longest stream prefix, consumer group or member id, in UTF-8 bytes.
@@ -59,6 +60,11 @@ pub enum ValidationError {
         max: i64,
         actual: i64,
     },
+
+    /// Any other field rule of a request body; `field` is the field's path, e.g.
+    /// `revokingShards[shard 3].inFlight`.
+    #[error("{field}: {rule}")]
+    Field { field: String, rule: String },
 }
 
 impl ValidationError {
@@ -72,6 +78,14 @@ impl ValidationError {
             | ValidationError::HashTagCharacter { field }
             | ValidationError::Colon { field }
             | ValidationError::OutOfRange { field, .. } => field,
+            ValidationError::Field { field, .. } => field,
+        }
+    }
+
+    fn field_rule(field: impl Into<String>, rule: impl Into<String>) -> Self {
+        ValidationError::Field {
+            field: field.into(),
+            rule: rule.into(),
         }
     }
 }
@@ -126,6 +140,98 @@ pub fn validate_text(
         return Err(ValidationError::Blank { field });
     }
     check_len(field, value, MAX_TEXT_LEN)
+}
+
+/// Longest free-text field of a shard progress report, in bytes.
+pub const MAX_PROGRESS_FIELD_LEN: usize = 512;
+
+/// The field rules of a heartbeat body that the API answers with HTTP 400 (everything else about a
+/// heartbeat is answered with a heartbeat status). The path's names are checked separately.
+pub fn validate_heartbeat_request(req: &HeartbeatRequest) -> Result<(), ValidationError> {
+    let max_list = MAX_SHARD_COUNT as usize;
+    if req.protocol_version < 1 {
+        return Err(ValidationError::field_rule(
+            "protocolVersion",
+            "must be at least 1",
+        ));
+    }
+    validate_text("requestId", &req.request_id, true)?;
+    if req.request_id.len() > MAX_ID_LEN {
+        return Err(ValidationError::field_rule(
+            "requestId",
+            format!("must be at most {MAX_ID_LEN} bytes"),
+        ));
+    }
+    if req
+        .member_name
+        .as_ref()
+        .is_some_and(|n| n.len() > MAX_ID_LEN)
+    {
+        return Err(ValidationError::field_rule(
+            "memberName",
+            format!("must be at most {MAX_ID_LEN} bytes"),
+        ));
+    }
+    if req.metadata_version < 0 {
+        return Err(ValidationError::field_rule(
+            "metadataVersion",
+            "must be at least 0",
+        ));
+    }
+    let cap = &req.runtime_consumer_capacity;
+    if cap.runtime_max_concurrency < 1 {
+        return Err(ValidationError::field_rule(
+            "runtimeConsumerCapacity.runtimeMaxConcurrency",
+            "must be at least 1",
+        ));
+    }
+    if cap.available_concurrency < 0 {
+        return Err(ValidationError::field_rule(
+            "runtimeConsumerCapacity.availableConcurrency",
+            "must be at least 0",
+        ));
+    }
+    for (field, len) in [
+        ("ownedShards", req.owned_shards.len()),
+        ("revokingShards", req.revoking_shards.len()),
+        ("shardProgress", req.shard_progress.len()),
+    ] {
+        if len > max_list {
+            return Err(ValidationError::field_rule(
+                field,
+                format!("at most {max_list} entries"),
+            ));
+        }
+    }
+    if let Some(r) = req.revoking_shards.iter().find(|r| r.in_flight < 0) {
+        return Err(ValidationError::field_rule(
+            format!("revokingShards[shard {}].inFlight", r.shard.shard_index),
+            "must be at least 0",
+        ));
+    }
+    for p in &req.shard_progress {
+        let shard = p.shard.shard_index;
+        if p.pending_count < 0 {
+            return Err(ValidationError::field_rule(
+                format!("shardProgress[shard {shard}].pendingCount"),
+                "must be at least 0",
+            ));
+        }
+        for (field, v) in [
+            ("streamKey", &p.stream_key),
+            ("lastDeliveredId", &p.last_delivered_id),
+            ("lastAckedId", &p.last_acked_id),
+            ("updatedAt", &p.updated_at),
+        ] {
+            if v.as_ref().is_some_and(|s| s.len() > MAX_PROGRESS_FIELD_LEN) {
+                return Err(ValidationError::field_rule(
+                    format!("shardProgress[shard {shard}].{field}"),
+                    format!("at most {MAX_PROGRESS_FIELD_LEN} bytes"),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The rules shared by all names that become part of Redis keys or consumer names.
@@ -401,5 +507,62 @@ mod tests {
                 actual: MAX_TEXT_LEN + 1
             })
         );
+    }
+
+    fn heartbeat() -> HeartbeatRequest {
+        serde_json::from_str(
+            r#"{"protocolVersion":1,"requestId":"r","memberId":"m","memberEpoch":0,"metadataVersion":0,
+                "runtimeConsumerCapacity":{"runtimeMaxConcurrency":1,"availableConcurrency":0},
+                "revokingShards":[{"shard":3,"state":"DRAINING","inFlight":1}],
+                "shardProgress":[{"shard":3,"pendingCount":0,"lastAckedId":"1-0"}]}"#,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn heartbeat_rules_name_the_field_path() {
+        assert_eq!(validate_heartbeat_request(&heartbeat()), Ok(()));
+        type Edit = fn(&mut HeartbeatRequest);
+        let cases: [(Edit, &str); 8] = [
+            (
+                |r| r.protocol_version = 0,
+                "protocolVersion: must be at least 1",
+            ),
+            (
+                |r| r.request_id = " ".into(),
+                "requestId: must not be blank",
+            ),
+            (
+                |r| r.request_id = "r".repeat(201),
+                "requestId: must be at most 200 bytes",
+            ),
+            (
+                |r| r.metadata_version = -1,
+                "metadataVersion: must be at least 0",
+            ),
+            (
+                |r| r.runtime_consumer_capacity.runtime_max_concurrency = 0,
+                "runtimeConsumerCapacity.runtimeMaxConcurrency: must be at least 1",
+            ),
+            (
+                |r| r.revoking_shards[0].in_flight = -1,
+                "revokingShards[shard 3].inFlight: must be at least 0",
+            ),
+            (
+                |r| r.shard_progress[0].pending_count = -1,
+                "shardProgress[shard 3].pendingCount: must be at least 0",
+            ),
+            (
+                |r| r.shard_progress[0].last_acked_id = Some("1".repeat(513)),
+                "shardProgress[shard 3].lastAckedId: at most 512 bytes",
+            ),
+        ];
+        for (edit, message) in cases {
+            let mut r = heartbeat();
+            edit(&mut r);
+            let err = validate_heartbeat_request(&r).unwrap_err();
+            assert_eq!(err.to_string(), message);
+            assert!(message.starts_with(err.field()), "{message}");
+        }
     }
 }

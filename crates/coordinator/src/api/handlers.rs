@@ -84,87 +84,11 @@ pub async fn heartbeat(
     validate::validate_stream_prefix(&p)?;
     validate::validate_consumer_group(&g)?;
     validate::validate_member_id(&member_id)?;
-    validate_heartbeat(&req)?;
+    validate::validate_heartbeat_request(&req)?;
     Ok(ok(
         StatusCode::OK,
         c.heartbeat(&GroupName::new(&p, &g), &member_id, &req).await,
     ))
-}
-
-/// Field checks the contract answers with HTTP 400 (everything else is a heartbeat status).
-fn validate_heartbeat(req: &HeartbeatRequest) -> Result<(), ApiError> {
-    let max_list = rsc_protocol::validate::MAX_SHARD_COUNT as usize;
-    if req.protocol_version < 1 {
-        return Err(ApiError::invalid("protocolVersion: must be at least 1"));
-    }
-    validate::validate_text("requestId", &req.request_id, true)?;
-    if req.request_id.len() > validate::MAX_ID_LEN {
-        return Err(ApiError::invalid(format!(
-            "requestId: must be at most {} bytes",
-            validate::MAX_ID_LEN
-        )));
-    }
-    if let Some(name) = &req.member_name
-        && name.len() > validate::MAX_ID_LEN
-    {
-        return Err(ApiError::invalid(format!(
-            "memberName: must be at most {} bytes",
-            validate::MAX_ID_LEN
-        )));
-    }
-    if req.metadata_version < 0 {
-        return Err(ApiError::invalid("metadataVersion: must be at least 0"));
-    }
-    let cap = &req.runtime_consumer_capacity;
-    if cap.runtime_max_concurrency < 1 {
-        return Err(ApiError::invalid(
-            "runtimeConsumerCapacity.runtimeMaxConcurrency: must be at least 1",
-        ));
-    }
-    if cap.available_concurrency < 0 {
-        return Err(ApiError::invalid(
-            "runtimeConsumerCapacity.availableConcurrency: must be at least 0",
-        ));
-    }
-    for (field, len) in [
-        ("ownedShards", req.owned_shards.len()),
-        ("revokingShards", req.revoking_shards.len()),
-        ("shardProgress", req.shard_progress.len()),
-    ] {
-        if len > max_list {
-            return Err(ApiError::invalid(format!(
-                "{field}: at most {max_list} entries"
-            )));
-        }
-    }
-    if let Some(r) = req.revoking_shards.iter().find(|r| r.in_flight < 0) {
-        return Err(ApiError::invalid(format!(
-            "revokingShards[shard {}].inFlight: must be at least 0",
-            r.shard.shard_index
-        )));
-    }
-    for p in &req.shard_progress {
-        if p.pending_count < 0 {
-            return Err(ApiError::invalid(format!(
-                "shardProgress[shard {}].pendingCount: must be at least 0",
-                p.shard.shard_index
-            )));
-        }
-        for (field, v) in [
-            ("streamKey", &p.stream_key),
-            ("lastDeliveredId", &p.last_delivered_id),
-            ("lastAckedId", &p.last_acked_id),
-            ("updatedAt", &p.updated_at),
-        ] {
-            if v.as_ref().is_some_and(|s| s.len() > 512) {
-                return Err(ApiError::invalid(format!(
-                    "shardProgress[shard {}].{field}: at most 512 bytes",
-                    p.shard.shard_index
-                )));
-            }
-        }
-    }
-    Ok(())
 }
 
 pub async fn health(State(c): Coord) -> Response {
