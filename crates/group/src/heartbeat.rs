@@ -434,9 +434,18 @@ fn accept(
         } else {
             member_response(g, &member.member_id, req, timing)
         };
+        // A leave that already released everything has no lease left to renew (it was removed with the
+        // last release): a retry after a lost answer gets the same OK, and nothing is stored.
+        let outcome = if leaving && m.assigned.is_empty() && m.revoking.is_empty() {
+            Outcome::Rejected {
+                needs_fresh_state: true,
+            }
+        } else {
+            Outcome::Steady
+        };
         return Decision {
             response,
-            outcome: Outcome::Steady,
+            outcome,
             signals,
         };
     }
