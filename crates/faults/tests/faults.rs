@@ -1,0 +1,1150 @@
+//! The fault-injection end-to-end run (issue 6): real processes, a seeded schedule of faults during
+//! traffic, and end checks over the ownership logs and Redis. See the `rsc_faults` crate documentation for
+//! what the read-interval invariant means under SIGKILL and SIGSTOP.
+//!
+//! Started here: `redis-server` (AOF, `appendfsync always`), two `rsc serve` replicas, per consumer a
+//! loopback proxy in front of each replica, `FAULTS_CONSUMERS` (3) consumer processes and one producer
+//! process. Faults: SIGKILL a consumer (restarted under the same member id), SIGSTOP/SIGCONT a consumer and
+//! a coordinator, SIGKILL a coordinator (restarted on its port), restart Redis (graceful or SIGKILL), proxy
+//! latency and connection cuts, a scale-out and a scale-in during traffic. After each fault heals, the
+//! group must converge (bounded wait), and that time is reported.
+//!
+//! Default (CI): each fault kind once, in a seeded order. Long run: `FAULTS_DURATION_SECS=600` keeps
+//! drawing faults until then. `FAULTS_SEED=<n>` replays a schedule (the seed is printed); the report is
+//! printed (use `-- --nocapture`) and the run directory with every log is kept when the run fails.
+//!
+//! `rsc` is the binary built next to this test (`target/<profile>/rsc`, built by `cargo test --workspace`)
+//! or `RSC_BIN`; the test refuses a binary older than the sources it is built from.
+
+use rsc_client::{CoordinatorClient, CreateStream, Credentials};
+use rsc_faults::STREAM;
+use rsc_faults::check::{self, Accounting, Incarnation};
+use rsc_faults::log::{Line, LogTail, now_ns};
+use rsc_faults::rng::Rng;
+use rsc_testkit::RedisServer;
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const ADMIN_PASSWORD: &str = "faults-admin-password";
+/// Coordinator timing: heartbeat 200 ms, member lease TTL 3 s.
+const MEMBER_LEASE_TTL: Duration = Duration::from_secs(3);
+/// Consumers' assignment lease: the TTL minus a 1.2 s margin.
+const CLIENT_LEASE: Duration = Duration::from_millis(1800);
+const INITIAL_SHARDS: u32 = 4;
+const MAX_SHARDS: u32 = 8;
+const MIN_SHARDS: u32 = 2;
+/// How long the group may take to converge after a fault heals.
+const CONVERGENCE_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long the final drain (every published record acknowledged) may take.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(60);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Fault {
+    KillConsumer,
+    PauseConsumer,
+    PauseCoordinator,
+    KillCoordinator,
+    RestartRedis,
+    ProxyLatency,
+    ProxyCut,
+    ScaleOut,
+    ScaleIn,
+}
+
+const ALL_FAULTS: [Fault; 9] = [
+    Fault::KillConsumer,
+    Fault::PauseConsumer,
+    Fault::PauseCoordinator,
+    Fault::KillCoordinator,
+    Fault::RestartRedis,
+    Fault::ProxyLatency,
+    Fault::ProxyCut,
+    Fault::ScaleOut,
+    Fault::ScaleIn,
+];
+
+struct Settings {
+    seed: u64,
+    /// 0: each fault once.
+    duration: Duration,
+    consumers: usize,
+    rate: u64,
+}
+
+impl Settings {
+    fn from_env() -> Settings {
+        let num = |name: &str| {
+            std::env::var(name).ok().map(|v| {
+                v.parse::<u64>()
+                    .unwrap_or_else(|_| panic!("{name} must be a number, got {v:?}"))
+            })
+        };
+        let seed = num("FAULTS_SEED").unwrap_or_else(|| {
+            SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        });
+        Settings {
+            seed,
+            duration: Duration::from_secs(num("FAULTS_DURATION_SECS").unwrap_or(0)),
+            consumers: num("FAULTS_CONSUMERS").unwrap_or(3).max(3) as usize,
+            rate: num("FAULTS_RATE").unwrap_or(150),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Processes
+
+fn send_signal(pid: u32, sig: libc::c_int) {
+    // SAFETY: kill(2) with a pid of a child we own; no memory is shared.
+    let rc = unsafe { libc::kill(pid as libc::pid_t, sig) };
+    assert_eq!(rc, 0, "kill({pid}, {sig}) failed");
+}
+
+/// Waits until /proc shows the process stopped (state T), so the pause is in effect when we timestamp it.
+fn wait_stopped(pid: u32) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // Field 3, after the parenthesised command name.
+        let state = stat.rsplit_once(") ").map(|(_, rest)| rest.chars().next());
+        if matches!(state, Some(Some('T' | 't'))) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "process {pid} did not stop");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+fn rsc_binary() -> PathBuf {
+    let path = std::env::var_os("RSC_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let exe = std::env::current_exe().expect("test executable path");
+            // target/<profile>/deps/faults-<hash> → target/<profile>/rsc
+            exe.parent()
+                .and_then(Path::parent)
+                .expect("test executable lives in target/<profile>/deps")
+                .join("rsc")
+        });
+    let built = std::fs::metadata(&path)
+        .and_then(|m| m.modified())
+        .unwrap_or_else(|_| {
+            panic!(
+                "the rsc binary {} is missing: build it with `cargo build -p rsc-cli` \
+                 (cargo test --workspace does) or point RSC_BIN at one",
+                path.display()
+            )
+        });
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    for krate in ["cli", "coordinator", "store", "group", "protocol"] {
+        if let Some(newer) = newer_file(&root.join("crates").join(krate).join("src"), built) {
+            panic!(
+                "the rsc binary {} is older than {}: rebuild it with `cargo build -p rsc-cli`",
+                path.display(),
+                newer.display()
+            );
+        }
+    }
+    path
+}
+
+fn newer_file(dir: &Path, than: SystemTime) -> Option<PathBuf> {
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let p = entry.path();
+        if p.is_dir() {
+            if let Some(found) = newer_file(&p, than) {
+                return Some(found);
+            }
+        } else if entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|m| m > than)
+        {
+            return Some(p);
+        }
+    }
+    None
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn healthy(port: u16) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
+    if s.write_all(b"GET /healthz HTTP/1.0\r\nHost: localhost\r\n\r\n")
+        .is_err()
+    {
+        return false;
+    }
+    let mut head = [0u8; 12];
+    s.read_exact(&mut head).is_ok() && head.ends_with(b"200")
+}
+
+/// One `rsc serve` replica on a fixed port (kept across restarts).
+struct Rsc {
+    bin: PathBuf,
+    port: u16,
+    redis_url: String,
+    log: PathBuf,
+    child: Option<Child>,
+    starts: usize,
+}
+
+impl Rsc {
+    fn new(bin: &Path, redis_url: &str, dir: &Path, name: &str) -> Rsc {
+        let mut rsc = Rsc {
+            bin: bin.to_owned(),
+            port: free_port(),
+            redis_url: redis_url.to_owned(),
+            log: dir.join(format!("{name}.log")),
+            child: None,
+            starts: 0,
+        };
+        rsc.start();
+        rsc
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    fn start(&mut self) {
+        self.starts += 1;
+        let stderr = File::options()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .unwrap();
+        let child = Command::new(&self.bin)
+            .args([
+                "serve",
+                "--listen",
+                &format!("127.0.0.1:{}", self.port),
+                "--redis-url",
+                &self.redis_url,
+            ])
+            .env("COORDINATOR_HEARTBEAT_INTERVAL", "200ms")
+            .env(
+                "COORDINATOR_MEMBER_LEASE_TTL",
+                format!("{}ms", MEMBER_LEASE_TTL.as_millis()),
+            )
+            .env("COORDINATOR_REBALANCE_TIMEOUT", "6s")
+            .env("COORDINATOR_LOOP_TICK_INTERVAL", "100ms")
+            .env("RSC_ADMIN_PASSWORD", ADMIN_PASSWORD)
+            .env("RSC_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .expect("rsc binary starts");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !healthy(self.port) {
+            assert!(
+                Instant::now() < deadline,
+                "rsc on port {} did not become healthy; see {}",
+                self.port,
+                self.log.display()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Rsc {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A loopback TCP proxy that can add latency to every chunk and cut (and refuse) connections.
+struct Proxy {
+    port: u16,
+    latency_ms: Arc<AtomicU64>,
+    refuse: Arc<AtomicBool>,
+    cut_tx: tokio::sync::watch::Sender<u64>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Proxy {
+    async fn start(target_port: u16) -> Proxy {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let latency_ms = Arc::new(AtomicU64::new(0));
+        let refuse = Arc::new(AtomicBool::new(false));
+        let (cut_tx, cut_rx) = tokio::sync::watch::channel(0u64);
+        let (lat, refusing) = (latency_ms.clone(), refuse.clone());
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((inbound, _)) = listener.accept().await else {
+                    return;
+                };
+                if refusing.load(Ordering::SeqCst) {
+                    drop(inbound);
+                    continue;
+                }
+                let mut cut_rx = cut_rx.clone();
+                cut_rx.mark_unchanged();
+                let lat = lat.clone();
+                tokio::spawn(async move {
+                    let Ok(outbound) =
+                        tokio::net::TcpStream::connect(("127.0.0.1", target_port)).await
+                    else {
+                        return;
+                    };
+                    let (ri, wi) = inbound.into_split();
+                    let (ro, wo) = outbound.into_split();
+                    tokio::select! {
+                        _ = pump(ri, wo, lat.clone()) => {}
+                        _ = pump(ro, wi, lat) => {}
+                        _ = cut_rx.changed() => {}
+                    }
+                });
+            }
+        });
+        Proxy {
+            port,
+            latency_ms,
+            refuse,
+            cut_tx,
+            task,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn set_latency(&self, d: Duration) {
+        self.latency_ms
+            .store(d.as_millis() as u64, Ordering::SeqCst);
+    }
+
+    /// Drops every connection and refuses new ones until [`Proxy::heal`].
+    fn cut(&self) {
+        self.refuse.store(true, Ordering::SeqCst);
+        self.cut_tx.send_modify(|g| *g += 1);
+    }
+
+    fn heal(&self) {
+        self.refuse.store(false, Ordering::SeqCst);
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Copies one direction, delaying each chunk by the current latency. Ends at EOF or error.
+async fn pump(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    latency_ms: Arc<AtomicU64>,
+) {
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        let n = match from.read(&mut buf).await {
+            Ok(0) | Err(_) => {
+                let _ = to.shutdown().await;
+                return;
+            }
+            Ok(n) => n,
+        };
+        let l = latency_ms.load(Ordering::SeqCst);
+        if l > 0 {
+            tokio::time::sleep(Duration::from_millis(l)).await;
+        }
+        if to.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// One worker process lifetime and what we know of it.
+struct Worker {
+    name: String,
+    member: String,
+    tail: LogTail,
+    lines: Vec<Line>,
+    /// Shards with an open read interval, from the log.
+    open: BTreeSet<u32>,
+    child: Option<Child>,
+    killed_at_ns: Option<u64>,
+    pauses: Vec<(u64, u64)>,
+}
+
+impl Worker {
+    fn spawn(args: &[String], member: &str, index: usize, dir: &Path) -> Worker {
+        let name = format!("{member}#{index}");
+        let log = dir.join(format!("{member}-{index}.jsonl"));
+        let stderr = File::create(dir.join(format!("{member}-{index}.stderr"))).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_rsc-fault-worker"))
+            .args(args)
+            .arg("--log")
+            .arg(&log)
+            .env("RSC_USERNAME", "admin")
+            .env("RSC_PASSWORD", ADMIN_PASSWORD)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .expect("worker starts");
+        Worker {
+            name,
+            member: member.to_owned(),
+            tail: LogTail::new(&log),
+            lines: Vec::new(),
+            open: BTreeSet::new(),
+            child: Some(child),
+            killed_at_ns: None,
+            pauses: Vec::new(),
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    fn poll(&mut self) {
+        let new = self
+            .tail
+            .poll()
+            .unwrap_or_else(|e| panic!("{}: {e}", self.name));
+        for l in &new {
+            match l {
+                Line::ReadStarted { shard, .. } => {
+                    self.open.insert(*shard);
+                }
+                Line::ReadStopped { shard, .. } => {
+                    self.open.remove(shard);
+                }
+                _ => {}
+            }
+        }
+        self.lines.extend(new);
+    }
+
+    /// SIGKILL; the kill time is taken after the process was reaped.
+    fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+            self.killed_at_ns = Some(now_ns());
+        }
+    }
+
+    /// SIGTERM and wait (bounded); SIGKILL if it does not exit. Returns whether it exited by itself.
+    fn terminate(&mut self, timeout: Duration) -> bool {
+        let Some(mut c) = self.child.take() else {
+            return true;
+        };
+        send_signal(c.id(), libc::SIGTERM);
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = c.try_wait() {
+                return status.success();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = c.kill();
+        let _ = c.wait();
+        self.killed_at_ns = Some(now_ns());
+        false
+    }
+
+    fn incarnation(&self) -> Incarnation {
+        Incarnation {
+            name: self.name.clone(),
+            lines: self.lines.clone(),
+            killed_at_ns: self.killed_at_ns,
+            pauses: self.pauses.clone(),
+        }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The run
+
+struct FaultRecord {
+    kind: Fault,
+    detail: String,
+    converged_after: Option<Duration>,
+}
+
+struct Run {
+    settings: Settings,
+    rng: Rng,
+    dir: PathBuf,
+    redis: RedisServer,
+    coordinators: Vec<Rsc>,
+    /// Per consumer slot: one proxy per coordinator.
+    proxies: Vec<Vec<Proxy>>,
+    /// Per consumer slot: its incarnations, the last one live.
+    consumers: Vec<Vec<Worker>>,
+    producer: Option<Worker>,
+    http: reqwest::Client,
+    shards: u32,
+    redis_restarts: usize,
+    faults: Vec<FaultRecord>,
+    failures: Vec<String>,
+}
+
+impl Run {
+    async fn start(settings: Settings) -> Run {
+        let dir = std::env::temp_dir().join(format!(
+            "rsc-faults-{}-{}",
+            settings.seed,
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bin = rsc_binary();
+        let redis = RedisServer::builder()
+            .appendonly(true)
+            .args(["--appendfsync", "always"])
+            .start();
+        let coordinators = vec![
+            Rsc::new(&bin, &redis.url(), &dir, "rsc-a"),
+            Rsc::new(&bin, &redis.url(), &dir, "rsc-b"),
+        ];
+        let coord = CoordinatorClient::builder([coordinators[0].url(), coordinators[1].url()])
+            .credentials(Some(Credentials::new("admin", ADMIN_PASSWORD)))
+            .request_timeout(Duration::from_secs(2))
+            .build()
+            .unwrap();
+        let created = coord
+            .create_stream(STREAM, INITIAL_SHARDS, "faults")
+            .await
+            .unwrap();
+        assert!(matches!(created, CreateStream::Created(_)));
+        let mut run = Run {
+            rng: Rng::new(settings.seed),
+            settings,
+            dir,
+            redis,
+            coordinators,
+            proxies: Vec::new(),
+            consumers: Vec::new(),
+            producer: None,
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(1))
+                .build()
+                .unwrap(),
+            shards: INITIAL_SHARDS,
+            redis_restarts: 0,
+            faults: Vec::new(),
+            failures: Vec::new(),
+        };
+        for slot in 0..run.settings.consumers {
+            let mut proxies = Vec::new();
+            for c in &run.coordinators {
+                proxies.push(Proxy::start(c.port).await);
+            }
+            run.proxies.push(proxies);
+            let w = run.spawn_consumer(slot, 1);
+            run.consumers.push(vec![w]);
+        }
+        let mut args = vec!["producer".to_owned()];
+        for c in &run.coordinators {
+            args.extend(["--coordinator".to_owned(), c.url()]);
+        }
+        args.extend([
+            "--stream".into(),
+            STREAM.into(),
+            "--redis-url".into(),
+            run.redis.url(),
+            "--rate".into(),
+            run.settings.rate.to_string(),
+        ]);
+        run.producer = Some(Worker::spawn(&args, "producer", 1, &run.dir));
+        run
+    }
+
+    fn spawn_consumer(&self, slot: usize, index: usize) -> Worker {
+        let member = format!("c{}", slot + 1);
+        let mut args = vec!["consumer".to_owned(), "--member".into(), member.clone()];
+        for p in &self.proxies[slot] {
+            args.extend(["--coordinator".to_owned(), p.url()]);
+        }
+        args.extend([
+            "--stream".into(),
+            STREAM.into(),
+            "--redis-url".into(),
+            self.redis.url(),
+            "--lease-ms".into(),
+            CLIENT_LEASE.as_millis().to_string(),
+        ]);
+        Worker::spawn(&args, &member, index, &self.dir)
+    }
+
+    fn live(&mut self, slot: usize) -> &mut Worker {
+        self.consumers[slot]
+            .last_mut()
+            .expect("a consumer slot has a worker")
+    }
+
+    async fn sleep_ms(&mut self, lo: u64, hi: u64) -> Duration {
+        let d = Duration::from_millis(self.rng.range(lo, hi));
+        tokio::time::sleep(d).await;
+        d
+    }
+
+    /// GET a coordinator JSON view from whichever replica answers.
+    async fn get(&self, path: &str) -> Result<Value, String> {
+        let mut errors = Vec::new();
+        for c in &self.coordinators {
+            if c.child.is_none() {
+                continue;
+            }
+            let r = self
+                .http
+                .get(format!("{}{path}", c.url()))
+                .basic_auth("admin", Some(ADMIN_PASSWORD))
+                .send()
+                .await;
+            match r {
+                Ok(r) if r.status().is_success() => {
+                    return r.json().await.map_err(|e| e.to_string());
+                }
+                Ok(r) => errors.push(format!("{}: {}", c.url(), r.status())),
+                Err(e) => errors.push(format!("{}: {e}", c.url())),
+            }
+        }
+        Err(format!("GET {path}: {}", errors.join("; ")))
+    }
+
+    /// Why the group is not converged yet, or `None` when it is: the expected shard count with no
+    /// migration, every shard targeted at exactly one live consumer, granted = reported = target, nothing
+    /// revoking or held, no invariant violation, and each live consumer reading exactly its target.
+    async fn not_converged(&mut self) -> Option<String> {
+        for slot in &mut self.consumers {
+            slot.last_mut().unwrap().poll();
+        }
+        let base = format!("/coord/v1/monitoring/streams/{STREAM}/groups/{STREAM}");
+        let summary = match self.get(&base).await {
+            Ok(v) => v,
+            Err(e) => return Some(e),
+        };
+        if summary["shardCount"] != json!(self.shards) || !summary["activeMigration"].is_null() {
+            return Some(format!(
+                "shardCount {} (want {}), activeMigration {}",
+                summary["shardCount"], self.shards, summary["activeMigration"]
+            ));
+        }
+        let a = match self.get(&format!("{base}/assignments")).await {
+            Ok(v) => v,
+            Err(e) => return Some(e),
+        };
+        let live: BTreeSet<String> = self
+            .consumers
+            .iter()
+            .map(|s| s.last().unwrap().member.clone())
+            .collect();
+        let shards = |v: &Value| -> BTreeSet<u32> {
+            v.as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|s| s["shardIndex"].as_u64().map(|n| n as u32))
+                .collect()
+        };
+        let target: BTreeMap<String, BTreeSet<u32>> = a["targetAssignment"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(m, v)| (m.clone(), shards(v)))
+            .collect();
+        if target.keys().cloned().collect::<BTreeSet<_>>() != live {
+            return Some(format!("target members {:?}, live {live:?}", target.keys()));
+        }
+        let mut all = BTreeSet::new();
+        for (m, s) in &target {
+            for x in s {
+                if !all.insert(*x) {
+                    return Some(format!("shard {x} targeted twice ({m})"));
+                }
+            }
+            if shards(&a["grantedAssignments"][m]) != *s
+                || shards(&a["currentAssignments"][m]) != *s
+            {
+                return Some(format!(
+                    "{m}: target {s:?}, granted {}, current {}",
+                    a["grantedAssignments"][m], a["currentAssignments"][m]
+                ));
+            }
+        }
+        if all != (0..self.shards).collect() {
+            return Some(format!("targeted shards {all:?} of {}", self.shards));
+        }
+        for key in ["revokeProgress", "holds", "invariantViolations"] {
+            let empty = match &a[key] {
+                Value::Array(v) => v.is_empty(),
+                Value::Object(o) => o.is_empty(),
+                _ => false,
+            };
+            if !empty {
+                return Some(format!("{key}: {}", a[key]));
+            }
+        }
+        for slot in &self.consumers {
+            let w = slot.last().unwrap();
+            if w.open != target[&w.member] {
+                return Some(format!(
+                    "{} reads {:?}, target {:?}",
+                    w.name, w.open, target[&w.member]
+                ));
+            }
+        }
+        None
+    }
+
+    /// Waits (bounded) until the group converged; records a failure if it does not.
+    async fn converge(&mut self, after: &str) -> Option<Duration> {
+        let started = Instant::now();
+        let mut last = String::new();
+        while started.elapsed() < CONVERGENCE_TIMEOUT {
+            match self.not_converged().await {
+                None => return Some(started.elapsed()),
+                Some(why) => last = why,
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        self.failures.push(format!(
+            "not converged {CONVERGENCE_TIMEOUT:?} after {after}: {last}"
+        ));
+        None
+    }
+
+    async fn inject(&mut self, kind: Fault) -> String {
+        let slot = self.rng.index(self.consumers.len());
+        let member = format!("c{}", slot + 1);
+        match kind {
+            Fault::KillConsumer => {
+                self.live(slot).kill();
+                let down = self.sleep_ms(0, 1500).await;
+                let index = self.consumers[slot].len() + 1;
+                let w = self.spawn_consumer(slot, index);
+                self.consumers[slot].push(w);
+                format!("SIGKILL {member}, restarted after {down:?}")
+            }
+            Fault::PauseConsumer => {
+                let pid = self.live(slot).pid();
+                send_signal(pid, libc::SIGSTOP);
+                wait_stopped(pid);
+                let stopped = now_ns();
+                let held = self.sleep_ms(500, 4500).await;
+                let continued = now_ns();
+                send_signal(pid, libc::SIGCONT);
+                self.live(slot).pauses.push((stopped, continued));
+                format!("SIGSTOP {member} for {held:?}")
+            }
+            Fault::PauseCoordinator => {
+                let c = self.rng.index(self.coordinators.len());
+                let pid = self.coordinators[c].pid();
+                send_signal(pid, libc::SIGSTOP);
+                let held = self.sleep_ms(500, 4000).await;
+                send_signal(pid, libc::SIGCONT);
+                format!("SIGSTOP coordinator {c} for {held:?}")
+            }
+            Fault::KillCoordinator => {
+                let c = self.rng.index(self.coordinators.len());
+                self.coordinators[c].kill();
+                let down = self.sleep_ms(200, 2000).await;
+                tokio::task::block_in_place(|| self.coordinators[c].start());
+                format!("SIGKILL coordinator {c}, restarted after {down:?}")
+            }
+            Fault::RestartRedis => {
+                self.redis_restarts += 1;
+                let crash = self.rng.range(0, 1) == 1;
+                if crash {
+                    self.redis.kill();
+                    let down = self.sleep_ms(0, 1000).await;
+                    tokio::task::block_in_place(|| self.redis.restart());
+                    format!("SIGKILL redis, restarted after {down:?}")
+                } else {
+                    tokio::task::block_in_place(|| self.redis.restart());
+                    "redis graceful restart".to_owned()
+                }
+            }
+            Fault::ProxyLatency => {
+                let latency = Duration::from_millis(self.rng.range(100, 900));
+                for p in &self.proxies[slot] {
+                    p.set_latency(latency);
+                }
+                let held = self.sleep_ms(1000, 4000).await;
+                for p in &self.proxies[slot] {
+                    p.set_latency(Duration::ZERO);
+                }
+                format!("{latency:?} latency for {member} during {held:?}")
+            }
+            Fault::ProxyCut => {
+                for p in &self.proxies[slot] {
+                    p.cut();
+                }
+                let held = self.sleep_ms(500, 4500).await;
+                for p in &self.proxies[slot] {
+                    p.heal();
+                }
+                format!("{member} cut off from the coordinators for {held:?}")
+            }
+            Fault::ScaleOut | Fault::ScaleIn => {
+                let target = if kind == Fault::ScaleOut {
+                    (self.shards + self.rng.range(1, 3) as u32).min(MAX_SHARDS)
+                } else {
+                    self.shards
+                        .saturating_sub(self.rng.range(1, 2) as u32)
+                        .max(MIN_SHARDS)
+                };
+                if let Err(e) = self.scale(target).await {
+                    self.failures.push(e.clone());
+                    return e;
+                }
+                let from = self.shards;
+                self.shards = target;
+                format!("scale {from} → {target} shards")
+            }
+        }
+    }
+
+    async fn scale(&self, target: u32) -> Result<(), String> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut last = String::new();
+        while Instant::now() < deadline {
+            for c in &self.coordinators {
+                let r = self
+                    .http
+                    .post(format!("{}/coord/v1/streams/{STREAM}/scale", c.url()))
+                    .basic_auth("admin", Some(ADMIN_PASSWORD))
+                    .json(&json!({"targetShardCount": target, "requestedBy": "faults", "reason": "fault suite"}))
+                    .send()
+                    .await;
+                match r {
+                    Ok(r) if r.status().is_success() => return Ok(()),
+                    Ok(r) => {
+                        last = format!("{}: {}", r.status(), r.text().await.unwrap_or_default())
+                    }
+                    Err(e) => last = e.to_string(),
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        Err(format!("scale to {target} refused: {last}"))
+    }
+
+    fn schedule(&mut self) -> Vec<Fault> {
+        let mut kinds = ALL_FAULTS.to_vec();
+        self.rng.shuffle(&mut kinds);
+        // The scale-in follows the scale-out, so it shrinks below the initial count only sometimes.
+        kinds.retain(|k| *k != Fault::ScaleIn);
+        let out = kinds.iter().position(|k| *k == Fault::ScaleOut).unwrap();
+        let at = self.rng.range(out as u64 + 1, kinds.len() as u64) as usize;
+        kinds.insert(at, Fault::ScaleIn);
+        kinds
+    }
+
+    /// Pending and lag of the group on every current shard, summed; `Err` if Redis cannot say.
+    async fn redis_backlog(&self) -> Result<(i64, i64), String> {
+        let client = redis::Client::open(self.redis.url()).map_err(|e| e.to_string())?;
+        let mut conn = client
+            .get_multiplexed_async_connection()
+            .await
+            .map_err(|e| e.to_string())?;
+        let (mut pending, mut lag) = (0, 0);
+        for shard in 0..self.shards {
+            let groups: Vec<Vec<redis::Value>> = redis::cmd("XINFO")
+                .arg("GROUPS")
+                .arg(format!("{STREAM}:{shard}"))
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| e.to_string())?;
+            let mut found = false;
+            for g in groups {
+                let fields: BTreeMap<String, redis::Value> = g
+                    .chunks(2)
+                    .filter_map(|kv| match &kv[0] {
+                        redis::Value::BulkString(k) => {
+                            Some((String::from_utf8_lossy(k).into_owned(), kv[1].clone()))
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                let name = match fields.get("name") {
+                    Some(redis::Value::BulkString(n)) => String::from_utf8_lossy(n).into_owned(),
+                    _ => continue,
+                };
+                if name != STREAM {
+                    continue;
+                }
+                found = true;
+                match (fields.get("pending"), fields.get("lag")) {
+                    (Some(redis::Value::Int(p)), Some(redis::Value::Int(l))) => {
+                        pending += p;
+                        lag += l;
+                    }
+                    other => return Err(format!("shard {shard}: pending/lag {other:?}")),
+                }
+            }
+            if !found {
+                return Err(format!("shard {shard}: no consumer group {STREAM}"));
+            }
+        }
+        Ok((pending, lag))
+    }
+
+    /// Stops the producer, waits until every published record was acknowledged (logs) and Redis shows
+    /// nothing pending and no lag, then stops the consumers gracefully.
+    async fn drain(&mut self) -> Accounting {
+        let producer = self.producer.as_mut().unwrap();
+        if !producer.terminate(Duration::from_secs(15)) {
+            self.failures
+                .push("the producer did not exit cleanly on SIGTERM".into());
+        }
+        let producer = self.producer.as_mut().unwrap();
+        producer.poll();
+        let started = Instant::now();
+        let mut acc;
+        loop {
+            acc = self.accounting();
+            let backlog = self.redis_backlog().await;
+            if acc.missing().is_empty() && backlog == Ok((0, 0)) {
+                break;
+            }
+            if started.elapsed() > DRAIN_TIMEOUT {
+                self.failures.push(format!(
+                    "not drained after {DRAIN_TIMEOUT:?}: {} published records without an ack \
+                     (first: {:?}); Redis pending/lag: {backlog:?}",
+                    acc.missing().len(),
+                    acc.missing()
+                        .iter()
+                        .take(10)
+                        .map(|s| (s, &acc.published[s]))
+                        .collect::<Vec<_>>()
+                ));
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        if let Some(why) = self.not_converged().await {
+            self.failures
+                .push(format!("not converged after the drain: {why}"));
+        }
+        for slot in 0..self.consumers.len() {
+            let w = self.live(slot);
+            if !w.terminate(Duration::from_secs(20)) {
+                let name = w.name.clone();
+                self.failures
+                    .push(format!("{name} did not leave cleanly on SIGTERM"));
+            }
+            self.live(slot).poll();
+        }
+        self.accounting()
+    }
+
+    fn accounting(&mut self) -> Accounting {
+        let mut acc = Accounting::default();
+        let producer = self.producer.as_mut().unwrap();
+        producer.poll();
+        acc.add_producer(&producer.lines);
+        for slot in &mut self.consumers {
+            for w in slot.iter_mut() {
+                w.poll();
+                acc.add_consumer(&w.incarnation());
+            }
+        }
+        acc
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn processes_survive_kills_pauses_restarts_cuts_and_scaling_without_overlap_or_loss() {
+    let settings = Settings::from_env();
+    let seed = settings.seed;
+    println!(
+        "faults: seed {seed} (replay with FAULTS_SEED={seed}), {} consumers, {} records/s, {}",
+        settings.consumers,
+        settings.rate,
+        if settings.duration.is_zero() {
+            "each fault once".to_owned()
+        } else {
+            format!("faults for {:?}", settings.duration)
+        }
+    );
+    let wall = Instant::now();
+    let mut run = Run::start(settings).await;
+    run.converge("start-up").await;
+
+    let mut plan = run.schedule();
+    let fault_phase = Instant::now();
+    let mut step = 0;
+    while run.failures.is_empty() {
+        let kind = if step < plan.len() {
+            plan[step]
+        } else if fault_phase.elapsed() < run.settings.duration {
+            let k = ALL_FAULTS[run.rng.index(ALL_FAULTS.len())];
+            plan.push(k);
+            k
+        } else {
+            break;
+        };
+        step += 1;
+        // Traffic between faults.
+        run.sleep_ms(200, 1000).await;
+        let detail = run.inject(kind).await;
+        println!("fault {step}: {detail}");
+        let converged_after = run.converge(&detail).await;
+        run.faults.push(FaultRecord {
+            kind,
+            detail,
+            converged_after,
+        });
+    }
+
+    let acc = run.drain().await;
+    let lease_ns = CLIENT_LEASE.as_nanos() as u64;
+    let incarnations: Vec<Incarnation> = run
+        .consumers
+        .iter()
+        .flatten()
+        .map(Worker::incarnation)
+        .collect();
+    let intervals: Vec<check::ReadInterval> = incarnations
+        .iter()
+        .flat_map(|i| check::intervals(i, lease_ns))
+        .collect();
+    let overlaps = check::overlaps(&intervals);
+    let outside: Vec<(String, Vec<(u64, u32, u64)>)> = incarnations
+        .iter()
+        .map(|i| {
+            (
+                i.name.clone(),
+                check::deliveries_outside_intervals(i, lease_ns),
+            )
+        })
+        .filter(|(_, v)| !v.is_empty())
+        .collect();
+    let (pending, lag) = run.redis_backlog().await.unwrap_or((-1, -1));
+
+    // The report.
+    let mut by_kind: BTreeMap<String, usize> = BTreeMap::new();
+    for f in &run.faults {
+        *by_kind.entry(format!("{:?}", f.kind)).or_default() += 1;
+    }
+    let longest = run
+        .faults
+        .iter()
+        .filter_map(|f| f.converged_after.map(|d| (d, f.detail.as_str())))
+        .max();
+    let cut = intervals.iter().filter(|i| i.pieces.len() != 1).count();
+    println!("---- fault-injection report (seed {seed}) ----");
+    println!("wall time              {:.1?}", wall.elapsed());
+    println!("faults injected        {} {by_kind:?}", run.faults.len());
+    println!(
+        "messages               published {}, acked {}, acked by a killed process before its log line {}, delivered more than once {}",
+        acc.published.len(),
+        acc.published
+            .keys()
+            .filter(|s| acc.acked.contains(s))
+            .count(),
+        acc.acked_unlogged().len(),
+        acc.duplicates()
+    );
+    println!(
+        "read intervals         {} ({} shard hand-overs, {} shortened by a pause), overlaps {}",
+        intervals.len(),
+        check::handovers(&intervals),
+        cut,
+        overlaps.len()
+    );
+    println!("redis at the end       pending {pending}, lag {lag}");
+    match longest {
+        Some((d, what)) => println!("longest convergence    {d:.1?} after \"{what}\""),
+        None => println!("longest convergence    -"),
+    }
+    for f in &run.faults {
+        println!(
+            "  {:<18} converged {:>8}  {}",
+            format!("{:?}", f.kind),
+            f.converged_after
+                .map_or("NEVER".to_owned(), |d| format!("{d:.1?}")),
+            f.detail
+        );
+    }
+
+    let mut failures = run.failures.clone();
+    failures.extend(overlaps.iter().take(10).map(|o| format!("overlap: {o}")));
+    if overlaps.len() > 10 {
+        failures.push(format!("… {} overlaps in all", overlaps.len()));
+    }
+    let missing = acc.missing();
+    if !missing.is_empty() {
+        failures.push(format!(
+            "{} published records never acknowledged, first: {:?}",
+            missing.len(),
+            missing
+                .iter()
+                .take(10)
+                .map(|s| (s, &acc.published[s]))
+                .collect::<Vec<_>>()
+        ));
+    }
+    if (pending, lag) != (0, 0) {
+        failures.push(format!("Redis pending {pending}, lag {lag} at the end"));
+    }
+    for (name, list) in &outside {
+        failures.push(format!(
+            "{name} handled {} entries outside its read intervals, first (seq, shard, at): {:?}",
+            list.len(),
+            &list[..list.len().min(5)]
+        ));
+    }
+    if run.faults.len() < ALL_FAULTS.len() && run.failures.is_empty() {
+        failures.push(format!("only {} faults ran", run.faults.len()));
+    }
+    if failures.is_empty() {
+        let _ = std::fs::remove_dir_all(&run.dir);
+    } else {
+        panic!(
+            "fault-injection run failed (seed {seed}; replay with FAULTS_SEED={seed}; logs kept in {}):\n{}",
+            run.dir.display(),
+            failures.join("\n")
+        );
+    }
+}
