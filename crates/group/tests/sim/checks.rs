@@ -222,7 +222,7 @@ pub fn response(store: &SimStore, req: &HeartbeatRequest, resp: &HeartbeatRespon
 /// that reported a shard DRAINING (a duplicate, a request overtaken by the member's next one, or the first
 /// copy of a request the SDK re-sent to another replica after a timeout) arrives after the report that
 /// released the shard, and `decide` cannot tell it from a rollback. It is counted (and fails the run when
-/// `SIM_STRICT_REBALANCE_SIGNAL=1`, e.g. `SIM_SEED=14`). Returns whether such a signal was seen.
+/// `SIM_STRICT_REBALANCE_SIGNAL=1`, e.g. `SIM_SEED=19`). Returns whether such a signal was seen.
 pub fn false_rollback_signal(g: &Group, req: &HeartbeatRequest, s: &Signals) -> bool {
     let m = g.members.get(&req.member_id);
     let detail = || {

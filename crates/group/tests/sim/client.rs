@@ -62,6 +62,8 @@ pub struct Client {
     /// Spring-style: how many requests report a given-up shard DRAINING (a slow consumer takes many, and
     /// is fenced at the rebalance timeout).
     pub drain_rounds: u8,
+    /// A rolling restart: a new process starts as soon as this one's graceful leave is over.
+    pub restart_when_left: bool,
 }
 
 impl Client {
@@ -85,6 +87,7 @@ impl Client {
             seq: 0,
             stale_answers: 0,
             drain_rounds: 1,
+            restart_when_left: false,
         }
     }
 

@@ -75,6 +75,8 @@ pub struct HbJob {
     pub req: Rc<HeartbeatRequest>,
     attempt: usize,
     decided: Option<Decided>,
+    /// Whether another writer moved the group while this request was being handled.
+    contended: bool,
 }
 
 impl HbJob {
@@ -84,6 +86,7 @@ impl HbJob {
             req,
             attempt: 0,
             decided: None,
+            contended: false,
         }
     }
 }
@@ -308,6 +311,7 @@ impl Replica {
                         }
                         RenewOutcome::Conflict => {
                             env.stats.conflicts += 1;
+                            job.contended = true;
                             self.cache = None;
                         }
                         RenewOutcome::LeaseLapsed => {
@@ -328,6 +332,7 @@ impl Replica {
                         }
                         CasOutcome::Conflict => {
                             env.stats.conflicts += 1;
+                            job.contended = true;
                             self.cache = None;
                         }
                         CasOutcome::ConditionFailed => {
@@ -342,6 +347,15 @@ impl Replica {
             }
         }
         env.stats.retries += 1;
+        assert!(
+            job.contended,
+            "invariant 5: t={} {} (epoch {}) answered RETRY although nobody else wrote meanwhile: the \
+             coordinator cannot answer it on its own; Redis holds {:#?}",
+            env.now,
+            job.req.request_id,
+            job.req.member_epoch,
+            env.store.group.members.get(&member)
+        );
         let retry = rejected_response(&job.req, &TIMING, HeartbeatStatus::Retry);
         self.answer(&job, Rc::new(retry), env);
     }
