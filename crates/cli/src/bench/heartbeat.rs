@@ -103,7 +103,7 @@ impl HeartbeatArgs {
 }
 
 /// True when the URL's host is 127.0.0.1, [::1] or localhost.
-fn is_loopback_url(url: &str) -> bool {
+pub(crate) fn is_loopback_url(url: &str) -> bool {
     let Some((_, rest)) = url.split_once("://") else {
         return false;
     };
@@ -455,6 +455,17 @@ fn parse_cpu_ticks(stat: &str) -> Option<u64> {
     Some(utime + stime)
 }
 
+/// Resident memory of a process in MiB (VmRSS from /proc/<pid>/status).
+fn resident_mib(pid: u32) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    parse_vm_rss_kib(&status).map(|kib| kib as f64 / 1024.0)
+}
+
+fn parse_vm_rss_kib(status: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
 fn clock_ticks_per_sec() -> f64 {
     std::process::Command::new("getconf")
         .arg("CLK_TCK")
@@ -652,6 +663,7 @@ async fn measure(
     .await;
 
     let cpu_after = pid.and_then(cpu_seconds);
+    let rss_mib = pid.and_then(resident_mib);
     let stats_after = commandstats(conn).await?;
 
     let heartbeats = tally.latencies_us.len() as u64;
@@ -733,8 +745,10 @@ async fn measure(
         ),
         _ => println!("coordinator CPU: unknown"),
     }
+    let rss = rss_mib.map_or("unknown".to_string(), |m| format!("{m:.1}"));
+    println!("coordinator resident memory (VmRSS) after the steady phase: {rss} MiB");
     println!(
-        "heartbeats_per_sec={per_sec:.0} p99_ms={:.2} redis_cmds_per_heartbeat={cmds_per_hb:.3} cpu_ms_per_1k={}",
+        "heartbeats_per_sec={per_sec:.0} p99_ms={:.2} redis_cmds_per_heartbeat={cmds_per_hb:.3} cpu_ms_per_1k={} rss_mib={rss}",
         ms(0.99),
         cpu_ms_per_1k.map_or("unknown".to_string(), |c| format!("{c:.1}"))
     );
@@ -788,6 +802,9 @@ mod tests {
         assert_eq!(s.get("hget"), Some(&3));
         let stat = "42 (rsc serve) S 1 2 3 4 5 6 7 8 9 10 100 20 0 0";
         assert_eq!(parse_cpu_ticks(stat), Some(120));
+        let status = "Name:\trsc\nVmHWM:\t  9000 kB\nVmRSS:\t  8192 kB\n";
+        assert_eq!(parse_vm_rss_kib(status), Some(8192));
+        assert_eq!(parse_vm_rss_kib("Name:\trsc\n"), None);
         let v: Vec<u32> = (1..=1000).collect();
         assert_eq!(percentile(&v, 0.5), Some(500));
         assert_eq!(percentile(&v, 0.99), Some(990));

@@ -1,5 +1,8 @@
-//! `rsc bench …`: benchmarks that drive a running coordinator (issue 7). Only `heartbeat` exists so far.
+//! `rsc bench …`: benchmarks that drive a running coordinator (issue 7; see BENCHMARKS.md).
 
+mod common;
+pub mod dataplane;
+pub mod failover;
 pub mod heartbeat;
 
 use clap::{Args, Subcommand};
@@ -15,10 +18,20 @@ pub struct BenchArgs {
 pub enum BenchCommand {
     /// Steady-state heartbeat throughput, latency, Redis commands and coordinator CPU per heartbeat.
     Heartbeat(heartbeat::HeartbeatArgs),
+    /// SDK producer and consumer throughput against raw XADD and XREADGROUP/XACK loops (ratios SDK / raw).
+    Dataplane(dataplane::DataplaneArgs),
+    /// Time from SIGKILL / SIGTERM of a consumer process to its shards being read by the others.
+    Failover(failover::FailoverArgs),
+    /// One consumer process of `rsc bench failover` (internal).
+    #[command(hide = true)]
+    FailoverWorker(failover::FailoverWorkerArgs),
 }
 
 pub fn run(args: BenchArgs) -> ExitCode {
     match args.command {
         BenchCommand::Heartbeat(a) => heartbeat::run(a),
+        BenchCommand::Dataplane(a) => dataplane::run(a),
+        BenchCommand::Failover(a) => failover::run(a),
+        BenchCommand::FailoverWorker(a) => failover::run_worker(a),
     }
 }

@@ -1,0 +1,162 @@
+//! Pieces shared by the SDK-driven benches (`dataplane`, `failover`): connection flags, the SDK coordinator
+//! client, the coordinator's timing, and cleanup of a bench stream (group metadata and shard streams).
+
+use clap::Args;
+use rsc_client::{Auth, CoordinatorClient, Credentials};
+use std::time::Duration;
+
+/// Where the coordinator and Redis are, and how to authenticate.
+#[derive(Args, Debug, Clone)]
+pub struct Target {
+    /// Coordinator base URL (loopback only).
+    #[arg(long, default_value = "http://127.0.0.1:8080")]
+    pub coordinator: String,
+    /// Redis (data plane) URL the coordinator uses (loopback only).
+    #[arg(long, default_value = "redis://127.0.0.1:6379")]
+    pub redis_url: String,
+    /// User name for HTTP Basic (needs write access to create and delete the bench stream's group).
+    #[arg(long, env = "RSC_USERNAME")]
+    pub username: Option<String>,
+    /// Password for --username.
+    #[arg(long, env = "RSC_PASSWORD", hide_env_values = true)]
+    pub password: Option<String>,
+}
+
+impl Target {
+    /// Checks loopback-only URLs and that credentials come in pairs.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.username.is_some() != self.password.is_some() {
+            return Err("give both --username and --password (or RSC_USERNAME and RSC_PASSWORD), or neither".into());
+        }
+        if !super::heartbeat::is_loopback_url(&self.coordinator) {
+            return Err(
+                "--coordinator must be a loopback URL (127.0.0.1, ::1 or localhost)".into(),
+            );
+        }
+        if !super::heartbeat::is_loopback_url(&self.redis_url) {
+            return Err("--redis-url must be a loopback URL (127.0.0.1, ::1 or localhost)".into());
+        }
+        Ok(())
+    }
+
+    fn credentials(&self) -> Option<Credentials> {
+        self.username
+            .clone()
+            .zip(self.password.clone())
+            .map(|(u, p)| Credentials::new(u, p))
+    }
+
+    /// The SDK's coordinator client, authenticating with HTTP Basic like `rsc bench heartbeat`.
+    pub fn client(&self) -> Result<CoordinatorClient, String> {
+        let auth = self.credentials().map_or(Auth::None, Auth::Basic);
+        CoordinatorClient::builder([self.coordinator.clone()])
+            .auth(auth)
+            .build()
+            .map_err(|e| format!("--coordinator: {e}"))
+    }
+
+    /// Deletes the group `prefix` (force) and the shard streams `prefix:0..shards`. Returns what failed.
+    pub async fn cleanup(&self, prefix: &str, shards: u32) -> Vec<String> {
+        let mut failures = Vec::new();
+        let http = reqwest::Client::new();
+        let url = format!(
+            "{}/coord/v1/streams/{prefix}/groups/{prefix}",
+            self.coordinator.trim_end_matches('/')
+        );
+        let mut req = http.delete(url).json(&serde_json::json!({
+            "requestedBy": "bench", "reason": "rsc bench cleanup", "force": true
+        }));
+        if let Some(c) = self.credentials() {
+            req = req.basic_auth(c.username, Some(c.password));
+        }
+        match req.send().await {
+            Ok(r) if r.status().is_success() => {}
+            Ok(r) => failures.push(format!("deleting group {prefix}: HTTP {}", r.status())),
+            Err(e) => failures.push(format!("deleting group {prefix}: {e}")),
+        }
+        let keys: Vec<String> = (0..shards)
+            .map(|i| rsc_protocol::names::shard_stream_key(prefix, i))
+            .collect();
+        let deleted: Result<i64, String> = async {
+            let client = redis::Client::open(self.redis_url.as_str()).map_err(|e| e.to_string())?;
+            let mut conn = client
+                .get_multiplexed_async_connection()
+                .await
+                .map_err(|e| e.to_string())?;
+            redis::cmd("DEL")
+                .arg(&keys)
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| e.to_string())
+        }
+        .await;
+        if let Err(e) = deleted {
+            failures.push(format!("deleting the shard streams of {prefix}: {e}"));
+        }
+        failures
+    }
+}
+
+/// The coordinator's heartbeat interval and member lease TTL, from `GET /coord/v1/monitoring/compatibility`.
+pub async fn coordinator_timing(coord: &CoordinatorClient) -> Result<(Duration, Duration), String> {
+    let doc = coord
+        .get_json(&["coord", "v1", "monitoring", "compatibility"])
+        .await
+        .map_err(|e| format!("reading the coordinator's timing: {e}"))?;
+    let defaults = &doc["coordinationVersions"][0]["timingDefaults"];
+    let get = |name: &str| {
+        defaults[name]
+            .as_str()
+            .and_then(parse_iso_seconds)
+            .ok_or_else(|| format!("compatibility document has no usable timingDefaults.{name}"))
+    };
+    Ok((get("heartbeatInterval")?, get("memberLeaseTtl")?))
+}
+
+/// `PT<seconds>S` (fractional seconds allowed), the only form the coordinator writes.
+fn parse_iso_seconds(s: &str) -> Option<Duration> {
+    let secs: f64 = s.strip_prefix("PT")?.strip_suffix('S')?.parse().ok()?;
+    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
+}
+
+/// A multi-threaded tokio runtime, or the error text.
+pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))
+}
+
+/// The value at quantile `q` (0..=1) of a sorted slice (nearest rank).
+pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = (q * sorted.len() as f64).ceil() as usize;
+    Some(sorted[rank.clamp(1, sorted.len()) - 1])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iso_seconds() {
+        assert_eq!(parse_iso_seconds("PT15S"), Some(Duration::from_secs(15)));
+        assert_eq!(
+            parse_iso_seconds("PT0.2S"),
+            Some(Duration::from_millis(200))
+        );
+        assert_eq!(parse_iso_seconds("15s"), None);
+        assert_eq!(parse_iso_seconds("PT-1S"), None);
+    }
+
+    #[test]
+    fn quantiles() {
+        let v = [1.0, 2.0, 3.0];
+        assert_eq!(quantile(&v, 0.5), Some(2.0));
+        assert_eq!(quantile(&v, 0.0), Some(1.0));
+        assert_eq!(quantile(&v, 1.0), Some(3.0));
+        assert_eq!(quantile(&[], 0.5), None);
+    }
+}

@@ -1,0 +1,568 @@
+//! `rsc bench dataplane`: the SDK's data-plane cost against hand-written Redis loops, in one run, on the same
+//! shard streams, with the same batch sizes.
+//!
+//! Producer: `--producers` tasks each publish their share of `--count` records in batches of `--batch`.
+//! - raw: route every key with the contract's hash (routing fetched once), pipeline one
+//!   `XADD <shard> NOMKSTREAM * …` per record, one round trip per batch, on one shared multiplexed connection;
+//! - SDK: `Producer::publish_batch` (routing cache, the same pipelined XADDs, `max_len(None)`), one producer
+//!   (one multiplexed connection) shared by the tasks.
+//!
+//! Consumer: both consume everything the two producer phases wrote (2 × `--count` entries), one read loop
+//! per shard, `COUNT --batch`:
+//! - raw: per shard, its own connection, `XREADGROUP … COUNT b STREAMS <shard> >` then one `XACK` per entry
+//!   (what the SDK does: its handler acknowledges entry by entry), and a second pass with one multi-id
+//!   `XACK` per batch (the cheapest hand-written loop);
+//! - SDK: a managed consumer with `--members` members and enough workers for every owned shard to be read
+//!   at once; the handler calls `Delivery::ack`. It joins and converges before anything is published, and
+//!   its handler waits at a gate until the timed phase starts, so join and rebalancing are not timed (each
+//!   read loop has fetched its first batch before the gate opens).
+//!
+//! Ends with `producer_ratio=… consumer_ratio=… consumer_ratio_batch_ack=… …` (SDK / raw), and deletes the
+//! bench group and its shard streams whatever happened.
+
+use super::common::{self, Target};
+use clap::Args;
+use redis::streams::{StreamReadOptions, StreamReadReply};
+use rsc_client::{
+    Consumer, ConsumerConfig, CoordinatorClient, CreateStream, Delivery, Producer, ProducerConfig,
+    Record,
+};
+use std::collections::BTreeSet;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use tokio::sync::{Notify, watch};
+
+/// Bounds that keep one run bounded.
+const MAX_COUNT: u64 = 10_000_000;
+const MAX_SHARDS: u32 = 1024;
+const MAX_BATCH: usize = 10_000;
+const MAX_TASKS: usize = 256;
+/// How long the SDK consumer may take to join and converge, and to consume, before the run gives up.
+const PHASE_TIMEOUT: Duration = Duration::from_secs(300);
+
+#[derive(Args, Debug, Clone)]
+pub struct DataplaneArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// Shards of the bench stream.
+    #[arg(long, default_value_t = 4)]
+    pub shards: u32,
+    /// Records each producer phase publishes (the consumers then read 2 × count).
+    #[arg(long, default_value_t = 100_000)]
+    pub count: u64,
+    /// Records per publish batch (pipeline) and entries per read (COUNT).
+    #[arg(long, default_value_t = 100)]
+    pub batch: usize,
+    /// Concurrent publishing tasks (same for raw and SDK).
+    #[arg(long, default_value_t = 4)]
+    pub producers: usize,
+    /// SDK consumer members (one process); each gets a worker for every shard it may own.
+    #[arg(long, default_value_t = 2)]
+    pub members: usize,
+    /// Payload bytes per record (one field; plus a `seq` field).
+    #[arg(long, default_value_t = 100)]
+    pub payload: usize,
+    /// SDK assignment lease in milliseconds (must stay below the coordinator's member lease TTL).
+    #[arg(long, default_value_t = 10_000)]
+    pub assignment_lease_ms: u64,
+}
+
+impl DataplaneArgs {
+    pub fn validate(&self) -> Result<(), String> {
+        self.target.validate()?;
+        if self.shards == 0 || self.shards > MAX_SHARDS {
+            return Err(format!("--shards must be 1..={MAX_SHARDS}"));
+        }
+        if self.count == 0 || self.count > MAX_COUNT {
+            return Err(format!("--count must be 1..={MAX_COUNT}"));
+        }
+        if self.batch == 0 || self.batch > MAX_BATCH {
+            return Err(format!("--batch must be 1..={MAX_BATCH}"));
+        }
+        if self.producers == 0 || self.producers > MAX_TASKS {
+            return Err(format!("--producers must be 1..={MAX_TASKS}"));
+        }
+        if self.members == 0 || self.members > MAX_TASKS {
+            return Err(format!("--members must be 1..={MAX_TASKS}"));
+        }
+        if self.payload > 1 << 20 {
+            return Err("--payload must be at most 1 MiB".into());
+        }
+        Ok(())
+    }
+}
+
+pub fn run(args: DataplaneArgs) -> ExitCode {
+    if let Err(e) = args.validate() {
+        eprintln!("rsc bench dataplane: {e}");
+        return ExitCode::from(2);
+    }
+    let runtime = match common::runtime() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("rsc bench dataplane: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(bench(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("rsc bench dataplane: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn bench(args: DataplaneArgs) -> Result<(), String> {
+    let coord = args.target.client()?;
+    let run_id = uuid::Uuid::new_v4().simple().to_string()[..12].to_owned();
+    let prefix = format!("bench-dp-{run_id}");
+    println!(
+        "rsc bench dataplane: stream {prefix}, {} shards, {} records per producer phase, batch {}, {} producer tasks, {} SDK members, {} B payload",
+        args.shards, args.count, args.batch, args.producers, args.members, args.payload
+    );
+    match coord.create_stream(&prefix, args.shards, "bench").await {
+        Ok(CreateStream::Created(_)) => {}
+        Ok(CreateStream::AlreadyExists) => {
+            return Err(format!("stream {prefix} already exists"));
+        }
+        Err(e) => return Err(format!("creating {prefix}: {e}")),
+    }
+    let result = measure(&args, &coord, &prefix).await;
+    let failures = args.target.cleanup(&prefix, args.shards).await;
+    for f in &failures {
+        eprintln!("rsc bench dataplane: cleanup: {f}");
+    }
+    if failures.is_empty() {
+        println!(
+            "deleted the bench group and its {} shard streams",
+            args.shards
+        );
+    }
+    result
+}
+
+/// Rates of one run, in entries per second.
+struct Rates {
+    raw_produce: f64,
+    sdk_produce: f64,
+    raw_consume: f64,
+    raw_consume_batch_ack: f64,
+    sdk_consume: f64,
+}
+
+async fn measure(
+    args: &DataplaneArgs,
+    coord: &CoordinatorClient,
+    prefix: &str,
+) -> Result<(), String> {
+    let redis_client = redis::Client::open(args.target.redis_url.as_str())
+        .map_err(|e| format!("--redis-url: {e}"))?;
+    let total = args.count * 2;
+
+    // The SDK consumer joins first and converges with its handler held at a gate.
+    let (gate_tx, gate_rx) = watch::channel(false);
+    let handled = Arc::new(AtomicU64::new(0));
+    let all_handled = Arc::new(Notify::new());
+    let handler = {
+        let handled = handled.clone();
+        let all_handled = all_handled.clone();
+        move |d: Delivery| {
+            let mut gate = gate_rx.clone();
+            let handled = handled.clone();
+            let all_handled = all_handled.clone();
+            async move {
+                let _ = gate.wait_for(|open| *open).await;
+                if d.ack().await.is_ok() && handled.fetch_add(1, Ordering::Relaxed) + 1 == total {
+                    all_handled.notify_one();
+                }
+            }
+        }
+    };
+    let config = ConsumerConfig::new(prefix, &args.target.redis_url)
+        .member_id(prefix.to_owned())
+        .concurrency(args.members)
+        .workers(args.shards as usize)
+        .batch_size(args.batch)
+        .assignment_lease(Duration::from_millis(args.assignment_lease_ms));
+    let consumer = Consumer::start(coord.clone(), config, handler)
+        .await
+        .map_err(|e| format!("starting the SDK consumer: {e}"))?;
+    let result = async {
+        let converge_start = Instant::now();
+        wait_converged(&consumer, args.shards).await?;
+        println!(
+            "SDK consumer: {} members joined and converged in {:.2}s",
+            args.members,
+            converge_start.elapsed().as_secs_f64()
+        );
+
+        let raw_produce = produce_raw(args, coord, &redis_client, prefix).await?;
+        println!("producer raw XADD pipeline: {raw_produce:.0} records/s");
+        let sdk_produce = produce_sdk(args, coord, prefix).await?;
+        println!("producer SDK publish_batch: {sdk_produce:.0} records/s");
+
+        let raw_consume = consume_raw(args, &redis_client, prefix, total, false).await?;
+        println!("consumer raw XREADGROUP + XACK per entry: {raw_consume:.0} entries/s");
+        let raw_consume_batch_ack = consume_raw(args, &redis_client, prefix, total, true).await?;
+        println!(
+            "consumer raw XREADGROUP + one XACK per batch: {raw_consume_batch_ack:.0} entries/s"
+        );
+
+        let start = Instant::now();
+        let _ = gate_tx.send(true);
+        let done = all_handled.notified();
+        if handled.load(Ordering::Relaxed) < total {
+            tokio::time::timeout(PHASE_TIMEOUT, done)
+                .await
+                .map_err(|_| {
+                    format!(
+                        "the SDK consumer handled {} of {total} entries within {}s",
+                        handled.load(Ordering::Relaxed),
+                        PHASE_TIMEOUT.as_secs()
+                    )
+                })?;
+        }
+        let sdk_consume = total as f64 / start.elapsed().as_secs_f64();
+        println!(
+            "consumer SDK managed consumer (Delivery::ack per entry): {sdk_consume:.0} entries/s"
+        );
+        Ok::<Rates, String>(Rates {
+            raw_produce,
+            sdk_produce,
+            raw_consume,
+            raw_consume_batch_ack,
+            sdk_consume,
+        })
+    }
+    .await;
+    let _ = gate_tx.send(true);
+    let report = consumer.shutdown().await;
+    if !report.timed_out.is_empty() {
+        eprintln!(
+            "rsc bench dataplane: members did not leave in time: {:?}",
+            report.timed_out
+        );
+    }
+    let r = result?;
+    println!("{}", summary(&r));
+    Ok(())
+}
+
+fn summary(r: &Rates) -> String {
+    format!(
+        "producer_ratio={:.3} consumer_ratio={:.3} consumer_ratio_batch_ack={:.3} raw_xadd_per_sec={:.0} sdk_publish_per_sec={:.0} raw_consume_per_sec={:.0} raw_consume_batch_ack_per_sec={:.0} sdk_consume_per_sec={:.0}",
+        r.sdk_produce / r.raw_produce,
+        r.sdk_consume / r.raw_consume,
+        r.sdk_consume / r.raw_consume_batch_ack,
+        r.raw_produce,
+        r.sdk_produce,
+        r.raw_consume,
+        r.raw_consume_batch_ack,
+        r.sdk_consume
+    )
+}
+
+/// Waits until every shard is read by exactly one member, the members are balanced (within one shard) and
+/// none is still draining.
+async fn wait_converged(consumer: &Consumer, shards: u32) -> Result<(), String> {
+    let deadline = Instant::now() + PHASE_TIMEOUT;
+    loop {
+        let snap = consumer.snapshot();
+        let mut reading = BTreeSet::new();
+        let mut duplicate = false;
+        for m in &snap {
+            for &s in &m.reading {
+                duplicate |= !reading.insert(s);
+            }
+        }
+        let settled = snap
+            .iter()
+            .all(|m| m.lease_valid && m.draining.is_empty() && m.owned.len() == m.reading.len());
+        // Balanced too: a member that joined last may own nothing yet while the first still reads all.
+        let counts = snap.iter().map(|m| m.reading.len());
+        let spread = counts.clone().max().unwrap_or(0) - counts.min().unwrap_or(0);
+        if settled && !duplicate && reading.len() == shards as usize && spread <= 1 {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "the SDK consumer did not converge within {}s",
+                PHASE_TIMEOUT.as_secs()
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The records task `t` of `tasks` publishes, in batches: keys `key-<i>`, fields `seq` and `payload`.
+fn batches(args: &DataplaneArgs, task: usize, payload: &[u8]) -> Vec<Vec<Record>> {
+    let tasks = args.producers as u64;
+    let mine: Vec<u64> = (task as u64..args.count).step_by(tasks as usize).collect();
+    mine.chunks(args.batch)
+        .map(|c| {
+            c.iter()
+                .map(|i| {
+                    Record::new(format!("key-{i}"))
+                        .field("seq", i.to_string())
+                        .field("payload", payload)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Runs `tasks` futures at once and returns the wall time until all finished.
+async fn timed<F>(futures: Vec<F>) -> Result<Duration, String>
+where
+    F: std::future::Future<Output = Result<(), String>> + Send + 'static,
+{
+    let start = Instant::now();
+    let handles: Vec<_> = futures.into_iter().map(tokio::spawn).collect();
+    for h in handles {
+        h.await.map_err(|e| format!("bench task failed: {e}"))??;
+    }
+    Ok(start.elapsed())
+}
+
+async fn produce_raw(
+    args: &DataplaneArgs,
+    coord: &CoordinatorClient,
+    redis_client: &redis::Client,
+    prefix: &str,
+) -> Result<f64, String> {
+    let routing = coord
+        .producer_routing(prefix, prefix)
+        .await
+        .map_err(|e| format!("reading routing: {e}"))?;
+    let keys: Arc<Vec<String>> = Arc::new(
+        routing
+            .shards
+            .iter()
+            .map(|s| s.stream_key.clone())
+            .collect(),
+    );
+    let shard_count = routing.shard_count;
+    let conn = redis_client
+        .get_multiplexed_async_connection()
+        .await
+        .map_err(|e| format!("connecting to Redis: {e}"))?;
+    let payload = vec![b'x'; args.payload];
+    let work: Vec<_> = (0..args.producers)
+        .map(|t| {
+            let batches = batches(args, t, &payload);
+            let mut conn = conn.clone();
+            let keys = keys.clone();
+            async move {
+                for batch in batches {
+                    let mut pipe = redis::pipe();
+                    for r in &batch {
+                        let shard = rsc_protocol::routing::shard_for_key(&r.key, shard_count)
+                            .ok_or("no shards")?;
+                        let cmd = pipe
+                            .cmd("XADD")
+                            .arg(&keys[shard as usize])
+                            .arg("NOMKSTREAM")
+                            .arg("*");
+                        for (f, v) in &r.fields {
+                            cmd.arg(f.as_str()).arg(v.as_slice());
+                        }
+                    }
+                    let ids: Vec<Option<String>> = pipe
+                        .query_async(&mut conn)
+                        .await
+                        .map_err(|e| format!("raw XADD: {e}"))?;
+                    if ids.iter().any(Option::is_none) {
+                        return Err("raw XADD found a shard stream missing".to_string());
+                    }
+                }
+                Ok(())
+            }
+        })
+        .collect();
+    let took = timed(work).await?;
+    Ok(args.count as f64 / took.as_secs_f64())
+}
+
+async fn produce_sdk(
+    args: &DataplaneArgs,
+    coord: &CoordinatorClient,
+    prefix: &str,
+) -> Result<f64, String> {
+    let producer = Arc::new(
+        Producer::connect(
+            coord.clone(),
+            ProducerConfig::new(prefix, &args.target.redis_url).max_len(None),
+        )
+        .await
+        .map_err(|e| format!("starting the SDK producer: {e}"))?,
+    );
+    let payload = vec![b'x'; args.payload];
+    let work: Vec<_> = (0..args.producers)
+        .map(|t| {
+            let batches = batches(args, t, &payload);
+            let producer = producer.clone();
+            async move {
+                for batch in batches {
+                    producer
+                        .publish_batch(&batch)
+                        .await
+                        .map_err(|e| format!("SDK publish_batch: {e}"))?;
+                }
+                Ok(())
+            }
+        })
+        .collect();
+    let took = timed(work).await?;
+    Ok(args.count as f64 / took.as_secs_f64())
+}
+
+/// One read loop per shard in a fresh Redis consumer group (from the start of each stream) until every
+/// shard is exhausted; `batch_ack`: one XACK per batch instead of one per entry.
+async fn consume_raw(
+    args: &DataplaneArgs,
+    redis_client: &redis::Client,
+    prefix: &str,
+    total: u64,
+    batch_ack: bool,
+) -> Result<f64, String> {
+    let group = format!("raw-{}", if batch_ack { "batch-ack" } else { "entry-ack" });
+    let mut setup = redis_client
+        .get_multiplexed_async_connection()
+        .await
+        .map_err(|e| format!("connecting to Redis: {e}"))?;
+    let mut loops = Vec::new();
+    for shard in 0..args.shards {
+        let key = rsc_protocol::names::shard_stream_key(prefix, shard);
+        let _: () = redis::cmd("XGROUP")
+            .arg("CREATE")
+            .arg(&key)
+            .arg(&group)
+            .arg("0")
+            .query_async(&mut setup)
+            .await
+            .map_err(|e| format!("XGROUP CREATE {key} {group}: {e}"))?;
+        // Its own connection, as each SDK read loop has.
+        let conn = redis_client
+            .get_multiplexed_async_connection()
+            .await
+            .map_err(|e| format!("connecting to Redis: {e}"))?;
+        loops.push((key, conn));
+    }
+    let consumed = Arc::new(AtomicU64::new(0));
+    let work: Vec<_> = loops
+        .into_iter()
+        .map(|(key, mut conn)| {
+            let group = group.clone();
+            let consumed = consumed.clone();
+            let batch = args.batch;
+            async move {
+                let opts = StreamReadOptions::default()
+                    .group(&group, "raw")
+                    .count(batch);
+                loop {
+                    let reply: Option<StreamReadReply> = redis::AsyncCommands::xread_options(
+                        &mut conn,
+                        &[key.as_str()],
+                        &[">"],
+                        &opts,
+                    )
+                    .await
+                    .map_err(|e| format!("raw XREADGROUP: {e}"))?;
+                    let ids: Vec<String> = reply
+                        .map(|r| {
+                            r.keys
+                                .into_iter()
+                                .flat_map(|k| k.ids)
+                                .map(|e| e.id)
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    if ids.is_empty() {
+                        return Ok(());
+                    }
+                    if batch_ack {
+                        let _: i64 = redis::cmd("XACK")
+                            .arg(&key)
+                            .arg(&group)
+                            .arg(&ids)
+                            .query_async(&mut conn)
+                            .await
+                            .map_err(|e| format!("raw XACK: {e}"))?;
+                    } else {
+                        for id in &ids {
+                            let _: i64 = redis::cmd("XACK")
+                                .arg(&key)
+                                .arg(&group)
+                                .arg(id)
+                                .query_async(&mut conn)
+                                .await
+                                .map_err(|e| format!("raw XACK: {e}"))?;
+                        }
+                    }
+                    consumed.fetch_add(ids.len() as u64, Ordering::Relaxed);
+                }
+            }
+        })
+        .collect();
+    let took = timed(work).await?;
+    let n = consumed.load(Ordering::Relaxed);
+    if n != total {
+        return Err(format!("raw consumer read {n} entries, expected {total}"));
+    }
+    Ok(total as f64 / took.as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        a: DataplaneArgs,
+    }
+
+    #[test]
+    fn defaults_validate_and_batches_cover_every_record_once() {
+        let mut t =
+            T::try_parse_from(["t", "--count", "1001", "--batch", "100", "--producers", "3"])
+                .unwrap();
+        t.a.target.username = None;
+        t.a.target.password = None;
+        assert!(t.a.validate().is_ok());
+        let mut seen: Vec<u64> = (0..3)
+            .flat_map(|task| batches(&t.a, task, b"p"))
+            .inspect(|b| assert!(b.len() <= 100))
+            .flatten()
+            .map(|r| {
+                let seq = &r.fields[0].1;
+                std::str::from_utf8(seq).unwrap().parse().unwrap()
+            })
+            .collect();
+        seen.sort_unstable();
+        assert_eq!(seen, (0..1001).collect::<Vec<u64>>());
+        t.a.batch = 0;
+        assert!(t.a.validate().is_err());
+    }
+
+    #[test]
+    fn summary_line_has_ratios() {
+        let s = summary(&Rates {
+            raw_produce: 100.0,
+            sdk_produce: 95.0,
+            raw_consume: 50.0,
+            raw_consume_batch_ack: 100.0,
+            sdk_consume: 45.0,
+        });
+        assert!(
+            s.starts_with(
+                "producer_ratio=0.950 consumer_ratio=0.900 consumer_ratio_batch_ack=0.450 "
+            ),
+            "{s}"
+        );
+    }
+}

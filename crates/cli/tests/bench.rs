@@ -1,0 +1,230 @@
+//! Smoke tests of `rsc bench dataplane` and `rsc bench failover` with tiny counts against a real `rsc serve`
+//! and redis-server: each run finishes, prints its summary line with parseable figures, and removes its
+//! shard streams. They check behaviour, never timing.
+
+use rsc_testkit::RedisServer;
+use std::collections::BTreeMap;
+use std::net::TcpListener;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const ADMIN_PASSWORD: &str = "bench-test-admin-password";
+/// A broken run must not hang the suite: the command is killed after this.
+const RUN_BOUND: Duration = Duration::from_secs(120);
+
+struct Rsc {
+    child: Child,
+    base: String,
+}
+
+impl Rsc {
+    fn start(redis_url: &str) -> Rsc {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(env!("CARGO_BIN_EXE_rsc"))
+            .args([
+                "serve",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--redis-url",
+                redis_url,
+            ])
+            .env("COORDINATOR_HEARTBEAT_INTERVAL", "200ms")
+            .env("COORDINATOR_MEMBER_LEASE_TTL", "3s")
+            .env("COORDINATOR_REBALANCE_TIMEOUT", "10s")
+            .env("COORDINATOR_LOOP_TICK_INTERVAL", "100ms")
+            .env("RSC_ADMIN_PASSWORD", ADMIN_PASSWORD)
+            .env("RSC_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("rsc binary starts");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !healthy(port) {
+            assert!(Instant::now() < deadline, "rsc did not become healthy");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Rsc {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+        }
+    }
+}
+
+impl Drop for Rsc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn healthy(port: u16) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
+    if s.write_all(b"GET /healthz HTTP/1.0\r\nHost: localhost\r\n\r\n")
+        .is_err()
+    {
+        return false;
+    }
+    let mut head = [0u8; 12];
+    s.read_exact(&mut head).is_ok() && head.ends_with(b"200")
+}
+
+/// Runs `rsc bench <args>` as the bootstrap admin, killing it if it outlives `RUN_BOUND`.
+fn run_bench(args: &[&str]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rsc"))
+        .arg("bench")
+        .args(args)
+        .env("RSC_USERNAME", "admin")
+        .env("RSC_PASSWORD", ADMIN_PASSWORD)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("rsc bench starts");
+    let deadline = Instant::now() + RUN_BOUND;
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// `k=v k=v …` of the last stdout line.
+fn summary(out: &Output) -> BTreeMap<String, String> {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "rsc bench failed: {:?}\nstdout:\n{stdout}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let last = stdout.lines().last().expect("some output");
+    last.split_whitespace()
+        .map(|kv| {
+            let (k, v) = kv
+                .split_once('=')
+                .unwrap_or_else(|| panic!("not k=v: {kv} in {last}"));
+            (k.to_owned(), v.to_owned())
+        })
+        .collect()
+}
+
+fn positive(s: &BTreeMap<String, String>, key: &str) -> f64 {
+    let v: f64 = s
+        .get(key)
+        .unwrap_or_else(|| panic!("{key} missing from {s:?}"))
+        .parse()
+        .unwrap_or_else(|e| panic!("{key} is not a number in {s:?}: {e}"));
+    assert!(v.is_finite() && v > 0.0, "{key}={v}");
+    v
+}
+
+/// The stream prefix the run announced on its first line (`… stream <prefix>, …`).
+fn announced_stream(out: &Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let first = stdout.lines().next().unwrap();
+    first
+        .split("stream ")
+        .nth(1)
+        .and_then(|r| r.split(',').next())
+        .unwrap_or_else(|| panic!("no stream in {first}"))
+        .to_owned()
+}
+
+fn exists(redis_url: &str, key: &str) -> bool {
+    let client = redis::Client::open(redis_url).unwrap();
+    let mut conn = client.get_connection().unwrap();
+    let n: i64 = redis::cmd("EXISTS").arg(key).query(&mut conn).unwrap();
+    n == 1
+}
+
+#[test]
+fn dataplane_prints_ratios_and_removes_its_streams() {
+    let redis = RedisServer::start();
+    let rsc = Rsc::start(&redis.url());
+    let out = run_bench(&[
+        "dataplane",
+        "--coordinator",
+        &rsc.base,
+        "--redis-url",
+        &redis.url(),
+        "--shards",
+        "2",
+        "--count",
+        "300",
+        "--batch",
+        "10",
+        "--producers",
+        "2",
+        "--members",
+        "2",
+        "--assignment-lease-ms",
+        "1800",
+    ]);
+    let s = summary(&out);
+    for key in [
+        "producer_ratio",
+        "consumer_ratio",
+        "consumer_ratio_batch_ack",
+        "raw_xadd_per_sec",
+        "sdk_publish_per_sec",
+        "raw_consume_per_sec",
+        "sdk_consume_per_sec",
+    ] {
+        positive(&s, key);
+    }
+    let stream = announced_stream(&out);
+    assert!(stream.starts_with("bench-dp-"), "{stream}");
+    for shard in 0..2 {
+        assert!(
+            !exists(&redis.url(), &format!("{stream}:{shard}")),
+            "{stream}:{shard} left behind"
+        );
+    }
+}
+
+#[test]
+fn failover_times_a_kill_and_a_leave_and_removes_its_streams() {
+    let redis = RedisServer::start();
+    let rsc = Rsc::start(&redis.url());
+    let out = run_bench(&[
+        "failover",
+        "--coordinator",
+        &rsc.base,
+        "--redis-url",
+        &redis.url(),
+        "--workers",
+        "2",
+        "--shards",
+        "2",
+        "--trials",
+        "1",
+        "--assignment-lease-ms",
+        "1800",
+    ]);
+    let s = summary(&out);
+    for key in ["kill_median_ms", "kill_max_ms", "leave_max_ms", "bound_ms"] {
+        s.get(key)
+            .unwrap_or_else(|| panic!("{key} missing from {s:?}"));
+    }
+    // The coordinator's timing was read: 3 s lease TTL + 200 ms heartbeat interval.
+    assert_eq!(s["bound_ms"], "3200");
+    // A killed member's shards cannot move before its lease has lapsed (the coordinator's safety rule).
+    let kill: f64 = s["kill_max_ms"].parse().unwrap();
+    assert!(
+        kill >= 1000.0,
+        "shards moved {kill} ms after a SIGKILL, before the lease could lapse"
+    );
+    let stream = announced_stream(&out);
+    assert!(stream.starts_with("bench-fo-"), "{stream}");
+    assert!(!exists(&redis.url(), &format!("{stream}:0")));
+}
