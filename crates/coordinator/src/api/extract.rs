@@ -41,7 +41,7 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         return Err(ApiError::invalid("request body is required: a JSON object"));
     }
     let de = &mut serde_json::Deserializer::from_slice(bytes);
-    serde_path_to_error::deserialize(de).map_err(|e| {
+    let value = serde_path_to_error::deserialize(&mut *de).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
         if path == "." || path == "?" || path.is_empty() {
@@ -51,7 +51,14 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         } else {
             ApiError::invalid(format!("{path}: {inner}"))
         }
-    })
+    })?;
+    // One JSON value and nothing after it (`{…} garbage` is not a body to act on).
+    de.end().map_err(|e| {
+        ApiError::invalid(format!(
+            "request body is not valid JSON for this endpoint: {e}"
+        ))
+    })?;
+    Ok(value)
 }
 
 pub struct ApiPath<T>(pub T);
