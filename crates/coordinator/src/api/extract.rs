@@ -2,7 +2,8 @@
 //!
 //! `Json<T>` reads the body whatever its Content-Type (an operator's curl without `-H` still works), and a
 //! decoding error names the offending field path (`runtimeConsumerCapacity.runtimeMaxConcurrency: invalid
-//! type…`). `ApiPath<T>` turns bad path parameters into 400 `INVALID_REQUEST`.
+//! type…`). `RawBody` is the body as bytes, with the same error body when it is too large. `ApiPath<T>`
+//! turns bad path parameters into 400 `INVALID_REQUEST`.
 
 use crate::error::ApiError;
 use axum::extract::{FromRequest, FromRequestParts, Path, Request};
@@ -21,17 +22,32 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
-            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::new(
-                    ErrorCode::PayloadTooLarge,
-                    format!("request body exceeds {MAX_BODY_BYTES} bytes"),
-                )
-            } else {
-                ApiError::invalid(format!("request body could not be read: {e}"))
-            }
-        })?;
+        let RawBody(bytes) = RawBody::from_request(req, state).await?;
         decode(&bytes).map(Json)
+    }
+}
+
+/// The request body as bytes (at most [`MAX_BODY_BYTES`]); a body too large or unreadable fails with the
+/// contract's error body, not axum's plain-text rejection.
+pub struct RawBody(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for RawBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        Bytes::from_request(req, state)
+            .await
+            .map(RawBody)
+            .map_err(|e| {
+                if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    ApiError::new(
+                        ErrorCode::PayloadTooLarge,
+                        format!("request body exceeds {MAX_BODY_BYTES} bytes"),
+                    )
+                } else {
+                    ApiError::invalid(format!("request body could not be read: {e}"))
+                }
+            })
     }
 }
 

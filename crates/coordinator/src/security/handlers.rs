@@ -8,13 +8,13 @@ use super::credentials::{self, Credentials};
 use super::guard::ClientAddr;
 use super::principal::{AuthMethod, Principal};
 use super::tokens;
+use crate::api::extract::RawBody;
 use crate::error::ApiError;
 use axum::Extension;
 use axum::extract::Query;
 use axum::extract::rejection::QueryRejection;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use bytes::Bytes;
 use rsc_protocol::errors::ErrorCode;
 use serde::Deserialize;
 use serde_json::json;
@@ -38,7 +38,7 @@ pub async fn login(
     Extension(sec): Sec,
     Extension(ClientAddr(client)): Extension<ClientAddr>,
     headers: HeaderMap,
-    body: Bytes,
+    RawBody(body): RawBody,
 ) -> Response {
     let parsed: LoginBody = if body.iter().all(u8::is_ascii_whitespace) {
         LoginBody::default()
@@ -116,7 +116,7 @@ struct RevokeBody {
 pub async fn revoke(
     Extension(sec): Sec,
     Extension(principal): Extension<Arc<Principal>>,
-    body: Bytes,
+    RawBody(body): RawBody,
 ) -> Result<Response, ApiError> {
     let parsed: RevokeBody = if body.iter().all(u8::is_ascii_whitespace) {
         RevokeBody::default()
