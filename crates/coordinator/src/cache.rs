@@ -38,6 +38,7 @@ pub struct GroupCache {
     entries: RwLock<HashMap<GroupName, Cached>>,
     highest: Mutex<HashMap<GroupName, (String, u64)>>,
     locks: Mutex<HashMap<GroupName, Arc<tokio::sync::Mutex<()>>>>,
+    load_gates: Mutex<HashMap<GroupName, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 /// A revision lower than one already seen for the same group lifecycle.
@@ -109,9 +110,22 @@ impl GroupCache {
 
     /// The lock that serialises this replica's transitions of one group.
     pub fn lock_for(&self, name: &GroupName) -> Arc<tokio::sync::Mutex<()>> {
-        match self.locks.lock() {
-            Ok(mut locks) => locks.entry(name.clone()).or_default().clone(),
-            Err(_) => Arc::default(),
-        }
+        per_group(&self.locks, name)
+    }
+
+    /// The gate that lets one request at a time reload a group missing from the cache, so that many
+    /// heartbeats finding it missing at once cause one load, not one each.
+    pub fn load_gate(&self, name: &GroupName) -> Arc<tokio::sync::Mutex<()>> {
+        per_group(&self.load_gates, name)
+    }
+}
+
+fn per_group(
+    map: &Mutex<HashMap<GroupName, Arc<tokio::sync::Mutex<()>>>>,
+    name: &GroupName,
+) -> Arc<tokio::sync::Mutex<()>> {
+    match map.lock() {
+        Ok(mut m) => m.entry(name.clone()).or_default().clone(),
+        Err(_) => Arc::default(),
     }
 }

@@ -35,6 +35,8 @@ pub struct Coordinator {
     terminating: AtomicBool,
     /// Redis time of the reconciler's last completed pass (0 = never).
     pub last_reconcile_ms: AtomicI64,
+    /// Heartbeats waiting to write, per group (`batch.rs`).
+    pub transitions: crate::batch::TransitionQueues,
 }
 
 /// The result of trying to commit one transition.
@@ -45,7 +47,10 @@ pub enum Commit {
     Conflict,
     /// A time or lease condition did not hold (a lease lapsed or was renewed meanwhile, or the coordinator's
     /// clock estimate ran ahead of Redis): reconcile the group's time-driven state, then decide again.
-    ConditionFailed,
+    /// `member`: whose lease condition failed (None: the time condition).
+    ConditionFailed {
+        member: Option<String>,
+    },
 }
 
 impl Coordinator {
@@ -67,6 +72,7 @@ impl Coordinator {
             metrics: crate::metrics::Metrics::new(),
             terminating: AtomicBool::new(false),
             last_reconcile_ms: AtomicI64::new(0),
+            transitions: crate::batch::TransitionQueues::default(),
         })
     }
 
@@ -155,10 +161,16 @@ impl Coordinator {
         &self,
         name: &GroupName,
     ) -> Result<(Option<Cached>, bool), ApiError> {
-        match self.cache.get(name) {
-            Some(c) => Ok((Some(c), false)),
-            None => Ok((self.load(name).await?, true)),
+        if let Some(c) = self.cache.get(name) {
+            return Ok((Some(c), false));
         }
+        let gate = self.cache.load_gate(name);
+        let _one_load_at_a_time = gate.lock().await;
+        // Loaded by another request while this one waited at the gate: as fresh as a load of our own.
+        if let Some(c) = self.cache.get(name) {
+            return Ok((Some(c), true));
+        }
+        Ok((self.load(name).await?, true))
     }
 
     /// Compare-and-sets a transition decided on `base`. The new aggregate carries `storeRevision = base + 1`.
@@ -216,12 +228,18 @@ impl Coordinator {
                 self.cache.invalidate(name);
                 Ok(Commit::Conflict)
             }
-            CasOutcome::TooEarly { now_ms }
-            | CasOutcome::LeaseActive { now_ms, .. }
-            | CasOutcome::LeaseLapsed { now_ms, .. } => {
+            CasOutcome::TooEarly { now_ms } => {
                 self.clock.observe(now_ms);
                 self.cache.invalidate(name);
-                Ok(Commit::ConditionFailed)
+                Ok(Commit::ConditionFailed { member: None })
+            }
+            CasOutcome::LeaseActive { member, now_ms }
+            | CasOutcome::LeaseLapsed { member, now_ms } => {
+                self.clock.observe(now_ms);
+                self.cache.invalidate(name);
+                Ok(Commit::ConditionFailed {
+                    member: Some(member),
+                })
             }
         }
     }

@@ -2,13 +2,15 @@
 //!
 //! Steady heartbeats (nothing in the aggregate changes) cost exactly one Redis round trip: a script that
 //! checks the revision the decision was made on, checks and renews the member's lease and stores its progress.
-//! Anything else is a transition, committed by compare-and-set under this replica's per-group lock. A lost
-//! race or a moved revision means "decide again on fresh state", a bounded number of times; infrastructure
+//! Anything else is a transition, committed by compare-and-set together with the group's other waiting
+//! transitions (`batch.rs`). A lost race or a moved revision means "decide again on fresh state", a bounded
+//! number of times; infrastructure
 //! trouble is answered with `RETRY` (HTTP 200), which both reference clients treat as "keep state, try again"
 //! and which never renews a client's lease.
 
+use crate::batch::BatchReply;
 use crate::cache::{Cached, GroupName};
-use crate::coordinator::{Commit, Coordinator, MAX_CAS_ATTEMPTS};
+use crate::coordinator::{Coordinator, MAX_CAS_ATTEMPTS};
 use crate::stats::Stats;
 use rsc_group::heartbeat::{Decision, Outcome, decide, rejected_response};
 use rsc_protocol::wire::{HeartbeatRequest, HeartbeatResponse, HeartbeatStatus};
@@ -50,6 +52,7 @@ impl Coordinator {
         // Rollback evidence is acted on only when decided on state known to be current (a stale cache can
         // make a member look ahead), counted once per request, and recorded before deciding again.
         let mut signals_counted = false;
+        let mut rebalance_regression_counted = false;
         let mut recorded_revision = None;
         for _ in 0..MAX_CAS_ATTEMPTS {
             let (cached, fresh) = match self.cached_or_load(name).await {
@@ -72,6 +75,10 @@ impl Coordinator {
                     .as_ref()
                     .map(|c| c.revision)
                     .is_some_and(|r| recorded_revision == Some(r));
+            if decision.signals.rebalance_regression && !rebalance_regression_counted {
+                Stats::bump(&self.stats.rebalance_regressions);
+                rebalance_regression_counted = true;
+            }
             if let Some(base) = &cached
                 && let Some(signal) =
                     crate::durability::member_signal(&base.group, member_id, req, &decision.signals)
@@ -104,36 +111,13 @@ impl Coordinator {
                         None => return self.retry(req),
                     }
                 }
-                Outcome::Write(t) => {
-                    let Some(base) = cached else {
-                        return self.retry(req);
-                    };
-                    let committed = {
-                        let lock = self.cache.lock_for(name);
-                        let _guard = lock.lock().await;
-                        // Another request of this replica may have moved the group while we waited: decide again.
-                        if self
-                            .cache
-                            .get(name)
-                            .is_none_or(|c| c.revision != base.revision)
-                        {
-                            continue;
-                        }
-                        self.commit(name, &base, &t).await
-                    };
-                    match committed {
-                        Ok(Commit::Written(_)) => {
-                            if decision.signals.fenced {
-                                Stats::bump(&self.stats.members_fenced);
-                            }
-                            return decision.response;
-                        }
-                        Ok(Commit::Conflict) => {}
-                        // E.g. the member's lease lapsed before this request: expire it, then decide again.
-                        Ok(Commit::ConditionFailed) => self.reconcile_group(name).await,
-                        Err(_) => return self.retry(req),
-                    }
-                }
+                Outcome::Write(_) => match self.write_batched(name, member_id, req).await {
+                    BatchReply::Answered(response) => return *response,
+                    BatchReply::DecideAgain => {}
+                    // E.g. the member's lease lapsed before this request: expire it, then decide again.
+                    BatchReply::Reconcile => self.reconcile_group(name).await,
+                    BatchReply::Unavailable => return self.retry(req),
+                },
             }
         }
         tracing::warn!(group = ?name, member_id, "heartbeat gave up after repeated state conflicts");
@@ -177,9 +161,15 @@ impl Coordinator {
                 self.clock.observe(now_ms);
                 Some(true)
             }
-            Ok(HeartbeatOutcome::Conflict { now_ms, .. }) => {
+            Ok(HeartbeatOutcome::Conflict { current, now_ms }) => {
                 self.clock.observe(now_ms);
-                self.cache.invalidate(name);
+                // Usually another request of this replica has already cached the revision Redis holds (a batch
+                // just committed): decide again on it. Reload only when the cache is really behind.
+                let cache_current =
+                    current.is_some() && self.cache.get(name).map(|c| c.revision) == current;
+                if !cache_current {
+                    self.cache.invalidate(name);
+                }
                 Some(false)
             }
             Ok(HeartbeatOutcome::LeaseLapsed { now_ms }) => {
@@ -202,9 +192,6 @@ impl Coordinator {
     fn count_signals(&self, d: &Decision) {
         if d.signals.metadata_regression {
             Stats::bump(&self.stats.metadata_regressions);
-        }
-        if d.signals.rebalance_regression {
-            Stats::bump(&self.stats.rebalance_regressions);
         }
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! - [`config`]: configuration (TOML + env + flags), validated at start-up.
 //! - [`coordinator`]: the `Coordinator` (store, clock, cache) with `load` and `commit`.
-//! - [`heartbeat`]: the hot path. [`admin`]: create/delete/get/routing. [`reconciler`]: time-driven work.
+//! - [`heartbeat`]: the hot path; [`batch`] writes a group's waiting transitions at once. [`admin`]: create/delete/get/routing. [`reconciler`]: time-driven work.
 //! - [`monitoring`]: members, assignments, health. [`views`]: contract response shapes.
 //! - [`reshard`]: online scale-out/in with drain, rollback and force-complete.
 //! - [`metrics`]: Prometheus `/metrics`, kept current by a background task. [`inspect`]: consumption,
@@ -14,6 +14,7 @@
 
 pub mod admin;
 pub mod api;
+pub mod batch;
 pub mod cache;
 pub mod clock;
 pub mod config;

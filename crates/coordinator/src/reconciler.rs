@@ -84,7 +84,7 @@ impl Coordinator {
                     }
                     return;
                 }
-                Ok(Commit::Conflict | Commit::ConditionFailed) => continue,
+                Ok(Commit::Conflict | Commit::ConditionFailed { .. }) => continue,
                 Err(_) => return,
             }
         }

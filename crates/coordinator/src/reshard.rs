@@ -227,7 +227,7 @@ impl Coordinator {
             }
             match self.commit(name, &base, &Transition::new(next)).await? {
                 Commit::Written(c) => return Ok(c),
-                Commit::Conflict | Commit::ConditionFailed => continue,
+                Commit::Conflict | Commit::ConditionFailed { .. } => continue,
             }
         }
         Err(ApiError::new(

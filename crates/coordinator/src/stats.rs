@@ -19,6 +19,9 @@ pub struct Stats {
     pub redis_errors: AtomicU64,
     /// New evidence of a metadata rollback recorded in a group's aggregate (see `durability.rs`).
     pub rollback_suspicions: AtomicU64,
+    /// Heartbeat writes committed as batches (`batch.rs`), and the transitions they carried.
+    pub transition_batches: AtomicU64,
+    pub batched_transitions: AtomicU64,
 }
 
 impl Stats {
@@ -33,6 +36,12 @@ impl Stats {
             .iter()
             .position(|s| *s == status)
             .map_or(0, |i| self.heartbeats[i].load(Ordering::Relaxed))
+    }
+
+    pub fn observe_batch(&self, transitions: usize) {
+        Stats::bump(&self.transition_batches);
+        self.batched_transitions
+            .fetch_add(transitions as u64, Ordering::Relaxed);
     }
 
     pub fn bump(counter: &AtomicU64) {

@@ -352,6 +352,93 @@ async fn steady_heartbeats_cost_one_redis_command_each() {
     running.shutdown().await.unwrap();
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn joins_waiting_on_one_group_are_committed_together_in_one_write() {
+    let redis = RedisServer::start();
+    let mut config = test_config(&redis.url());
+    config.coordinator.reconciler.enabled = false;
+    config.coordinator.member_lease_ttl = rsc_coordinator::config::Dur(Duration::from_secs(60));
+    let (running, api) = coordinator(config).await;
+    api.create_stream("batch", 40).await;
+    let coordinator = running.coordinator.clone();
+    let name = rsc_coordinator::cache::GroupName::new("batch", "batch");
+
+    // Hold the group's lock, as a long write would, while 20 members join: they all queue up.
+    let lock = coordinator.cache.lock_for(&name);
+    let held = lock.lock().await;
+    let joins: Vec<_> = (0..20)
+        .map(|i| {
+            let api = api.clone();
+            tokio::spawn(async move {
+                let m = Member::new(&format!("m{i:02}"));
+                api.heartbeat("batch", "batch", &m).await
+            })
+        })
+        .collect();
+    wait_for("20 joins queued", Duration::from_secs(20), || {
+        let queued = coordinator.transitions.queued(&name);
+        async move { (queued == 20).then_some(()) }
+    })
+    .await;
+    let revision = |url: String| async move {
+        redis_cmd(
+            &url,
+            &[
+                "HGET",
+                "redis-stream:coord:{batch:batch}:metadata",
+                "revision",
+            ],
+        )
+        .await
+    };
+    let before = revision(redis.url()).await;
+    drop(held);
+
+    let mut granted = std::collections::BTreeSet::new();
+    for j in joins {
+        let r = j.await.unwrap();
+        assert_eq!(r["status"], "OK", "{r}");
+        assert!(r["memberEpoch"].as_i64().unwrap() >= 1, "{r}");
+        for s in shards(&r["assignment"]["assignedShards"]) {
+            assert!(granted.insert(s), "shard {s} granted twice: {r}");
+        }
+    }
+    let after = revision(redis.url()).await;
+    let as_int = |v: &redis::Value| match v {
+        redis::Value::BulkString(b) => String::from_utf8_lossy(b).parse::<u64>().unwrap(),
+        other => panic!("revision: {other:?}"),
+    };
+    assert_eq!(
+        as_int(&after),
+        as_int(&before) + 1,
+        "twenty joins, one compare-and-set"
+    );
+    assert_eq!(
+        rsc_coordinator::stats::Stats::get(&coordinator.stats.transition_batches),
+        1
+    );
+    assert_eq!(
+        rsc_coordinator::stats::Stats::get(&coordinator.stats.batched_transitions),
+        20
+    );
+    // Every member is in the group, each answer was true when it was sent.
+    let members = api
+        .send(
+            "GET",
+            "/coord/v1/monitoring/streams/batch/groups/batch/members",
+            None,
+        )
+        .await;
+    assert_eq!(members.status, 200, "{}", members.body);
+    assert_eq!(
+        members.body.to_string().matches("\"memberId\"").count(),
+        20,
+        "{}",
+        members.body
+    );
+    running.shutdown().await.unwrap();
+}
+
 #[tokio::test]
 async fn unreadable_or_missing_metadata_fails_closed() {
     let redis = RedisServer::start();

@@ -7,7 +7,7 @@
 //! - [`model`]: the aggregate (members, epochs, grants, revocations, holds).
 //! - [`assign`]: the sticky, balanced target assignment.
 //! - [`rebalance`]: revoke-before-assign — the only place shards are granted (invariant 1).
-//! - [`heartbeat`]: the heartbeat decision procedure.
+//! - [`heartbeat`]: the heartbeat decision procedure. [`batch`]: several decided transitions as one write.
 //! - [`tick`]: time-driven transitions (lease expiry, rebalance timeout, holds, pruning).
 //! - [`migration`]: resharding as a group sees it (adopt, drain, rollback, force-complete).
 //! - [`stream`]: the stream record that owns the shard count and routing.
@@ -16,6 +16,7 @@
 //! - [`timing`]: the durations the machine is parameterised with.
 
 pub mod assign;
+pub mod batch;
 pub mod durability;
 pub mod heartbeat;
 pub mod invariants;

@@ -239,7 +239,7 @@ fn counters(stats: &Stats) -> Registry {
         "Producer routing requests, by status",
         routing,
     );
-    let plain: [(&str, &str, &std::sync::atomic::AtomicU64); 9] = [
+    let plain: [(&str, &str, &std::sync::atomic::AtomicU64); 11] = [
         (
             "member_expired",
             "Members expired because their lease lapsed",
@@ -284,6 +284,16 @@ fn counters(stats: &Stats) -> Registry {
             "rollback_suspicion_recorded",
             "Times this coordinator recorded new evidence of a metadata rollback in a group",
             &stats.rollback_suspicions,
+        ),
+        (
+            "transition_batch",
+            "Aggregate writes that committed waiting heartbeat transitions together",
+            &stats.transition_batches,
+        ),
+        (
+            "batched_transition",
+            "Heartbeat transitions committed in those writes (divide by transition_batch for the mean size)",
+            &stats.batched_transitions,
         ),
     ];
     for (name, help, counter) in plain {

@@ -1,0 +1,206 @@
+//! Group commit of heartbeat transitions: all heartbeats of one group waiting to change the aggregate on this
+//! replica are decided in sequence and written with one compare-and-set.
+//!
+//! Writing the aggregate costs time proportional to the group's size (serialise, send, store), and a replica
+//! writes one group's transitions one at a time. Committed one per request, a thousand members joining a
+//! group would take a thousand full writes in a row. Instead, a request that must write joins its group's
+//! queue and waits for the group's lock; whoever gets the lock takes the whole queue, decides every request
+//! again on the newest aggregate (each on the one the previous produced), combines what can be combined
+//! (`rsc_group::batch`), commits once and answers everybody. Under load the batches grow by themselves; alone,
+//! a request is a batch of one and costs what it did before.
+//!
+//! A request that is not combined (it no longer needs a write, or it names a member an earlier one of the
+//! batch names) is told to decide again; so is everyone after a lost race. Each answer is sent only once the
+//! aggregate it describes is in Redis.
+
+use crate::cache::GroupName;
+use crate::coordinator::{Commit, Coordinator};
+use crate::stats::Stats;
+use rsc_group::batch::Batch;
+use rsc_group::heartbeat::{Outcome, decide};
+use rsc_protocol::wire::{HeartbeatRequest, HeartbeatResponse};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use tokio::sync::oneshot;
+
+/// At most this many requests are decided into one write; the rest wait for the next.
+const MAX_BATCH: usize = 1_000;
+
+/// What a request that needed a write is told.
+#[derive(Debug)]
+pub enum BatchReply {
+    /// Written: send this response.
+    Answered(Box<HeartbeatResponse>),
+    /// Not written by this batch: decide again on the current aggregate.
+    DecideAgain,
+    /// A lease or time condition of this request's transition failed: reconcile the group, then decide again.
+    Reconcile,
+    /// Redis failed: answer RETRY.
+    Unavailable,
+}
+
+struct Pending {
+    member_id: String,
+    req: HeartbeatRequest,
+    reply: oneshot::Sender<BatchReply>,
+}
+
+/// The per-group queues of requests waiting to write.
+#[derive(Default)]
+pub struct TransitionQueues {
+    queues: Mutex<HashMap<GroupName, Vec<Pending>>>,
+}
+
+impl TransitionQueues {
+    /// Queues a request; false if the queues are unusable (a panic poisoned them).
+    fn push(&self, name: &GroupName, p: Pending) -> bool {
+        match self.queues.lock() {
+            Ok(mut q) => {
+                q.entry(name.clone()).or_default().push(p);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// How many requests of this group are waiting to write.
+    pub fn queued(&self, name: &GroupName) -> usize {
+        self.queues
+            .lock()
+            .map_or(0, |q| q.get(name).map_or(0, Vec::len))
+    }
+
+    fn take(&self, name: &GroupName) -> Vec<Pending> {
+        let Ok(mut q) = self.queues.lock() else {
+            return Vec::new();
+        };
+        let Some(list) = q.get_mut(name) else {
+            return Vec::new();
+        };
+        if list.len() <= MAX_BATCH {
+            q.remove(name).unwrap_or_default()
+        } else {
+            list.drain(..MAX_BATCH).collect()
+        }
+    }
+}
+
+impl Coordinator {
+    /// Writes the transition this request needs, together with whatever else of its group is waiting.
+    pub(crate) async fn write_batched(
+        &self,
+        name: &GroupName,
+        member_id: &str,
+        req: &HeartbeatRequest,
+    ) -> BatchReply {
+        let (tx, mut rx) = oneshot::channel();
+        let pending = Pending {
+            member_id: member_id.to_owned(),
+            req: req.clone(),
+            reply: tx,
+        };
+        if !self.transitions.push(name, pending) {
+            return BatchReply::Unavailable;
+        }
+        let lock = self.cache.lock_for(name);
+        let _guard = tokio::select! {
+            biased;
+            answered = &mut rx => return answered.unwrap_or(BatchReply::DecideAgain),
+            guard = lock.lock() => guard,
+        };
+        // A batch that held the lock before us may have answered us already.
+        if let Ok(answered) = rx.try_recv() {
+            return answered;
+        }
+        let batch = self.transitions.take(name);
+        self.commit_batch(name, batch).await;
+        rx.await.unwrap_or(BatchReply::DecideAgain)
+    }
+
+    /// Decides every waiting request on the newest aggregate, commits the combinable ones at once, answers all.
+    /// Called with the group's lock held.
+    async fn commit_batch(&self, name: &GroupName, batch: Vec<Pending>) {
+        if batch.is_empty() {
+            return;
+        }
+        let base = match self.cached_or_load(name).await {
+            Ok((Some(base), _)) => base,
+            Ok((None, _)) => return answer_all(batch, || BatchReply::DecideAgain),
+            Err(_) => return answer_all(batch, || BatchReply::Unavailable),
+        };
+        let now = self.clock.now_ms();
+        let mut combined = Batch::default();
+        // (reply, response, fenced, members the transition names)
+        let mut included = Vec::new();
+        for p in batch {
+            let state = combined.group().unwrap_or(&base.group);
+            // Rollback evidence in a request was recorded on the request's own path before it got here.
+            let d = decide(Some(state), &p.member_id, &p.req, now, &self.timing);
+            let Outcome::Write(t) = d.outcome else {
+                let _ = p.reply.send(BatchReply::DecideAgain);
+                continue;
+            };
+            let named: Vec<String> = t
+                .must_be_lapsed
+                .iter()
+                .chain(&t.must_be_live)
+                .chain(&t.renew)
+                .chain(&t.remove)
+                .cloned()
+                .collect();
+            match combined.add(t) {
+                Ok(()) => included.push((p.reply, d.response, d.signals.fenced, named)),
+                Err(_) => {
+                    let _ = p.reply.send(BatchReply::DecideAgain);
+                }
+            }
+        }
+        let size = combined.len();
+        let Some(t) = combined.into_transition() else {
+            return;
+        };
+        self.stats.observe_batch(size);
+        match self.commit(name, &base, &t).await {
+            Ok(Commit::Written(_)) => {
+                for (reply, response, fenced, _) in included {
+                    if fenced {
+                        Stats::bump(&self.stats.members_fenced);
+                    }
+                    let _ = reply.send(BatchReply::Answered(Box::new(response)));
+                }
+            }
+            Ok(Commit::Conflict) => {
+                for (reply, ..) in included {
+                    let _ = reply.send(BatchReply::DecideAgain);
+                }
+            }
+            // Only the requests whose own conditions failed reconcile (once each); the rest decide again.
+            Ok(Commit::ConditionFailed { member }) => {
+                let mut first = true;
+                for (reply, _, _, named) in included {
+                    let culprit = match &member {
+                        Some(m) => named.contains(m),
+                        None => first,
+                    };
+                    first = false;
+                    let _ = reply.send(if culprit {
+                        BatchReply::Reconcile
+                    } else {
+                        BatchReply::DecideAgain
+                    });
+                }
+            }
+            Err(_) => {
+                for (reply, ..) in included {
+                    let _ = reply.send(BatchReply::Unavailable);
+                }
+            }
+        }
+    }
+}
+
+fn answer_all(batch: Vec<Pending>, reply: impl Fn() -> BatchReply) {
+    for p in batch {
+        let _ = p.reply.send(reply());
+    }
+}
