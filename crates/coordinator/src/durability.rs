@@ -3,8 +3,8 @@
 //! producers report on routing refreshes, lists suspected groups for health, and performs the audited
 //! "recreate as a new group lifecycle" repair.
 //!
-//! Evidence comes from four places: heartbeats (a member reports a higher metadataVersion or epoch, or a
-//! shard revoking again after its release), producer routing (`observedMetadataVersion`), the store (a
+//! Evidence comes from three places: heartbeats (a member reports a higher metadataVersion or epoch; a
+//! shard reported revoking again after its release is only counted, see `member_signal`), producer routing (`observedMetadataVersion`), the store (a
 //! revision lower than one this replica already read, noticed in `Coordinator::load`), all counted in
 //! `stats.rs`. The suspicion is cleared only by replacing the aggregate: restoring a backup that is at least
 //! as new as what was observed, or recreating the group.
@@ -46,7 +46,10 @@ pub fn member_signal(
     req: &HeartbeatRequest,
     signals: &Signals,
 ) -> Option<Signal> {
-    if !signals.metadata_regression && !signals.rebalance_regression {
+    // A shard reported revoking after its release was recorded is counted (`rebalance_regression`), never
+    // recorded as a suspicion: a delayed, duplicated or re-sent copy of the member's earlier DRAINING report
+    // produces exactly that, and nothing in the request tells it from a rollback (found by the simulation).
+    if !signals.metadata_regression {
         return None;
     }
     let stored_epoch = g.members.get(member_id).map_or(0, |m| m.member_epoch);
@@ -56,14 +59,8 @@ pub fn member_signal(
             req.metadata_version,
             g.metadata_version,
         )
-    } else if signals.metadata_regression {
-        (SignalKind::MemberEpoch, req.member_epoch, stored_epoch)
     } else {
-        (
-            SignalKind::RebalanceBackward,
-            req.member_epoch,
-            stored_epoch,
-        )
+        (SignalKind::MemberEpoch, req.member_epoch, stored_epoch)
     };
     Some(Signal {
         kind,
@@ -293,7 +290,7 @@ impl Coordinator {
                     t.remove = gone.into_iter().collect();
                     match self.commit(name, b, &t).await? {
                         Commit::Written(c) => Some(c),
-                        Commit::Conflict | Commit::ConditionFailed => None,
+                        Commit::Conflict | Commit::ConditionFailed { .. } => None,
                     }
                 }
                 None => self.create_lifecycle(name, next).await?,
@@ -386,9 +383,9 @@ mod tests {
             rebalance_regression: true,
             ..Signals::default()
         };
-        assert_eq!(
-            member_signal(&g, "m1", &req(4, 1), &back).unwrap().kind,
-            SignalKind::RebalanceBackward
+        assert!(
+            member_signal(&g, "m1", &req(4, 1), &back).is_none(),
+            "a shard reported revoking again is counted, not recorded"
         );
     }
 }

@@ -105,6 +105,13 @@ pub fn decide(
         }
         (0, _) => join(g, req, now_ms, timing, Some(member)),
         (_, MemberState::Expired | MemberState::Fenced) => fenced_reply(g, member, req, timing),
+        // A leave from an earlier process with this id (delayed, duplicated or re-sent) must not touch the
+        // current incarnation; if it really is this incarnation's, its lease runs out and the shards move then.
+        (-1, MemberState::Active | MemberState::Leaving)
+            if req.metadata_version < member.join_metadata_version =>
+        {
+            fenced_reply(g, member, req, timing)
+        }
         (-1, MemberState::Active) => leave(g, member, req, now_ms, timing),
         (-1, MemberState::Leaving) => accept(g, member, req, now_ms, timing, false),
         (_, MemberState::Leaving) => fenced_reply(g, member, req, timing),
@@ -259,6 +266,7 @@ fn join(
     if let Some(m) = next.members.get_mut(&req.member_id) {
         m.member_epoch = next.assignment_epoch;
         m.incarnation_epoch = next.assignment_epoch;
+        m.join_metadata_version = next.metadata_version;
     }
     next.updated_at_ms = now_ms;
     let response = member_response(&next, &req.member_id, req, timing);

@@ -86,6 +86,11 @@ pub struct Member {
     pub incarnation_epoch: i64,
     /// Whether this incarnation has echoed its join epoch once; until then an epoch-0 request is a join retry.
     pub join_confirmed: bool,
+    /// The group's metadataVersion this incarnation joined at (its join response carried it). A leave carries
+    /// no epoch; one carrying an older metadataVersion was sent by a previous process with this id and must
+    /// not release this incarnation's shards. 0 (aggregates written before this field) = no check.
+    #[serde(default)]
+    pub join_metadata_version: i64,
     /// Shards the member may read now.
     pub assigned: ShardSet,
     /// Shards taken from the member that it has not released yet, with the member epoch at which the
@@ -110,6 +115,7 @@ impl Member {
             member_epoch: 0,
             incarnation_epoch: 0,
             join_confirmed: false,
+            join_metadata_version: 0,
             assigned: ShardSet::new(),
             revoking: BTreeMap::new(),
             reported_owned: ShardSet::new(),

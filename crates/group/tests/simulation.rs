@@ -13,8 +13,6 @@
 //! - `SIM_SCENARIOS=<n>`: how many scenarios (default 1,000), seeds from `SIM_FIRST_SEED` (default 1);
 //! - `SIM_DURATION_SECS=<n>`: long mode, new seeds (from `SIM_FIRST_SEED`, else the clock) until time is up;
 //! - `SIM_TRACE=1`: print every request, answer and write (with `SIM_SEED`);
-//! - `SIM_STRICT_STALE_LEAVES=1`, `SIM_STRICT_REBALANCE_SIGNAL=1`: also fail on the two known, unfixed
-//!   findings (`strict_stale_leaves` in `sim/world.rs`, `false_rollback_signal` in `sim/checks.rs`).
 
 mod sim;
 

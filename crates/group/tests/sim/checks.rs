@@ -218,11 +218,12 @@ pub fn response(store: &SimStore, req: &HeartbeatRequest, resp: &HeartbeatRespon
 /// from it must never suspect a rollback (the coordinator would record a `rollbackSuspicion`, turn the
 /// group DEGRADED and block admin mutations). A metadata regression on fresh state always fails.
 ///
-/// A *rebalance* regression on fresh state is a known finding, not yet fixed: a stale copy of a request
-/// that reported a shard DRAINING (a duplicate, a request overtaken by the member's next one, or the first
-/// copy of a request the SDK re-sent to another replica after a timeout) arrives after the report that
-/// released the shard, and `decide` cannot tell it from a rollback. It is counted (and fails the run when
-/// `SIM_STRICT_REBALANCE_SIGNAL=1`, e.g. `SIM_SEED=19`). Returns whether such a signal was seen.
+/// A *rebalance* regression on fresh state is expected: a stale copy of a request that reported a shard
+/// DRAINING (a duplicate, a request overtaken by the member's next one, or the first copy of a request the
+/// SDK re-sent to another replica) can arrive after the report that released the shard, and nothing in the
+/// request tells it from a rollback. Found by this simulation (seed 19); the coordinator therefore only
+/// counts this signal (the runbook's "rebalance state appears to move backward" watch item) and never records
+/// a rollback suspicion for it (`coordinator/src/durability.rs::member_signal`). Returns whether one was seen.
 pub fn false_rollback_signal(g: &Group, req: &HeartbeatRequest, s: &Signals) -> bool {
     let m = g.members.get(&req.member_id);
     let detail = || {
@@ -238,12 +239,5 @@ pub fn false_rollback_signal(g: &Group, req: &HeartbeatRequest, s: &Signals) -> 
         )
     };
     assert!(!s.metadata_regression, "invariant 6: {}", detail());
-    if s.rebalance_regression && strict_rebalance_signal() {
-        panic!("invariant 6 (strict): {}", detail());
-    }
     s.rebalance_regression
-}
-
-fn strict_rebalance_signal() -> bool {
-    std::env::var("SIM_STRICT_REBALANCE_SIGNAL").is_ok_and(|v| v == "1")
 }

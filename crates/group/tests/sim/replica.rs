@@ -148,23 +148,6 @@ impl Replica {
         self.paused_until = self.paused_until.max(until);
     }
 
-    /// Drops queued or parked requests for which `unwanted` is true; returns how many.
-    pub fn drop_requests(
-        &mut self,
-        unwanted: impl Fn(&Endpoint, &HeartbeatRequest) -> bool,
-    ) -> u64 {
-        let before = self.inbox.len();
-        self.inbox.retain(|j| !unwanted(&j.from, &j.req));
-        let mut dropped = (before - self.inbox.len()) as u64;
-        if let Some(Job::Heartbeat(j)) = &self.parked
-            && unwanted(&j.from, &j.req)
-        {
-            self.parked = None;
-            dropped += 1;
-        }
-        dropped
-    }
-
     pub fn cached_revision(&self) -> Option<u64> {
         self.cache.as_ref().map(|(_, r)| *r)
     }

@@ -76,7 +76,6 @@ pub struct Summary {
     pub replica_pauses: u64,
     pub replica: Stats,
     pub writes: u64,
-    pub stale_leaves_withheld: u64,
 }
 
 impl Summary {
@@ -90,7 +89,6 @@ impl Summary {
         self.replica_crashes += o.replica_crashes;
         self.replica_pauses += o.replica_pauses;
         self.writes += o.writes;
-        self.stale_leaves_withheld += o.stale_leaves_withheld;
         self.replica.heartbeats += o.replica.heartbeats;
         self.replica.conflicts += o.replica.conflicts;
         self.replica.retries += o.replica.retries;
@@ -160,15 +158,6 @@ impl World {
         for c in &mut self.clients {
             if !c.running && c.restart_when_left {
                 c.restart(self.now);
-            }
-        }
-        if !strict_stale_leaves() {
-            // Known bug (see `strict_stale_leaves`): such leaves are not processed unless asked for.
-            let clients = &self.clients;
-            for r in &mut self.replicas {
-                self.summary.stale_leaves_withheld += r.drop_requests(|ep, req| {
-                    req.member_epoch == -1 && ep.process != clients[ep.client].process
-                });
             }
         }
         for i in 0..self.replicas.len() {
@@ -489,17 +478,6 @@ impl World {
         s.stale_answers = self.clients.iter().map(|c| c.stale_answers).sum();
         s
     }
-}
-
-/// Known bug, found by this simulation (`SIM_STRICT_STALE_LEAVES=1 SIM_SEED=82`): a graceful leave
-/// (epoch -1) sent by a member's *previous* process that reaches a replica after a new process with the
-/// same member id has joined is applied to the new incarnation — `decide` cannot tell the incarnations
-/// apart, since a leave carries no epoch — and releases the new incarnation's shards at once, so they are
-/// granted to another member while the new process still reads them (invariant 1). Until the state
-/// machine can recognise such a leave, the network withholds it unless `SIM_STRICT_STALE_LEAVES=1`.
-fn strict_stale_leaves() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var("SIM_STRICT_STALE_LEAVES").is_ok_and(|v| v == "1"))
 }
 
 /// Runs one scenario; panics (with the invariant and the evidence) on any violation.
