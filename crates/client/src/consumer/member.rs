@@ -244,12 +244,12 @@ impl<H: Handler> Member<H> {
 
     /// Brings read loops in line with the membership. Returns whether a shard finished draining.
     fn reconcile(&mut self) -> bool {
-        while let Some(done) = self.tasks.try_join_next() {
-            if let Ok(shard) = done {
-                self.readers.remove(&shard);
-            }
-        }
-        // Tasks that panicked or were cancelled: drop senders whose receivers are gone.
+        // Reap finished tasks. Their entries are removed below, by whether their receiver is gone — not by
+        // shard: a loop's receiver is dropped before its task counts as finished, so a newer loop of the same
+        // shard may already be registered, and removing by shard would orphan it (two loops of one shard,
+        // the newer one no longer stoppable by a revocation; found by the fault suite).
+        while self.tasks.try_join_next().is_some() {}
+        // Loops that ended, panicked or were cancelled: drop senders whose receivers are gone.
         self.readers.retain(|_, tx| !tx.is_closed());
         let now = Instant::now();
         let readable = self.membership.readable(now);
