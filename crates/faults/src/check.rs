@@ -78,25 +78,28 @@ pub fn intervals(inc: &Incarnation, lease_ns: u64) -> Vec<ReadInterval> {
             (from < continued).then_some((from, continued))
         })
         .collect();
-    let mut open: BTreeMap<u32, u64> = BTreeMap::new();
+    // A shard is read by the process while at least one of its loops for it runs (normally one; see
+    // `double_loops`), so stops are never paired with the wrong start.
+    let mut open: BTreeMap<u32, (u64, usize)> = BTreeMap::new();
     let mut raw = Vec::new();
     for line in &inc.lines {
         match line {
             Line::ReadStarted { shard, at_ns, .. } => {
-                if let Some(prev) = open.insert(*shard, *at_ns) {
-                    // Two loops for one shard in one process: keep both, the overlap check reports it.
-                    raw.push((*shard, prev, u64::MAX));
-                }
+                open.entry(*shard).or_insert((*at_ns, 0)).1 += 1;
             }
             Line::ReadStopped { shard, at_ns, .. } => {
-                if let Some(start) = open.remove(shard) {
-                    raw.push((*shard, start, *at_ns));
+                if let Some((start, n)) = open.get_mut(shard) {
+                    *n -= 1;
+                    if *n == 0 {
+                        raw.push((*shard, *start, *at_ns));
+                        open.remove(shard);
+                    }
                 }
             }
             _ => {}
         }
     }
-    raw.extend(open.into_iter().map(|(s, start)| (s, start, u64::MAX)));
+    raw.extend(open.into_iter().map(|(s, (start, _))| (s, start, u64::MAX)));
     raw.into_iter()
         .map(|(shard, start, stop)| {
             let end = inc.killed_at_ns.map_or(stop, |k| stop.min(k)).max(start);
@@ -125,6 +128,31 @@ pub fn intervals(inc: &Incarnation, lease_ns: u64) -> Vec<ReadInterval> {
             }
         })
         .collect()
+}
+
+/// Moments at which one process started a second read loop for a shard whose previous loop had not
+/// logged its stop: (shard, at ns). The SDK must run at most one loop per shard.
+pub fn double_loops(inc: &Incarnation) -> Vec<(u32, u64)> {
+    let mut running: BTreeMap<u32, usize> = BTreeMap::new();
+    let mut out = Vec::new();
+    for line in &inc.lines {
+        match line {
+            Line::ReadStarted { shard, at_ns, .. } => {
+                let n = running.entry(*shard).or_default();
+                *n += 1;
+                if *n > 1 {
+                    out.push((*shard, *at_ns));
+                }
+            }
+            Line::ReadStopped { shard, .. } => {
+                if let Some(n) = running.get_mut(shard) {
+                    *n = n.saturating_sub(1);
+                }
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// Every pair of intervals of one shard (from different logged intervals) whose pieces intersect.
@@ -170,8 +198,11 @@ pub fn handovers(all: &[ReadInterval]) -> usize {
         .sum()
 }
 
+/// A delivery as (seq, shard, handled at ns).
+pub type DeliveryAt = (u64, u32, u64);
+
 /// Deliveries a process handled outside any of its own read intervals of that shard (should be none).
-pub fn deliveries_outside_intervals(inc: &Incarnation, lease_ns: u64) -> Vec<(u64, u32, u64)> {
+pub fn deliveries_outside_intervals(inc: &Incarnation, lease_ns: u64) -> Vec<DeliveryAt> {
     let ivs = intervals(inc, lease_ns);
     inc.lines
         .iter()
@@ -347,9 +378,18 @@ mod tests {
     }
 
     #[test]
-    fn two_loops_of_one_process_on_one_shard_are_an_overlap() {
-        let a = inc("a#1", vec![hb(0), start(0, 10), start(0, 20), stop(0, 30)]);
-        assert_eq!(overlaps(&all(&[a])).len(), 1);
+    fn two_loops_of_one_process_on_one_shard_are_reported_and_read_as_their_union() {
+        let a = inc(
+            "a#1",
+            vec![hb(0), start(0, 10), start(0, 20), stop(0, 30), stop(0, 40)],
+        );
+        assert_eq!(double_loops(&a), vec![(0, 20)]);
+        let ivs = intervals(&a, L);
+        assert_eq!(ivs.len(), 1);
+        assert_eq!((ivs[0].start_ns, ivs[0].end_ns), (10, 40));
+        let b = inc("b#1", vec![hb(0), start(0, 35), stop(0, 50)]);
+        assert_eq!(overlaps(&all(&[a.clone(), b])).len(), 1);
+        assert!(double_loops(&inc("c#1", vec![start(0, 1), stop(0, 2), start(0, 3)])).is_empty());
     }
 
     #[test]

@@ -126,16 +126,17 @@ fn wait_stopped(pid: u32) {
 }
 
 fn rsc_binary() -> PathBuf {
-    let path = std::env::var_os("RSC_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let exe = std::env::current_exe().expect("test executable path");
-            // target/<profile>/deps/faults-<hash> → target/<profile>/rsc
-            exe.parent()
-                .and_then(Path::parent)
-                .expect("test executable lives in target/<profile>/deps")
-                .join("rsc")
-        });
+    // An explicitly named binary is trusted as it is.
+    if let Some(path) = std::env::var_os("RSC_BIN") {
+        return PathBuf::from(path);
+    }
+    let exe = std::env::current_exe().expect("test executable path");
+    // target/<profile>/deps/faults-<hash> → target/<profile>/rsc
+    let path = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("test executable lives in target/<profile>/deps")
+        .join("rsc");
     let built = std::fs::metadata(&path)
         .and_then(|m| m.modified())
         .unwrap_or_else(|_| {
@@ -149,7 +150,8 @@ fn rsc_binary() -> PathBuf {
     for krate in ["cli", "coordinator", "store", "group", "protocol"] {
         if let Some(newer) = newer_file(&root.join("crates").join(krate).join("src"), built) {
             panic!(
-                "the rsc binary {} is older than {}: rebuild it with `cargo build -p rsc-cli`",
+                "the rsc binary {} is older than {}: rebuild it with `cargo build -p rsc-cli` \
+                 (or point RSC_BIN at the binary to test)",
                 path.display(),
                 newer.display()
             );
@@ -503,6 +505,52 @@ impl Drop for Worker {
 }
 
 // ---------------------------------------------------------------------------------------------------------
+// Redis evidence
+
+/// What Redis says is left for the group on the current shards.
+#[derive(Debug, Default)]
+struct Backlog {
+    pending: i64,
+    /// Shards with entries after the group's last-delivered id.
+    undelivered: Vec<String>,
+    /// Shards whose XINFO `lag` is not 0 (reported, not judged: Redis' entries-read counter is an estimate).
+    lag: Vec<String>,
+}
+
+impl Backlog {
+    fn is_empty(&self) -> bool {
+        self.pending == 0 && self.undelivered.is_empty()
+    }
+}
+
+/// An XINFO reply entry (flat name/value pairs) as a map.
+fn fields(pairs: &[redis::Value]) -> BTreeMap<String, redis::Value> {
+    pairs
+        .chunks(2)
+        .filter_map(|kv| match (&kv[0], kv.get(1)) {
+            (redis::Value::BulkString(k), Some(v)) => {
+                Some((String::from_utf8_lossy(k).into_owned(), v.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn text(v: Option<&redis::Value>) -> Option<String> {
+    match v {
+        Some(redis::Value::BulkString(b)) => Some(String::from_utf8_lossy(b).into_owned()),
+        Some(redis::Value::SimpleString(s)) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+/// A stream id as (ms, seq) for ordering.
+fn stream_id(id: &str) -> (u64, u64) {
+    let (ms, seq) = id.split_once('-').unwrap_or((id, "0"));
+    (ms.parse().unwrap_or(0), seq.parse().unwrap_or(0))
+}
+
+// ---------------------------------------------------------------------------------------------------------
 // The run
 
 struct FaultRecord {
@@ -566,7 +614,7 @@ impl Run {
             consumers: Vec::new(),
             producer: None,
             http: reqwest::Client::builder()
-                .timeout(Duration::from_secs(1))
+                .timeout(Duration::from_secs(5))
                 .build()
                 .unwrap(),
             shards: INITIAL_SHARDS,
@@ -880,53 +928,54 @@ impl Run {
         kinds
     }
 
-    /// Pending and lag of the group on every current shard, summed; `Err` if Redis cannot say.
-    async fn redis_backlog(&self) -> Result<(i64, i64), String> {
+    /// Per current shard: entries pending in the group, whether entries exist past the group's
+    /// last-delivered id (never delivered), and Redis' own `lag` figure. `Err` if Redis cannot say.
+    async fn redis_backlog(&self) -> Result<Backlog, String> {
         let client = redis::Client::open(self.redis.url()).map_err(|e| e.to_string())?;
         let mut conn = client
             .get_multiplexed_async_connection()
             .await
             .map_err(|e| e.to_string())?;
-        let (mut pending, mut lag) = (0, 0);
+        let mut out = Backlog::default();
         for shard in 0..self.shards {
+            let key = format!("{STREAM}:{shard}");
             let groups: Vec<Vec<redis::Value>> = redis::cmd("XINFO")
                 .arg("GROUPS")
-                .arg(format!("{STREAM}:{shard}"))
+                .arg(&key)
                 .query_async(&mut conn)
                 .await
                 .map_err(|e| e.to_string())?;
-            let mut found = false;
-            for g in groups {
-                let fields: BTreeMap<String, redis::Value> = g
-                    .chunks(2)
-                    .filter_map(|kv| match &kv[0] {
-                        redis::Value::BulkString(k) => {
-                            Some((String::from_utf8_lossy(k).into_owned(), kv[1].clone()))
-                        }
-                        _ => None,
-                    })
-                    .collect();
-                let name = match fields.get("name") {
-                    Some(redis::Value::BulkString(n)) => String::from_utf8_lossy(n).into_owned(),
-                    _ => continue,
-                };
-                if name != STREAM {
-                    continue;
-                }
-                found = true;
-                match (fields.get("pending"), fields.get("lag")) {
-                    (Some(redis::Value::Int(p)), Some(redis::Value::Int(l))) => {
-                        pending += p;
-                        lag += l;
-                    }
-                    other => return Err(format!("shard {shard}: pending/lag {other:?}")),
-                }
+            let group = groups
+                .iter()
+                .map(|g| fields(g))
+                .find(|f| text(f.get("name")) == Some(STREAM.to_owned()))
+                .ok_or_else(|| format!("{key}: no consumer group {STREAM}"))?;
+            let last: Vec<(String, Vec<(String, String)>)> = redis::cmd("XREVRANGE")
+                .arg(&key)
+                .arg("+")
+                .arg("-")
+                .arg("COUNT")
+                .arg(1)
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| e.to_string())?;
+            let delivered = text(group.get("last-delivered-id")).unwrap_or_default();
+            if let Some((last_id, _)) = last.first()
+                && stream_id(last_id) > stream_id(&delivered)
+            {
+                out.undelivered
+                    .push(format!("{key}: last {last_id}, delivered {delivered}"));
             }
-            if !found {
-                return Err(format!("shard {shard}: no consumer group {STREAM}"));
+            match group.get("pending") {
+                Some(redis::Value::Int(p)) => out.pending += p,
+                other => return Err(format!("{key}: pending {other:?}")),
+            }
+            match group.get("lag") {
+                Some(redis::Value::Int(0)) => {}
+                other => out.lag.push(format!("{key}: {other:?}")),
             }
         }
-        Ok((pending, lag))
+        Ok(out)
     }
 
     /// Stops the producer, waits until every published record was acknowledged (logs) and Redis shows
@@ -944,13 +993,13 @@ impl Run {
         loop {
             acc = self.accounting();
             let backlog = self.redis_backlog().await;
-            if acc.missing().is_empty() && backlog == Ok((0, 0)) {
+            if acc.missing().is_empty() && backlog.as_ref().is_ok_and(Backlog::is_empty) {
                 break;
             }
             if started.elapsed() > DRAIN_TIMEOUT {
                 self.failures.push(format!(
                     "not drained after {DRAIN_TIMEOUT:?}: {} published records without an ack \
-                     (first: {:?}); Redis pending/lag: {backlog:?}",
+                     (first: {:?}); Redis: {backlog:?}",
                     acc.missing().len(),
                     acc.missing()
                         .iter()
@@ -1050,7 +1099,7 @@ async fn processes_survive_kills_pauses_restarts_cuts_and_scaling_without_overla
         .flat_map(|i| check::intervals(i, lease_ns))
         .collect();
     let overlaps = check::overlaps(&intervals);
-    let outside: Vec<(String, Vec<(u64, u32, u64)>)> = incarnations
+    let outside: Vec<(String, Vec<check::DeliveryAt>)> = incarnations
         .iter()
         .map(|i| {
             (
@@ -1060,7 +1109,12 @@ async fn processes_survive_kills_pauses_restarts_cuts_and_scaling_without_overla
         })
         .filter(|(_, v)| !v.is_empty())
         .collect();
-    let (pending, lag) = run.redis_backlog().await.unwrap_or((-1, -1));
+    let double: Vec<(String, Vec<(u32, u64)>)> = incarnations
+        .iter()
+        .map(|i| (i.name.clone(), check::double_loops(i)))
+        .filter(|(_, v)| !v.is_empty())
+        .collect();
+    let backlog = run.redis_backlog().await;
 
     // The report.
     let mut by_kind: BTreeMap<String, usize> = BTreeMap::new();
@@ -1093,7 +1147,7 @@ async fn processes_survive_kills_pauses_restarts_cuts_and_scaling_without_overla
         cut,
         overlaps.len()
     );
-    println!("redis at the end       pending {pending}, lag {lag}");
+    println!("redis at the end       {backlog:?}");
     match longest {
         Some((d, what)) => println!("longest convergence    {d:.1?} after \"{what}\""),
         None => println!("longest convergence    -"),
@@ -1125,8 +1179,15 @@ async fn processes_survive_kills_pauses_restarts_cuts_and_scaling_without_overla
                 .collect::<Vec<_>>()
         ));
     }
-    if (pending, lag) != (0, 0) {
-        failures.push(format!("Redis pending {pending}, lag {lag} at the end"));
+    if !backlog.as_ref().is_ok_and(Backlog::is_empty) {
+        failures.push(format!("Redis at the end: {backlog:?}"));
+    }
+    for (name, list) in &double {
+        failures.push(format!(
+            "{name} ran two read loops of one shard at once {} times, first (shard, at ns): {:?}",
+            list.len(),
+            &list[..list.len().min(5)]
+        ));
     }
     for (name, list) in &outside {
         failures.push(format!(

@@ -58,8 +58,9 @@ struct Common {
     username: Option<String>,
     #[arg(long, env = "RSC_PASSWORD", hide_env_values = true)]
     password: Option<String>,
-    /// Per-request timeout of coordinator calls, ms.
-    #[arg(long, default_value_t = 1000)]
+    /// Per-request timeout of coordinator calls other than heartbeats (login included), ms. Generous: an
+    /// Argon2id login on a loaded 2-core machine can take seconds.
+    #[arg(long, default_value_t = 5000)]
     request_timeout_ms: u64,
 }
 
