@@ -26,7 +26,8 @@
 //!   SDK never lets a blocking read outlast the lease, and the lease is counted from the *send* of the last
 //!   accepted heartbeat. We log accepted heartbeats when their response is applied (later than the send),
 //!   so `last accepted heartbeat logged before the stop + lease` is an upper bound of when that
-//!   incarnation could still be reading. After SIGCONT it checks its lease before every read, and the
+//!   incarnation could still be reading. (The SDK emits the heartbeat event before it hands the renewed
+//!   lease to its read loops, so no read issued before the stop can rely on a renewal logged after it.) After SIGCONT it checks its lease before every read, and the
 //!   `read_stopped` it then logs (late, at resume) is not the end of its reading: the part of the interval
 //!   between that bound and the SIGCONT is cut out, everything else stays. If the bound lies after the
 //!   SIGCONT nothing is cut. Intervals never crossing a pause are taken exactly as logged — in particular a
