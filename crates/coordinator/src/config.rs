@@ -116,6 +116,10 @@ pub struct StreamsConfig {
     /// Delete the streams of shards removed by a completed scale-in (a stale producer's XADD NOMKSTREAM
     /// then fails instead of writing where nobody reads). `false` keeps them.
     pub retire_removed_shards: bool,
+    /// How long after routing changes (a scale activates or is rolled back) a removed shard's drain evidence
+    /// starts to count: producers may keep writing with the routing they cached for as long as their routing
+    /// lease lasts, so set it at least to the longest producer routing lease (the SDK's default is 60 s).
+    pub drain_grace: Dur,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -176,6 +180,7 @@ impl Default for StreamsConfig {
         StreamsConfig {
             provisioning_enabled: true,
             retire_removed_shards: true,
+            drain_grace: Dur::from_secs(60),
         }
     }
 }

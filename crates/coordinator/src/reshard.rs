@@ -655,6 +655,8 @@ impl Coordinator {
         }
         let now = self.clock.now_ms();
         detail["ageSeconds"] = json!((now - m.created_at_ms) as f64 / 1000.0);
+        // Drain evidence is ignored until producers' cached routing has certainly expired (drain-grace).
+        detail["drainEvidenceFrom"] = json!(crate::clock::iso_ms(self.drain_evidence_from_ms(g)));
         detail["rollbackAllowed"] = json!(
             migration::rollback_check(g, id).is_ok() && m.state != MigrationState::RolledBack
         );
@@ -699,11 +701,34 @@ impl Coordinator {
         info
     }
 
+    /// When drain evidence starts to count for `g`: `coordinator.streams.drain-grace` after its routing last
+    /// changed (a migration activated or was rolled back). Before that a producer may still write to a removed shard
+    /// with routing it cached, and an empty shard proves nothing.
+    pub fn drain_evidence_from_ms(&self, g: &Group) -> i64 {
+        // Routing changes when a migration activates, and back again when one is rolled back.
+        let changed = g
+            .migrations
+            .iter()
+            .flat_map(|m| {
+                let rolled_back = (m.state == MigrationState::RolledBack)
+                    .then_some(m.completed_at_ms)
+                    .flatten();
+                [m.activated_at_ms, rolled_back]
+            })
+            .flatten()
+            .max()
+            .unwrap_or(0);
+        changed.saturating_add(self.config.streams.drain_grace.ms())
+    }
+
     /// Draining shards whose every Redis consumer group has nothing pending and a known lag of 0 (or whose
-    /// stream no longer exists). A lag Redis cannot compute (null, e.g. after entries were deleted) is not
-    /// evidence: such a shard keeps draining until an operator force-completes the migration.
+    /// stream no longer exists), once the drain grace has passed. A lag Redis cannot compute (null, e.g. after
+    /// entries were deleted) is not evidence: such a shard keeps draining until an operator force-completes.
     pub async fn drained_shards(&self, g: &Group) -> ShardSet {
         let mut drained = ShardSet::new();
+        if self.clock.now_ms() < self.drain_evidence_from_ms(g) {
+            return drained;
+        }
         let mut conn = self.store.connection();
         for &s in &g.draining_shards {
             let key = shard_stream_key(&g.stream_prefix, s);

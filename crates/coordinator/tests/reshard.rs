@@ -578,3 +578,65 @@ async fn a_provisioning_failure_switches_nothing_and_a_retry_resumes() {
     assert_eq!(routing.body["shardCount"], 4);
     running.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_producer_write_within_the_drain_grace_is_consumed_not_lost() {
+    let redis = RedisServer::start();
+    let mut config = test_config(&redis.url());
+    config.coordinator.streams.drain_grace =
+        rsc_coordinator::config::Dur(Duration::from_millis(2_000));
+    let (running, api) = coordinator(config).await;
+    assert_eq!(api.create_stream("g", 4).await.status, 201);
+    let mut h = Harness::new(api.clone(), &redis.url(), "g", 2).await;
+    h.produce(40).await;
+    h.until_all_acked().await;
+
+    let (status, body) = h.scale(2).await;
+    assert_eq!(status, 202, "{body}");
+    let id = body["migrations"][0]["reshardingId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Shards 2 and 3 are empty and acknowledged now, yet a producer that cached the old routing may still
+    // write to them for as long as its routing lease lasts. Consumers drain them meanwhile.
+    h.round().await;
+    for n in 0..5 {
+        let key = format!("late-{n}");
+        let id: Option<String> = redis::cmd("XADD")
+            .arg("g:3")
+            .arg("NOMKSTREAM")
+            .arg("*")
+            .arg("key")
+            .arg(&key)
+            .query_async(&mut h.redis)
+            .await
+            .unwrap();
+        assert!(
+            id.is_some(),
+            "the removed shard still exists during the grace"
+        );
+        h.produced.insert(key);
+    }
+    let done = h.until_state(&id, "DEPRECATED").await;
+    h.until_all_acked().await;
+    let ms = |v: &Value| {
+        time::OffsetDateTime::parse(
+            v.as_str().unwrap(),
+            &time::format_description::well_known::Rfc3339,
+        )
+        .unwrap()
+        .unix_timestamp_nanos()
+            / 1_000_000
+    };
+    let activated = ms(&done["activatedAt"]);
+    let evidence_from = ms(&done["drainEvidenceFrom"]);
+    assert!(
+        evidence_from >= activated + 2_000,
+        "evidence counts only after the grace: {done}"
+    );
+    assert!(
+        ms(&done["completedAt"]) >= evidence_from,
+        "completed before the grace ended: {done}"
+    );
+    running.shutdown().await.unwrap();
+}

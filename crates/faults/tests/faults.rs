@@ -255,6 +255,9 @@ impl Rsc {
             )
             .env("COORDINATOR_REBALANCE_TIMEOUT", "6s")
             .env("COORDINATOR_LOOP_TICK_INTERVAL", "100ms")
+            // Longer than the producer's routing lease (4 s): no drain evidence counts while it may still
+            // write to a removed shard with the routing it cached.
+            .env("COORDINATOR_STREAMS_DRAIN_GRACE", "5s")
             .env("RSC_ADMIN_PASSWORD", ADMIN_PASSWORD)
             .env("RSC_LOG", "warn")
             .stdout(Stdio::null())

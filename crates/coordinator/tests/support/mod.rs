@@ -20,6 +20,8 @@ pub fn test_config(redis_url: &str) -> Config {
     k.rebalance_timeout = Dur(Duration::from_secs(5));
     k.reconciler.tick_interval = Dur(Duration::from_millis(100));
     k.shutdown_grace = Dur(Duration::from_secs(2));
+    // Test producers refresh routing at once; a short grace keeps scale-ins quick.
+    k.streams.drain_grace = Dur(Duration::from_millis(300));
     // Authentication is on, as in production: the admin has a known password, and verified credentials are
     // cached long enough that a test's steady heartbeats never need Redis or Argon2 for them.
     k.api.admin_password = Some(Secret(ADMIN_PASSWORD.into()));

@@ -291,7 +291,7 @@ async fn run_producer(a: ProducerArgs) -> Result<(), WorkerError> {
     let coord = coordinator(&a.common)?;
     let config = ProducerConfig::new(a.common.stream.clone(), a.common.redis_url.clone())
         .refresh_interval(Duration::from_millis(500))
-        .routing_lease(Duration::from_secs(10))
+        .routing_lease(Duration::from_secs(4))
         .max_len(None);
     let started = Instant::now();
     let producer = loop {
