@@ -111,6 +111,29 @@ impl Coordinator {
     /// Reads a group from Redis (never from the cache) and refreshes the cache. Missing → None; unreadable,
     /// unknown schema or a revision that disagrees with the aggregate → MetadataCorrupt (fail closed).
     pub async fn load(&self, name: &GroupName) -> Result<Option<Cached>, ApiError> {
+        let Some(cached) = self.read_group(name).await? else {
+            self.cache.invalidate(name);
+            return Ok(None);
+        };
+        if self.cache.put(name, cached).is_err() {
+            // A read that raced with this replica's own commit can finish after it and look older than what the
+            // commit cached: Redis answered in order, our tasks did not. Read once more, now after what we saw:
+            // only a revision that is still lower is a real regression.
+            let Some(again) = self.read_group(name).await? else {
+                self.cache.invalidate(name);
+                return Ok(None);
+            };
+            if let Err(r) = self.cache.put(name, again.clone()) {
+                // Counted once and recorded in the aggregate as a rollback suspicion (durability.rs).
+                return Ok(Some(self.on_revision_regression(name, again, &r).await));
+            }
+            return Ok(Some(again));
+        }
+        Ok(self.cache.get(name))
+    }
+
+    /// Reads and checks a group's metadata from Redis, without touching the cache.
+    async fn read_group(&self, name: &GroupName) -> Result<Option<Cached>, ApiError> {
         let keys = self.keys(name);
         let stored = match self
             .metrics
@@ -118,10 +141,7 @@ impl Coordinator {
             .await
         {
             Ok(Some(s)) => s,
-            Ok(None) => {
-                self.cache.invalidate(name);
-                return Ok(None);
-            }
+            Ok(None) => return Ok(None),
             Err(e) => {
                 self.note_store_error(&e);
                 return Err(e.into());
@@ -145,15 +165,10 @@ impl Coordinator {
                 ),
             ));
         }
-        let cached = Cached {
+        Ok(Some(Cached {
             group: Arc::new(group),
             revision: stored.revision,
-        };
-        if let Err(r) = self.cache.put(name, cached.clone()) {
-            // Counted once and recorded in the aggregate as a rollback suspicion (durability.rs).
-            return Ok(Some(self.on_revision_regression(name, cached, &r).await));
-        }
-        Ok(Some(cached))
+        }))
     }
 
     /// The cached aggregate, or a fresh load when none is cached. The flag says whether it is fresh.
