@@ -98,8 +98,9 @@ fn run_bench(args: &[&str]) -> Output {
     child.wait_with_output().unwrap()
 }
 
-/// `k=v k=v …` of the last stdout line.
-fn summary(out: &Output) -> BTreeMap<String, String> {
+/// `k=v k=v …` of the summary line (the last stdout line starting with `first_key=`; only the cleanup
+/// report may follow it).
+fn summary(out: &Output, first_key: &str) -> BTreeMap<String, String> {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -107,7 +108,10 @@ fn summary(out: &Output) -> BTreeMap<String, String> {
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-    let last = stdout.lines().last().expect("some output");
+    let last = stdout
+        .lines()
+        .rfind(|l| l.starts_with(&format!("{first_key}=")))
+        .unwrap_or_else(|| panic!("no summary line in:\n{stdout}"));
     last.split_whitespace()
         .map(|kv| {
             let (k, v) = kv
@@ -170,7 +174,7 @@ fn dataplane_prints_ratios_and_removes_its_streams() {
         "--assignment-lease-ms",
         "1800",
     ]);
-    let s = summary(&out);
+    let s = summary(&out, "producer_ratio");
     for key in [
         "producer_ratio",
         "consumer_ratio",
@@ -211,7 +215,7 @@ fn failover_times_a_kill_and_a_leave_and_removes_its_streams() {
         "--assignment-lease-ms",
         "1800",
     ]);
-    let s = summary(&out);
+    let s = summary(&out, "kill_median_ms");
     for key in ["kill_median_ms", "kill_max_ms", "leave_max_ms", "bound_ms"] {
         s.get(key)
             .unwrap_or_else(|| panic!("{key} missing from {s:?}"));
