@@ -18,6 +18,8 @@ use crate::coordinator::{Commit, Coordinator};
 use crate::stats::Stats;
 use rsc_group::batch::Batch;
 use rsc_group::heartbeat::{Outcome, decide};
+use rsc_group::model::Group;
+use rsc_group::timing::Timing;
 use rsc_protocol::wire::{HeartbeatRequest, HeartbeatResponse};
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -129,32 +131,17 @@ impl Coordinator {
             Err(_) => return answer_all(batch, || BatchReply::Unavailable),
         };
         let now = self.clock.now_ms();
-        let mut combined = Batch::default();
-        // (reply, response, fenced, members the transition names)
-        let mut included = Vec::new();
-        for p in batch {
-            let state = combined.group().unwrap_or(&base.group);
-            // Rollback evidence in a request was recorded on the request's own path before it got here.
-            let d = decide(Some(state), &p.member_id, &p.req, now, &self.timing);
-            let Outcome::Write(t) = d.outcome else {
-                let _ = p.reply.send(BatchReply::DecideAgain);
-                continue;
-            };
-            let named: Vec<String> = t
-                .must_be_lapsed
-                .iter()
-                .chain(&t.must_be_live)
-                .chain(&t.renew)
-                .chain(&t.remove)
-                .cloned()
-                .collect();
-            match combined.add(t) {
-                Ok(()) => included.push((p.reply, d.response, d.signals.fenced, named)),
-                Err(_) => {
-                    let _ = p.reply.send(BatchReply::DecideAgain);
-                }
-            }
-        }
+        // Deciding clones the aggregate once per request: for a big group and a big batch that is real CPU
+        // time, kept off the async workers so that Redis replies and steady heartbeats are not starved.
+        let group = base.group.clone();
+        let timing = self.timing;
+        let decided =
+            tokio::task::spawn_blocking(move || decide_in_sequence(&group, batch, now, &timing))
+                .await;
+        let Ok((combined, included)) = decided else {
+            // The deciding task panicked: its requests' reply senders are gone, so they decide again.
+            return;
+        };
         let size = combined.len();
         let Some(t) = combined.into_transition() else {
             return;
@@ -197,6 +184,50 @@ impl Coordinator {
             }
         }
     }
+}
+
+/// A request combined into a batch: where to answer, the answer, whether it fenced, the members it names.
+type Included = (
+    oneshot::Sender<BatchReply>,
+    HeartbeatResponse,
+    bool,
+    Vec<String>,
+);
+
+/// Decides each request on the aggregate the previous one produced and combines what can be combined;
+/// the others are told to decide again at once.
+fn decide_in_sequence(
+    base: &Group,
+    batch: Vec<Pending>,
+    now: i64,
+    timing: &Timing,
+) -> (Batch, Vec<Included>) {
+    let mut combined = Batch::default();
+    let mut included = Vec::new();
+    for p in batch {
+        let state = combined.group().unwrap_or(base);
+        // Rollback evidence in a request was recorded on the request's own path before it got here.
+        let d = decide(Some(state), &p.member_id, &p.req, now, timing);
+        let Outcome::Write(t) = d.outcome else {
+            let _ = p.reply.send(BatchReply::DecideAgain);
+            continue;
+        };
+        let named: Vec<String> = t
+            .must_be_lapsed
+            .iter()
+            .chain(&t.must_be_live)
+            .chain(&t.renew)
+            .chain(&t.remove)
+            .cloned()
+            .collect();
+        match combined.add(t) {
+            Ok(()) => included.push((p.reply, d.response, d.signals.fenced, named)),
+            Err(_) => {
+                let _ = p.reply.send(BatchReply::DecideAgain);
+            }
+        }
+    }
+    (combined, included)
 }
 
 fn answer_all(batch: Vec<Pending>, reply: impl Fn() -> BatchReply) {
