@@ -1,10 +1,16 @@
 //! Password hashing with Argon2id (default parameters: 19 MiB, 2 passes, 1 lane), random passwords and
 //! random bytes. Hashing and verifying take tens of milliseconds, so async callers use the `*_blocking`
-//! forms that run on tokio's blocking pool.
+//! forms that run on tokio's blocking pool — at most [`MAX_CONCURRENT_ARGON2`] at a time, since each one
+//! holds 19 MiB: unbounded, a burst of Basic-authenticated requests (or an attacker's) took gigabytes.
 
 use argon2::{Argon2, PasswordHash, PasswordHasher, PasswordVerifier};
 use base64::Engine;
 use std::sync::OnceLock;
+use tokio::sync::Semaphore;
+
+/// Argon2 computations allowed at once (each holds 19 MiB); the rest queue.
+pub const MAX_CONCURRENT_ARGON2: usize = 2;
+static ARGON2_PERMITS: Semaphore = Semaphore::const_new(MAX_CONCURRENT_ARGON2);
 
 /// Hashes a password into an Argon2id PHC string with a fresh random salt.
 pub fn hash(password: &str) -> Result<String, String> {
@@ -27,6 +33,9 @@ pub fn verify(password: &str, phc: &str) -> bool {
 /// Verifies against `phc`, or — for an unknown user — against a dummy hash, so that the answer takes
 /// as long either way and does not reveal which usernames exist.
 pub async fn verify_blocking(password: String, phc: Option<String>) -> bool {
+    let Ok(_permit) = ARGON2_PERMITS.acquire().await else {
+        return false;
+    };
     tokio::task::spawn_blocking(move || match phc {
         Some(h) => verify(&password, &h),
         None => {
@@ -39,6 +48,10 @@ pub async fn verify_blocking(password: String, phc: Option<String>) -> bool {
 }
 
 pub async fn hash_blocking(password: String) -> Result<String, String> {
+    let _permit = ARGON2_PERMITS
+        .acquire()
+        .await
+        .map_err(|e| format!("cannot hash the password: {e}"))?;
     tokio::task::spawn_blocking(move || hash(&password))
         .await
         .map_err(|e| format!("cannot hash the password: {e}"))?
