@@ -10,10 +10,22 @@
 
 use crate::error::ClientError;
 use crate::identity;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Guard kept between the end of a blocking read and the lease deadline.
 pub(crate) const LEASE_GUARD: Duration = Duration::from_millis(20);
+
+/// The least lease time that must be left to start a read. Both the member (which shards get a read
+/// loop, [`super::membership::Membership::readable`]) and the read loop (whether to read once more) use
+/// it, through [`read_lease_left`]: with different margins, in the window between them the member would
+/// start loops that stop at once, over and over.
+pub(crate) const READ_LEASE_MARGIN: Duration = LEASE_GUARD.saturating_mul(2);
+
+/// Lease time left at `now` if it is worth starting a read with (more than [`READ_LEASE_MARGIN`]).
+pub(crate) fn read_lease_left(lease_until: Option<Instant>, now: Instant) -> Option<Duration> {
+    let left = lease_until?.checked_duration_since(now)?;
+    (left > READ_LEASE_MARGIN).then_some(left)
+}
 
 /// Settings of a managed consumer.
 #[derive(Debug, Clone)]

@@ -39,7 +39,8 @@ pub struct Delivery {
     pub(crate) reclaimed: bool,
     pub(crate) member_id: String,
     pub(crate) group: String,
-    pub(crate) conn: redis::aio::MultiplexedConnection,
+    /// The batch's connection; it reconnects by itself, so a retried ack works after a Redis restart.
+    pub(crate) conn: redis::aio::ConnectionManager,
     pub(crate) local: Arc<ShardLocal>,
 }
 

@@ -15,6 +15,7 @@
 //! - `UNKNOWN_MEMBER_ID`, `FENCED_MEMBER_EPOCH`, `INVALID_REQUEST` and `UNSUPPORTED_PROTOCOL` stop
 //!   everything at once and rejoin with epoch 0. `RETRY` changes nothing and renews nothing.
 
+use super::config::read_lease_left;
 use rsc_protocol::PROTOCOL_VERSION_MAX;
 use rsc_protocol::wire::{
     HeartbeatRequest, HeartbeatResponse, HeartbeatStatus, RevokeState, RevokingShardReport,
@@ -116,9 +117,10 @@ impl Membership {
         self.lease_until.is_some_and(|u| now < u)
     }
 
-    /// Shards that should have a read loop now.
+    /// Shards that should have a read loop now: none once less than the read margin is left on the lease
+    /// (the margin under which a read loop refuses to read, so no loop is started only to stop at once).
     pub fn readable(&self, now: Instant) -> BTreeSet<u32> {
-        if self.leaving || !self.lease_valid(now) {
+        if self.leaving || read_lease_left(self.lease_until, now).is_none() {
             BTreeSet::new()
         } else {
             self.owned.clone()
@@ -455,6 +457,40 @@ mod tests {
             m.readable(t0 + LEASE).is_empty(),
             "lease counted from the last accepted send"
         );
+    }
+
+    #[test]
+    fn no_shard_is_readable_within_the_read_margin_of_the_lease_end() {
+        use crate::consumer::config::READ_LEASE_MARGIN;
+        let (m, t0) = joined(&[0, 1]);
+        let end = t0 + LEASE;
+        let tick = Duration::from_millis(1);
+        assert_eq!(m.readable(end - READ_LEASE_MARGIN - tick), set(&[0, 1]));
+        for t in [
+            end - READ_LEASE_MARGIN,
+            end - READ_LEASE_MARGIN + tick,
+            end - READ_LEASE_MARGIN / 2,
+            end - tick,
+        ] {
+            assert!(
+                m.readable(t).is_empty(),
+                "{:?} before the lease end",
+                end - t
+            );
+            assert!(m.lease_valid(t), "the lease itself still runs");
+        }
+        // The read loop's own check agrees at every instant, so the member never starts a loop that
+        // refuses to read.
+        let mut t = end - READ_LEASE_MARGIN * 2;
+        while t <= end {
+            assert_eq!(
+                m.readable(t).is_empty(),
+                read_lease_left(m.lease_until(), t).is_none(),
+                "{:?} before the lease end",
+                end - t
+            );
+            t += tick;
+        }
     }
 
     #[test]

@@ -8,10 +8,11 @@
 //! again behind the others, and reads do not block (so an idle shard never holds a worker for long).
 
 use super::Handler;
-use super::config::LEASE_GUARD;
+use super::config::{LEASE_GUARD, read_lease_left};
 use super::delivery::{Delivery, ShardLocal};
 use super::events::{ConsumerEvent, EventSink, StopReason};
 use redis::AsyncCommands;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::streams::{StreamAutoClaimReply, StreamId, StreamReadOptions, StreamReadReply};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -44,11 +45,9 @@ const IDLE_BACKOFF_MIN: Duration = Duration::from_millis(10);
 const IDLE_BACKOFF_MAX: Duration = Duration::from_millis(100);
 const ERROR_BACKOFF_MAX: Duration = Duration::from_secs(1);
 
-/// Time left on the lease, if any worth starting a read with.
+/// Time left on the lease, if any worth starting a read with (the margin the member uses too).
 fn lease_left(lease: &watch::Receiver<Option<Instant>>) -> Option<Duration> {
-    let until = (*lease.borrow())?;
-    let left = until.checked_duration_since(Instant::now())?;
-    (left > LEASE_GUARD * 2).then_some(left)
+    read_lease_left(*lease.borrow(), Instant::now())
 }
 
 impl<H: Handler> ReaderCtx<H> {
@@ -96,7 +95,7 @@ impl<H: Handler> ReaderCtx<H> {
     }
 
     async fn read_loop(&mut self) -> StopReason {
-        let mut conn: Option<redis::aio::MultiplexedConnection> = None;
+        let mut conn: Option<ConnectionManager> = None;
         let mut cursor: Option<String> = self.reclaim.then(|| "0-0".to_owned());
         let mut idle = IDLE_BACKOFF_MIN;
         let mut error_backoff = IDLE_BACKOFF_MIN;
@@ -124,12 +123,16 @@ impl<H: Handler> ReaderCtx<H> {
             };
             let c = match &conn {
                 Some(c) => c.clone(),
-                None => match self.connect().await {
-                    Ok(c) => {
+                None => match self.connect_unless_stopped().await {
+                    None => {
+                        drop(permit);
+                        return self.should_stop().unwrap_or(StopReason::Stopped);
+                    }
+                    Some(Ok(c)) => {
                         conn = Some(c.clone());
                         c
                     }
-                    Err(e) => {
+                    Some(Err(e)) => {
                         drop(permit);
                         tracing::warn!(member = %self.member_id, shard = self.shard, error = %e, "cannot connect to redis; retrying");
                         self.pause(error_backoff).await;
@@ -182,19 +185,30 @@ impl<H: Handler> ReaderCtx<H> {
         }
     }
 
-    async fn connect(&self) -> redis::RedisResult<redis::aio::MultiplexedConnection> {
-        let cfg = redis::AsyncConnectionConfig::new()
+    /// A new connection for this loop and the deliveries of its batches, or None if the loop was told to
+    /// stop first.
+    ///
+    /// It is a [`ConnectionManager`]: the loop still drops it and makes a new one (with its own backoff)
+    /// after a failed read, but a [`Delivery`] keeps the one of its batch, and that one must reconnect by
+    /// itself so that an application retrying an ack after a Redis restart succeeds. The manager makes few
+    /// attempts of its own per failure: retrying is the loop's backoff or the application's.
+    async fn connect_unless_stopped(&self) -> Option<redis::RedisResult<ConnectionManager>> {
+        let cfg = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(Duration::from_secs(2)))
-            .set_response_timeout(Some(self.poll_timeout + Duration::from_secs(5)));
-        self.client
-            .get_multiplexed_async_connection_with_config(&cfg)
-            .await
+            .set_response_timeout(Some(self.poll_timeout + Duration::from_secs(5)))
+            .set_number_of_retries(1)
+            .set_max_delay(ERROR_BACKOFF_MAX);
+        let mut stop = self.stop.clone();
+        tokio::select! {
+            c = ConnectionManager::new_with_config(self.client.clone(), cfg) => Some(c),
+            _ = stop.wait_for(|s| *s) => None,
+        }
     }
 
     /// One XAUTOCLAIM page from `start`: (next cursor, entries claimed by this member).
     async fn autoclaim(
         &self,
-        mut c: redis::aio::MultiplexedConnection,
+        mut c: ConnectionManager,
         start: &str,
     ) -> redis::RedisResult<(String, Vec<StreamId>)> {
         let reply: StreamAutoClaimReply = redis::cmd("XAUTOCLAIM")
@@ -213,7 +227,7 @@ impl<H: Handler> ReaderCtx<H> {
     /// One XREADGROUP of new entries, blocking up to `block` (None = do not block).
     async fn read_new(
         &self,
-        mut c: redis::aio::MultiplexedConnection,
+        mut c: ConnectionManager,
         block: Option<Duration>,
     ) -> redis::RedisResult<Vec<StreamId>> {
         let mut opts = StreamReadOptions::default()
@@ -233,7 +247,7 @@ impl<H: Handler> ReaderCtx<H> {
     /// Hands a batch to the handler, one entry at a time, in stream order.
     async fn handle_batch(
         &self,
-        conn: &redis::aio::MultiplexedConnection,
+        conn: &ConnectionManager,
         entries: Vec<StreamId>,
         reclaimed: bool,
     ) {
@@ -291,4 +305,140 @@ fn now_iso() -> String {
     time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use redis::streams::StreamPendingReply;
+    use rsc_testkit::RedisServer;
+    use tokio::sync::mpsc;
+
+    const STREAM: &str = "orders:0";
+    const GROUP: &str = "orders";
+    /// Bound on every wait of the test (a delivery arriving, a retried ack succeeding, the loop ending).
+    const WAIT: Duration = Duration::from_secs(20);
+
+    /// A fresh connection for the test's own commands.
+    async fn admin(client: &redis::Client) -> redis::aio::MultiplexedConnection {
+        client
+            .get_multiplexed_async_connection()
+            .await
+            .expect("connect to the test redis")
+    }
+
+    async fn pending(client: &redis::Client) -> usize {
+        let reply: StreamPendingReply = admin(client)
+            .await
+            .xpending(STREAM, GROUP)
+            .await
+            .expect("XPENDING");
+        reply.count()
+    }
+
+    /// Acks like an application that retries a failed ack; returns (still pending, failed attempts).
+    async fn ack_with_retries(d: &Delivery) -> (bool, usize) {
+        let deadline = Instant::now() + WAIT;
+        let mut failures = 0;
+        loop {
+            match d.ack().await {
+                Ok(was_pending) => return (was_pending, failures),
+                Err(e) => {
+                    failures += 1;
+                    assert!(
+                        Instant::now() < deadline,
+                        "ack still failing after {failures} attempts: {e}"
+                    );
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+    }
+
+    /// A Redis restart broke the connection a delivery was read with; the application's retried ack must
+    /// still succeed (the delivery's connection reconnects), and the loop itself must read on.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_delivery_read_before_a_redis_restart_is_acked_on_retry_after_it() {
+        let redis_server = RedisServer::builder().appendonly(true).start();
+        let client = redis::Client::open(redis_server.url()).expect("redis url");
+        let mut c = admin(&client).await;
+        let _: () = c
+            .xgroup_create_mkstream(STREAM, GROUP, "0")
+            .await
+            .expect("XGROUP CREATE");
+        let first: String = c.xadd(STREAM, "*", &[("n", "1")]).await.expect("XADD");
+
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (stop_tx, stop) = watch::channel(false);
+        let (_lease_tx, lease) = watch::channel(Some(Instant::now() + Duration::from_secs(3600)));
+        let reader = ReaderCtx {
+            member_id: "m1".into(),
+            group: GROUP.into(),
+            stream_key: STREAM.into(),
+            shard: 0,
+            reclaim: false,
+            client: client.clone(),
+            // The handler keeps every delivery without acking it; the test acks.
+            handler: Arc::new(move |d: Delivery| {
+                let _ = tx.send(d);
+                std::future::ready(())
+            }),
+            local: Arc::new(ShardLocal::default()),
+            stop,
+            lease,
+            workers: Arc::new(Semaphore::new(1)),
+            worker_count: 1,
+            reading_count: Arc::new(AtomicUsize::new(1)),
+            handled: Arc::new(AtomicU64::new(0)),
+            batch_size: 10,
+            poll_timeout: Duration::from_millis(200),
+            events: None,
+        };
+        let task = tokio::spawn(reader.run());
+
+        let d1 = tokio::time::timeout(WAIT, rx.recv())
+            .await
+            .expect("first entry delivered in time")
+            .expect("reader alive");
+        assert_eq!(d1.id(), first);
+
+        // AOF on: the stream and its pending entry survive the restart.
+        let redis_server = tokio::task::spawn_blocking(move || {
+            let mut r = redis_server;
+            r.restart();
+            r
+        })
+        .await
+        .expect("restart");
+        assert_eq!(pending(&client).await, 1, "the entry survived, pending");
+
+        let (was_pending, failures) = ack_with_retries(&d1).await;
+        assert!(was_pending, "the retried ack removed the pending entry");
+        assert_eq!(pending(&client).await, 0, "XPENDING after the ack");
+        eprintln!("ack after restart succeeded after {failures} failed attempt(s)");
+
+        // The loop replaced its own connection after the failed read and reads new entries.
+        let second: String = admin(&client)
+            .await
+            .xadd(STREAM, "*", &[("n", "2")])
+            .await
+            .expect("XADD");
+        let d2 = tokio::time::timeout(WAIT, rx.recv())
+            .await
+            .expect("entry after the restart delivered in time")
+            .expect("reader alive");
+        assert_eq!(d2.id(), second);
+        assert!(
+            ack_with_retries(&d2).await.0,
+            "the second entry was pending"
+        );
+        assert_eq!(pending(&client).await, 0);
+
+        stop_tx.send_replace(true);
+        tokio::time::timeout(WAIT, task)
+            .await
+            .expect("loop ends when told to stop")
+            .expect("loop did not panic");
+        drop(redis_server);
+    }
 }
