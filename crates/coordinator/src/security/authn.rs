@@ -135,6 +135,13 @@ impl Security {
         {
             return Ok(p);
         }
+        // One verification per credentials at a time: those that waited find the fresh entry.
+        let _gate = self.cache.gate(&cache_key).lock().await;
+        if method == AuthMethod::Basic
+            && let Some(p) = self.cache.get(&cache_key)
+        {
+            return Ok(p);
+        }
         if let Some(secs) = self.throttle.blocked(username, client).await? {
             return Err(AuthFailure::Throttled(secs));
         }

@@ -2,7 +2,8 @@
 //! verification nor a Redis lookup per request. Entries live `credential-cache-ttl` (default 5 s): that is
 //! how late a token revoked on *another* replica (or a user removed there) can still be accepted here; a
 //! revocation on this replica drops the entry at once. Bounded: when full, expired entries are dropped, and
-//! if that is not enough the cache starts over. Basic credentials are keyed by a salted SHA-256 of the pair
+//! if that is not enough the cache starts over. A miss is verified by one request at a time per key (see
+//! `gate`). Basic credentials are keyed by a salted SHA-256 of the pair
 //! (the salt is random per process), never by the password itself.
 
 use super::password::random_bytes;
@@ -19,7 +20,12 @@ pub struct CredentialCache {
     capacity: usize,
     salt: [u8; 32],
     entries: Mutex<HashMap<CacheKey, (Arc<Principal>, Instant)>>,
+    /// Striped gates so that when an entry expires under load, one request re-verifies it and the others
+    /// wait for its result instead of all running Argon2 at once (which queued them for seconds).
+    gates: [tokio::sync::Mutex<()>; GATES],
 }
+
+const GATES: usize = 16;
 
 impl CredentialCache {
     pub fn new(ttl: Duration, capacity: usize) -> Self {
@@ -28,7 +34,13 @@ impl CredentialCache {
             capacity,
             salt: random_bytes(),
             entries: Mutex::new(HashMap::new()),
+            gates: std::array::from_fn(|_| tokio::sync::Mutex::new(())),
         }
+    }
+
+    /// The gate that serialises verifications of `key` (and of the few keys sharing its stripe).
+    pub fn gate(&self, key: &CacheKey) -> &tokio::sync::Mutex<()> {
+        &self.gates[key[0] as usize % GATES]
     }
 
     pub fn basic_key(&self, username: &str, password: &str) -> CacheKey {
