@@ -701,6 +701,17 @@ impl Coordinator {
         info
     }
 
+    /// The stream's `last-generated-id` (`XINFO STREAM`), None when unknown.
+    async fn last_generated_id(&self, key: &str) -> Option<(u64, u64)> {
+        let info: redis::Value = redis::cmd("XINFO")
+            .arg("STREAM")
+            .arg(key)
+            .query_async(&mut self.store.connection())
+            .await
+            .ok()?;
+        field_stream_id(&info, "last-generated-id")
+    }
+
     /// When drain evidence starts to count for `g`: `coordinator.streams.drain-grace` after its routing last
     /// changed (a migration activated or was rolled back). Before that a producer may still write to a removed shard
     /// with routing it cached, and an empty shard proves nothing.
@@ -739,10 +750,18 @@ impl Coordinator {
                 .await;
             match groups {
                 Ok(groups) => {
-                    let all_clear = groups.iter().all(|x| {
-                        field_i64(x, "pending") == Some(0) && field_i64(x, "lag") == Some(0)
-                    });
-                    if all_clear {
+                    let nothing_pending = groups.iter().all(|x| field_i64(x, "pending") == Some(0));
+                    let lag_zero = groups.iter().all(|x| field_i64(x, "lag") == Some(0));
+                    // The lag Redis reports can stay above 0 after a restart although every entry was
+                    // delivered; then a last-delivered id at or past the stream's last id is the evidence.
+                    let all_delivered = || async {
+                        let last = self.last_generated_id(&key).await;
+                        last.is_some()
+                            && groups
+                                .iter()
+                                .all(|x| field_stream_id(x, "last-delivered-id") >= last)
+                    };
+                    if nothing_pending && (lag_zero || all_delivered().await) {
                         drained.insert(s);
                     }
                 }
@@ -846,18 +865,41 @@ impl Coordinator {
     }
 }
 
-/// Deletes a shard stream only if every Redis consumer group on it still has nothing pending and a lag of 0,
-/// atomically, so a stale producer's late write is never deleted unread.
+/// A stream id field (`<ms>-<seq>`) of an XINFO reply.
+fn field_stream_id(v: &redis::Value, name: &str) -> Option<(u64, u64)> {
+    let text = redis::from_redis_value::<String>(field(v, name)?.clone()).ok()?;
+    let (ms, seq) = text.split_once('-')?;
+    Some((ms.parse().ok()?, seq.parse().ok()?))
+}
+
+/// Deletes a shard stream only if every Redis consumer group on it still has nothing pending and either a lag
+/// of 0 or a last-delivered id at or past the stream's last id, atomically, so a stale producer's late write
+/// is never deleted unread.
 const RETIRE_IF_DRAINED: &str = r"
 local ok, groups = pcall(redis.call, 'XINFO', 'GROUPS', KEYS[1])
 if not ok then return 0 end
+local info = redis.call('XINFO', 'STREAM', KEYS[1])
+local last = nil
+for i = 1, #info, 2 do
+  if info[i] == 'last-generated-id' then last = info[i + 1] end
+end
+local function at_or_past(a, b)
+  if type(a) ~= 'string' or type(b) ~= 'string' then return false end
+  local am, as = string.match(a, '^(%d+)-(%d+)$')
+  local bm, bs = string.match(b, '^(%d+)-(%d+)$')
+  if not am or not bm then return false end
+  am, as, bm, bs = tonumber(am), tonumber(as), tonumber(bm), tonumber(bs)
+  return am > bm or (am == bm and as >= bs)
+end
 for _, g in ipairs(groups) do
-  local pending, lag = nil, nil
+  local pending, lag, delivered = nil, nil, nil
   for i = 1, #g, 2 do
     if g[i] == 'pending' then pending = g[i + 1] end
     if g[i] == 'lag' then lag = g[i + 1] end
+    if g[i] == 'last-delivered-id' then delivered = g[i + 1] end
   end
-  if pending ~= 0 or lag ~= 0 then return -1 end
+  if pending ~= 0 then return -1 end
+  if lag ~= 0 and not at_or_past(delivered, last) then return -1 end
 end
 return redis.call('DEL', KEYS[1])
 ";
