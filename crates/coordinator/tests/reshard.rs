@@ -640,3 +640,45 @@ async fn a_stale_producer_write_within_the_drain_grace_is_consumed_not_lost() {
     );
     running.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_lag_after_everything_was_delivered_does_not_block_the_drain() {
+    let redis = RedisServer::start();
+    let (running, api) = coordinator(test_config(&redis.url())).await;
+    assert_eq!(api.create_stream("lag", 2).await.status, 201);
+    let mut h = Harness::new(api.clone(), &redis.url(), "lag", 1).await;
+    h.produce(30).await;
+    h.until_all_acked().await;
+    // What Redis can report after a restart: every entry delivered and acknowledged, yet a lag above 0
+    // (its entries-read counter was lost). Reproduced here by resetting the counter.
+    let _: () = redis::cmd("XGROUP")
+        .arg("SETID")
+        .arg("lag:1")
+        .arg("lag")
+        .arg("$")
+        .arg("ENTRIESREAD")
+        .arg(0)
+        .query_async(&mut h.redis)
+        .await
+        .unwrap();
+    let groups: Vec<redis::Value> = redis::cmd("XINFO")
+        .arg("GROUPS")
+        .arg("lag:1")
+        .query_async(&mut h.redis)
+        .await
+        .unwrap();
+    let lag = rsc_coordinator::provision::field_i64(&groups[0], "lag");
+    assert!(
+        lag.is_some_and(|l| l > 0),
+        "the setup must produce a wrong lag: {lag:?}"
+    );
+
+    let (status, body) = h.scale(1).await;
+    assert_eq!(status, 202, "{body}");
+    let id = body["migrations"][0]["reshardingId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    h.until_state(&id, "DEPRECATED").await;
+    running.shutdown().await.unwrap();
+}
