@@ -79,6 +79,11 @@ impl<H: Handler> ReaderCtx<H> {
     }
 
     pub async fn run(mut self) {
+        // A loop started on state that went stale meanwhile (e.g. the process was paused past its lease) never
+        // reads, so it announces nothing: ReadStarted means a read may follow.
+        if self.should_stop().is_some() {
+            return;
+        }
         self.emit(ConsumerEvent::ReadStarted {
             member_id: self.member_id.clone(),
             shard: self.shard,
