@@ -114,8 +114,18 @@ impl Coordinator {
         if let Ok(answered) = rx.try_recv() {
             return answered;
         }
-        let batch = self.transitions.take(name);
-        self.commit_batch(name, batch).await;
+        // Our request may be behind MAX_BATCH others: keep committing batches until it is answered (nobody
+        // else can while we hold the lock).
+        loop {
+            let batch = self.transitions.take(name);
+            if batch.is_empty() {
+                break;
+            }
+            self.commit_batch(name, batch).await;
+            if let Ok(answered) = rx.try_recv() {
+                return answered;
+            }
+        }
         rx.await.unwrap_or(BatchReply::DecideAgain)
     }
 
