@@ -222,14 +222,7 @@ fn decide_in_sequence(
             let _ = p.reply.send(BatchReply::DecideAgain);
             continue;
         };
-        let named: Vec<String> = t
-            .must_be_lapsed
-            .iter()
-            .chain(&t.must_be_live)
-            .chain(&t.renew)
-            .chain(&t.remove)
-            .cloned()
-            .collect();
+        let named: Vec<String> = t.named_members().cloned().collect();
         match combined.add(t) {
             Ok(()) => included.push((p.reply, d.response, d.signals.fenced, named)),
             Err(_) => {

@@ -26,13 +26,7 @@ impl Batch {
         if t.group.is_none() {
             return Err(t);
         }
-        let names: BTreeSet<&String> = t
-            .must_be_lapsed
-            .iter()
-            .chain(&t.must_be_live)
-            .chain(&t.renew)
-            .chain(&t.remove)
-            .collect();
+        let names: BTreeSet<&String> = t.named_members().collect();
         if names.iter().any(|n| self.named.contains(*n)) {
             return Err(t);
         }

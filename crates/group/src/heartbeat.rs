@@ -55,6 +55,15 @@ impl Transition {
             ..Transition::default()
         }
     }
+
+    /// Every member this transition names, in a lease condition or a lease operation.
+    pub fn named_members(&self) -> impl Iterator<Item = &String> {
+        self.must_be_lapsed
+            .iter()
+            .chain(&self.must_be_live)
+            .chain(&self.renew)
+            .chain(&self.remove)
+    }
 }
 
 /// Things worth counting that do not change the answer.
