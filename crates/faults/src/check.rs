@@ -81,17 +81,22 @@ pub fn intervals(inc: &Incarnation, lease_ns: u64) -> Vec<ReadInterval> {
     // A shard is read by the process while at least one of its loops for it runs (normally one; see
     // `double_loops`), so stops are never paired with the wrong start.
     let mut open: BTreeMap<u32, (u64, usize)> = BTreeMap::new();
+    // (shard, start, stop, whether the stop was for a lapsed lease)
     let mut raw = Vec::new();
     for line in &inc.lines {
         match line {
             Line::ReadStarted { shard, at_ns, .. } => {
                 open.entry(*shard).or_insert((*at_ns, 0)).1 += 1;
             }
-            Line::ReadStopped { shard, at_ns, .. } => {
+            Line::ReadStopped {
+                shard,
+                at_ns,
+                lease_expired,
+            } => {
                 if let Some((start, n)) = open.get_mut(shard) {
                     *n -= 1;
                     if *n == 0 {
-                        raw.push((*shard, *start, *at_ns));
+                        raw.push((*shard, *start, *at_ns, *lease_expired));
                         open.remove(shard);
                     }
                 }
@@ -99,9 +104,17 @@ pub fn intervals(inc: &Incarnation, lease_ns: u64) -> Vec<ReadInterval> {
             _ => {}
         }
     }
-    raw.extend(open.into_iter().map(|(s, (start, _))| (s, start, u64::MAX)));
+    raw.extend(
+        open.into_iter()
+            .map(|(s, (start, _))| (s, start, u64::MAX, false)),
+    );
+    let got_between = |shard: u32, from: u64, to: u64| {
+        inc.lines.iter().any(|l| {
+            matches!(l, Line::Got { shard: s, at_ns, .. } if *s == shard && from <= *at_ns && *at_ns <= to)
+        })
+    };
     raw.into_iter()
-        .map(|(shard, start, stop)| {
+        .map(|(shard, start, stop, lease_expired)| {
             let end = inc.killed_at_ns.map_or(stop, |k| stop.min(k)).max(start);
             let mut pieces = vec![(start, end)];
             for &(c0, c1) in &cuts {
@@ -118,6 +131,16 @@ pub fn intervals(inc: &Incarnation, lease_ns: u64) -> Vec<ReadInterval> {
                         }
                     })
                     .collect();
+            }
+            // The loop stopped for its lapsed lease right after a pause that outlasted the lease: from the
+            // SIGCONT to that stop it issued no read (it checks the lease first) and, unless a delivery says
+            // otherwise, handed no entry over (it checks the lease before each one).
+            if lease_expired
+                && let Some(&(a, b)) = pieces.last()
+                && cuts.iter().any(|&(_, continued)| continued == a)
+                && !got_between(shard, a, b)
+            {
+                pieces.pop();
             }
             ReadInterval {
                 owner: inc.name.clone(),
@@ -219,6 +242,30 @@ pub fn deliveries_outside_intervals(inc: &Incarnation, lease_ns: u64) -> Vec<Del
         .collect()
 }
 
+/// Deliveries a process handled after its assignment lease had run out (should be none): later than the
+/// last accepted heartbeat before them plus the lease, or before any accepted heartbeat. Heartbeats are
+/// logged when answered, after they were sent, so the bound is lenient, never strict.
+pub fn deliveries_after_lease(inc: &Incarnation, lease_ns: u64) -> Vec<DeliveryAt> {
+    let mut renewed: Option<u64> = None;
+    let mut out = Vec::new();
+    for line in &inc.lines {
+        match line {
+            Line::Heartbeat {
+                at_ns,
+                accepted: true,
+                ..
+            } => renewed = Some(*at_ns),
+            Line::Got {
+                seq, shard, at_ns, ..
+            } if renewed.is_none_or(|r| *at_ns > r.saturating_add(lease_ns)) => {
+                out.push((*seq, *shard, *at_ns));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// Published versus delivered versus acknowledged.
 #[derive(Debug, Clone, Default)]
 pub struct Accounting {
@@ -314,6 +361,45 @@ mod tests {
         }
     }
 
+    fn stop_lapsed(shard: u32, at_ns: u64) -> Line {
+        Line::ReadStopped {
+            shard,
+            at_ns,
+            lease_expired: true,
+        }
+    }
+
+    fn got(shard: u32, at_ns: u64) -> Line {
+        Line::Got {
+            seq: at_ns,
+            shard,
+            id: String::new(),
+            reclaimed: false,
+            at_ns,
+        }
+    }
+
+    #[test]
+    fn a_delivery_later_than_the_lease_from_the_last_accepted_heartbeat_is_reported() {
+        let a = inc(
+            "a#1",
+            vec![
+                got(0, 5),
+                hb(10),
+                got(0, 1010),
+                got(0, 1011),
+                hb(2000),
+                got(0, 2500),
+            ],
+        );
+        let late: Vec<u64> = deliveries_after_lease(&a, L).iter().map(|d| d.2).collect();
+        assert_eq!(
+            late,
+            vec![5, 1011],
+            "before any renewal, and past 10 + lease"
+        );
+    }
+
     fn hb(at_ns: u64) -> Line {
         Line::Heartbeat {
             at_ns,
@@ -369,6 +455,17 @@ mod tests {
         assert_eq!(overlaps(&all(&[a.clone(), took_over_at(1099)])).len(), 1);
         // Still reading after it resumed: an overlap there is real.
         assert_eq!(overlaps(&all(&[a.clone(), took_over_at(4995)])).len(), 1);
+        // Unless the loop stopped for its lapsed lease without handing anything over after the SIGCONT.
+        let mut lapsed = a.clone();
+        lapsed.lines[2] = stop_lapsed(0, 5001);
+        assert!(overlaps(&all(&[lapsed.clone(), took_over_at(4995)])).is_empty());
+        assert_eq!(intervals(&lapsed, L)[0].pieces, vec![(150, 1100)]);
+        lapsed.lines.insert(2, got(0, 5000));
+        assert_eq!(
+            overlaps(&all(&[lapsed, took_over_at(4995)])).len(),
+            1,
+            "a delivery after the SIGCONT is reading"
+        );
         // A pause shorter than the lease cuts nothing.
         a.pauses = vec![(200, 900)];
         assert_eq!(intervals(&a, L)[0].pieces, vec![(150, 5001)]);

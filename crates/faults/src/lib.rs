@@ -30,7 +30,11 @@
 //!   lease to its read loops, so no read issued before the stop can rely on a renewal logged after it.) After SIGCONT it checks its lease before every read, and the
 //!   `read_stopped` it then logs (late, at resume) is not the end of its reading: the part of the interval
 //!   between that bound and the SIGCONT is cut out, everything else stays. If the bound lies after the
-//!   SIGCONT nothing is cut. Intervals never crossing a pause are taken exactly as logged — in particular a
+//!   SIGCONT nothing is cut. One more piece goes: when that late `read_stopped` says the lease had lapsed
+//!   and no entry of the shard reached the handler between the SIGCONT and it, the span between them is
+//!   not reading either (the loop issues no read without lease left and hands no entry over once it ran
+//!   out; a read answered during the pause stays pending for the next owner). A delivery there keeps the
+//!   span, and [`check::deliveries_after_lease`] reports any delivery later than the lease anyway. Intervals never crossing a pause are taken exactly as logged — in particular a
 //!   consumer cut off from the coordinators (proxy) must log its own stop before anybody else starts.
 //!
 //! This is stricter than the coordinator's view (which only knows leases): a logged interval that outlives

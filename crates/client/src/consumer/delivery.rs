@@ -12,6 +12,9 @@ use std::sync::{Arc, Mutex};
 #[derive(Debug, Default)]
 pub(crate) struct ShardLocal {
     pub in_flight: std::sync::atomic::AtomicI64,
+    /// A read loop ended with entries it had read but not handed over (its lease lapsed): the next loop of
+    /// this shard in this member reclaims its pending entries first.
+    pub left_pending: std::sync::atomic::AtomicBool,
     pub progress: Mutex<Progress>,
 }
 

@@ -284,9 +284,12 @@ impl<H: Handler> Member<H> {
     }
 
     fn start_reader(&mut self, shard: u32) {
-        let reclaim = self.membership.take_reclaim(shard);
-        let (stop_tx, stop_rx) = watch::channel(false);
         let local = self.shards.entry(shard).or_default().clone();
+        // Both flags are taken (neither may stay set for a later loop).
+        let gained = self.membership.take_reclaim(shard);
+        let left_pending = local.left_pending.swap(false, Ordering::SeqCst);
+        let reclaim = gained || left_pending;
+        let (stop_tx, stop_rx) = watch::channel(false);
         let ctx = ReaderCtx {
             member_id: self.id.clone(),
             group: self.config.consumer_group.clone(),

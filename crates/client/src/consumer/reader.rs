@@ -183,8 +183,11 @@ impl<H: Handler> ReaderCtx<H> {
                 Ok((entries, reclaimed)) => {
                     error_backoff = IDLE_BACKOFF_MIN;
                     idle = IDLE_BACKOFF_MIN;
-                    self.handle_batch(&c, entries, reclaimed).await;
+                    let all_handled = self.handle_batch(&c, entries, reclaimed).await;
                     drop(permit);
+                    if !all_handled {
+                        return StopReason::LeaseExpired;
+                    }
                 }
             }
         }
@@ -249,13 +252,26 @@ impl<H: Handler> ReaderCtx<H> {
             .unwrap_or_default())
     }
 
-    /// Hands a batch to the handler, one entry at a time, in stream order.
+    /// Whether the assignment lease has run out. Entries already read are handed to the handler only while
+    /// it runs: a read answered after it lapsed (the process was paused while Redis delivered, or the
+    /// handler was slow with an earlier entry of the batch) must not be handled, because the shard may
+    /// already be another member's.
+    fn lease_lapsed(&self) -> bool {
+        self.lease
+            .borrow()
+            .is_none_or(|until| Instant::now() >= until)
+    }
+
+    /// Hands a batch to the handler, one entry at a time, in stream order, while the lease runs. Returns
+    /// whether every entry was handed over. Entries left when the lease lapsed stay pending under this
+    /// member in Redis: the shard's next owner reclaims them, and so does this member's own next loop of
+    /// the shard ([`ShardLocal::left_pending`]).
     async fn handle_batch(
         &self,
         conn: &ConnectionManager,
         entries: Vec<StreamId>,
         reclaimed: bool,
-    ) {
+    ) -> bool {
         let now = now_iso();
         {
             let mut p = self.local.lock();
@@ -272,6 +288,12 @@ impl<H: Handler> ReaderCtx<H> {
             .fetch_add(entries.len() as i64, Ordering::SeqCst);
         let mut left = entries.len() as i64;
         for entry in entries {
+            if self.lease_lapsed() {
+                self.local.in_flight.fetch_sub(left, Ordering::SeqCst);
+                self.local.left_pending.store(true, Ordering::SeqCst);
+                tracing::warn!(member = %self.member_id, shard = self.shard, unhandled = left, "assignment lease lapsed with entries of a batch not yet handled; they stay pending for reclaim");
+                return false;
+            }
             let delivery = Delivery {
                 shard: self.shard,
                 stream_key: self.stream_key.clone(),
@@ -289,6 +311,7 @@ impl<H: Handler> ReaderCtx<H> {
             left -= 1;
         }
         debug_assert_eq!(left, 0);
+        true
     }
 }
 
@@ -360,6 +383,117 @@ mod tests {
         }
     }
 
+    /// A read loop of shard 0 for member m1 whose handler passes every delivery to `tx` without acking it.
+    fn test_reader(
+        client: &redis::Client,
+        tx: mpsc::UnboundedSender<Delivery>,
+        stop: watch::Receiver<bool>,
+        lease: watch::Receiver<Option<Instant>>,
+        poll_timeout: Duration,
+    ) -> ReaderCtx<impl Handler> {
+        ReaderCtx {
+            member_id: "m1".into(),
+            group: GROUP.into(),
+            stream_key: STREAM.into(),
+            shard: 0,
+            reclaim: false,
+            client: client.clone(),
+            handler: Arc::new(move |d: Delivery| {
+                let _ = tx.send(d);
+                std::future::ready(())
+            }),
+            local: Arc::new(ShardLocal::default()),
+            stop,
+            lease,
+            workers: Arc::new(Semaphore::new(1)),
+            worker_count: 1,
+            reading_count: Arc::new(AtomicUsize::new(1)),
+            handled: Arc::new(AtomicU64::new(0)),
+            batch_size: 10,
+            poll_timeout,
+            events: None,
+        }
+    }
+
+    /// The process was paused while Redis answered a blocking read, and resumed after the lease lapsed: the
+    /// entries must not reach the handler (the shard may be another member's by now). They stay pending
+    /// under this member for the next owner, and this member's next loop of the shard reclaims them.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_read_answered_after_the_lease_lapsed_is_not_handed_over_and_stays_pending() {
+        let redis_server = RedisServer::builder().start();
+        let client = redis::Client::open(redis_server.url()).expect("redis url");
+        let mut c = admin(&client).await;
+        let _: () = c
+            .xgroup_create_mkstream(STREAM, GROUP, "0")
+            .await
+            .expect("XGROUP CREATE");
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (_stop_tx, stop) = watch::channel(false);
+        let (lease_tx, lease) = watch::channel(Some(Instant::now() + Duration::from_secs(3600)));
+        let reader = test_reader(&client, tx, stop, lease, Duration::from_secs(10));
+        let local = reader.local.clone();
+        let task = tokio::spawn(reader.run());
+
+        // Wait until the loop blocks in XREADGROUP, then let the lease lapse (as a pause would) and publish.
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let info: redis::InfoDict = redis::cmd("INFO")
+                .arg("clients")
+                .query_async(&mut c)
+                .await
+                .expect("INFO");
+            if info.get::<i64>("blocked_clients") == Some(1) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the loop never blocked in a read"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        lease_tx.send_replace(Some(Instant::now()));
+        let id: String = c.xadd(STREAM, "*", &[("n", "1")]).await.expect("XADD");
+
+        tokio::time::timeout(WAIT, task)
+            .await
+            .expect("the loop ends once its lease lapsed")
+            .expect("loop did not panic");
+        assert!(
+            rx.try_recv().is_err(),
+            "an entry read after the lease lapsed reached the handler"
+        );
+        let reply: StreamPendingReply = c.xpending(STREAM, GROUP).await.expect("XPENDING");
+        assert_eq!(reply.count(), 1, "the entry stays pending");
+        assert_eq!(
+            local.in_flight.load(Ordering::SeqCst),
+            0,
+            "nothing counted in flight"
+        );
+        assert!(
+            local.left_pending.load(Ordering::SeqCst),
+            "the next loop of the shard is told to reclaim"
+        );
+
+        // The next loop (renewed lease, reclaiming) hands the entry over.
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (stop_tx, stop) = watch::channel(false);
+        let (_lease_tx, lease) = watch::channel(Some(Instant::now() + Duration::from_secs(3600)));
+        let mut reader = test_reader(&client, tx, stop, lease, Duration::from_millis(200));
+        reader.reclaim = true;
+        let task = tokio::spawn(reader.run());
+        let d = tokio::time::timeout(WAIT, rx.recv())
+            .await
+            .expect("the pending entry is reclaimed in time")
+            .expect("reader alive");
+        assert_eq!(d.id(), id);
+        assert!(d.reclaimed(), "it came from the pending list");
+        stop_tx.send_replace(true);
+        tokio::time::timeout(WAIT, task)
+            .await
+            .expect("loop ends when told to stop")
+            .expect("loop did not panic");
+    }
+
     /// A Redis restart broke the connection a delivery was read with; the application's retried ack must
     /// still succeed (the delivery's connection reconnects), and the loop itself must read on.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -376,29 +510,7 @@ mod tests {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let (stop_tx, stop) = watch::channel(false);
         let (_lease_tx, lease) = watch::channel(Some(Instant::now() + Duration::from_secs(3600)));
-        let reader = ReaderCtx {
-            member_id: "m1".into(),
-            group: GROUP.into(),
-            stream_key: STREAM.into(),
-            shard: 0,
-            reclaim: false,
-            client: client.clone(),
-            // The handler keeps every delivery without acking it; the test acks.
-            handler: Arc::new(move |d: Delivery| {
-                let _ = tx.send(d);
-                std::future::ready(())
-            }),
-            local: Arc::new(ShardLocal::default()),
-            stop,
-            lease,
-            workers: Arc::new(Semaphore::new(1)),
-            worker_count: 1,
-            reading_count: Arc::new(AtomicUsize::new(1)),
-            handled: Arc::new(AtomicU64::new(0)),
-            batch_size: 10,
-            poll_timeout: Duration::from_millis(200),
-            events: None,
-        };
+        let reader = test_reader(&client, tx, stop, lease, Duration::from_millis(200));
         let task = tokio::spawn(reader.run());
 
         let d1 = tokio::time::timeout(WAIT, rx.recv())
