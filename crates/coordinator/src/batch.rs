@@ -17,7 +17,7 @@ use crate::cache::GroupName;
 use crate::coordinator::{Commit, Coordinator};
 use crate::stats::Stats;
 use rsc_group::batch::Batch;
-use rsc_group::heartbeat::{Outcome, decide};
+use rsc_group::heartbeat::{Outcome, Transition};
 use rsc_group::model::Group;
 use rsc_group::timing::Timing;
 use rsc_protocol::wire::{HeartbeatRequest, HeartbeatResponse};
@@ -141,8 +141,9 @@ impl Coordinator {
             Err(_) => return answer_all(batch, || BatchReply::Unavailable),
         };
         let now = self.clock.now_ms();
-        // Deciding clones the aggregate once per request: for a big group and a big batch that is real CPU
-        // time, kept off the async workers so that Redis replies and steady heartbeats are not starved.
+        // Deciding a big batch on a big group (one copy of the aggregate, then every request in sequence)
+        // is real CPU time, kept off the async workers so that Redis replies and steady heartbeats are not
+        // starved.
         let group = base.group.clone();
         let timing = self.timing;
         let decided =
@@ -152,8 +153,8 @@ impl Coordinator {
             // The deciding task panicked: its requests' reply senders are gone, so they decide again.
             return;
         };
-        let size = combined.len();
-        let Some(t) = combined.into_transition() else {
+        let size = included.len();
+        let Some(t) = combined else {
             return;
         };
         self.stats.observe_batch(size);
@@ -211,26 +212,25 @@ fn decide_in_sequence(
     batch: Vec<Pending>,
     now: i64,
     timing: &Timing,
-) -> (Batch, Vec<Included>) {
-    let mut combined = Batch::default();
+) -> (Option<Transition>, Vec<Included>) {
+    let mut combined = Batch::on(base);
     let mut included = Vec::new();
     for p in batch {
-        let state = combined.group().unwrap_or(base);
         // Rollback evidence in a request was recorded on the request's own path before it got here.
-        let d = decide(Some(state), &p.member_id, &p.req, now, timing);
-        let Outcome::Write(t) = d.outcome else {
-            let _ = p.reply.send(BatchReply::DecideAgain);
-            continue;
-        };
-        let named: Vec<String> = t.named_members().cloned().collect();
-        match combined.add(t) {
-            Ok(()) => included.push((p.reply, d.response, d.signals.fenced, named)),
+        match combined.decide(&p.member_id, &p.req, now, timing) {
+            Ok(d) => {
+                let named = match &d.outcome {
+                    Outcome::Write(t) => t.named_members().cloned().collect(),
+                    _ => Vec::new(),
+                };
+                included.push((p.reply, d.response, d.signals.fenced, named));
+            }
             Err(_) => {
                 let _ = p.reply.send(BatchReply::DecideAgain);
             }
         }
     }
-    (combined, included)
+    (combined.into_transition(), included)
 }
 
 fn answer_all(batch: Vec<Pending>, reply: impl Fn() -> BatchReply) {

@@ -1,46 +1,78 @@
-//! Combining transitions decided one after another into a single compare-and-set.
+//! Deciding heartbeats one after another on one aggregate, to be committed with a single compare-and-set.
 //!
 //! A replica that has several heartbeats of one group waiting to write decides them in sequence, each on the
 //! aggregate the previous one produced, and commits the last aggregate once. That is only equivalent to
 //! committing them one by one if the lease conditions of each still mean the same thing when all conditions
 //! are checked before all writes (as the CAS script does). They do when no member named by a later transition
 //! (in a condition or a lease operation) is named by an earlier one of the same batch: a transition's lease
-//! operations then never touch what another one's conditions look at. [`Batch::add`] refuses anything else,
-//! and the refused transition is decided again after the batch is written.
+//! operations then never touch what another one's conditions look at. A heartbeat transition names only the
+//! requesting member, so [`Batch::decide`] refuses (without deciding) a request from a member the batch
+//! already names; the refused request is decided again after the batch is written.
+//!
+//! The aggregate is changed in place ([`decide_in_place`]): it is copied once per batch, on the first write,
+//! not once per request, which for a group of thousands of members is most of the cost of a join storm.
 
-use crate::heartbeat::Transition;
+use crate::heartbeat::{Decision, Outcome, Transition, decide_in_place};
+use crate::model::Group;
+use crate::timing::Timing;
+use rsc_protocol::wire::HeartbeatRequest;
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 /// Transitions combined so far: the newest aggregate, and the union of conditions and lease operations.
-#[derive(Debug, Default)]
-pub struct Batch {
+#[derive(Debug)]
+pub struct Batch<'a> {
+    group: Cow<'a, Group>,
     combined: Transition,
     named: BTreeSet<String>,
     len: usize,
 }
 
-impl Batch {
-    /// Adds the next transition, decided on the aggregate of the previous one. Returns it back, untouched,
-    /// when it cannot be combined (it names a member the batch already names, or it carries no aggregate).
-    pub fn add(&mut self, t: Box<Transition>) -> Result<(), Box<Transition>> {
-        if t.group.is_none() {
-            return Err(t);
+/// Why a request was not combined into the batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotCombined {
+    /// The batch already names this member: decide again after the batch is written.
+    MemberAlreadyNamed,
+    /// On the batch's aggregate the request is no transition (rejected or steady): decide again alone.
+    NotATransition,
+}
+
+impl<'a> Batch<'a> {
+    /// An empty batch over the aggregate as last written.
+    pub fn on(base: &'a Group) -> Self {
+        Batch {
+            group: Cow::Borrowed(base),
+            combined: Transition::default(),
+            named: BTreeSet::new(),
+            len: 0,
         }
-        let names: BTreeSet<&String> = t.named_members().collect();
-        if names.iter().any(|n| self.named.contains(*n)) {
-            return Err(t);
+    }
+
+    /// Decides `req` on the batch's aggregate and, if it is a transition, applies and combines it. The
+    /// returned decision's response describes the aggregate right after this request.
+    pub fn decide(
+        &mut self,
+        path_member_id: &str,
+        req: &HeartbeatRequest,
+        now_ms: i64,
+        timing: &Timing,
+    ) -> Result<Decision, NotCombined> {
+        if self.named.contains(&req.member_id) || self.named.contains(path_member_id) {
+            return Err(NotCombined::MemberAlreadyNamed);
         }
-        self.named.extend(names.into_iter().cloned());
-        let t = *t;
+        let decision = decide_in_place(&mut self.group, path_member_id, req, now_ms, timing);
+        let Outcome::Write(t) = &decision.outcome else {
+            return Err(NotCombined::NotATransition);
+        };
         let c = &mut self.combined;
-        c.group = t.group;
-        c.must_be_lapsed.extend(t.must_be_lapsed);
-        c.must_be_live.extend(t.must_be_live);
-        c.renew.extend(t.renew);
-        c.remove.extend(t.remove);
+        self.named.extend(t.named_members().cloned());
+        c.must_be_lapsed.extend(t.must_be_lapsed.iter().cloned());
+        c.must_be_live.extend(t.must_be_live.iter().cloned());
+        c.renew.extend(t.renew.iter().cloned());
+        c.remove.extend(t.remove.iter().cloned());
         c.not_before_ms = c.not_before_ms.max(t.not_before_ms);
         self.len += 1;
-        Ok(())
+        Ok(decision)
     }
 
     /// How many transitions were combined.
@@ -52,74 +84,107 @@ impl Batch {
         self.len == 0
     }
 
-    /// The newest aggregate the batch holds (None while empty).
-    pub fn group(&self) -> Option<&crate::model::Group> {
-        self.combined.group.as_ref()
-    }
-
-    /// The one transition to commit (None while empty).
+    /// The one transition to commit, with the newest aggregate (None while empty).
     pub fn into_transition(self) -> Option<Transition> {
-        (self.len > 0).then_some(self.combined)
+        if self.len == 0 {
+            return None;
+        }
+        let mut t = self.combined;
+        t.group = Some(self.group.into_owned());
+        Some(t)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Group;
+    use crate::heartbeat::decide;
+    use rsc_protocol::wire::{HeartbeatRequest, RuntimeConsumerCapacity};
 
-    fn t(
-        group_tag: &str,
-        lapsed: &[&str],
-        live: &[&str],
-        renew: &[&str],
-        nb: i64,
-    ) -> Box<Transition> {
-        let g = Group::new(group_tag, "g", 4, 0, "life");
-        Box::new(Transition {
-            group: Some(g),
-            must_be_lapsed: lapsed.iter().map(|s| s.to_string()).collect(),
-            must_be_live: live.iter().map(|s| s.to_string()).collect(),
-            renew: renew.iter().map(|s| s.to_string()).collect(),
-            remove: vec![],
-            not_before_ms: nb,
-        })
+    const NOW: i64 = 1_000_000;
+
+    fn timing() -> Timing {
+        Timing::default()
+    }
+
+    fn join_req(member: &str) -> HeartbeatRequest {
+        HeartbeatRequest {
+            protocol_version: rsc_protocol::PROTOCOL_VERSION_MAX,
+            request_id: format!("join-{member}"),
+            member_id: member.to_owned(),
+            member_name: None,
+            member_epoch: 0,
+            metadata_version: 0,
+            owned_shards: vec![],
+            revoking_shards: vec![],
+            shard_progress: vec![],
+            runtime_consumer_capacity: RuntimeConsumerCapacity {
+                runtime_max_concurrency: 1,
+                available_concurrency: 1,
+            },
+        }
+    }
+
+    fn group() -> Group {
+        Group::new("orders", "g", 4, NOW, "life")
     }
 
     #[test]
-    fn disjoint_transitions_combine_into_the_last_aggregate_and_the_union_of_conditions() {
-        let mut b = Batch::default();
-        assert!(b.add(t("one", &["x"], &[], &["a"], 5)).is_ok());
-        assert!(b.add(t("two", &[], &["c"], &["b"], 3)).is_ok());
-        assert_eq!(b.len(), 2);
-        let c = b.into_transition().expect("two combined");
-        assert_eq!(c.group.expect("aggregate").stream_prefix, "two");
-        assert_eq!(c.must_be_lapsed, vec!["x"]);
-        assert_eq!(c.must_be_live, vec!["c"]);
-        assert_eq!(c.renew, vec!["a", "b"]);
-        assert_eq!(c.not_before_ms, 5);
+    fn requests_decided_in_a_batch_equal_the_same_requests_decided_one_by_one() {
+        let base = group();
+        let mut batch = Batch::on(&base);
+        let mut one_by_one = base.clone();
+        for m in ["a", "b", "c"] {
+            let req = join_req(m);
+            let in_batch = batch.decide(m, &req, NOW, &timing()).expect("combined");
+            let alone = decide(Some(&one_by_one), m, &req, NOW, &timing());
+            assert_eq!(in_batch.response, alone.response, "answer to {m}");
+            let Outcome::Write(t) = alone.outcome else {
+                panic!("a join is a transition");
+            };
+            one_by_one = t.group.expect("aggregate");
+        }
+        assert_eq!(batch.len(), 3);
+        let t = batch.into_transition().expect("three combined");
+        assert_eq!(t.group.as_ref(), Some(&one_by_one));
+        assert_eq!(t.renew, vec!["a", "b", "c"]);
     }
 
     #[test]
-    fn a_transition_naming_a_member_the_batch_names_is_refused_untouched() {
-        let mut b = Batch::default();
-        assert!(b.add(t("one", &[], &[], &["a"], 0)).is_ok());
-        // A later transition that needs a's lease live would be checked before a's renewal is written.
-        let refused = b
-            .add(t("two", &[], &["a"], &["b"], 0))
-            .expect_err("overlap");
-        assert_eq!(refused.must_be_live, vec!["a"]);
-        let refused = b.add(t("three", &["a"], &[], &[], 0)).expect_err("overlap");
-        assert_eq!(refused.must_be_lapsed, vec!["a"]);
-        assert_eq!(b.len(), 1);
-        assert_eq!(b.group().expect("aggregate").stream_prefix, "one");
+    fn a_second_request_of_a_member_in_the_batch_is_refused_without_being_decided() {
+        let base = group();
+        let mut batch = Batch::on(&base);
+        batch
+            .decide("a", &join_req("a"), NOW, &timing())
+            .expect("first join");
+        let before = batch.group.clone().into_owned();
+        assert_eq!(
+            batch
+                .decide("a", &join_req("a"), NOW, &timing())
+                .expect_err("same member"),
+            NotCombined::MemberAlreadyNamed
+        );
+        assert_eq!(*batch.group, before, "the aggregate is untouched");
+        assert_eq!(batch.len(), 1);
     }
 
     #[test]
-    fn a_transition_without_an_aggregate_is_refused_and_an_empty_batch_commits_nothing() {
-        let mut b = Batch::default();
-        assert!(b.add(Box::default()).is_err());
-        assert!(b.is_empty());
-        assert!(b.into_transition().is_none());
+    fn a_rejected_request_is_not_combined_and_an_empty_batch_commits_nothing() {
+        let base = group();
+        let mut batch = Batch::on(&base);
+        let mut unknown = join_req("ghost");
+        unknown.member_epoch = 5;
+        assert_eq!(
+            batch
+                .decide("ghost", &unknown, NOW, &timing())
+                .expect_err("unknown member"),
+            NotCombined::NotATransition
+        );
+        assert!(batch.is_empty());
+        assert!(
+            matches!(batch.group, Cow::Borrowed(_)),
+            "nothing was copied"
+        );
+        assert!(batch.into_transition().is_none());
     }
 }

@@ -18,6 +18,7 @@ use rsc_protocol::wire::{
     AssignmentView, HeartbeatRequest, HeartbeatResponse, HeartbeatStatus, ShardId,
 };
 use rsc_protocol::{PROTOCOL_VERSION_MAX, PROTOCOL_VERSION_MIN};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 /// What the caller must persist before sending the response.
@@ -84,7 +85,8 @@ pub struct Decision {
     pub signals: Signals,
 }
 
-/// Decides a heartbeat for `path_member_id` in `group` (None = the group does not exist).
+/// Decides a heartbeat for `path_member_id` in `group` (None = the group does not exist). A `Write` carries
+/// the new aggregate, a copy of `group` with the transition applied.
 pub fn decide(
     group: Option<&Group>,
     path_member_id: &str,
@@ -92,27 +94,65 @@ pub fn decide(
     now_ms: i64,
     timing: &Timing,
 ) -> Decision {
-    if !(PROTOCOL_VERSION_MIN..=PROTOCOL_VERSION_MAX).contains(&req.protocol_version) {
-        return rejected(req, timing, HeartbeatStatus::UnsupportedProtocol, false);
-    }
-    if req.member_id != path_member_id || req.member_epoch < -1 {
-        return rejected(req, timing, HeartbeatStatus::InvalidRequest, false);
-    }
     let Some(g) = group else {
-        return rejected(req, timing, HeartbeatStatus::UnknownMemberId, true);
+        return match precheck(path_member_id, req, timing) {
+            Some(d) => d,
+            None => rejected(req, timing, HeartbeatStatus::UnknownMemberId, true),
+        };
     };
-    let Some(member) = g.members.get(&req.member_id) else {
+    let mut g = Cow::Borrowed(g);
+    let mut d = decide_in_place(&mut g, path_member_id, req, now_ms, timing);
+    if let Outcome::Write(t) = &mut d.outcome {
+        t.group = Some(g.into_owned());
+    }
+    d
+}
+
+/// Decides like [`decide`] on an existing group, but a `Write` is applied to `g` itself (made owned on the
+/// first change, so an owned aggregate is changed without being copied) and its transition carries no
+/// aggregate. Any other outcome leaves `g` untouched. A heartbeat transition names (in its lease conditions
+/// and operations) no member but the requesting one.
+pub fn decide_in_place(
+    g: &mut Cow<'_, Group>,
+    path_member_id: &str,
+    req: &HeartbeatRequest,
+    now_ms: i64,
+    timing: &Timing,
+) -> Decision {
+    if let Some(d) = precheck(path_member_id, req, timing) {
+        return d;
+    }
+    let d = decide_existing(g, req, now_ms, timing);
+    if let Outcome::Write(t) = &d.outcome {
+        // Batches rely on it (`batch.rs`).
+        debug_assert!(
+            t.named_members().all(|n| *n == req.member_id),
+            "a heartbeat transition names another member: {t:?}"
+        );
+    }
+    d
+}
+
+fn decide_existing(
+    g: &mut Cow<'_, Group>,
+    req: &HeartbeatRequest,
+    now_ms: i64,
+    timing: &Timing,
+) -> Decision {
+    // A copy of the member record (not a borrow of `g`), so that the decision can change `g` in place.
+    let Some(member) = g.members.get(&req.member_id).cloned() else {
         return if req.member_epoch == 0 {
-            join(g, req, now_ms, timing, None)
+            join(g, req, now_ms, timing)
         } else {
             rejected(req, timing, HeartbeatStatus::UnknownMemberId, true)
         };
     };
+    let member = &member;
     match (req.member_epoch, member.state) {
         (0, MemberState::Active) if !member.join_confirmed => {
             accept(g, member, req, now_ms, timing, true)
         }
-        (0, _) => join(g, req, now_ms, timing, Some(member)),
+        (0, _) => join(g, req, now_ms, timing),
         (_, MemberState::Expired | MemberState::Fenced) => fenced_reply(g, member, req, timing),
         // A leave from an earlier process with this id (delayed, duplicated or re-sent) must not touch the
         // current incarnation; if it really is this incarnation's, its lease runs out and the shards move then.
@@ -129,6 +169,32 @@ pub fn decide(
         }
         (_, MemberState::Active) => accept(g, member, req, now_ms, timing, false),
     }
+}
+
+/// Rejections that do not depend on the group: an unsupported protocol or a malformed request.
+fn precheck(path_member_id: &str, req: &HeartbeatRequest, timing: &Timing) -> Option<Decision> {
+    if !(PROTOCOL_VERSION_MIN..=PROTOCOL_VERSION_MAX).contains(&req.protocol_version) {
+        return Some(rejected(
+            req,
+            timing,
+            HeartbeatStatus::UnsupportedProtocol,
+            false,
+        ));
+    }
+    if req.member_id != path_member_id || req.member_epoch < -1 {
+        return Some(rejected(
+            req,
+            timing,
+            HeartbeatStatus::InvalidRequest,
+            false,
+        ));
+    }
+    None
+}
+
+/// A transition without an aggregate (the caller owns it) that names only `member_id`.
+fn transition() -> Transition {
+    Transition::default()
 }
 
 /// The response for a member in the group as it stands.
@@ -239,28 +305,21 @@ fn fenced_reply(g: &Group, member: &Member, req: &HeartbeatRequest, timing: &Tim
 
 /// Join, rejoin after expiry/fencing/leave, or a restarted process reusing its id (a new incarnation: the old
 /// incarnation's shards are held until its lease has certainly run out, then granted normally).
-fn join(
-    g: &Group,
-    req: &HeartbeatRequest,
-    now_ms: i64,
-    timing: &Timing,
-    old: Option<&Member>,
-) -> Decision {
-    let mut next = g.clone();
-    if let Some(old) = old {
-        let held: ShardSet = if old.state.is_live() {
-            old.held().collect()
-        } else {
-            ShardSet::new()
-        };
-        if !held.is_empty() {
-            next.holds.push(Hold {
-                member_id: old.member_id.clone(),
-                shards: held,
-                until_ms: now_ms + timing.member_lease_ttl_ms + timing.hold_margin_ms,
-                reason: "previous incarnation rejoined".to_owned(),
-            });
-        }
+fn join(g: &mut Cow<'_, Group>, req: &HeartbeatRequest, now_ms: i64, timing: &Timing) -> Decision {
+    let held: ShardSet = g
+        .members
+        .get(&req.member_id)
+        .filter(|old| old.state.is_live())
+        .map(|old| old.held().collect())
+        .unwrap_or_default();
+    let next = g.to_mut();
+    if !held.is_empty() {
+        next.holds.push(Hold {
+            member_id: req.member_id.clone(),
+            shards: held,
+            until_ms: now_ms + timing.member_lease_ttl_ms + timing.hold_margin_ms,
+            reason: "previous incarnation rejoined".to_owned(),
+        });
     }
     let name = req
         .member_name
@@ -270,16 +329,17 @@ fn join(
         req.member_id.clone(),
         Member::new(&req.member_id, &name, now_ms),
     );
-    bump_epochs(&mut next);
-    recompute_target(&mut next, now_ms, timing);
+    bump_epochs(next);
+    recompute_target(next, now_ms, timing);
+    let (epoch, version) = (next.assignment_epoch, next.metadata_version);
     if let Some(m) = next.members.get_mut(&req.member_id) {
-        m.member_epoch = next.assignment_epoch;
-        m.incarnation_epoch = next.assignment_epoch;
-        m.join_metadata_version = next.metadata_version;
+        m.member_epoch = epoch;
+        m.incarnation_epoch = epoch;
+        m.join_metadata_version = version;
     }
     next.updated_at_ms = now_ms;
-    let response = member_response(&next, &req.member_id, req, timing);
-    let mut t = Transition::new(next);
+    let response = member_response(next, &req.member_id, req, timing);
+    let mut t = transition();
     t.renew.push(req.member_id.clone());
     Decision {
         response,
@@ -290,13 +350,12 @@ fn join(
 
 /// Graceful leave (epoch -1): the member gives up its target; what it holds is released by its reports.
 fn leave(
-    g: &Group,
+    g: &mut Cow<'_, Group>,
     member: &Member,
     req: &HeartbeatRequest,
     now_ms: i64,
     timing: &Timing,
 ) -> Decision {
-    let mut next = g.clone();
     let mut m = member.clone();
     m.state = MemberState::Leaving;
     m.state_changed_at_ms = now_ms;
@@ -309,13 +368,14 @@ fn leave(
     }
     let report = apply_report(&mut m, req, -1, true);
     let holding = !m.revoking.is_empty();
+    let next = g.to_mut();
     next.members.insert(m.member_id.clone(), m);
-    bump_epochs(&mut next);
-    recompute_target(&mut next, now_ms, timing);
+    bump_epochs(next);
+    recompute_target(next, now_ms, timing);
     next.updated_at_ms = now_ms;
     let empty = ShardSet::new();
-    let response = response(&next, req, timing, HeartbeatStatus::Ok, -1, &empty, &empty);
-    let mut t = Transition::new(next);
+    let response = response(next, req, timing, HeartbeatStatus::Ok, -1, &empty, &empty);
+    let mut t = transition();
     if holding {
         t.renew.push(req.member_id.clone());
     } else {
@@ -392,7 +452,7 @@ fn apply_report(m: &mut Member, req: &HeartbeatRequest, epoch: i64, current: boo
 
 /// A heartbeat from the current incarnation of an active (or leaving, epoch -1) member.
 fn accept(
-    g: &Group,
+    g: &mut Cow<'_, Group>,
     member: &Member,
     req: &HeartbeatRequest,
     now_ms: i64,
@@ -440,8 +500,8 @@ fn accept(
         return fence(g, member, req, now_ms, timing, signals);
     }
 
-    if let Some(correction) = &g.metadata_correction {
-        return correction_round(g, &m, correction, req, now_ms, timing, signals);
+    if let Some(correction) = g.metadata_correction.clone() {
+        return correction_round(g, &m, &correction, req, now_ms, timing, signals);
     }
 
     if m == *member {
@@ -467,18 +527,18 @@ fn accept(
         };
     }
 
-    let mut next = g.clone();
     let holding = !m.revoking.is_empty() || !m.assigned.is_empty();
+    let next = g.to_mut();
     next.members.insert(m.member_id.clone(), m);
-    settle(&mut next, now_ms, timing);
+    settle(next, now_ms, timing);
     next.updated_at_ms = now_ms;
     let response = if leaving {
         let empty = ShardSet::new();
-        response(&next, req, timing, HeartbeatStatus::Ok, -1, &empty, &empty)
+        response(next, req, timing, HeartbeatStatus::Ok, -1, &empty, &empty)
     } else {
-        member_response(&next, &req.member_id, req, timing)
+        member_response(next, &req.member_id, req, timing)
     };
-    let mut t = Transition::new(next);
+    let mut t = transition();
     if leaving && !holding {
         t.remove.push(req.member_id.clone());
     } else {
@@ -494,23 +554,23 @@ fn accept(
 
 /// Fences a member whose report shows it reading shards it does not hold.
 fn fence(
-    g: &Group,
+    g: &mut Cow<'_, Group>,
     member: &Member,
     req: &HeartbeatRequest,
     now_ms: i64,
     timing: &Timing,
     signals: Signals,
 ) -> Decision {
-    let mut next = g.clone();
+    let next = g.to_mut();
     fence_member(
-        &mut next,
+        next,
         &member.member_id,
         now_ms,
         timing,
         "ownership report outside its grants",
     );
-    bump_epochs(&mut next);
-    recompute_target(&mut next, now_ms, timing);
+    bump_epochs(next);
+    recompute_target(next, now_ms, timing);
     next.updated_at_ms = now_ms;
     let fenced_epoch = next
         .members
@@ -518,7 +578,7 @@ fn fence(
         .map_or(0, |m| m.member_epoch);
     let empty = ShardSet::new();
     let response = response(
-        &next,
+        next,
         req,
         timing,
         HeartbeatStatus::FencedMemberEpoch,
@@ -526,7 +586,7 @@ fn fence(
         &empty,
         &empty,
     );
-    let mut t = Transition::new(next);
+    let mut t = transition();
     t.remove.push(member.member_id.clone());
     Decision {
         response,
@@ -561,7 +621,7 @@ pub fn fence_member(g: &mut Group, member_id: &str, now_ms: i64, timing: &Timing
 
 /// Opens (or extends) a metadata-correction round and asks the member to synchronise down.
 fn sync_metadata(
-    g: &Group,
+    g: &mut Cow<'_, Group>,
     member: &Member,
     req: &HeartbeatRequest,
     now_ms: i64,
@@ -569,32 +629,39 @@ fn sync_metadata(
     signals: Signals,
 ) -> Decision {
     let observed = req.metadata_version.max(g.metadata_version);
-    let mut next = g.clone();
+    let response = restricted_response(g, member, req, timing, HeartbeatStatus::SyncMetadata);
+    // An open round that already covers what this member saw changes nothing.
+    let covered = g
+        .metadata_correction
+        .as_ref()
+        .is_some_and(|c| c.observed_metadata_version >= observed);
+    if covered {
+        return Decision {
+            response,
+            outcome: Outcome::Steady,
+            signals,
+        };
+    }
+    let next = g.to_mut();
+    let target = next.metadata_version;
     let correction = next
         .metadata_correction
         .get_or_insert_with(|| MetadataCorrection {
-            target_metadata_version: g.metadata_version,
+            target_metadata_version: target,
             observed_metadata_version: observed,
             requested_at_ms: now_ms,
             updated_at_ms: now_ms,
             acknowledged_members: Default::default(),
         });
-    let extended = correction.observed_metadata_version < observed;
     correction.observed_metadata_version = correction.observed_metadata_version.max(observed);
-    let response = restricted_response(g, member, req, timing, HeartbeatStatus::SyncMetadata);
-    let outcome = if g.metadata_correction.is_some() && !extended {
-        Outcome::Steady
-    } else {
-        correction.updated_at_ms = now_ms;
-        next.updated_at_ms = now_ms;
-        let mut t = Transition::new(next);
-        t.must_be_live.push(member.member_id.clone());
-        t.renew.push(member.member_id.clone());
-        Outcome::Write(Box::new(t))
-    };
+    correction.updated_at_ms = now_ms;
+    next.updated_at_ms = now_ms;
+    let mut t = transition();
+    t.must_be_live.push(member.member_id.clone());
+    t.renew.push(member.member_id.clone());
     Decision {
         response,
-        outcome,
+        outcome: Outcome::Write(Box::new(t)),
         signals,
     }
 }
@@ -602,7 +669,7 @@ fn sync_metadata(
 /// While a correction round is open, members keep only shards they already read; the round closes when
 /// every active member has reported the current version and nothing is being revoked.
 fn correction_round(
-    g: &Group,
+    g: &mut Cow<'_, Group>,
     m: &Member,
     correction: &MetadataCorrection,
     req: &HeartbeatRequest,
@@ -610,9 +677,10 @@ fn correction_round(
     timing: &Timing,
     signals: Signals,
 ) -> Decision {
+    let unchanged = g.members.get(&m.member_id) == Some(m);
     if req.metadata_version != g.metadata_version {
         let response = restricted_response(g, m, req, timing, HeartbeatStatus::SyncMetadata);
-        let outcome = if *m == g.members[&m.member_id] {
+        let outcome = if unchanged {
             Outcome::Steady
         } else {
             write_member(g, m, now_ms)
@@ -623,26 +691,29 @@ fn correction_round(
             signals,
         };
     }
-    let mut next = g.clone();
-    next.members.insert(m.member_id.clone(), m.clone());
     let mut corr = correction.clone();
     corr.acknowledged_members.insert(m.member_id.clone());
-    let all_acknowledged = next
-        .members
-        .values()
+    // The group as it would be with this member's record: judged without changing `g` yet.
+    let with_m = |x: &'_ Member| -> bool { x.member_id == m.member_id };
+    let members = || {
+        g.members
+            .values()
+            .map(move |x| if with_m(x) { m } else { x })
+    };
+    let all_acknowledged = members()
         .filter(|x| x.state == MemberState::Active)
         .all(|x| corr.acknowledged_members.contains(&x.member_id));
-    let nothing_revoking = next
-        .members
-        .values()
+    let nothing_revoking = members()
         .filter(|x| x.state.is_live())
         .all(|x| x.revoking.is_empty());
     if all_acknowledged && nothing_revoking {
+        let next = g.to_mut();
+        next.members.insert(m.member_id.clone(), m.clone());
         next.metadata_correction = None;
-        settle(&mut next, now_ms, timing);
+        settle(next, now_ms, timing);
         next.updated_at_ms = now_ms;
-        let response = member_response(&next, &m.member_id, req, timing);
-        let mut t = Transition::new(next);
+        let response = member_response(next, &m.member_id, req, timing);
+        let mut t = transition();
         t.must_be_live.push(m.member_id.clone());
         t.renew.push(m.member_id.clone());
         return Decision {
@@ -652,7 +723,7 @@ fn correction_round(
         };
     }
     let response = restricted_response(g, m, req, timing, HeartbeatStatus::RevokePending);
-    if corr == *correction && *m == g.members[&m.member_id] {
+    if corr == *correction && unchanged {
         return Decision {
             response,
             outcome: Outcome::Steady,
@@ -660,9 +731,11 @@ fn correction_round(
         };
     }
     corr.updated_at_ms = now_ms;
+    let next = g.to_mut();
+    next.members.insert(m.member_id.clone(), m.clone());
     next.metadata_correction = Some(corr);
     next.updated_at_ms = now_ms;
-    let mut t = Transition::new(next);
+    let mut t = transition();
     t.must_be_live.push(m.member_id.clone());
     t.renew.push(m.member_id.clone());
     Decision {
@@ -672,11 +745,11 @@ fn correction_round(
     }
 }
 
-fn write_member(g: &Group, m: &Member, now_ms: i64) -> Outcome {
-    let mut next = g.clone();
+fn write_member(g: &mut Cow<'_, Group>, m: &Member, now_ms: i64) -> Outcome {
+    let next = g.to_mut();
     next.members.insert(m.member_id.clone(), m.clone());
     next.updated_at_ms = now_ms;
-    let mut t = Transition::new(next);
+    let mut t = transition();
     t.must_be_live.push(m.member_id.clone());
     t.renew.push(m.member_id.clone());
     Outcome::Write(Box::new(t))

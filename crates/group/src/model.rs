@@ -273,16 +273,23 @@ impl Group {
 
     /// Parses an aggregate document, refusing unknown schema versions.
     pub fn from_json(json: &str) -> Result<Group, AggregateError> {
-        let value: serde_json::Value =
+        /// Only the schema version; every other field is skipped without being built (a big group's
+        /// document is parsed twice, but never into a `serde_json::Value` tree).
+        #[derive(Deserialize)]
+        struct Schema {
+            #[serde(rename = "schemaVersion", default)]
+            schema_version: Option<serde_json::Value>,
+        }
+        let probe: Schema =
             serde_json::from_str(json).map_err(|e| AggregateError::Malformed(e.to_string()))?;
-        let schema = value.get("schemaVersion").and_then(|v| v.as_u64());
+        let schema = probe.schema_version.as_ref().and_then(|v| v.as_u64());
         if schema != Some(u64::from(SCHEMA_VERSION)) {
             return Err(AggregateError::UnknownSchema(format!(
                 "{:?}",
-                value.get("schemaVersion")
+                probe.schema_version
             )));
         }
-        serde_json::from_value(value).map_err(|e| AggregateError::Malformed(e.to_string()))
+        serde_json::from_str(json).map_err(|e| AggregateError::Malformed(e.to_string()))
     }
 
     pub fn to_json(&self) -> String {
