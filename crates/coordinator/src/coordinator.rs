@@ -37,6 +37,8 @@ pub struct Coordinator {
     pub last_reconcile_ms: AtomicI64,
     /// Heartbeats waiting to write, per group (`batch.rs`).
     pub transitions: crate::batch::TransitionQueues,
+    /// Groups the reconciler should visit before its next tick (`reconciler.rs`).
+    pub urgent: crate::reconciler::Urgent,
 }
 
 /// The result of trying to commit one transition.
@@ -73,6 +75,7 @@ impl Coordinator {
             terminating: AtomicBool::new(false),
             last_reconcile_ms: AtomicI64::new(0),
             transitions: crate::batch::TransitionQueues::default(),
+            urgent: crate::reconciler::Urgent::default(),
         })
     }
 

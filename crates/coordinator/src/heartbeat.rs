@@ -157,8 +157,15 @@ impl Coordinator {
             )
             .await;
         match outcome {
-            Ok(HeartbeatOutcome::Renewed { now_ms }) => {
+            Ok(HeartbeatOutcome::Renewed {
+                now_ms,
+                others_lapsed,
+            }) => {
                 self.clock.observe(now_ms);
+                if others_lapsed {
+                    // Expire it now rather than at the next reconciler tick: the shards move sooner.
+                    self.reconcile_soon(name);
+                }
                 Some(true)
             }
             Ok(HeartbeatOutcome::Conflict { current, now_ms }) => {

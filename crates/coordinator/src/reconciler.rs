@@ -90,6 +90,23 @@ impl Coordinator {
         }
     }
 
+    /// Asks the reconciler to visit `name` now (a heartbeat saw another member's lease lapsed).
+    pub fn reconcile_soon(&self, name: &GroupName) {
+        let mut groups = self.urgent.groups.lock().unwrap_or_else(|p| p.into_inner());
+        if groups.insert(name.clone()) {
+            self.urgent.wake.notify_one();
+        }
+    }
+
+    /// Reconciles every group asked for by [`Coordinator::reconcile_soon`] since the last time.
+    async fn reconcile_urgent(&self) {
+        let groups =
+            std::mem::take(&mut *self.urgent.groups.lock().unwrap_or_else(|p| p.into_inner()));
+        for name in &groups {
+            self.reconcile_group(name).await;
+        }
+    }
+
     /// One pass over every group in the index.
     pub async fn reconcile_all(&self) {
         let Ok(entries) = self.index_entries().await else {
@@ -109,7 +126,19 @@ impl Coordinator {
     }
 }
 
-/// Runs the reconciler every `tick_interval` until `stop` turns true.
+/// Groups waiting for an early visit, and the reconciler's wake-up.
+#[derive(Debug, Default)]
+pub struct Urgent {
+    groups: std::sync::Mutex<BTreeSet<GroupName>>,
+    wake: tokio::sync::Notify,
+}
+
+/// Early visits happen at most this often, so a lease entry the tick cannot act on (one whose expiry is
+/// already recorded but not yet cleaned up) cannot turn every heartbeat into a reconciliation.
+const URGENT_MIN_GAP: Duration = Duration::from_millis(100);
+
+/// Runs the reconciler every `tick_interval`, and early for groups a heartbeat found with a lapsed lease,
+/// until `stop` turns true.
 pub async fn run(coordinator: Arc<Coordinator>, mut stop: watch::Receiver<bool>) {
     let interval = coordinator
         .config
@@ -122,6 +151,10 @@ pub async fn run(coordinator: Arc<Coordinator>, mut stop: watch::Receiver<bool>)
     loop {
         tokio::select! {
             _ = ticker.tick() => coordinator.reconcile_all().await,
+            _ = coordinator.urgent.wake.notified() => {
+                coordinator.reconcile_urgent().await;
+                tokio::time::sleep(URGENT_MIN_GAP).await;
+            }
             _ = stop.changed() => return,
         }
         if *stop.borrow() {

@@ -327,15 +327,23 @@ async fn steady_heartbeats_cost_one_redis_command_each() {
     }
     let calls = rsc_testkit::command_calls(&redis.url()).await;
     // One round trip per heartbeat: one EVALSHA. Redis also counts the commands the script runs inside
-    // that call: TIME, HGET of the revision, ZSCORE + ZADD of the lease, HSET of the progress — all O(1) or
-    // O(log n) in the group size, and none of them reads or writes the aggregate.
+    // that call: TIME, HGET of the revision, ZSCORE + ZADD of the lease, HSET of the progress, ZRANGEBYSCORE
+    // of the lowest lease deadline (is an expiry due?) — all O(1) or O(log n) in the group size, and none of
+    // them reads or writes the aggregate.
     let mut calls = calls;
     calls.remove("config|resetstat");
-    let expected: std::collections::BTreeMap<String, u64> =
-        ["evalsha", "time", "hget", "zscore", "zadd", "hset"]
-            .iter()
-            .map(|c| (c.to_string(), 100))
-            .collect();
+    let expected: std::collections::BTreeMap<String, u64> = [
+        "evalsha",
+        "time",
+        "hget",
+        "zscore",
+        "zadd",
+        "hset",
+        "zrangebyscore",
+    ]
+    .iter()
+    .map(|c| (c.to_string(), 100))
+    .collect();
     assert_eq!(
         calls, expected,
         "exactly one EVALSHA (and its in-script commands) per steady heartbeat"
@@ -511,6 +519,44 @@ async fn unreadable_or_missing_metadata_fails_closed() {
         redis::Value::Int(0),
         "a heartbeat never recreates a lost group"
     );
+    running.shutdown().await.unwrap();
+}
+
+/// Failover must not wait for the reconciler's tick: the first heartbeat of another member after a lease
+/// lapsed has it expired. With a tick of an hour, nothing else could move the shards.
+#[tokio::test]
+async fn another_members_heartbeat_has_a_lapsed_lease_expired_without_waiting_for_the_tick() {
+    let redis = RedisServer::start();
+    let mut config = test_config(&redis.url());
+    config.coordinator.reconciler.tick_interval =
+        rsc_coordinator::config::Dur(Duration::from_secs(3_600));
+    let (running, api) = coordinator(config).await;
+    api.create_stream("f", 4).await;
+    let mut a = Member::new("a");
+    let mut b = Member::new("b");
+    for _ in 0..4 {
+        for m in [&mut a, &mut b] {
+            let r = api.heartbeat("f", "f", m).await;
+            m.adopt(&r);
+        }
+    }
+    assert_eq!((a.owned.len(), b.owned.len()), (2, 2));
+    let api2 = api.clone();
+    let b_final = wait_for(
+        "b owns all shards after a's lease (1.5 s) lapsed",
+        Duration::from_secs(15),
+        || {
+            let api = api2.clone();
+            let mut bb = b.clone();
+            async move {
+                let r = api.heartbeat("f", "f", &bb).await;
+                bb.adopt(&r);
+                (bb.owned.len() == 4).then_some(bb)
+            }
+        },
+    )
+    .await;
+    assert_eq!(b_final.owned, vec![0, 1, 2, 3]);
     running.shutdown().await.unwrap();
 }
 

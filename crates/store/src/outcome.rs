@@ -68,8 +68,9 @@ pub enum CasOutcome {
 /// Result of [`crate::Store::heartbeat`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HeartbeatOutcome {
-    /// The lease now ends at `now_ms + lease_ttl_ms`; progress was stored if given.
-    Renewed { now_ms: i64 },
+    /// The lease now ends at `now_ms + lease_ttl_ms`; progress was stored if given. `others_lapsed`: some
+    /// other member's lease has run out, so an expiry is due.
+    Renewed { now_ms: i64, others_lapsed: bool },
     /// The stored revision is not the expected one (`None`: the group does not exist); the
     /// caller reloads the aggregate. Nothing was written.
     Conflict { current: Option<u64>, now_ms: i64 },

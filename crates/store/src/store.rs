@@ -191,7 +191,10 @@ impl Store {
         let reply = self.run(&call, keys).await?;
         let now_ms = reply.now_ms;
         match reply.status.as_str() {
-            "RENEWED" => Ok(HeartbeatOutcome::Renewed { now_ms }),
+            "RENEWED" => Ok(HeartbeatOutcome::Renewed {
+                now_ms,
+                others_lapsed: reply.int(0)? != 0,
+            }),
             "CONFLICT" => Ok(HeartbeatOutcome::Conflict {
                 current: reply.conflict_revision()?,
                 now_ms,

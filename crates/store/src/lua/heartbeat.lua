@@ -4,7 +4,9 @@
 -- KEYS[1] metadata hash, KEYS[2] leases zset, KEYS[3] progress hash (one hash slot).
 -- ARGV[1] expected revision, ARGV[2] member id, ARGV[3] lease TTL ms,
 -- ARGV[4] '1' if ARGV[5] holds progress JSON to store, else '0'.
--- Replies: the prelude's CONFLICT/CORRUPT | {'LEASE_LAPSED', now} | {'RENEWED', now}.
+-- Replies: the prelude's CONFLICT/CORRUPT | {'LEASE_LAPSED', now} | {'RENEWED', now, lapsed} where
+-- lapsed is 1 if some other member's lease has run out (its expiry is due), else 0: an O(log N) look at
+-- the lease set's lowest deadline, so the first heartbeat after a lapse can have it acted on at once.
 local _, refused = check_revision(ARGV[1])
 if refused then
   return refused
@@ -19,4 +21,5 @@ redis.call('ZADD', KEYS[2], string.format('%.0f', now + tonumber(ARGV[3])), ARGV
 if ARGV[4] == '1' then
   redis.call('HSET', KEYS[3], ARGV[2], ARGV[5])
 end
-return {'RENEWED', now}
+local lapsed = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, 1)
+return {'RENEWED', now, #lapsed}

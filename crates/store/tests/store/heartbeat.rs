@@ -7,7 +7,28 @@ use crate::fixtures::{create_group, existing_keys, group, set_lease, snapshot};
 on_both_topologies!(
     heartbeat_renews_lease_and_progress_only,
     heartbeat_refusals_write_nothing,
+    heartbeat_tells_when_another_members_lease_lapsed,
 );
+
+async fn heartbeat_tells_when_another_members_lease_lapsed(store: &Store, name: &str) {
+    let keys = group(name);
+    create_group(store, &keys, &["m1", "m2"]).await;
+    let renewed = |o: HeartbeatOutcome| match o {
+        HeartbeatOutcome::Renewed { others_lapsed, .. } => others_lapsed,
+        other => panic!("expected Renewed, got {other:?}"),
+    };
+    let o = store
+        .heartbeat(&keys, 1, "m1", 20_000, None)
+        .await
+        .expect("heartbeat");
+    assert!(!renewed(o), "m2's lease is live");
+    set_lease(store, &keys, "m2", 1).await;
+    let o = store
+        .heartbeat(&keys, 1, "m1", 20_000, None)
+        .await
+        .expect("heartbeat");
+    assert!(renewed(o), "m2's lease ran out long ago");
+}
 
 async fn heartbeat_renews_lease_and_progress_only(store: &Store, name: &str) {
     let keys = group(name);
@@ -19,8 +40,12 @@ async fn heartbeat_renews_lease_and_progress_only(store: &Store, name: &str) {
         .heartbeat(&keys, 1, "m1", 20_000, Some(r#"{"offset":"1-0"}"#))
         .await
         .expect("heartbeat");
-    let HeartbeatOutcome::Renewed { now_ms } = outcome else {
-        panic!("expected Renewed, got {outcome:?}");
+    let HeartbeatOutcome::Renewed {
+        now_ms,
+        others_lapsed: false,
+    } = outcome
+    else {
+        panic!("expected Renewed with no other lease lapsed, got {outcome:?}");
     };
     let leases = store.leases(&keys).await.expect("leases");
     assert!(
