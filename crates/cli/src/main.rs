@@ -4,6 +4,7 @@
 mod bench;
 mod demo;
 mod hash_password;
+mod memory;
 
 use clap::{Parser, Subcommand};
 use rsc_coordinator::config::{self, Overrides};
@@ -68,6 +69,7 @@ fn main() -> ExitCode {
             log_format,
         } => {
             init_logging(&log_format);
+            memory::limit_malloc_arenas();
             let env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
             let config = match config::load(file.as_deref(), &env, &Overrides { listen, redis_url })
             {
