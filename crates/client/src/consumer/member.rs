@@ -109,11 +109,17 @@ impl<H: Handler> Member<H> {
                 break;
             }
             let ok = self.heartbeat_once().await;
-            self.reconcile();
+            // A shard that finished draining while the heartbeat was in flight is reported at once, not an
+            // interval later (a graceful leave used to take two intervals for this).
+            let drained = self.reconcile();
             if self.membership.left() {
                 break;
             }
-            let delay = self.next_delay(ok);
+            let delay = if drained {
+                Duration::ZERO
+            } else {
+                self.next_delay(ok)
+            };
             let deadline = tokio::time::Instant::now() + delay;
             loop {
                 let wake = self.wake.clone();
