@@ -178,14 +178,16 @@ fn dataplane_prints_ratios_and_removes_its_streams() {
     for key in [
         "producer_ratio",
         "consumer_ratio",
-        "consumer_ratio_batch_ack",
         "raw_xadd_per_sec",
         "sdk_publish_per_sec",
         "raw_consume_per_sec",
         "sdk_consume_per_sec",
+        "raw_consume_entry_ack_per_sec",
+        "raw_consume_batch_ack_per_sec",
     ] {
         positive(&s, key);
     }
+    assert!(s.contains("sdk_ack=batch"), "{s}");
     let stream = announced_stream(&out);
     assert!(stream.starts_with("bench-dp-"), "{stream}");
     for shard in 0..2 {

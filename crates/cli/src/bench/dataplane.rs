@@ -13,12 +13,15 @@
 //!   (what the SDK does: its handler acknowledges entry by entry), and a second pass with one multi-id
 //!   `XACK` per batch (the cheapest hand-written loop);
 //! - SDK: a managed consumer with `--members` members and enough workers for every owned shard to be read
-//!   at once; the handler calls `Delivery::ack`. It joins and converges before anything is published, and
-//!   its handler waits at a gate until the timed phase starts, so join and rebalancing are not timed (each
-//!   read loop has fetched its first batch before the gate opens).
+//!   at once. With `--sdk-ack batch` (default) the SDK acknowledges each handled batch with one XACK
+//!   (`ConsumerConfig::ack_after_handle`); with `--sdk-ack entry` the handler calls `Delivery::ack`. It
+//!   joins and converges before anything is published, and its handler waits at a gate until the timed
+//!   phase starts, so join and rebalancing are not timed (each read loop has fetched its first batch before
+//!   the gate opens).
 //!
-//! Ends with `producer_ratio=… consumer_ratio=… consumer_ratio_batch_ack=… …` (SDK / raw), and deletes the
-//! bench group and its shard streams whatever happened.
+//! Ends with `producer_ratio=… consumer_ratio=… sdk_ack=… …` (SDK / raw; the consumer ratio against the raw
+//! loop that acknowledges the same way), and deletes the bench group and its shard streams whatever
+//! happened.
 
 use super::common::{self, Target};
 use clap::Args;
@@ -33,6 +36,24 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use tokio::sync::{Notify, watch};
+
+/// How the SDK consumer acknowledges in the timed phase.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SdkAck {
+    /// `ConsumerConfig::ack_after_handle`: one XACK per handled batch.
+    Batch,
+    /// The handler calls `Delivery::ack` for each entry.
+    Entry,
+}
+
+impl SdkAck {
+    fn name(self) -> &'static str {
+        match self {
+            SdkAck::Batch => "batch",
+            SdkAck::Entry => "entry",
+        }
+    }
+}
 
 /// Bounds that keep one run bounded.
 const MAX_COUNT: u64 = 10_000_000;
@@ -58,6 +79,10 @@ pub struct DataplaneArgs {
     /// Concurrent publishing tasks (same for raw and SDK).
     #[arg(long, default_value_t = 4)]
     pub producers: usize,
+    /// How the SDK consumer acknowledges: one XACK per handled batch, or the handler per entry. The consumer
+    /// ratio compares with the raw loop that acknowledges the same way.
+    #[arg(long, value_enum, default_value_t = SdkAck::Batch)]
+    pub sdk_ack: SdkAck,
     /// SDK consumer members (one process); each gets a worker for every shard it may own.
     #[arg(long, default_value_t = 2)]
     pub members: usize,
@@ -166,6 +191,7 @@ async fn measure(
     let (gate_tx, gate_rx) = watch::channel(false);
     let handled = Arc::new(AtomicU64::new(0));
     let all_handled = Arc::new(Notify::new());
+    let ack_each = args.sdk_ack == SdkAck::Entry;
     let handler = {
         let handled = handled.clone();
         let all_handled = all_handled.clone();
@@ -175,7 +201,8 @@ async fn measure(
             let all_handled = all_handled.clone();
             async move {
                 let _ = gate.wait_for(|open| *open).await;
-                if d.ack().await.is_ok() && handled.fetch_add(1, Ordering::Relaxed) + 1 == total {
+                let ok = !ack_each || d.ack().await.is_ok();
+                if ok && handled.fetch_add(1, Ordering::Relaxed) + 1 == total {
                     all_handled.notify_one();
                 }
             }
@@ -186,6 +213,7 @@ async fn measure(
         .concurrency(args.members)
         .workers(args.shards as usize)
         .batch_size(args.batch)
+        .ack_after_handle(!ack_each)
         .assignment_lease(Duration::from_millis(args.assignment_lease_ms));
     let consumer = Consumer::start(coord.clone(), config, handler)
         .await
@@ -226,9 +254,15 @@ async fn measure(
                 })?;
         }
         let sdk_consume = total as f64 / start.elapsed().as_secs_f64();
-        println!(
-            "consumer SDK managed consumer (Delivery::ack per entry): {sdk_consume:.0} entries/s"
-        );
+        let how = match args.sdk_ack {
+            SdkAck::Batch => "ack_after_handle, one XACK per batch",
+            SdkAck::Entry => "Delivery::ack per entry",
+        };
+        println!("consumer SDK managed consumer ({how}): {sdk_consume:.0} entries/s");
+        if !ack_each {
+            // The last batches' XACKs follow their handlers: wait until nothing is pending (not timed).
+            wait_acked(&redis_client, prefix, args.shards).await?;
+        }
         Ok::<Rates, String>(Rates {
             raw_produce,
             sdk_produce,
@@ -247,22 +281,58 @@ async fn measure(
         );
     }
     let r = result?;
-    println!("{}", summary(&r));
+    println!("{}", summary(&r, args.sdk_ack));
     Ok(())
 }
 
-fn summary(r: &Rates) -> String {
+fn summary(r: &Rates, ack: SdkAck) -> String {
+    let raw_same_ack = match ack {
+        SdkAck::Batch => r.raw_consume_batch_ack,
+        SdkAck::Entry => r.raw_consume,
+    };
     format!(
-        "producer_ratio={:.3} consumer_ratio={:.3} consumer_ratio_batch_ack={:.3} raw_xadd_per_sec={:.0} sdk_publish_per_sec={:.0} raw_consume_per_sec={:.0} raw_consume_batch_ack_per_sec={:.0} sdk_consume_per_sec={:.0}",
+        "producer_ratio={:.3} consumer_ratio={:.3} sdk_ack={} raw_xadd_per_sec={:.0} sdk_publish_per_sec={:.0} raw_consume_per_sec={:.0} sdk_consume_per_sec={:.0} raw_consume_entry_ack_per_sec={:.0} raw_consume_batch_ack_per_sec={:.0}",
         r.sdk_produce / r.raw_produce,
-        r.sdk_consume / r.raw_consume,
-        r.sdk_consume / r.raw_consume_batch_ack,
+        r.sdk_consume / raw_same_ack,
+        ack.name(),
         r.raw_produce,
         r.sdk_produce,
+        raw_same_ack,
+        r.sdk_consume,
         r.raw_consume,
         r.raw_consume_batch_ack,
-        r.sdk_consume
     )
+}
+
+/// Waits until no entry of the bench stream is pending (the SDK's last XACKs landed).
+async fn wait_acked(client: &redis::Client, prefix: &str, shards: u32) -> Result<(), String> {
+    let mut conn = client
+        .get_multiplexed_async_connection()
+        .await
+        .map_err(|e| format!("connecting to Redis: {e}"))?;
+    let deadline = Instant::now() + PHASE_TIMEOUT;
+    loop {
+        let mut pending = 0;
+        for shard in 0..shards {
+            let reply: redis::streams::StreamPendingReply = redis::AsyncCommands::xpending(
+                &mut conn,
+                rsc_protocol::names::shard_stream_key(prefix, shard),
+                prefix,
+            )
+            .await
+            .map_err(|e| format!("XPENDING: {e}"))?;
+            pending += reply.count();
+        }
+        if pending == 0 {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "{pending} entries still pending after the SDK consumer phase"
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// Waits until every shard is read by exactly one member, the members are balanced (within one shard) and

@@ -55,6 +55,10 @@ pub struct ConsumerConfig {
     pub heartbeat_jitter: f64,
     /// How long a graceful shutdown waits for in-flight work before giving up (default 30 s).
     pub shutdown_timeout: Duration,
+    /// Acknowledge every entry whose handler returned, with one XACK per batch (default false: the handler
+    /// acknowledges with [`crate::Delivery::ack`]). An entry whose handler did not return (a crash, a lapsed
+    /// lease) stays pending and is delivered again, so processing stays at-least-once.
+    pub ack_after_handle: bool,
 }
 
 impl ConsumerConfig {
@@ -85,6 +89,7 @@ impl ConsumerConfig {
             heartbeat_timeout: None,
             heartbeat_jitter: 0.1,
             shutdown_timeout: Duration::from_secs(30),
+            ack_after_handle: false,
         }
     }
 
@@ -139,6 +144,18 @@ impl ConsumerConfig {
     /// Graceful shutdown bound.
     pub fn shutdown_timeout(mut self, d: Duration) -> Self {
         self.shutdown_timeout = d;
+        self
+    }
+
+    /// Let the SDK acknowledge each batch with one XACK once the handler returned for its entries (see
+    /// [`ConsumerConfig::ack_after_handle`]).
+    ///
+    /// ```
+    /// let cfg = rsc_client::ConsumerConfig::new("orders", "redis://127.0.0.1:6379").ack_after_handle(true);
+    /// assert!(cfg.ack_after_handle);
+    /// ```
+    pub fn ack_after_handle(mut self, on: bool) -> Self {
+        self.ack_after_handle = on;
         self
     }
 

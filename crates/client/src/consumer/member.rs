@@ -312,6 +312,7 @@ impl<H: Handler> Member<H> {
             reading_count: self.reading_count.clone(),
             handled: self.handled.clone(),
             batch_size: self.config.batch_size,
+            ack_after_handle: self.config.ack_after_handle,
             poll_timeout: self.config.poll_timeout,
             events: self.events.clone(),
         };

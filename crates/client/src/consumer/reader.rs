@@ -37,8 +37,21 @@ pub(crate) struct ReaderCtx<H> {
     pub reading_count: Arc<AtomicUsize>,
     pub handled: Arc<AtomicU64>,
     pub batch_size: usize,
+    /// Acknowledge what the handler returned from, one XACK per batch.
+    pub ack_after_handle: bool,
     pub poll_timeout: Duration,
     pub events: Option<EventSink>,
+}
+
+/// How a batch ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Handled {
+    /// Every entry went to the handler (and, with `ack_after_handle`, was acknowledged).
+    All,
+    /// The lease lapsed before every entry went to the handler.
+    LeaseLapsed,
+    /// The XACK of handled entries failed.
+    AckFailed,
 }
 
 const IDLE_BACKOFF_MIN: Duration = Duration::from_millis(10);
@@ -183,10 +196,13 @@ impl<H: Handler> ReaderCtx<H> {
                 Ok((entries, reclaimed)) => {
                     error_backoff = IDLE_BACKOFF_MIN;
                     idle = IDLE_BACKOFF_MIN;
-                    let all_handled = self.handle_batch(&c, entries, reclaimed).await;
+                    let handled = self.handle_batch(&c, entries, reclaimed).await;
                     drop(permit);
-                    if !all_handled {
-                        return StopReason::LeaseExpired;
+                    match handled {
+                        Handled::All => {}
+                        Handled::LeaseLapsed => return StopReason::LeaseExpired,
+                        // Ending the loop makes the member start a new one that reclaims them.
+                        Handled::AckFailed => return StopReason::Stopped,
                     }
                 }
             }
@@ -262,16 +278,54 @@ impl<H: Handler> ReaderCtx<H> {
             .is_none_or(|until| Instant::now() >= until)
     }
 
-    /// Hands a batch to the handler, one entry at a time, in stream order, while the lease runs. Returns
-    /// whether every entry was handed over. Entries left when the lease lapsed stay pending under this
-    /// member in Redis: the shard's next owner reclaims them, and so does this member's own next loop of
-    /// the shard ([`ShardLocal::left_pending`]).
+    /// Hands a batch to the handler, one entry at a time, in stream order, while the lease runs, and with
+    /// `ack_after_handle` acknowledges what was handled with one XACK. Entries left when the lease lapsed (or
+    /// whose XACK failed) stay pending under this member in Redis: the shard's next owner reclaims them, and
+    /// so does this member's own next loop of the shard ([`ShardLocal::left_pending`]).
     async fn handle_batch(
         &self,
         conn: &ConnectionManager,
         entries: Vec<StreamId>,
         reclaimed: bool,
-    ) -> bool {
+    ) -> Handled {
+        let mut handled_ids = Vec::new();
+        let outcome = self
+            .hand_over(conn, entries, reclaimed, &mut handled_ids)
+            .await;
+        if self.ack_after_handle
+            && !handled_ids.is_empty()
+            && let Err(e) = self.ack_all(conn, &handled_ids).await
+        {
+            self.local.left_pending.store(true, Ordering::SeqCst);
+            tracing::warn!(member = %self.member_id, shard = self.shard, error = %e, entries = handled_ids.len(), "acknowledging a handled batch failed; its entries stay pending and are handled again");
+            return Handled::AckFailed;
+        }
+        outcome
+    }
+
+    /// One XACK for `ids`; the local progress follows it.
+    async fn ack_all(&self, conn: &ConnectionManager, ids: &[String]) -> redis::RedisResult<()> {
+        let mut c = conn.clone();
+        let removed: i64 = redis::cmd("XACK")
+            .arg(&self.stream_key)
+            .arg(&self.group)
+            .arg(ids)
+            .query_async(&mut c)
+            .await?;
+        let mut p = self.local.lock();
+        p.last_acked_id = ids.last().cloned();
+        p.pending = (p.pending - removed).max(0);
+        Ok(())
+    }
+
+    /// The handler part of [`Self::handle_batch`]; with `ack_after_handle`, collects the ids it handled.
+    async fn hand_over(
+        &self,
+        conn: &ConnectionManager,
+        entries: Vec<StreamId>,
+        reclaimed: bool,
+        handled_ids: &mut Vec<String>,
+    ) -> Handled {
         let now = now_iso();
         {
             let mut p = self.local.lock();
@@ -292,8 +346,9 @@ impl<H: Handler> ReaderCtx<H> {
                 self.local.in_flight.fetch_sub(left, Ordering::SeqCst);
                 self.local.left_pending.store(true, Ordering::SeqCst);
                 tracing::warn!(member = %self.member_id, shard = self.shard, unhandled = left, "assignment lease lapsed with entries of a batch not yet handled; they stay pending for reclaim");
-                return false;
+                return Handled::LeaseLapsed;
             }
+            let ack_id = self.ack_after_handle.then(|| entry.id.clone());
             let delivery = Delivery {
                 shard: self.shard,
                 stream_key: self.stream_key.clone(),
@@ -306,12 +361,13 @@ impl<H: Handler> ReaderCtx<H> {
                 local: self.local.clone(),
             };
             self.handler.handle(delivery).await;
+            handled_ids.extend(ack_id);
             self.handled.fetch_add(1, Ordering::Relaxed);
             self.local.in_flight.fetch_sub(1, Ordering::SeqCst);
             left -= 1;
         }
         debug_assert_eq!(left, 0);
-        true
+        Handled::All
     }
 }
 
@@ -410,9 +466,65 @@ mod tests {
             reading_count: Arc::new(AtomicUsize::new(1)),
             handled: Arc::new(AtomicU64::new(0)),
             batch_size: 10,
+            ack_after_handle: false,
             poll_timeout,
             events: None,
         }
+    }
+
+    /// With `ack_after_handle`, the entries of a batch are acknowledged by one XACK once their handler
+    /// returned, and the shard's progress says so.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn ack_after_handle_acknowledges_a_handled_batch_with_one_xack() {
+        let redis_server = RedisServer::builder().start();
+        let client = redis::Client::open(redis_server.url()).expect("redis url");
+        let mut c = admin(&client).await;
+        let _: () = c
+            .xgroup_create_mkstream(STREAM, GROUP, "0")
+            .await
+            .expect("XGROUP CREATE");
+        let mut ids = Vec::new();
+        for n in 0..3 {
+            let id: String = c.xadd(STREAM, "*", &[("n", n)]).await.expect("XADD");
+            ids.push(id);
+        }
+        let before = rsc_testkit::command_calls(&redis_server.url()).await;
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (stop_tx, stop) = watch::channel(false);
+        let (_lease_tx, lease) = watch::channel(Some(Instant::now() + Duration::from_secs(3600)));
+        let mut reader = test_reader(&client, tx, stop, lease, Duration::from_millis(200));
+        reader.ack_after_handle = true;
+        let local = reader.local.clone();
+        let task = tokio::spawn(reader.run());
+        for id in &ids {
+            let d = tokio::time::timeout(WAIT, rx.recv())
+                .await
+                .expect("delivered in time")
+                .expect("reader alive");
+            assert_eq!(d.id(), id);
+        }
+        let deadline = Instant::now() + WAIT;
+        while pending(&client).await > 0 {
+            assert!(
+                Instant::now() < deadline,
+                "the handled batch was never acknowledged"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let after = rsc_testkit::command_calls(&redis_server.url()).await;
+        let xacks =
+            after.get("xack").copied().unwrap_or(0) - before.get("xack").copied().unwrap_or(0);
+        assert_eq!(xacks, 1, "one XACK for the batch of three");
+        {
+            let p = local.lock();
+            assert_eq!(p.last_acked_id.as_deref(), Some(ids[2].as_str()));
+            assert_eq!(p.pending, 0);
+        }
+        stop_tx.send_replace(true);
+        tokio::time::timeout(WAIT, task)
+            .await
+            .expect("loop ends when told to stop")
+            .expect("loop did not panic");
     }
 
     /// The process was paused while Redis answered a blocking read, and resumed after the lease lapsed: the
