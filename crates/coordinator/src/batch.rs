@@ -158,7 +158,7 @@ impl Coordinator {
             return;
         };
         self.stats.observe_batch(size);
-        match self.commit(name, &base, &t).await {
+        match self.commit(name, &base, t).await {
             Ok(Commit::Written(_)) => {
                 for (reply, response, fenced, _) in included {
                     if fenced {

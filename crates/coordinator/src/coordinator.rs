@@ -196,12 +196,12 @@ impl Coordinator {
         &self,
         name: &GroupName,
         base: &Cached,
-        t: &Transition,
+        t: Transition,
     ) -> Result<Commit, ApiError> {
-        let Some(group) = &t.group else {
+        // Taken by value: the aggregate of a big group is moved into the cache, never copied.
+        let Some(mut group) = t.group else {
             return Ok(Commit::Conflict);
         };
-        let mut group = group.clone();
         group.store_revision = base.revision + 1;
         let write = CasWrite {
             expected_revision: base.revision,
@@ -209,10 +209,10 @@ impl Coordinator {
             updated_at: iso_ms(group.updated_at_ms),
             lease_ttl_ms: self.timing.member_lease_ttl_ms,
             not_before_ms: t.not_before_ms,
-            must_be_lapsed: t.must_be_lapsed.clone(),
-            must_be_live: t.must_be_live.clone(),
-            renew: t.renew.clone(),
-            remove: t.remove.clone(),
+            must_be_lapsed: t.must_be_lapsed,
+            must_be_live: t.must_be_live,
+            renew: t.renew,
+            remove: t.remove,
         };
         let outcome = self
             .metrics

@@ -80,7 +80,7 @@ impl Coordinator {
     ) -> Option<Cached> {
         let next = durability::record(&base.group, signal, self.clock.now_ms())?;
         let t = Transition::new(next);
-        match self.commit(name, base, &t).await {
+        match self.commit(name, base, t).await {
             Ok(Commit::Written(c)) => {
                 Stats::bump(&self.stats.rollback_suspicions);
                 tracing::error!(
@@ -288,7 +288,7 @@ impl Coordinator {
                         gone.extend(leases.into_iter().map(|(m, _)| m));
                     }
                     t.remove = gone.into_iter().collect();
-                    match self.commit(name, b, &t).await? {
+                    match self.commit(name, b, t).await? {
                         Commit::Written(c) => Some(c),
                         Commit::Conflict | Commit::ConditionFailed { .. } => None,
                     }

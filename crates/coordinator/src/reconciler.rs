@@ -72,7 +72,7 @@ impl Coordinator {
             let Some((t, report)) = tick(&base.group, now, &lapsed, &self.timing) else {
                 return;
             };
-            match self.commit(name, &base, &t).await {
+            match self.commit(name, &base, t).await {
                 Ok(Commit::Written(_)) => {
                     for m in &report.expired {
                         Stats::bump(&self.stats.member_expired);

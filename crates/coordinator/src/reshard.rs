@@ -225,7 +225,7 @@ impl Coordinator {
             if !change(&mut next, now)? {
                 return Ok(base);
             }
-            match self.commit(name, &base, &Transition::new(next)).await? {
+            match self.commit(name, &base, Transition::new(next)).await? {
                 Commit::Written(c) => return Ok(c),
                 Commit::Conflict | Commit::ConditionFailed { .. } => continue,
             }
