@@ -12,7 +12,7 @@ use crate::batch::BatchReply;
 use crate::cache::{Cached, GroupName};
 use crate::coordinator::{Coordinator, MAX_CAS_ATTEMPTS};
 use crate::stats::Stats;
-use rsc_group::heartbeat::{Decision, Outcome, decide, rejected_response};
+use rsc_group::heartbeat::{Decision, Outcome, probe, rejected_response};
 use rsc_protocol::wire::{HeartbeatRequest, HeartbeatResponse, HeartbeatStatus};
 use rsc_store::HeartbeatOutcome;
 use serde::Serialize;
@@ -63,7 +63,8 @@ impl Coordinator {
                 }
                 Err(_) => return self.retry(req),
             };
-            let decision = decide(
+            // A probe: a transition is only recognised here (not built); the batch decides it for real.
+            let decision = probe(
                 cached.as_ref().map(|c| &*c.group),
                 member_id,
                 req,

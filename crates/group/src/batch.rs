@@ -12,7 +12,7 @@
 //! The aggregate is changed in place ([`decide_in_place`]): it is copied once per batch, on the first write,
 //! not once per request, which for a group of thousands of members is most of the cost of a join storm.
 
-use crate::heartbeat::{Decision, Outcome, Transition, decide_in_place};
+use crate::heartbeat::{Decision, Draft, Outcome, Transition, decide_in_place};
 use crate::model::Group;
 use crate::timing::Timing;
 use rsc_protocol::wire::HeartbeatRequest;
@@ -22,7 +22,7 @@ use std::collections::BTreeSet;
 /// Transitions combined so far: the newest aggregate, and the union of conditions and lease operations.
 #[derive(Debug)]
 pub struct Batch<'a> {
-    group: Cow<'a, Group>,
+    group: Draft<'a>,
     combined: Transition,
     named: BTreeSet<String>,
     len: usize,
@@ -41,7 +41,7 @@ impl<'a> Batch<'a> {
     /// An empty batch over the aggregate as last written.
     pub fn on(base: &'a Group) -> Self {
         Batch {
-            group: Cow::Borrowed(base),
+            group: Draft::new(Cow::Borrowed(base)),
             combined: Transition::default(),
             named: BTreeSet::new(),
             len: 0,
@@ -90,7 +90,7 @@ impl<'a> Batch<'a> {
             return None;
         }
         let mut t = self.combined;
-        t.group = Some(self.group.into_owned());
+        t.group = Some(self.group.into_group());
         Some(t)
     }
 }
@@ -157,7 +157,7 @@ mod tests {
         batch
             .decide("a", &join_req("a"), NOW, &timing())
             .expect("first join");
-        let before = batch.group.clone().into_owned();
+        let before = (*batch.group).clone();
         assert_eq!(
             batch
                 .decide("a", &join_req("a"), NOW, &timing())
@@ -181,10 +181,7 @@ mod tests {
             NotCombined::NotATransition
         );
         assert!(batch.is_empty());
-        assert!(
-            matches!(batch.group, Cow::Borrowed(_)),
-            "nothing was copied"
-        );
+        assert!(batch.group.is_untouched(), "nothing was copied");
         assert!(batch.into_transition().is_none());
     }
 }

@@ -100,12 +100,85 @@ pub fn decide(
             None => rejected(req, timing, HeartbeatStatus::UnknownMemberId, true),
         };
     };
-    let mut g = Cow::Borrowed(g);
+    let mut g = Draft::new(Cow::Borrowed(g));
     let mut d = decide_in_place(&mut g, path_member_id, req, now_ms, timing);
     if let Outcome::Write(t) = &mut d.outcome {
-        t.group = Some(g.into_owned());
+        t.group = Some(g.into_group());
     }
     d
+}
+
+/// Decides only *what kind* of answer `req` gets: a rejection or a steady renewal exactly as [`decide`]
+/// gives it, but a write without building it (an empty transition, a placeholder response, the same
+/// signals). The heartbeat path uses it to tell steady heartbeats from transitions without copying a big
+/// group; transitions are then decided for real in a batch.
+pub fn probe(
+    group: Option<&Group>,
+    path_member_id: &str,
+    req: &HeartbeatRequest,
+    now_ms: i64,
+    timing: &Timing,
+) -> Decision {
+    let Some(g) = group else {
+        return decide(None, path_member_id, req, now_ms, timing);
+    };
+    let mut g = Draft::probe(g);
+    decide_in_place(&mut g, path_member_id, req, now_ms, timing)
+}
+
+/// The aggregate a decision works on: changed in place (copied first when borrowed) to apply a write, or,
+/// when probing, never changed.
+#[derive(Debug)]
+pub struct Draft<'a> {
+    group: Cow<'a, Group>,
+    probing: bool,
+}
+
+impl<'a> Draft<'a> {
+    pub fn new(group: Cow<'a, Group>) -> Self {
+        Draft {
+            group,
+            probing: false,
+        }
+    }
+
+    fn probe(group: &'a Group) -> Self {
+        Draft {
+            group: Cow::Borrowed(group),
+            probing: true,
+        }
+    }
+
+    /// The aggregate as it stands (with every write applied so far).
+    pub fn into_group(self) -> Group {
+        self.group.into_owned()
+    }
+
+    /// Whether nothing was written yet to a borrowed aggregate (no copy was made).
+    pub fn is_untouched(&self) -> bool {
+        matches!(self.group, Cow::Borrowed(_))
+    }
+
+    /// The aggregate to change, or None when only probing.
+    fn write(&mut self) -> Option<&mut Group> {
+        (!self.probing).then(|| self.group.to_mut())
+    }
+}
+
+impl std::ops::Deref for Draft<'_> {
+    type Target = Group;
+    fn deref(&self) -> &Group {
+        &self.group
+    }
+}
+
+/// A probed write: nothing built, the request's own echo as the response (never sent).
+fn probe_write(req: &HeartbeatRequest, timing: &Timing, signals: Signals) -> Decision {
+    Decision {
+        response: rejected_response(req, timing, HeartbeatStatus::Retry),
+        outcome: Outcome::Write(Box::default()),
+        signals,
+    }
 }
 
 /// Decides like [`decide`] on an existing group, but a `Write` is applied to `g` itself (made owned on the
@@ -113,7 +186,7 @@ pub fn decide(
 /// aggregate. Any other outcome leaves `g` untouched. A heartbeat transition names (in its lease conditions
 /// and operations) no member but the requesting one.
 pub fn decide_in_place(
-    g: &mut Cow<'_, Group>,
+    g: &mut Draft<'_>,
     path_member_id: &str,
     req: &HeartbeatRequest,
     now_ms: i64,
@@ -134,7 +207,7 @@ pub fn decide_in_place(
 }
 
 fn decide_existing(
-    g: &mut Cow<'_, Group>,
+    g: &mut Draft<'_>,
     req: &HeartbeatRequest,
     now_ms: i64,
     timing: &Timing,
@@ -305,14 +378,16 @@ fn fenced_reply(g: &Group, member: &Member, req: &HeartbeatRequest, timing: &Tim
 
 /// Join, rejoin after expiry/fencing/leave, or a restarted process reusing its id (a new incarnation: the old
 /// incarnation's shards are held until its lease has certainly run out, then granted normally).
-fn join(g: &mut Cow<'_, Group>, req: &HeartbeatRequest, now_ms: i64, timing: &Timing) -> Decision {
+fn join(g: &mut Draft<'_>, req: &HeartbeatRequest, now_ms: i64, timing: &Timing) -> Decision {
     let held: ShardSet = g
         .members
         .get(&req.member_id)
         .filter(|old| old.state.is_live())
         .map(|old| old.held().collect())
         .unwrap_or_default();
-    let next = g.to_mut();
+    let Some(next) = g.write() else {
+        return probe_write(req, timing, Signals::default());
+    };
     if !held.is_empty() {
         next.holds.push(Hold {
             member_id: req.member_id.clone(),
@@ -350,7 +425,7 @@ fn join(g: &mut Cow<'_, Group>, req: &HeartbeatRequest, now_ms: i64, timing: &Ti
 
 /// Graceful leave (epoch -1): the member gives up its target; what it holds is released by its reports.
 fn leave(
-    g: &mut Cow<'_, Group>,
+    g: &mut Draft<'_>,
     member: &Member,
     req: &HeartbeatRequest,
     now_ms: i64,
@@ -368,7 +443,13 @@ fn leave(
     }
     let report = apply_report(&mut m, req, -1, true);
     let holding = !m.revoking.is_empty();
-    let next = g.to_mut();
+    let signals = Signals {
+        rebalance_regression: report.regression,
+        ..Signals::default()
+    };
+    let Some(next) = g.write() else {
+        return probe_write(req, timing, signals);
+    };
     next.members.insert(m.member_id.clone(), m);
     bump_epochs(next);
     recompute_target(next, now_ms, timing);
@@ -381,10 +462,6 @@ fn leave(
     } else {
         t.remove.push(req.member_id.clone());
     }
-    let signals = Signals {
-        rebalance_regression: report.regression,
-        ..Signals::default()
-    };
     Decision {
         response,
         outcome: Outcome::Write(Box::new(t)),
@@ -452,7 +529,7 @@ fn apply_report(m: &mut Member, req: &HeartbeatRequest, epoch: i64, current: boo
 
 /// A heartbeat from the current incarnation of an active (or leaving, epoch -1) member.
 fn accept(
-    g: &mut Cow<'_, Group>,
+    g: &mut Draft<'_>,
     member: &Member,
     req: &HeartbeatRequest,
     now_ms: i64,
@@ -528,7 +605,9 @@ fn accept(
     }
 
     let holding = !m.revoking.is_empty() || !m.assigned.is_empty();
-    let next = g.to_mut();
+    let Some(next) = g.write() else {
+        return probe_write(req, timing, signals);
+    };
     next.members.insert(m.member_id.clone(), m);
     settle(next, now_ms, timing);
     next.updated_at_ms = now_ms;
@@ -554,14 +633,16 @@ fn accept(
 
 /// Fences a member whose report shows it reading shards it does not hold.
 fn fence(
-    g: &mut Cow<'_, Group>,
+    g: &mut Draft<'_>,
     member: &Member,
     req: &HeartbeatRequest,
     now_ms: i64,
     timing: &Timing,
     signals: Signals,
 ) -> Decision {
-    let next = g.to_mut();
+    let Some(next) = g.write() else {
+        return probe_write(req, timing, signals);
+    };
     fence_member(
         next,
         &member.member_id,
@@ -621,7 +702,7 @@ pub fn fence_member(g: &mut Group, member_id: &str, now_ms: i64, timing: &Timing
 
 /// Opens (or extends) a metadata-correction round and asks the member to synchronise down.
 fn sync_metadata(
-    g: &mut Cow<'_, Group>,
+    g: &mut Draft<'_>,
     member: &Member,
     req: &HeartbeatRequest,
     now_ms: i64,
@@ -642,7 +723,9 @@ fn sync_metadata(
             signals,
         };
     }
-    let next = g.to_mut();
+    let Some(next) = g.write() else {
+        return probe_write(req, timing, signals);
+    };
     let target = next.metadata_version;
     let correction = next
         .metadata_correction
@@ -669,7 +752,7 @@ fn sync_metadata(
 /// While a correction round is open, members keep only shards they already read; the round closes when
 /// every active member has reported the current version and nothing is being revoked.
 fn correction_round(
-    g: &mut Cow<'_, Group>,
+    g: &mut Draft<'_>,
     m: &Member,
     correction: &MetadataCorrection,
     req: &HeartbeatRequest,
@@ -707,7 +790,9 @@ fn correction_round(
         .filter(|x| x.state.is_live())
         .all(|x| x.revoking.is_empty());
     if all_acknowledged && nothing_revoking {
-        let next = g.to_mut();
+        let Some(next) = g.write() else {
+            return probe_write(req, timing, signals);
+        };
         next.members.insert(m.member_id.clone(), m.clone());
         next.metadata_correction = None;
         settle(next, now_ms, timing);
@@ -731,7 +816,9 @@ fn correction_round(
         };
     }
     corr.updated_at_ms = now_ms;
-    let next = g.to_mut();
+    let Some(next) = g.write() else {
+        return probe_write(req, timing, signals);
+    };
     next.members.insert(m.member_id.clone(), m.clone());
     next.metadata_correction = Some(corr);
     next.updated_at_ms = now_ms;
@@ -745,8 +832,10 @@ fn correction_round(
     }
 }
 
-fn write_member(g: &mut Cow<'_, Group>, m: &Member, now_ms: i64) -> Outcome {
-    let next = g.to_mut();
+fn write_member(g: &mut Draft<'_>, m: &Member, now_ms: i64) -> Outcome {
+    let Some(next) = g.write() else {
+        return Outcome::Write(Box::default());
+    };
     next.members.insert(m.member_id.clone(), m.clone());
     next.updated_at_ms = now_ms;
     let mut t = transition();

@@ -16,7 +16,7 @@ use super::checks;
 use super::net::{Endpoint, Network, Payload};
 use super::rng::Rng;
 use super::store::{CasOutcome, RenewOutcome, SimStore, Writer};
-use rsc_group::heartbeat::{Outcome, Transition, decide, rejected_response};
+use rsc_group::heartbeat::{Outcome, Transition, decide, probe, rejected_response};
 use rsc_group::model::Group;
 use rsc_group::tick::tick;
 use rsc_protocol::wire::{HeartbeatRequest, HeartbeatResponse, HeartbeatStatus};
@@ -243,7 +243,19 @@ impl Replica {
                             (g, r, true)
                         }
                     };
-                    let d = decide(Some(&group), &member, &job.req, self.clock(env), &TIMING);
+                    let now = self.clock(env);
+                    let d = decide(Some(&group), &member, &job.req, now, &TIMING);
+                    // The coordinator tells steady heartbeats from transitions with `probe`: it must agree.
+                    let p = probe(Some(&group), &member, &job.req, now, &TIMING);
+                    assert_eq!(p.signals, d.signals, "probe and decide disagree on signals");
+                    match (&p.outcome, &d.outcome) {
+                        (Outcome::Write(_), Outcome::Write(_)) => {}
+                        _ => assert_eq!(
+                            (&p.outcome, &p.response),
+                            (&d.outcome, &d.response),
+                            "probe and decide disagree"
+                        ),
+                    }
                     if d.signals.metadata_regression || d.signals.rebalance_regression {
                         if !fresh {
                             self.cache = None;
