@@ -36,13 +36,33 @@ pub fn assign(
     members: &BTreeSet<String>,
     previous: &BTreeMap<String, BTreeSet<u32>>,
 ) -> BTreeMap<String, BTreeSet<u32>> {
-    if members.is_empty() {
-        return BTreeMap::new();
+    let member_ids: Vec<&str> = members.iter().map(String::as_str).collect();
+    let targets = assign_sorted(
+        shards,
+        &member_ids,
+        previous.iter().map(|(id, s)| (id.as_str(), s)),
+    );
+    member_ids
+        .into_iter()
+        .zip(targets)
+        .map(|(id, set)| (id.to_owned(), set))
+        .collect()
+}
+
+/// [`assign`] over borrowed ids, for callers that keep their own map (no member id is copied): the target
+/// of each of `member_ids` (ascending, distinct), in that order. `previous` yields `(member id, shards)` in
+/// ascending member-id order, as a `BTreeMap` does.
+pub fn assign_sorted<'p>(
+    shards: &BTreeSet<u32>,
+    member_ids: &[&str],
+    previous: impl IntoIterator<Item = (&'p str, &'p BTreeSet<u32>)>,
+) -> Vec<BTreeSet<u32>> {
+    if member_ids.is_empty() {
+        return Vec::new();
     }
-    let member_ids: Vec<&String> = members.iter().collect();
     let shard_list: Vec<u32> = shards.iter().copied().collect();
 
-    let valid = valid_previous(&shard_list, &member_ids, previous);
+    let valid = valid_previous(&shard_list, member_ids, previous);
     let quotas = quotas(shard_list.len(), &valid);
 
     // Positions (into `shard_list`) held by each member; `taken` marks positions already placed.
@@ -71,15 +91,11 @@ pub fn assign(
         }
     }
 
-    member_ids
-        .into_iter()
-        .zip(held)
-        .map(|(id, own)| {
-            let set: BTreeSet<u32> = own
-                .into_iter()
+    held.into_iter()
+        .map(|own| {
+            own.into_iter()
                 .filter_map(|pos| shard_list.get(pos).copied())
-                .collect();
-            (id.clone(), set)
+                .collect()
         })
         .collect()
 }
@@ -131,10 +147,10 @@ pub fn spread(next: &BTreeMap<String, BTreeSet<u32>>) -> u32 {
 /// For each member (by index in `member_ids`), the ascending positions in `shard_list` of the shards
 /// whose previous owner it is. The first member listing a shard in `previous` owns it, even when
 /// that member has departed.
-fn valid_previous(
+fn valid_previous<'p>(
     shard_list: &[u32],
-    member_ids: &[&String],
-    previous: &BTreeMap<String, BTreeSet<u32>>,
+    member_ids: &[&str],
+    previous: impl IntoIterator<Item = (&'p str, &'p BTreeSet<u32>)>,
 ) -> Vec<Vec<usize>> {
     let mut valid: Vec<Vec<usize>> = vec![Vec::new(); member_ids.len()];
     let mut claimed = vec![false; shard_list.len()];

@@ -5,10 +5,9 @@
 //! it. Revocations record the member epoch at which they were handed out, so that only a report made after
 //! the member saw the revocation can release the shard.
 
-use crate::assign::assign;
+use crate::assign::assign_sorted;
 use crate::model::{Group, GroupState, MemberState, ShardSet};
 use crate::timing::Timing;
-use std::collections::BTreeMap;
 
 /// Bumps the group epochs for a membership or shard-range change.
 pub fn bump_epochs(g: &mut Group) {
@@ -18,16 +17,38 @@ pub fn bump_epochs(g: &mut Group) {
 }
 
 /// Recomputes the target assignment over the active members (sticky, balanced), then settles grants.
+///
+/// It runs on every join and leave, so at thousands of members it must not rebuild the target map: it
+/// borrows the member ids, and only entries whose target changed (or new members) are written.
 pub fn recompute_target(g: &mut Group, now_ms: i64, timing: &Timing) {
-    let members = g.active_member_ids();
     let shards = g.assignable_shards();
-    let previous: BTreeMap<String, ShardSet> = g
+    // `members` is keyed by member id, so this is ascending.
+    let members: Vec<&str> = g
+        .members
+        .values()
+        .filter(|m| m.state == MemberState::Active)
+        .map(|m| m.member_id.as_str())
+        .collect();
+    let is_member = |id: &str| members.binary_search(&id).is_ok();
+    let previous = g
         .target_assignments
         .iter()
-        .filter(|(id, _)| members.contains(*id))
-        .map(|(id, s)| (id.clone(), s.clone()))
-        .collect();
-    g.target_assignments = assign(&shards, &members, &previous);
+        .filter(|(id, _)| is_member(id))
+        .map(|(id, s)| (id.as_str(), s));
+    let targets = assign_sorted(&shards, &members, previous);
+    g.target_assignments.retain(|id, _| is_member(id));
+    for (id, target) in members.iter().zip(targets) {
+        match g.target_assignments.get_mut(*id) {
+            Some(old) => {
+                if *old != target {
+                    *old = target;
+                }
+            }
+            None => {
+                g.target_assignments.insert((*id).to_owned(), target);
+            }
+        }
+    }
     settle(g, now_ms, timing);
 }
 
@@ -136,5 +157,61 @@ pub fn derive_state(g: &Group) -> GroupState {
         GroupState::Stable
     } else {
         GroupState::Reconciling
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::assign::assign;
+    use crate::model::Member;
+    use std::collections::{BTreeMap, BTreeSet};
+
+    /// `recompute_target` writes back only what changed; the map it leaves must be exactly what `assign`
+    /// computes over the active members and their previous targets, for any mix of states and targets.
+    #[test]
+    fn recompute_target_leaves_exactly_the_assignors_result() {
+        let states = [
+            MemberState::Active,
+            MemberState::Leaving,
+            MemberState::Expired,
+            MemberState::Fenced,
+        ];
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for case in 0..300 {
+            let shard_count = next(20) as u32;
+            let mut g = Group::new("p", "g", shard_count, 0, "life");
+            for i in 0..next(12) {
+                let id = format!("m{i:02}");
+                let mut m = Member::new(&id, &id, 0);
+                m.state = states[next(4) as usize];
+                g.members.insert(id.clone(), m);
+                if next(2) == 0 {
+                    let target: BTreeSet<u32> = (0..next(4)).map(|_| next(24) as u32).collect();
+                    g.target_assignments.insert(id, target);
+                }
+            }
+            if next(3) == 0 {
+                // A target entry of a member that is gone altogether.
+                g.target_assignments
+                    .insert("zz-gone".into(), BTreeSet::from([1, 2]));
+            }
+            let active: BTreeSet<String> = g.active_member_ids();
+            let previous: BTreeMap<String, BTreeSet<u32>> = g
+                .target_assignments
+                .iter()
+                .filter(|(id, _)| active.contains(*id))
+                .map(|(id, s)| (id.clone(), s.clone()))
+                .collect();
+            let expected = assign(&g.assignable_shards(), &active, &previous);
+            recompute_target(&mut g, 0, &Timing::default());
+            assert_eq!(g.target_assignments, expected, "case {case}");
+        }
     }
 }
