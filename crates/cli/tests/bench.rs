@@ -187,7 +187,7 @@ fn dataplane_prints_ratios_and_removes_its_streams() {
     ] {
         positive(&s, key);
     }
-    assert!(s.contains("sdk_ack=batch"), "{s}");
+    assert_eq!(s.get("sdk_ack").map(String::as_str), Some("batch"), "{s:?}");
     let stream = announced_stream(&out);
     assert!(stream.starts_with("bench-dp-"), "{stream}");
     for shard in 0..2 {

@@ -620,19 +620,24 @@ mod tests {
     }
 
     #[test]
-    fn summary_line_has_ratios() {
-        let s = summary(&Rates {
+    fn summary_line_compares_with_the_raw_loop_that_acks_the_same_way() {
+        let rates = Rates {
             raw_produce: 100.0,
             sdk_produce: 95.0,
             raw_consume: 50.0,
             raw_consume_batch_ack: 100.0,
             sdk_consume: 45.0,
-        });
+        };
+        let s = summary(&rates, SdkAck::Entry);
         assert!(
-            s.starts_with(
-                "producer_ratio=0.950 consumer_ratio=0.900 consumer_ratio_batch_ack=0.450 "
-            ),
+            s.starts_with("producer_ratio=0.950 consumer_ratio=0.900 sdk_ack=entry "),
             "{s}"
         );
+        let s = summary(&rates, SdkAck::Batch);
+        assert!(
+            s.starts_with("producer_ratio=0.950 consumer_ratio=0.450 sdk_ack=batch "),
+            "{s}"
+        );
+        assert!(s.contains(" raw_consume_per_sec=100 "), "{s}");
     }
 }
