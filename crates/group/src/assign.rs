@@ -154,8 +154,13 @@ fn valid_previous<'p>(
 ) -> Vec<Vec<usize>> {
     let mut valid: Vec<Vec<usize>> = vec![Vec::new(); member_ids.len()];
     let mut claimed = vec![false; shard_list.len()];
+    // `previous` and `member_ids` are both ascending: find each owner by walking `member_ids` once.
+    let mut cursor = 0;
     for (owner, owned) in previous {
-        let live = member_ids.binary_search(&owner).ok();
+        while cursor < member_ids.len() && member_ids[cursor] < owner {
+            cursor += 1;
+        }
+        let live = (member_ids.get(cursor) == Some(&owner)).then_some(cursor);
         for shard in owned {
             let Ok(pos) = shard_list.binary_search(shard) else {
                 continue;

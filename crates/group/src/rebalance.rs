@@ -29,27 +29,80 @@ pub fn recompute_target(g: &mut Group, now_ms: i64, timing: &Timing) {
         .filter(|m| m.state == MemberState::Active)
         .map(|m| m.member_id.as_str())
         .collect();
-    let is_member = |id: &str| members.binary_search(&id).is_ok();
+    // Both `members` and the target map are ascending: every lookup below is a forward walk.
+    let mut seen = AscendingIds::new(&members);
     let previous = g
         .target_assignments
         .iter()
-        .filter(|(id, _)| is_member(id))
+        .filter(move |(id, _)| seen.contains(id))
         .map(|(id, s)| (id.as_str(), s));
-    let targets = assign_sorted(&shards, &members, previous);
-    g.target_assignments.retain(|id, _| is_member(id));
-    for (id, target) in members.iter().zip(targets) {
-        match g.target_assignments.get_mut(*id) {
-            Some(old) => {
-                if *old != target {
-                    *old = target;
-                }
+    let mut targets = assign_sorted(&shards, &members, previous);
+    let mut seen = AscendingIds::new(&members);
+    g.target_assignments.retain(|id, _| seen.contains(id));
+    // Every key left is a member: update in place, and collect the members that have no entry yet.
+    let mut missing = Vec::new();
+    let mut i = 0;
+    for (id, old) in g.target_assignments.iter_mut() {
+        while i < members.len() && members[i] < id.as_str() {
+            missing.push(i);
+            i += 1;
+        }
+        if i < members.len() && members[i] == id.as_str() {
+            let target = std::mem::take(&mut targets[i]);
+            if *old != target {
+                *old = target;
             }
-            None => {
-                g.target_assignments.insert((*id).to_owned(), target);
-            }
+            i += 1;
         }
     }
+    missing.extend(i..members.len());
+    for i in missing {
+        let target = std::mem::take(&mut targets[i]);
+        g.target_assignments.insert(members[i].to_owned(), target);
+    }
     settle(g, now_ms, timing);
+}
+
+/// Membership tests of ascending keys in an ascending id list, by walking it once.
+struct AscendingIds<'l, 'a> {
+    ids: &'l [&'a str],
+    pos: usize,
+}
+
+impl<'l, 'a> AscendingIds<'l, 'a> {
+    fn new(ids: &'l [&'a str]) -> Self {
+        AscendingIds { ids, pos: 0 }
+    }
+
+    /// Whether `id` is in the list; ids must be asked for in ascending order.
+    fn contains(&mut self, id: &str) -> bool {
+        while self.pos < self.ids.len() && self.ids[self.pos] < id {
+            self.pos += 1;
+        }
+        self.ids.get(self.pos).is_some_and(|x| *x == id)
+    }
+}
+
+/// Lookups of ascending keys in a `BTreeMap<String, V>`, by walking it once.
+struct AscendingMap<'m, V> {
+    iter: std::iter::Peekable<std::collections::btree_map::Iter<'m, String, V>>,
+}
+
+impl<'m, V> AscendingMap<'m, V> {
+    fn new(map: &'m std::collections::BTreeMap<String, V>) -> Self {
+        AscendingMap {
+            iter: map.iter().peekable(),
+        }
+    }
+
+    /// The value of `key`; keys must be asked for in ascending order.
+    fn get(&mut self, key: &str) -> Option<&'m V> {
+        while self.iter.next_if(|(k, _)| k.as_str() < key).is_some() {}
+        match self.iter.peek() {
+            Some((k, v)) if k.as_str() == key => Some(*v),
+            _ => None,
+        }
+    }
 }
 
 /// Moves every live member towards its target: revokes what it must give up, takes back shards it was
@@ -61,13 +114,12 @@ pub fn settle(g: &mut Group, now_ms: i64, timing: &Timing) {
         held.extend(h.shards.iter().copied());
     }
 
-    // Revocations and take-backs first, so that `held` below is complete before any grant.
+    // Revocations and take-backs first, so that `held` below is complete before any grant. Members are
+    // visited in id order, so targets are found by walking the target map once.
+    let mut targets = AscendingMap::new(&g.target_assignments);
     for m in g.members.values_mut().filter(|m| m.state.is_live()) {
         let target = if m.state == MemberState::Active {
-            g.target_assignments
-                .get(&m.member_id)
-                .cloned()
-                .unwrap_or_default()
+            targets.get(&m.member_id).cloned().unwrap_or_default()
         } else {
             ShardSet::new()
         };
@@ -107,12 +159,13 @@ pub fn settle(g: &mut Group, now_ms: i64, timing: &Timing) {
     }
 
     // Grants: free target shards go to their target owner, in memberId order.
+    let mut targets = AscendingMap::new(&g.target_assignments);
     for m in g
         .members
         .values_mut()
         .filter(|m| m.state == MemberState::Active)
     {
-        let Some(target) = g.target_assignments.get(&m.member_id) else {
+        let Some(target) = targets.get(&m.member_id) else {
             continue;
         };
         let mut granted = false;
