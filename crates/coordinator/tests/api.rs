@@ -522,6 +522,38 @@ async fn unreadable_or_missing_metadata_fails_closed() {
     running.shutdown().await.unwrap();
 }
 
+/// Two members split 4 shards of `prefix`, then a stops heartbeating: returns b once it owns all four
+/// (a's 1.5 s lease lapsed and a was expired). Returns (a as it last was, b).
+async fn b_takes_over_after_a_stops(api: &Api, prefix: &str) -> (Member, Member) {
+    api.create_stream(prefix, 4).await;
+    let mut a = Member::new("a");
+    let mut b = Member::new("b");
+    for _ in 0..4 {
+        for m in [&mut a, &mut b] {
+            let r = api.heartbeat(prefix, prefix, m).await;
+            m.adopt(&r);
+        }
+    }
+    assert_eq!((a.owned.len(), b.owned.len()), (2, 2));
+    let b_final = wait_for(
+        "b owns all shards after a's lease (1.5 s) lapsed",
+        Duration::from_secs(15),
+        || {
+            let api = api.clone();
+            let mut bb = b.clone();
+            let prefix = prefix.to_owned();
+            async move {
+                let r = api.heartbeat(&prefix, &prefix, &bb).await;
+                bb.adopt(&r);
+                (bb.owned.len() == 4).then_some(bb)
+            }
+        },
+    )
+    .await;
+    assert_eq!(b_final.owned, vec![0, 1, 2, 3]);
+    (a, b_final)
+}
+
 /// Failover must not wait for the reconciler's tick: the first heartbeat of another member after a lease
 /// lapsed has it expired. With a tick of an hour, nothing else could move the shards.
 #[tokio::test]
@@ -531,32 +563,7 @@ async fn another_members_heartbeat_has_a_lapsed_lease_expired_without_waiting_fo
     config.coordinator.reconciler.tick_interval =
         rsc_coordinator::config::Dur(Duration::from_secs(3_600));
     let (running, api) = coordinator(config).await;
-    api.create_stream("f", 4).await;
-    let mut a = Member::new("a");
-    let mut b = Member::new("b");
-    for _ in 0..4 {
-        for m in [&mut a, &mut b] {
-            let r = api.heartbeat("f", "f", m).await;
-            m.adopt(&r);
-        }
-    }
-    assert_eq!((a.owned.len(), b.owned.len()), (2, 2));
-    let api2 = api.clone();
-    let b_final = wait_for(
-        "b owns all shards after a's lease (1.5 s) lapsed",
-        Duration::from_secs(15),
-        || {
-            let api = api2.clone();
-            let mut bb = b.clone();
-            async move {
-                let r = api.heartbeat("f", "f", &bb).await;
-                bb.adopt(&r);
-                (bb.owned.len() == 4).then_some(bb)
-            }
-        },
-    )
-    .await;
-    assert_eq!(b_final.owned, vec![0, 1, 2, 3]);
+    b_takes_over_after_a_stops(&api, "f").await;
     running.shutdown().await.unwrap();
 }
 
@@ -564,33 +571,8 @@ async fn another_members_heartbeat_has_a_lapsed_lease_expired_without_waiting_fo
 async fn expired_members_lose_their_shards_and_delete_needs_force() {
     let redis = RedisServer::start();
     let (running, api) = coordinator(test_config(&redis.url())).await;
-    api.create_stream("e", 4).await;
-    let mut a = Member::new("a");
-    let mut b = Member::new("b");
-    for _ in 0..4 {
-        for m in [&mut a, &mut b] {
-            let r = api.heartbeat("e", "e", m).await;
-            m.adopt(&r);
-        }
-    }
-    assert_eq!((a.owned.len(), b.owned.len()), (2, 2));
     // a stops heartbeating; b keeps going and gets a's shards once a's lease (1.5 s) expired.
-    let api2 = api.clone();
-    let b_final = wait_for(
-        "b owns all shards after a expired",
-        Duration::from_secs(15),
-        || {
-            let api = api2.clone();
-            let mut bb = b.clone();
-            async move {
-                let r = api.heartbeat("e", "e", &bb).await;
-                bb.adopt(&r);
-                (bb.owned.len() == 4).then_some(bb)
-            }
-        },
-    )
-    .await;
-    assert_eq!(b_final.owned, vec![0, 1, 2, 3]);
+    let (a, _b) = b_takes_over_after_a_stops(&api, "e").await;
     let members = api
         .send(
             "GET",

@@ -265,11 +265,6 @@ fn precheck(path_member_id: &str, req: &HeartbeatRequest, timing: &Timing) -> Op
     None
 }
 
-/// A transition without an aggregate (the caller owns it) that names only `member_id`.
-fn transition() -> Transition {
-    Transition::default()
-}
-
 /// The response for a member in the group as it stands.
 pub fn member_response(
     g: &Group,
@@ -414,7 +409,7 @@ fn join(g: &mut Draft<'_>, req: &HeartbeatRequest, now_ms: i64, timing: &Timing)
     }
     next.updated_at_ms = now_ms;
     let response = member_response(next, &req.member_id, req, timing);
-    let mut t = transition();
+    let mut t = Transition::default();
     t.renew.push(req.member_id.clone());
     Decision {
         response,
@@ -456,7 +451,7 @@ fn leave(
     next.updated_at_ms = now_ms;
     let empty = ShardSet::new();
     let response = response(next, req, timing, HeartbeatStatus::Ok, -1, &empty, &empty);
-    let mut t = transition();
+    let mut t = Transition::default();
     if holding {
         t.renew.push(req.member_id.clone());
     } else {
@@ -617,7 +612,7 @@ fn accept(
     } else {
         member_response(next, &req.member_id, req, timing)
     };
-    let mut t = transition();
+    let mut t = Transition::default();
     if leaving && !holding {
         t.remove.push(req.member_id.clone());
     } else {
@@ -667,7 +662,7 @@ fn fence(
         &empty,
         &empty,
     );
-    let mut t = transition();
+    let mut t = Transition::default();
     t.remove.push(member.member_id.clone());
     Decision {
         response,
@@ -739,7 +734,7 @@ fn sync_metadata(
     correction.observed_metadata_version = correction.observed_metadata_version.max(observed);
     correction.updated_at_ms = now_ms;
     next.updated_at_ms = now_ms;
-    let mut t = transition();
+    let mut t = Transition::default();
     t.must_be_live.push(member.member_id.clone());
     t.renew.push(member.member_id.clone());
     Decision {
@@ -798,7 +793,7 @@ fn correction_round(
         settle(next, now_ms, timing);
         next.updated_at_ms = now_ms;
         let response = member_response(next, &m.member_id, req, timing);
-        let mut t = transition();
+        let mut t = Transition::default();
         t.must_be_live.push(m.member_id.clone());
         t.renew.push(m.member_id.clone());
         return Decision {
@@ -822,7 +817,7 @@ fn correction_round(
     next.members.insert(m.member_id.clone(), m.clone());
     next.metadata_correction = Some(corr);
     next.updated_at_ms = now_ms;
-    let mut t = transition();
+    let mut t = Transition::default();
     t.must_be_live.push(m.member_id.clone());
     t.renew.push(m.member_id.clone());
     Decision {
@@ -838,7 +833,7 @@ fn write_member(g: &mut Draft<'_>, m: &Member, now_ms: i64) -> Outcome {
     };
     next.members.insert(m.member_id.clone(), m.clone());
     next.updated_at_ms = now_ms;
-    let mut t = transition();
+    let mut t = Transition::default();
     t.must_be_live.push(m.member_id.clone());
     t.renew.push(m.member_id.clone());
     Outcome::Write(Box::new(t))

@@ -439,6 +439,15 @@ mod tests {
         }
     }
 
+    /// Tells a loop to stop and waits (bounded) until it ended without panicking.
+    async fn stop_and_join(stop: &watch::Sender<bool>, task: tokio::task::JoinHandle<()>) {
+        stop.send_replace(true);
+        tokio::time::timeout(WAIT, task)
+            .await
+            .expect("loop ends when told to stop")
+            .expect("loop did not panic");
+    }
+
     /// A read loop of shard 0 for member m1 whose handler passes every delivery to `tx` without acking it.
     fn test_reader(
         client: &redis::Client,
@@ -520,11 +529,7 @@ mod tests {
             assert_eq!(p.last_acked_id.as_deref(), Some(ids[2].as_str()));
             assert_eq!(p.pending, 0);
         }
-        stop_tx.send_replace(true);
-        tokio::time::timeout(WAIT, task)
-            .await
-            .expect("loop ends when told to stop")
-            .expect("loop did not panic");
+        stop_and_join(&stop_tx, task).await;
     }
 
     /// The process was paused while Redis answered a blocking read, and resumed after the lease lapsed: the
@@ -599,11 +604,7 @@ mod tests {
             .expect("reader alive");
         assert_eq!(d.id(), id);
         assert!(d.reclaimed(), "it came from the pending list");
-        stop_tx.send_replace(true);
-        tokio::time::timeout(WAIT, task)
-            .await
-            .expect("loop ends when told to stop")
-            .expect("loop did not panic");
+        stop_and_join(&stop_tx, task).await;
     }
 
     /// A Redis restart broke the connection a delivery was read with; the application's retried ack must
@@ -663,11 +664,7 @@ mod tests {
         );
         assert_eq!(pending(&client).await, 0);
 
-        stop_tx.send_replace(true);
-        tokio::time::timeout(WAIT, task)
-            .await
-            .expect("loop ends when told to stop")
-            .expect("loop did not panic");
+        stop_and_join(&stop_tx, task).await;
         drop(redis_server);
     }
 }
