@@ -6,7 +6,7 @@
 //! group would take a thousand full writes in a row. Instead, a request that must write joins its group's
 //! queue and waits for the group's lock; whoever gets the lock takes the whole queue, decides every request
 //! again on the newest aggregate (each on the one the previous produced), combines what can be combined
-//! (`rsc_group::batch`), commits once and answers everybody. Under load the batches grow by themselves; alone,
+//! (`rsc_group::batch`), rebalances once, commits once and answers everybody with what was committed. Under load the batches grow by themselves; alone,
 //! a request is a batch of one and costs what it did before.
 //!
 //! A request that is not combined (it no longer needs a write, or it names a member an earlier one of the
@@ -213,24 +213,32 @@ fn decide_in_sequence(
     now: i64,
     timing: &Timing,
 ) -> (Option<Transition>, Vec<Included>) {
-    let mut combined = Batch::on(base);
-    let mut included = Vec::new();
+    let mut combined = Batch::on(base, now, timing);
+    let mut replies = Vec::new();
     for p in batch {
         // Rollback evidence in a request was recorded on the request's own path before it got here.
-        match combined.decide(&p.member_id, &p.req, now, timing) {
-            Ok(d) => {
-                let named = match &d.outcome {
-                    Outcome::Write(t) => t.named_members().cloned().collect(),
-                    _ => Vec::new(),
-                };
-                included.push((p.reply, d.response, d.signals.fenced, named));
-            }
+        match combined.decide(&p.member_id, &p.req) {
+            Ok(()) => replies.push(p.reply),
             Err(_) => {
                 let _ = p.reply.send(BatchReply::DecideAgain);
             }
         }
     }
-    (combined.into_transition(), included)
+    let Some(done) = combined.finish() else {
+        return (None, Vec::new());
+    };
+    let included = replies
+        .into_iter()
+        .zip(done.decisions)
+        .map(|(reply, d)| {
+            let named = match &d.outcome {
+                Outcome::Write(t) => t.named_members().cloned().collect(),
+                _ => Vec::new(),
+            };
+            (reply, d.response, d.signals.fenced, named)
+        })
+        .collect();
+    (Some(done.transition), included)
 }
 
 fn answer_all(batch: Vec<Pending>, reply: impl Fn() -> BatchReply) {

@@ -10,9 +10,24 @@
 //! already names; the refused request is decided again after the batch is written.
 //!
 //! The aggregate is changed in place ([`decide_in_place`]): it is copied once per batch, on the first write,
-//! not once per request, which for a group of thousands of members is most of the cost of a join storm.
+//! not once per request. And the rebalance that joins, leaves and releases call for (a new target over all
+//! members, then grants) runs once, when the batch is finished, not once per request: for a group of
+//! thousands of members those two were most of the cost of a join storm. Deferring it is sound because a
+//! heartbeat's decision reads only the requester's own record and group-wide epochs, and a rebalance changes a
+//! record only by revoking (never taking a shard from its holder), granting and raising its epoch. So a later
+//! request of the batch sees its own record as Redis holds it, which is all its member can have seen: the
+//! same holdings for the fencing check, no revocation it could release (one made by this batch's rebalance
+//! carries a newer epoch than any request can), and its epoch judged current exactly when it would be
+//! alone. The one decision that reads other members' revocations, closing a metadata-correction round, sees
+//! the aggregate rebalanced (`heartbeat::Draft`).
+//!
+//! Every answer is finally re-stated on the aggregate committed ([`restate_on_committed`]): an OK tells the
+//! member exactly what Redis holds for it (a joiner gets its shards in its first answer), not an intermediate
+//! aggregate no one ever stored.
 
-use crate::heartbeat::{Decision, Draft, Outcome, Transition, decide_in_place};
+use crate::heartbeat::{
+    Decision, Draft, Outcome, Transition, decide_in_place, restate_on_committed,
+};
 use crate::model::Group;
 use crate::timing::Timing;
 use rsc_protocol::wire::HeartbeatRequest;
@@ -23,9 +38,12 @@ use std::collections::BTreeSet;
 #[derive(Debug)]
 pub struct Batch<'a> {
     group: Draft<'a>,
+    now_ms: i64,
+    timing: Timing,
     combined: Transition,
     named: BTreeSet<String>,
-    len: usize,
+    /// Each combined request with its decision, in order.
+    decided: Vec<(HeartbeatRequest, Decision)>,
 }
 
 /// Why a request was not combined into the batch.
@@ -37,30 +55,43 @@ pub enum NotCombined {
     NotATransition,
 }
 
+/// A finished batch: the one transition to commit and, in the order they were combined, each request's
+/// decision with its answer stated on the aggregate to commit.
+#[derive(Debug)]
+pub struct Finished {
+    pub transition: Transition,
+    pub decisions: Vec<Decision>,
+}
+
 impl<'a> Batch<'a> {
-    /// An empty batch over the aggregate as last written.
-    pub fn on(base: &'a Group) -> Self {
+    /// An empty batch over the aggregate as last written, deciding at `now_ms`.
+    pub fn on(base: &'a Group, now_ms: i64, timing: &Timing) -> Self {
         Batch {
-            group: Draft::new(Cow::Borrowed(base)),
+            group: Draft::deferring(Cow::Borrowed(base)),
+            now_ms,
+            timing: *timing,
             combined: Transition::default(),
             named: BTreeSet::new(),
-            len: 0,
+            decided: Vec::new(),
         }
     }
 
-    /// Decides `req` on the batch's aggregate and, if it is a transition, applies and combines it. The
-    /// returned decision's response describes the aggregate right after this request.
+    /// Decides `req` on the batch's aggregate and, if it is a transition, applies and combines it.
     pub fn decide(
         &mut self,
         path_member_id: &str,
         req: &HeartbeatRequest,
-        now_ms: i64,
-        timing: &Timing,
-    ) -> Result<Decision, NotCombined> {
+    ) -> Result<(), NotCombined> {
         if self.named.contains(&req.member_id) || self.named.contains(path_member_id) {
             return Err(NotCombined::MemberAlreadyNamed);
         }
-        let decision = decide_in_place(&mut self.group, path_member_id, req, now_ms, timing);
+        let decision = decide_in_place(
+            &mut self.group,
+            path_member_id,
+            req,
+            self.now_ms,
+            &self.timing,
+        );
         let Outcome::Write(t) = &decision.outcome else {
             return Err(NotCombined::NotATransition);
         };
@@ -71,27 +102,40 @@ impl<'a> Batch<'a> {
         c.renew.extend(t.renew.iter().cloned());
         c.remove.extend(t.remove.iter().cloned());
         c.not_before_ms = c.not_before_ms.max(t.not_before_ms);
-        self.len += 1;
-        Ok(decision)
+        self.decided.push((req.clone(), decision));
+        Ok(())
     }
 
     /// How many transitions were combined.
     pub fn len(&self) -> usize {
-        self.len
+        self.decided.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.decided.is_empty()
     }
 
-    /// The one transition to commit, with the newest aggregate (None while empty).
-    pub fn into_transition(self) -> Option<Transition> {
-        if self.len == 0 {
+    /// Runs the deferred rebalance and states every answer on the resulting aggregate (None while empty).
+    pub fn finish(mut self) -> Option<Finished> {
+        if self.decided.is_empty() {
             return None;
         }
-        let mut t = self.combined;
-        t.group = Some(self.group.into_group());
-        Some(t)
+        self.group.rebalance_now(self.now_ms, &self.timing);
+        let group = self.group.into_group();
+        let decisions = self
+            .decided
+            .into_iter()
+            .map(|(req, mut d)| {
+                restate_on_committed(&group, &req, &self.timing, &mut d.response);
+                d
+            })
+            .collect();
+        let mut transition = self.combined;
+        transition.group = Some(group);
+        Some(Finished {
+            transition,
+            decisions,
+        })
     }
 }
 
@@ -129,39 +173,112 @@ mod tests {
         Group::new("orders", "g", 4, NOW, "life")
     }
 
+    fn answer(d: &Decision) -> (&[rsc_protocol::wire::ShardId], i64) {
+        (
+            &d.response.assignment.assigned_shards,
+            d.response.member_epoch,
+        )
+    }
+
     #[test]
-    fn requests_decided_in_a_batch_equal_the_same_requests_decided_one_by_one() {
+    fn a_batch_of_one_equals_the_request_decided_alone() {
+        let mut base = group();
+        let Outcome::Write(t) = decide(Some(&base), "a", &join_req("a"), NOW, &timing()).outcome
+        else {
+            panic!("a join is a transition");
+        };
+        base = t.group.expect("aggregate");
+        let req = join_req("b");
+        let alone = decide(Some(&base), "b", &req, NOW, &timing());
+        let mut batch = Batch::on(&base, NOW, &timing());
+        batch.decide("b", &req).expect("combined");
+        let done = batch.finish().expect("one combined");
+        let Outcome::Write(alone_t) = alone.outcome else {
+            panic!("a join is a transition");
+        };
+        assert_eq!(done.decisions[0].response, alone.response);
+        assert_eq!(done.transition.group, alone_t.group);
+        assert_eq!(done.transition.renew, vec!["b"]);
+    }
+
+    #[test]
+    fn joins_in_one_batch_are_rebalanced_once_and_each_answer_is_what_is_committed() {
         let base = group();
-        let mut batch = Batch::on(&base);
-        let mut one_by_one = base.clone();
+        let mut batch = Batch::on(&base, NOW, &timing());
         for m in ["a", "b", "c"] {
-            let req = join_req(m);
-            let in_batch = batch.decide(m, &req, NOW, &timing()).expect("combined");
-            let alone = decide(Some(&one_by_one), m, &req, NOW, &timing());
-            assert_eq!(in_batch.response, alone.response, "answer to {m}");
-            let Outcome::Write(t) = alone.outcome else {
-                panic!("a join is a transition");
-            };
-            one_by_one = t.group.expect("aggregate");
+            batch.decide(m, &join_req(m)).expect("combined");
         }
         assert_eq!(batch.len(), 3);
-        let t = batch.into_transition().expect("three combined");
-        assert_eq!(t.group.as_ref(), Some(&one_by_one));
-        assert_eq!(t.renew, vec!["a", "b", "c"]);
+        let done = batch.finish().expect("three combined");
+        let g = done.transition.group.as_ref().expect("aggregate");
+        assert_eq!(done.transition.renew, vec!["a", "b", "c"]);
+        assert!(crate::invariants::check(g).is_empty(), "{g:#?}");
+        // One rebalance over all three: every shard granted to its target owner, nothing revoked. One by one,
+        // "a" would first have been granted all four shards and then have had to revoke them.
+        let mut granted = 0;
+        for (m, d) in ["a", "b", "c"].iter().zip(&done.decisions) {
+            let stored = &g.members[*m];
+            assert!(stored.revoking.is_empty(), "{m} revokes nothing");
+            assert_eq!(stored.assigned, g.target_of(m), "{m} holds its target");
+            let shards: Vec<u32> = answer(d).0.iter().map(|s| s.shard_index).collect();
+            let stored_shards: Vec<u32> = stored.assigned.iter().copied().collect();
+            assert_eq!(
+                (shards, answer(d).1),
+                (stored_shards, stored.member_epoch),
+                "{m} is told what is committed"
+            );
+            assert_eq!(d.response.metadata_version, g.metadata_version);
+            granted += stored.assigned.len();
+        }
+        assert_eq!(granted, 4);
+    }
+
+    #[test]
+    fn an_earlier_answer_in_the_batch_is_restated_after_a_later_join_revokes_from_it() {
+        let mut base = group();
+        let Outcome::Write(t) = decide(Some(&base), "a", &join_req("a"), NOW, &timing()).outcome
+        else {
+            panic!("a join is a transition");
+        };
+        base = t.group.expect("aggregate");
+        let a_epoch = base.members["a"].member_epoch;
+        // "a" confirms its join (a write), then "b" joins: "a" must give up half its shards.
+        let mut confirm = join_req("a");
+        confirm.member_epoch = a_epoch;
+        confirm.owned_shards = base.members["a"]
+            .assigned
+            .iter()
+            .map(|&s| rsc_protocol::wire::ShardId::new(s))
+            .collect();
+        let mut batch = Batch::on(&base, NOW, &timing());
+        batch
+            .decide("a", &confirm)
+            .expect("a confirmation is a transition");
+        batch.decide("b", &join_req("b")).expect("combined");
+        let done = batch.finish().expect("two combined");
+        let g = done.transition.group.as_ref().expect("aggregate");
+        let a = &g.members["a"];
+        assert_eq!(a.revoking.len(), 2, "{a:#?}");
+        let told: Vec<u32> = done.decisions[0]
+            .response
+            .assignment
+            .assigned_shards
+            .iter()
+            .map(|s| s.shard_index)
+            .collect();
+        assert_eq!(told, a.assigned.iter().copied().collect::<Vec<_>>());
+        assert_eq!(done.decisions[0].response.member_epoch, a.member_epoch);
+        assert!(a.member_epoch > a_epoch, "the revocation raised a's epoch");
     }
 
     #[test]
     fn a_second_request_of_a_member_in_the_batch_is_refused_without_being_decided() {
         let base = group();
-        let mut batch = Batch::on(&base);
-        batch
-            .decide("a", &join_req("a"), NOW, &timing())
-            .expect("first join");
+        let mut batch = Batch::on(&base, NOW, &timing());
+        batch.decide("a", &join_req("a")).expect("first join");
         let before = (*batch.group).clone();
         assert_eq!(
-            batch
-                .decide("a", &join_req("a"), NOW, &timing())
-                .expect_err("same member"),
+            batch.decide("a", &join_req("a")).expect_err("same member"),
             NotCombined::MemberAlreadyNamed
         );
         assert_eq!(*batch.group, before, "the aggregate is untouched");
@@ -171,17 +288,15 @@ mod tests {
     #[test]
     fn a_rejected_request_is_not_combined_and_an_empty_batch_commits_nothing() {
         let base = group();
-        let mut batch = Batch::on(&base);
+        let mut batch = Batch::on(&base, NOW, &timing());
         let mut unknown = join_req("ghost");
         unknown.member_epoch = 5;
         assert_eq!(
-            batch
-                .decide("ghost", &unknown, NOW, &timing())
-                .expect_err("unknown member"),
+            batch.decide("ghost", &unknown).expect_err("unknown member"),
             NotCombined::NotATransition
         );
         assert!(batch.is_empty());
         assert!(batch.group.is_untouched(), "nothing was copied");
-        assert!(batch.into_transition().is_none());
+        assert!(batch.finish().is_none());
     }
 }

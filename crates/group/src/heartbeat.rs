@@ -128,10 +128,27 @@ pub fn probe(
 
 /// The aggregate a decision works on: changed in place (copied first when borrowed) to apply a write, or,
 /// when probing, never changed.
+///
+/// A deferring draft (a batch's) leaves the rebalance a membership change or a release calls for to
+/// [`Draft::rebalance_now`]: the batch runs one for all its requests instead of one per request, which over a
+/// group of N members turns a join wave's O(N²) into O(N) per batch. Nothing a later request's decision
+/// reads depends on it (`batch.rs` says why), except an open metadata-correction round, so while one is open
+/// rebalances run at once.
 #[derive(Debug)]
 pub struct Draft<'a> {
     group: Cow<'a, Group>,
     probing: bool,
+    deferring: bool,
+    deferred: Option<Rebalance>,
+}
+
+/// A rebalance a write calls for; the later variant includes the earlier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Rebalance {
+    /// Move members towards their (unchanged) targets: `settle`.
+    Grants,
+    /// The active members changed: a new target, then `settle`.
+    Target,
 }
 
 impl<'a> Draft<'a> {
@@ -139,19 +156,55 @@ impl<'a> Draft<'a> {
         Draft {
             group,
             probing: false,
+            deferring: false,
+            deferred: None,
+        }
+    }
+
+    /// A draft whose rebalances wait for [`Draft::rebalance_now`].
+    pub fn deferring(group: Cow<'a, Group>) -> Self {
+        Draft {
+            deferring: true,
+            ..Draft::new(group)
         }
     }
 
     fn probe(group: &'a Group) -> Self {
         Draft {
-            group: Cow::Borrowed(group),
             probing: true,
+            ..Draft::new(Cow::Borrowed(group))
         }
     }
 
-    /// The aggregate as it stands (with every write applied so far).
+    /// The aggregate as it stands (with every write applied so far, and a deferred rebalance not run).
     pub fn into_group(self) -> Group {
         self.group.into_owned()
+    }
+
+    /// Runs the rebalance deferred so far, if any.
+    pub fn rebalance_now(&mut self, now_ms: i64, timing: &Timing) {
+        let Some(kind) = self.deferred.take() else {
+            return;
+        };
+        let g = self.group.to_mut();
+        match kind {
+            Rebalance::Grants => settle(g, now_ms, timing),
+            Rebalance::Target => recompute_target(g, now_ms, timing),
+        }
+    }
+
+    /// Rebalances after a write: now, or (deferring, with no correction round open) later.
+    fn rebalance(&mut self, kind: Rebalance, now_ms: i64, timing: &Timing) {
+        self.deferred = self.deferred.max(Some(kind));
+        if !self.deferring || self.group.metadata_correction.is_some() {
+            self.rebalance_now(now_ms, timing);
+        }
+    }
+
+    /// The aggregate being written (after [`Draft::write`] returned it once).
+    fn written(&mut self) -> &mut Group {
+        debug_assert!(!self.probing);
+        self.group.to_mut()
     }
 
     /// Whether nothing was written yet to a borrowed aggregate (no copy was made).
@@ -194,6 +247,10 @@ pub fn decide_in_place(
 ) -> Decision {
     if let Some(d) = precheck(path_member_id, req, timing) {
         return d;
+    }
+    if g.metadata_correction.is_some() {
+        // A correction round's decisions read revocations: they see the aggregate rebalanced.
+        g.rebalance_now(now_ms, timing);
     }
     let d = decide_existing(g, req, now_ms, timing);
     if let Outcome::Write(t) = &d.outcome {
@@ -400,7 +457,8 @@ fn join(g: &mut Draft<'_>, req: &HeartbeatRequest, now_ms: i64, timing: &Timing)
         Member::new(&req.member_id, &name, now_ms),
     );
     bump_epochs(next);
-    recompute_target(next, now_ms, timing);
+    g.rebalance(Rebalance::Target, now_ms, timing);
+    let next = g.written();
     let (epoch, version) = (next.assignment_epoch, next.metadata_version);
     if let Some(m) = next.members.get_mut(&req.member_id) {
         m.member_epoch = epoch;
@@ -447,7 +505,8 @@ fn leave(
     };
     next.members.insert(m.member_id.clone(), m);
     bump_epochs(next);
-    recompute_target(next, now_ms, timing);
+    g.rebalance(Rebalance::Target, now_ms, timing);
+    let next = g.written();
     next.updated_at_ms = now_ms;
     let empty = ShardSet::new();
     let response = response(next, req, timing, HeartbeatStatus::Ok, -1, &empty, &empty);
@@ -604,7 +663,8 @@ fn accept(
         return probe_write(req, timing, signals);
     };
     next.members.insert(m.member_id.clone(), m);
-    settle(next, now_ms, timing);
+    g.rebalance(Rebalance::Grants, now_ms, timing);
+    let next = g.written();
     next.updated_at_ms = now_ms;
     let response = if leaving {
         let empty = ShardSet::new();
@@ -646,7 +706,8 @@ fn fence(
         "ownership report outside its grants",
     );
     bump_epochs(next);
-    recompute_target(next, now_ms, timing);
+    g.rebalance(Rebalance::Target, now_ms, timing);
+    let next = g.written();
     next.updated_at_ms = now_ms;
     let fenced_epoch = next
         .members
@@ -790,7 +851,8 @@ fn correction_round(
         };
         next.members.insert(m.member_id.clone(), m.clone());
         next.metadata_correction = None;
-        settle(next, now_ms, timing);
+        g.rebalance(Rebalance::Grants, now_ms, timing);
+        let next = g.written();
         next.updated_at_ms = now_ms;
         let response = member_response(next, &m.member_id, req, timing);
         let mut t = Transition::default();
@@ -837,6 +899,32 @@ fn write_member(g: &mut Draft<'_>, m: &Member, now_ms: i64) -> Outcome {
     t.must_be_live.push(m.member_id.clone());
     t.renew.push(m.member_id.clone());
     Outcome::Write(Box::new(t))
+}
+
+/// Re-states an answer decided on an aggregate that later writes of the same commit changed (a batch's), in
+/// terms of the aggregate committed: an OK to a member active there gets its committed assignment and epochs,
+/// a restricted answer is restricted again on the committed record. Other answers (a leave, a fence, a
+/// rejection) do not describe an assignment and are kept.
+pub fn restate_on_committed(
+    committed: &Group,
+    req: &HeartbeatRequest,
+    timing: &Timing,
+    answer: &mut HeartbeatResponse,
+) {
+    let Some(m) = committed
+        .members
+        .get(&req.member_id)
+        .filter(|m| m.state == MemberState::Active)
+    else {
+        return;
+    };
+    match answer.status {
+        HeartbeatStatus::Ok => *answer = member_response(committed, &req.member_id, req, timing),
+        HeartbeatStatus::SyncMetadata | HeartbeatStatus::RevokePending => {
+            *answer = restricted_response(committed, m, req, timing, answer.status);
+        }
+        _ => {}
+    }
 }
 
 /// SYNC_METADATA / REVOKE_PENDING payload: keep only shards already read that the member still holds.

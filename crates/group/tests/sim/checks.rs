@@ -119,7 +119,7 @@ fn handover(rec: &WriteRecord) {
                 .iter()
                 .filter(|(aid, a)| *aid != bid && a.state.is_live() && a.holds(s))
             {
-                let own_report = rec.by == Writer::Heartbeat(aid.clone())
+                let own_report = matches!(&rec.by, Writer::Heartbeats(ids) if ids.contains(aid))
                     && (a.revoking.contains_key(&s)
                         || new
                             .members

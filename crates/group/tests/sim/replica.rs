@@ -6,7 +6,8 @@
 //! conflict invalidates the cache and decides again on fresh state (at most `MAX_ATTEMPTS` times, then
 //! `RETRY`); a failed lease or time condition reconciles the group first. Its reconciler ticks on its own
 //! schedule with Redis time. A replica handles one request at a time (the real one serialises transitions
-//! of a group with a per-group lock).
+//! of a group with a per-group lock). A batching replica (`batch.rs`'s group commit) decides a write together
+//! with every queued request that needs one, with `rsc_group::batch`, commits them once and answers each.
 //!
 //! Faults: a crash loses the cache and whatever was being decided; a pause stops the replica, possibly
 //! *between* a decision and its commit (the GC-pause case), and it resumes with the stale decision and cache.
@@ -16,6 +17,7 @@ use super::checks;
 use super::net::{Endpoint, Network, Payload};
 use super::rng::Rng;
 use super::store::{CasOutcome, RenewOutcome, SimStore, Writer};
+use rsc_group::batch::Batch;
 use rsc_group::heartbeat::{Outcome, Transition, decide, probe, rejected_response};
 use rsc_group::model::Group;
 use rsc_group::tick::tick;
@@ -55,6 +57,8 @@ pub struct Stats {
     pub stale_decisions_committed: u64,
     /// Stale reports that made `decide` signal a rebalance regression on fresh state (see `checks.rs`).
     pub false_rebalance_signals: u64,
+    /// Requests written in a batch together with at least one other.
+    pub batched: u64,
 }
 
 /// What was decided and still has to be committed.
@@ -67,6 +71,8 @@ enum Decided {
         base: u64,
         t: Box<Transition>,
         resp: HeartbeatResponse,
+        /// Queued requests decided into the same batch, with their answers.
+        others: Vec<(HbJob, HeartbeatResponse)>,
     },
 }
 
@@ -92,7 +98,7 @@ impl HbJob {
 }
 
 enum Job {
-    Heartbeat(HbJob),
+    Heartbeat(Box<HbJob>),
     Tick {
         attempt: usize,
         decided: Option<(u64, Box<Transition>)>,
@@ -111,12 +117,14 @@ pub struct Replica {
     tick_interval: i64,
     pub inbox: VecDeque<HbJob>,
     parked: Option<Job>,
+    batching: bool,
 }
 
 impl Replica {
-    pub fn new(index: usize, tick_interval: i64, now: i64) -> Self {
+    pub fn new(index: usize, tick_interval: i64, now: i64, batching: bool) -> Self {
         Replica {
             index,
+            batching,
             down_until: 0,
             paused_until: 0,
             cache: None,
@@ -164,7 +172,7 @@ impl Replica {
             let Some(job) = self.inbox.pop_front() else {
                 break;
             };
-            self.execute(Job::Heartbeat(job), env);
+            self.execute(Job::Heartbeat(Box::new(job)), env);
         }
         if env.now >= self.paused_until && env.now >= self.next_tick {
             self.next_tick = env.now + self.tick_interval;
@@ -180,7 +188,7 @@ impl Replica {
 
     fn execute(&mut self, job: Job, env: &mut Env) {
         match job {
-            Job::Heartbeat(j) => self.heartbeat(j, env),
+            Job::Heartbeat(j) => self.heartbeat(*j, env),
             Job::Tick { attempt, decided } => self.reconcile(attempt, decided, env),
         }
     }
@@ -279,17 +287,21 @@ impl Replica {
                             base,
                             resp: d.response,
                         },
+                        Outcome::Write(_) if self.batching => {
+                            self.decide_batch(&group, base, now, &job)
+                        }
                         Outcome::Write(t) => Decided::Write {
                             base,
                             t,
                             resp: d.response,
+                            others: Vec::new(),
                         },
                     };
                     job.decided = Some(decided);
-                    match self.maybe_pause(Job::Heartbeat(job), env) {
+                    match self.maybe_pause(Job::Heartbeat(Box::new(job)), env) {
                         Some(Job::Heartbeat(mut j)) => {
                             let d = j.decided.take();
-                            job = j;
+                            job = *j;
                             d.expect("just decided")
                         }
                         _ => return,
@@ -314,26 +326,43 @@ impl Replica {
                         }
                     }
                 }
-                Decided::Write { base, t, resp } => {
-                    let outcome =
-                        env.store
-                            .cas(base, &t, env.now, Writer::Heartbeat(member.clone()));
+                Decided::Write {
+                    base,
+                    t,
+                    resp,
+                    others,
+                } => {
+                    let writers = std::iter::once(&job)
+                        .chain(others.iter().map(|(j, _)| j))
+                        .map(|j| j.req.member_id.clone())
+                        .collect();
+                    let outcome = env
+                        .store
+                        .cas(base, &t, env.now, Writer::Heartbeats(writers));
                     self.observe(env);
-                    match outcome {
-                        CasOutcome::Written(rev) => {
-                            let g = env.store.group.clone();
-                            self.remember(g, rev);
-                            return self.answer(&job, Rc::new(resp), env);
+                    if let CasOutcome::Written(rev) = outcome {
+                        let g = env.store.group.clone();
+                        self.remember(g, rev);
+                        if !others.is_empty() {
+                            env.stats.batched += 1 + others.len() as u64;
                         }
-                        CasOutcome::Conflict => {
-                            env.stats.conflicts += 1;
-                            job.contended = true;
-                            self.cache = None;
+                        for (other, answer) in others {
+                            self.answer(&other, Rc::new(answer), env);
                         }
-                        CasOutcome::ConditionFailed => {
-                            self.cache = None;
-                            self.reconcile(0, None, env);
-                        }
+                        return self.answer(&job, Rc::new(resp), env);
+                    }
+                    // Not written: the others decide again (`BatchReply::DecideAgain`), in their order.
+                    for (mut other, _) in others.into_iter().rev() {
+                        other.contended = true;
+                        self.inbox.push_front(other);
+                    }
+                    if outcome == CasOutcome::Conflict {
+                        env.stats.conflicts += 1;
+                        job.contended = true;
+                        self.cache = None;
+                    } else {
+                        self.cache = None;
+                        self.reconcile(0, None, env);
                     }
                 }
             }
@@ -353,6 +382,40 @@ impl Replica {
         );
         let retry = rejected_response(&job.req, &TIMING, HeartbeatStatus::Retry);
         self.answer(&job, Rc::new(retry), env);
+    }
+
+    /// `batch.rs::commit_batch`: `job` (a write on `group`) first, then every queued request that also needs
+    /// a write on the batch's aggregate; the rest stay queued in their order. A queued request joins only if
+    /// its own path would have sent it to the queue: a write on the cache, with no rollback signal.
+    fn decide_batch(&mut self, group: &Group, base: u64, now: i64, job: &HbJob) -> Decided {
+        let mut batch = Batch::on(group, now, &TIMING);
+        batch
+            .decide(&job.req.member_id, &job.req)
+            .expect("a write decided alone is one in an empty batch");
+        let mut others = Vec::new();
+        let mut kept = VecDeque::new();
+        while let Some(other) = self.inbox.pop_front() {
+            let id = &other.req.member_id;
+            let p = probe(Some(group), id, &other.req, now, &TIMING);
+            let queued = matches!(p.outcome, Outcome::Write(_))
+                && !p.signals.metadata_regression
+                && !p.signals.rebalance_regression;
+            if other.decided.is_none() && queued && batch.decide(id, &other.req).is_ok() {
+                others.push(other);
+            } else {
+                kept.push_back(other);
+            }
+        }
+        self.inbox = kept;
+        let done = batch.finish().expect("the batch holds job");
+        let mut answers = done.decisions.into_iter().map(|d| d.response);
+        let resp = answers.next().expect("job's answer");
+        Decided::Write {
+            base,
+            t: Box::new(done.transition),
+            resp,
+            others: others.into_iter().zip(answers).collect(),
+        }
     }
 
     fn answer(&mut self, job: &HbJob, resp: Rc<HeartbeatResponse>, env: &mut Env) {

@@ -15,8 +15,8 @@ use std::rc::Rc;
 /// Who committed a write (for the revoke-before-assign check).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Writer {
-    /// A heartbeat of this member.
-    Heartbeat(String),
+    /// Heartbeats of these members (more than one: a batch).
+    Heartbeats(Vec<String>),
     /// A reconciler tick.
     Tick,
     /// An operator action or drain evidence.

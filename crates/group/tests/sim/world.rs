@@ -35,6 +35,8 @@ pub struct Profile {
     pub replica_crash: u64,
     pub replica_pause: u64,
     pub resharding: bool,
+    /// Replicas commit queued writes in batches (group commit).
+    pub batching: bool,
 }
 
 impl Profile {
@@ -59,6 +61,7 @@ impl Profile {
             replica_crash: rng.pick(&[0, 10, 30]),
             replica_pause: rng.pick(&[0, 10, 30]),
             resharding: rng.chance(600),
+            batching: rng.chance(500),
         }
     }
 }
@@ -95,6 +98,7 @@ impl Summary {
         self.replica.pauses_mid_decision += o.replica.pauses_mid_decision;
         self.replica.stale_decisions_committed += o.replica.stale_decisions_committed;
         self.replica.false_rebalance_signals += o.replica.false_rebalance_signals;
+        self.replica.batched += o.replica.batched;
     }
 }
 
@@ -116,7 +120,7 @@ impl World {
         let mut rng = Rng::new(seed);
         let profile = Profile::draw(&mut rng);
         let replicas = (0..profile.replicas)
-            .map(|i| Replica::new(i, rng.range(80, 120), now))
+            .map(|i| Replica::new(i, rng.range(80, 120), now, profile.batching))
             .collect();
         let clients = (0..profile.members)
             .map(|i| {
