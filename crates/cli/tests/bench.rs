@@ -165,6 +165,8 @@ fn dataplane_prints_ratios_and_removes_its_streams() {
         "2",
         "--count",
         "300",
+        "--rounds",
+        "2",
         "--batch",
         "10",
         "--producers",
@@ -188,6 +190,14 @@ fn dataplane_prints_ratios_and_removes_its_streams() {
         positive(&s, key);
     }
     assert_eq!(s.get("sdk_ack").map(String::as_str), Some("batch"), "{s:?}");
+    for round in [
+        "producer round 1: raw",
+        "producer round 2: raw",
+        "producer medians over 2 rounds",
+    ] {
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains(round), "{round:?} missing from:\n{stdout}");
+    }
     let stream = announced_stream(&out);
     assert!(stream.starts_with("bench-dp-"), "{stream}");
     for shard in 0..2 {

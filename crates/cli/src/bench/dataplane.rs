@@ -1,13 +1,16 @@
 //! `rsc bench dataplane`: the SDK's data-plane cost against hand-written Redis loops, in one run, on the same
 //! shard streams, with the same batch sizes.
 //!
-//! Producer: `--producers` tasks each publish their share of `--count` records in batches of `--batch`.
+//! Producer: `--producers` tasks each publish their share of `--count` records in batches of `--batch`, raw
+//! and SDK in turn, for `--rounds` rounds. The order alternates (raw first in odd rounds, SDK first in even
+//! ones) so that neither always runs on the shorter streams, and each kind's rate is the median over the
+//! rounds: one phase lasts a fraction of a second, and single phases vary by ±30% on a busy 2-core machine.
 //! - raw: route every key with the contract's hash (routing fetched once), pipeline one
 //!   `XADD <shard> NOMKSTREAM * …` per record, one round trip per batch, on one shared multiplexed connection;
 //! - SDK: `Producer::publish_batch` (routing cache, the same pipelined XADDs, `max_len(None)`), one producer
 //!   (one multiplexed connection) shared by the tasks.
 //!
-//! Consumer: both consume everything the two producer phases wrote (2 × `--count` entries), one read loop
+//! Consumer: both consume everything the producer phases wrote (2 × `--rounds` × `--count` entries), one read loop
 //! per shard, `COUNT --batch`:
 //! - raw: per shard, its own connection, `XREADGROUP … COUNT b STREAMS <shard> >` then one `XACK` per entry
 //!   (what the SDK does: its handler acknowledges entry by entry), and a second pass with one multi-id
@@ -19,8 +22,9 @@
 //!   phase starts, so join and rebalancing are not timed (each read loop has fetched its first batch before
 //!   the gate opens).
 //!
-//! Ends with `producer_ratio=… consumer_ratio=… sdk_ack=… …` (SDK / raw; the consumer ratio against the raw
-//! loop that acknowledges the same way), and deletes the bench group and its shard streams whatever
+//! Ends with `producer_ratio=… consumer_ratio=… sdk_ack=… …` (SDK / raw: the producer ratio is the median
+//! of the rounds' ratios; the consumer ratio is against the raw loop that acknowledges the same way), and
+//! deletes the bench group and its shard streams whatever
 //! happened.
 
 use super::common::{self, Target};
@@ -60,6 +64,7 @@ const MAX_COUNT: u64 = 10_000_000;
 const MAX_SHARDS: u32 = 1024;
 const MAX_BATCH: usize = 10_000;
 const MAX_TASKS: usize = 256;
+const MAX_ROUNDS: u32 = 100;
 /// How long the SDK consumer may take to join and converge, and to consume, before the run gives up.
 const PHASE_TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -70,9 +75,12 @@ pub struct DataplaneArgs {
     /// Shards of the bench stream.
     #[arg(long, default_value_t = 4)]
     pub shards: u32,
-    /// Records each producer phase publishes (the consumers then read 2 × count).
+    /// Records each producer phase publishes (the consumers then read 2 × rounds × count).
     #[arg(long, default_value_t = 100_000)]
     pub count: u64,
+    /// Producer rounds (one raw and one SDK phase each, in alternating order); rates are the medians.
+    #[arg(long, default_value_t = 5)]
+    pub rounds: u32,
     /// Records per publish batch (pipeline) and entries per read (COUNT).
     #[arg(long, default_value_t = 100)]
     pub batch: usize,
@@ -102,6 +110,14 @@ impl DataplaneArgs {
         }
         if self.count == 0 || self.count > MAX_COUNT {
             return Err(format!("--count must be 1..={MAX_COUNT}"));
+        }
+        if self.rounds == 0 || self.rounds > MAX_ROUNDS {
+            return Err(format!("--rounds must be 1..={MAX_ROUNDS}"));
+        }
+        if self.count * u64::from(self.rounds) > MAX_COUNT {
+            return Err(format!(
+                "--count × --rounds must be at most {MAX_COUNT} (records kept in Redis per kind)"
+            ));
         }
         if self.batch == 0 || self.batch > MAX_BATCH {
             return Err(format!("--batch must be 1..={MAX_BATCH}"));
@@ -145,8 +161,14 @@ async fn bench(args: DataplaneArgs) -> Result<(), String> {
     let run_id = uuid::Uuid::new_v4().simple().to_string()[..12].to_owned();
     let prefix = format!("bench-dp-{run_id}");
     println!(
-        "rsc bench dataplane: stream {prefix}, {} shards, {} records per producer phase, batch {}, {} producer tasks, {} SDK members, {} B payload",
-        args.shards, args.count, args.batch, args.producers, args.members, args.payload
+        "rsc bench dataplane: stream {prefix}, {} shards, {} records per producer phase, {} rounds, batch {}, {} producer tasks, {} SDK members, {} B payload",
+        args.shards,
+        args.count,
+        args.rounds,
+        args.batch,
+        args.producers,
+        args.members,
+        args.payload
     );
     match coord.create_stream(&prefix, args.shards, "bench").await {
         Ok(CreateStream::Created(_)) => {}
@@ -169,10 +191,12 @@ async fn bench(args: DataplaneArgs) -> Result<(), String> {
     result
 }
 
-/// Rates of one run, in entries per second.
+/// Rates of one run, in entries per second (producer: medians over the rounds).
 struct Rates {
     raw_produce: f64,
     sdk_produce: f64,
+    /// Median over the rounds of SDK / raw.
+    produce_ratio: f64,
     raw_consume: f64,
     raw_consume_batch_ack: f64,
     sdk_consume: f64,
@@ -185,7 +209,7 @@ async fn measure(
 ) -> Result<(), String> {
     let redis_client = redis::Client::open(args.target.redis_url.as_str())
         .map_err(|e| format!("--redis-url: {e}"))?;
-    let total = args.count * 2;
+    let total = args.count * 2 * u64::from(args.rounds);
 
     // The SDK consumer joins first and converges with its handler held at a gate.
     let (gate_tx, gate_rx) = watch::channel(false);
@@ -227,10 +251,29 @@ async fn measure(
             converge_start.elapsed().as_secs_f64()
         );
 
-        let raw_produce = produce_raw(args, coord, &redis_client, prefix).await?;
-        println!("producer raw XADD pipeline: {raw_produce:.0} records/s");
-        let sdk_produce = produce_sdk(args, coord, prefix).await?;
-        println!("producer SDK publish_batch: {sdk_produce:.0} records/s");
+        let (mut raws, mut sdks, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+        for round in 1..=args.rounds {
+            let (raw, sdk) = if round % 2 == 1 {
+                let raw = produce_raw(args, coord, &redis_client, prefix).await?;
+                (raw, produce_sdk(args, coord, prefix).await?)
+            } else {
+                let sdk = produce_sdk(args, coord, prefix).await?;
+                (produce_raw(args, coord, &redis_client, prefix).await?, sdk)
+            };
+            println!(
+                "producer round {round}: raw XADD pipeline {raw:.0} records/s, SDK publish_batch {sdk:.0} records/s, ratio {:.3}",
+                sdk / raw
+            );
+            raws.push(raw);
+            sdks.push(sdk);
+            ratios.push(sdk / raw);
+        }
+        let (raw_produce, sdk_produce) = (median(&mut raws), median(&mut sdks));
+        let produce_ratio = median(&mut ratios);
+        println!(
+            "producer medians over {} rounds: raw {raw_produce:.0} records/s, SDK {sdk_produce:.0} records/s, ratio {produce_ratio:.3}",
+            args.rounds
+        );
 
         let raw_consume = consume_raw(args, &redis_client, prefix, total, false).await?;
         println!("consumer raw XREADGROUP + XACK per entry: {raw_consume:.0} entries/s");
@@ -266,6 +309,7 @@ async fn measure(
         Ok::<Rates, String>(Rates {
             raw_produce,
             sdk_produce,
+            produce_ratio,
             raw_consume,
             raw_consume_batch_ack,
             sdk_consume,
@@ -292,7 +336,7 @@ fn summary(r: &Rates, ack: SdkAck) -> String {
     };
     format!(
         "producer_ratio={:.3} consumer_ratio={:.3} sdk_ack={} raw_xadd_per_sec={:.0} sdk_publish_per_sec={:.0} raw_consume_per_sec={:.0} sdk_consume_per_sec={:.0} raw_consume_entry_ack_per_sec={:.0} raw_consume_batch_ack_per_sec={:.0}",
-        r.sdk_produce / r.raw_produce,
+        r.produce_ratio,
         r.sdk_consume / raw_same_ack,
         ack.name(),
         r.raw_produce,
@@ -302,6 +346,16 @@ fn summary(r: &Rates, ack: SdkAck) -> String {
         r.raw_consume,
         r.raw_consume_batch_ack,
     )
+}
+
+/// The median of `values` (the mean of the middle two for an even count); 0 for none.
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    match values.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => values[n / 2],
+        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
 }
 
 /// Waits until no entry of the bench stream is pending (the SDK's last XACKs landed).
@@ -617,13 +671,30 @@ mod tests {
         assert_eq!(seen, (0..1001).collect::<Vec<u64>>());
         t.a.batch = 0;
         assert!(t.a.validate().is_err());
+        t.a.batch = 100;
+        t.a.rounds = 0;
+        assert!(t.a.validate().is_err(), "no rounds");
+        t.a.rounds = 100;
+        t.a.count = MAX_COUNT;
+        assert!(
+            t.a.validate().is_err(),
+            "more records than a run may keep in Redis"
+        );
+    }
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median(&mut [0.9, 1.2, 0.6]), 0.9);
+        assert_eq!(median(&mut [1.0, 0.5, 0.7, 0.9]), 0.8);
+        assert_eq!(median(&mut []), 0.0);
     }
 
     #[test]
     fn summary_line_compares_with_the_raw_loop_that_acks_the_same_way() {
         let rates = Rates {
             raw_produce: 100.0,
-            sdk_produce: 95.0,
+            sdk_produce: 80.0,
+            produce_ratio: 0.95,
             raw_consume: 50.0,
             raw_consume_batch_ack: 100.0,
             sdk_consume: 45.0,
