@@ -272,6 +272,40 @@ mod tests {
     }
 
     #[test]
+    fn while_a_correction_round_is_open_the_batch_rebalances_at_once() {
+        let Outcome::Write(t) = decide(Some(&group()), "a", &join_req("a"), NOW, &timing()).outcome
+        else {
+            panic!("a join is a transition");
+        };
+        let mut open = t.group.expect("aggregate");
+        open.metadata_correction = Some(crate::model::MetadataCorrection {
+            target_metadata_version: open.metadata_version,
+            observed_metadata_version: open.metadata_version + 1,
+            requested_at_ms: NOW,
+            updated_at_ms: NOW,
+            acknowledged_members: Default::default(),
+        });
+        let mut closed = open.clone();
+        closed.metadata_correction = None;
+        for (base, rebalanced) in [(&open, true), (&closed, false)] {
+            let mut batch = Batch::on(base, NOW, &timing());
+            batch
+                .decide("b", &join_req("b"))
+                .expect("a join is a transition");
+            // The join's rebalance revokes half of a's shards; deferred, nothing is revoked yet.
+            assert_eq!(
+                !batch.group.members["a"].revoking.is_empty(),
+                rebalanced,
+                "correction round open: {}",
+                base.metadata_correction.is_some()
+            );
+            let done = batch.finish().expect("one combined");
+            let g = done.transition.group.expect("aggregate");
+            assert_eq!(g.members["a"].revoking.len(), 2, "rebalanced by the end");
+        }
+    }
+
+    #[test]
     fn a_second_request_of_a_member_in_the_batch_is_refused_without_being_decided() {
         let base = group();
         let mut batch = Batch::on(&base, NOW, &timing());
