@@ -360,6 +360,51 @@ async fn steady_heartbeats_cost_one_redis_command_each() {
     running.shutdown().await.unwrap();
 }
 
+#[tokio::test]
+async fn a_rejection_on_a_cached_group_is_confirmed_by_its_revision_not_by_a_reload() {
+    let redis = RedisServer::start();
+    let mut config = test_config(&redis.url());
+    config.coordinator.reconciler.enabled = false;
+    config.coordinator.member_lease_ttl = rsc_coordinator::config::Dur(Duration::from_secs(60));
+    // Two replicas on one Redis: each caches the group on its own.
+    let (first, api) = coordinator(config.clone()).await;
+    let (second, other_api) = coordinator(config).await;
+    api.create_stream("rev", 4).await;
+    let mut a = Member::new("a");
+    let r = api.heartbeat("rev", "rev", &a).await;
+    a.adopt(&r);
+    assert_eq!(r["status"], "OK", "{r}");
+
+    // A member the group does not know, at a non-zero epoch: rejected on the cache, confirmed with one HGET.
+    let mut ghost = Member::new("ghost");
+    ghost.epoch = 5;
+    rsc_testkit::reset_stats(&redis.url()).await;
+    let r = api.heartbeat("rev", "rev", &ghost).await;
+    assert_eq!(r["status"], "UNKNOWN_MEMBER_ID", "{r}");
+    let mut calls = rsc_testkit::command_calls(&redis.url()).await;
+    calls.remove("config|resetstat");
+    let expected: std::collections::BTreeMap<String, u64> =
+        [("hget".to_string(), 1)].into_iter().collect();
+    assert_eq!(calls, expected, "one HGET of the revision, no reload");
+
+    // "b" joins through the other replica: the first one's cache no longer knows it, finds out from the
+    // revision, reloads and answers OK (not UNKNOWN_MEMBER_ID).
+    let mut b = Member::new("b");
+    let r = other_api.heartbeat("rev", "rev", &b).await;
+    assert_eq!(r["status"], "OK", "{r}");
+    b.adopt(&r);
+    rsc_testkit::reset_stats(&redis.url()).await;
+    let r = api.heartbeat("rev", "rev", &b).await;
+    assert_eq!(
+        r["status"], "OK",
+        "a member that joined elsewhere is answered: {r}"
+    );
+    let calls = rsc_testkit::command_calls(&redis.url()).await;
+    assert_eq!(calls.get("hgetall"), Some(&1), "one reload: {calls:?}");
+    first.shutdown().await.unwrap();
+    second.shutdown().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn joins_waiting_on_one_group_are_committed_together_in_one_write() {
     let redis = RedisServer::start();

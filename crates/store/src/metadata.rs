@@ -64,6 +64,20 @@ pub(crate) fn parse(
     }))
 }
 
+/// The revision field alone (`HGET … revision`): `Ok(None)` if the group does not exist, an error if the
+/// field is not what the scripts write.
+pub fn parse_revision_field(key: &str, field: Option<String>) -> Result<Option<u64>, StoreError> {
+    let Some(text) = field else {
+        return Ok(None);
+    };
+    parse_revision(&text)
+        .map(Some)
+        .ok_or_else(|| StoreError::Corrupt {
+            key: key.to_string(),
+            detail: format!("the revision field is not a positive decimal integer: {text:?}"),
+        })
+}
+
 /// A positive decimal integer without sign or leading zeros, as the scripts write it (the same
 /// rule the scripts apply before comparing revisions).
 fn parse_revision(text: &str) -> Option<u64> {

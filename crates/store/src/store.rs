@@ -94,6 +94,18 @@ impl Store {
         metadata::parse(&keys.metadata, fields)
     }
 
+    /// The revision a group's metadata is at (`Ok(None)` if the group does not exist): one HGET, to
+    /// confirm that a cached aggregate is current without reading it again.
+    pub async fn revision(&self, keys: &GroupKeys) -> Result<Option<u64>, StoreError> {
+        let field: Option<String> = redis::cmd("HGET")
+            .arg(&keys.metadata)
+            .arg("revision")
+            .query_async(&mut self.connection())
+            .await
+            .map_err(|e| on_group_key(&keys.metadata, e))?;
+        metadata::parse_revision_field(&keys.metadata, field)
+    }
+
     /// Creates the group at revision 1 unless its metadata already exists. Clears leftover
     /// leases/progress under the same keys and gives each of `initial_leases` a lease of
     /// `lease_ttl_ms` from Redis time.

@@ -60,6 +60,7 @@ async fn create_then_already_exists(store: &Store, name: &str) {
     assert_eq!(fields["schemaVersion"], "1");
     assert_eq!(fields["layoutVersion"], "1");
     assert_eq!(fields["revision"], "1");
+    assert_eq!(store.revision(&keys).await.expect("revision"), Some(1));
     assert_eq!(
         store.leases(&keys).await.expect("leases"),
         vec![
@@ -90,6 +91,7 @@ async fn create_then_already_exists(store: &Store, name: &str) {
 
 async fn load_missing_is_none(store: &Store, name: &str) {
     assert_eq!(store.load(&group(name)).await.expect("load"), None);
+    assert_eq!(store.revision(&group(name)).await.expect("revision"), None);
 }
 
 /// Damaged metadata is an error on every path that reads it, never a guess or a rebuild.
@@ -122,6 +124,9 @@ async fn corrupt_metadata_is_refused_everywhere(store: &Store, name: &str) {
         }
         let _: i64 = raw(store, &hset).await;
         expect_corrupt(store.load(&keys).await, &keys.metadata);
+        if *field == "revision" && replacement.is_some() {
+            expect_corrupt(store.revision(&keys).await, &keys.metadata);
+        }
         if *field == "revision" {
             let before = snapshot(store, &keys).await;
             let write = CasWrite {
