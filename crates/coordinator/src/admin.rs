@@ -388,13 +388,16 @@ impl Coordinator {
     }
 
     /// Every live group, sorted by prefix then group.
-    pub async fn list_groups(&self) -> Result<Vec<GroupResponse>, ApiError> {
+    pub async fn list_groups(
+        &self,
+        visible: impl Fn(&str) -> bool,
+    ) -> Result<Vec<GroupResponse>, ApiError> {
         let mut out = Vec::new();
         for e in self
             .index_entries()
             .await?
             .into_iter()
-            .filter(|e| e.state == INDEX_LIVE)
+            .filter(|e| e.state == INDEX_LIVE && visible(&e.stream_prefix))
         {
             let name = GroupName::new(&e.stream_prefix, &e.consumer_group);
             match self.load(&name).await {

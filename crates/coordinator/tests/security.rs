@@ -343,6 +343,38 @@ async fn heartbeats_need_member_unless_switched_off_and_scopes_bind_members_and_
     running.shutdown().await.unwrap();
 }
 
+#[tokio::test]
+async fn a_scoped_principal_lists_only_the_groups_of_its_own_streams() {
+    let redis = RedisServer::start();
+    let (running, api) = coordinator(config_with_users(&redis.url())).await;
+    for prefix in ["team-a-orders", "team-a-billing", "team-b-orders"] {
+        let r = api.create_stream(prefix, 1).await;
+        assert_eq!(r.status, 201, "{}", r.body);
+    }
+    for (who, expected) in [
+        ("team-a", vec!["team-a-billing", "team-a-orders"]),
+        (
+            "reader",
+            vec!["team-a-billing", "team-a-orders", "team-b-orders"],
+        ),
+    ] {
+        let r = api
+            .with_auth(basic(who))
+            .send("GET", "/coord/v1/monitoring/groups", None)
+            .await;
+        assert_eq!(r.status, 200, "{who}: {}", r.body);
+        let mut listed: Vec<&str> = r.body["groups"]
+            .as_array()
+            .expect("a list of groups")
+            .iter()
+            .map(|g| g["streamPrefix"].as_str().expect("streamPrefix"))
+            .collect();
+        listed.sort_unstable();
+        assert_eq!(listed, expected, "{who} sees");
+    }
+    running.shutdown().await.unwrap();
+}
+
 /// Reads the audit stream directly (not through the API) and returns the record with this request id.
 async fn audit_in_redis(url: &str, request_id: &str) -> Vec<Value> {
     let mut conn = redis_conn(url).await;

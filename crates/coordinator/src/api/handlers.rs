@@ -4,6 +4,8 @@ use super::extract::{ApiPath, Json};
 use crate::cache::GroupName;
 use crate::coordinator::Coordinator;
 use crate::error::ApiError;
+use crate::security::principal::Principal;
+use axum::Extension;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -99,10 +101,16 @@ pub async fn compatibility(State(c): Coord) -> Response {
     ok(StatusCode::OK, c.compatibility())
 }
 
-pub async fn list_groups(State(c): Coord) -> Result<Response, ApiError> {
+/// Every live group the caller may see: a principal scoped to some stream prefixes sees only those.
+pub async fn list_groups(
+    State(c): Coord,
+    principal: Option<Extension<Arc<Principal>>>,
+) -> Result<Response, ApiError> {
+    let scopes = principal.map(|Extension(p)| p.scopes.clone());
+    let visible = |prefix: &str| scopes.as_ref().is_none_or(|s| s.allows(prefix));
     Ok(ok(
         StatusCode::OK,
-        json!({"groups": c.list_groups().await?}),
+        json!({"groups": c.list_groups(visible).await?}),
     ))
 }
 
