@@ -516,6 +516,16 @@ async fn health_is_down_and_readiness_fails_when_redis_stops() {
         e.value("redis_stream_coord_health", &[("status", "UP")]) == Some(1.0)
     })
     .await;
+    let login = api
+        .with_auth(Auth::None)
+        .send(
+            "POST",
+            "/coord/v1/auth/login",
+            Some(json!({"username": "admin", "password": ADMIN_PASSWORD})),
+        )
+        .await;
+    assert_eq!(login.status, 200, "{}", login.body);
+    let token = login.body["accessToken"].as_str().unwrap().to_owned();
     redis.stop();
     // The health report itself (the API route sits behind authentication, which needs Redis for tokens).
     let health = wait_for("health DOWN", WAIT, || async {
@@ -552,5 +562,24 @@ async fn health_is_down_and_readiness_fails_when_redis_stops() {
     })
     .await;
     assert_eq!(e.value("redis_stream_coord_redis_up", &[]), Some(0.0));
+
+    // Through the API, as the runbook asks, an operator never reads a stale UP. Authentication needs Redis
+    // (token revocation, the shared login throttle), so once the 5 s credential cache has run out the
+    // answer is a JSON 503 that names Redis; within it, the report itself says DOWN.
+    for auth in [Auth::admin(), Auth::Bearer(token)] {
+        let h = api
+            .with_auth(auth)
+            .send("GET", "/coord/v1/monitoring/health", None)
+            .await;
+        match h.status {
+            200 => assert_eq!(h.body["status"], "DOWN", "{}", h.body),
+            503 => {
+                assert_eq!(h.body["errorCode"], "REDIS_UNAVAILABLE", "{}", h.body);
+                let message = h.body["message"].as_str().unwrap_or("");
+                assert!(message.contains("Redis is unavailable"), "{}", h.body);
+            }
+            other => panic!("health answered {other} while Redis is down: {}", h.body),
+        }
+    }
     running.shutdown().await.unwrap();
 }

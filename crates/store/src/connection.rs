@@ -58,6 +58,9 @@ impl std::fmt::Debug for RedisConn {
     }
 }
 
+/// Reconnect attempts behind one command after the first fails (standalone).
+const RECONNECT_RETRIES: usize = 1;
+
 impl RedisConn {
     /// Connects within `timeout`. The same bound applies to every later command's reply, so a
     /// stalled Redis surfaces as a (transient) error instead of a hung request.
@@ -79,9 +82,14 @@ impl RedisConn {
                             source,
                         }
                     })?;
+                    // Every command waits for a reconnect in progress, and by default a reconnect retries six
+                    // times with a backoff from 100 ms (about 6 s in all): with Redis down, each heartbeat
+                    // and each authenticated request hung that long before failing. One retry is enough;
+                    // the next command starts a new reconnect anyway.
                     let config = ConnectionManagerConfig::new()
                         .set_connection_timeout(Some(timeout))
-                        .set_response_timeout(Some(timeout));
+                        .set_response_timeout(Some(timeout))
+                        .set_number_of_retries(RECONNECT_RETRIES);
                     let manager = ConnectionManager::new_with_config(client, config)
                         .await
                         .map_err(unreachable)?;

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use rsc_store::{HeartbeatOutcome, RedisTopology, Store, StoreError};
 use rsc_testkit::RedisServer;
 
-use crate::fixtures::{create_group, group, raw, standalone_with};
+use crate::fixtures::{create_group, group, raw, standalone, standalone_with};
 
 on_both_topologies!(ping_time_and_stream_commands);
 
@@ -54,6 +54,29 @@ async fn connecting_to_nothing_fails_fast_with_advice() {
     server.kill();
     assert_unreachable_fast(RedisTopology::Standalone(url.clone())).await;
     assert_unreachable_fast(RedisTopology::Cluster(vec![url])).await;
+}
+
+#[tokio::test]
+async fn commands_fail_fast_while_redis_is_down() {
+    let mut fixture = standalone().await;
+    let keys = group("down");
+    create_group(&fixture.store, &keys, &["m"]).await;
+    fixture.server.kill();
+    // Each command fails within the connect timeout (plus slack), not after the reconnect backoff of
+    // the client's defaults (six retries from 100 ms, about 6 s), and keeps failing fast.
+    for attempt in 0..3 {
+        let started = Instant::now();
+        let result = fixture.store.revision(&keys).await;
+        let elapsed = started.elapsed();
+        match result {
+            Err(err) => assert!(err.is_transient(), "attempt {attempt}: {err}"),
+            Ok(r) => panic!("attempt {attempt}: Redis is down but the revision read {r:?}"),
+        }
+        assert!(
+            elapsed < Duration::from_secs(3),
+            "attempt {attempt} took {elapsed:?}"
+        );
+    }
 }
 
 #[tokio::test]
