@@ -191,6 +191,41 @@ impl Coordinator {
         Ok((self.load(name).await?, true))
     }
 
+    /// Whether Redis still holds the revision `cached` was read or written at: one HGET, where reloading a
+    /// group of thousands of members reads and parses megabytes. What is decided on a current cache is as good
+    /// as what is decided on a fresh load (the steady path's script makes the same check).
+    pub(crate) async fn still_current(
+        &self,
+        name: &GroupName,
+        cached: &Cached,
+    ) -> Result<bool, StoreError> {
+        let keys = self.keys(name);
+        match self
+            .metrics
+            .time_store("revision", self.store.revision(&keys))
+            .await
+        {
+            Ok(revision) => Ok(revision == Some(cached.revision)),
+            Err(e) => {
+                self.note_store_error(&e);
+                Err(e)
+            }
+        }
+    }
+
+    /// The cached aggregate if it is still current ([`Coordinator::still_current`]), else a fresh load.
+    pub(crate) async fn current_or_load(
+        &self,
+        name: &GroupName,
+    ) -> Result<Option<Cached>, ApiError> {
+        if let Some(cached) = self.cache.get(name)
+            && self.still_current(name, &cached).await?
+        {
+            return Ok(Some(cached));
+        }
+        self.load(name).await
+    }
+
     /// Compare-and-sets a transition decided on `base`. The new aggregate carries `storeRevision = base + 1`.
     pub async fn commit(
         &self,

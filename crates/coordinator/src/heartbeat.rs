@@ -103,11 +103,17 @@ impl Coordinator {
             match decision.outcome {
                 Outcome::Rejected {
                     needs_fresh_state: true,
-                } if !fresh => match self.cache_is_current(name, cached.as_ref()).await {
-                    Some(true) => return decision.response,
-                    Some(false) => self.cache.invalidate(name),
-                    None => return self.retry(req),
-                },
+                } if !fresh => {
+                    let current = match &cached {
+                        Some(c) => self.still_current(name, c).await,
+                        None => Ok(false),
+                    };
+                    match current {
+                        Ok(true) => return decision.response,
+                        Ok(false) => self.cache.invalidate(name),
+                        Err(_) => return self.retry(req),
+                    }
+                }
                 Outcome::Rejected { .. } => return decision.response,
                 Outcome::Steady => {
                     let Some(base) = cached else {
@@ -193,27 +199,6 @@ impl Coordinator {
                 self.reconcile_group(name).await;
                 Some(false)
             }
-            Err(e) => {
-                self.note_store_error(&e);
-                None
-            }
-        }
-    }
-
-    /// Whether Redis still holds the revision `cached` was read or written at: one HGET, where reloading a
-    /// group of thousands of members costs milliseconds. A rejection decided on a current cache is as good as
-    /// one decided on a fresh load (the same check the steady path's script makes). None: Redis failed.
-    async fn cache_is_current(&self, name: &GroupName, cached: Option<&Cached>) -> Option<bool> {
-        let Some(cached) = cached else {
-            return Some(false);
-        };
-        let keys = self.keys(name);
-        match self
-            .metrics
-            .time_store("revision", self.store.revision(&keys))
-            .await
-        {
-            Ok(revision) => Some(revision == Some(cached.revision)),
             Err(e) => {
                 self.note_store_error(&e);
                 None

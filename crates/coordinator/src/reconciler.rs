@@ -1,7 +1,8 @@
 //! The reconciler: a background loop that advances time-driven transitions (lease expiry, rebalance-timeout
 //! fencing, holds running out, pruning) without waiting for a heartbeat.
 //!
-//! Every replica runs it. Safety does not depend on there being one: each pass reads the group fresh, takes
+//! Every replica runs it. Safety does not depend on there being one: each pass works on the group as Redis
+//! holds it (the cached aggregate once one HGET shows its revision is still current, else a fresh load), takes
 //! the time from Redis, and commits by compare-and-set with its time and lease conditions checked by Redis in
 //! the same script, so concurrent passes at worst lose a race and try again next tick.
 
@@ -56,7 +57,7 @@ impl Coordinator {
         let lock = self.cache.lock_for(name);
         let _guard = lock.lock().await;
         for _ in 0..MAX_CAS_ATTEMPTS {
-            let Ok(Some(base)) = self.load(name).await else {
+            let Ok(Some(base)) = self.current_or_load(name).await else {
                 return;
             };
             let keys = self.keys(name);

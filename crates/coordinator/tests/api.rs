@@ -405,6 +405,47 @@ async fn a_rejection_on_a_cached_group_is_confirmed_by_its_revision_not_by_a_rel
     second.shutdown().await.unwrap();
 }
 
+#[tokio::test]
+async fn a_reconciler_pass_reads_the_aggregate_only_when_its_revision_moved() {
+    let redis = RedisServer::start();
+    let mut config = test_config(&redis.url());
+    config.coordinator.reconciler.enabled = false;
+    config.coordinator.member_lease_ttl = rsc_coordinator::config::Dur(Duration::from_secs(60));
+    let (first, api) = coordinator(config.clone()).await;
+    let (second, other_api) = coordinator(config).await;
+    api.create_stream("tick", 4).await;
+    let a = Member::new("a");
+    let r = api.heartbeat("tick", "tick", &a).await;
+    assert_eq!(r["status"], "OK", "{r}");
+    let name = rsc_coordinator::cache::GroupName::new("tick", "tick");
+    let reads = |calls: &std::collections::BTreeMap<String, u64>| {
+        (
+            calls.get("hget").copied().unwrap_or(0),
+            calls.get("hgetall").copied().unwrap_or(0),
+        )
+    };
+
+    // Nothing due, cache current: one HGET of the revision, no read of the aggregate, nothing written.
+    rsc_testkit::reset_stats(&redis.url()).await;
+    first.coordinator.reconcile_group(&name).await;
+    let calls = rsc_testkit::command_calls(&redis.url()).await;
+    assert_eq!(reads(&calls), (1, 0), "{calls:?}");
+    assert!(
+        !calls.contains_key("evalsha"),
+        "nothing to commit: {calls:?}"
+    );
+
+    // Another replica moves the group on: the next pass reads it again.
+    let r = other_api.heartbeat("tick", "tick", &Member::new("b")).await;
+    assert_eq!(r["status"], "OK", "{r}");
+    rsc_testkit::reset_stats(&redis.url()).await;
+    first.coordinator.reconcile_group(&name).await;
+    let calls = rsc_testkit::command_calls(&redis.url()).await;
+    assert_eq!(reads(&calls), (1, 1), "{calls:?}");
+    first.shutdown().await.unwrap();
+    second.shutdown().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn joins_waiting_on_one_group_are_committed_together_in_one_write() {
     let redis = RedisServer::start();
