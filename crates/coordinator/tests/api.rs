@@ -2,6 +2,7 @@
 
 mod support;
 
+use rsc_coordinator::server::Running;
 use rsc_testkit::RedisServer;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -360,20 +361,24 @@ async fn steady_heartbeats_cost_one_redis_command_each() {
     running.shutdown().await.unwrap();
 }
 
-#[tokio::test]
-async fn a_rejection_on_a_cached_group_is_confirmed_by_its_revision_not_by_a_reload() {
+/// Two replicas on one Redis (each caches groups on its own, no reconciler, 60 s leases), a stream `prefix`
+/// with 4 shards whose group member "a" joined through the first.
+async fn two_replicas_with_a_joined(prefix: &str) -> (RedisServer, [(Running, Api); 2]) {
     let redis = RedisServer::start();
     let mut config = test_config(&redis.url());
     config.coordinator.reconciler.enabled = false;
     config.coordinator.member_lease_ttl = rsc_coordinator::config::Dur(Duration::from_secs(60));
-    // Two replicas on one Redis: each caches the group on its own.
-    let (first, api) = coordinator(config.clone()).await;
-    let (second, other_api) = coordinator(config).await;
-    api.create_stream("rev", 4).await;
-    let mut a = Member::new("a");
-    let r = api.heartbeat("rev", "rev", &a).await;
-    a.adopt(&r);
+    let first = coordinator(config.clone()).await;
+    let second = coordinator(config).await;
+    first.1.create_stream(prefix, 4).await;
+    let r = first.1.heartbeat(prefix, prefix, &Member::new("a")).await;
     assert_eq!(r["status"], "OK", "{r}");
+    (redis, [first, second])
+}
+
+#[tokio::test]
+async fn a_rejection_on_a_cached_group_is_confirmed_by_its_revision_not_by_a_reload() {
+    let (redis, [(first, api), (second, other_api)]) = two_replicas_with_a_joined("rev").await;
 
     // A member the group does not know, at a non-zero epoch: rejected on the cache, confirmed with one HGET.
     let mut ghost = Member::new("ghost");
@@ -407,16 +412,7 @@ async fn a_rejection_on_a_cached_group_is_confirmed_by_its_revision_not_by_a_rel
 
 #[tokio::test]
 async fn a_reconciler_pass_reads_the_aggregate_only_when_its_revision_moved() {
-    let redis = RedisServer::start();
-    let mut config = test_config(&redis.url());
-    config.coordinator.reconciler.enabled = false;
-    config.coordinator.member_lease_ttl = rsc_coordinator::config::Dur(Duration::from_secs(60));
-    let (first, api) = coordinator(config.clone()).await;
-    let (second, other_api) = coordinator(config).await;
-    api.create_stream("tick", 4).await;
-    let a = Member::new("a");
-    let r = api.heartbeat("tick", "tick", &a).await;
-    assert_eq!(r["status"], "OK", "{r}");
+    let (redis, [(first, _), (second, other_api)]) = two_replicas_with_a_joined("tick").await;
     let name = rsc_coordinator::cache::GroupName::new("tick", "tick");
     let reads = |calls: &std::collections::BTreeMap<String, u64>| {
         (

@@ -173,21 +173,27 @@ mod tests {
         Group::new("orders", "g", 4, NOW, "life")
     }
 
-    fn answer(d: &Decision) -> (&[rsc_protocol::wire::ShardId], i64) {
+    /// The group after `a` joined alone (it holds all four shards).
+    fn a_joined() -> Group {
+        let Outcome::Write(t) = decide(Some(&group()), "a", &join_req("a"), NOW, &timing()).outcome
+        else {
+            panic!("a join is a transition");
+        };
+        t.group.expect("aggregate")
+    }
+
+    /// The shards an answer says are assigned, and its member epoch.
+    fn told(d: &Decision) -> (Vec<u32>, i64) {
+        let shards = d.response.assignment.assigned_shards.iter();
         (
-            &d.response.assignment.assigned_shards,
+            shards.map(|s| s.shard_index).collect(),
             d.response.member_epoch,
         )
     }
 
     #[test]
     fn a_batch_of_one_equals_the_request_decided_alone() {
-        let mut base = group();
-        let Outcome::Write(t) = decide(Some(&base), "a", &join_req("a"), NOW, &timing()).outcome
-        else {
-            panic!("a join is a transition");
-        };
-        base = t.group.expect("aggregate");
+        let base = a_joined();
         let req = join_req("b");
         let alone = decide(Some(&base), "b", &req, NOW, &timing());
         let mut batch = Batch::on(&base, NOW, &timing());
@@ -220,11 +226,10 @@ mod tests {
             let stored = &g.members[*m];
             assert!(stored.revoking.is_empty(), "{m} revokes nothing");
             assert_eq!(stored.assigned, g.target_of(m), "{m} holds its target");
-            let shards: Vec<u32> = answer(d).0.iter().map(|s| s.shard_index).collect();
-            let stored_shards: Vec<u32> = stored.assigned.iter().copied().collect();
+            let committed = stored.assigned.iter().copied().collect();
             assert_eq!(
-                (shards, answer(d).1),
-                (stored_shards, stored.member_epoch),
+                told(d),
+                (committed, stored.member_epoch),
                 "{m} is told what is committed"
             );
             assert_eq!(d.response.metadata_version, g.metadata_version);
@@ -235,12 +240,7 @@ mod tests {
 
     #[test]
     fn an_earlier_answer_in_the_batch_is_restated_after_a_later_join_revokes_from_it() {
-        let mut base = group();
-        let Outcome::Write(t) = decide(Some(&base), "a", &join_req("a"), NOW, &timing()).outcome
-        else {
-            panic!("a join is a transition");
-        };
-        base = t.group.expect("aggregate");
+        let base = a_joined();
         let a_epoch = base.members["a"].member_epoch;
         // "a" confirms its join (a write), then "b" joins: "a" must give up half its shards.
         let mut confirm = join_req("a");
@@ -259,25 +259,14 @@ mod tests {
         let g = done.transition.group.as_ref().expect("aggregate");
         let a = &g.members["a"];
         assert_eq!(a.revoking.len(), 2, "{a:#?}");
-        let told: Vec<u32> = done.decisions[0]
-            .response
-            .assignment
-            .assigned_shards
-            .iter()
-            .map(|s| s.shard_index)
-            .collect();
-        assert_eq!(told, a.assigned.iter().copied().collect::<Vec<_>>());
-        assert_eq!(done.decisions[0].response.member_epoch, a.member_epoch);
+        let committed = a.assigned.iter().copied().collect();
+        assert_eq!(told(&done.decisions[0]), (committed, a.member_epoch));
         assert!(a.member_epoch > a_epoch, "the revocation raised a's epoch");
     }
 
     #[test]
     fn while_a_correction_round_is_open_the_batch_rebalances_at_once() {
-        let Outcome::Write(t) = decide(Some(&group()), "a", &join_req("a"), NOW, &timing()).outcome
-        else {
-            panic!("a join is a transition");
-        };
-        let mut open = t.group.expect("aggregate");
+        let mut open = a_joined();
         open.metadata_correction = Some(crate::model::MetadataCorrection {
             target_metadata_version: open.metadata_version,
             observed_metadata_version: open.metadata_version + 1,
