@@ -236,20 +236,52 @@ impl Store {
         }
     }
 
-    /// Every lease as (member, deadline in Redis ms), earliest deadline first.
+    /// Every lease as (member, deadline in Redis ms), earliest deadline first (then by member).
     pub async fn leases(&self, keys: &GroupKeys) -> Result<Vec<(String, i64)>, StoreError> {
-        let leases: Vec<(String, f64)> = redis::cmd("ZRANGE")
-            .arg(&keys.leases)
-            .arg(0)
-            .arg(-1)
-            .arg("WITHSCORES")
-            .query_async(&mut self.connection())
-            .await
-            .map_err(|e| on_group_key(&keys.leases, e))?;
-        Ok(leases
-            .into_iter()
-            .map(|(member, deadline)| (member, deadline as i64))
-            .collect())
+        let pairs = self.scan_pairs("ZSCAN", &keys.leases).await?;
+        let mut leases = Vec::with_capacity(pairs.len());
+        for (member, score) in pairs {
+            let deadline: f64 = score.parse().map_err(|_| StoreError::Corrupt {
+                key: keys.leases.clone(),
+                detail: format!(
+                    "the lease of {member:?} has a score that is not a number: {score:?}"
+                ),
+            })?;
+            leases.push((member, deadline as i64));
+        }
+        leases.sort_by(|a, b| (a.1, &a.0).cmp(&(b.1, &b.0)));
+        Ok(leases)
+    }
+
+    /// Every field of a hash (`HSCAN`) or member of a sorted set (`ZSCAN`, with its score), read in pages of
+    /// [`SCAN_PAGE`]: Redis runs one command at a time, and one HGETALL or ZRANGE over a group of 10,000
+    /// members held it for about 10 ms, delaying every heartbeat queued behind it. SCAN may return an entry
+    /// twice; the map keeps one. Entries written during the scan may or may not be seen, as with any read.
+    async fn scan_pairs(
+        &self,
+        command: &str,
+        key: &str,
+    ) -> Result<HashMap<String, String>, StoreError> {
+        let mut out = HashMap::new();
+        let mut cursor = "0".to_owned();
+        loop {
+            let (next, flat): (String, Vec<String>) = redis::cmd(command)
+                .arg(key)
+                .arg(&cursor)
+                .arg("COUNT")
+                .arg(SCAN_PAGE)
+                .query_async(&mut self.connection())
+                .await
+                .map_err(|e| on_group_key(key, e))?;
+            let mut items = flat.into_iter();
+            while let (Some(k), Some(v)) = (items.next(), items.next()) {
+                out.insert(k, v);
+            }
+            if next == "0" {
+                return Ok(out);
+            }
+            cursor = next;
+        }
     }
 
     /// Members whose lease has lapsed at `now_ms` (deadline <= now_ms), earliest first.
@@ -272,12 +304,7 @@ impl Store {
         &self,
         keys: &GroupKeys,
     ) -> Result<Vec<(String, String)>, StoreError> {
-        let progress: HashMap<String, String> = redis::cmd("HGETALL")
-            .arg(&keys.progress)
-            .query_async(&mut self.connection())
-            .await
-            .map_err(|e| on_group_key(&keys.progress, e))?;
-        Ok(sorted(progress))
+        Ok(sorted(self.scan_pairs("HSCAN", &keys.progress).await?))
     }
 
     /// Records a group in the index: `metadata_key` → `value_json` in the hash `index_key`.
@@ -356,6 +383,9 @@ fn positive_ttl(lease_ttl_ms: i64) -> Result<(), StoreError> {
         })
     }
 }
+
+/// Entries per HSCAN / ZSCAN page (a hint to Redis; a small hash or set comes back whole).
+const SCAN_PAGE: usize = 500;
 
 fn sorted(map: HashMap<String, String>) -> Vec<(String, String)> {
     let mut entries: Vec<(String, String)> = map.into_iter().collect();

@@ -1,7 +1,10 @@
 //! The background task that keeps the gauges current: every `coordinator.metrics.refresh-interval` it
-//! checks Redis, reads every group in the index (fresh from Redis, which also notices store revisions going
-//! backwards without anyone calling an API), their leases, progress and shard offsets, and swaps in a new
-//! snapshot. Every replica runs it; the gauges describe Redis state, so replicas agree.
+//! checks Redis, reads every group in the index as Redis holds it (the cached aggregate when one HGET shows
+//! its revision is current, else a fresh load, which also notices store revisions going backwards without
+//! anyone calling an API), their leases, progress and shard offsets, and swaps in a new snapshot. Every
+//! replica runs it; the gauges describe Redis state, so replicas agree. Parsing every member's progress and
+//! building the snapshot take milliseconds for a group of thousands of members, so they run off the async
+//! workers, where they would hold up heartbeats.
 
 use super::snapshot::{self, GroupObservation, HealthObservation};
 use crate::cache::GroupName;
@@ -129,20 +132,25 @@ impl Coordinator {
             status,
             reconciler_age_seconds: (last > 0).then(|| (now - last).max(0) as f64 / 1000.0),
         };
-        let snap = snapshot::build(
-            now,
-            &self.config.id,
-            &self.config.metrics,
+        let (id, config, ttl) = (
+            self.config.id.clone(),
+            self.config.metrics.clone(),
             self.timing.member_lease_ttl_ms,
-            &health,
-            &groups,
-            complete,
         );
-        self.metrics.install(snap);
+        let built = tokio::task::spawn_blocking(move || {
+            snapshot::build(now, &id, &config, ttl, &health, &groups, complete)
+        })
+        .await;
+        match built {
+            Ok(snap) => self.metrics.install(snap),
+            Err(e) => {
+                tracing::error!(error = %e, "building the metrics snapshot failed; the last one stays")
+            }
+        }
     }
 
     async fn observe_group(&self, name: &GroupName) -> Result<Option<GroupObservation>, ApiError> {
-        let Some(cached) = self.load(name).await? else {
+        let Some(cached) = self.current_or_load(name).await? else {
             return Ok(None);
         };
         let keys = self.keys(name);
@@ -152,13 +160,23 @@ impl Coordinator {
             .await?
             .into_iter()
             .collect();
-        let progress: HashMap<String, Value> = self
+        let stored = self
             .metrics
             .time_store("progress", self.store.progress_all(&keys))
-            .await?
-            .into_iter()
-            .filter_map(|(m, json)| serde_json::from_str(&json).ok().map(|v| (m, v)))
-            .collect();
+            .await?;
+        let progress: HashMap<String, Value> = tokio::task::spawn_blocking(move || {
+            stored
+                .into_iter()
+                .filter_map(|(m, json)| serde_json::from_str(&json).ok().map(|v| (m, v)))
+                .collect()
+        })
+        .await
+        .map_err(|e| {
+            ApiError::new(
+                rsc_protocol::errors::ErrorCode::Internal,
+                format!("parsing member progress failed: {e}"),
+            )
+        })?;
         let g = &cached.group;
         let shard_ids = g.assignable_shards();
         let shards = if shard_ids.len() <= self.config.metrics.max_shard_series as usize {

@@ -8,8 +8,43 @@ use crate::fixtures::{group, set_lease};
 
 on_both_topologies!(
     lease_deadlines_come_from_redis_time,
-    lapsed_members_include_the_deadline
+    lapsed_members_include_the_deadline,
+    leases_and_progress_of_a_big_group_are_read_whole_in_pages,
 );
+
+/// More entries than one HSCAN / ZSCAN page (and than Redis's compact encodings hold): every lease and every
+/// progress entry comes back once, leases earliest deadline first and then by member, progress by member.
+async fn leases_and_progress_of_a_big_group_are_read_whole_in_pages(store: &Store, name: &str) {
+    const N: usize = 3_000;
+    let keys = group(name);
+    let () = crate::fixtures::raw(
+        store,
+        redis::cmd("EVAL")
+            .arg(
+                "for i = 1, tonumber(ARGV[1]) do \
+                   local m = string.format('m%05d', i) \
+                   redis.call('ZADD', KEYS[1], 1000 + (i % 7), m) \
+                   redis.call('HSET', KEYS[2], m, '{\"i\":' .. i .. '}') \
+                 end",
+            )
+            .arg(2)
+            .arg(&keys.leases)
+            .arg(&keys.progress)
+            .arg(N),
+    )
+    .await;
+    let leases = store.leases(&keys).await.expect("leases");
+    let mut expected: Vec<(String, i64)> = (1..=N)
+        .map(|i| (format!("m{i:05}"), 1000 + (i % 7) as i64))
+        .collect();
+    expected.sort_by(|a, b| (a.1, &a.0).cmp(&(b.1, &b.0)));
+    assert_eq!(leases, expected);
+    let progress = store.progress_all(&keys).await.expect("progress");
+    let expected: Vec<(String, String)> = (1..=N)
+        .map(|i| (format!("m{i:05}"), format!("{{\"i\":{i}}}")))
+        .collect();
+    assert_eq!(progress, expected);
+}
 
 async fn lease_deadlines_come_from_redis_time(store: &Store, name: &str) {
     let keys = group(name);
