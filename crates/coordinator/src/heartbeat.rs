@@ -110,8 +110,9 @@ impl Coordinator {
                     };
                     match current {
                         Ok(true) => return decision.response,
-                        Ok(false) => self.cache.invalidate(name),
-                        Err(_) => return self.retry(req),
+                        Err(e) if e.is_transient() => return self.retry(req),
+                        // Moved on, or unreadable: the reload decides (and reports damage as a load does).
+                        Ok(false) | Err(_) => self.cache.invalidate(name),
                     }
                 }
                 Outcome::Rejected { .. } => return decision.response,
