@@ -133,7 +133,7 @@ pub fn probe(
 /// [`Draft::rebalance_now`]: the batch runs one for all its requests instead of one per request, which over a
 /// group of N members turns a join wave's O(N²) into O(N) per batch. Nothing a later request's decision
 /// reads depends on it (`batch.rs` says why), except an open metadata-correction round, so while one is open
-/// rebalances run at once.
+/// every decision ends rebalanced ([`decide_in_place`]).
 #[derive(Debug)]
 pub struct Draft<'a> {
     group: Cow<'a, Group>,
@@ -193,10 +193,10 @@ impl<'a> Draft<'a> {
         }
     }
 
-    /// Rebalances after a write: now, or (deferring, with no correction round open) later.
+    /// Rebalances after a write: now, or (deferring) later.
     fn rebalance(&mut self, kind: Rebalance, now_ms: i64, timing: &Timing) {
         self.deferred = self.deferred.max(Some(kind));
-        if !self.deferring || self.group.metadata_correction.is_some() {
+        if !self.deferring {
             self.rebalance_now(now_ms, timing);
         }
     }
@@ -248,11 +248,12 @@ pub fn decide_in_place(
     if let Some(d) = precheck(path_member_id, req, timing) {
         return d;
     }
+    let d = decide_existing(g, req, now_ms, timing);
     if g.metadata_correction.is_some() {
-        // A correction round's decisions read revocations: they see the aggregate rebalanced.
+        // A correction round's decisions read revocations: while one is open (or this request opened it),
+        // nothing stays deferred, so the next decision sees the aggregate rebalanced.
         g.rebalance_now(now_ms, timing);
     }
-    let d = decide_existing(g, req, now_ms, timing);
     if let Outcome::Write(t) = &d.outcome {
         // Batches rely on it (`batch.rs`).
         debug_assert!(

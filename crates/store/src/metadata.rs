@@ -50,11 +50,7 @@ pub(crate) fn parse(
             found: layout,
         });
     }
-    let revision_text = field("revision")?;
-    let revision = parse_revision(&revision_text).ok_or_else(|| StoreError::Corrupt {
-        key: key.to_string(),
-        detail: format!("the revision field is not a positive decimal integer: {revision_text:?}"),
-    })?;
+    let revision = revision_of(key, &field("revision")?)?;
     let aggregate = field("aggregate")?;
     let updated_at = field("updatedAt")?;
     Ok(Some(StoredGroup {
@@ -67,15 +63,15 @@ pub(crate) fn parse(
 /// The revision field alone (`HGET … revision`): `Ok(None)` if the group does not exist, an error if the
 /// field is not what the scripts write.
 pub fn parse_revision_field(key: &str, field: Option<String>) -> Result<Option<u64>, StoreError> {
-    let Some(text) = field else {
-        return Ok(None);
-    };
-    parse_revision(&text)
-        .map(Some)
-        .ok_or_else(|| StoreError::Corrupt {
-            key: key.to_string(),
-            detail: format!("the revision field is not a positive decimal integer: {text:?}"),
-        })
+    field.map(|text| revision_of(key, &text)).transpose()
+}
+
+/// The revision field's value, or the error that says it is damaged.
+fn revision_of(key: &str, text: &str) -> Result<u64, StoreError> {
+    parse_revision(text).ok_or_else(|| StoreError::Corrupt {
+        key: key.to_string(),
+        detail: format!("the revision field is not a positive decimal integer: {text:?}"),
+    })
 }
 
 /// A positive decimal integer without sign or leading zeros, as the scripts write it (the same

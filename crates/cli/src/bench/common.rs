@@ -136,9 +136,26 @@ pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
     Some(sorted[rank.clamp(1, sorted.len()) - 1])
 }
 
+/// The median of `values` (the mean of the middle two for an even count); 0 for none.
+pub fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    match values.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => values[n / 2],
+        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median(&mut [0.9, 1.2, 0.6]), 0.9);
+        assert_eq!(median(&mut [1.0, 0.5, 0.7, 0.9]), 0.8);
+        assert_eq!(median(&mut []), 0.0);
+    }
 
     #[test]
     fn iso_seconds() {

@@ -268,8 +268,8 @@ async fn measure(
             sdks.push(sdk);
             ratios.push(sdk / raw);
         }
-        let (raw_produce, sdk_produce) = (median(&mut raws), median(&mut sdks));
-        let produce_ratio = median(&mut ratios);
+        let (raw_produce, sdk_produce) = (common::median(&mut raws), common::median(&mut sdks));
+        let produce_ratio = common::median(&mut ratios);
         println!(
             "producer medians over {} rounds: raw {raw_produce:.0} records/s, SDK {sdk_produce:.0} records/s, ratio {produce_ratio:.3}",
             args.rounds
@@ -346,16 +346,6 @@ fn summary(r: &Rates, ack: SdkAck) -> String {
         r.raw_consume,
         r.raw_consume_batch_ack,
     )
-}
-
-/// The median of `values` (the mean of the middle two for an even count); 0 for none.
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    match values.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => values[n / 2],
-        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
-    }
 }
 
 /// Waits until no entry of the bench stream is pending (the SDK's last XACKs landed).
@@ -680,13 +670,6 @@ mod tests {
             t.a.validate().is_err(),
             "more records than a run may keep in Redis"
         );
-    }
-
-    #[test]
-    fn median_of_odd_and_even_counts() {
-        assert_eq!(median(&mut [0.9, 1.2, 0.6]), 0.9);
-        assert_eq!(median(&mut [1.0, 0.5, 0.7, 0.9]), 0.8);
-        assert_eq!(median(&mut []), 0.0);
     }
 
     #[test]

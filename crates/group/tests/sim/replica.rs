@@ -396,11 +396,13 @@ impl Replica {
         let mut kept = VecDeque::new();
         while let Some(other) = self.inbox.pop_front() {
             let id = &other.req.member_id;
-            let p = probe(Some(group), id, &other.req, now, &TIMING);
-            let queued = matches!(p.outcome, Outcome::Write(_))
-                && !p.signals.metadata_regression
-                && !p.signals.rebalance_regression;
-            if other.decided.is_none() && queued && batch.decide(id, &other.req).is_ok() {
+            let queued = other.decided.is_none() && {
+                let p = probe(Some(group), id, &other.req, now, &TIMING);
+                matches!(p.outcome, Outcome::Write(_))
+                    && !p.signals.metadata_regression
+                    && !p.signals.rebalance_regression
+            };
+            if queued && batch.decide(id, &other.req).is_ok() {
                 others.push(other);
             } else {
                 kept.push_back(other);
