@@ -284,6 +284,224 @@ async fn every_route_rejects_callers_without_the_right_credentials_role_or_scope
     running.shutdown().await.unwrap();
 }
 
+/// Every key's content in a canonical form, except the keys that refused requests may legitimately touch:
+/// the audit streams and the sign-in throttle's counters.
+async fn state_of(url: &str) -> std::collections::BTreeMap<String, String> {
+    let mut conn = redis_conn(url).await;
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg("*")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let mut out = std::collections::BTreeMap::new();
+    for k in keys {
+        if k.contains(":audit") || k.contains(":login-failures:") {
+            continue;
+        }
+        let kind: String = redis::cmd("TYPE")
+            .arg(&k)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        if kind == "hash" {
+            let fields: std::collections::BTreeMap<String, String> = redis::cmd("HGETALL")
+                .arg(&k)
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            out.insert(format!("{kind} {k}"), format!("{fields:?}"));
+            continue;
+        }
+        let content: redis::Value = match kind.as_str() {
+            "zset" => redis::cmd("ZRANGE")
+                .arg(&k)
+                .arg(0)
+                .arg(-1)
+                .arg("WITHSCORES")
+                .query_async(&mut conn)
+                .await
+                .unwrap(),
+            "stream" => redis::cmd("XINFO")
+                .arg("STREAM")
+                .arg(&k)
+                .arg("FULL")
+                .query_async(&mut conn)
+                .await
+                .unwrap(),
+            "string" => redis::cmd("GET")
+                .arg(&k)
+                .query_async(&mut conn)
+                .await
+                .unwrap(),
+            _ => redis::cmd("DUMP")
+                .arg(&k)
+                .query_async(&mut conn)
+                .await
+                .unwrap(),
+        };
+        out.insert(format!("{kind} {k}"), format!("{content:?}"));
+    }
+    out
+}
+
+/// The methods a caller can send: every standard one, and an unknown token.
+const EVERY_METHOD: [&str; 9] = [
+    "GET",
+    "HEAD",
+    "POST",
+    "PUT",
+    "PATCH",
+    "DELETE",
+    "OPTIONS",
+    "TRACE",
+    "FROBNICATE",
+];
+
+#[tokio::test]
+async fn every_method_on_every_route_is_refused_without_credentials_and_changes_nothing() {
+    let redis = RedisServer::start();
+    let mut config = config_with_users(&redis.url());
+    config
+        .coordinator
+        .api
+        .login_throttle
+        .max_failures_per_username = 100_000;
+    config
+        .coordinator
+        .api
+        .login_throttle
+        .max_failures_per_address = 100_000;
+    let (running, api) = coordinator(config).await;
+    // A real group to aim at, so that a request that slipped through would find something to change (no
+    // member joins: its lease would lapse during the walk, a change of state that is nobody's request).
+    assert_eq!(api.create_stream("team-b", 4).await.status, 201);
+    let r = api
+        .send(
+            "POST",
+            "/coord/v1/streams/team-b/groups/g",
+            Some(json!({"initialShardCount": 4, "requestedBy": "t", "reason": "t"})),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let read_token = token_of(&api, "reader", USER_PASSWORD).await;
+    let before = state_of(&redis.url()).await;
+
+    let table = routes::table();
+    let mut paths: Vec<&str> = table.iter().map(|s| s.path).collect();
+    paths.sort_unstable();
+    paths.dedup();
+    let anonymous: Vec<(&str, Auth)> = vec![
+        ("none", Auth::None),
+        ("bad token", Auth::Bearer(format!("rsc_{}", "B".repeat(43)))),
+        ("garbage header", Auth::Header("Token abc".into())),
+        (
+            "wrong password",
+            Auth::Basic("admin".into(), "nope-nope".into()),
+        ),
+    ];
+    let mut sent = 0;
+    for path in &paths {
+        let concrete = path
+            .replace("{stream_prefix}", "team-b")
+            .replace("{consumer_group}", "g")
+            .replace("{member_id}", "m")
+            .replace("{resharding_id}", "reshard-x")
+            .replace("{migration_id}", "reshard-x");
+        // A routing read with an observation far above the stored version: raising a suspicion is a change.
+        let concrete = if concrete.ends_with("/producer-routing") {
+            format!("{concrete}?observedMetadataVersion=1000000")
+        } else {
+            concrete
+        };
+        for method in EVERY_METHOD {
+            let resolved = if method == "HEAD" { "GET" } else { method };
+            let spec = table
+                .iter()
+                .find(|s| s.path == *path && s.method.as_str() == resolved);
+            let body =
+                Some(json!({"requestedBy": "mallory", "reason": "probe", "initialShardCount": 2}));
+            for (kind, auth) in &anonymous {
+                let r = api
+                    .with_auth(auth.clone())
+                    .send(method, &concrete, body.clone())
+                    .await;
+                sent += 1;
+                let public = spec.is_some_and(|s| s.access == Access::Public);
+                assert!(
+                    r.status < 500,
+                    "{method} {concrete} as {kind}: a 5xx ({}) {}",
+                    r.status,
+                    r.body
+                );
+                if public {
+                    continue;
+                }
+                let want: &[u16] = match spec {
+                    Some(_) => &[401],
+                    None => &[405],
+                };
+                assert!(
+                    want.contains(&r.status),
+                    "{method} {concrete} as {kind}: want {want:?}, got {} {}",
+                    r.status,
+                    r.body
+                );
+                if method != "HEAD" {
+                    assert!(
+                        r.body["errorCode"].is_string(),
+                        "{method} {concrete}: JSON error body, got {}",
+                        r.body
+                    );
+                }
+            }
+            // HEAD is the GET it maps to, with GET's access: a READ caller may, a MEMBER caller may not.
+            if method == "HEAD"
+                && let Some(spec) = spec
+                && spec.access == Access::Read
+            {
+                let reader = api.with_auth(Auth::Bearer(read_token.clone()));
+                let plain = concrete.split('?').next().unwrap_or(&concrete);
+                let r = reader.send("HEAD", plain, None).await;
+                assert!(r.status < 500, "HEAD {plain} as READ: {}", r.status);
+                assert_ne!(r.status, 401, "HEAD {plain} as READ");
+                let r = api
+                    .with_auth(basic("member"))
+                    .send("HEAD", plain, None)
+                    .await;
+                assert_eq!(r.status, 403, "HEAD {plain} as MEMBER");
+            }
+        }
+    }
+    assert!(sent >= paths.len() * EVERY_METHOD.len() * anonymous.len());
+    // Unknown paths are refused whatever the method, before any handler.
+    for method in EVERY_METHOD {
+        let r = api
+            .with_auth(Auth::None)
+            .send(
+                method,
+                "/coord/v1/streams/team-b/groups/g/nothing-here",
+                None,
+            )
+            .await;
+        assert_eq!(r.status, 404, "{method} of an unknown path");
+    }
+    assert_eq!(
+        state_of(&redis.url()).await,
+        before,
+        "anonymous requests changed nothing in Redis (audit and throttle counters aside)"
+    );
+    // The group took no suspicion: its admin changes still work.
+    let r = api
+        .send(
+            "POST",
+            "/coord/v1/streams/team-b/groups/g/scale",
+            Some(json!({"targetShardCount": 4, "requestedBy": "t", "reason": "no-op"})),
+        )
+        .await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    running.shutdown().await.unwrap();
+}
+
 #[tokio::test]
 async fn heartbeats_need_member_unless_switched_off_and_scopes_bind_members_and_writers() {
     let redis = RedisServer::start();
@@ -376,10 +594,11 @@ async fn a_scoped_principal_lists_only_the_groups_of_its_own_streams() {
 }
 
 /// Reads the audit stream directly (not through the API) and returns the record with this request id.
-async fn audit_in_redis(url: &str, request_id: &str) -> Vec<Value> {
+/// Every record of one audit stream (`audit`, or `audit:rejected` for refused requests), oldest first.
+async fn audit_stream(url: &str, stream: &str) -> Vec<Value> {
     let mut conn = redis_conn(url).await;
     let entries: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
-        .arg("redis-stream:coord:audit")
+        .arg(format!("redis-stream:coord:{stream}"))
         .arg("-")
         .arg("+")
         .query_async(&mut conn)
@@ -388,8 +607,15 @@ async fn audit_in_redis(url: &str, request_id: &str) -> Vec<Value> {
     entries
         .into_iter()
         .filter_map(|(_, f)| serde_json::from_str::<Value>(&f[1]).ok())
-        .filter(|r| r["requestId"] == request_id)
         .collect()
+}
+
+/// The records of one request id in either audit stream.
+async fn audit_in_redis(url: &str, request_id: &str) -> Vec<Value> {
+    let mut all = audit_stream(url, "audit").await;
+    all.extend(audit_stream(url, "audit:rejected").await);
+    all.retain(|r| r["requestId"] == request_id);
+    all
 }
 
 #[tokio::test]
@@ -816,5 +1042,244 @@ async fn password_guessing_is_throttled_per_username_and_per_address() {
         assert_eq!(login(&api, "member", "guess-guess").await.status, 401);
     }
     assert_eq!(login(&api, "reader", USER_PASSWORD).await.status, 429);
+    running.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn refused_requests_are_folded_per_address_and_cannot_push_real_records_out() {
+    let redis = RedisServer::start();
+    let mut config = config_with_users(&redis.url());
+    config.coordinator.audit.redis_max_entries = 100;
+    config.coordinator.audit.rejection_window = Dur(Duration::from_secs(1));
+    let (running, api) = coordinator(config).await;
+    let r = api
+        .raw(
+            "POST",
+            "/coord/v1/streams/real",
+            Some(r#"{"initialShardCount":1,"requestedBy":"ops","reason":"real change"}"#.into()),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+
+    // 1,000 anonymous mutations, fired concurrently like a flood: each refused with 401.
+    let anonymous = api.with_auth(Auth::None);
+    let mut statuses = Vec::new();
+    for chunk in 0..20 {
+        let batch = (0..50).map(|i| {
+            let a = anonymous.clone();
+            async move {
+                a.raw(
+                    "POST",
+                    &format!("/coord/v1/streams/flood-{chunk}-{i}"),
+                    Some(r#"{"requestedBy":"mallory","reason":"flood"}"#.into()),
+                )
+                .await
+                .status
+            }
+        });
+        statuses.extend(futures_join_all(batch).await);
+    }
+    assert!(statuses.iter().all(|s| *s == 401), "{statuses:?}");
+
+    // The real record is still there, and the flood did not add one record per request.
+    let real = audit_stream(&redis.url(), "audit").await;
+    assert_eq!(real.len(), 1, "{real:?}");
+    assert_eq!(real[0]["reason"], "real change");
+    // One record for the first refusal, then (once the 1 s window has ended) one summary counting the rest.
+    let summary = wait_for(
+        "the window's summary record",
+        Duration::from_secs(20),
+        || {
+            let url = redis.url();
+            async move {
+                let rejected = audit_stream(&url, "audit:rejected").await;
+                let total: u64 = rejected
+                    .iter()
+                    .map(|r| r["repeats"]["count"].as_u64().unwrap_or(0))
+                    .sum();
+                (total >= 1000 - 1).then_some(rejected)
+            }
+        },
+    )
+    .await;
+    // The flood spans at most a few 1-second windows: a first record and a summary per window.
+    assert!(
+        summary.len() <= 2 * 30,
+        "bounded: {} records",
+        summary.len()
+    );
+    let counted: u64 = summary
+        .iter()
+        .map(|r| r["repeats"]["count"].as_u64().unwrap_or(1).max(1))
+        .sum::<u64>();
+    assert!(counted >= 1000, "every refusal is counted: {counted}");
+    assert!(
+        summary
+            .iter()
+            .all(|r| r["status"] == 401 && r["clientAddress"] == "127.0.0.1")
+    );
+    // The audit endpoint shows both kinds, newest first.
+    let read = api
+        .send("GET", "/coord/v1/monitoring/audit?limit=1000", None)
+        .await;
+    assert_eq!(read.status, 200);
+    let records = read.body["records"].as_array().unwrap();
+    assert!(records.iter().any(|r| r["reason"] == "real change"));
+    assert!(records.iter().any(|r| r["outcome"] == "UNAUTHORIZED"));
+    running.shutdown().await.unwrap();
+}
+
+/// Joins futures without pulling in the futures crate: spawn each, await in order.
+async fn futures_join_all<F>(futs: impl Iterator<Item = F>) -> Vec<F::Output>
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let handles: Vec<_> = futs.map(tokio::spawn).collect();
+    let mut out = Vec::new();
+    for h in handles {
+        out.push(h.await.unwrap());
+    }
+    out
+}
+
+#[tokio::test]
+async fn sign_ins_are_audited_without_their_password_and_query_strings_keep_known_parameters() {
+    let redis = RedisServer::start();
+    let (running, api) = coordinator(config_with_users(&redis.url())).await;
+    let ok = login(&api, "reader", USER_PASSWORD).await;
+    assert_eq!(ok.status, 200);
+    let bad = login(&api, "writer", "not-the-password").await;
+    assert_eq!(bad.status, 401);
+
+    let signed_in: Vec<Value> = audit_stream(&redis.url(), "audit")
+        .await
+        .into_iter()
+        .filter(|r| r["action"] == "LOGIN")
+        .collect();
+    assert_eq!(signed_in.len(), 1, "{signed_in:?}");
+    assert_eq!(signed_in[0]["principal"], "reader");
+    assert_eq!(signed_in[0]["outcome"], "SUCCESS");
+    assert_eq!(
+        signed_in[0]["requestBodySha256"],
+        Value::Null,
+        "no digest of a password"
+    );
+    let failed: Vec<Value> = audit_stream(&redis.url(), "audit:rejected")
+        .await
+        .into_iter()
+        .filter(|r| r["action"] == "LOGIN")
+        .collect();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert_eq!(failed[0]["attemptedUsername"], "writer");
+    assert_eq!(failed[0]["principal"], Value::Null);
+    assert_eq!(failed[0]["status"], 401);
+    for r in signed_in.iter().chain(&failed) {
+        let text = r.to_string();
+        assert!(
+            !text.contains(USER_PASSWORD) && !text.contains("not-the-password"),
+            "{text}"
+        );
+    }
+
+    // A secret pasted into a query string never reaches the audit record.
+    let r = api
+        .with_auth(basic("writer"))
+        .send(
+            "POST",
+            "/coord/v1/streams/q1?password=hunter2&force=true",
+            Some(json!({"requestedBy": "ops", "reason": "query test"})),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let id = r.headers["x-request-id"].to_str().unwrap().to_owned();
+    let recs = audit_in_redis(&redis.url(), &id).await;
+    assert_eq!(recs.len(), 1);
+    assert_eq!(recs[0]["queryString"], "force=true");
+    assert!(!recs[0].to_string().contains("hunter2"));
+    running.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn admin_bodies_are_json_objects_of_known_fields() {
+    let redis = RedisServer::start();
+    let (running, api) = coordinator(config_with_users(&redis.url())).await;
+    // An array would be read by position as {initialShardCount, requestedBy, reason}.
+    let r = api
+        .raw(
+            "POST",
+            "/coord/v1/streams/arr",
+            Some(r#"[1,"mallory","x"]"#.into()),
+        )
+        .await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    let msg = r.body["message"].as_str().unwrap();
+    assert!(
+        msg.contains("JSON object") && msg.contains("an array"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("requestedBy") && msg.contains("reason"),
+        "{msg}"
+    );
+    // A misspelt field is named, not ignored.
+    let r = api
+        .send(
+            "POST",
+            "/coord/v1/streams/typo",
+            Some(json!({"shardCount": 4, "requestedBy": "ops", "reason": "typo"})),
+        )
+        .await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    let msg = r.body["message"].as_str().unwrap();
+    assert!(
+        msg.contains("shardCount") && msg.contains("initialShardCount"),
+        "{msg}"
+    );
+    for body in ["\"text\"", "42", "null", "true"] {
+        let r = api
+            .raw("POST", "/coord/v1/streams/scalar", Some(body.into()))
+            .await;
+        assert_eq!(r.status, 400, "{body}: {}", r.body);
+    }
+    // Nothing was created by any of them.
+    let groups = api.send("GET", "/coord/v1/monitoring/groups", None).await;
+    assert_eq!(groups.body["groups"], json!([]), "{}", groups.body);
+    // Every admin body refuses unknown fields: delete, scale and migration actions too.
+    assert_eq!(api.create_stream("known", 2).await.status, 201);
+    for (method, path) in [
+        ("DELETE", "/coord/v1/streams/known/groups/known"),
+        ("POST", "/coord/v1/streams/known/scale"),
+        ("POST", "/coord/v1/streams/known/groups/known/scale"),
+        (
+            "POST",
+            "/coord/v1/streams/known/groups/known/migrations/reshard-x/rollback",
+        ),
+        (
+            "POST",
+            "/coord/v1/streams/known/groups/known/migrations/reshard-x/force-complete",
+        ),
+    ] {
+        let r = api
+            .send(
+                method,
+                path,
+                Some(json!({"requestedBy": "ops", "reason": "r", "targetShardCount": 2, "frobnicate": 1})),
+            )
+            .await;
+        assert_eq!(r.status, 400, "{method} {path}: {}", r.body);
+        assert!(
+            r.body["message"].as_str().unwrap().contains("frobnicate"),
+            "{method} {path}: {}",
+            r.body
+        );
+    }
+    // Heartbeats keep accepting fields they do not know (newer clients).
+    let mut m = Member::new("m1").request();
+    m["someFutureField"] = json!({"x": 1});
+    let r = api
+        .send("POST", &heartbeat_path("known", "known", "m1"), Some(m))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
     running.shutdown().await.unwrap();
 }

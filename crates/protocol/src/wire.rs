@@ -189,7 +189,7 @@ pub struct HeartbeatResponse {
 
 /// `POST /coord/v1/streams/{p}` and the compatibility `POST …/groups/{g}`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateStreamRequest {
     #[serde(default)]
     pub initial_shard_count: Option<i64>,
@@ -209,7 +209,7 @@ pub struct CreateStreamResponse {
 
 /// `DELETE …/groups/{g}` body.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DeleteGroupRequest {
     #[serde(default)]
     pub requested_by: Option<String>,
@@ -270,7 +270,7 @@ pub struct ProducerRoutingResponse {
 
 /// `POST /coord/v1/streams/{p}/scale` and the compatibility `POST …/groups/{g}/scale`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ScaleRequest {
     #[serde(default)]
     pub target_shard_count: Option<i64>,
@@ -285,12 +285,41 @@ pub struct ScaleRequest {
 
 /// Body of rollback and force-complete requests.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MigrationActionRequest {
     #[serde(default)]
     pub requested_by: Option<String>,
     #[serde(default)]
     pub reason: Option<String>,
+}
+
+/// A body of an admin mutation: a JSON object of exactly these fields (the server refuses unknown ones,
+/// so a misspelt field is an error rather than a silent default). Heartbeat bodies are not admin bodies:
+/// they accept unknown fields, for newer clients.
+pub trait AdminBody {
+    /// The wire names of the fields, in the order the documentation lists them.
+    const FIELDS: &'static [&'static str];
+}
+
+impl AdminBody for CreateStreamRequest {
+    const FIELDS: &'static [&'static str] = &["initialShardCount", "requestedBy", "reason"];
+}
+
+impl AdminBody for DeleteGroupRequest {
+    const FIELDS: &'static [&'static str] = &["requestedBy", "reason", "force"];
+}
+
+impl AdminBody for ScaleRequest {
+    const FIELDS: &'static [&'static str] = &[
+        "targetShardCount",
+        "requestedBy",
+        "reason",
+        "deprecatedAfter",
+    ];
+}
+
+impl AdminBody for MigrationActionRequest {
+    const FIELDS: &'static [&'static str] = &["requestedBy", "reason"];
 }
 
 #[cfg(test)]

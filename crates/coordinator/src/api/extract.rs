@@ -11,6 +11,7 @@ use axum::http::StatusCode;
 use axum::http::request::Parts;
 use bytes::Bytes;
 use rsc_protocol::errors::ErrorCode;
+use rsc_protocol::wire::AdminBody;
 use serde::de::DeserializeOwned;
 
 /// Largest accepted request body.
@@ -53,8 +54,44 @@ impl<S: Send + Sync> FromRequest<S> for RawBody {
 
 /// Decodes a JSON body, naming the field path on failure.
 pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err(ApiError::invalid("request body is required: a JSON object"));
+    decode_with_hint(bytes, "")
+}
+
+/// An admin mutation's body: a JSON object of the fields the type declares, each named in errors; an
+/// unknown field (a typo such as `shardCount` for `initialShardCount`) is refused, not ignored.
+pub struct AdminJson<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + AdminBody> FromRequest<S> for AdminJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let RawBody(bytes) = RawBody::from_request(req, state).await?;
+        let hint = format!(
+            "; this endpoint takes {{{}}} (requestedBy is required)",
+            T::FIELDS
+                .iter()
+                .map(|f| format!("\"{f}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        decode_with_hint(&bytes, &hint).map(AdminJson)
+    }
+}
+
+/// Decodes a JSON object body; `hint` is appended to the messages about the body's overall shape.
+pub fn decode_with_hint<T: DeserializeOwned>(bytes: &[u8], hint: &str) -> Result<T, ApiError> {
+    let Some(first) = bytes.iter().find(|b| !b.is_ascii_whitespace()) else {
+        return Err(ApiError::invalid(format!(
+            "request body is required: a JSON object{hint}"
+        )));
+    };
+    // serde would also read a struct from a JSON array by position (`[1, "mallory", "x"]`), which no
+    // client means and which hides the field names from validation and from the audit record.
+    if *first != b'{' {
+        return Err(ApiError::invalid(format!(
+            "request body must be a JSON object with named fields, not {}{hint}",
+            json_kind(*first)
+        )));
     }
     let de = &mut serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(&mut *de).map_err(|e| {
@@ -75,6 +112,18 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         ))
     })?;
     Ok(value)
+}
+
+/// What a body that is not a JSON object starts as, for the error message.
+fn json_kind(first: u8) -> &'static str {
+    match first {
+        b'[' => "an array",
+        b'"' => "a string",
+        b'-' | b'0'..=b'9' => "a number",
+        b't' | b'f' => "a boolean",
+        b'n' => "null",
+        _ => "valid JSON",
+    }
 }
 
 pub struct ApiPath<T>(pub T);

@@ -1,6 +1,6 @@
 //! HTTP handlers: thin adapters from extracted, validated input to `Coordinator` operations.
 
-use super::extract::{ApiPath, Json};
+use super::extract::{AdminJson, ApiPath, Json};
 use crate::cache::GroupName;
 use crate::coordinator::Coordinator;
 use crate::error::ApiError;
@@ -27,7 +27,7 @@ fn ok<T: serde::Serialize>(status: StatusCode, body: T) -> Response {
 pub async fn create_stream(
     State(c): Coord,
     ApiPath(prefix): ApiPath<String>,
-    Json(req): Json<CreateStreamRequest>,
+    AdminJson(req): AdminJson<CreateStreamRequest>,
 ) -> Result<Response, ApiError> {
     c.ensure_running()?;
     Ok(ok(
@@ -39,7 +39,7 @@ pub async fn create_stream(
 pub async fn create_group(
     State(c): Coord,
     ApiPath((p, g)): GroupPath,
-    Json(req): Json<CreateStreamRequest>,
+    AdminJson(req): AdminJson<CreateStreamRequest>,
 ) -> Result<Response, ApiError> {
     c.ensure_running()?;
     Ok(ok(
@@ -58,7 +58,7 @@ pub async fn get_group(State(c): Coord, ApiPath((p, g)): GroupPath) -> Result<Re
 pub async fn delete_group(
     State(c): Coord,
     ApiPath((p, g)): GroupPath,
-    Json(req): Json<DeleteGroupRequest>,
+    AdminJson(req): AdminJson<DeleteGroupRequest>,
 ) -> Result<Response, ApiError> {
     c.ensure_running()?;
     Ok(ok(
@@ -155,7 +155,7 @@ pub async fn readyz(State(c): Coord) -> Response {
 pub async fn scale_stream(
     State(c): Coord,
     ApiPath(prefix): ApiPath<String>,
-    Json(req): Json<ScaleRequest>,
+    AdminJson(req): AdminJson<ScaleRequest>,
 ) -> Result<Response, ApiError> {
     Ok(ok(
         StatusCode::ACCEPTED,
@@ -166,7 +166,7 @@ pub async fn scale_stream(
 pub async fn scale_group(
     State(c): Coord,
     ApiPath((p, g)): GroupPath,
-    Json(req): Json<ScaleRequest>,
+    AdminJson(req): AdminJson<ScaleRequest>,
 ) -> Result<Response, ApiError> {
     Ok(ok(
         StatusCode::ACCEPTED,
@@ -187,7 +187,7 @@ pub async fn get_migration(
 pub async fn rollback_migration(
     State(c): Coord,
     ApiPath((p, g, id)): ApiPath<(String, String, String)>,
-    Json(req): Json<MigrationActionRequest>,
+    AdminJson(req): AdminJson<MigrationActionRequest>,
 ) -> Result<Response, ApiError> {
     let name = GroupName::new(&p, &g);
     let m = c
@@ -199,7 +199,7 @@ pub async fn rollback_migration(
 pub async fn force_complete_migration(
     State(c): Coord,
     ApiPath((p, g, id)): ApiPath<(String, String, String)>,
-    Json(req): Json<MigrationActionRequest>,
+    AdminJson(req): AdminJson<MigrationActionRequest>,
 ) -> Result<Response, ApiError> {
     let name = GroupName::new(&p, &g);
     let m = c

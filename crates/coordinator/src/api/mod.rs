@@ -11,7 +11,7 @@ use crate::error::ApiError;
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
 use axum::middleware::Next;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use rsc_protocol::errors::ErrorCode;
 use std::sync::Arc;
 
@@ -71,23 +71,37 @@ pub fn router(coordinator: Arc<Coordinator>, security: Arc<crate::security::Secu
         .with_state(coordinator)
 }
 
+/// Resolves the request to a route of the table, or refuses it before any handler runs: a path the table
+/// does not have is a JSON 404, a method the path does not have is a JSON 405. HEAD is resolved as the GET
+/// it maps to (axum serves HEAD with the GET handler), so it needs exactly the GET route's access. Only a
+/// request that resolved to a route reaches the guard, which refuses any request without one.
 async fn attach_route(
     specs: Arc<Vec<(axum::http::Method, MatchedRoute)>>,
     mut req: Request,
     next: Next,
 ) -> Response {
-    let matched = req
+    let Some(path) = req
         .extensions()
         .get::<MatchedPath>()
-        .map(|m| m.as_str().to_owned());
-    if let Some(path) = matched
-        && let Some((_, spec)) = specs
-            .iter()
-            .find(|(m, s)| *m == req.method() && s.path == path)
-    {
-        req.extensions_mut().insert(spec.clone());
-    }
+        .map(|m| m.as_str().to_owned())
+    else {
+        return not_found(req).await.into_response();
+    };
+    let method = route_method(req.method());
+    let Some((_, spec)) = specs.iter().find(|(m, s)| *m == method && s.path == path) else {
+        return method_not_allowed(req).await.into_response();
+    };
+    req.extensions_mut().insert(spec.clone());
     next.run(req).await
+}
+
+/// The route-table method a request method resolves to: HEAD is GET without a body.
+pub fn route_method(method: &axum::http::Method) -> axum::http::Method {
+    if method == axum::http::Method::HEAD {
+        axum::http::Method::GET
+    } else {
+        method.clone()
+    }
 }
 
 async fn not_found(req: Request) -> ApiError {

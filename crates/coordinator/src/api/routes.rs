@@ -251,7 +251,7 @@ pub fn table() -> Vec<RouteSpec> {
             "/coord/v1/auth/login",
             "loginCoordinatorApi",
             Public,
-            None,
+            Some(crate::security::guard::LOGIN_ACTION),
             post(crate::security::handlers::login)
         ),
         route!(

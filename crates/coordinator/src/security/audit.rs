@@ -1,14 +1,24 @@
-//! Audit records of admin mutations: one per request, whether it succeeded or was rejected (400, 401, 403,
-//! 404, 409, 413, 422, 429, 503 …). Each record goes to the structured log (target `rsc::audit`) and to a
-//! capped Redis stream `<key-prefix>:audit` (`XADD … MAXLEN ~ coordinator.audit.redis-max-entries`), and
-//! can be read back, filtered, through `GET /coord/v1/monitoring/audit`. The guard writes the record before
-//! it sends the response, so a successful mutation's record is in Redis when the caller sees success.
+//! Audit records: one per admin mutation that passed authentication and authorisation (whatever its
+//! outcome: 2xx, 400, 404, 409, 413, 422, 503 …) and one per successful sign-in, each in the structured log
+//! (target `rsc::audit`) and in the capped Redis stream `<key-prefix>:audit`.
+//!
+//! Requests refused before a handler ran (no or bad credentials, a missing role or scope, a rate limit, a
+//! bad request id) and failed sign-ins are *folded* ([`RejectionFolder`]): per client address, principal,
+//! action and status, the first one of a window (`coordinator.audit.rejection-window`, 1 minute) is recorded
+//! at once and the rest are counted into one summary record when the window ends; at most
+//! `coordinator.audit.max-rejection-records-per-window` distinct ones are kept per window, the others share
+//! one overflow summary. They go to a stream of their own, `<key-prefix>:audit:rejected`, so that no amount
+//! of refused traffic can push a real record out of `<key-prefix>:audit`. `GET /coord/v1/monitoring/audit`
+//! reads both, newest first. The guard writes a request's record before it sends the response, so a
+//! successful mutation's record is in Redis when the caller sees success.
 
 use super::tokens::redis_error;
 use crate::error::ApiError;
 use rsc_store::RedisConn;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::sync::Mutex;
 use std::time::Duration;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -45,6 +55,53 @@ pub struct AuditRecord {
     pub reason: Option<String>,
     /// `initialShardCount`, `targetShardCount`, `force` when present in the body.
     pub request_summary: Map<String, Value>,
+    /// The username a failed sign-in named (never its password); None for everything else.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempted_username: Option<String>,
+    /// On a summary of folded rejections: how many requests like this one (the first of which has its own
+    /// record) arrived in the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<Repeats>,
+}
+
+/// How many refused requests one summary record stands for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Repeats {
+    /// Requests in the window, the first included.
+    pub count: u64,
+    pub first_at: String,
+    pub last_at: String,
+    /// True on the overflow summary, which stands for requests of many addresses or principals.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub overflow: bool,
+}
+
+/// Query parameters some route of the API reads. An audit record keeps only these (anything else in a
+/// query string, such as a `?password=` added by mistake, is dropped).
+pub const KNOWN_QUERY_PARAMS: &[&str] = &[
+    "observedMetadataVersion",
+    "streamPrefix",
+    "consumerGroup",
+    "principal",
+    "action",
+    "outcome",
+    "since",
+    "until",
+    "limit",
+    "force",
+];
+
+/// The query string reduced to the parameters the API knows, in their order; None when nothing is left.
+pub fn known_query(query: Option<&str>) -> Option<String> {
+    let kept: Vec<&str> = query?
+        .split('&')
+        .filter(|pair| {
+            let name = pair.split('=').next().unwrap_or("");
+            KNOWN_QUERY_PARAMS.contains(&name)
+        })
+        .collect();
+    (!kept.is_empty()).then(|| kept.join("&"))
 }
 
 pub fn outcome(status: u16) -> &'static str {
@@ -121,15 +178,22 @@ impl AuditFilter {
 pub struct AuditLog {
     conn: RedisConn,
     key: String,
+    rejected_key: String,
     max_entries: u32,
+    folder: RejectionFolder,
 }
 
 impl AuditLog {
-    pub fn new(conn: RedisConn, key_prefix: &str, max_entries: u32) -> Self {
+    pub fn new(conn: RedisConn, key_prefix: &str, config: &super::config::AuditConfig) -> Self {
         AuditLog {
             conn,
             key: format!("{key_prefix}:audit"),
-            max_entries,
+            rejected_key: format!("{key_prefix}:audit:rejected"),
+            max_entries: config.redis_max_entries,
+            folder: RejectionFolder::new(
+                i64::try_from(config.rejection_window.0.as_millis()).unwrap_or(60_000),
+                config.max_rejection_records_per_window,
+            ),
         }
     }
 
@@ -137,26 +201,54 @@ impl AuditLog {
         &self.key
     }
 
-    /// Logs the record and appends it to the Redis stream (retried a few times). Returns the entry id, or
+    /// The stream of refused requests and failed sign-ins.
+    pub fn rejected_key(&self) -> &str {
+        &self.rejected_key
+    }
+
+    /// Records a request that was refused before its handler ran, or a failed sign-in: written at once when
+    /// it is the first of its kind in this window, otherwise only counted (see [`RejectionFolder`]).
+    pub async fn rejected(&self, record: AuditRecord) {
+        let now = record.timestamp_ms;
+        let (write_now, summaries) = self.folder.fold(record, now);
+        for r in summaries.iter().chain(write_now.iter()) {
+            self.append(&self.rejected_key, r).await;
+        }
+    }
+
+    /// Writes the summaries of windows that have ended (called now and then by a background task, so a
+    /// burst that stopped still gets its count recorded).
+    pub async fn flush_ended(&self, now_ms: i64) {
+        for r in self.folder.take_ended(now_ms) {
+            self.append(&self.rejected_key, &r).await;
+        }
+    }
+
+    /// Logs the record and appends it to the audit stream (retried a few times). Returns the entry id, or
     /// None when Redis did not take it (the log line then says so at error level).
     pub async fn write(&self, record: &AuditRecord) -> Option<String> {
+        self.append(&self.key, record).await
+    }
+
+    async fn append(&self, key: &str, record: &AuditRecord) -> Option<String> {
         let json = serde_json::to_string(record).unwrap_or_default();
         tracing::info!(
             target: "rsc::audit",
             action = %record.action,
             outcome = %record.outcome,
             status = record.status,
-            principal = record.principal.as_deref().unwrap_or("-"),
-            request_id = %record.request_id,
-            stream_prefix = record.stream_prefix.as_deref().unwrap_or("-"),
-            consumer_group = record.consumer_group.as_deref().unwrap_or("-"),
+            principal = ?record.principal.as_deref().unwrap_or("-"),
+            request_id = ?record.request_id,
+            stream_prefix = ?record.stream_prefix.as_deref().unwrap_or("-"),
+            consumer_group = ?record.consumer_group.as_deref().unwrap_or("-"),
+            repeats = record.repeats.as_ref().map_or(1, |r| r.count),
             record = %json,
             "audit"
         );
         let mut delay = Duration::from_millis(25);
         for attempt in 1..=3 {
             let r: Result<String, _> = redis::cmd("XADD")
-                .arg(&self.key)
+                .arg(key)
                 .arg("MAXLEN")
                 .arg("~")
                 .arg(self.max_entries)
@@ -168,7 +260,7 @@ impl AuditLog {
             match r {
                 Ok(id) => return Some(id),
                 Err(e) if attempt == 3 => {
-                    tracing::error!(target: "rsc::audit", error = %e, request_id = %record.request_id,
+                    tracing::error!(target: "rsc::audit", error = %e, request_id = ?record.request_id,
                         "audit record could not be written to Redis; it exists only in this log");
                 }
                 Err(_) => {
@@ -180,11 +272,29 @@ impl AuditLog {
         None
     }
 
-    /// Newest-first records matching `filter`, of those the caller may see (`visible`).
+    /// Newest-first records matching `filter`, of those the caller may see (`visible`), from both streams.
     pub async fn read(
         &self,
         filter: &AuditFilter,
         visible: impl Fn(&AuditRecord) -> bool,
+    ) -> Result<Vec<AuditRecord>, ApiError> {
+        // Each list holds the newest `limit` matches of its stream, so the newest `limit` of their union
+        // are among them.
+        let mut out = self.read_stream(&self.key, filter, &visible).await?;
+        out.extend(
+            self.read_stream(&self.rejected_key, filter, &visible)
+                .await?,
+        );
+        out.sort_by(|a, b| stream_id_order(b.id.as_deref(), a.id.as_deref()));
+        out.truncate(filter.limit);
+        Ok(out)
+    }
+
+    async fn read_stream(
+        &self,
+        key: &str,
+        filter: &AuditFilter,
+        visible: &impl Fn(&AuditRecord) -> bool,
     ) -> Result<Vec<AuditRecord>, ApiError> {
         const PAGE: usize = 500;
         let mut end = filter
@@ -197,7 +307,7 @@ impl AuditLog {
         let mut scanned = 0usize;
         while out.len() < filter.limit && scanned <= self.max_entries as usize * 2 {
             let page: Vec<(String, Vec<String>)> = redis::cmd("XREVRANGE")
-                .arg(&self.key)
+                .arg(key)
                 .arg(&end)
                 .arg(&start)
                 .arg("COUNT")
@@ -235,6 +345,160 @@ impl AuditLog {
     }
 }
 
+/// Orders Redis stream ids (`<ms>-<seq>`) by time, then sequence.
+fn stream_id_order(a: Option<&str>, b: Option<&str>) -> std::cmp::Ordering {
+    let parse = |id: Option<&str>| {
+        let (ms, seq) = id.unwrap_or("0-0").split_once('-').unwrap_or(("0", "0"));
+        (
+            ms.parse::<u64>().unwrap_or(0),
+            seq.parse::<u64>().unwrap_or(0),
+        )
+    };
+    parse(a).cmp(&parse(b))
+}
+
+/// What makes two refused requests "the same" for folding.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct FoldKey {
+    client: String,
+    principal: Option<String>,
+    action: String,
+    status: u16,
+}
+
+#[derive(Debug)]
+struct Folded {
+    /// The first record of the window (already written); the summary is built from it.
+    first: AuditRecord,
+    count: u64,
+    last_ms: i64,
+}
+
+#[derive(Debug, Default)]
+struct FoldWindow {
+    start_ms: i64,
+    entries: HashMap<FoldKey, Folded>,
+    /// Requests past the per-window budget of distinct keys.
+    overflow: Option<Folded>,
+}
+
+/// Folds refused requests per (client address, principal, action, status) and window, so that a flood of
+/// them costs the audit stream a bounded number of records: per window at most `max_keys` first records,
+/// as many summaries, and one overflow summary. Pure bookkeeping (no I/O); the caller writes what it returns.
+#[derive(Debug)]
+pub struct RejectionFolder {
+    window_ms: i64,
+    max_keys: usize,
+    window: Mutex<FoldWindow>,
+}
+
+impl RejectionFolder {
+    pub fn new(window_ms: i64, max_keys: u32) -> Self {
+        RejectionFolder {
+            window_ms: window_ms.max(1),
+            max_keys: max_keys as usize,
+            window: Mutex::new(FoldWindow::default()),
+        }
+    }
+
+    /// Counts `record` (a refused request at `now_ms`). Returns the record to write now (when it is the first
+    /// of its kind in the window) and the summaries of a window that has just ended.
+    pub fn fold(
+        &self,
+        record: AuditRecord,
+        now_ms: i64,
+    ) -> (Option<AuditRecord>, Vec<AuditRecord>) {
+        let mut w = self
+            .window
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let ended = self.roll(&mut w, now_ms);
+        let key = FoldKey {
+            client: record.client_address.clone(),
+            principal: record.principal.clone(),
+            action: record.action.clone(),
+            status: record.status,
+        };
+        if let Some(f) = w.entries.get_mut(&key) {
+            f.count += 1;
+            f.last_ms = now_ms;
+            return (None, ended);
+        }
+        if w.entries.len() >= self.max_keys {
+            match &mut w.overflow {
+                Some(f) => {
+                    f.count += 1;
+                    f.last_ms = now_ms;
+                }
+                None => {
+                    w.overflow = Some(Folded {
+                        first: record,
+                        count: 1,
+                        last_ms: now_ms,
+                    });
+                }
+            }
+            return (None, ended);
+        }
+        w.entries.insert(
+            key,
+            Folded {
+                first: record.clone(),
+                count: 1,
+                last_ms: now_ms,
+            },
+        );
+        (Some(record), ended)
+    }
+
+    /// The summaries of the window if it has ended by `now_ms`.
+    pub fn take_ended(&self, now_ms: i64) -> Vec<AuditRecord> {
+        let mut w = self
+            .window
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.roll(&mut w, now_ms)
+    }
+
+    /// Starts a new window when the current one has ended, returning its summaries.
+    fn roll(&self, w: &mut FoldWindow, now_ms: i64) -> Vec<AuditRecord> {
+        if now_ms < w.start_ms.saturating_add(self.window_ms) {
+            return Vec::new();
+        }
+        let old = std::mem::take(w);
+        w.start_ms = now_ms;
+        let mut out: Vec<AuditRecord> = old
+            .entries
+            .into_values()
+            .filter(|f| f.count > 1)
+            .map(|f| summary(f, false))
+            .collect();
+        out.extend(old.overflow.map(|f| summary(f, true)));
+        out.sort_by_key(|r| r.timestamp_ms);
+        out
+    }
+}
+
+fn summary(f: Folded, overflow: bool) -> AuditRecord {
+    let mut r = f.first;
+    let first_at = r.timestamp.clone();
+    r.timestamp = crate::clock::iso_ms(f.last_ms);
+    r.timestamp_ms = f.last_ms;
+    r.repeats = Some(Repeats {
+        count: f.count,
+        first_at,
+        last_at: r.timestamp.clone(),
+        overflow,
+    });
+    if overflow {
+        // It stands for many addresses and principals: name none of them.
+        r.client_address = "*".to_owned();
+        r.principal = None;
+        r.attempted_username = None;
+    }
+    r
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -252,5 +516,83 @@ mod tests {
         assert_eq!(outcome(401), "UNAUTHORIZED");
         assert_eq!(outcome(403), "FORBIDDEN");
         assert_eq!(outcome(429), "FAILED");
+    }
+
+    fn refused(client: &str, at_ms: i64) -> AuditRecord {
+        AuditRecord {
+            id: None,
+            timestamp: crate::clock::iso_ms(at_ms),
+            timestamp_ms: at_ms,
+            coordinator_id: "c".into(),
+            action: "CREATE_STREAM".into(),
+            outcome: "UNAUTHORIZED".into(),
+            status: 401,
+            error_code: Some("UNAUTHORIZED".into()),
+            principal: None,
+            roles: vec![],
+            auth_method: None,
+            method: "POST".into(),
+            route: "/coord/v1/streams/{stream_prefix}".into(),
+            path: "/coord/v1/streams/x".into(),
+            query_string: None,
+            request_id: format!("r-{client}-{at_ms}"),
+            request_body_sha256: None,
+            client_address: client.into(),
+            user_agent: None,
+            duration_ms: 0,
+            stream_prefix: Some("x".into()),
+            consumer_group: None,
+            resharding_id: None,
+            requested_by: None,
+            reason: None,
+            request_summary: Map::new(),
+            attempted_username: None,
+            repeats: None,
+        }
+    }
+
+    #[test]
+    fn a_flood_of_refusals_costs_a_bounded_number_of_records_per_window() {
+        let folder = RejectionFolder::new(60_000, 3);
+        let mut written = 0;
+        // 1,000 refusals from one address, then one each from five more, inside one window.
+        for i in 0..1000 {
+            let (now, ended) = folder.fold(refused("10.0.0.1", 1_000 + i), 1_000 + i);
+            written += usize::from(now.is_some()) + ended.len();
+        }
+        for c in ["a", "b", "c", "d", "e"] {
+            let (now, _) = folder.fold(refused(c, 5_000), 5_000);
+            written += usize::from(now.is_some());
+        }
+        // The first of 10.0.0.1, a and b (the budget of three keys); c, d, e only counted.
+        assert_eq!(written, 3);
+        let summaries = folder.take_ended(61_000);
+        assert!(folder.take_ended(61_001).is_empty(), "a window ends once");
+        let counts: Vec<(String, u64, bool)> = summaries
+            .iter()
+            .map(|r| {
+                let rep = r.repeats.as_ref().unwrap();
+                (r.client_address.clone(), rep.count, rep.overflow)
+            })
+            .collect();
+        assert_eq!(
+            counts,
+            vec![("10.0.0.1".into(), 1000, false), ("*".into(), 3, true)],
+            "one summary for the repeated address, one overflow for the rest; a and b came once"
+        );
+        assert_eq!(
+            summaries[0].repeats.as_ref().unwrap().last_at,
+            crate::clock::iso_ms(1_999)
+        );
+    }
+
+    #[test]
+    fn only_known_query_parameters_are_recorded() {
+        assert_eq!(known_query(None), None);
+        assert_eq!(known_query(Some("password=hunter2")), None);
+        assert_eq!(
+            known_query(Some("force=true&password=hunter2&limit=5")).as_deref(),
+            Some("force=true&limit=5")
+        );
     }
 }

@@ -110,8 +110,14 @@ pub struct LoginThrottleConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
 pub struct AuditConfig {
-    /// The audit stream `<key-prefix>:audit` keeps about this many newest records.
+    /// The audit stream `<key-prefix>:audit` keeps about this many newest records (and so does
+    /// `<key-prefix>:audit:rejected`, the stream of refused requests and failed sign-ins).
     pub redis_max_entries: u32,
+    /// Refused requests of one client address, principal, action and status within this window are
+    /// recorded once, plus one summary with their count when the window ends.
+    pub rejection_window: Dur,
+    /// Distinct refused-request records per window and replica; the rest share one overflow summary.
+    pub max_rejection_records_per_window: u32,
 }
 
 impl Default for ApiConfig {
@@ -157,6 +163,8 @@ impl Default for AuditConfig {
     fn default() -> Self {
         AuditConfig {
             redis_max_entries: 10_000,
+            rejection_window: Dur::from_secs(60),
+            max_rejection_records_per_window: 100,
         }
     }
 }
@@ -267,6 +275,15 @@ pub fn validate(api: &ApiConfig, audit: &AuditConfig) -> Result<(), String> {
     }
     if audit.redis_max_entries < 100 {
         return fail("audit.redis-max-entries", "must be at least 100".into());
+    }
+    if audit.rejection_window.0 < Duration::from_secs(1) {
+        return fail("audit.rejection-window", "must be at least 1s".into());
+    }
+    if audit.max_rejection_records_per_window == 0 {
+        return fail(
+            "audit.max-rejection-records-per-window",
+            "must be at least 1".into(),
+        );
     }
     Ok(())
 }

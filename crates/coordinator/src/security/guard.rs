@@ -68,8 +68,14 @@ fn forbidden(message: String) -> Response {
 
 pub async fn guard(State(sec): State<Arc<Security>>, req: Request, next: Next) -> Response {
     let started = Instant::now();
+    // Fail closed: a request that did not resolve to a route of the table never reaches a handler (the
+    // route layer refuses it first; this is the second lock on the same door).
     let Some(route) = req.extensions().get::<MatchedRoute>().cloned() else {
-        return next.run(req).await;
+        return ApiError::new(
+            ErrorCode::NotFound,
+            format!("no route for {} {}", req.method(), req.uri().path()),
+        )
+        .into_response();
     };
     let peer = req
         .extensions()
@@ -84,31 +90,61 @@ pub async fn guard(State(sec): State<Arc<Security>>, req: Request, next: Next) -
     let target = target_of(&mut parts).await;
     parts.extensions.insert(ClientAddr(client.clone()));
     parts.extensions.insert(RequestId(echo.clone()));
-    let mut resp = match (route.audit_action, id) {
-        (Some(action), id) => {
-            let ctx = Ctx {
-                sec: &sec,
-                route: &route,
-                target: &target,
-                client: &client,
-            };
-            audited(ctx, action, id.err(), &echo, parts, body, next, started).await
+    let ctx = Ctx {
+        sec: &sec,
+        route: &route,
+        target: &target,
+        client: &client,
+        request_id: &echo,
+        started,
+    };
+    // Authentication and authorisation come first, before any body is read or any record is written.
+    let checked = match id {
+        Err(e) => Err(Refusal {
+            response: e.into_response(),
+            principal: None,
+        }),
+        Ok(_) => authorize(ctx, &parts).await,
+    };
+    let mut resp = match checked {
+        Err(refusal) => {
+            if route.audit_action.is_some() {
+                let (resp, record) = ctx
+                    .record(&parts, refusal.response, refusal.principal.as_deref(), None)
+                    .await;
+                sec.audit.rejected(record).await;
+                resp
+            } else {
+                refusal.response
+            }
         }
-        (None, Err(e)) => e.into_response(),
-        (None, Ok(_)) => {
-            let ctx = Ctx {
-                sec: &sec,
-                route: &route,
-                target: &target,
-                client: &client,
-            };
-            protect(ctx, Request::from_parts(parts, body), next).await.0
+        Ok(principal) => {
+            if let Some(p) = &principal {
+                parts.extensions.insert(p.clone());
+            }
+            match route.audit_action {
+                None => next.run(Request::from_parts(parts, body)).await,
+                Some(LOGIN_ACTION) => login_audited(ctx, parts, body, next).await,
+                Some(_) => audited(ctx, principal, parts, body, next).await,
+            }
         }
     };
     if let Ok(v) = HeaderValue::from_str(&echo) {
         resp.headers_mut().insert(request_id::HEADER, v);
     }
     resp
+}
+
+/// The audit action of sign-ins: recorded from what the login handler reports, never from its body.
+pub const LOGIN_ACTION: &str = "LOGIN";
+
+/// What the login handler reports to the guard (as a response extension) for the audit record.
+#[derive(Debug, Clone)]
+pub struct LoginAttempt {
+    /// The username the attempt named, if any.
+    pub username: Option<String>,
+    /// The principal that signed in, on success.
+    pub principal: Option<Arc<Principal>>,
 }
 
 async fn target_of(parts: &mut Parts) -> Target {
@@ -132,22 +168,38 @@ struct Ctx<'a> {
     route: &'a MatchedRoute,
     target: &'a Target,
     client: &'a str,
+    request_id: &'a str,
+    started: Instant,
 }
 
-/// Authentication, roles, scopes and rate limits; then the handler.
-async fn protect(ctx: Ctx<'_>, mut req: Request, next: Next) -> (Response, Option<Arc<Principal>>) {
+/// A request refused before its handler: the response, and who it was if authentication succeeded.
+struct Refusal {
+    response: Response,
+    principal: Option<Arc<Principal>>,
+}
+
+impl Refusal {
+    fn new(response: Response, principal: Option<&Arc<Principal>>) -> Self {
+        Refusal {
+            response,
+            principal: principal.cloned(),
+        }
+    }
+}
+
+/// Authentication, roles, scopes and rate limits. `Ok(None)` for a public route (nobody to name).
+async fn authorize(ctx: Ctx<'_>, parts: &Parts) -> Result<Option<Arc<Principal>>, Refusal> {
     let sec = ctx.sec;
     let access = effective_access(ctx.route.access, &sec.config);
     if access == Access::Public {
-        return (next.run(req).await, None);
+        return Ok(None);
     }
-    let principal = match sec.authenticate(req.headers(), ctx.client).await {
+    let principal = match sec.authenticate(&parts.headers, ctx.client).await {
         Ok(p) => p,
-        Err(f) => return (f.into_response(), None),
+        Err(f) => return Err(Refusal::new(f.into_response(), None)),
     };
-    let p = Some(principal.clone());
     if !principal.roles.satisfies(access) {
-        return (
+        return Err(Refusal::new(
             forbidden(format!(
                 "{} needs {}; {:?} has {}",
                 ctx.route.operation_id,
@@ -155,8 +207,8 @@ async fn protect(ctx: Ctx<'_>, mut req: Request, next: Next) -> (Response, Optio
                 principal.username,
                 principal.roles.names().join(", ")
             )),
-            p,
-        );
+            Some(&principal),
+        ));
     }
     if principal.scopes.is_restricted() {
         let allowed = match &ctx.target.stream_prefix {
@@ -164,7 +216,7 @@ async fn protect(ctx: Ctx<'_>, mut req: Request, next: Next) -> (Response, Optio
             None => !matches!(access, Access::Write | Access::Member),
         };
         if !allowed {
-            return (
+            return Err(Refusal::new(
                 forbidden(format!(
                     "{:?} may only touch streams matching {}; this request is about {}",
                     principal.username,
@@ -174,8 +226,8 @@ async fn protect(ctx: Ctx<'_>, mut req: Request, next: Next) -> (Response, Optio
                         .as_deref()
                         .map_or_else(|| "no single stream".to_owned(), |s| format!("{s:?}"))
                 )),
-                p,
-            );
+                Some(&principal),
+            ));
         }
     }
     if access == Access::Write {
@@ -189,35 +241,27 @@ async fn protect(ctx: Ctx<'_>, mut req: Request, next: Next) -> (Response, Optio
             )
             .await
         {
-            Err(e) => return (e.into_response(), p),
-            Ok(Err(limited)) => return (limited.into_response(), p),
+            Err(e) => return Err(Refusal::new(e.into_response(), Some(&principal))),
+            Ok(Err(limited)) => {
+                return Err(Refusal::new(limited.into_response(), Some(&principal)));
+            }
             Ok(Ok(())) => {}
         }
     }
-    req.extensions_mut().insert(principal);
-    (next.run(req).await, p)
+    Ok(Some(principal))
 }
 
-#[allow(clippy::too_many_arguments)]
+/// An authorised admin mutation: buffers the body (to fingerprint it and read `requestedBy`/`reason`), runs
+/// the handler, and writes the one audit record before the response leaves.
 async fn audited(
     ctx: Ctx<'_>,
-    action: &'static str,
-    bad_request_id: Option<ApiError>,
-    request_id: &str,
+    principal: Option<Arc<Principal>>,
     parts: Parts,
     body: Body,
     next: Next,
-    started: Instant,
 ) -> Response {
-    let method = parts.method.to_string();
-    let path = parts.uri.path().to_owned();
-    let query = parts.uri.query().map(str::to_owned);
-    let user_agent = parts
-        .headers
-        .get(header::USER_AGENT)
-        .and_then(|v| v.to_str().ok())
-        .map(|s| s.chars().take(256).collect::<String>());
-    let (resp, principal, sha, meta) = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
+    let head = parts.clone_head();
+    let (resp, body_facts) = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
         Err(_) => (
             ApiError::new(
                 ErrorCode::PayloadTooLarge,
@@ -225,55 +269,120 @@ async fn audited(
             )
             .into_response(),
             None,
-            None,
-            BodyMeta::default(),
         ),
         Ok(bytes) => {
-            let sha = hex(&digest_bytes(&bytes));
-            let meta = BodyMeta::parse(&bytes);
-            let (resp, principal) = match bad_request_id {
-                Some(e) => (e.into_response(), None),
-                None => protect(ctx, Request::from_parts(parts, Body::from(bytes)), next).await,
-            };
-            (resp, principal, Some(sha), meta)
+            let facts = (hex(&digest_bytes(&bytes)), BodyMeta::parse(&bytes));
+            let resp = next
+                .run(Request::from_parts(parts, Body::from(bytes)))
+                .await;
+            (resp, Some(facts))
         }
     };
-    let (resp, error_code) = error_code_of(resp).await;
-    let status = resp.status().as_u16();
-    let now = super::now_ms();
-    let record = AuditRecord {
-        id: None,
-        timestamp: crate::clock::iso_ms(now),
-        timestamp_ms: now,
-        coordinator_id: ctx.sec.coordinator_id.clone(),
-        action: action.to_owned(),
-        outcome: audit::outcome(status).to_owned(),
-        status,
-        error_code,
-        principal: principal.as_ref().map(|p| p.username.clone()),
-        roles: principal
-            .as_ref()
-            .map(|p| p.roles.names().iter().map(|s| (*s).to_owned()).collect())
-            .unwrap_or_default(),
-        auth_method: principal.as_ref().map(|p| p.method.as_str().to_owned()),
-        method,
-        route: ctx.route.path.to_owned(),
-        path,
-        query_string: query,
-        request_id: request_id.to_owned(),
-        request_body_sha256: sha,
-        client_address: ctx.client.to_owned(),
-        user_agent,
-        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-        stream_prefix: ctx.target.stream_prefix.clone(),
-        consumer_group: ctx.target.consumer_group.clone(),
-        resharding_id: ctx.target.resharding_id.clone(),
-        requested_by: meta.requested_by,
-        reason: meta.reason,
-        request_summary: meta.summary,
-    };
+    let (resp, record) = ctx
+        .record(&head, resp, principal.as_deref(), body_facts)
+        .await;
     ctx.sec.audit.write(&record).await;
     resp
+}
+
+/// A sign-in: a success is recorded like a mutation (naming who signed in), a failure is folded like any
+/// refused request. The body (it holds a password) is neither read nor fingerprinted here.
+async fn login_audited(ctx: Ctx<'_>, parts: Parts, body: Body, next: Next) -> Response {
+    let head = parts.clone_head();
+    let resp = next.run(Request::from_parts(parts, body)).await;
+    let attempt = resp.extensions().get::<LoginAttempt>().cloned();
+    let principal = attempt.as_ref().and_then(|a| a.principal.clone());
+    let (resp, mut record) = ctx.record(&head, resp, principal.as_deref(), None).await;
+    if resp.status().is_success() {
+        ctx.sec.audit.write(&record).await;
+    } else {
+        record.attempted_username = attempt
+            .and_then(|a| a.username)
+            .map(|u| u.chars().take(64).collect());
+        ctx.sec.audit.rejected(record).await;
+    }
+    resp
+}
+
+/// Head of a request without its body, kept for the audit record after the request moved to the handler.
+trait CloneHead {
+    fn clone_head(&self) -> Parts;
+}
+
+impl CloneHead for Parts {
+    fn clone_head(&self) -> Parts {
+        let mut builder = axum::http::Request::builder()
+            .method(self.method.clone())
+            .uri(self.uri.clone())
+            .version(self.version);
+        if let Some(h) = builder.headers_mut()
+            && let Some(ua) = self.headers.get(header::USER_AGENT)
+        {
+            h.insert(header::USER_AGENT, ua.clone());
+        }
+        builder
+            .body(())
+            .map(|r| r.into_parts().0)
+            .unwrap_or_else(|_| axum::http::Request::new(()).into_parts().0)
+    }
+}
+
+impl Ctx<'_> {
+    /// The audit record of this request with the given response (whose error code it reads, keeping the
+    /// response intact).
+    async fn record(
+        &self,
+        head: &Parts,
+        resp: Response,
+        principal: Option<&Principal>,
+        body_facts: Option<(String, BodyMeta)>,
+    ) -> (Response, AuditRecord) {
+        let (resp, error_code) = error_code_of(resp).await;
+        let status = resp.status().as_u16();
+        let now = super::now_ms();
+        let user_agent = head
+            .headers
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .map(|s| s.chars().take(256).collect::<String>());
+        let (sha, meta) = match body_facts {
+            Some((sha, meta)) => (Some(sha), meta),
+            None => (None, BodyMeta::default()),
+        };
+        let record = AuditRecord {
+            id: None,
+            timestamp: crate::clock::iso_ms(now),
+            timestamp_ms: now,
+            coordinator_id: self.sec.coordinator_id.clone(),
+            action: self.route.audit_action.unwrap_or("-").to_owned(),
+            outcome: audit::outcome(status).to_owned(),
+            status,
+            error_code,
+            principal: principal.map(|p| p.username.clone()),
+            roles: principal
+                .map(|p| p.roles.names().iter().map(|s| (*s).to_owned()).collect())
+                .unwrap_or_default(),
+            auth_method: principal.map(|p| p.method.as_str().to_owned()),
+            method: head.method.to_string(),
+            route: self.route.path.to_owned(),
+            path: head.uri.path().to_owned(),
+            query_string: audit::known_query(head.uri.query()),
+            request_id: self.request_id.to_owned(),
+            request_body_sha256: sha,
+            client_address: self.client.to_owned(),
+            user_agent,
+            duration_ms: u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            stream_prefix: self.target.stream_prefix.clone(),
+            consumer_group: self.target.consumer_group.clone(),
+            resharding_id: self.target.resharding_id.clone(),
+            requested_by: meta.requested_by,
+            reason: meta.reason,
+            request_summary: meta.summary,
+            attempted_username: None,
+            repeats: None,
+        };
+        (resp, record)
+    }
 }
 
 fn digest_bytes(bytes: &[u8]) -> [u8; 32] {

@@ -50,13 +50,16 @@ pub async fn login(
     };
     let now = super::now_ms();
     let ttl_ms = i64::try_from(sec.config.token_ttl.0.as_millis()).unwrap_or(i64::MAX);
+    let mut attempted: Option<String> = None;
     let result = match parsed.username.filter(|u| !u.trim().is_empty()) {
         Some(username) => {
+            attempted = Some(username.clone());
             let password = parsed.password.unwrap_or_default();
             password_login(&sec, &username, &password, &client).await
         }
         None => match credentials::parse(&headers) {
             Credentials::Basic { username, password } => {
+                attempted = Some(username.clone());
                 password_login(&sec, &username, &password, &client).await
             }
             Credentials::Bearer(token) => sec.authenticate_bearer(&token).await.map(|p| {
@@ -70,15 +73,17 @@ pub async fn login(
     };
     let (principal, session_end) = match result {
         Ok((p, end)) => (p, if end == 0 { now + ttl_ms } else { end }),
-        Err(f) => return f.into_response(),
+        Err(f) => {
+            return with_attempt(f.into_response(), attempted, None);
+        }
     };
     let expires_ms = session_end.min(now.saturating_add(ttl_ms));
     let token = match sec.tokens.issue(&principal.username, now, expires_ms).await {
         Ok(t) => t,
         Err(e) => return e.into_response(),
     };
-    tracing::info!(user = %principal.username, client = %client, "issued an access token");
-    (
+    tracing::info!(user = ?principal.username, client = ?client, "issued an access token");
+    let resp = (
         StatusCode::OK,
         axum::Json(json!({
             "accessToken": token,
@@ -88,7 +93,21 @@ pub async fn login(
             "roles": principal.roles.names(),
         })),
     )
-        .into_response()
+        .into_response();
+    with_attempt(resp, attempted, Some(principal))
+}
+
+/// Tells the guard who tried to sign in (for the audit record); the password never leaves this handler.
+fn with_attempt(
+    mut resp: Response,
+    username: Option<String>,
+    principal: Option<Arc<Principal>>,
+) -> Response {
+    resp.extensions_mut().insert(super::guard::LoginAttempt {
+        username,
+        principal,
+    });
+    resp
 }
 
 /// A password login; the session end is 0 (= a full token lifetime from now).

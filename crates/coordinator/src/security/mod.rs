@@ -59,7 +59,7 @@ impl Security {
         let proxies = proxies::TrustedProxies::parse(&api.trusted_proxies).map_err(|e| {
             ApiError::invalid(format!("key `coordinator.api.trusted-proxies`: {e}"))
         })?;
-        Ok(Arc::new(Security {
+        let security = Arc::new(Security {
             config: api.clone(),
             coordinator_id: c.id.clone(),
             directory: users::Directory::build(api, admin.map(|(h, _)| h)),
@@ -71,10 +71,30 @@ impl Security {
             ),
             limits: rate_limit::RateLimiter::new(conn.clone(), kp, api.rate_limit.clone()),
             throttle: throttle::LoginThrottle::new(conn.clone(), kp, api.login_throttle.clone()),
-            audit: audit::AuditLog::new(conn, kp, c.audit.redis_max_entries),
+            audit: audit::AuditLog::new(conn, kp, &c.audit),
             proxies,
-        }))
+        });
+        spawn_audit_flush(Arc::downgrade(&security), c.audit.rejection_window.0);
+        Ok(security)
     }
+}
+
+/// Writes the summaries of ended rejection windows even when no further refusal comes to trigger it; stops
+/// when the security layer is dropped (the server stopped).
+fn spawn_audit_flush(security: std::sync::Weak<Security>, window: std::time::Duration) {
+    let every = (window / 4).clamp(
+        std::time::Duration::from_millis(250),
+        std::time::Duration::from_secs(5),
+    );
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let Some(sec) = security.upgrade() else { break };
+            sec.audit.flush_ended(now_ms()).await;
+        }
+    });
 }
 
 /// Epoch milliseconds of the local clock (token lifetimes; Redis enforces them again with PXAT).
