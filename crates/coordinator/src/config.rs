@@ -93,6 +93,34 @@ pub struct CoordinatorConfig {
     /// Authentication, authorization, tokens, rate limits (see `security::config`).
     pub api: crate::security::config::ApiConfig,
     pub audit: crate::security::config::AuditConfig,
+    /// Connection handling of the API and metrics listeners: timeouts and a connection cap.
+    pub http: HttpConfig,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct HttpConfig {
+    /// A connection must deliver a complete request head within this time from when the server starts
+    /// waiting for it: after the connection opens, or after its previous response (so this also closes a
+    /// kept-alive HTTP/1 connection left idle that long).
+    pub header_read_timeout: Dur,
+    /// A request body must arrive whole within this time after its head (408 otherwise).
+    pub body_read_timeout: Dur,
+    /// A connection on which no byte moves either way for this long is closed (HTTP/2 included).
+    pub idle_timeout: Dur,
+    /// Connections served at once per listener; one more is answered 503 and closed.
+    pub max_connections: u32,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            header_read_timeout: Dur::from_secs(30),
+            body_read_timeout: Dur::from_secs(30),
+            idle_timeout: Dur::from_secs(120),
+            max_connections: 10_000,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -156,6 +184,7 @@ impl Default for CoordinatorConfig {
             metrics: crate::metrics::MetricsConfig::default(),
             api: Default::default(),
             audit: Default::default(),
+            http: HttpConfig::default(),
         }
     }
 }
@@ -437,6 +466,18 @@ fn validate(c: &Config) -> Result<(), ConfigError> {
         );
     }
     crate::security::config::validate(&k.api, &k.audit).map_err(ConfigError)?;
+    for (key, d) in [
+        ("http.header-read-timeout", k.http.header_read_timeout),
+        ("http.body-read-timeout", k.http.body_read_timeout),
+        ("http.idle-timeout", k.http.idle_timeout),
+    ] {
+        if d.0 < Duration::from_millis(100) {
+            return fail(key, "must be at least 100ms".into());
+        }
+    }
+    if k.http.max_connections == 0 {
+        return fail("http.max-connections", "must be at least 1".into());
+    }
     k.metrics.validate().map_err(ConfigError)?;
     if k.id.trim().is_empty() {
         return fail("id", "must not be blank".into());

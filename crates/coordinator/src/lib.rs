@@ -22,6 +22,7 @@ pub mod coordinator;
 pub mod durability;
 pub mod error;
 pub mod heartbeat;
+pub mod http_server;
 pub mod inspect;
 pub mod metrics;
 pub mod monitoring;

@@ -95,6 +95,7 @@ pub async fn start(config: Config) -> Result<Running, ServeError> {
     let grace = coordinator.config.shutdown_grace.0;
     let task_coordinator = coordinator.clone();
     let mut stop_signal = stop_rx.clone();
+    let http = coordinator.config.http.clone();
     let task = tokio::spawn(async move {
         let shutdown = async move {
             while !*stop_signal.borrow() {
@@ -104,13 +105,9 @@ pub async fn start(config: Config) -> Result<Running, ServeError> {
             }
             task_coordinator.begin_termination();
         };
-        let server = axum::serve(
-            listener,
-            app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
-        )
-        .with_graceful_shutdown(shutdown);
+        let server = crate::http_server::serve(listener, app, http, shutdown);
         let mut stopped = stop_rx.clone();
-        let served = tokio::spawn(async move { server.await });
+        let served = tokio::spawn(server);
         // Once shutdown begins, give in-flight requests `grace` to finish.
         while !*stopped.borrow() {
             if stopped.changed().await.is_err() {

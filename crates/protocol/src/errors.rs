@@ -40,6 +40,10 @@ pub enum ErrorCode {
     PayloadTooLarge,
     UnsupportedMediaType,
     MethodNotAllowed,
+    /// Not in the reference: the request body did not arrive within `coordinator.http.body-read-timeout`.
+    RequestTimeout,
+    /// Not in the reference: the listener already serves `coordinator.http.max-connections` connections.
+    TooManyConnections,
     Internal,
 }
 
@@ -53,6 +57,7 @@ impl ErrorCode {
             Forbidden => 403,
             GroupNotFound | StreamNotFound | MigrationNotFound | NotFound => 404,
             MethodNotAllowed => 405,
+            RequestTimeout => 408,
             GroupAlreadyExists
             | StreamPrefixAlreadyExists
             | GroupHasActiveMembers
@@ -70,6 +75,7 @@ impl ErrorCode {
             RedisNotConfigured
             | RedisStreamProvisioningFailed
             | CoordinatorTerminating
+            | TooManyConnections
             | RedisUnavailable => 503,
         }
     }
@@ -91,6 +97,7 @@ pub fn http_status_name(code: u16) -> &'static str {
         403 => "FORBIDDEN",
         404 => "NOT_FOUND",
         405 => "METHOD_NOT_ALLOWED",
+        408 => "REQUEST_TIMEOUT",
         409 => "CONFLICT",
         413 => "PAYLOAD_TOO_LARGE",
         415 => "UNSUPPORTED_MEDIA_TYPE",

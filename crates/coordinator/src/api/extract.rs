@@ -45,11 +45,21 @@ impl<S: Send + Sync> FromRequest<S> for RawBody {
                         ErrorCode::PayloadTooLarge,
                         format!("request body exceeds {MAX_BODY_BYTES} bytes"),
                     )
+                } else if crate::http_server::is_body_timeout(&e) {
+                    body_timeout()
                 } else {
                     ApiError::invalid(format!("request body could not be read: {e}"))
                 }
             })
     }
+}
+
+/// The answer to a body that did not arrive within `coordinator.http.body-read-timeout`.
+pub fn body_timeout() -> ApiError {
+    ApiError::new(
+        ErrorCode::RequestTimeout,
+        "the request body did not arrive within coordinator.http.body-read-timeout; send it whole and promptly",
+    )
 }
 
 /// Decodes a JSON body, naming the field path on failure.

@@ -62,7 +62,7 @@ pub async fn spawn_listener(
         .await
         .map_err(|e| (listen.clone(), e))?;
     let addr = listener.local_addr().map_err(|e| (listen.clone(), e))?;
-    let app = metrics_only_router(c);
+    let app = metrics_only_router(c.clone());
     tokio::spawn(async move {
         let shutdown = async move {
             while !*stop.borrow() {
@@ -71,10 +71,8 @@ pub async fn spawn_listener(
                 }
             }
         };
-        if let Err(e) = axum::serve(listener, app)
-            .with_graceful_shutdown(shutdown)
-            .await
-        {
+        let http = c.config.http.clone();
+        if let Err(e) = crate::http_server::serve(listener, app, http, shutdown).await {
             tracing::warn!(error = %e, "metrics listener stopped");
         }
     });

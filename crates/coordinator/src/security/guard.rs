@@ -262,6 +262,9 @@ async fn audited(
 ) -> Response {
     let head = parts.clone_head();
     let (resp, body_facts) = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
+        Err(e) if crate::http_server::is_body_timeout(&e) => {
+            (crate::api::extract::body_timeout().into_response(), None)
+        }
         Err(_) => (
             ApiError::new(
                 ErrorCode::PayloadTooLarge,
