@@ -1,6 +1,7 @@
 //! The real `rsc` binary's secrets handling: with no admin password configured, the first start generates one,
 //! prints it once and keeps only its hash in Redis, so a second replica accepts the same password without
-//! printing anything; `rsc hash-password` prints Argon2id hashes that `coordinator.api.users` accepts.
+//! printing anything; `rsc hash-password` prints Argon2id hashes that `coordinator.api.users` accepts; text a
+//! caller sends cannot forge or colour a line of the coordinator's log.
 
 use rsc_testkit::RedisServer;
 use serde_json::{Value, json};
@@ -205,4 +206,71 @@ async fn hash_password_prints_a_hash_that_configured_users_log_in_with() {
     let (status, body) = login(&rsc.base, "team-a", "team-a-secret").await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["roles"], json!(["WRITE"]));
+}
+
+#[tokio::test]
+async fn caller_text_cannot_forge_or_colour_a_log_line() {
+    let redis = RedisServer::start();
+    let rsc = Rsc::start(&redis.url(), &[("RSC_ADMIN_PASSWORD", "admin-password-1")]);
+    rsc.startup_output();
+    let http = reqwest::Client::new();
+    let admin = |req: reqwest::RequestBuilder| req.basic_auth("admin", Some("admin-password-1"));
+    let forged =
+        "2026-12-01T00:00:00.000000Z  INFO rsc::audit: audit action=DELETE_GROUP principal=admin";
+    let reason = format!("routine\n{forged}\n\u{1b}[31mred\u{1b}[0m");
+    let r = admin(http.post(format!("{}/coord/v1/streams/logs", rsc.base)))
+        .json(&json!({"initialShardCount": 2, "requestedBy": "ops", "reason": "create"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    // A scale-out with no members stays ACTIVE, so it can be rolled back: that logs who asked and why.
+    let r = admin(http.post(format!("{}/coord/v1/streams/logs/scale", rsc.base)))
+        .json(&json!({"targetShardCount": 4, "requestedBy": "ops\u{1b}[2J", "reason": reason}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let scaled: Value = r.json().await.unwrap();
+    let id = scaled["migrations"][0]["reshardingId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r = admin(http.post(format!(
+        "{}/coord/v1/streams/logs/groups/logs/migrations/{id}/rollback",
+        rsc.base
+    )))
+    .json(&json!({"requestedBy": "ops\u{1b}[2J", "reason": reason}))
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 202, "{}", r.text().await.unwrap());
+    // Read the log up to the operator's line (bounded wait).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut lines = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rsc.lines.recv_timeout(left) {
+            Ok(line) => {
+                let done = line.contains("migration ended by operator");
+                lines.push(line);
+                if done {
+                    break;
+                }
+            }
+            Err(_) => panic!("no operator line in the log: {lines:#?}"),
+        }
+    }
+    let operator_line = lines.last().unwrap();
+    assert!(
+        operator_line.contains("routine\\n2026"),
+        "escaped in place: {operator_line}"
+    );
+    for line in &lines {
+        assert!(!line.starts_with(forged), "a forged line: {line}");
+        assert!(
+            !line.contains('\u{1b}'),
+            "an escape sequence reached the log: {line:?}"
+        );
+    }
 }

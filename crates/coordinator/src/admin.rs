@@ -211,7 +211,7 @@ impl Coordinator {
                 } else {
                     self.ensure_stream(&name.stream_prefix, shard_count).await?;
                 }
-                tracing::info!(stream = %name.stream_prefix, group = %name.consumer_group, shard_count, "group created");
+                tracing::info!(stream = ?name.stream_prefix, group = ?name.consumer_group, shard_count, "group created");
                 Ok(cached)
             }
             None => {
@@ -329,7 +329,7 @@ impl Coordinator {
                         .await;
                     self.cache.forget(name);
                     self.forget_stream_if_unused(&name.stream_prefix).await;
-                    tracing::info!(stream = %name.stream_prefix, group = %name.consumer_group, force, "group deleted");
+                    tracing::info!(stream = ?name.stream_prefix, group = ?name.consumer_group, force, "group deleted");
                     return Ok(group_response(&base.group));
                 }
                 DeleteOutcome::Conflict { .. } => {

@@ -84,8 +84,8 @@ impl Coordinator {
             Ok(Commit::Written(c)) => {
                 Stats::bump(&self.stats.rollback_suspicions);
                 tracing::error!(
-                    stream = %name.stream_prefix, group = %name.consumer_group,
-                    signal = %durability::describe(signal),
+                    stream = ?name.stream_prefix, group = ?name.consumer_group,
+                    signal = ?durability::describe(signal),
                     "metadata rollback suspected: admin mutations on this group now fail closed"
                 );
                 Some(c)
@@ -111,7 +111,7 @@ impl Coordinator {
             return cached;
         }
         Stats::bump(&self.stats.revision_regressions);
-        tracing::error!(group = %self.keys(name).metadata, seen = r.seen, found = r.found,
+        tracing::error!(group = ?self.keys(name).metadata, seen = r.seen, found = r.found,
             "store revision went backwards: Redis metadata was rolled back");
         let signal = Signal {
             kind: SignalKind::StoreRevision,
@@ -297,7 +297,7 @@ impl Coordinator {
             };
             if let Some(c) = written {
                 tracing::warn!(
-                    stream = %name.stream_prefix, group = %name.consumer_group,
+                    stream = ?name.stream_prefix, group = ?name.consumer_group,
                     requested_by = req.requested_by.as_deref().unwrap_or(""),
                     reason = req.reason.as_deref().unwrap_or(""),
                     lifecycle = %c.group.lifecycle_id, metadata_version = c.group.metadata_version,

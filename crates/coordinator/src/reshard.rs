@@ -391,7 +391,7 @@ impl Coordinator {
                     .unwrap_or_else(|| migration.clone()),
             );
         }
-        tracing::info!(stream = prefix, id = %migration.resharding_id, from = migration.from_shard_count, to = target, "scale activated");
+        tracing::info!(stream = prefix, id = ?migration.resharding_id, from = migration.from_shard_count, to = target, "scale activated");
         Ok(self.scale_response(prefix, target, &groups, &per_group))
     }
 
@@ -588,7 +588,7 @@ impl Coordinator {
                     }
                 }
             }
-            tracing::warn!(stream = %prefix, id, state = final_state.as_str(), %requested_by, %reason, "migration ended by operator");
+            tracing::warn!(stream = ?prefix, id = ?id, state = final_state.as_str(), requested_by = ?requested_by, reason = ?reason, "migration ended by operator");
         }
         let g = self.require_group(name).await?;
         match g.group.migration(id) {
@@ -858,7 +858,7 @@ impl Coordinator {
                     self.retire_shards(prefix, active.to_shard_count..active.from_shard_count)
                         .await;
                 }
-                tracing::info!(stream = prefix, id = %active.resharding_id, "migration complete");
+                tracing::info!(stream = prefix, id = ?active.resharding_id, "migration complete");
                 return;
             }
         }
