@@ -28,7 +28,7 @@ use std::collections::BTreeSet;
 
 /// Body of `POST …/groups/{g}/recreate`.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RecreateGroupRequest {
     pub requested_by: Option<String>,
     pub reason: Option<String>,
@@ -37,6 +37,15 @@ pub struct RecreateGroupRequest {
     /// When the old metadata is gone: the highest metadataVersion clients are known to have seen. The new
     /// lifecycle starts above it (and above anything the old document or its suspicion recorded).
     pub minimum_metadata_version: Option<i64>,
+}
+
+impl rsc_protocol::wire::AdminBody for RecreateGroupRequest {
+    const FIELDS: &'static [&'static str] = &[
+        "requestedBy",
+        "reason",
+        "shardCount",
+        "minimumMetadataVersion",
+    ];
 }
 
 /// Which heartbeat evidence points at a rollback (None when the decision raised no signal).

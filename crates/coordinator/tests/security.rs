@@ -1259,6 +1259,7 @@ async fn admin_bodies_are_json_objects_of_known_fields() {
             "POST",
             "/coord/v1/streams/known/groups/known/migrations/reshard-x/force-complete",
         ),
+        ("POST", "/coord/v1/streams/known/groups/known/recreate"),
     ] {
         let r = api
             .send(

@@ -2,7 +2,7 @@
 //! migrations, producer routing with the producer's observed metadataVersion, and the audited
 //! "recreate as a new group lifecycle" repair.
 
-use super::extract::{ApiPath, Json};
+use super::extract::{AdminJson, ApiPath};
 use crate::cache::GroupName;
 use crate::coordinator::Coordinator;
 use crate::durability::RecreateGroupRequest;
@@ -82,7 +82,7 @@ pub async fn producer_routing(
 pub async fn recreate_group(
     State(c): Coord,
     ApiPath((p, g)): GroupPath,
-    Json(req): Json<RecreateGroupRequest>,
+    AdminJson(req): AdminJson<RecreateGroupRequest>,
 ) -> Result<Response, ApiError> {
     c.ensure_running()?;
     Ok(ok(c.recreate_group(&GroupName::new(&p, &g), &req).await?))
