@@ -2,78 +2,21 @@
 //! and redis-server: each run finishes, prints its summary line with parseable figures, and removes its
 //! shard streams. They check behaviour, never timing.
 
-use rsc_testkit::RedisServer;
+use rsc_testkit::{RedisServer, RscBuilder, RscProcess};
 use std::collections::BTreeMap;
-use std::net::TcpListener;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 const ADMIN_PASSWORD: &str = "bench-test-admin-password";
 /// A broken run must not hang the suite: the command is killed after this.
 const RUN_BOUND: Duration = Duration::from_secs(120);
 
-struct Rsc {
-    child: Child,
-    base: String,
-}
-
-impl Rsc {
-    fn start(redis_url: &str) -> Rsc {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new(env!("CARGO_BIN_EXE_rsc"))
-            .args([
-                "serve",
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--redis-url",
-                redis_url,
-            ])
-            .env("COORDINATOR_HEARTBEAT_INTERVAL", "200ms")
-            .env("COORDINATOR_MEMBER_LEASE_TTL", "3s")
-            .env("COORDINATOR_REBALANCE_TIMEOUT", "10s")
-            .env("COORDINATOR_LOOP_TICK_INTERVAL", "100ms")
-            .env("RSC_ADMIN_PASSWORD", ADMIN_PASSWORD)
-            .env("RSC_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("rsc binary starts");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !healthy(port) {
-            assert!(Instant::now() < deadline, "rsc did not become healthy");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Rsc {
-            child,
-            base: format!("http://127.0.0.1:{port}"),
-        }
-    }
-}
-
-impl Drop for Rsc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn healthy(port: u16) -> bool {
-    use std::io::{Read, Write};
-    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
-    if s.write_all(b"GET /healthz HTTP/1.0\r\nHost: localhost\r\n\r\n")
-        .is_err()
-    {
-        return false;
-    }
-    let mut head = [0u8; 12];
-    s.read_exact(&mut head).is_ok() && head.ends_with(b"200")
+/// A real `rsc serve` with test timings and the bootstrap admin.
+fn start_rsc(redis_url: &str) -> RscProcess {
+    RscBuilder::new(env!("CARGO_BIN_EXE_rsc"), redis_url)
+        .fast_timings(Duration::from_secs(3), Duration::from_secs(10))
+        .admin_password(ADMIN_PASSWORD)
+        .start()
 }
 
 /// Runs `rsc bench <args>` as the bootstrap admin, killing it if it outlives `RUN_BOUND`.
@@ -154,11 +97,11 @@ fn exists(redis_url: &str, key: &str) -> bool {
 #[test]
 fn dataplane_prints_ratios_and_removes_its_streams() {
     let redis = RedisServer::start();
-    let rsc = Rsc::start(&redis.url());
+    let rsc = start_rsc(&redis.url());
     let out = run_bench(&[
         "dataplane",
         "--coordinator",
-        &rsc.base,
+        &rsc.url(),
         "--redis-url",
         &redis.url(),
         "--shards",
@@ -211,11 +154,11 @@ fn dataplane_prints_ratios_and_removes_its_streams() {
 #[test]
 fn failover_times_a_kill_and_a_leave_and_removes_its_streams() {
     let redis = RedisServer::start();
-    let rsc = Rsc::start(&redis.url());
+    let rsc = start_rsc(&redis.url());
     let out = run_bench(&[
         "failover",
         "--coordinator",
-        &rsc.base,
+        &rsc.url(),
         "--redis-url",
         &redis.url(),
         "--workers",

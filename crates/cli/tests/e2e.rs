@@ -1,88 +1,21 @@
 //! End-to-end tests of the real `rsc` binary over real redis-server processes.
 
-use rsc_testkit::RedisServer;
+use rsc_testkit::{RedisServer, RscBuilder, RscProcess, free_port};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// A running `rsc serve` process.
-struct Rsc {
-    child: Child,
-    base: String,
-}
-
-impl Rsc {
-    fn start(redis_url: &str, extra_env: &[(&str, &str)]) -> Rsc {
-        let port = free_port();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_rsc"));
-        cmd.args([
-            "serve",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--redis-url",
-            redis_url,
-        ])
-        .env("COORDINATOR_HEARTBEAT_INTERVAL", "200ms")
-        .env("COORDINATOR_MEMBER_LEASE_TTL", "1500ms")
-        .env("COORDINATOR_REBALANCE_TIMEOUT", "10s")
-        .env("COORDINATOR_LOOP_TICK_INTERVAL", "100ms")
-        .env("RSC_LOG", "warn")
-        .env("RSC_ADMIN_PASSWORD", ADMIN_PASSWORD)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-        for (k, v) in extra_env {
-            cmd.env(k, v);
-        }
-        let child = cmd.spawn().expect("rsc binary starts");
-        let rsc = Rsc {
-            child,
-            base: format!("http://127.0.0.1:{port}"),
-        };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !healthy(&format!("127.0.0.1:{port}")) {
-            assert!(Instant::now() < deadline, "rsc did not become healthy");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        rsc
+/// A real `rsc serve` with test timings, the bootstrap admin and `extra_env`.
+fn start_rsc(redis_url: &str, extra_env: &[(&str, &str)]) -> RscProcess {
+    let mut b = RscBuilder::new(env!("CARGO_BIN_EXE_rsc"), redis_url)
+        .fast_timings(Duration::from_millis(1500), Duration::from_secs(10))
+        .admin_password(ADMIN_PASSWORD);
+    for (k, v) in extra_env {
+        b = b.env(k, *v);
     }
-
-    fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Rsc {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-/// Whether `GET /healthz` answers 200, using a plain blocking socket (usable from any test context).
-fn healthy(addr: &str) -> bool {
-    use std::io::{Read, Write};
-    let Ok(mut stream) = std::net::TcpStream::connect(addr) else {
-        return false;
-    };
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
-    if stream
-        .write_all(b"GET /healthz HTTP/1.0\r\nHost: localhost\r\n\r\n")
-        .is_err()
-    {
-        return false;
-    }
-    let mut head = [0u8; 12];
-    stream.read_exact(&mut head).is_ok() && head.ends_with(b"200")
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    b.start()
 }
 
 /// The bootstrap admin's password every `Rsc` gets (through `RSC_ADMIN_PASSWORD`).
@@ -211,9 +144,9 @@ fn assert_one_reader(members: &[&Member]) {
 #[tokio::test]
 async fn three_members_converge_leave_gracefully_and_expire() {
     let redis = RedisServer::start();
-    let rsc = Rsc::start(&redis.url(), &[]);
+    let rsc = start_rsc(&redis.url(), &[]);
     let (status, body) = post(
-        &rsc.base,
+        &rsc.url(),
         "/coord/v1/streams/e2e",
         json!({"initialShardCount": 12, "requestedBy": "e2e"}),
     )
@@ -224,7 +157,7 @@ async fn three_members_converge_leave_gracefully_and_expire() {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         for m in members.iter_mut() {
-            m.heartbeat(&rsc.base, "e2e").await;
+            m.heartbeat(&rsc.url(), "e2e").await;
         }
         assert_one_reader(&members.iter().collect::<Vec<_>>());
         let counts: Vec<usize> = members.iter().map(|m| m.owned.len()).collect();
@@ -246,10 +179,10 @@ async fn three_members_converge_leave_gracefully_and_expire() {
     let mut leave = members[2].clone();
     leave.draining = std::mem::take(&mut leave.owned);
     leave.epoch = -1;
-    leave.heartbeat(&rsc.base, "e2e").await; // reports DRAINING with epoch -1
+    leave.heartbeat(&rsc.url(), "e2e").await; // reports DRAINING with epoch -1
     for _ in 0..5 {
         for m in members[..2].iter_mut() {
-            m.heartbeat(&rsc.base, "e2e").await;
+            m.heartbeat(&rsc.url(), "e2e").await;
         }
         for s in &c_shards {
             assert!(
@@ -259,11 +192,11 @@ async fn three_members_converge_leave_gracefully_and_expire() {
         }
     }
     leave.epoch = -1;
-    leave.heartbeat(&rsc.base, "e2e").await; // now reports REVOKED
+    leave.heartbeat(&rsc.url(), "e2e").await; // now reports REVOKED
     let deadline = Instant::now() + Duration::from_secs(10);
     while members[0].owned.len() + members[1].owned.len() < 12 {
         for m in members[..2].iter_mut() {
-            m.heartbeat(&rsc.base, "e2e").await;
+            m.heartbeat(&rsc.url(), "e2e").await;
         }
         assert_one_reader(&[&members[0], &members[1]]);
         assert!(
@@ -276,11 +209,11 @@ async fn three_members_converge_leave_gracefully_and_expire() {
     // b stops heartbeating after one last (lease-renewing) heartbeat: its shards reach a only after b's
     // lease, renewed no earlier than this send, has expired.
     let b_stopped_at = Instant::now();
-    let last = members[1].heartbeat(&rsc.base, "e2e").await;
+    let last = members[1].heartbeat(&rsc.url(), "e2e").await;
     assert_eq!(last["status"], "OK");
     let deadline = Instant::now() + Duration::from_secs(15);
     while members[0].owned.len() < 12 {
-        members[0].heartbeat(&rsc.base, "e2e").await;
+        members[0].heartbeat(&rsc.url(), "e2e").await;
         assert!(
             Instant::now() < deadline,
             "b's shards were not reassigned after its lease expired"
@@ -292,7 +225,7 @@ async fn three_members_converge_leave_gracefully_and_expire() {
         "reassigned before b's 1.5 s lease could expire"
     );
     let view = get(
-        &rsc.base,
+        &rsc.url(),
         "/coord/v1/monitoring/streams/e2e/groups/e2e/members",
     )
     .await;
@@ -304,7 +237,7 @@ async fn three_members_converge_leave_gracefully_and_expire() {
         .unwrap();
     assert_eq!(b["state"], "EXPIRED");
     let assignments = get(
-        &rsc.base,
+        &rsc.url(),
         "/coord/v1/monitoring/streams/e2e/groups/e2e/assignments",
     )
     .await;
@@ -314,16 +247,16 @@ async fn three_members_converge_leave_gracefully_and_expire() {
 #[tokio::test]
 async fn two_replicas_with_alternating_heartbeats_keep_one_reader_even_when_one_dies() {
     let redis = RedisServer::start();
-    let r1 = Rsc::start(&redis.url(), &[("COORDINATOR_ID", "r1")]);
-    let mut r2 = Rsc::start(&redis.url(), &[("COORDINATOR_ID", "r2")]);
+    let r1 = start_rsc(&redis.url(), &[("COORDINATOR_ID", "r1")]);
+    let mut r2 = start_rsc(&redis.url(), &[("COORDINATOR_ID", "r2")]);
     let (status, _) = post(
-        &r1.base,
+        &r1.url(),
         "/coord/v1/streams/rep",
         json!({"initialShardCount": 8, "requestedBy": "e2e"}),
     )
     .await;
     assert_eq!(status, 201);
-    let bases = [r1.base.clone(), r2.base.clone()];
+    let bases = [r1.url(), r2.url()];
     let mut members: Vec<Member> = (0..4).map(|i| Member::new(&format!("m{i}"))).collect();
     let mut round = 0usize;
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -354,7 +287,7 @@ async fn two_replicas_with_alternating_heartbeats_keep_one_reader_even_when_one_
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         for m in members.iter_mut() {
-            m.heartbeat(&r1.base, "rep").await;
+            m.heartbeat(&r1.url(), "rep").await;
         }
         assert_one_reader(&members.iter().collect::<Vec<_>>());
         let total: usize = members.iter().map(|m| m.owned.len()).sum();
@@ -369,7 +302,7 @@ async fn two_replicas_with_alternating_heartbeats_keep_one_reader_even_when_one_
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let assignments = get(
-        &r1.base,
+        &r1.url(),
         "/coord/v1/monitoring/streams/rep/groups/rep/assignments",
     )
     .await;
@@ -421,17 +354,10 @@ fn start_up_failures_say_what_to_do() {
 #[tokio::test]
 async fn sigterm_shuts_down_gracefully() {
     let redis = RedisServer::start();
-    let mut rsc = Rsc::start(&redis.url(), &[]);
-    let pid = rsc.child.id().to_string();
+    let mut rsc = start_rsc(&redis.url(), &[]);
+    let pid = rsc.pid().expect("running").to_string();
     let status = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
     assert!(status.success());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some(exit) = rsc.child.try_wait().unwrap() {
-            assert!(exit.success(), "graceful exit code: {exit:?}");
-            break;
-        }
-        assert!(Instant::now() < deadline, "rsc did not exit after SIGTERM");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let exit = rsc.wait_exit(Duration::from_secs(10));
+    assert_eq!(exit, Some(0), "rsc exits gracefully (code 0) after SIGTERM");
 }

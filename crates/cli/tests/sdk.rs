@@ -6,10 +6,9 @@ use rsc_client::{
     ClientError, Consumer, ConsumerConfig, ConsumerEvent, CoordinatorClient, CreateStream,
     Credentials, Delivery, EventSink, Producer, ProducerConfig, Record, StopReason,
 };
-use rsc_testkit::RedisServer;
+use rsc_testkit::{LoopbackProxy, RedisServer, RscBuilder, RscProcess};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
@@ -20,86 +19,15 @@ const MEMBER_LEASE_TTL: Duration = Duration::from_secs(3);
 /// Client assignment lease: the TTL minus a 1.2 s margin.
 const CLIENT_LEASE: Duration = Duration::from_millis(1800);
 
-/// A running `rsc serve`.
-struct Rsc {
-    child: Child,
-    base: String,
-    port: u16,
-}
-
-impl Rsc {
-    fn start(redis_url: &str) -> Rsc {
-        Self::start_on(redis_url, free_port())
+/// A real `rsc serve` with test timings and the bootstrap admin, on `port` (or a free one).
+fn start_rsc(redis_url: &str, port: Option<u16>) -> RscProcess {
+    let mut b = RscBuilder::new(env!("CARGO_BIN_EXE_rsc"), redis_url)
+        .fast_timings(MEMBER_LEASE_TTL, Duration::from_secs(10))
+        .admin_password(ADMIN_PASSWORD);
+    if let Some(p) = port {
+        b = b.port(p);
     }
-
-    fn start_on(redis_url: &str, port: u16) -> Rsc {
-        let child = Command::new(env!("CARGO_BIN_EXE_rsc"))
-            .args([
-                "serve",
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--redis-url",
-                redis_url,
-            ])
-            .env("COORDINATOR_HEARTBEAT_INTERVAL", "200ms")
-            .env(
-                "COORDINATOR_MEMBER_LEASE_TTL",
-                format!("{}ms", MEMBER_LEASE_TTL.as_millis()),
-            )
-            .env("COORDINATOR_REBALANCE_TIMEOUT", "10s")
-            .env("COORDINATOR_LOOP_TICK_INTERVAL", "100ms")
-            .env("RSC_ADMIN_PASSWORD", ADMIN_PASSWORD)
-            .env("RSC_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("rsc binary starts");
-        let rsc = Rsc {
-            child,
-            base: format!("http://127.0.0.1:{port}"),
-            port,
-        };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !healthy(port) {
-            assert!(Instant::now() < deadline, "rsc did not become healthy");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        rsc
-    }
-
-    fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Rsc {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-fn healthy(port: u16) -> bool {
-    use std::io::{Read, Write};
-    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
-    if s.write_all(b"GET /healthz HTTP/1.0\r\nHost: localhost\r\n\r\n")
-        .is_err()
-    {
-        return false;
-    }
-    let mut head = [0u8; 12];
-    s.read_exact(&mut head).is_ok() && head.ends_with(b"200")
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    b.start()
 }
 
 fn coordinator(urls: &[&str]) -> CoordinatorClient {
@@ -314,8 +242,8 @@ async fn twenty_thousand_messages_survive_a_kill_mid_batch_and_a_graceful_stop()
     const TOTAL: u64 = 20_000;
     const SHARDS: u32 = 6;
     let redis = RedisServer::start();
-    let rsc = Rsc::start(&redis.url());
-    let coord = coordinator(&[&rsc.base]);
+    let rsc = start_rsc(&redis.url(), None);
+    let coord = coordinator(&[&rsc.url()]);
     create_stream(&coord, "orders", SHARDS).await;
 
     let tally = Arc::new(Tally::default());
@@ -465,72 +393,14 @@ async fn twenty_thousand_messages_survive_a_kill_mid_batch_and_a_graceful_stop()
     drop(rsc);
 }
 
-/// A loopback TCP proxy whose connections can all be cut at once (and new ones refused).
-struct Proxy {
-    port: u16,
-    cut: Arc<AtomicBool>,
-    cut_tx: tokio::sync::watch::Sender<bool>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Proxy {
-    async fn start(target_port: u16) -> Proxy {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let cut = Arc::new(AtomicBool::new(false));
-        let (cut_tx, cut_rx) = tokio::sync::watch::channel(false);
-        let accept_cut = cut.clone();
-        let task = tokio::spawn(async move {
-            loop {
-                let Ok((mut inbound, _)) = listener.accept().await else {
-                    return;
-                };
-                if accept_cut.load(Ordering::SeqCst) {
-                    drop(inbound);
-                    continue;
-                }
-                let mut cut_rx = cut_rx.clone();
-                tokio::spawn(async move {
-                    let Ok(mut outbound) =
-                        tokio::net::TcpStream::connect(("127.0.0.1", target_port)).await
-                    else {
-                        return;
-                    };
-                    tokio::select! {
-                        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
-                        _ = cut_rx.wait_for(|c| *c) => {}
-                    }
-                });
-            }
-        });
-        Proxy {
-            port,
-            cut,
-            cut_tx,
-            task,
-        }
-    }
-
-    fn cut(&self) {
-        self.cut.store(true, Ordering::SeqCst);
-        self.cut_tx.send_replace(true);
-    }
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_consumer_cut_off_from_the_coordinator_stops_reading_before_its_shards_move() {
     const SHARDS: u32 = 6;
     let redis = RedisServer::start();
-    let rsc = Rsc::start(&redis.url());
-    let proxy = Proxy::start(rsc.port).await;
-    let direct = coordinator(&[&rsc.base]);
-    let proxied = coordinator(&[&format!("http://127.0.0.1:{}", proxy.port)]);
+    let rsc = start_rsc(&redis.url(), None);
+    let proxy = LoopbackProxy::start(rsc.port()).await;
+    let direct = coordinator(&[&rsc.url()]);
+    let proxied = coordinator(&[&proxy.url()]);
     create_stream(&direct, "cut", SHARDS).await;
 
     let log = Arc::new(OwnershipLog::default());
@@ -645,8 +515,8 @@ async fn a_consumer_cut_off_from_the_coordinator_stops_reading_before_its_shards
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn producer_publishes_through_a_coordinator_outage_until_its_routing_lease_expires() {
     let redis = RedisServer::start();
-    let mut rsc = Rsc::start(&redis.url());
-    let coord = coordinator(&[&rsc.base]);
+    let mut rsc = start_rsc(&redis.url(), None);
+    let coord = coordinator(&[&rsc.url()]);
     create_stream(&coord, "pub", 4).await;
     let lease = Duration::from_secs(2);
     let producer = Producer::connect(
@@ -665,7 +535,7 @@ async fn producer_publishes_through_a_coordinator_outage_until_its_routing_lease
 
     let refreshed_at = Instant::now();
     producer.refresh_routing().await.unwrap();
-    let port = rsc.port;
+    let port = rsc.port();
     rsc.kill();
     // Within the lease, publishing keeps working on cached routing.
     let p = producer.publish("hello", &[("v", "3")]).await.unwrap();
@@ -681,7 +551,7 @@ async fn producer_publishes_through_a_coordinator_outage_until_its_routing_lease
         "{err}"
     );
     // The coordinator comes back: publishing resumes.
-    let _rsc = Rsc::start_on(&redis.url(), port);
+    let _rsc = start_rsc(&redis.url(), Some(port));
     let p = producer.publish("hello", &[("v", "5")]).await.unwrap();
     assert_eq!(p.shard, 3);
 
@@ -727,12 +597,12 @@ async fn producer_publishes_through_a_coordinator_outage_until_its_routing_lease
 #[test]
 fn rsc_demo_prints_the_summary_line_and_loses_nothing() {
     let redis = RedisServer::start();
-    let rsc = Rsc::start(&redis.url());
+    let rsc = start_rsc(&redis.url(), None);
     let out = Command::new(env!("CARGO_BIN_EXE_rsc"))
         .args([
             "demo",
             "--coordinator",
-            &rsc.base,
+            &rsc.url(),
             "--redis-url",
             &redis.url(),
             "--duration",
@@ -771,7 +641,7 @@ fn rsc_demo_prints_the_summary_line_and_loses_nothing() {
         .args([
             "demo",
             "--coordinator",
-            &rsc.base,
+            &rsc.url(),
             "--redis-url",
             &redis.url(),
             "--duration",

@@ -21,16 +21,13 @@ use rsc_faults::STREAM;
 use rsc_faults::check::{self, Accounting, Incarnation};
 use rsc_faults::log::{Line, LogTail, now_ns};
 use rsc_faults::rng::Rng;
-use rsc_testkit::RedisServer;
+use rsc_testkit::{LoopbackProxy, RedisServer, RscBuilder, RscProcess};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const ADMIN_PASSWORD: &str = "faults-admin-password";
 /// Coordinator timing: heartbeat 200 ms, member lease TTL 3 s.
@@ -189,222 +186,16 @@ fn newer_file(dir: &Path, than: SystemTime) -> Option<PathBuf> {
     None
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn healthy(port: u16) -> bool {
-    use std::io::{Read, Write};
-    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
-    if s.write_all(b"GET /healthz HTTP/1.0\r\nHost: localhost\r\n\r\n")
-        .is_err()
-    {
-        return false;
-    }
-    let mut head = [0u8; 12];
-    s.read_exact(&mut head).is_ok() && head.ends_with(b"200")
-}
-
-/// One `rsc serve` replica on a fixed port (kept across restarts).
-struct Rsc {
-    bin: PathBuf,
-    port: u16,
-    redis_url: String,
-    log: PathBuf,
-    child: Option<Child>,
-    starts: usize,
-}
-
-impl Rsc {
-    fn new(bin: &Path, redis_url: &str, dir: &Path, name: &str) -> Rsc {
-        let mut rsc = Rsc {
-            bin: bin.to_owned(),
-            port: free_port(),
-            redis_url: redis_url.to_owned(),
-            log: dir.join(format!("{name}.log")),
-            child: None,
-            starts: 0,
-        };
-        rsc.start();
-        rsc
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.as_ref().expect("running").id()
-    }
-
-    fn start(&mut self) {
-        self.starts += 1;
-        let stderr = File::options()
-            .create(true)
-            .append(true)
-            .open(&self.log)
-            .unwrap();
-        let child = Command::new(&self.bin)
-            .args([
-                "serve",
-                "--listen",
-                &format!("127.0.0.1:{}", self.port),
-                "--redis-url",
-                &self.redis_url,
-            ])
-            .env("COORDINATOR_HEARTBEAT_INTERVAL", "200ms")
-            .env(
-                "COORDINATOR_MEMBER_LEASE_TTL",
-                format!("{}ms", MEMBER_LEASE_TTL.as_millis()),
-            )
-            .env("COORDINATOR_REBALANCE_TIMEOUT", "6s")
-            .env("COORDINATOR_LOOP_TICK_INTERVAL", "100ms")
-            // Longer than the producer's routing lease (4 s): no drain evidence counts while it may still
-            // write to a removed shard with the routing it cached.
-            .env("COORDINATOR_STREAMS_DRAIN_GRACE", "5s")
-            .env("RSC_ADMIN_PASSWORD", ADMIN_PASSWORD)
-            .env("RSC_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(stderr)
-            .spawn()
-            .expect("rsc binary starts");
-        self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !healthy(self.port) {
-            assert!(
-                Instant::now() < deadline,
-                "rsc on port {} did not become healthy; see {}",
-                self.port,
-                self.log.display()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-impl Drop for Rsc {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-/// A loopback TCP proxy that can add latency to every chunk and cut (and refuse) connections.
-struct Proxy {
-    port: u16,
-    latency_ms: Arc<AtomicU64>,
-    refuse: Arc<AtomicBool>,
-    cut_tx: tokio::sync::watch::Sender<u64>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Proxy {
-    async fn start(target_port: u16) -> Proxy {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let latency_ms = Arc::new(AtomicU64::new(0));
-        let refuse = Arc::new(AtomicBool::new(false));
-        let (cut_tx, cut_rx) = tokio::sync::watch::channel(0u64);
-        let (lat, refusing) = (latency_ms.clone(), refuse.clone());
-        let task = tokio::spawn(async move {
-            loop {
-                let Ok((inbound, _)) = listener.accept().await else {
-                    return;
-                };
-                if refusing.load(Ordering::SeqCst) {
-                    drop(inbound);
-                    continue;
-                }
-                let mut cut_rx = cut_rx.clone();
-                cut_rx.mark_unchanged();
-                let lat = lat.clone();
-                tokio::spawn(async move {
-                    let Ok(outbound) =
-                        tokio::net::TcpStream::connect(("127.0.0.1", target_port)).await
-                    else {
-                        return;
-                    };
-                    let (ri, wi) = inbound.into_split();
-                    let (ro, wo) = outbound.into_split();
-                    tokio::select! {
-                        _ = pump(ri, wo, lat.clone()) => {}
-                        _ = pump(ro, wi, lat) => {}
-                        _ = cut_rx.changed() => {}
-                    }
-                });
-            }
-        });
-        Proxy {
-            port,
-            latency_ms,
-            refuse,
-            cut_tx,
-            task,
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    fn set_latency(&self, d: Duration) {
-        self.latency_ms
-            .store(d.as_millis() as u64, Ordering::SeqCst);
-    }
-
-    /// Drops every connection and refuses new ones until [`Proxy::heal`].
-    fn cut(&self) {
-        self.refuse.store(true, Ordering::SeqCst);
-        self.cut_tx.send_modify(|g| *g += 1);
-    }
-
-    fn heal(&self) {
-        self.refuse.store(false, Ordering::SeqCst);
-    }
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-/// Copies one direction, delaying each chunk by the current latency. Ends at EOF or error.
-async fn pump(
-    mut from: tokio::net::tcp::OwnedReadHalf,
-    mut to: tokio::net::tcp::OwnedWriteHalf,
-    latency_ms: Arc<AtomicU64>,
-) {
-    let mut buf = vec![0u8; 16 * 1024];
-    loop {
-        let n = match from.read(&mut buf).await {
-            Ok(0) | Err(_) => {
-                let _ = to.shutdown().await;
-                return;
-            }
-            Ok(n) => n,
-        };
-        let l = latency_ms.load(Ordering::SeqCst);
-        if l > 0 {
-            tokio::time::sleep(Duration::from_millis(l)).await;
-        }
-        if to.write_all(&buf[..n]).await.is_err() {
-            return;
-        }
-    }
+/// One `rsc serve` replica with the suite's timings, its stderr in `<dir>/<name>.log`; restarts keep its port.
+fn start_rsc(bin: &Path, redis_url: &str, dir: &Path, name: &str) -> RscProcess {
+    RscBuilder::new(bin, redis_url)
+        .fast_timings(MEMBER_LEASE_TTL, Duration::from_secs(6))
+        // Longer than the producer's routing lease (4 s): no drain evidence counts while it may still
+        // write to a removed shard with the routing it cached.
+        .env("COORDINATOR_STREAMS_DRAIN_GRACE", "5s")
+        .admin_password(ADMIN_PASSWORD)
+        .log_file(&dir.join(format!("{name}.log")))
+        .start()
 }
 
 /// One worker process lifetime and what we know of it.
@@ -578,9 +369,9 @@ struct Run {
     rng: Rng,
     dir: PathBuf,
     redis: RedisServer,
-    coordinators: Vec<Rsc>,
+    coordinators: Vec<RscProcess>,
     /// Per consumer slot: one proxy per coordinator.
-    proxies: Vec<Vec<Proxy>>,
+    proxies: Vec<Vec<LoopbackProxy>>,
     /// Per consumer slot: its incarnations, the last one live.
     consumers: Vec<Vec<Worker>>,
     producer: Option<Worker>,
@@ -605,8 +396,8 @@ impl Run {
             .args(["--appendfsync", "always"])
             .start();
         let coordinators = vec![
-            Rsc::new(&bin, &redis.url(), &dir, "rsc-a"),
-            Rsc::new(&bin, &redis.url(), &dir, "rsc-b"),
+            start_rsc(&bin, &redis.url(), &dir, "rsc-a"),
+            start_rsc(&bin, &redis.url(), &dir, "rsc-b"),
         ];
         let coord = CoordinatorClient::builder([coordinators[0].url(), coordinators[1].url()])
             .credentials(Some(Credentials::new("admin", ADMIN_PASSWORD)))
@@ -639,7 +430,7 @@ impl Run {
         for slot in 0..run.settings.consumers {
             let mut proxies = Vec::new();
             for c in &run.coordinators {
-                proxies.push(Proxy::start(c.port).await);
+                proxies.push(LoopbackProxy::start(c.port()).await);
             }
             run.proxies.push(proxies);
             let w = run.spawn_consumer(slot, 1);
@@ -694,7 +485,7 @@ impl Run {
     async fn get(&self, path: &str) -> Result<Value, String> {
         let mut errors = Vec::new();
         for c in &self.coordinators {
-            if c.child.is_none() {
+            if c.pid().is_none() {
                 continue;
             }
             let r = self
@@ -840,7 +631,7 @@ impl Run {
             }
             Fault::PauseCoordinator => {
                 let c = self.rng.index(self.coordinators.len());
-                let pid = self.coordinators[c].pid();
+                let pid = self.coordinators[c].pid().expect("running");
                 send_signal(pid, libc::SIGSTOP);
                 let held = self.sleep_ms(500, 4000).await;
                 send_signal(pid, libc::SIGCONT);
@@ -850,7 +641,7 @@ impl Run {
                 let c = self.rng.index(self.coordinators.len());
                 self.coordinators[c].kill();
                 let down = self.sleep_ms(200, 2000).await;
-                tokio::task::block_in_place(|| self.coordinators[c].start());
+                tokio::task::block_in_place(|| self.coordinators[c].restart());
                 format!("SIGKILL coordinator {c}, restarted after {down:?}")
             }
             Fault::RestartRedis => {

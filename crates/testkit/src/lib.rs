@@ -1,4 +1,5 @@
-//! Test support for rsc: real `redis-server` processes, standalone and clustered.
+//! Test support for rsc: real `redis-server` processes, standalone and clustered; real `rsc serve`
+//! processes ([`RscProcess`]); a loopback proxy for network faults ([`LoopbackProxy`]); free ports.
 //!
 //! rsc's store, API and SDK tests run against real Redis rather than mocks, so that scripts,
 //! hash slots, restarts and persistence behave exactly as in production. This crate starts such
@@ -9,11 +10,16 @@
 
 mod cluster;
 mod ports;
+mod proxy;
 mod resp;
+mod rsc;
 mod server;
 mod stats;
 mod watchdog;
 
 pub use cluster::RedisCluster;
+pub use ports::free_port;
+pub use proxy::LoopbackProxy;
+pub use rsc::{RscBuilder, RscProcess, healthy};
 pub use server::{RedisServer, RedisServerBuilder};
 pub use stats::{command_calls, reset_stats};

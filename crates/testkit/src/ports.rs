@@ -10,7 +10,7 @@ use std::net::{Ipv4Addr, TcpListener};
 const MAX_CLUSTER_PORT: u16 = u16::MAX - 10_000;
 
 /// A port on 127.0.0.1 that was free a moment ago.
-pub(crate) fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     for _ in 0..100 {
         if let Ok(port) = bind_any() {
             return port;
