@@ -16,7 +16,9 @@
 //! lock a user out, nor stop live members that use Basic credentials. A refused attempt gets 429 with
 //! `Retry-After`, runs no Argon2 and counts nothing.
 //!
-//! All keys share the hash tag `{login-throttle}`, so the script touches one Redis Cluster slot. Its load is
+//! Keys (hashes with `n` attempts counted, `next` epoch ms before which the next one waits, `delay` the
+//! last delay in ms; the username's is a plain counter): `<key-prefix>:login-throttle:{login-throttle}:`
+//! `pair:<sha256 of username and address>`, `…:addr:<address>`, `…:user:<username>`. All share the hash tag `{login-throttle}`, so the script touches one Redis Cluster slot. Its load is
 //! bounded by the Argon2 checks each replica can run, plus one call per refused attempt.
 
 use super::config::LoginThrottleConfig;
@@ -50,15 +52,15 @@ if an > 0 then
 end
 local function delay(n, free)
   if n < free then return 0 end
-  return math.min(initial * math.pow(2, math.min(n - free, 40)), max)
+  return math.floor(math.min(initial * math.pow(2, math.min(n - free, 40)), max))
 end
 pn, an = pn + 1, an + 1
 local pd, ad = delay(pn, pair_free), delay(an, addr_free)
 if pd > 0 then pnext = now + pd end
 if ad > 0 then anext = now + ad end
-redis.call('HSET', KEYS[1], 'n', pn, 'next', pnext)
+redis.call('HSET', KEYS[1], 'n', pn, 'next', pnext, 'delay', pd)
 redis.call('PEXPIRE', KEYS[1], window)
-redis.call('HSET', KEYS[2], 'n', an, 'next', anext)
+redis.call('HSET', KEYS[2], 'n', an, 'next', anext, 'delay', ad)
 redis.call('PEXPIRE', KEYS[2], window)
 if redis.call('INCR', KEYS[3]) == 1 or redis.call('PTTL', KEYS[3]) < 0 then
   redis.call('PEXPIRE', KEYS[3], window)
