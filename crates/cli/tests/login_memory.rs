@@ -165,10 +165,7 @@ async fn a_thousand_failed_logins_leave_resident_memory_under_100_mb() {
         after < MAX_RSS_KB,
         "resident memory after {FAILED_LOGINS} failed logins: {after} KiB (before: {before} KiB, peak {peak} KiB)"
     );
-    assert!(
-        peak < MAX_RSS_KB,
-        "peak resident memory: {peak} KiB"
-    );
+    assert!(peak < MAX_RSS_KB, "peak resident memory: {peak} KiB");
     // Still serving.
     assert_eq!(
         login(&http, &rsc.base, "192.0.2.2", "admin", ADMIN_PASSWORD).await,

@@ -147,7 +147,10 @@ async fn guessing_from_one_address_never_locks_the_user_out_elsewhere() {
     assert_eq!(&statuses[..5], &[401; 5], "{statuses:?}");
     assert!(statuses[5..].iter().all(|s| *s == 429), "{statuses:?}");
     let refused = login_from(&api, attacker, "member", USER_PASSWORD).await;
-    assert_eq!(refused.status, 429, "the guesser waits even with the password");
+    assert_eq!(
+        refused.status, 429,
+        "the guesser waits even with the password"
+    );
     assert_eq!(refused.body["errorCode"], "RATE_LIMIT_EXCEEDED");
     assert!(refused.retry_after.is_some());
     assert!(
@@ -164,10 +167,7 @@ async fn guessing_from_one_address_never_locks_the_user_out_elsewhere() {
     // free budget is there again.
     let typist = "192.0.2.11";
     for _ in 0..2 {
-        assert_eq!(
-            login_from(&api, typist, "reader", "typo").await.status,
-            401
-        );
+        assert_eq!(login_from(&api, typist, "reader", "typo").await.status, 401);
     }
     assert_eq!(
         login_from(&api, typist, "reader", USER_PASSWORD)
@@ -176,15 +176,9 @@ async fn guessing_from_one_address_never_locks_the_user_out_elsewhere() {
         200
     );
     for _ in 0..5 {
-        assert_eq!(
-            login_from(&api, typist, "reader", "typo").await.status,
-            401
-        );
+        assert_eq!(login_from(&api, typist, "reader", "typo").await.status, 401);
     }
-    assert_eq!(
-        login_from(&api, typist, "reader", "typo").await.status,
-        429
-    );
+    assert_eq!(login_from(&api, typist, "reader", "typo").await.status, 429);
     running.shutdown().await.unwrap();
 }
 

@@ -37,10 +37,7 @@ impl AuthFailure {
             }
             AuthFailure::Throttled(r) => {
                 let secs = r.retry_after_secs();
-                too_many(
-                    format!("{}; retry after {secs} s", r.describe()),
-                    secs,
-                )
+                too_many(format!("{}; retry after {secs} s", r.describe()), secs)
             }
             AuthFailure::Unavailable(e) => e.into_response(),
         }
@@ -146,7 +143,7 @@ impl Security {
         }
         let keys = self.throttle.keys(username, client);
         if let Err(refused) = self.throttle.reserve(&keys, super::now_ms()).await? {
-            tracing::info!(
+            tracing::debug!(
                 user = ?username,
                 client = ?client,
                 wait_ms = refused.wait_ms,

@@ -289,7 +289,8 @@ pub fn validate(api: &ApiConfig, audit: &AuditConfig) -> Result<(), String> {
 }
 
 fn validate_throttle(lt: &LoginThrottleConfig) -> Result<(), String> {
-    let fail = |key: &str, msg: String| Err(format!("key `coordinator.api.login-throttle.{key}`: {msg}"));
+    let fail =
+        |key: &str, msg: String| Err(format!("key `coordinator.api.login-throttle.{key}`: {msg}"));
     if lt.failures_before_delay == 0 {
         return fail("failures-before-delay", "must be at least 1".into());
     }
@@ -455,9 +456,15 @@ mod tests {
         assert!(err.contains("failures-before-delay"), "{err}");
         let err = with(&|t| t.max_delay = Dur(Duration::from_millis(10))).unwrap_err();
         assert!(err.contains("max-delay"), "{err}");
-        let mut c = ApiConfig::default();
-        c.max_tokens_per_user = 0;
-        assert!(validate(&c, &a).unwrap_err().contains("api.max-tokens-per-user"));
+        let c = ApiConfig {
+            max_tokens_per_user: 0,
+            ..ApiConfig::default()
+        };
+        assert!(
+            validate(&c, &a)
+                .unwrap_err()
+                .contains("api.max-tokens-per-user")
+        );
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //! (see `verifier.rs`: a small pool of reused areas, so failed logins cannot make the process hold more
 //! memory — each fresh 19 MiB allocation used to stay in the allocator's arenas).
 
-use argon2::{Algorithm, Argon2, Block, Params, PasswordHash, PasswordHasher, PasswordVerifier, Version};
+use argon2::{
+    Algorithm, Argon2, Block, Params, PasswordHash, PasswordHasher, PasswordVerifier, Version,
+};
 use base64::Engine;
 use tokio::sync::Semaphore;
 

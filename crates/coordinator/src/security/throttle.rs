@@ -108,7 +108,9 @@ impl Refused {
 
     pub fn describe(&self) -> &'static str {
         match self.reason {
-            Reason::Pair => "too many failed sign-in attempts for this username from this client address",
+            Reason::Pair => {
+                "too many failed sign-in attempts for this username from this client address"
+            }
             Reason::Address => "too many failed sign-in attempts from this client address",
             Reason::Username => {
                 "too many failed sign-in attempts for this username, and this client address is one of them"

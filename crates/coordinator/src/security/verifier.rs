@@ -213,7 +213,7 @@ impl Verifier {
         self.inner.areas_allocated.load(Ordering::Relaxed)
     }
 
-    /// Checks queued behind a turn, per address (for tests and diagnostics).
+    /// Checks waiting for their address's turn, all addresses together (tests and diagnostics).
     pub fn queued(&self) -> usize {
         self.inner.lock().waiting.values().map(VecDeque::len).sum()
     }
@@ -314,7 +314,10 @@ mod tests {
             let (v, phc) = (v.clone(), phc.clone());
             tasks.push(tokio::spawn(async move {
                 let pw = if i % 2 == 0 { "pw-pw-pw" } else { "wrong" };
-                (i, v.verify(&format!("10.0.0.{i}"), pw.into(), Some(phc)).await)
+                (
+                    i,
+                    v.verify(&format!("10.0.0.{i}"), pw.into(), Some(phc)).await,
+                )
             }));
         }
         for t in tasks {
