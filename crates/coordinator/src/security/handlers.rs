@@ -164,6 +164,11 @@ pub async fn revoke(
             .map(str::trim)
             .unwrap_or(&principal.username)
             .to_owned();
+        if !super::config::valid_username(&user) {
+            return Err(ApiError::invalid(
+                "username: must be 1-64 characters of letters, digits, '.', '_', '-' or '@'",
+            ));
+        }
         if user != principal.username && !principal.roles.contains(Role::Admin) {
             return Err(ApiError::new(
                 ErrorCode::Forbidden,
