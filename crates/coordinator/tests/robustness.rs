@@ -398,16 +398,10 @@ async fn every_route_answers_hostile_input_with_a_json_4xx_and_never_5xx() {
     // Rate limits would turn most of the walk into 429s before the handlers see the input.
     config.coordinator.api.rate_limit.enabled = false;
     // So do the login route's deliberate failures (the throttle counts them per username and address).
-    config
-        .coordinator
-        .api
-        .login_throttle
-        .max_failures_per_username = 1_000_000;
-    config
-        .coordinator
-        .api
-        .login_throttle
-        .max_failures_per_address = 1_000_000;
+    let lt = &mut config.coordinator.api.login_throttle;
+    lt.failures_before_delay = 1_000_000;
+    lt.max_failures_per_address = 1_000_000;
+    lt.max_failures_per_username = u32::MAX;
     let (running, api) = coordinator(config).await;
     let addr = running.addr;
 

@@ -118,11 +118,20 @@ async fn login_issues_bearer_tokens_and_bad_credentials_get_a_json_401() {
         .unwrap();
     assert!(ttl > 604_000_000 && ttl <= 604_800_000, "{ttl}");
 
-    // Exchanging a token (login with Authorization: Bearer) never extends its session.
+    // A token cannot mint another (a deliberate departure from wire-contract §2.4's token exchange): login
+    // needs a username and password.
     let again = bearer.send("POST", "/coord/v1/auth/login", None).await;
-    assert_eq!(again.status, 200, "{}", again.body);
-    assert_ne!(again.body["accessToken"], token.as_str());
-    assert!(again.body["expiresAt"].as_str().unwrap() <= expires_at.as_str());
+    assert_eq!(again.status, 401, "{}", again.body);
+    assert_eq!(again.body["errorCode"], "UNAUTHORIZED");
+    assert!(
+        again.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("username and password"),
+        "{}",
+        again.body
+    );
+    assert!(!expires_at.is_empty());
     // The contract's login also takes Basic credentials.
     let basic_login = api
         .with_auth(basic("reader"))
@@ -158,16 +167,10 @@ async fn every_route_rejects_callers_without_the_right_credentials_role_or_scope
     let redis = RedisServer::start();
     let mut config = config_with_users(&redis.url());
     // The walk sends a wrong password on every route: keep login throttling out of its way.
-    config
-        .coordinator
-        .api
-        .login_throttle
-        .max_failures_per_username = 100_000;
-    config
-        .coordinator
-        .api
-        .login_throttle
-        .max_failures_per_address = 100_000;
+    let lt = &mut config.coordinator.api.login_throttle;
+    lt.failures_before_delay = 100_000;
+    lt.max_failures_per_address = 100_000;
+    lt.max_failures_per_username = u32::MAX;
     let (running, api) = coordinator(config).await;
     // An expired token: present in Redis (no TTL) but past its session end.
     let expired = format!("rsc_{}", "E".repeat(43));
@@ -295,7 +298,7 @@ async fn state_of(url: &str) -> std::collections::BTreeMap<String, String> {
         .unwrap();
     let mut out = std::collections::BTreeMap::new();
     for k in keys {
-        if k.contains(":audit") || k.contains(":login-failures:") {
+        if k.contains(":audit") || k.contains(":login-throttle:") {
             continue;
         }
         let kind: String = redis::cmd("TYPE")
@@ -361,16 +364,11 @@ const EVERY_METHOD: [&str; 9] = [
 async fn every_method_on_every_route_is_refused_without_credentials_and_changes_nothing() {
     let redis = RedisServer::start();
     let mut config = config_with_users(&redis.url());
-    config
-        .coordinator
-        .api
-        .login_throttle
-        .max_failures_per_username = 100_000;
-    config
-        .coordinator
-        .api
-        .login_throttle
-        .max_failures_per_address = 100_000;
+    // The walk sends a wrong password on every route and method: keep login throttling out of its way.
+    let lt = &mut config.coordinator.api.login_throttle;
+    lt.failures_before_delay = 100_000;
+    lt.max_failures_per_address = 100_000;
+    lt.max_failures_per_username = u32::MAX;
     let (running, api) = coordinator(config).await;
     // A real group to aim at, so that a request that slipped through would find something to change (no
     // member joins: its lease would lapse during the walk, a change of state that is nobody's request).
@@ -1012,36 +1010,76 @@ async fn revoked_tokens_and_removed_users_stop_working_on_every_replica() {
 async fn password_guessing_is_throttled_per_username_and_per_address() {
     let redis = RedisServer::start();
     let mut config = config_with_users(&redis.url());
-    config
-        .coordinator
-        .api
-        .login_throttle
-        .max_failures_per_username = 3;
-    config
-        .coordinator
-        .api
-        .login_throttle
-        .max_failures_per_address = 6;
+    // The test client reaches the coordinator from 127.0.0.1, a trusted proxy: X-Forwarded-For names the
+    // client address.
+    config.coordinator.api.trusted_proxies = vec!["127.0.0.1".into()];
+    // Verify every request (no cached credentials), so that each one meets the throttle.
+    config.coordinator.api.credential_cache_ttl = Dur(Duration::ZERO);
+    let lt = &mut config.coordinator.api.login_throttle;
+    lt.failures_before_delay = 3;
+    lt.max_failures_per_address = 6;
+    // Delays longer than the test: a delayed attempt stays refused.
+    lt.initial_delay = Dur(Duration::from_secs(3600));
+    lt.max_delay = Dur(Duration::from_secs(3600));
+    lt.window = Dur(Duration::from_secs(7200));
     let (running, api) = coordinator(config).await;
+    let from = |addr: &str, username: &str, password: &str| {
+        let api = api.clone();
+        let (addr, body) = (
+            addr.to_owned(),
+            json!({"username": username, "password": password}),
+        );
+        async move {
+            let resp = api
+                .http
+                .post(format!("{}/coord/v1/auth/login", api.base))
+                .header("x-forwarded-for", addr)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            let status = resp.status().as_u16();
+            let retry = resp.headers().get("retry-after").cloned();
+            let body: Value = resp.json().await.unwrap_or(Value::Null);
+            (status, retry, body)
+        }
+    };
+    let guesser = "192.0.2.66";
     for _ in 0..3 {
-        assert_eq!(login(&api, "writer", "guess-guess").await.status, 401);
+        assert_eq!(from(guesser, "writer", "guess-guess").await.0, 401);
     }
-    // Blocked now, even with the right password, for logins and for Basic credentials alike.
-    let r = login(&api, "writer", USER_PASSWORD).await;
-    assert_eq!(r.status, 429, "{}", r.body);
-    assert_eq!(r.body["errorCode"], "RATE_LIMIT_EXCEEDED");
-    assert!(r.headers.contains_key("retry-after"));
+    // The guessing address is delayed for that username, even with the right password…
+    let (status, retry, body) = from(guesser, "writer", USER_PASSWORD).await;
+    assert_eq!(status, 429, "{body}");
+    assert_eq!(body["errorCode"], "RATE_LIMIT_EXCEEDED");
+    assert!(retry.is_some());
+    // …and for Basic credentials alike.
     let r = api
-        .with_auth(Auth::Basic("writer".into(), "guess-again".into()))
-        .send("GET", "/coord/v1/monitoring/groups", None)
-        .await;
-    assert_eq!(r.status, 429);
-    // Other users still log in until the address's budget (6) is spent too.
-    assert_eq!(login(&api, "reader", USER_PASSWORD).await.status, 200);
+        .http
+        .get(format!("{}/coord/v1/monitoring/groups", api.base))
+        .header("x-forwarded-for", guesser)
+        .basic_auth("writer", Some("guess-again"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 429);
+    // Another address is not: the user is not locked out.
+    assert_eq!(from("192.0.2.7", "writer", USER_PASSWORD).await.0, 200);
+    // The guessing address may still try other usernames until its own budget (6) is spent too.
+    assert_eq!(from(guesser, "reader", USER_PASSWORD).await.0, 200);
     for _ in 0..3 {
-        assert_eq!(login(&api, "member", "guess-guess").await.status, 401);
+        assert_eq!(from(guesser, "member", "guess-guess").await.0, 401);
     }
-    assert_eq!(login(&api, "reader", USER_PASSWORD).await.status, 429);
+    let (status, _, body) = from(guesser, "reader", USER_PASSWORD).await;
+    assert_eq!(status, 429, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("too many failed sign-in attempts from this client address"),
+        "{body}"
+    );
+    assert_eq!(from("192.0.2.7", "reader", USER_PASSWORD).await.0, 200);
     running.shutdown().await.unwrap();
 }
 

@@ -1,12 +1,15 @@
-//! Authentication: from the request's credentials to a [`Principal`]. Bearer tokens are looked up in Redis,
-//! Basic pairs are verified with Argon2id (and count towards login throttling when wrong); both are then
-//! cached briefly in-process (see `cache.rs` for the revocation delay this implies). Roles and scopes always
-//! come from the current user directory, never from the token.
+//! Authentication: from the request's credentials to a [`Principal`]. Bearer tokens are looked up in Redis;
+//! passwords (Basic pairs and logins) are verified with Argon2id. Both are cached briefly in-process (see
+//! `cache.rs` for the revocation delay this implies). A password check not answered by the cache reserves
+//! an attempt with the sign-in throttle (`throttle.rs`) before it queues for Argon2 (`verifier.rs`), and
+//! gives it back when the password is right. Roles and scopes always come from the current user directory,
+//! never from the token.
 
 use super::Security;
 use super::credentials::{self, Credentials};
 use super::principal::{AuthMethod, Principal, TokenRef};
 use super::rate_limit::too_many;
+use super::throttle::Refused;
 use super::tokens;
 use super::users::User;
 use crate::error::ApiError;
@@ -20,8 +23,8 @@ use std::sync::Arc;
 pub enum AuthFailure {
     /// 401 with `WWW-Authenticate`.
     Unauthorized(String),
-    /// 429: too many failed attempts for this username or address.
-    Throttled(i64),
+    /// 429: too many failed attempts for this username or address; wait this long.
+    Throttled(Refused),
     /// Redis trouble: 503.
     Unavailable(ApiError),
 }
@@ -32,12 +35,10 @@ impl AuthFailure {
             AuthFailure::Unauthorized(m) => {
                 ApiError::new(ErrorCode::Unauthorized, m).into_response()
             }
-            AuthFailure::Throttled(secs) => too_many(
-                format!(
-                    "too many failed sign-in attempts for this username or client address; retry after {secs} s"
-                ),
-                secs,
-            ),
+            AuthFailure::Throttled(r) => {
+                let secs = r.retry_after_secs();
+                too_many(format!("{}; retry after {secs} s", r.describe()), secs)
+            }
             AuthFailure::Unavailable(e) => e.into_response(),
         }
     }
@@ -121,7 +122,9 @@ impl Security {
         Ok(p)
     }
 
-    /// Verifies a username and password (Basic, or the login body), honouring login throttling.
+    /// Verifies a username and password (Basic, or the login body), honouring sign-in throttling. Order:
+    /// the credential cache (verified credentials never queue), one verification per credentials at a time,
+    /// the throttle's reservation, then Argon2 in the client address's turn.
     pub async fn authenticate_password(
         &self,
         username: &str,
@@ -130,37 +133,68 @@ impl Security {
         method: AuthMethod,
     ) -> Result<Arc<Principal>, AuthFailure> {
         let cache_key = self.cache.basic_key(username, password);
-        if method == AuthMethod::Basic
-            && let Some(p) = self.cache.get(&cache_key)
-        {
-            return Ok(p);
+        if let Some(p) = self.cache.get(&cache_key) {
+            return Ok(as_method(p, method));
         }
         // One verification per credentials at a time: those that waited find the fresh entry.
-        let _gate = self.cache.gate(&cache_key).lock().await;
-        if method == AuthMethod::Basic
-            && let Some(p) = self.cache.get(&cache_key)
-        {
-            return Ok(p);
+        let _gate = self.cache.gate(&cache_key).await;
+        if let Some(p) = self.cache.get(&cache_key) {
+            return Ok(as_method(p, method));
         }
-        if let Some(secs) = self.throttle.blocked(username, client).await? {
-            return Err(AuthFailure::Throttled(secs));
+        let keys = self.throttle.keys(username, client);
+        if let Err(refused) = self.throttle.reserve(&keys, super::now_ms()).await? {
+            tracing::debug!(
+                user = ?username,
+                client = ?client,
+                wait_ms = refused.wait_ms,
+                reason = ?refused.reason,
+                "sign-in attempt refused by the throttle"
+            );
+            return Err(AuthFailure::Throttled(refused));
         }
         let too_long = username.len() > 256 || password.len() > 1024;
         let user = if too_long {
             None
         } else {
-            self.directory.verify(username, password).await
+            self.directory
+                .verify(&self.verifier, client, username, password)
+                .await
         };
         let Some(user) = user else {
-            self.throttle.failed(username, client).await?;
+            // The reservation stays: it was a failure.
             return Err(AuthFailure::Unauthorized(
                 "invalid username or password".into(),
             ));
         };
-        let p = Arc::new(principal_of(user, method, None));
-        if method == AuthMethod::Basic {
-            self.cache.put(cache_key, p.clone());
-        }
-        Ok(p)
+        self.throttle.verified(&keys).await?;
+        let p = Arc::new(principal_of(user, AuthMethod::Basic, None));
+        self.cache.put(cache_key, p.clone());
+        Ok(as_method(p, method))
     }
+
+    /// Revokes every token of `user` on all replicas, and drops them from this replica's cache at once.
+    pub async fn revoke_all_tokens(&self, user: &str) -> Result<usize, ApiError> {
+        let digests = self.tokens.revoke_all(user).await?;
+        self.forget_tokens(&digests);
+        Ok(digests.len())
+    }
+
+    /// Drops revoked tokens (hex digests) from this replica's credential cache.
+    pub fn forget_tokens(&self, digests: &[String]) {
+        for d in digests {
+            if let Some(bytes) = tokens::unhex(d) {
+                self.cache.remove(&self.cache.bearer_key(&bytes));
+            }
+        }
+    }
+}
+
+/// The cached principal as seen through `method` (the cache holds password checks as Basic).
+fn as_method(p: Arc<Principal>, method: AuthMethod) -> Arc<Principal> {
+    if p.method == method {
+        return p;
+    }
+    let mut other = (*p).clone();
+    other.method = method;
+    Arc::new(other)
 }

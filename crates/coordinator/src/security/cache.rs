@@ -3,7 +3,8 @@
 //! how late a token revoked on *another* replica (or a user removed there) can still be accepted here; a
 //! revocation on this replica drops the entry at once. Bounded: when full, expired entries are dropped, and
 //! if that is not enough the cache starts over. A miss is verified by one request at a time per key (see
-//! `gate`). Basic credentials are keyed by a salted SHA-256 of the pair
+//! `gate`): the others wait for its result instead of each running Argon2. Only identical credentials wait
+//! for each other. Basic credentials are keyed by a salted SHA-256 of the pair
 //! (the salt is random per process), never by the password itself.
 
 use super::password::random_bytes;
@@ -20,12 +21,28 @@ pub struct CredentialCache {
     capacity: usize,
     salt: [u8; 32],
     entries: Mutex<HashMap<CacheKey, (Arc<Principal>, Instant)>>,
-    /// Striped gates so that when an entry expires under load, one request re-verifies it and the others
-    /// wait for its result instead of all running Argon2 at once (which queued them for seconds).
-    gates: [tokio::sync::Mutex<()>; GATES],
+    /// One gate per key being verified, so that when an entry expires under load one request re-verifies it
+    /// and the others wait for its result instead of all running Argon2 at once (which queued them for
+    /// seconds). Per key, not striped: a flood of wrong passwords must not hold up other credentials.
+    gates: Mutex<HashMap<CacheKey, Arc<tokio::sync::Mutex<()>>>>,
 }
 
-const GATES: usize = 16;
+/// Holds the verification of one key; the next request for the key proceeds when it drops.
+pub struct Gate<'a> {
+    cache: &'a CredentialCache,
+    key: CacheKey,
+    guard: Option<tokio::sync::OwnedMutexGuard<()>>,
+}
+
+impl Drop for Gate<'_> {
+    fn drop(&mut self) {
+        drop(self.guard.take());
+        self.cache.tidy(&self.key);
+    }
+}
+
+/// Gates kept before unused ones are swept (they are normally removed as they are released).
+const GATES_BEFORE_SWEEP: usize = 256;
 
 impl CredentialCache {
     pub fn new(ttl: Duration, capacity: usize) -> Self {
@@ -34,13 +51,38 @@ impl CredentialCache {
             capacity,
             salt: random_bytes(),
             entries: Mutex::new(HashMap::new()),
-            gates: std::array::from_fn(|_| tokio::sync::Mutex::new(())),
+            gates: Mutex::new(HashMap::new()),
         }
     }
 
-    /// The gate that serialises verifications of `key` (and of the few keys sharing its stripe).
-    pub fn gate(&self, key: &CacheKey) -> &tokio::sync::Mutex<()> {
-        &self.gates[key[0] as usize % GATES]
+    /// Waits until no other request is verifying `key`, and holds it until the returned gate drops.
+    pub async fn gate(&self, key: &CacheKey) -> Gate<'_> {
+        let mutex = {
+            let mut gates = self.gates.lock().unwrap_or_else(|p| p.into_inner());
+            if gates.len() >= GATES_BEFORE_SWEEP {
+                // Left behind by requests that gave up while waiting.
+                gates.retain(|_, m| Arc::strong_count(m) > 1);
+            }
+            gates.entry(*key).or_default().clone()
+        };
+        let guard = mutex.lock_owned().await;
+        Gate {
+            cache: self,
+            key: *key,
+            guard: Some(guard),
+        }
+    }
+
+    fn tidy(&self, key: &CacheKey) {
+        let mut gates = self.gates.lock().unwrap_or_else(|p| p.into_inner());
+        if gates.get(key).is_some_and(|m| Arc::strong_count(m) == 1) {
+            gates.remove(key);
+        }
+    }
+
+    /// Gates currently held or awaited (tests).
+    pub fn gates_in_use(&self) -> usize {
+        self.gates.lock().map(|g| g.len()).unwrap_or(0)
     }
 
     pub fn basic_key(&self, username: &str, password: &str) -> CacheKey {

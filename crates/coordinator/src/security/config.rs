@@ -48,8 +48,10 @@ impl<'de> Deserialize<'de> for Secret {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
 pub struct ApiConfig {
-    /// Lifetime of a token from its password login. Exchanging a token for a new one never extends it.
+    /// Lifetime of a token from its password login.
     pub token_ttl: Dur,
+    /// Live tokens per user; a login beyond it revokes that user's oldest tokens.
+    pub max_tokens_per_user: u32,
     /// Heartbeats need the MEMBER (or ADMIN) role. `false` serves them without authentication (the
     /// reference's default, for closed networks only).
     pub authenticate_member_api: bool,
@@ -97,13 +99,27 @@ pub struct RateLimitConfig {
     pub group_mutations_per_minute: u32,
 }
 
+/// Sign-in throttling (see `throttle.rs`). Failures are counted per (username, client address), per client
+/// address and per username; counting and checking is one atomic step in Redis, before Argon2 runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
 pub struct LoginThrottleConfig {
-    /// Failed logins (or Basic credentials) per username within `window` before 429.
-    pub max_failures_per_username: u32,
-    /// Failed logins per client address within `window` before 429.
+    /// Failed sign-ins for one username from one client address before that address's further attempts
+    /// at that username are delayed (`initial-delay`, doubling up to `max-delay`).
+    pub failures_before_delay: u32,
+    /// Failed sign-ins from one client address, whatever the usernames, before all its attempts are
+    /// delayed the same way.
     pub max_failures_per_address: u32,
+    /// Ceiling for one username over all client addresses within `window`: beyond it, an address that has
+    /// failed for that username gets no further attempt until the window ends. Addresses that have not
+    /// failed are never refused. Must stay far above what one address can reach.
+    pub max_failures_per_username: u32,
+    /// The first delay once a budget is spent; each further failure doubles it.
+    pub initial_delay: Dur,
+    /// The longest delay.
+    pub max_delay: Dur,
+    /// How long failures are remembered: an address's and a (username, address) pair's count is forgotten
+    /// this long after its last failure; the username ceiling counts failures within windows of this length.
     pub window: Dur,
 }
 
@@ -124,6 +140,7 @@ impl Default for ApiConfig {
     fn default() -> Self {
         ApiConfig {
             token_ttl: Dur::from_secs(7 * 24 * 3600),
+            max_tokens_per_user: 100,
             authenticate_member_api: true,
             admin_enabled: true,
             admin_username: "admin".to_owned(),
@@ -152,9 +169,12 @@ impl Default for RateLimitConfig {
 impl Default for LoginThrottleConfig {
     fn default() -> Self {
         LoginThrottleConfig {
-            max_failures_per_username: 10,
+            failures_before_delay: 5,
             max_failures_per_address: 50,
-            window: Dur(Duration::from_secs(300)),
+            max_failures_per_username: 1000,
+            initial_delay: Dur(Duration::from_secs(1)),
+            max_delay: Dur(Duration::from_secs(300)),
+            window: Dur(Duration::from_secs(900)),
         }
     }
 }
@@ -263,16 +283,13 @@ pub fn validate(api: &ApiConfig, audit: &AuditConfig) -> Result<(), String> {
                 .into(),
         );
     }
-    let lt = &api.login_throttle;
-    if lt.max_failures_per_username == 0 || lt.max_failures_per_address == 0 {
+    if api.max_tokens_per_user == 0 || api.max_tokens_per_user > 100_000 {
         return fail(
-            "api.login-throttle",
-            "max-failures-per-username and max-failures-per-address must be at least 1".into(),
+            "api.max-tokens-per-user",
+            format!("{} must be between 1 and 100000", api.max_tokens_per_user),
         );
     }
-    if lt.window.0 < Duration::from_secs(1) {
-        return fail("api.login-throttle.window", "must be at least 1s".into());
-    }
+    validate_throttle(&api.login_throttle)?;
     if audit.redis_max_entries < 100 {
         return fail("audit.redis-max-entries", "must be at least 100".into());
     }
@@ -286,6 +303,76 @@ pub fn validate(api: &ApiConfig, audit: &AuditConfig) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+fn validate_throttle(lt: &LoginThrottleConfig) -> Result<(), String> {
+    let fail =
+        |key: &str, msg: String| Err(format!("key `coordinator.api.login-throttle.{key}`: {msg}"));
+    if lt.failures_before_delay == 0 {
+        return fail("failures-before-delay", "must be at least 1".into());
+    }
+    if lt.max_failures_per_address == 0 {
+        return fail("max-failures-per-address", "must be at least 1".into());
+    }
+    if lt.initial_delay.0 < Duration::from_millis(10) {
+        return fail("initial-delay", "must be at least 10ms".into());
+    }
+    if lt.max_delay.0 < lt.initial_delay.0 {
+        return fail("max-delay", "must be at least initial-delay".into());
+    }
+    if lt.window.0 <= lt.max_delay.0 {
+        return fail(
+            "window",
+            format!(
+                "must be longer than max-delay ({}): otherwise failures are forgotten while a client waits \
+                 out its delay",
+                humantime::format_duration(lt.max_delay.0)
+            ),
+        );
+    }
+    let reach = lt.reach_per_address();
+    let floor = reach.saturating_mul(10);
+    if u64::from(lt.max_failures_per_username) < floor {
+        return fail(
+            "max-failures-per-username",
+            format!(
+                "{} is too low: it is the ceiling for one username over all client addresses, and one address \
+                 can reach {reach} failures within `window`, so it must be at least {floor} (10 times that) \
+                 for no single address to lock a user out. Guessing from one address is limited by \
+                 failures-before-delay and the delays",
+                lt.max_failures_per_username
+            ),
+        );
+    }
+    Ok(())
+}
+
+impl LoginThrottleConfig {
+    /// The delay after the `n`-th failure of a budget of `free` (0 while within it).
+    pub fn delay_ms(&self, n: u64, free: u64) -> u64 {
+        if n < free {
+            return 0;
+        }
+        let initial = u64::try_from(self.initial_delay.0.as_millis()).unwrap_or(u64::MAX);
+        let max = u64::try_from(self.max_delay.0.as_millis()).unwrap_or(u64::MAX);
+        let doublings = u32::try_from((n - free).min(63)).unwrap_or(63);
+        initial.saturating_mul(1u64 << doublings).min(max)
+    }
+
+    /// The most failures one client address can add to a username's count within one `window`: its free
+    /// budget, then one per delay that fits.
+    pub fn reach_per_address(&self) -> u64 {
+        let free = u64::from(self.failures_before_delay);
+        let window = u64::try_from(self.window.0.as_millis()).unwrap_or(u64::MAX);
+        let (mut n, mut spent) = (free, 0u64);
+        loop {
+            spent = spent.saturating_add(self.delay_ms(n, free));
+            if spent > window {
+                return n;
+            }
+            n += 1;
+        }
+    }
 }
 
 /// Usernames: 1-64 of `[A-Za-z0-9._@-]` (they appear in Redis keys and logs).
@@ -353,6 +440,48 @@ mod tests {
         assert_eq!(c.token_ttl.0, Duration::from_secs(604_800));
         assert!(c.trusted_proxies.is_empty());
         assert_eq!(validate(&c, &AuditConfig::default()), Ok(()));
+    }
+
+    #[test]
+    fn throttle_delays_double_up_to_the_cap_and_the_username_ceiling_must_stay_out_of_reach() {
+        let lt = LoginThrottleConfig::default();
+        let d: Vec<u64> = (0..16).map(|n| lt.delay_ms(n, 5)).collect();
+        assert_eq!(&d[..5], &[0; 5]);
+        assert_eq!(&d[5..10], &[1_000, 2_000, 4_000, 8_000, 16_000]);
+        assert_eq!(d[13], 256_000);
+        assert_eq!(d[14], 300_000, "capped at max-delay");
+        assert_eq!(lt.delay_ms(u64::MAX, 5), 300_000);
+        // 5 free, then 1+2+…+256 s = 511 s and one 300 s delay fit in 15 minutes.
+        assert_eq!(lt.reach_per_address(), 15);
+        let a = AuditConfig::default();
+        let with = |f: &dyn Fn(&mut LoginThrottleConfig)| {
+            let mut c = ApiConfig::default();
+            f(&mut c.login_throttle);
+            validate(&c, &a)
+        };
+        // The old meaning (a lock-out after 10 failures from anywhere) is refused with the reason.
+        let err = with(&|t| t.max_failures_per_username = 10).unwrap_err();
+        assert!(
+            err.contains("login-throttle.max-failures-per-username")
+                && err.contains("at least 150"),
+            "{err}"
+        );
+        assert_eq!(with(&|t| t.max_failures_per_username = 150), Ok(()));
+        let err = with(&|t| t.window = Dur(Duration::from_secs(60))).unwrap_err();
+        assert!(err.contains("login-throttle.window"), "{err}");
+        let err = with(&|t| t.failures_before_delay = 0).unwrap_err();
+        assert!(err.contains("failures-before-delay"), "{err}");
+        let err = with(&|t| t.max_delay = Dur(Duration::from_millis(10))).unwrap_err();
+        assert!(err.contains("max-delay"), "{err}");
+        let c = ApiConfig {
+            max_tokens_per_user: 0,
+            ..ApiConfig::default()
+        };
+        assert!(
+            validate(&c, &a)
+                .unwrap_err()
+                .contains("api.max-tokens-per-user")
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@ use super::authn::AuthFailure;
 use super::credentials::{self, Credentials};
 use super::guard::ClientAddr;
 use super::principal::{AuthMethod, Principal};
+use super::roles::Role;
 use super::tokens;
 use crate::api::extract::RawBody;
 use crate::error::ApiError;
@@ -31,9 +32,10 @@ struct LoginBody {
     password: Option<String>,
 }
 
-/// Login: `{username, password}` in the body, or — with no username in the body — the Authorization header
-/// (Basic, or a still-valid Bearer token exchanged for a fresh one that ends when the old one would have:
-/// tokens cannot be renewed forever).
+/// Login: `{username, password}` in the body, or — with no username in the body — Basic credentials in the
+/// Authorization header. A password is required: a bearer token cannot mint another (wire-contract §2.4's
+/// token exchange is deliberately not offered, so that revoking a token cannot be escaped by minting).
+/// Each user has at most `max-tokens-per-user` live tokens; a login beyond it revokes the oldest.
 pub async fn login(
     Extension(sec): Sec,
     Extension(ClientAddr(client)): Extension<ClientAddr>,
@@ -62,26 +64,45 @@ pub async fn login(
                 attempted = Some(username.clone());
                 password_login(&sec, &username, &password, &client).await
             }
-            Credentials::Bearer(token) => sec.authenticate_bearer(&token).await.map(|p| {
-                let end = p.token.as_ref().map_or(now, |t| t.expires_ms);
-                (p, end)
-            }),
+            Credentials::Bearer(_) => Err(AuthFailure::Unauthorized(
+                "log in with a username and password ({\"username\", \"password\"} in the body, or Basic \
+                 credentials): a bearer token cannot be exchanged for another"
+                    .into(),
+            )),
             _ => Err(AuthFailure::Unauthorized(
-                "send {\"username\", \"password\"} in the body, or an Authorization header".into(),
+                "log in with a username and password: send {\"username\", \"password\"} in the body, or Basic \
+                 credentials in the Authorization header"
+                    .into(),
             )),
         },
     };
-    let (principal, session_end) = match result {
-        Ok((p, end)) => (p, if end == 0 { now + ttl_ms } else { end }),
-        Err(f) => {
-            return with_attempt(f.into_response(), attempted, None);
-        }
+    let principal = match result {
+        Ok(p) => p,
+        Err(f) => return with_attempt(f.into_response(), attempted, None),
     };
-    let expires_ms = session_end.min(now.saturating_add(ttl_ms));
-    let token = match sec.tokens.issue(&principal.username, now, expires_ms).await {
+    let expires_ms = now.saturating_add(ttl_ms);
+    let (token, displaced) = match sec
+        .tokens
+        .issue(
+            &principal.username,
+            now,
+            expires_ms,
+            sec.config.max_tokens_per_user,
+        )
+        .await
+    {
         Ok(t) => t,
         Err(e) => return e.into_response(),
     };
+    sec.forget_tokens(&displaced);
+    if !displaced.is_empty() {
+        tracing::info!(
+            user = ?principal.username,
+            revoked = displaced.len(),
+            max_tokens_per_user = sec.config.max_tokens_per_user,
+            "revoked the user's oldest access tokens: at most max-tokens-per-user stay live"
+        );
+    }
     tracing::info!(user = ?principal.username, client = ?client, "issued an access token");
     let resp = (
         StatusCode::OK,
@@ -110,28 +131,34 @@ fn with_attempt(
     resp
 }
 
-/// A password login; the session end is 0 (= a full token lifetime from now).
+/// A password login (throttled; see `authn.rs`).
 async fn password_login(
     sec: &Security,
     username: &str,
     password: &str,
     client: &str,
-) -> Result<(Arc<Principal>, i64), AuthFailure> {
-    let p = sec
-        .authenticate_password(username, password, client, AuthMethod::Bearer)
-        .await?;
-    sec.throttle.succeeded(username).await?;
-    Ok((p, 0))
+) -> Result<Arc<Principal>, AuthFailure> {
+    sec.authenticate_password(username, password, client, AuthMethod::Bearer)
+        .await
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct RevokeBody {
     token: Option<String>,
+    #[serde(default)]
+    all: bool,
+    username: Option<String>,
 }
 
-/// Revokes a token: the one named in `{"token": …}` (holding a token is the right to revoke it), or the
-/// caller's own bearer token. Other replicas stop accepting it within `coordinator.api.credential-cache-ttl`.
+/// Revokes tokens:
+/// - `{"token": "rsc_…"}`: that token (holding a token is the right to revoke it);
+/// - no body: the caller's own bearer token;
+/// - `{"all": true}`: every token of the caller (whichever way it authenticated);
+/// - `{"all": true, "username": "x"}`: every token of user `x` — the caller's own, or anyone's for an ADMIN.
+///
+/// This replica forgets them at once; other replicas stop accepting them within
+/// `coordinator.api.credential-cache-ttl`.
 pub async fn revoke(
     Extension(sec): Sec,
     Extension(principal): Extension<Arc<Principal>>,
@@ -142,6 +169,50 @@ pub async fn revoke(
     } else {
         super::super::api::extract::decode(&body)?
     };
+    if parsed.all {
+        if parsed.token.is_some() {
+            return Err(ApiError::invalid(
+                "token: send either {\"token\": …} or {\"all\": true}, not both",
+            ));
+        }
+        let user = parsed
+            .username
+            .as_deref()
+            .map(str::trim)
+            .unwrap_or(&principal.username)
+            .to_owned();
+        if !super::config::valid_username(&user) {
+            return Err(ApiError::invalid(
+                "username: must be 1-64 characters of letters, digits, '.', '_', '-' or '@'",
+            ));
+        }
+        if user != principal.username && !principal.roles.contains(Role::Admin) {
+            return Err(ApiError::new(
+                ErrorCode::Forbidden,
+                format!(
+                    "revoking another user's tokens needs ADMIN; {:?} may revoke only its own ({{\"all\": true}})",
+                    principal.username
+                ),
+            ));
+        }
+        let count = sec.revoke_all_tokens(&user).await?;
+        tracing::info!(
+            user = ?user,
+            by = ?principal.username,
+            revoked = count,
+            "revoked all access tokens of a user"
+        );
+        return Ok((
+            StatusCode::OK,
+            axum::Json(json!({"revoked": count > 0, "revokedCount": count, "username": user})),
+        )
+            .into_response());
+    }
+    if parsed.username.is_some() {
+        return Err(ApiError::invalid(
+            "username: only with {\"all\": true} (revoke every token of that user)",
+        ));
+    }
     let digest = match (parsed.token, &principal.token) {
         (Some(t), _) => {
             if !tokens::well_formed(t.trim()) {
@@ -152,7 +223,8 @@ pub async fn revoke(
         (None, Some(own)) => own.digest,
         (None, None) => {
             return Err(ApiError::invalid(
-                "token: name the token to revoke ({\"token\": \"rsc_…\"}), or call with Authorization: Bearer <token>",
+                "token: name the token to revoke ({\"token\": \"rsc_…\"}), call with Authorization: Bearer <token>, \
+                 or revoke all of yours with {\"all\": true}",
             ));
         }
     };

@@ -1,10 +1,12 @@
 //! Security and governance: who may call what, and a record of every admin mutation.
 //!
 //! - [`config`]: the `coordinator.api.*` / `coordinator.audit.*` keys. [`roles`], [`scope`], [`principal`].
-//! - [`password`] (Argon2id), [`users`] (the directory), [`bootstrap`] (the admin password, never a default).
+//! - [`password`] (Argon2id), [`users`] (the directory), [`bootstrap`] (the admin password, never a default),
+//!   [`verifier`] (where Argon2 checks run: bounded memory, a fair turn per client address).
 //! - [`credentials`] (the Authorization header), [`tokens`] (opaque tokens in Redis), [`cache`] (short
 //!   in-process cache of verified credentials), [`authn`] (turning credentials into a principal).
-//! - [`window`] (Redis fixed-window counters), [`rate_limit`] (admin mutations), [`throttle`] (logins).
+//! - [`window`] (Redis fixed-window counters), [`rate_limit`] (admin mutations), [`throttle`] (sign-ins:
+//!   atomic reservations, growing delays per username and address).
 //! - [`request_id`], [`proxies`] (client address), [`audit`] (records, Redis stream, query).
 //! - [`guard`]: the one middleware every route passes, driven by the route table's `Access` and
 //!   `audit_action`. [`handlers`]: login, token revocation, session, audit read.
@@ -27,6 +29,7 @@ pub mod scope;
 pub mod throttle;
 pub mod tokens;
 pub mod users;
+pub mod verifier;
 pub mod window;
 
 use crate::config::CoordinatorConfig;
@@ -39,6 +42,7 @@ pub struct Security {
     pub config: config::ApiConfig,
     pub coordinator_id: String,
     pub directory: users::Directory,
+    pub verifier: verifier::Verifier,
     pub admin_source: Option<bootstrap::AdminSource>,
     pub tokens: tokens::TokenStore,
     pub cache: cache::CredentialCache,
@@ -59,10 +63,13 @@ impl Security {
         let proxies = proxies::TrustedProxies::parse(&api.trusted_proxies).map_err(|e| {
             ApiError::invalid(format!("key `coordinator.api.trusted-proxies`: {e}"))
         })?;
+        let directory = users::Directory::build(api, admin.map(|(h, _)| h));
+        let verifier = verifier::Verifier::new(verifier::PERMITS, directory.max_memory_blocks());
         let security = Arc::new(Security {
             config: api.clone(),
             coordinator_id: c.id.clone(),
-            directory: users::Directory::build(api, admin.map(|(h, _)| h)),
+            directory,
+            verifier,
             admin_source,
             tokens: tokens::TokenStore::new(conn.clone(), kp),
             cache: cache::CredentialCache::new(

@@ -3,10 +3,12 @@
 //! (uncached) check — so removing a user or changing roles takes effect for existing tokens too.
 
 use super::config::ApiConfig;
-use super::password;
+use super::password::Phc;
 use super::roles::Roles;
 use super::scope::Scopes;
+use super::verifier::Verifier;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 #[derive(Debug, Clone)]
 pub struct User {
@@ -14,6 +16,8 @@ pub struct User {
     pub password_hash: String,
     pub roles: Roles,
     pub scopes: Scopes,
+    /// The hash, parsed once (None if unparsable: such a user can never sign in).
+    pub phc: Option<Arc<Phc>>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -33,6 +37,7 @@ impl Directory {
                     password_hash: u.password_hash.clone(),
                     roles: Roles::from_names(&u.roles),
                     scopes: Scopes::parse(&u.stream_prefixes).unwrap_or_default(),
+                    phc: Phc::parse(&u.password_hash).map(Arc::new),
                 },
             );
         }
@@ -41,6 +46,7 @@ impl Directory {
                 api.admin_username.clone(),
                 User {
                     username: api.admin_username.clone(),
+                    phc: Phc::parse(&hash).map(Arc::new),
                     password_hash: hash,
                     roles: Roles::all(),
                     scopes: Scopes::unrestricted(),
@@ -54,12 +60,27 @@ impl Directory {
         self.users.get(username)
     }
 
-    /// Checks a username and password (Argon2id, off the async threads). Takes as long for unknown users.
-    pub async fn verify(&self, username: &str, password: &str) -> Option<&User> {
+    /// The most Argon2 memory (1 KiB blocks) any user's hash needs.
+    pub fn max_memory_blocks(&self) -> usize {
+        self.users
+            .values()
+            .filter_map(|u| u.phc.as_ref().map(|p| p.memory_blocks()))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Checks a username and password (Argon2id, in `client`'s turn of `verifier`). Takes as long for
+    /// unknown users.
+    pub async fn verify(
+        &self,
+        verifier: &Verifier,
+        client: &str,
+        username: &str,
+        password: &str,
+    ) -> Option<&User> {
         let user = self.users.get(username);
-        let ok =
-            password::verify_blocking(password.to_owned(), user.map(|u| u.password_hash.clone()))
-                .await;
+        let phc = user.and_then(|u| u.phc.clone());
+        let ok = verifier.verify(client, password.to_owned(), phc).await;
         if ok { user } else { None }
     }
 }
