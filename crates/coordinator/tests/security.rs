@@ -307,12 +307,14 @@ async fn heartbeats_need_member_unless_switched_off_and_scopes_bind_members_and_
         ("reader", "team-a-orders", 403),
         ("writer", "team-a-orders", 403),
     ] {
+        // Each principal its own member id: a member belongs to the principal that joined it.
+        let own = Member::new(who);
         let r = api
             .with_auth(basic(who))
             .send(
                 "POST",
-                &heartbeat_path(prefix, prefix, "m1"),
-                Some(m.request()),
+                &heartbeat_path(prefix, prefix, who),
+                Some(own.request()),
             )
             .await;
         assert_eq!(r.status, status, "{who} on {prefix}: {}", r.body);
