@@ -573,7 +573,10 @@ async fn a_provisioning_failure_switches_nothing_and_a_retry_resumes() {
     assert_eq!(status, 503, "{body}");
     assert_eq!(body["errorCode"], "REDIS_STREAM_PROVISIONING_FAILED");
     assert!(
-        body["message"].as_str().unwrap().contains("could not provision pf:"),
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("could not provision pf:"),
         "{body}"
     );
     acl("+xgroup").await;
