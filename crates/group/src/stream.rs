@@ -98,3 +98,58 @@ impl StreamRecord {
         serde_json::to_string(self).unwrap_or_default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn migration(from: u32, to: u32, state: MigrationState, activated: bool) -> Migration {
+        Migration {
+            resharding_id: format!("r-{from}-{to}"),
+            from_shard_count: from,
+            to_shard_count: to,
+            state,
+            requested_by: "t".into(),
+            reason: "t".into(),
+            created_at_ms: 0,
+            updated_at_ms: 0,
+            activated_at_ms: activated.then_some(1),
+            draining_at_ms: None,
+            completed_at_ms: None,
+            end_reason: None,
+        }
+    }
+
+    #[test]
+    fn the_coordinators_own_shard_keys_are_what_it_provisioned() {
+        let mut r = StreamRecord::new("p", 2, 0);
+        assert_eq!(r.provisioned_upto(), 2);
+        r.active_migration = Some(migration(2, 5, MigrationState::Preparing, false));
+        assert_eq!(
+            r.provisioned_upto(),
+            5,
+            "recorded only after its keys were checked"
+        );
+        r.finish(MigrationState::Aborted, None, 1);
+        r.provisioned_shard_count = Some(3);
+        assert_eq!(
+            r.provisioned_upto(),
+            3,
+            "the kept mark wins over the history"
+        );
+
+        // Records written before the mark: every shard count a migration switched routing to or from.
+        let mut legacy: StreamRecord =
+            serde_json::from_str(&r.to_json().replace(",\"provisionedShardCount\":3", "")).unwrap();
+        assert_eq!(legacy.provisioned_shard_count, None);
+        assert_eq!(
+            legacy.provisioned_upto(),
+            2,
+            "an aborted migration never provisioned for sure"
+        );
+        legacy
+            .history
+            .push(migration(2, 6, MigrationState::Deprecated, true));
+        assert_eq!(legacy.provisioned_upto(), 6);
+    }
+}
