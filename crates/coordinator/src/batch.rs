@@ -17,7 +17,7 @@ use crate::cache::GroupName;
 use crate::coordinator::{Commit, Coordinator};
 use crate::stats::Stats;
 use rsc_group::batch::Batch;
-use rsc_group::heartbeat::{Outcome, Transition};
+use rsc_group::heartbeat::{Caller, Outcome, Transition};
 use rsc_group::model::Group;
 use rsc_group::timing::Timing;
 use rsc_protocol::wire::{HeartbeatRequest, HeartbeatResponse};
@@ -44,7 +44,19 @@ pub enum BatchReply {
 struct Pending {
     member_id: String,
     req: HeartbeatRequest,
+    /// The authenticated principal (None: unauthenticated heartbeats) and whether it is an ADMIN.
+    principal: Option<String>,
+    acts_for_any_member: bool,
     reply: oneshot::Sender<BatchReply>,
+}
+
+impl Pending {
+    fn caller(&self) -> Caller<'_> {
+        Caller {
+            principal: self.principal.as_deref(),
+            acts_for_any_member: self.acts_for_any_member,
+        }
+    }
 }
 
 /// The per-group queues of requests waiting to write.
@@ -94,11 +106,14 @@ impl Coordinator {
         name: &GroupName,
         member_id: &str,
         req: &HeartbeatRequest,
+        caller: Caller<'_>,
     ) -> BatchReply {
         let (tx, mut rx) = oneshot::channel();
         let pending = Pending {
             member_id: member_id.to_owned(),
             req: req.clone(),
+            principal: caller.principal.map(str::to_owned),
+            acts_for_any_member: caller.acts_for_any_member,
             reply: tx,
         };
         if !self.transitions.push(name, pending) {
@@ -216,8 +231,9 @@ fn decide_in_sequence(
     let mut combined = Batch::on(base, now, timing);
     let mut replies = Vec::new();
     for p in batch {
-        // Rollback evidence in a request was recorded on the request's own path before it got here.
-        match combined.decide(&p.member_id, &p.req) {
+        // Rollback evidence in a request was recorded on the request's own path before it got here; a member
+        // that (on this newer aggregate) belongs to another principal is refused on the request's own path.
+        match combined.decide_as(&p.member_id, &p.req, &p.caller()) {
             Ok(()) => replies.push(p.reply),
             Err(_) => {
                 let _ = p.reply.send(BatchReply::DecideAgain);

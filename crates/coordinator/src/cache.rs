@@ -94,6 +94,13 @@ impl GroupCache {
         Ok(())
     }
 
+    /// Takes `revision` as the highest seen for the group's lifecycle (an operator dismissed the regression).
+    pub fn accept_revision(&self, name: &GroupName, lifecycle: &str, revision: u64) {
+        if let Ok(mut highest) = self.highest.lock() {
+            highest.insert(name.clone(), (lifecycle.to_owned(), revision));
+        }
+    }
+
     pub fn invalidate(&self, name: &GroupName) {
         if let Ok(mut entries) = self.entries.write() {
             entries.remove(name);

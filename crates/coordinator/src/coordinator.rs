@@ -237,7 +237,15 @@ impl Coordinator {
         let Some(mut group) = t.group else {
             return Ok(Commit::Conflict);
         };
-        group.store_revision = base.revision + 1;
+        group.store_revision = base.revision.checked_add(1).ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::MetadataCorrupt,
+                format!(
+                    "the store revision {} of group {}/{} cannot be incremented; restore the key from backup",
+                    base.revision, name.stream_prefix, name.consumer_group
+                ),
+            )
+        })?;
         let write = CasWrite {
             expected_revision: base.revision,
             aggregate_json: group.to_json(),

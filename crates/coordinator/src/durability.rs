@@ -1,30 +1,78 @@
 //! The I/O shell around `rsc_group::durability`: records rollback evidence in a group's aggregate (by
 //! compare-and-set, so every replica agrees), refuses admin mutations on a suspected group, checks what
 //! producers report on routing refreshes, lists suspected groups for health, and performs the audited
-//! "recreate as a new group lifecycle" repair.
+//! repairs: "recreate as a new group lifecycle" and "dismiss a suspicion the evidence does not support".
 //!
 //! Evidence comes from three places: heartbeats (a member reports a higher metadataVersion or epoch; a
-//! shard reported revoking again after its release is only counted, see `member_signal`), producer routing (`observedMetadataVersion`), the store (a
-//! revision lower than one this replica already read, noticed in `Coordinator::load`), all counted in
-//! `stats.rs`. The suspicion is cleared only by replacing the aggregate: restoring a backup that is at least
-//! as new as what was observed, or recreating the group.
+//! shard reported revoking again after its release is only counted, see `member_signal`), producer routing
+//! (`observedMetadataVersion`), the store (a revision lower than one this replica already read, noticed in
+//! `Coordinator::load`), all counted in `stats.rs`.
+//!
+//! A suspicion freezes a group's admin mutations, so who may raise one is limited: the application's
+//! principals (MEMBER: producers and consumers) and ADMIN. A READ/MONITOR/WRITE-only principal's observation
+//! is counted and logged, and that producer is still refused older routing, but nothing is recorded.
+//! Heartbeats served without authentication (`authenticate-member-api = false`) raise suspicions as before.
+//! Each principal raises at most [`SUSPICIONS_PER_PRINCIPAL`] per [`SUSPICION_WINDOW_MS`] (a Redis window
+//! shared by all replicas); every piece of evidence records the principal, the time and the values.
+//!
+//! The suspicion is cleared only by replacing the aggregate (restoring a backup that is at least as new as
+//! what was observed, or recreating the group) or by an operator's audited dismissal, which changes no
+//! version.
 
 use crate::cache::{Cached, GroupName, RevisionRegression};
 use crate::coordinator::{Commit, Coordinator, MAX_CAS_ATTEMPTS};
 use crate::error::ApiError;
 use crate::metrics::snapshot::SuspectedGroup;
 use crate::reconciler::INDEX_LIVE;
+use crate::security::principal::Principal;
+use crate::security::roles::Role;
+use crate::security::window;
 use crate::stats::Stats;
 use crate::views::group_response;
-use rsc_group::durability::{self, Signal, SignalKind};
+use rsc_group::durability::{self, DismissError, Signal, SignalKind};
 use rsc_group::heartbeat::{Signals, Transition};
-use rsc_group::model::Group;
+use rsc_group::model::{EpochOverflow, Group};
 use rsc_protocol::errors::ErrorCode;
 use rsc_protocol::validate;
 use rsc_protocol::wire::HeartbeatRequest;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
+
+/// At most this many suspicions (new evidence written to a group) are raised per principal per window.
+pub const SUSPICIONS_PER_PRINCIPAL: i64 = 5;
+/// The window of [`SUSPICIONS_PER_PRINCIPAL`].
+pub const SUSPICION_WINDOW_MS: i64 = 10 * 60 * 1000;
+
+/// Whether a principal's observations count as rollback evidence: the application's principals (MEMBER) and
+/// ADMIN. A READ, MONITOR or WRITE-only principal cannot freeze a group's admin mutations.
+pub fn may_raise_suspicion(p: &Principal) -> bool {
+    p.roles.contains(Role::Member) || p.roles.contains(Role::Admin)
+}
+
+impl From<EpochOverflow> for ApiError {
+    fn from(e: EpochOverflow) -> Self {
+        ApiError::new(
+            ErrorCode::EpochsExhausted,
+            format!("{e}; nothing was written"),
+        )
+    }
+}
+
+/// Body of `POST …/groups/{g}/durability/dismiss`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DismissSuspicionRequest {
+    pub requested_by: Option<String>,
+    pub reason: Option<String>,
+    /// The suspicion reviewed: its `updatedAt` as the durability view shows it (ISO-8601, or epoch ms). If
+    /// evidence arrived since, nothing is dismissed (409). Omitted: whatever is recorded now.
+    pub expected_updated_at: Option<Value>,
+}
+
+impl rsc_protocol::wire::AdminBody for DismissSuspicionRequest {
+    const FIELDS: &'static [&'static str] = &["requestedBy", "reason", "expectedUpdatedAt"];
+}
 
 /// Body of `POST …/groups/{g}/recreate`.
 #[derive(Debug, Clone, Deserialize)]
@@ -76,11 +124,13 @@ pub fn member_signal(
         observed,
         stored,
         source: member_id.to_owned(),
+        principal: None,
     })
 }
 
 impl Coordinator {
-    /// Records `signal` in the group's aggregate unless it brings nothing new. Returns the written state.
+    /// Records `signal` in the group's aggregate unless it brings nothing new, or its principal has used up
+    /// its budget of suspicions. Returns the written state.
     pub async fn record_suspicion(
         &self,
         name: &GroupName,
@@ -88,13 +138,18 @@ impl Coordinator {
         signal: &Signal,
     ) -> Option<Cached> {
         let next = durability::record(&base.group, signal, self.clock.now_ms())?;
+        if let Some(principal) = &signal.principal
+            && !self.within_suspicion_budget(name, principal).await
+        {
+            return None;
+        }
         let t = Transition::new(next);
         match self.commit(name, base, t).await {
             Ok(Commit::Written(c)) => {
                 Stats::bump(&self.stats.rollback_suspicions);
                 tracing::error!(
                     stream = ?name.stream_prefix, group = ?name.consumer_group,
-                    signal = ?durability::describe(signal),
+                    signal = ?durability::describe(signal), principal = ?signal.principal,
                     "metadata rollback suspected: admin mutations on this group now fail closed"
                 );
                 Some(c)
@@ -102,6 +157,32 @@ impl Coordinator {
             // Lost a race: the next detection decides on fresh state.
             _ => None,
         }
+    }
+
+    /// Counts one suspicion raised by `principal` in its Redis window; false (not recorded, counted, logged)
+    /// once it has raised [`SUSPICIONS_PER_PRINCIPAL`] in the window, or when the window cannot be read.
+    async fn within_suspicion_budget(&self, name: &GroupName, principal: &str) -> bool {
+        let key = format!(
+            "{}:suspicion-limit:{{principal:{}}}",
+            self.config.store.key_prefix,
+            window::key_part(principal)
+        );
+        let within = match window::hit(&self.store.connection(), &key, SUSPICION_WINDOW_MS).await {
+            Ok(c) => c.count <= SUSPICIONS_PER_PRINCIPAL,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not count a rollback suspicion; not recorded");
+                false
+            }
+        };
+        if !within {
+            Stats::bump(&self.stats.rollback_observations_ignored);
+            tracing::warn!(
+                stream = ?name.stream_prefix, group = ?name.consumer_group, principal = ?principal,
+                limit = SUSPICIONS_PER_PRINCIPAL, window_ms = SUSPICION_WINDOW_MS,
+                "rollback evidence not recorded: this principal raised too many suspicions in the window"
+            );
+        }
+        within
     }
 
     /// A revision lower than one already seen was read: count it once, record it, return the state to use.
@@ -119,6 +200,15 @@ impl Coordinator {
         if already {
             return cached;
         }
+        // An operator dismissed a suspicion that covered this regression: accept the revision Redis holds.
+        if let Some(d) = &cached.group.rollback_dismissal
+            && d.suspicion.kinds.contains(&SignalKind::StoreRevision)
+            && i64::try_from(r.seen).is_ok_and(|seen| seen <= d.suspicion.highest_observed_revision)
+        {
+            self.cache
+                .accept_revision(name, &cached.group.lifecycle_id, cached.revision);
+            return cached;
+        }
         Stats::bump(&self.stats.revision_regressions);
         tracing::error!(group = ?self.keys(name).metadata, seen = r.seen, found = r.found,
             "store revision went backwards: Redis metadata was rolled back");
@@ -127,6 +217,7 @@ impl Coordinator {
             observed: i64::try_from(r.seen).unwrap_or(i64::MAX),
             stored: i64::try_from(r.found).unwrap_or(i64::MAX),
             source: format!("coordinator {}", self.config.id),
+            principal: None,
         };
         self.record_suspicion(name, &cached, &signal)
             .await
@@ -142,34 +233,132 @@ impl Coordinator {
     }
 
     /// Checks what a producer reports on a routing refresh. A version above the stored one is rollback
-    /// evidence: it is recorded, and this producer is refused rather than handed older routing (it must
-    /// never be asked to go backwards); producers that report nothing are served as usual.
+    /// evidence: it is recorded when `principal` may raise a suspicion ([`may_raise_suspicion`]; None = the
+    /// request was not authenticated), and this producer is refused rather than handed older routing (it must
+    /// never be asked to go backwards) either way; producers that report nothing are served as usual.
     pub async fn check_producer_observation(
         &self,
         name: &GroupName,
         observed: i64,
+        principal: Option<&Principal>,
     ) -> Result<(), ApiError> {
         let base = self.require_group(name).await?;
         if observed <= base.group.metadata_version {
             return Ok(());
         }
         Stats::bump(&self.stats.metadata_regressions);
-        let signal = Signal {
-            kind: SignalKind::ProducerMetadataVersion,
-            observed,
-            stored: base.group.metadata_version,
-            source: "producer".to_owned(),
+        let stored = base.group.metadata_version;
+        let note = match principal {
+            Some(p) if !may_raise_suspicion(p) => {
+                Stats::bump(&self.stats.rollback_observations_ignored);
+                tracing::warn!(
+                    stream = ?name.stream_prefix, group = ?name.consumer_group, principal = ?p.username,
+                    observed, stored,
+                    "a producer observation from a principal without MEMBER or ADMIN was not recorded as \
+                     rollback evidence"
+                );
+                format!(
+                    "principal {:?} holds neither MEMBER nor ADMIN, so its observation was logged but not \
+                     recorded as rollback evidence",
+                    p.username
+                )
+            }
+            _ => {
+                let signal = Signal {
+                    kind: SignalKind::ProducerMetadataVersion,
+                    observed,
+                    stored,
+                    source: "producer".to_owned(),
+                    principal: principal.map(|p| p.username.clone()),
+                };
+                let after = self.record_suspicion(name, &base, &signal).await;
+                let g = after.as_ref().map_or(&base.group, |c| &c.group);
+                durability::mutation_block(g).unwrap_or_default()
+            }
         };
-        let after = self.record_suspicion(name, &base, &signal).await;
-        let g = after.as_ref().map_or(&base.group, |c| &c.group);
         Err(ApiError::new(
             ErrorCode::MetadataRollbackSuspected,
             format!(
-                "this producer saw metadataVersion {observed} but Redis holds {}: the group's metadata rolled back. \
-                 Routing is refused rather than moved backwards; {}",
-                base.group.metadata_version,
-                durability::mutation_block(g).unwrap_or_default()
+                "this producer saw metadataVersion {observed} but Redis holds {stored}: the group's metadata rolled \
+                 back. Routing is refused rather than moved backwards; {note}"
             ),
+        ))
+    }
+
+    /// `POST …/groups/{g}/durability/dismiss`: removes a suspicion the evidence does not support. WRITE,
+    /// audited; compare-and-set on the aggregate (and on the suspicion reviewed, when named); no epoch or
+    /// version changes. The dismissal (who, when, why, what) stays in the aggregate, and evidence it covered
+    /// raises no new suspicion.
+    pub async fn dismiss_suspicion(
+        &self,
+        name: &GroupName,
+        req: &DismissSuspicionRequest,
+        principal: &str,
+    ) -> Result<Value, ApiError> {
+        validate::validate_stream_prefix(&name.stream_prefix)?;
+        validate::validate_consumer_group(&name.consumer_group)?;
+        let requested_by = req.requested_by.as_deref().unwrap_or("");
+        validate::validate_text("requestedBy", requested_by, true)?;
+        let reason = req.reason.as_deref().unwrap_or("");
+        validate::validate_text("reason", reason, true)?;
+        let expected = req
+            .expected_updated_at
+            .as_ref()
+            .map(expected_instant)
+            .transpose()?;
+        self.ensure_running()?;
+        let lock = self.cache.lock_for(name);
+        let _guard = lock.lock().await;
+        for _ in 0..MAX_CAS_ATTEMPTS {
+            let base = self.require_group(name).await?;
+            let now = self.clock.now_ms();
+            let next = match durability::dismiss(
+                &base.group,
+                expected,
+                principal,
+                requested_by,
+                reason,
+                now,
+            ) {
+                Ok(next) => next,
+                Err(DismissError::NotSuspected) => {
+                    return Err(ApiError::invalid(format!(
+                        "group {}/{} is not suspected of a metadata rollback; there is nothing to dismiss",
+                        name.stream_prefix, name.consumer_group
+                    )));
+                }
+                Err(DismissError::Changed {
+                    current_updated_at_ms,
+                }) => {
+                    return Err(ApiError::new(
+                        ErrorCode::StateVersionConflict,
+                        format!(
+                            "the suspicion received evidence after the one reviewed (its updatedAt is now {}): \
+                             review the group's metadataDurability again before dismissing it",
+                            crate::clock::iso_ms(current_updated_at_ms)
+                        ),
+                    ));
+                }
+            };
+            match self.commit(name, &base, Transition::new(next)).await? {
+                Commit::Written(c) => {
+                    tracing::warn!(
+                        stream = ?name.stream_prefix, group = ?name.consumer_group, principal = ?principal,
+                        requested_by = ?requested_by, reason = ?reason,
+                        "metadata rollback suspicion dismissed by an operator"
+                    );
+                    return Ok(json!({
+                        "streamPrefix": name.stream_prefix,
+                        "consumerGroup": name.consumer_group,
+                        "metadataDurability": crate::inspect::durability_view(&c.group),
+                    }));
+                }
+                Commit::Conflict | Commit::ConditionFailed { .. } => continue,
+            }
+        }
+        Err(ApiError::new(
+            ErrorCode::StateVersionConflict,
+            "the group kept changing while the suspicion was being dismissed; retry",
         ))
     }
 
@@ -225,12 +414,11 @@ impl Coordinator {
                 ));
             }
         };
-        let floor = req.minimum_metadata_version.unwrap_or(0);
-        if floor < 0 {
-            return Err(ApiError::invalid(
-                "minimumMetadataVersion: must be at least 0",
-            ));
-        }
+        let floor = validate::validate_observed(
+            "minimumMetadataVersion",
+            req.minimum_metadata_version.unwrap_or(0),
+            0,
+        )?;
         self.ensure_running()?;
         let lock = self.cache.lock_for(name);
         let _guard = lock.lock().await;
@@ -288,7 +476,18 @@ impl Coordinator {
                 shard_count,
                 now,
                 &lifecycle,
-            );
+            )
+            .map_err(|e| {
+                ApiError::new(
+                    ErrorCode::EpochsExhausted,
+                    format!(
+                        "{e}: a new lifecycle must start above every version clients reported ({}), and no epoch \
+                         is left above it. If that evidence is bogus, dismiss the suspicion (POST \
+                         /coord/v1/streams/{}/groups/{}/durability/dismiss) instead",
+                        e.value, name.stream_prefix, name.consumer_group
+                    ),
+                )
+            })?;
             let written = match &base {
                 Some(b) => {
                     let mut t = Transition::new(next);
@@ -307,8 +506,8 @@ impl Coordinator {
             if let Some(c) = written {
                 tracing::warn!(
                     stream = ?name.stream_prefix, group = ?name.consumer_group,
-                    requested_by = req.requested_by.as_deref().unwrap_or(""),
-                    reason = req.reason.as_deref().unwrap_or(""),
+                    requested_by = ?req.requested_by.as_deref().unwrap_or(""),
+                    reason = ?req.reason.as_deref().unwrap_or(""),
                     lifecycle = %c.group.lifecycle_id, metadata_version = c.group.metadata_version,
                     "group recreated as a new lifecycle"
                 );
@@ -350,6 +549,25 @@ impl Coordinator {
         self.put_index(name, INDEX_LIVE).await?;
         Ok(Some(cached))
     }
+}
+
+/// `expectedUpdatedAt`: an ISO-8601 instant as the durability view shows it, or epoch milliseconds.
+fn expected_instant(v: &Value) -> Result<i64, ApiError> {
+    let parsed = match v {
+        Value::Number(n) => n.as_i64(),
+        Value::String(s) => {
+            time::OffsetDateTime::parse(s.trim(), &time::format_description::well_known::Rfc3339)
+                .ok()
+                .and_then(|t| i64::try_from(t.unix_timestamp_nanos() / 1_000_000).ok())
+        }
+        _ => None,
+    };
+    parsed.ok_or_else(|| {
+        ApiError::invalid(format!(
+            "expectedUpdatedAt: {v} is not an ISO-8601 instant (the suspicion's updatedAt as the group's \
+             metadataDurability shows it) or epoch milliseconds"
+        ))
+    })
 }
 
 #[cfg(test)]

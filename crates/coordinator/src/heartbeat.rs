@@ -10,12 +10,21 @@
 //! number of times; infrastructure
 //! trouble is answered with `RETRY` (HTTP 200), which both reference clients treat as "keep state, try again"
 //! and which never renews a client's lease.
+//!
+//! A member incarnation belongs to the principal that joined it (`Member::owner`): a heartbeat or leave for it
+//! from another principal (not an ADMIN) is refused with 403 `MEMBER_OWNED_BY_ANOTHER_PRINCIPAL`. The check
+//! reads the aggregate the decision is made on, so it costs no Redis round trip; the steady path's revision
+//! check covers it like everything else in the aggregate. Unauthenticated heartbeats record and check nothing.
 
 use crate::batch::BatchReply;
 use crate::cache::{Cached, GroupName};
 use crate::coordinator::{Coordinator, MAX_CAS_ATTEMPTS};
+use crate::error::ApiError;
+use crate::security::principal::Principal;
+use crate::security::roles::Role;
 use crate::stats::Stats;
-use rsc_group::heartbeat::{Decision, Outcome, probe, rejected_response};
+use rsc_group::heartbeat::{Caller, Decision, Outcome, owner_conflict, probe, rejected_response};
+use rsc_protocol::errors::ErrorCode;
 use rsc_protocol::wire::{HeartbeatRequest, HeartbeatResponse, HeartbeatStatus};
 use rsc_store::HeartbeatOutcome;
 use serde::Serialize;
@@ -33,17 +42,32 @@ struct MemberProgress<'a> {
     last_heartbeat_at_ms: i64,
 }
 
+/// The heartbeat's caller as the state machine sees it (None: heartbeats are not authenticated).
+pub fn caller(principal: Option<&Principal>) -> Caller<'_> {
+    match principal {
+        None => Caller::ANONYMOUS,
+        Some(p) => Caller {
+            principal: Some(&p.username),
+            acts_for_any_member: p.roles.contains(Role::Admin),
+        },
+    }
+}
+
 impl Coordinator {
-    /// Handles one validated heartbeat. Always returns a contract response (HTTP 200).
+    /// Handles one validated heartbeat from `principal` (None when heartbeats are not authenticated). A
+    /// contract response (HTTP 200), or 403 when the member belongs to another principal.
     pub async fn heartbeat(
         &self,
         name: &GroupName,
         member_id: &str,
         req: &HeartbeatRequest,
-    ) -> HeartbeatResponse {
-        let response = self.heartbeat_inner(name, member_id, req).await;
+        principal: Option<&Principal>,
+    ) -> Result<HeartbeatResponse, ApiError> {
+        let response = self
+            .heartbeat_inner(name, member_id, req, caller(principal))
+            .await?;
         self.stats.count_heartbeat(response.status);
-        response
+        Ok(response)
     }
 
     async fn heartbeat_inner(
@@ -51,7 +75,8 @@ impl Coordinator {
         name: &GroupName,
         member_id: &str,
         req: &HeartbeatRequest,
-    ) -> HeartbeatResponse {
+        caller: Caller<'_>,
+    ) -> Result<HeartbeatResponse, ApiError> {
         // Rollback evidence is acted on only when decided on state known to be current (a stale cache can
         // make a member look ahead), counted once per request, and recorded before deciding again.
         let mut signals_counted = false;
@@ -60,12 +85,42 @@ impl Coordinator {
         for _ in 0..MAX_CAS_ATTEMPTS {
             let (cached, fresh) = match self.cached_or_load(name).await {
                 Ok(x) => x,
-                Err(e) if e.code == rsc_protocol::errors::ErrorCode::MetadataCorrupt => {
+                Err(e) if e.code == ErrorCode::MetadataCorrupt => {
                     tracing::error!(error = %e, "heartbeat refused: group metadata unreadable");
-                    return rejected_response(req, &self.timing, HeartbeatStatus::UnknownMemberId);
+                    return Ok(rejected_response(
+                        req,
+                        &self.timing,
+                        HeartbeatStatus::UnknownMemberId,
+                    ));
                 }
-                Err(_) => return self.retry(req),
+                Err(_) => return Ok(self.retry(req)),
             };
+            if let Some(base) = &cached
+                && let Some(owner) = owner_conflict(&base.group, member_id, &caller)
+            {
+                // Refused only on state known to be current: the member may have been replaced since.
+                let current = fresh || {
+                    match self.still_current(name, base).await {
+                        Ok(current) => current,
+                        Err(e) if e.is_transient() => return Ok(self.retry(req)),
+                        Err(_) => false,
+                    }
+                };
+                if current {
+                    return Err(ApiError::new(
+                        ErrorCode::MemberOwnedByAnotherPrincipal,
+                        format!(
+                            "member {member_id:?} of group {}/{} was joined by principal {owner:?}: only {owner:?} \
+                             (or an ADMIN) may send its heartbeats; {:?} must use a member id of its own",
+                            name.stream_prefix,
+                            name.consumer_group,
+                            caller.principal.unwrap_or_default()
+                        ),
+                    ));
+                }
+                self.cache.invalidate(name);
+                continue;
+            }
             // A probe: a transition is only recognised here (not built); the batch decides it for real.
             let decision = probe(
                 cached.as_ref().map(|c| &*c.group),
@@ -83,10 +138,15 @@ impl Coordinator {
                 Stats::bump(&self.stats.rebalance_regressions);
                 rebalance_regression_counted = true;
             }
+            if decision.signals.epochs_exhausted {
+                tracing::error!(group = ?name, member_id = ?member_id,
+                    "heartbeat transition refused: the group's epochs would overflow (corrupt metadata); recreate it");
+            }
             if let Some(base) = &cached
-                && let Some(signal) =
+                && let Some(mut signal) =
                     crate::durability::member_signal(&base.group, member_id, req, &decision.signals)
             {
+                signal.principal = caller.principal.map(str::to_owned);
                 if !fresh {
                     self.cache.invalidate(name);
                     continue;
@@ -109,34 +169,34 @@ impl Coordinator {
                         None => Ok(false),
                     };
                     match current {
-                        Ok(true) => return decision.response,
-                        Err(e) if e.is_transient() => return self.retry(req),
+                        Ok(true) => return Ok(decision.response),
+                        Err(e) if e.is_transient() => return Ok(self.retry(req)),
                         // Moved on, or unreadable: the reload decides (and reports damage as a load does).
                         Ok(false) | Err(_) => self.cache.invalidate(name),
                     }
                 }
-                Outcome::Rejected { .. } => return decision.response,
+                Outcome::Rejected { .. } => return Ok(decision.response),
                 Outcome::Steady => {
                     let Some(base) = cached else {
-                        return self.retry(req);
+                        return Ok(self.retry(req));
                     };
                     match self.renew(name, &base, member_id, req).await {
-                        Some(true) => return decision.response,
+                        Some(true) => return Ok(decision.response),
                         Some(false) => continue,
-                        None => return self.retry(req),
+                        None => return Ok(self.retry(req)),
                     }
                 }
-                Outcome::Write(_) => match self.write_batched(name, member_id, req).await {
-                    BatchReply::Answered(response) => return *response,
+                Outcome::Write(_) => match self.write_batched(name, member_id, req, caller).await {
+                    BatchReply::Answered(response) => return Ok(*response),
                     BatchReply::DecideAgain => {}
                     // E.g. the member's lease lapsed before this request: expire it, then decide again.
                     BatchReply::Reconcile => self.reconcile_group(name).await,
-                    BatchReply::Unavailable => return self.retry(req),
+                    BatchReply::Unavailable => return Ok(self.retry(req)),
                 },
             }
         }
-        tracing::warn!(group = ?name, member_id, "heartbeat gave up after repeated state conflicts");
-        self.retry(req)
+        tracing::warn!(group = ?name, member_id = ?member_id, "heartbeat gave up after repeated state conflicts");
+        Ok(self.retry(req))
     }
 
     /// The steady path: one round trip. Some(true) = renewed; Some(false) = decide again; None = Redis failed.

@@ -36,7 +36,20 @@ pub fn migration_view(m: &Migration) -> Value {
     })
 }
 
-/// The durability part of a group's monitoring: suspicion and open correction round.
+/// One piece of rollback evidence: what, by whom, when.
+fn evidence_view(e: &rsc_group::durability::Evidence) -> Value {
+    json!({
+        "signal": e.kind.as_str(),
+        "observed": e.observed,
+        "stored": e.stored,
+        "source": e.source,
+        "principal": e.principal,
+        "at": iso_ms(e.at_ms),
+    })
+}
+
+/// The durability part of a group's monitoring: suspicion (with who raised it), the last dismissal and
+/// an open correction round.
 pub fn durability_view(g: &Group) -> Value {
     let suspicion = g.rollback_suspicion.as_ref().map(|s| {
         json!({
@@ -48,7 +61,23 @@ pub fn durability_view(g: &Group) -> Value {
             "highestObservedEpoch": s.highest_observed_epoch,
             "highestObservedRevision": s.highest_observed_revision,
             "lastSignal": s.last_signal,
+            "raisedBy": s.evidence.first().map(evidence_view),
+            "evidence": s.evidence.iter().map(evidence_view).collect::<Vec<_>>(),
             "mutationsBlocked": true,
+        })
+    });
+    let dismissal = g.rollback_dismissal.as_ref().map(|d| {
+        json!({
+            "principal": d.principal,
+            "requestedBy": d.requested_by,
+            "reason": d.reason,
+            "at": iso_ms(d.at_ms),
+            "signals": d.suspicion.kinds.iter().map(|k| k.as_str()).collect::<Vec<_>>(),
+            "detectedAt": iso_ms(d.suspicion.detected_at_ms),
+            "highestObservedMetadataVersion": d.suspicion.highest_observed_metadata_version,
+            "highestObservedEpoch": d.suspicion.highest_observed_epoch,
+            "highestObservedRevision": d.suspicion.highest_observed_revision,
+            "evidence": d.suspicion.evidence.iter().map(evidence_view).collect::<Vec<_>>(),
         })
     });
     let correction = g.metadata_correction.as_ref().map(|c| {
@@ -65,6 +94,7 @@ pub fn durability_view(g: &Group) -> Value {
         "lifecycleId": g.lifecycle_id,
         "storeRevision": g.store_revision,
         "rollbackSuspicion": suspicion,
+        "lastDismissal": dismissal,
         "metadataCorrection": correction,
     })
 }

@@ -77,22 +77,48 @@ pub async fn existing_keys<C: ConnectionLike + Send>(
 ) -> redis::RedisResult<Vec<String>> {
     let mut keys = vec![prefix.to_owned()];
     keys.extend((0..count).map(|i| shard_stream_key(prefix, i)));
-    let mut found = Vec::new();
+    let exists = existence(conn, &keys).await?;
+    Ok(keys
+        .into_iter()
+        .zip(exists)
+        .filter(|(_, e)| *e)
+        .map(|(k, _)| k)
+        .collect())
+}
+
+/// Which shard indexes of `shards` have a stream key in Redis (a scale-out must not adopt foreign data).
+pub async fn existing_shards<C: ConnectionLike + Send>(
+    conn: &mut C,
+    prefix: &str,
+    shards: std::ops::Range<u32>,
+) -> redis::RedisResult<Vec<u32>> {
+    let keys: Vec<String> = shards
+        .clone()
+        .map(|i| shard_stream_key(prefix, i))
+        .collect();
+    let exists = existence(conn, &keys).await?;
+    Ok(shards
+        .zip(exists)
+        .filter(|(_, e)| *e)
+        .map(|(i, _)| i)
+        .collect())
+}
+
+/// Whether each of `keys` exists, in order (EXISTS, pipelined).
+async fn existence<C: ConnectionLike + Send>(
+    conn: &mut C,
+    keys: &[String],
+) -> redis::RedisResult<Vec<bool>> {
+    let mut out = Vec::with_capacity(keys.len());
     for chunk in keys.chunks(256) {
         let mut pipe = redis::pipe();
         for k in chunk {
             pipe.cmd("EXISTS").arg(k);
         }
         let exists: Vec<i64> = pipe.query_async(conn).await?;
-        found.extend(
-            chunk
-                .iter()
-                .zip(exists)
-                .filter(|(_, n)| *n > 0)
-                .map(|(k, _)| k.clone()),
-        );
+        out.extend(exists.into_iter().map(|n| n > 0));
     }
-    Ok(found)
+    Ok(out)
 }
 
 /// Reads an integer field from an XINFO-style reply (flat key/value array in RESP2, a map in RESP3).

@@ -70,8 +70,12 @@ impl Coordinator {
                 Ok(l) => l.into_iter().collect(),
                 Err(e) => return self.note_store_error(&e),
             };
-            let Some((t, report)) = tick(&base.group, now, &lapsed, &self.timing) else {
-                return;
+            let (t, report) = match tick(&base.group, now, &lapsed, &self.timing) {
+                Ok(Some(due)) => due,
+                Ok(None) => return,
+                Err(e) => {
+                    return tracing::error!(group = ?name, error = %e, "group not reconciled");
+                }
             };
             match self.commit(name, &base, t).await {
                 Ok(Commit::Written(_)) => {

@@ -2,7 +2,9 @@
 //!
 //! The shard count belongs to the stream record (`<kp>:{<p>}:stream`), so routing for every group of a
 //! stream is always identical. A scale runs as recorded steps, each resumable from Redis:
-//! 1. the stream record gets the migration in PREPARING (compare-and-set);
+//! 1. the stream record gets the migration in PREPARING (compare-and-set) — unless a scale-out's new shard
+//!    keys already exist and were not provisioned by the coordinator: like create, a scale never adopts a key
+//!    someone else created (409 `STREAM_PREFIX_ALREADY_EXISTS`, nothing recorded or provisioned);
 //! 2. every new shard stream and its Redis consumer group is provisioned for every group of the stream
 //!    (a failure answers 503 `REDIS_STREAM_PROVISIONING_FAILED`, nothing is switched, a retry resumes);
 //! 3. the stream record switches to the new shard count (ACTIVE) in one write — routing changes here;
@@ -10,12 +12,13 @@
 //!    reconciler or on the next routing request;
 //! 5. the reconciler collects drain evidence for removed shards (`XINFO GROUPS`: pending 0 and a known lag of
 //!    0 for every Redis consumer group on the key), lets them leave the assignment, and completes the
-//!    migration; when every group is done the stream's migration ends and removed shard streams are retired.
+//!    migration; when every group is done the stream's migration ends and removed shard streams are retired
+//!    (and the record stops counting the keys that are gone as its own).
 
 use crate::cache::{Cached, GroupName};
 use crate::coordinator::{Commit, Coordinator, MAX_CAS_ATTEMPTS};
 use crate::error::ApiError;
-use crate::provision::{field, field_i64, provision};
+use crate::provision::{existing_shards, field, field_i64, provision};
 use crate::reconciler::INDEX_LIVE;
 use rsc_group::heartbeat::Transition;
 use rsc_group::migration::{self, Migration, MigrationError, MigrationState};
@@ -43,6 +46,7 @@ impl From<MigrationError> for ApiError {
                 format!("migration {id} does not exist for this group"),
             ),
             MigrationError::NotAllowed(why) => ApiError::new(ErrorCode::RollbackNotAllowed, why),
+            MigrationError::EpochOverflow(e) => e.into(),
         }
     }
 }
@@ -173,7 +177,15 @@ impl Coordinator {
         base: &CachedStream,
         mut next: StreamRecord,
     ) -> Result<Option<CachedStream>, ApiError> {
-        next.store_revision = base.revision + 1;
+        next.store_revision = base.revision.checked_add(1).ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::MetadataCorrupt,
+                format!(
+                    "stream record {} has a store revision that cannot be incremented; restore it from backup",
+                    self.stream_keys(prefix).metadata
+                ),
+            )
+        })?;
         next.updated_at_ms = self.clock.now_ms();
         let write = CasWrite {
             expected_revision: base.revision,
@@ -267,7 +279,7 @@ impl Coordinator {
             if let Some(m) = &stream.active_migration
                 && m.state == MigrationState::Active
             {
-                changed |= migration::adopt(g, m, now, &timing);
+                changed |= migration::adopt(g, m, now, &timing)?;
             }
             Ok(changed)
         })
@@ -351,6 +363,8 @@ impl Coordinator {
                     return Ok(self.scale_response(prefix, target, &groups, &[noop]));
                 }
                 None => {
+                    self.refuse_foreign_shard_keys(prefix, &stream.record, target)
+                        .await?;
                     let now = self.clock.now_ms();
                     let m = Migration {
                         resharding_id: format!("reshard-{}", uuid::Uuid::new_v4()),
@@ -367,6 +381,8 @@ impl Coordinator {
                         end_reason: None,
                     };
                     let mut next = stream.record.clone();
+                    // The new keys were checked above: from now on they are the coordinator's.
+                    next.provisioned_shard_count = Some(next.provisioned_upto().max(target));
                     next.active_migration = Some(m);
                     match self.write_stream(prefix, &stream, next).await? {
                         Some(s) => stream = s,
@@ -391,7 +407,7 @@ impl Coordinator {
                     .unwrap_or_else(|| migration.clone()),
             );
         }
-        tracing::info!(stream = prefix, id = ?migration.resharding_id, from = migration.from_shard_count, to = target, "scale activated");
+        tracing::info!(stream = ?prefix, id = ?migration.resharding_id, from = migration.from_shard_count, to = target, "scale activated");
         Ok(self.scale_response(prefix, target, &groups, &per_group))
     }
 
@@ -435,7 +451,8 @@ impl Coordinator {
             m.activated_at_ms = Some(now);
             m.updated_at_ms = now;
             next.shard_count = m.to_shard_count;
-            next.routing_version += 1;
+            next.routing_version =
+                rsc_group::model::incremented("routingVersion", next.routing_version)?;
             match self.write_stream(prefix, &stream, next).await? {
                 Some(s) => return Ok(s),
                 None => {
@@ -465,6 +482,77 @@ impl Coordinator {
             "affectedConsumerGroups": groups.iter().map(|g| g.consumer_group.clone()).collect::<Vec<_>>(),
             "migrations": migrations.iter().map(migration_json).collect::<Vec<_>>(),
         })
+    }
+
+    /// A scale-out must not adopt shard keys the coordinator did not provision (a later scale-in would retire
+    /// them, data and all): 409 `STREAM_PREFIX_ALREADY_EXISTS`, as create answers, naming the keys. Checked
+    /// before anything is recorded or provisioned. Keys below [`StreamRecord::provisioned_upto`] are the
+    /// coordinator's own (e.g. a removed shard kept because it received late writes).
+    async fn refuse_foreign_shard_keys(
+        &self,
+        prefix: &str,
+        record: &rsc_group::stream::StreamRecord,
+        target: u32,
+    ) -> Result<(), ApiError> {
+        let ours = record.provisioned_upto();
+        if !self.config.streams.provisioning_enabled || target <= ours {
+            return Ok(());
+        }
+        let found = existing_shards(&mut self.store.connection(), prefix, ours..target)
+            .await
+            .map_err(|e| {
+                ApiError::new(
+                    ErrorCode::RedisUnavailable,
+                    format!("Redis is unavailable: {e}"),
+                )
+            })?;
+        if found.is_empty() {
+            return Ok(());
+        }
+        let keys: Vec<String> = found.iter().map(|s| shard_stream_key(prefix, *s)).collect();
+        Err(ApiError::new(
+            ErrorCode::StreamPrefixAlreadyExists,
+            format!(
+                "Redis keys of stream {prefix:?} already exist, were not created by the coordinator and would be \
+                 adopted as new shards (and deleted by a later scale-in): {}; delete them, or choose a target \
+                 shard count of at most {}",
+                keys.join(", "),
+                found[0]
+            ),
+        ))
+    }
+
+    /// After removed shards were retired: the record stops counting keys that no longer exist as its own, so
+    /// a key created there later by someone else is refused by the next scale-out rather than adopted.
+    async fn forget_retired_keys(&self, prefix: &str) {
+        for _ in 0..MAX_CAS_ATTEMPTS {
+            let Ok(Some(base)) = self.load_stream(prefix).await else {
+                return;
+            };
+            let r = &base.record;
+            let mut floor = r.shard_count;
+            if let Some(m) = &r.active_migration {
+                floor = floor.max(m.from_shard_count).max(m.to_shard_count);
+            }
+            let upto = r.provisioned_upto();
+            if upto <= floor {
+                return;
+            }
+            // Keys still there (kept after late writes, a rolled-back scale-out's shards) stay the coordinator's.
+            let Ok(left) = existing_shards(&mut self.store.connection(), prefix, floor..upto).await
+            else {
+                return;
+            };
+            let keep = left.last().map_or(floor, |s| s + 1);
+            if r.provisioned_shard_count == Some(keep) {
+                return;
+            }
+            let mut next = r.clone();
+            next.provisioned_shard_count = Some(keep);
+            if let Ok(Some(_)) = self.write_stream(prefix, &base, next).await {
+                return;
+            }
+        }
     }
 
     /// `POST …/groups/{g}/scale` (compatibility): the stream-level scale, answered with this group's migration.
@@ -562,7 +650,8 @@ impl Coordinator {
                 let mut next = base.record.clone();
                 if end == MigrationState::RolledBack {
                     next.shard_count = a.from_shard_count;
-                    next.routing_version += 1;
+                    next.routing_version =
+                        rsc_group::model::incremented("routingVersion", next.routing_version)?;
                 }
                 next.finish(final_state, Some(reason.clone()), self.clock.now_ms());
                 match self.write_stream(prefix, &base, next).await? {
@@ -817,7 +906,7 @@ impl Coordinator {
                     c
                 } else {
                     self.update_group(name, |g, now| {
-                        Ok(migration::release_drained(g, &drained, now, &timing))
+                        Ok(migration::release_drained(g, &drained, now, &timing)?)
                     })
                     .await
                     .unwrap_or(c)
@@ -857,6 +946,7 @@ impl Coordinator {
                 if self.config.streams.retire_removed_shards && active.is_scale_in() {
                     self.retire_shards(prefix, active.to_shard_count..active.from_shard_count)
                         .await;
+                    self.forget_retired_keys(prefix).await;
                 }
                 tracing::info!(stream = prefix, id = ?active.resharding_id, "migration complete");
                 return;

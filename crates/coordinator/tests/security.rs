@@ -523,12 +523,14 @@ async fn heartbeats_need_member_unless_switched_off_and_scopes_bind_members_and_
         ("reader", "team-a-orders", 403),
         ("writer", "team-a-orders", 403),
     ] {
+        // Each principal its own member id: a member belongs to the principal that joined it.
+        let own = Member::new(who);
         let r = api
             .with_auth(basic(who))
             .send(
                 "POST",
-                &heartbeat_path(prefix, prefix, "m1"),
-                Some(m.request()),
+                &heartbeat_path(prefix, prefix, who),
+                Some(own.request()),
             )
             .await;
         assert_eq!(r.status, status, "{who} on {prefix}: {}", r.body);
@@ -1298,6 +1300,10 @@ async fn admin_bodies_are_json_objects_of_known_fields() {
             "/coord/v1/streams/known/groups/known/migrations/reshard-x/force-complete",
         ),
         ("POST", "/coord/v1/streams/known/groups/known/recreate"),
+        (
+            "POST",
+            "/coord/v1/streams/known/groups/known/durability/dismiss",
+        ),
     ] {
         let r = api
             .send(

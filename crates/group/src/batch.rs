@@ -26,7 +26,8 @@
 //! aggregate no one ever stored.
 
 use crate::heartbeat::{
-    Decision, Draft, Outcome, Transition, decide_in_place, restate_on_committed,
+    Caller, Decision, Draft, Outcome, Transition, decide_in_place, owner_conflict,
+    restate_on_committed,
 };
 use crate::model::Group;
 use crate::timing::Timing;
@@ -53,6 +54,8 @@ pub enum NotCombined {
     MemberAlreadyNamed,
     /// On the batch's aggregate the request is no transition (rejected or steady): decide again alone.
     NotATransition,
+    /// On the batch's aggregate the member belongs to another principal: decide again alone (and be refused).
+    OwnedByAnother,
 }
 
 /// A finished batch: the one transition to commit and, in the order they were combined, each request's
@@ -76,19 +79,35 @@ impl<'a> Batch<'a> {
         }
     }
 
-    /// Decides `req` on the batch's aggregate and, if it is a transition, applies and combines it.
+    /// Decides `req` (from an unauthenticated caller) on the batch's aggregate and, if it is a transition,
+    /// applies and combines it.
     pub fn decide(
         &mut self,
         path_member_id: &str,
         req: &HeartbeatRequest,
     ) -> Result<(), NotCombined> {
+        self.decide_as(path_member_id, req, &Caller::ANONYMOUS)
+    }
+
+    /// [`Batch::decide`] for `caller`: a member another principal owns (on the batch's aggregate, which may be
+    /// newer than the one the request was checked on) is not touched; a join records `caller` as the owner.
+    pub fn decide_as(
+        &mut self,
+        path_member_id: &str,
+        req: &HeartbeatRequest,
+        caller: &Caller<'_>,
+    ) -> Result<(), NotCombined> {
         if self.named.contains(&req.member_id) || self.named.contains(path_member_id) {
             return Err(NotCombined::MemberAlreadyNamed);
+        }
+        if owner_conflict(&self.group, path_member_id, caller).is_some() {
+            return Err(NotCombined::OwnedByAnother);
         }
         let decision = decide_in_place(
             &mut self.group,
             path_member_id,
             req,
+            caller.principal,
             self.now_ms,
             &self.timing,
         );
@@ -306,6 +325,58 @@ mod tests {
         );
         assert_eq!(*batch.group, before, "the aggregate is untouched");
         assert_eq!(batch.len(), 1);
+    }
+
+    #[test]
+    fn a_join_records_its_principal_and_another_principal_cannot_touch_the_member() {
+        let alice = Caller {
+            principal: Some("alice"),
+            acts_for_any_member: false,
+        };
+        let base = group();
+        let mut batch = Batch::on(&base, NOW, &timing());
+        batch.decide_as("a", &join_req("a"), &alice).expect("join");
+        let joined = batch.finish().unwrap().transition.group.unwrap();
+        assert_eq!(joined.members["a"].owner.as_deref(), Some("alice"));
+
+        let bob = Caller {
+            principal: Some("bob"),
+            ..alice
+        };
+        let admin = Caller {
+            principal: Some("root"),
+            acts_for_any_member: true,
+        };
+        assert_eq!(owner_conflict(&joined, "a", &bob), Some("alice"));
+        assert_eq!(owner_conflict(&joined, "a", &alice), None);
+        assert_eq!(owner_conflict(&joined, "a", &admin), None);
+        assert_eq!(owner_conflict(&joined, "a", &Caller::ANONYMOUS), None);
+        assert_eq!(owner_conflict(&joined, "b", &bob), None, "unknown member");
+        let mut leave = join_req("a");
+        leave.member_epoch = -1;
+        leave.metadata_version = joined.metadata_version;
+        let mut batch = Batch::on(&joined, NOW, &timing());
+        assert_eq!(
+            batch.decide_as("a", &leave, &bob).expect_err("bob's leave"),
+            NotCombined::OwnedByAnother
+        );
+        assert_eq!(
+            batch
+                .decide_as("a", &join_req("a"), &bob)
+                .expect_err("bob's rejoin"),
+            NotCombined::OwnedByAnother
+        );
+        assert!(batch.is_empty());
+        batch.decide_as("a", &leave, &alice).expect("alice's leave");
+        // Unauthenticated joins record no owner (and a JSON without the field still loads).
+        let anon = decide(Some(&base), "c", &join_req("c"), NOW, &timing());
+        let Outcome::Write(t) = anon.outcome else {
+            panic!("join")
+        };
+        let g = t.group.unwrap();
+        assert_eq!(g.members["c"].owner, None);
+        assert!(!g.to_json().contains("\"owner\""));
+        assert!(joined.to_json().contains("\"owner\":\"alice\""));
     }
 
     #[test]

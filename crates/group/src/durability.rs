@@ -13,9 +13,15 @@
 //!   document carries no suspicion; an older backup is simply detected again), or
 //! - recreates the group as a new lifecycle ([`new_lifecycle`]): no members, the shard count the operator
 //!   states, a new lifecycle id, and epochs that start above every version any client reported, so no
-//!   client is asked to go backwards and old members are told to rejoin.
+//!   client is asked to go backwards and old members are told to rejoin, or
+//! - dismisses it ([`dismiss`]) because the recorded evidence ([`Evidence`]: who reported what, when) does
+//!   not support it. A dismissal changes no epoch or version; it is kept in the aggregate ([`Dismissal`]),
+//!   and evidence it covered (an observation no higher than the dismissed ones) raises no new suspicion.
+//!
+//! Who may raise a suspicion at all (which principals, how often) is the coordinator's decision; this module
+//! records the principal with the evidence.
 
-use crate::model::Group;
+use crate::model::{EpochOverflow, Group, incremented};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
@@ -57,6 +63,24 @@ pub struct Signal {
     pub stored: i64,
     /// Who reported it: a member id, `producer`, or `coordinator <id>`.
     pub source: String,
+    /// The authenticated principal that sent it (None: unauthenticated heartbeats, or the coordinator itself).
+    pub principal: Option<String>,
+}
+
+/// How many pieces of evidence a suspicion keeps (the first, and the latest ones).
+pub const MAX_EVIDENCE: usize = 20;
+
+/// One recorded piece of evidence: what was observed, by whom, when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Evidence {
+    pub kind: SignalKind,
+    pub observed: i64,
+    pub stored: i64,
+    pub source: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub principal: Option<String>,
+    pub at_ms: i64,
 }
 
 /// The persisted suspicion of a group (aggregate field `rollbackSuspicion`).
@@ -76,11 +100,56 @@ pub struct RollbackSuspicion {
     pub highest_observed_revision: i64,
     /// The latest signal, for people.
     pub last_signal: String,
+    /// Who raised it: the first piece of evidence and the latest ones (at most [`MAX_EVIDENCE`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<Evidence>,
+}
+
+/// A suspicion an operator dismissed: who, when, why, and what it was.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Dismissal {
+    /// The authenticated principal that dismissed it.
+    pub principal: String,
+    pub requested_by: String,
+    pub reason: String,
+    pub at_ms: i64,
+    pub suspicion: RollbackSuspicion,
+}
+
+/// Why a dismissal was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DismissError {
+    #[error("the group is not suspected of a metadata rollback; there is nothing to dismiss")]
+    NotSuspected,
+    /// The suspicion received evidence after the one the operator reviewed.
+    #[error("the suspicion changed (updated at {current_updated_at_ms} ms) since the one reviewed")]
+    Changed { current_updated_at_ms: i64 },
+}
+
+/// Whether an earlier dismissal already covers `signal`: the operator judged evidence at least this high.
+fn dismissed(g: &Group, signal: &Signal) -> bool {
+    let Some(d) = &g.rollback_dismissal else {
+        return false;
+    };
+    let s = &d.suspicion;
+    let covered = match signal.kind {
+        SignalKind::MemberMetadataVersion | SignalKind::ProducerMetadataVersion => {
+            s.highest_observed_metadata_version
+        }
+        SignalKind::MemberEpoch | SignalKind::RebalanceBackward => s.highest_observed_epoch,
+        SignalKind::StoreRevision => s.highest_observed_revision,
+    };
+    s.kinds.contains(&signal.kind) && signal.observed <= covered
 }
 
 /// Records `signal` in the group's suspicion. None when the group already records this kind of evidence with
-/// an observed value at least as high (so repeated reports cause no writes).
+/// an observed value at least as high (so repeated reports cause no writes), or when an operator dismissed
+/// evidence of this kind at least as high.
 pub fn record(g: &Group, signal: &Signal, now_ms: i64) -> Option<Group> {
+    if dismissed(g, signal) {
+        return None;
+    }
     let mut next = g.clone();
     let s = next
         .rollback_suspicion
@@ -93,6 +162,7 @@ pub fn record(g: &Group, signal: &Signal, now_ms: i64) -> Option<Group> {
             highest_observed_epoch: 0,
             highest_observed_revision: 0,
             last_signal: String::new(),
+            evidence: Vec::new(),
         });
     let new_kind = s.kinds.insert(signal.kind);
     let slot = match signal.kind {
@@ -110,8 +180,72 @@ pub fn record(g: &Group, signal: &Signal, now_ms: i64) -> Option<Group> {
     }
     s.updated_at_ms = now_ms;
     s.last_signal = describe(signal);
+    if s.evidence.len() >= MAX_EVIDENCE {
+        // Keep the first (who raised it) and the latest.
+        s.evidence.remove(1);
+    }
+    s.evidence.push(Evidence {
+        kind: signal.kind,
+        observed: signal.observed,
+        stored: signal.stored,
+        source: signal.source.clone(),
+        principal: signal.principal.clone(),
+        at_ms: now_ms,
+    });
     next.updated_at_ms = now_ms;
     Some(next)
+}
+
+/// Dismisses the group's suspicion: the aggregate without it, the dismissal recorded, no epoch or version
+/// changed. `expected_updated_at_ms`: the suspicion the operator reviewed (None = whatever is recorded); a
+/// suspicion that received evidence since is not dismissed.
+pub fn dismiss(
+    g: &Group,
+    expected_updated_at_ms: Option<i64>,
+    principal: &str,
+    requested_by: &str,
+    reason: &str,
+    now_ms: i64,
+) -> Result<Group, DismissError> {
+    let s = g
+        .rollback_suspicion
+        .as_ref()
+        .ok_or(DismissError::NotSuspected)?;
+    if let Some(expected) = expected_updated_at_ms
+        && expected != s.updated_at_ms
+    {
+        return Err(DismissError::Changed {
+            current_updated_at_ms: s.updated_at_ms,
+        });
+    }
+    let mut next = g.clone();
+    let mut suspicion = next
+        .rollback_suspicion
+        .take()
+        .ok_or(DismissError::NotSuspected)?;
+    // What earlier dismissals covered stays covered.
+    if let Some(previous) = &g.rollback_dismissal {
+        let p = &previous.suspicion;
+        suspicion.kinds.extend(p.kinds.iter().copied());
+        suspicion.highest_observed_metadata_version = suspicion
+            .highest_observed_metadata_version
+            .max(p.highest_observed_metadata_version);
+        suspicion.highest_observed_epoch = suspicion
+            .highest_observed_epoch
+            .max(p.highest_observed_epoch);
+        suspicion.highest_observed_revision = suspicion
+            .highest_observed_revision
+            .max(p.highest_observed_revision);
+    }
+    next.rollback_dismissal = Some(Dismissal {
+        principal: principal.to_owned(),
+        requested_by: requested_by.to_owned(),
+        reason: reason.to_owned(),
+        at_ms: now_ms,
+        suspicion,
+    });
+    next.updated_at_ms = now_ms;
+    Ok(next)
 }
 
 /// A one-line description of a signal.
@@ -147,22 +281,25 @@ pub fn mutation_block(g: &Group) -> Option<String> {
     Some(format!(
         "group {}/{} is suspected of a metadata rollback ({}; {}); admin mutations are refused until an \
          operator restores the metadata key from a backup at least as new as what clients observed \
-         (metadataVersion {}), or recreates the group as a new lifecycle with \
-         POST /coord/v1/streams/{}/groups/{}/recreate",
+         (metadataVersion {}), recreates the group as a new lifecycle with \
+         POST /coord/v1/streams/{p}/groups/{g}/recreate, or, if the evidence (shown in the group's \
+         metadataDurability) does not support it, dismisses it with \
+         POST /coord/v1/streams/{p}/groups/{g}/durability/dismiss",
         g.stream_prefix,
         g.consumer_group,
         kinds.join(", "),
         s.last_signal,
         s.highest_observed_metadata_version
             .max(s.stored_metadata_version),
-        g.stream_prefix,
-        g.consumer_group
+        p = g.stream_prefix,
+        g = g.consumer_group
     ))
 }
 
 /// The first version of a recreated group: above every version and epoch the old lifecycle stored or any
 /// client reported, and above `floor` (what the operator knows clients saw when the old document is gone).
-pub fn lifecycle_start(old: Option<&Group>, floor: i64) -> i64 {
+/// An error when that is not representable.
+pub fn lifecycle_start(old: Option<&Group>, floor: i64) -> Result<i64, EpochOverflow> {
     let mut top = floor.max(0);
     if let Some(g) = old {
         top = top
@@ -178,7 +315,7 @@ pub fn lifecycle_start(old: Option<&Group>, floor: i64) -> i64 {
                 .max(s.highest_observed_epoch);
         }
     }
-    top + 1
+    incremented("metadataVersion", top)
 }
 
 /// A recreated group: a new lifecycle with no members, the stated shard count, and epochs starting at
@@ -191,8 +328,8 @@ pub fn new_lifecycle(
     shard_count: u32,
     now_ms: i64,
     lifecycle_id: &str,
-) -> Group {
-    let start = lifecycle_start(old, floor);
+) -> Result<Group, EpochOverflow> {
+    let start = lifecycle_start(old, floor)?;
     let mut g = Group::new(
         stream_prefix,
         consumer_group,
@@ -203,7 +340,7 @@ pub fn new_lifecycle(
     g.group_epoch = start;
     g.metadata_version = start;
     g.assignment_epoch = start;
-    g
+    Ok(g)
 }
 
 #[cfg(test)]
@@ -220,6 +357,7 @@ mod tests {
             observed,
             stored: 3,
             source: "m1".into(),
+            principal: Some("app".into()),
         }
     }
 
@@ -265,14 +403,93 @@ mod tests {
         )
         .unwrap();
         let g = record(&g, &signal(SignalKind::MemberEpoch, 55), 2_000).unwrap();
-        let n = new_lifecycle(Some(&g), 0, "orders", "orders", 8, 5_000, "life-2");
+        let n = new_lifecycle(Some(&g), 0, "orders", "orders", 8, 5_000, "life-2").unwrap();
         assert_eq!(n.metadata_version, 56);
         assert_eq!(n.group_epoch, 56);
         assert_eq!(n.assignment_epoch, 56);
         assert_eq!(n.shard_count, 8);
         assert!(n.members.is_empty() && n.rollback_suspicion.is_none());
         assert_eq!(n.lifecycle_id, "life-2");
-        assert_eq!(lifecycle_start(None, 99), 100);
+        assert_eq!(lifecycle_start(None, 99), Ok(100));
+        let top = record(
+            &group(),
+            &signal(SignalKind::ProducerMetadataVersion, i64::MAX),
+            2_000,
+        )
+        .unwrap();
+        assert_eq!(
+            lifecycle_start(Some(&top), 0),
+            Err(EpochOverflow {
+                field: "metadataVersion",
+                value: i64::MAX
+            }),
+            "an overflow is an error, never a wrap"
+        );
+    }
+
+    #[test]
+    fn evidence_names_who_raised_it_and_is_bounded() {
+        let mut g = group();
+        for v in 5..(5 + 3 * MAX_EVIDENCE as i64) {
+            g = record(&g, &signal(SignalKind::ProducerMetadataVersion, v), v).unwrap();
+        }
+        let s = g.rollback_suspicion.as_ref().unwrap();
+        assert_eq!(s.evidence.len(), MAX_EVIDENCE);
+        assert_eq!(s.evidence[0].observed, 5, "the first piece is kept");
+        assert_eq!(s.evidence[0].principal.as_deref(), Some("app"));
+        assert_eq!(
+            s.evidence.last().unwrap().observed,
+            4 + 3 * MAX_EVIDENCE as i64
+        );
+    }
+
+    #[test]
+    fn a_dismissal_changes_no_version_is_recorded_and_covers_what_it_judged() {
+        let g = record(
+            &group(),
+            &signal(SignalKind::ProducerMetadataVersion, 9),
+            2_000,
+        )
+        .unwrap();
+        let updated = g.rollback_suspicion.as_ref().unwrap().updated_at_ms;
+        assert_eq!(
+            dismiss(
+                &g,
+                Some(updated - 1),
+                "ops",
+                "alice",
+                "a test producer",
+                3_000
+            ),
+            Err(DismissError::Changed {
+                current_updated_at_ms: updated
+            })
+        );
+        let d = dismiss(&g, Some(updated), "ops", "alice", "a test producer", 3_000).unwrap();
+        assert!(d.rollback_suspicion.is_none() && mutation_block(&d).is_none());
+        assert_eq!(
+            (d.group_epoch, d.metadata_version, d.assignment_epoch),
+            (g.group_epoch, g.metadata_version, g.assignment_epoch),
+            "no version is bumped"
+        );
+        let dismissal = d.rollback_dismissal.as_ref().unwrap();
+        assert_eq!(
+            (
+                dismissal.principal.as_str(),
+                dismissal.requested_by.as_str()
+            ),
+            ("ops", "alice")
+        );
+        assert_eq!(
+            dismiss(&d, None, "ops", "alice", "again", 4_000),
+            Err(DismissError::NotSuspected)
+        );
+        // The same (or lower) evidence does not raise it again; higher evidence, or another kind, does.
+        assert!(record(&d, &signal(SignalKind::ProducerMetadataVersion, 9), 5_000).is_none());
+        assert!(record(&d, &signal(SignalKind::MemberMetadataVersion, 8), 5_000).is_some());
+        assert!(record(&d, &signal(SignalKind::ProducerMetadataVersion, 10), 5_000).is_some());
+        let back = Group::from_json(&d.to_json()).unwrap();
+        assert_eq!(back, d);
     }
 
     #[test]

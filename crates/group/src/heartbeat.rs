@@ -11,8 +11,11 @@
 //! incarnation and is always answered (a retry after a lost response is never fenced). Its report can only
 //! release shards whose revocation it had already seen (revocation epoch ≤ request epoch).
 
-use crate::model::{Group, Hold, Member, MemberState, MetadataCorrection, RevokeReport, ShardSet};
-use crate::rebalance::{bump_epochs, recompute_target, settle};
+use crate::model::{
+    EpochOverflow, Group, Hold, Member, MemberState, MetadataCorrection, RevokeReport, ShardSet,
+    incremented,
+};
+use crate::rebalance::{bumped, recompute_target, settle};
 use crate::timing::Timing;
 use rsc_protocol::wire::{
     AssignmentView, HeartbeatRequest, HeartbeatResponse, HeartbeatStatus, ShardId,
@@ -76,6 +79,38 @@ pub struct Signals {
     pub rebalance_regression: bool,
     /// The member was fenced by this request.
     pub fenced: bool,
+    /// The transition this request calls for would overflow an epoch (answered RETRY, nothing stored).
+    pub epochs_exhausted: bool,
+}
+
+/// Who sends a heartbeat, as far as member ownership goes. A member incarnation records the principal that
+/// joined it ([`Member::owner`]); a heartbeat or leave for it from another principal is refused, unless the
+/// caller may act for any member (an ADMIN). Heartbeats served without authentication have no principal:
+/// nothing is recorded and nothing is checked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Caller<'a> {
+    pub principal: Option<&'a str>,
+    pub acts_for_any_member: bool,
+}
+
+impl Caller<'_> {
+    /// Unauthenticated heartbeats (and the simulator).
+    pub const ANONYMOUS: Caller<'static> = Caller {
+        principal: None,
+        acts_for_any_member: false,
+    };
+}
+
+/// The principal that owns `member_id` in `g`, if it is not `caller` and `caller` may not act for it.
+pub fn owner_conflict<'g>(g: &'g Group, member_id: &str, caller: &Caller<'_>) -> Option<&'g str> {
+    let principal = caller.principal?;
+    if caller.acts_for_any_member {
+        return None;
+    }
+    g.members
+        .get(member_id)
+        .and_then(|m| m.owner.as_deref())
+        .filter(|owner| *owner != principal)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,7 +136,7 @@ pub fn decide(
         };
     };
     let mut g = Draft::new(Cow::Borrowed(g));
-    let mut d = decide_in_place(&mut g, path_member_id, req, now_ms, timing);
+    let mut d = decide_in_place(&mut g, path_member_id, req, None, now_ms, timing);
     if let Outcome::Write(t) = &mut d.outcome {
         t.group = Some(g.into_group());
     }
@@ -123,7 +158,7 @@ pub fn probe(
         return decide(None, path_member_id, req, now_ms, timing);
     };
     let mut g = Draft::probe(g);
-    decide_in_place(&mut g, path_member_id, req, now_ms, timing)
+    decide_in_place(&mut g, path_member_id, req, None, now_ms, timing)
 }
 
 /// The aggregate a decision works on: changed in place (copied first when borrowed) to apply a write, or,
@@ -237,18 +272,21 @@ fn probe_write(req: &HeartbeatRequest, timing: &Timing, signals: Signals) -> Dec
 /// Decides like [`decide`] on an existing group, but a `Write` is applied to `g` itself (made owned on the
 /// first change, so an owned aggregate is changed without being copied) and its transition carries no
 /// aggregate. Any other outcome leaves `g` untouched. A heartbeat transition names (in its lease conditions
-/// and operations) no member but the requesting one.
+/// and operations) no member but the requesting one. `joiner`: the principal a join records as the new
+/// incarnation's owner (None when heartbeats are unauthenticated); ownership itself is checked by the caller
+/// ([`owner_conflict`]).
 pub fn decide_in_place(
     g: &mut Draft<'_>,
     path_member_id: &str,
     req: &HeartbeatRequest,
+    joiner: Option<&str>,
     now_ms: i64,
     timing: &Timing,
 ) -> Decision {
     if let Some(d) = precheck(path_member_id, req, timing) {
         return d;
     }
-    let d = decide_existing(g, req, now_ms, timing);
+    let d = decide_existing(g, req, joiner, now_ms, timing);
     if g.metadata_correction.is_some() {
         // A correction round's decisions read revocations: while one is open (or this request opened it),
         // nothing stays deferred, so the next decision sees the aggregate rebalanced.
@@ -267,13 +305,14 @@ pub fn decide_in_place(
 fn decide_existing(
     g: &mut Draft<'_>,
     req: &HeartbeatRequest,
+    joiner: Option<&str>,
     now_ms: i64,
     timing: &Timing,
 ) -> Decision {
     // A copy of the member record (not a borrow of `g`), so that the decision can change `g` in place.
     let Some(member) = g.members.get(&req.member_id).cloned() else {
         return if req.member_epoch == 0 {
-            join(g, req, now_ms, timing)
+            join(g, req, joiner, now_ms, timing)
         } else {
             rejected(req, timing, HeartbeatStatus::UnknownMemberId, true)
         };
@@ -283,7 +322,7 @@ fn decide_existing(
         (0, MemberState::Active) if !member.join_confirmed => {
             accept(g, member, req, now_ms, timing, true)
         }
-        (0, _) => join(g, req, now_ms, timing),
+        (0, _) => join(g, req, joiner, now_ms, timing),
         (_, MemberState::Expired | MemberState::Fenced) => fenced_reply(g, member, req, timing),
         // A leave from an earlier process with this id (delayed, duplicated or re-sent) must not touch the
         // current incarnation; if it really is this incarnation's, its lease runs out and the shards move then.
@@ -410,6 +449,21 @@ fn rejected(
     }
 }
 
+/// A transition that would overflow an epoch: nothing is stored and the member is told RETRY (it keeps its
+/// state and its lease is not renewed, so it stops reading when the lease runs out). Fails closed.
+fn exhausted(req: &HeartbeatRequest, timing: &Timing) -> Decision {
+    Decision {
+        response: rejected_response(req, timing, HeartbeatStatus::Retry),
+        outcome: Outcome::Rejected {
+            needs_fresh_state: true,
+        },
+        signals: Signals {
+            epochs_exhausted: true,
+            ..Signals::default()
+        },
+    }
+}
+
 fn fenced_reply(g: &Group, member: &Member, req: &HeartbeatRequest, timing: &Timing) -> Decision {
     let empty = ShardSet::new();
     Decision {
@@ -431,7 +485,16 @@ fn fenced_reply(g: &Group, member: &Member, req: &HeartbeatRequest, timing: &Tim
 
 /// Join, rejoin after expiry/fencing/leave, or a restarted process reusing its id (a new incarnation: the old
 /// incarnation's shards are held until its lease has certainly run out, then granted normally).
-fn join(g: &mut Draft<'_>, req: &HeartbeatRequest, now_ms: i64, timing: &Timing) -> Decision {
+fn join(
+    g: &mut Draft<'_>,
+    req: &HeartbeatRequest,
+    joiner: Option<&str>,
+    now_ms: i64,
+    timing: &Timing,
+) -> Decision {
+    let Ok(bump) = bumped(g) else {
+        return exhausted(req, timing);
+    };
     let held: ShardSet = g
         .members
         .get(&req.member_id)
@@ -453,11 +516,10 @@ fn join(g: &mut Draft<'_>, req: &HeartbeatRequest, now_ms: i64, timing: &Timing)
         .member_name
         .clone()
         .unwrap_or_else(|| req.member_id.clone());
-    next.members.insert(
-        req.member_id.clone(),
-        Member::new(&req.member_id, &name, now_ms),
-    );
-    bump_epochs(next);
+    let mut m = Member::new(&req.member_id, &name, now_ms);
+    m.owner = joiner.map(str::to_owned);
+    next.members.insert(req.member_id.clone(), m);
+    bump.apply(next);
     g.rebalance(Rebalance::Target, now_ms, timing);
     let next = g.written();
     let (epoch, version) = (next.assignment_epoch, next.metadata_version);
@@ -485,6 +547,9 @@ fn leave(
     now_ms: i64,
     timing: &Timing,
 ) -> Decision {
+    let Ok(bump) = bumped(g) else {
+        return exhausted(req, timing);
+    };
     let mut m = member.clone();
     m.state = MemberState::Leaving;
     m.state_changed_at_ms = now_ms;
@@ -505,7 +570,7 @@ fn leave(
         return probe_write(req, timing, signals);
     };
     next.members.insert(m.member_id.clone(), m);
-    bump_epochs(next);
+    bump.apply(next);
     g.rebalance(Rebalance::Target, now_ms, timing);
     let next = g.written();
     next.updated_at_ms = now_ms;
@@ -696,17 +761,21 @@ fn fence(
     timing: &Timing,
     signals: Signals,
 ) -> Decision {
+    let (Ok(fenced_epoch), Ok(bump)) = (fenced_epoch(g, member), bumped(g)) else {
+        return exhausted(req, timing);
+    };
     let Some(next) = g.write() else {
         return probe_write(req, timing, signals);
     };
-    fence_member(
+    fence_member_at(
         next,
         &member.member_id,
+        fenced_epoch,
         now_ms,
         timing,
         "ownership report outside its grants",
     );
-    bump_epochs(next);
+    bump.apply(next);
     g.rebalance(Rebalance::Target, now_ms, timing);
     let next = g.written();
     next.updated_at_ms = now_ms;
@@ -733,9 +802,38 @@ fn fence(
     }
 }
 
-/// Marks a member FENCED and holds whatever it held until its last lease has certainly run out.
-pub fn fence_member(g: &mut Group, member_id: &str, now_ms: i64, timing: &Timing, reason: &str) {
-    let group_epoch = g.group_epoch;
+/// The epoch a fenced member is given: above the group epoch and above its own.
+fn fenced_epoch(g: &Group, member: &Member) -> Result<i64, EpochOverflow> {
+    Ok(incremented("groupEpoch", g.group_epoch)?
+        .max(incremented("memberEpoch", member.member_epoch)?))
+}
+
+/// Marks a member FENCED and holds whatever it held until its last lease has certainly run out. Nothing
+/// changes when its new epoch would overflow.
+pub fn fence_member(
+    g: &mut Group,
+    member_id: &str,
+    now_ms: i64,
+    timing: &Timing,
+    reason: &str,
+) -> Result<(), EpochOverflow> {
+    let Some(m) = g.members.get(member_id) else {
+        return Ok(());
+    };
+    let epoch = fenced_epoch(g, m)?;
+    fence_member_at(g, member_id, epoch, now_ms, timing, reason);
+    Ok(())
+}
+
+/// [`fence_member`] with the new epoch already computed.
+fn fence_member_at(
+    g: &mut Group,
+    member_id: &str,
+    epoch: i64,
+    now_ms: i64,
+    timing: &Timing,
+    reason: &str,
+) {
     let Some(m) = g.members.get_mut(member_id) else {
         return;
     };
@@ -750,7 +848,7 @@ pub fn fence_member(g: &mut Group, member_id: &str, now_ms: i64, timing: &Timing
     }
     m.state = MemberState::Fenced;
     m.state_changed_at_ms = now_ms;
-    m.member_epoch = (group_epoch + 1).max(m.member_epoch + 1);
+    m.member_epoch = epoch;
     m.assigned.clear();
     m.revoking.clear();
     m.reported_revoking.clear();

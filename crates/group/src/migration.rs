@@ -9,8 +9,8 @@
 //! back a scale-out turns the added shards into draining shards, so records already written there are
 //! consumed before they leave. Every step bumps the epochs so revocations are fenced by epoch as usual.
 
-use crate::model::{Group, ShardSet};
-use crate::rebalance::{bump_epochs, recompute_target};
+use crate::model::{EpochOverflow, Group, ShardSet, incremented};
+use crate::rebalance::{Bump, bumped, recompute_target};
 use crate::timing::Timing;
 use serde::{Deserialize, Serialize};
 
@@ -96,6 +96,8 @@ pub enum MigrationError {
     NotFound(String),
     #[error("{0}")]
     NotAllowed(String),
+    #[error(transparent)]
+    EpochOverflow(#[from] EpochOverflow),
 }
 
 impl Group {
@@ -138,11 +140,17 @@ impl Group {
 }
 
 /// Adopts a migration whose routing switch the stream has committed. Idempotent: returns false when the
-/// group already adopted it (or it ended).
-pub fn adopt(g: &mut Group, stream_migration: &Migration, now_ms: i64, timing: &Timing) -> bool {
+/// group already adopted it (or it ended). Nothing changes when the epochs would overflow.
+pub fn adopt(
+    g: &mut Group,
+    stream_migration: &Migration,
+    now_ms: i64,
+    timing: &Timing,
+) -> Result<bool, EpochOverflow> {
     if g.migration(&stream_migration.resharding_id).is_some() {
-        return false;
+        return Ok(false);
     }
+    let bump = bumped(g)?;
     // A previous migration still active in this group is superseded by the stream's newer one.
     if let Some(previous) = g.active_migration_id.take()
         && let Some(p) = g.migration_mut(&previous)
@@ -164,24 +172,29 @@ pub fn adopt(g: &mut Group, stream_migration: &Migration, now_ms: i64, timing: &
     m.updated_at_ms = now_ms;
     g.active_migration_id = Some(m.resharding_id.clone());
     g.record(m);
-    bump_epochs(g);
+    bump.apply(g);
     recompute_target(g, now_ms, timing);
     g.updated_at_ms = now_ms;
-    true
+    Ok(true)
 }
 
 /// Lets draining shards for which Redis shows no backlog leave the assignment (they are then revoked from
 /// their holders like any other shard). Returns false when none of `drained` was draining.
-pub fn release_drained(g: &mut Group, drained: &ShardSet, now_ms: i64, timing: &Timing) -> bool {
-    let before = g.draining_shards.len();
-    g.draining_shards.retain(|s| !drained.contains(s));
-    if g.draining_shards.len() == before {
-        return false;
+pub fn release_drained(
+    g: &mut Group,
+    drained: &ShardSet,
+    now_ms: i64,
+    timing: &Timing,
+) -> Result<bool, EpochOverflow> {
+    if !g.draining_shards.iter().any(|s| drained.contains(s)) {
+        return Ok(false);
     }
-    bump_epochs(g);
+    let bump = bumped(g)?;
+    g.draining_shards.retain(|s| !drained.contains(s));
+    bump.apply(g);
     recompute_target(g, now_ms, timing);
     g.updated_at_ms = now_ms;
-    true
+    Ok(true)
 }
 
 /// Removed shards still held by a live member or a hold (their release has not been recorded yet).
@@ -193,36 +206,39 @@ pub fn removed_shards_still_held(g: &Group) -> ShardSet {
 }
 
 /// Moves the active migration along: ACTIVE → DRAINING once members converged (or none are left);
-/// DRAINING → DEPRECATED once no removed shard is draining or held. Returns whether anything changed.
-pub fn advance(g: &mut Group, now_ms: i64) -> bool {
+/// DRAINING → DEPRECATED once no removed shard is draining or held. Returns whether anything changed;
+/// nothing changes when an epoch would overflow.
+pub fn advance(g: &mut Group, now_ms: i64) -> Result<bool, EpochOverflow> {
     let Some(id) = g.active_migration_id.clone() else {
-        return false;
+        return Ok(false);
     };
     let converged = g.state != crate::model::GroupState::Reconciling;
     let drained = g.draining_shards.is_empty() && removed_shards_still_held(g).is_empty();
+    let bump = bumped(g);
+    let next_version = incremented("metadataVersion", g.metadata_version);
     let Some(m) = g.migration_mut(&id) else {
         g.active_migration_id = None;
-        return true;
+        return Ok(true);
     };
     match m.state {
         MigrationState::Active if converged => {
+            let bump = bump?;
             m.state = MigrationState::Draining;
             m.draining_at_ms = Some(now_ms);
             m.updated_at_ms = now_ms;
-            g.group_epoch += 1;
-            g.metadata_version += 1;
-            g.assignment_epoch = g.group_epoch;
-            true
+            bump.apply(g);
+            Ok(true)
         }
         MigrationState::Draining if drained => {
+            let next_version = next_version?;
             m.state = MigrationState::Deprecated;
             m.completed_at_ms = Some(now_ms);
             m.updated_at_ms = now_ms;
             g.active_migration_id = None;
-            g.metadata_version += 1;
-            true
+            g.metadata_version = next_version;
+            Ok(true)
         }
-        _ => false,
+        _ => Ok(false),
     }
 }
 
@@ -259,21 +275,32 @@ pub fn rollback(
     if m.state == MigrationState::RolledBack {
         return Ok(false);
     }
+    let bump = bumped(g)?;
     let from = m.from_shard_count;
     let current = g.shard_count;
     g.draining_shards.extend(from..current);
     g.draining_shards.retain(|s| *s >= from);
     g.shard_count = from;
-    end_by_operator(g, m, MigrationState::RolledBack, reason, now_ms, timing);
+    end_by_operator(
+        g,
+        m,
+        MigrationState::RolledBack,
+        reason,
+        bump,
+        now_ms,
+        timing,
+    );
     Ok(true)
 }
 
-/// Files `m` as ended by an operator in `state`, clears the active pointer and re-assigns.
+/// Files `m` as ended by an operator in `state`, clears the active pointer, bumps the epochs (computed
+/// before anything changed) and re-assigns.
 fn end_by_operator(
     g: &mut Group,
     mut m: Migration,
     state: MigrationState,
     reason: &str,
+    bump: Bump,
     now_ms: i64,
     timing: &Timing,
 ) {
@@ -283,7 +310,7 @@ fn end_by_operator(
     m.updated_at_ms = now_ms;
     g.record(m);
     g.active_migration_id = None;
-    bump_epochs(g);
+    bump.apply(g);
     recompute_target(g, now_ms, timing);
     g.updated_at_ms = now_ms;
 }
@@ -310,7 +337,16 @@ pub fn force_complete(
             m.state.as_str()
         )));
     }
+    let bump = bumped(g)?;
     g.draining_shards.clear();
-    end_by_operator(g, m, MigrationState::ForceCompleted, reason, now_ms, timing);
+    end_by_operator(
+        g,
+        m,
+        MigrationState::ForceCompleted,
+        reason,
+        bump,
+        now_ms,
+        timing,
+    );
     Ok(true)
 }

@@ -11,6 +11,32 @@ use std::collections::{BTreeMap, BTreeSet};
 /// The aggregate schema this build reads and writes; anything else fails closed.
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// An epoch or version that cannot be incremented: a typed error, never a wrap or a panic. Epochs and
+/// versions stay within [`MAX_EPOCH`] (2^53 − 1, the largest integer JSON clients represent exactly, and far
+/// from `i64::MAX`); clients' reports above it are refused at the API. A group gets here only when a recreate
+/// had to start right below it (a client reported a version that high) or its document was tampered with; a
+/// transition that would need it fails closed instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{field} {value} cannot be incremented: epochs and versions stay at most {MAX_EPOCH} (2^53 - 1, the \
+     largest integer JSON clients represent exactly), so this group's epochs are exhausted"
+)]
+pub struct EpochOverflow {
+    pub field: &'static str,
+    pub value: i64,
+}
+
+pub use rsc_protocol::validate::MAX_EPOCH;
+
+/// `value + 1`, checked against [`MAX_EPOCH`]: every epoch and version increment of the state machine goes
+/// through here.
+pub fn incremented(field: &'static str, value: i64) -> Result<i64, EpochOverflow> {
+    value
+        .checked_add(1)
+        .filter(|v| *v <= MAX_EPOCH)
+        .ok_or(EpochOverflow { field, value })
+}
+
 /// A set of shard indexes, kept sorted so that every derived view is deterministic.
 pub type ShardSet = BTreeSet<u32>;
 
@@ -104,6 +130,11 @@ pub struct Member {
     pub rebalance_deadline_ms: Option<i64>,
     pub joined_at_ms: i64,
     pub state_changed_at_ms: i64,
+    /// The principal (username) that joined this incarnation; only it (or an ADMIN) may send its heartbeats.
+    /// None when heartbeats are unauthenticated (`authenticate-member-api = false`) and in aggregates written
+    /// before this field existed: then any caller the route admits may.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
 }
 
 impl Member {
@@ -123,6 +154,7 @@ impl Member {
             rebalance_deadline_ms: None,
             joined_at_ms: now_ms,
             state_changed_at_ms: now_ms,
+            owner: None,
         }
     }
 
@@ -198,6 +230,9 @@ pub struct Group {
     /// operator repairs the group (see `durability.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollback_suspicion: Option<crate::durability::RollbackSuspicion>,
+    /// The latest suspicion an operator dismissed, and why; evidence it covered raises no new suspicion.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollback_dismissal: Option<crate::durability::Dismissal>,
     pub created_at_ms: i64,
     pub updated_at_ms: i64,
 }
@@ -230,6 +265,7 @@ impl Group {
             migrations: Vec::new(),
             active_migration_id: None,
             rollback_suspicion: None,
+            rollback_dismissal: None,
             created_at_ms: now_ms,
             updated_at_ms: now_ms,
         }

@@ -6,14 +6,38 @@
 //! the member saw the revocation can release the shard.
 
 use crate::assign::assign_sorted;
-use crate::model::{Group, GroupState, MemberState, ShardSet};
+use crate::model::{EpochOverflow, Group, GroupState, MemberState, ShardSet, incremented};
 use crate::timing::Timing;
 
-/// Bumps the group epochs for a membership or shard-range change.
-pub fn bump_epochs(g: &mut Group) {
-    g.group_epoch += 1;
-    g.metadata_version += 1;
-    g.assignment_epoch = g.group_epoch;
+/// The group epochs after a membership or shard-range change, computed (checked) before anything is changed,
+/// so that a transition that cannot bump them is refused whole rather than half applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bump {
+    group_epoch: i64,
+    metadata_version: i64,
+}
+
+impl Bump {
+    /// Sets the epochs computed by [`bumped`] (on a copy of the group they were computed from).
+    pub fn apply(self, g: &mut Group) {
+        g.group_epoch = self.group_epoch;
+        g.metadata_version = self.metadata_version;
+        g.assignment_epoch = self.group_epoch;
+    }
+}
+
+/// The epochs [`bump_epochs`] would set, or why it cannot.
+pub fn bumped(g: &Group) -> Result<Bump, EpochOverflow> {
+    Ok(Bump {
+        group_epoch: incremented("groupEpoch", g.group_epoch)?,
+        metadata_version: incremented("metadataVersion", g.metadata_version)?,
+    })
+}
+
+/// Bumps the group epochs for a membership or shard-range change (nothing changes on an overflow).
+pub fn bump_epochs(g: &mut Group) -> Result<(), EpochOverflow> {
+    bumped(g)?.apply(g);
+    Ok(())
 }
 
 /// Recomputes the target assignment over the active members (sticky, balanced), then settles grants.

@@ -5,6 +5,10 @@
 //! provisioned for every group, then the record switches (ACTIVE, new `shard_count`) in one write, and each
 //! group adopts the migration (`migration::adopt`). The record is stored like a group aggregate: one Redis
 //! hash `<kp>:{<p>}:stream`, compare-and-set by revision.
+//!
+//! The record also remembers which shard stream keys the coordinator provisioned
+//! ([`StreamRecord::provisioned_upto`]): a scale-out must not adopt a key someone else created (a later
+//! scale-in would retire it, data and all), exactly as a create refuses existing keys.
 
 use crate::migration::{MAX_HISTORY, Migration, MigrationState};
 use serde::{Deserialize, Serialize};
@@ -23,6 +27,10 @@ pub struct StreamRecord {
     pub active_migration: Option<Migration>,
     #[serde(default)]
     pub history: Vec<Migration>,
+    /// Shard keys `<p>:0..n` were provisioned by the coordinator for this record (and not all retired since).
+    /// None in records written before this field: see [`StreamRecord::provisioned_upto`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provisioned_shard_count: Option<u32>,
     pub created_at_ms: i64,
     pub updated_at_ms: i64,
 }
@@ -37,9 +45,32 @@ impl StreamRecord {
             routing_version: 1,
             active_migration: None,
             history: Vec::new(),
+            provisioned_shard_count: Some(shard_count),
             created_at_ms: now_ms,
             updated_at_ms: now_ms,
         }
+    }
+
+    /// Shard keys below this index are the coordinator's own: the current shard count, anything provisioned
+    /// for a migration and not retired since, or (records written before this was kept) every shard count
+    /// a recorded migration switched routing to or from.
+    pub fn provisioned_upto(&self) -> u32 {
+        let mut upto = self.shard_count;
+        match self.provisioned_shard_count {
+            Some(n) => upto = upto.max(n),
+            None => {
+                for m in self.active_migration.iter().chain(&self.history) {
+                    if m.activated_at_ms.is_some() {
+                        upto = upto.max(m.from_shard_count).max(m.to_shard_count);
+                    }
+                }
+            }
+        }
+        if let Some(m) = &self.active_migration {
+            // Recorded (PREPARING) only after its new keys were checked; provisioned from then on.
+            upto = upto.max(m.from_shard_count).max(m.to_shard_count);
+        }
+        upto
     }
 
     /// Ends the active migration with `state` and files it in the history.
@@ -65,5 +96,60 @@ impl StreamRecord {
 
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn migration(from: u32, to: u32, state: MigrationState, activated: bool) -> Migration {
+        Migration {
+            resharding_id: format!("r-{from}-{to}"),
+            from_shard_count: from,
+            to_shard_count: to,
+            state,
+            requested_by: "t".into(),
+            reason: "t".into(),
+            created_at_ms: 0,
+            updated_at_ms: 0,
+            activated_at_ms: activated.then_some(1),
+            draining_at_ms: None,
+            completed_at_ms: None,
+            end_reason: None,
+        }
+    }
+
+    #[test]
+    fn the_coordinators_own_shard_keys_are_what_it_provisioned() {
+        let mut r = StreamRecord::new("p", 2, 0);
+        assert_eq!(r.provisioned_upto(), 2);
+        r.active_migration = Some(migration(2, 5, MigrationState::Preparing, false));
+        assert_eq!(
+            r.provisioned_upto(),
+            5,
+            "recorded only after its keys were checked"
+        );
+        r.finish(MigrationState::Aborted, None, 1);
+        r.provisioned_shard_count = Some(3);
+        assert_eq!(
+            r.provisioned_upto(),
+            3,
+            "the kept mark wins over the history"
+        );
+
+        // Records written before the mark: every shard count a migration switched routing to or from.
+        let mut legacy: StreamRecord =
+            serde_json::from_str(&r.to_json().replace(",\"provisionedShardCount\":3", "")).unwrap();
+        assert_eq!(legacy.provisioned_shard_count, None);
+        assert_eq!(
+            legacy.provisioned_upto(),
+            2,
+            "an aborted migration never provisioned for sure"
+        );
+        legacy
+            .history
+            .push(migration(2, 6, MigrationState::Deprecated, true));
+        assert_eq!(legacy.provisioned_upto(), 6);
     }
 }

@@ -11,7 +11,7 @@
 //! check it against Redis time atomically with the write.
 
 use crate::heartbeat::{Transition, fence_member};
-use crate::model::{Group, MemberState};
+use crate::model::{EpochOverflow, Group, MemberState, incremented};
 use crate::rebalance::{bump_epochs, recompute_target, settle};
 use crate::timing::Timing;
 use std::collections::BTreeSet;
@@ -26,13 +26,13 @@ pub struct TickReport {
 }
 
 /// Advances `g` to `now_ms`. `lapsed`: members whose lease has lapsed according to Redis.
-/// Returns None when nothing is due.
+/// Returns None when nothing is due, and an error (nothing to write) when an epoch would overflow.
 pub fn tick(
     g: &Group,
     now_ms: i64,
     lapsed: &BTreeSet<String>,
     timing: &Timing,
-) -> Option<(Transition, TickReport)> {
+) -> Result<Option<(Transition, TickReport)>, EpochOverflow> {
     let mut next = g.clone();
     let mut t = Transition::default();
     let mut report = TickReport::default();
@@ -47,7 +47,7 @@ pub fn tick(
         }
         m.state = MemberState::Expired;
         m.state_changed_at_ms = now_ms;
-        m.member_epoch += 1;
+        m.member_epoch = incremented("memberEpoch", m.member_epoch)?;
         m.assigned.clear();
         m.revoking.clear();
         m.reported_revoking.clear();
@@ -69,7 +69,7 @@ pub fn tick(
         })
         .collect();
     for (id, deadline) in overdue {
-        fence_member(&mut next, &id, now_ms, timing, "rebalance timeout");
+        fence_member(&mut next, &id, now_ms, timing, "rebalance timeout")?;
         t.not_before_ms = t.not_before_ms.max(deadline);
         t.remove.push(id.clone());
         report.fenced.push(id);
@@ -110,19 +110,19 @@ pub fn tick(
     }
 
     if membership_changed {
-        bump_epochs(&mut next);
+        bump_epochs(&mut next)?;
         recompute_target(&mut next, now_ms, timing);
     } else {
         if !report.pruned.is_empty() {
-            next.metadata_version += 1;
+            next.metadata_version = incremented("metadataVersion", next.metadata_version)?;
         }
         settle(&mut next, now_ms, timing);
     }
-    crate::migration::advance(&mut next, now_ms);
+    crate::migration::advance(&mut next, now_ms)?;
     if next == *g {
-        return None;
+        return Ok(None);
     }
     next.updated_at_ms = now_ms;
     t.group = Some(next);
-    Some((t, report))
+    Ok(Some((t, report)))
 }

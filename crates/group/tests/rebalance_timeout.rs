@@ -88,14 +88,20 @@ fn a_member_stuck_draining_is_fenced_at_the_rebalance_timeout_and_its_shard_is_h
         now += 5_000;
         let (status, _, _) = beat(&mut g, &request("a", a_epoch, &[kept], &[revoked]), now);
         assert_eq!(status, HeartbeatStatus::Ok);
-        assert!(tick(&g, now, &BTreeSet::new(), &T).is_none_or(|(_, r)| r.fenced.is_empty()));
+        assert!(
+            tick(&g, now, &BTreeSet::new(), &T)
+                .unwrap()
+                .is_none_or(|(_, r)| r.fenced.is_empty())
+        );
         let (_, _, b_assigned) = beat(&mut g, &request("b", b_epoch, &[], &[]), now);
         assert!(
             b_assigned.is_empty(),
             "b must not read the shard while a still drains it"
         );
     }
-    let (t, report) = tick(&g, deadline, &BTreeSet::new(), &T).expect("the deadline fences a");
+    let (t, report) = tick(&g, deadline, &BTreeSet::new(), &T)
+        .unwrap()
+        .expect("the deadline fences a");
     assert_eq!(report.fenced, vec!["a".to_owned()]);
     assert_eq!(
         t.not_before_ms, deadline,
@@ -116,9 +122,12 @@ fn a_member_stuck_draining_is_fenced_at_the_rebalance_timeout_and_its_shard_is_h
     assert!(b_assigned.is_empty(), "held, not granted: {b_assigned:?}");
     assert!(
         tick(&g, hold_until - 1, &BTreeSet::new(), &T)
+            .unwrap()
             .is_none_or(|(t, _)| { t.group.unwrap().members["b"].assigned.is_empty() })
     );
-    let (t, report) = tick(&g, hold_until, &BTreeSet::new(), &T).expect("the hold runs out");
+    let (t, report) = tick(&g, hold_until, &BTreeSet::new(), &T)
+        .unwrap()
+        .expect("the hold runs out");
     assert_eq!(report.holds_released, 1);
     g = t.group.unwrap();
     let (_, _, b_assigned) = beat(&mut g, &request("b", b_epoch, &[], &[]), hold_until);

@@ -33,6 +33,12 @@ pub enum ErrorCode {
     MetadataRollbackSuspected,
     /// Not in the reference: Redis did not answer in time or refused the connection.
     RedisUnavailable,
+    /// Not in the reference: an epoch or version of the group cannot grow any further (they stay within
+    /// 2^53 - 1, the JSON-safe integer range); the transition is refused, nothing is written.
+    EpochsExhausted,
+    /// Not in the reference: a heartbeat for a member incarnation that another principal joined (only that
+    /// principal, or an ADMIN, may send its heartbeats and leave).
+    MemberOwnedByAnotherPrincipal,
     /// Not in the reference: route exists but the method or path is unknown.
     NotFound,
     Unauthorized,
@@ -54,7 +60,7 @@ impl ErrorCode {
         match self {
             InvalidRequest => 400,
             Unauthorized => 401,
-            Forbidden => 403,
+            Forbidden | MemberOwnedByAnotherPrincipal => 403,
             GroupNotFound | StreamNotFound | MigrationNotFound | NotFound => 404,
             MethodNotAllowed => 405,
             RequestTimeout => 408,
@@ -66,7 +72,8 @@ impl ErrorCode {
             | StateVersionConflict
             | MetadataCorrupt
             | MetadataMissing
-            | MetadataRollbackSuspected => 409,
+            | MetadataRollbackSuspected
+            | EpochsExhausted => 409,
             PayloadTooLarge => 413,
             UnsupportedMediaType => 415,
             RollbackNotAllowed => 422,
@@ -139,5 +146,10 @@ mod tests {
         assert_eq!(json["errorCode"], "GROUP_NOT_FOUND");
         assert_eq!(ErrorCode::RateLimitExceeded.as_str(), "RATE_LIMIT_EXCEEDED");
         assert_eq!(ErrorCode::RollbackNotAllowed.http_status(), 422);
+        assert_eq!(
+            ErrorCode::MemberOwnedByAnotherPrincipal.as_str(),
+            "MEMBER_OWNED_BY_ANOTHER_PRINCIPAL"
+        );
+        assert_eq!(ErrorCode::MemberOwnedByAnotherPrincipal.http_status(), 403);
     }
 }

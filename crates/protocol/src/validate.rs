@@ -19,6 +19,13 @@ pub const MAX_SHARD_COUNT: u32 = 16384;
 /// Longest free text (`requestedBy`, `reason`), in UTF-8 bytes.
 pub const MAX_TEXT_LEN: usize = 1024;
 
+/// The largest epoch or version rsc hands out, and so the largest a client may report (`memberEpoch`,
+/// `metadataVersion`, `observedMetadataVersion`, `minimumMetadataVersion`): 2^53 − 1, the largest integer
+/// every JSON client represents exactly. A report above it is refused with 400 rather than recorded as
+/// rollback evidence (a recreate would have to start above it), and the state machine never increments an
+/// epoch past it (`rsc_group::model::incremented`), so neither clients nor `i64` ever see it wrap.
+pub const MAX_EPOCH: i64 = (1 << 53) - 1;
+
 /// Wire field name of the stream prefix.
 pub const STREAM_PREFIX: &str = "streamPrefix";
 /// Wire field name of the consumer group.
@@ -129,6 +136,23 @@ pub fn validate_shard_count(field: &'static str, n: i64, min: i64) -> Result<u32
     u32::try_from(n).map_err(|_| out_of_range)
 }
 
+/// Checks a reported epoch or version: at least `min`, at most [`MAX_EPOCH`].
+pub fn validate_observed(
+    field: &'static str,
+    value: i64,
+    min: i64,
+) -> Result<i64, ValidationError> {
+    if value < min || value > MAX_EPOCH {
+        return Err(ValidationError::OutOfRange {
+            field,
+            min,
+            max: MAX_EPOCH,
+            actual: value,
+        });
+    }
+    Ok(value)
+}
+
 /// Checks free text such as `requestedBy` or `reason`: not blank when `required`, and at most
 /// [`MAX_TEXT_LEN`] bytes.
 pub fn validate_text(
@@ -177,6 +201,22 @@ pub fn validate_heartbeat_request(req: &HeartbeatRequest) -> Result<(), Validati
             "metadataVersion",
             "must be at least 0",
         ));
+    }
+    // Epochs and versions a member reports are rollback evidence: capped, so none can reach `i64::MAX`.
+    // (An epoch below -1 is answered with the INVALID_REQUEST heartbeat status, as before.)
+    for (field, v) in [
+        ("memberEpoch", req.member_epoch),
+        ("metadataVersion", req.metadata_version),
+    ] {
+        if v > MAX_EPOCH {
+            return Err(ValidationError::field_rule(
+                field,
+                format!(
+                    "must be at most {MAX_EPOCH} (2^53 - 1, the largest integer JSON clients represent \
+                     exactly; got {v})"
+                ),
+            ));
+        }
     }
     let cap = &req.runtime_consumer_capacity;
     if cap.runtime_max_concurrency < 1 {
@@ -475,6 +515,23 @@ mod tests {
     }
 
     #[test]
+    fn observed_versions_are_capped_at_the_json_safe_range() {
+        assert_eq!(
+            validate_observed("observedMetadataVersion", MAX_EPOCH, 0),
+            Ok(MAX_EPOCH)
+        );
+        assert_eq!(validate_observed("x", 0, 0), Ok(0));
+        for v in [MAX_EPOCH + 1, i64::MAX, -1, i64::MIN] {
+            let e = validate_observed("observedMetadataVersion", v, 0).unwrap_err();
+            assert_eq!(e.field(), "observedMetadataVersion");
+        }
+        let mut r = heartbeat();
+        r.member_epoch = MAX_EPOCH;
+        r.metadata_version = MAX_EPOCH;
+        assert_eq!(validate_heartbeat_request(&r), Ok(()));
+    }
+
+    #[test]
     fn text_rules() {
         assert_eq!(validate_text("reason", "", false), Ok(()));
         assert_eq!(validate_text("reason", "  ", false), Ok(()));
@@ -523,7 +580,7 @@ mod tests {
     fn heartbeat_rules_name_the_field_path() {
         assert_eq!(validate_heartbeat_request(&heartbeat()), Ok(()));
         type Edit = fn(&mut HeartbeatRequest);
-        let cases: [(Edit, &str); 8] = [
+        let cases: [(Edit, &str); 10] = [
             (
                 |r| r.protocol_version = 0,
                 "protocolVersion: must be at least 1",
@@ -539,6 +596,16 @@ mod tests {
             (
                 |r| r.metadata_version = -1,
                 "metadataVersion: must be at least 0",
+            ),
+            (
+                |r| r.metadata_version = i64::MAX,
+                "metadataVersion: must be at most 9007199254740991 (2^53 - 1, the largest integer JSON \
+                 clients represent exactly; got 9223372036854775807)",
+            ),
+            (
+                |r| r.member_epoch = MAX_EPOCH + 1,
+                "memberEpoch: must be at most 9007199254740991 (2^53 - 1, the largest integer JSON \
+                 clients represent exactly; got 9007199254740992)",
             ),
             (
                 |r| r.runtime_consumer_capacity.runtime_max_concurrency = 0,

@@ -77,8 +77,10 @@ pub async fn producer_routing(
     ))
 }
 
+/// A heartbeat; the principal is absent when heartbeats are served without authentication.
 pub async fn heartbeat(
     State(c): Coord,
+    principal: Option<Extension<Arc<Principal>>>,
     ApiPath((p, g, member_id)): ApiPath<(String, String, String)>,
     Json(req): Json<HeartbeatRequest>,
 ) -> Result<Response, ApiError> {
@@ -87,9 +89,11 @@ pub async fn heartbeat(
     validate::validate_consumer_group(&g)?;
     validate::validate_member_id(&member_id)?;
     validate::validate_heartbeat_request(&req)?;
+    let principal = principal.as_ref().map(|Extension(p)| &**p);
     Ok(ok(
         StatusCode::OK,
-        c.heartbeat(&GroupName::new(&p, &g), &member_id, &req).await,
+        c.heartbeat(&GroupName::new(&p, &g), &member_id, &req, principal)
+            .await?,
     ))
 }
 

@@ -1,12 +1,14 @@
 //! Handlers for operator visibility: the group summary with its durability state, consumption, offsets,
-//! migrations, producer routing with the producer's observed metadataVersion, and the audited
-//! "recreate as a new group lifecycle" repair.
+//! migrations, producer routing with the producer's observed metadataVersion, and the audited repairs
+//! "recreate as a new group lifecycle" and "dismiss a rollback suspicion".
 
 use super::extract::{AdminJson, ApiPath};
 use crate::cache::GroupName;
 use crate::coordinator::Coordinator;
-use crate::durability::RecreateGroupRequest;
+use crate::durability::{DismissSuspicionRequest, RecreateGroupRequest};
 use crate::error::ApiError;
+use crate::security::principal::Principal;
+use axum::Extension;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
@@ -43,7 +45,7 @@ pub async fn offsets(State(c): Coord, ApiPath((p, g)): GroupPath) -> Result<Resp
     Ok(ok(c.offsets(&GroupName::new(&p, &g)).await?))
 }
 
-/// Parses `observedMetadataVersion` (optional, a non-negative integer).
+/// Parses `observedMetadataVersion` (optional, an integer in `0..=2^53-1`).
 fn observed_version(
     query: Result<Query<BTreeMap<String, String>>, QueryRejection>,
 ) -> Result<Option<i64>, ApiError> {
@@ -52,7 +54,11 @@ fn observed_version(
     match params.get("observedMetadataVersion") {
         None => Ok(None),
         Some(raw) => match raw.trim().parse::<i64>() {
-            Ok(v) if v >= 0 => Ok(Some(v)),
+            Ok(v) if v >= 0 => Ok(Some(rsc_protocol::validate::validate_observed(
+                "observedMetadataVersion",
+                v,
+                0,
+            )?)),
             _ => Err(ApiError::invalid(format!(
                 "observedMetadataVersion: {raw:?} is not a non-negative integer (the highest metadataVersion \
                  this producer has seen)"
@@ -61,21 +67,42 @@ fn observed_version(
     }
 }
 
-/// `GET …/producer-routing[?observedMetadataVersion=N]`.
+/// `GET …/producer-routing[?observedMetadataVersion=N]`. Whether the observation may raise a rollback
+/// suspicion depends on the caller's roles (`durability::may_raise_suspicion`).
 pub async fn producer_routing(
     State(c): Coord,
+    principal: Option<Extension<Arc<Principal>>>,
     ApiPath((p, g)): GroupPath,
     query: Result<Query<BTreeMap<String, String>>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let name = GroupName::new(&p, &g);
+    let principal = principal.as_ref().map(|Extension(p)| &**p);
     if let Some(observed) = observed_version(query)?
-        && let Err(e) = c.check_producer_observation(&name, observed).await
+        && let Err(e) = c
+            .check_producer_observation(&name, observed, principal)
+            .await
     {
         crate::stats::Stats::bump(&c.stats.routing_error);
         return Err(e);
     }
     let routing = c.producer_routing(&name).await?;
     Ok((StatusCode::OK, axum::Json(routing)).into_response())
+}
+
+/// `POST …/durability/dismiss`: WRITE, audited (`DISMISS_ROLLBACK_SUSPICION`).
+pub async fn dismiss_suspicion(
+    State(c): Coord,
+    principal: Option<Extension<Arc<Principal>>>,
+    ApiPath((p, g)): GroupPath,
+    AdminJson(req): AdminJson<DismissSuspicionRequest>,
+) -> Result<Response, ApiError> {
+    c.ensure_running()?;
+    let who = principal
+        .as_ref()
+        .map_or("anonymous", |Extension(p)| p.username.as_str());
+    Ok(ok(c
+        .dismiss_suspicion(&GroupName::new(&p, &g), &req, who)
+        .await?))
 }
 
 /// `POST …/recreate`: WRITE, audited.

@@ -120,6 +120,14 @@ pub fn table() -> Vec<RouteSpec> {
         ),
         route!(
             POST,
+            g!("/durability/dismiss"),
+            "dismissRollbackSuspicion",
+            Write,
+            Some("DISMISS_ROLLBACK_SUSPICION"),
+            post(observability::dismiss_suspicion)
+        ),
+        route!(
+            POST,
             "/coord/v1/streams/{stream_prefix}/scale",
             "scaleStreamShards",
             Write,

@@ -239,7 +239,7 @@ fn counters(stats: &Stats) -> Registry {
         "Producer routing requests, by status",
         routing,
     );
-    let plain: [(&str, &str, &std::sync::atomic::AtomicU64); 11] = [
+    let plain: [(&str, &str, &std::sync::atomic::AtomicU64); 12] = [
         (
             "member_expired",
             "Members expired because their lease lapsed",
@@ -284,6 +284,11 @@ fn counters(stats: &Stats) -> Registry {
             "rollback_suspicion_recorded",
             "Times this coordinator recorded new evidence of a metadata rollback in a group",
             &stats.rollback_suspicions,
+        ),
+        (
+            "rollback_observation_ignored",
+            "Rollback evidence not recorded: reported by a principal without MEMBER or ADMIN, or over its budget",
+            &stats.rollback_observations_ignored,
         ),
         (
             "transition_batch",

@@ -371,7 +371,9 @@ impl Run {
     /// The reconciler: lease expiry by the store's leases, rebalance timeouts, holds, pruning.
     fn tick(&mut self) {
         let lapsed = self.store.lapsed(self.now);
-        if let Some((t, report)) = tick(&self.store.group, self.now, &lapsed, &TIMING) {
+        let due = tick(&self.store.group, self.now, &lapsed, &TIMING)
+            .unwrap_or_else(|e| self.fail(&format!("tick: {e}")));
+        if let Some((t, report)) = due {
             self.note(|| format!("tick {report:?}"));
             if !self.store.cas(&t, self.now) {
                 self.fail("a tick decided at `now` must commit at `now`");
@@ -404,7 +406,8 @@ impl Run {
                 };
                 (
                     format!("adopt scale to {to}"),
-                    migration::adopt(&mut g, &m, now, &TIMING),
+                    migration::adopt(&mut g, &m, now, &TIMING)
+                        .unwrap_or_else(|e| self.fail(&format!("adopt: {e}"))),
                 )
             }
             1 => match active {
@@ -432,7 +435,8 @@ impl Run {
                 };
                 (
                     format!("drained {pick}"),
-                    migration::release_drained(&mut g, &[pick].into(), now, &TIMING),
+                    migration::release_drained(&mut g, &[pick].into(), now, &TIMING)
+                        .unwrap_or_else(|e| self.fail(&format!("release: {e}"))),
                 )
             }
         };

@@ -349,7 +349,7 @@ impl World {
                     completed_at_ms: None,
                     end_reason: None,
                 };
-                migration::adopt(&mut g, &m, now, &TIMING)
+                migration::adopt(&mut g, &m, now, &TIMING).expect("small epochs")
             }
             5..=6 => match g.active_migration_id.clone() {
                 Some(id) => migration::rollback(&mut g, &id, "sim", now, &TIMING).unwrap_or(false),
@@ -368,6 +368,7 @@ impl World {
                     .nth(self.rng.below(g.draining_shards.len() as u64) as usize)
                     .expect("non-empty");
                 migration::release_drained(&mut g, &[pick].into_iter().collect(), now, &TIMING)
+                    .expect("small epochs")
             }
             _ => false,
         };
@@ -410,7 +411,7 @@ impl World {
         }
         let mut g = (*self.store.group).clone();
         let all = g.draining_shards.clone();
-        if migration::release_drained(&mut g, &all, self.now, &TIMING) {
+        if migration::release_drained(&mut g, &all, self.now, &TIMING).expect("small epochs") {
             let t = Transition::new(g);
             self.store
                 .write_operator(t.group.expect("a group"), self.now);
