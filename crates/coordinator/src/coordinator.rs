@@ -238,6 +238,12 @@ impl Coordinator {
             return Ok(Commit::Conflict);
         };
         group.store_revision = base.revision + 1;
+        // A member the aggregate still lists (expired, fenced, left) loses its lease but keeps its last
+        // progress, so monitoring still shows when it was last heard from; a pruned one loses both.
+        let (drop_lease, remove): (Vec<String>, Vec<String>) = t
+            .remove
+            .into_iter()
+            .partition(|m| group.members.contains_key(m));
         let write = CasWrite {
             expected_revision: base.revision,
             aggregate_json: group.to_json(),
@@ -247,7 +253,8 @@ impl Coordinator {
             must_be_lapsed: t.must_be_lapsed,
             must_be_live: t.must_be_live,
             renew: t.renew,
-            remove: t.remove,
+            remove,
+            drop_lease,
         };
         let outcome = self
             .metrics

@@ -48,6 +48,9 @@ pub struct CasWrite {
     pub renew: Vec<String>,
     /// Drop these members' leases and progress (applied after `renew`, so removal wins).
     pub remove: Vec<String>,
+    /// Drop only these members' leases (after `renew`): their last progress, with the time of their last
+    /// heartbeat, stays readable while the aggregate still lists them (expired, fenced, left).
+    pub drop_lease: Vec<String>,
 }
 
 /// Result of [`crate::Store::cas`].
