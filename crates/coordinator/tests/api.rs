@@ -842,3 +842,23 @@ async fn terminating_coordinator_refuses_new_mutations_and_heartbeats() {
     assert_eq!(r.status, 503);
     running.shutdown().await.unwrap();
 }
+
+/// `jq -r .accessToken` prints `null` for a failed login's error body; the runbook's snippet then stores
+/// RSC_TOKEN=null. The 401 that follows says so instead of only "not an rsc token".
+#[tokio::test]
+async fn a_null_bearer_token_is_recognised_as_a_failed_logins_output() {
+    let redis = RedisServer::start();
+    let (running, api) = coordinator(test_config(&redis.url())).await;
+    let r = api
+        .with_auth(Auth::Header("Bearer null".into()))
+        .send("GET", "/coord/v1/monitoring/health", None)
+        .await;
+    assert_eq!(r.status, 401);
+    let message = r.body["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("this looks like a failed login's output (null)"),
+        "{}",
+        r.body
+    );
+    running.shutdown().await.unwrap();
+}
