@@ -862,3 +862,22 @@ async fn a_null_bearer_token_is_recognised_as_a_failed_logins_output() {
     );
     running.shutdown().await.unwrap();
 }
+
+/// `GET /` is a small public index pointing at the probes and the API, revealing nothing about the deployment.
+#[tokio::test]
+async fn the_root_is_a_public_index_of_where_to_go() {
+    let redis = RedisServer::start();
+    let (running, api) = coordinator(test_config(&redis.url())).await;
+    let r = api.with_auth(Auth::None).send("GET", "/", None).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["name"], "rsc");
+    assert_eq!(r.body["links"]["liveness"], "/healthz");
+    assert_eq!(r.body["links"]["readiness"], "/readyz");
+    assert_eq!(r.body["links"]["health"], "/coord/v1/monitoring/health");
+    let text = r.body.to_string();
+    assert!(
+        !text.contains("test-coordinator") && !text.contains("redis://"),
+        "{text}"
+    );
+    running.shutdown().await.unwrap();
+}

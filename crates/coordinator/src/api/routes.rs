@@ -280,6 +280,14 @@ pub fn table() -> Vec<RouteSpec> {
         ),
         route!(
             GET,
+            "/",
+            "getIndex",
+            Public,
+            None,
+            get(handlers::index)
+        ),
+        route!(
+            GET,
             "/healthz",
             "healthz",
             Public,
