@@ -88,8 +88,8 @@ impl Security {
             // `jq -r .accessToken` prints "null" for a failed login's error body: say so.
             return Err(AuthFailure::Unauthorized(format!(
                 "the bearer token is {token:?}: this looks like a failed login's output ({token}), not a token; \
-                 check the username and password and log in again with POST /coord/v1/auth/login \
-                 (with `jq -er .accessToken` a failed login stops the script instead)"
+                 check the username and password and log in again with POST /coord/v1/auth/login (its answer \
+                 says why it failed)"
             )));
         }
         if !tokens::well_formed(token) {
