@@ -286,16 +286,7 @@ impl Coordinator {
         member_id: &str,
         req: &HeartbeatRequest,
     ) -> Option<bool> {
-        let progress = MemberProgress {
-            member_name: req.member_name.as_deref(),
-            member_epoch: req.member_epoch,
-            metadata_version: req.metadata_version,
-            runtime_max_concurrency: req.runtime_consumer_capacity.runtime_max_concurrency,
-            available_concurrency: req.runtime_consumer_capacity.available_concurrency,
-            shard_progress: &req.shard_progress,
-            last_heartbeat_at_ms: self.clock.now_ms(),
-        };
-        let json = serde_json::to_string(&progress).ok();
+        let json = progress_json(req, self.clock.now_ms());
         let keys = self.keys(name);
         let outcome = self
             .metrics
@@ -355,6 +346,20 @@ impl Coordinator {
             Stats::bump(&self.stats.metadata_regressions);
         }
     }
+}
+
+/// The progress document an accepted heartbeat stores beside the aggregate (steady or not).
+pub(crate) fn progress_json(req: &HeartbeatRequest, now_ms: i64) -> Option<String> {
+    let progress = MemberProgress {
+        member_name: req.member_name.as_deref(),
+        member_epoch: req.member_epoch,
+        metadata_version: req.metadata_version,
+        runtime_max_concurrency: req.runtime_consumer_capacity.runtime_max_concurrency,
+        available_concurrency: req.runtime_consumer_capacity.available_concurrency,
+        shard_progress: &req.shard_progress,
+        last_heartbeat_at_ms: now_ms,
+    };
+    serde_json::to_string(&progress).ok()
 }
 
 /// A duration in milliseconds as people write it (`15s`, `1m 30s`, `500ms`).

@@ -881,3 +881,40 @@ async fn the_root_is_a_public_index_of_where_to_go() {
     );
     running.shutdown().await.unwrap();
 }
+
+/// The README walk-through's member: a join and its first echo, both of which change the aggregate (no steady
+/// heartbeat in between). Its last heartbeat time is known while it is active and stays known once it has
+/// expired (it used to be `null` in both cases: only steady heartbeats stored progress, and expiry deleted it).
+#[tokio::test]
+async fn a_members_last_heartbeat_is_kept_through_writes_and_expiry() {
+    let redis = RedisServer::start();
+    let (running, api) = coordinator(test_config(&redis.url())).await;
+    api.create_stream("w", 2).await;
+    let mut m = Member::new("worker-1");
+    for _ in 0..2 {
+        let r = api.heartbeat("w", "w", &m).await;
+        assert_eq!(r["status"], "OK", "{r}");
+        m.adopt(&r);
+    }
+    let members = |api: Api| async move {
+        api.send("GET", "/coord/v1/monitoring/streams/w/groups/w/members", None)
+            .await
+            .body["members"][0]
+            .clone()
+    };
+    let active = members(api.clone()).await;
+    assert_eq!(active["state"], "ACTIVE", "{active}");
+    let last = active["lastHeartbeatAt"].clone();
+    assert!(last.is_string(), "{active}");
+    let api2 = api.clone();
+    let expired = wait_for("worker-1 expires (1.5 s lease)", Duration::from_secs(15), || {
+        let api = api2.clone();
+        async move {
+            let m = members(api).await;
+            (m["state"] == "EXPIRED").then_some(m)
+        }
+    })
+    .await;
+    assert_eq!(expired["lastHeartbeatAt"], last, "{expired}");
+    running.shutdown().await.unwrap();
+}

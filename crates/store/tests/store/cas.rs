@@ -37,6 +37,10 @@ async fn cas_writes_next_revision_and_applies_lease_changes(store: &Store, name:
         must_be_lapsed: vec!["expired".into(), "never-seen".into()],
         must_be_live: vec!["stay".into()],
         renew: vec!["stay".into(), "joiner".into()],
+        progress: vec![
+            ("joiner".into(), r#"{"p":4}"#.into()),
+            ("leave".into(), r#"{"p":5}"#.into()),
+        ],
         remove: vec!["leave".into(), "expired".into()],
         drop_lease: vec!["departed".into()],
     };
@@ -63,13 +67,15 @@ async fn cas_writes_next_revision_and_applies_lease_changes(store: &Store, name:
             ("stay".to_string(), now_ms + 20_000)
         ]
     );
-    // `drop_lease` ends the lease but keeps the last progress (a departed member's last heartbeat).
+    // `drop_lease` ends the lease but keeps the last progress (a departed member's last heartbeat);
+    // `progress` is written (the joiner's), and a removal wins over it (the leaver's).
     let mut progress = store.progress_all(&keys).await.expect("progress");
     progress.sort();
     assert_eq!(
         progress,
         vec![
             ("departed".to_string(), r#"{"p":3}"#.to_string()),
+            ("joiner".to_string(), r#"{"p":4}"#.to_string()),
             ("stay".to_string(), r#"{"p":2}"#.to_string())
         ]
     );
@@ -113,6 +119,7 @@ async fn cas_refusals_write_nothing(store: &Store, name: &str) {
         must_be_lapsed: vec![],
         must_be_live: vec![],
         renew: vec!["live1".into(), "newcomer".into()],
+        progress: vec![("newcomer".into(), "{}".into())],
         remove: vec!["live2".into(), "lapsed".into()],
         drop_lease: vec!["live1".into()],
     };
