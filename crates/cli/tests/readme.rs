@@ -94,10 +94,16 @@ fn steps(section: &str, block: &str) -> Vec<Step> {
         }
         let text = lines[start..i].join("\n");
         let mut expect = None;
-        if let Some(first) = lines.get(i).and_then(|l| l.trim_start().strip_prefix("# →")) {
+        if let Some(first) = lines
+            .get(i)
+            .and_then(|l| l.trim_start().strip_prefix("# →"))
+        {
             let mut e = first.trim().to_owned();
             i += 1;
-            while let Some(more) = lines.get(i).and_then(|l| l.trim_start().strip_prefix("#  ")) {
+            while let Some(more) = lines
+                .get(i)
+                .and_then(|l| l.trim_start().strip_prefix("#  "))
+            {
                 e.push(' ');
                 e.push_str(more.trim());
                 i += 1;
@@ -261,15 +267,18 @@ fn every_command_of_the_readme_walk_and_runbook_works_as_written() {
         .iter()
         .flat_map(|(section, block)| steps(section, block))
         .collect();
-    let (servers, walk): (Vec<Step>, Vec<Step>) = all
-        .into_iter()
-        .partition(|s| s.text.contains("rsc serve"));
+    let (servers, walk): (Vec<Step>, Vec<Step>) =
+        all.into_iter().partition(|s| s.text.contains("rsc serve"));
     assert_eq!(
         servers.len(),
         1,
         "exactly one command starts the coordinator: {servers:#?}"
     );
-    assert!(walk.len() >= 15, "the walk found only {} commands", walk.len());
+    assert!(
+        walk.len() >= 15,
+        "the walk found only {} commands",
+        walk.len()
+    );
 
     let redis = RedisServer::start();
     let port = free_port();
@@ -392,7 +401,10 @@ fn every_command_of_the_readme_walk_and_runbook_works_as_written() {
             None => Ok(()),
         };
         if let Err(why) = result {
-            failures.push(report(n, &format!("printed output of another shape ({why})")));
+            failures.push(report(
+                n,
+                &format!("printed output of another shape ({why})"),
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
@@ -401,12 +413,21 @@ fn every_command_of_the_readme_walk_and_runbook_works_as_written() {
 #[test]
 fn shapes_are_checked_by_keys_and_string_values() {
     let expect = r#"200 {"status":"OK","memberEpoch":2,…,"assignment":{"assignedShards":[…]},"id":"reshard-…"}"#;
-    let ok = r#"{"status":"OK","memberEpoch":5,"assignment":{"assignedShards":[]},"id":"reshard-1"}"#;
+    let ok =
+        r#"{"status":"OK","memberEpoch":5,"assignment":{"assignedShards":[]},"id":"reshard-1"}"#;
     assert_eq!(check_shape(expect, ok), Ok(()));
     let fenced = r#"{"status":"FENCED_MEMBER_EPOCH","memberEpoch":5,"assignment":{"assignedShards":[]},"id":"reshard-1"}"#;
-    assert!(check_shape(expect, fenced).unwrap_err().contains("\"status\":\"OK\""));
+    assert!(
+        check_shape(expect, fenced)
+            .unwrap_err()
+            .contains("\"status\":\"OK\"")
+    );
     let missing = r#"{"status":"OK","memberEpoch":5,"id":"reshard-1"}"#;
-    assert!(check_shape(expect, missing).unwrap_err().contains("assignment"));
+    assert!(
+        check_shape(expect, missing)
+            .unwrap_err()
+            .contains("assignment")
+    );
     let error = r#"{"status":"NOT_FOUND","errorCode":"GROUP_NOT_FOUND","message":"…"}"#;
     assert!(check_shape("{…}", error).is_err());
     assert_eq!(
@@ -418,7 +439,8 @@ fn shapes_are_checked_by_keys_and_string_values() {
     );
     assert!(check_shape("published=1 lost=0", "").is_err());
 
-    let block = "# comment\ncurl a \\\n  b\n# → 201 {\"a\":1,\n#    \"b\":\"x\"}\n# next\ncurl c\ncurl d\n";
+    let block =
+        "# comment\ncurl a \\\n  b\n# → 201 {\"a\":1,\n#    \"b\":\"x\"}\n# next\ncurl c\ncurl d\n";
     let s = steps("S", block);
     assert_eq!(s.len(), 2);
     assert_eq!(s[0].text, "curl a \\\n  b");

@@ -568,7 +568,10 @@ mod tests {
             err.contains("(from environment variable COORDINATOR_MEMBER_LEASE_TTL)"),
             "{err}"
         );
-        assert!(!err.contains("BTreeMap") && !err.contains("figment"), "{err}");
+        assert!(
+            !err.contains("BTreeMap") && !err.contains("figment"),
+            "{err}"
+        );
 
         let err = load(
             None,

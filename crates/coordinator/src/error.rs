@@ -73,7 +73,11 @@ pub fn plain_decode_error(serde_message: &str) -> String {
             let after = &rest[i + from.len()..];
             let whole_word = !after.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_');
             replaced.push_str(&rest[..i]);
-            replaced.push_str(if whole_word { "expected a whole number" } else { &from });
+            replaced.push_str(if whole_word {
+                "expected a whole number"
+            } else {
+                &from
+            });
             rest = after;
         }
         replaced.push_str(rest);

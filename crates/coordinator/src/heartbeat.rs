@@ -60,7 +60,8 @@ impl Coordinator {
         req: &HeartbeatRequest,
         response: &HeartbeatResponse,
     ) -> String {
-        const REJOIN: &str = "stop reading every shard and send the next heartbeat with memberEpoch 0 to rejoin";
+        const REJOIN: &str =
+            "stop reading every shard and send the next heartbeat with memberEpoch 0 to rejoin";
         let ttl = human_ms(self.timing.member_lease_ttl_ms);
         let m = path_member_id;
         let cached = self.cache.get(name);
@@ -364,5 +365,6 @@ pub(crate) fn progress_json(req: &HeartbeatRequest, now_ms: i64) -> Option<Strin
 
 /// A duration in milliseconds as people write it (`15s`, `1m 30s`, `500ms`).
 fn human_ms(ms: i64) -> String {
-    humantime::format_duration(std::time::Duration::from_millis(ms.max(0).unsigned_abs())).to_string()
+    humantime::format_duration(std::time::Duration::from_millis(ms.max(0).unsigned_abs()))
+        .to_string()
 }

@@ -173,7 +173,11 @@ async fn a_missing_group_is_answered_with_the_call_that_creates_it() {
     let hint = |r: &Reply| r.body["message"].as_str().unwrap_or_default().to_owned();
 
     let r = api
-        .send("GET", "/coord/v1/streams/orders/groups/orders-consumer", None)
+        .send(
+            "GET",
+            "/coord/v1/streams/orders/groups/orders-consumer",
+            None,
+        )
         .await;
     assert_eq!(r.status, 404);
     assert_eq!(r.body["errorCode"], "GROUP_NOT_FOUND");
@@ -194,15 +198,23 @@ async fn a_missing_group_is_answered_with_the_call_that_creates_it() {
     assert_eq!(created.body["shardCount"], 2);
 
     let r = api
-        .send("GET", "/coord/v1/monitoring/streams/nos/groups/nos/assignments", None)
+        .send(
+            "GET",
+            "/coord/v1/monitoring/streams/nos/groups/nos/assignments",
+            None,
+        )
         .await;
     assert_eq!(r.status, 404);
     assert!(
-        hint(&r).contains("stream \"nos\" does not exist either; create it with POST /coord/v1/streams/nos "),
+        hint(&r).contains(
+            "stream \"nos\" does not exist either; create it with POST /coord/v1/streams/nos "
+        ),
         "{}",
         r.body
     );
-    let r = api.send("GET", "/coord/v1/streams/nos/groups/g", None).await;
+    let r = api
+        .send("GET", "/coord/v1/streams/nos/groups/g", None)
+        .await;
     assert!(
         hint(&r).contains("create both with POST /coord/v1/streams/nos/groups/g"),
         "{}",
@@ -227,9 +239,8 @@ async fn a_missing_group_is_answered_with_the_call_that_creates_it() {
         .await;
     assert_eq!(r.status, 400);
     assert!(
-        hint(&r).starts_with(
-            "initialShardCount: invalid type: string \"4\", expected a whole number"
-        ),
+        hint(&r)
+            .starts_with("initialShardCount: invalid type: string \"4\", expected a whole number"),
         "{}",
         r.body
     );
@@ -296,7 +307,10 @@ async fn heartbeat_statuses_follow_the_contract() {
         )
         .await;
     assert_eq!(r.body["status"], "INVALID_REQUEST");
-    says(&r.body, &["\"someone-else\" differs from the path's \"m1\""]);
+    says(
+        &r.body,
+        &["\"someone-else\" differs from the path's \"m1\""],
+    );
 
     let mut stranger = Member::new("m9");
     stranger.epoch = 7;
@@ -306,7 +320,10 @@ async fn heartbeat_statuses_follow_the_contract() {
 
     let join = api.heartbeat("s", "s", &m).await;
     assert_eq!(join["status"], "OK");
-    assert!(join.get("message").is_none(), "OK answers carry no message: {join}");
+    assert!(
+        join.get("message").is_none(),
+        "OK answers carry no message: {join}"
+    );
     assert_eq!(shards(&join["assignment"]["assignedShards"]), vec![0, 1]);
     for field in [
         "responseTo",
@@ -356,7 +373,10 @@ async fn heartbeat_statuses_follow_the_contract() {
     old.epoch = 1;
     let r = api.heartbeat("s", "s", &old).await;
     assert_eq!(r["status"], "FENCED_MEMBER_EPOCH");
-    says(&r, &["earlier incarnation of member \"m1\"", "memberEpoch 0"]);
+    says(
+        &r,
+        &["earlier incarnation of member \"m1\"", "memberEpoch 0"],
+    );
     old.epoch = -2;
     let r = api.heartbeat("s", "s", &old).await;
     assert_eq!(r["status"], "INVALID_REQUEST");
@@ -780,7 +800,11 @@ async fn expired_members_lose_their_shards_and_delete_needs_force() {
     );
     // An expired member still shows when it was last heard from.
     let last = &members.body["members"][0]["lastHeartbeatAt"];
-    assert!(last.is_string(), "expired member keeps lastHeartbeatAt: {}", members.body);
+    assert!(
+        last.is_string(),
+        "expired member keeps lastHeartbeatAt: {}",
+        members.body
+    );
     let expired_hb = api.heartbeat("e", "e", &a).await;
     assert_eq!(expired_hb["status"], "FENCED_MEMBER_EPOCH");
     let message = expired_hb["message"].as_str().unwrap_or_default();
@@ -897,9 +921,13 @@ async fn a_members_last_heartbeat_is_kept_through_writes_and_expiry() {
         m.adopt(&r);
     }
     let members = |api: Api| async move {
-        api.send("GET", "/coord/v1/monitoring/streams/w/groups/w/members", None)
-            .await
-            .body["members"][0]
+        api.send(
+            "GET",
+            "/coord/v1/monitoring/streams/w/groups/w/members",
+            None,
+        )
+        .await
+        .body["members"][0]
             .clone()
     };
     let active = members(api.clone()).await;
@@ -907,13 +935,17 @@ async fn a_members_last_heartbeat_is_kept_through_writes_and_expiry() {
     let last = active["lastHeartbeatAt"].clone();
     assert!(last.is_string(), "{active}");
     let api2 = api.clone();
-    let expired = wait_for("worker-1 expires (1.5 s lease)", Duration::from_secs(15), || {
-        let api = api2.clone();
-        async move {
-            let m = members(api).await;
-            (m["state"] == "EXPIRED").then_some(m)
-        }
-    })
+    let expired = wait_for(
+        "worker-1 expires (1.5 s lease)",
+        Duration::from_secs(15),
+        || {
+            let api = api2.clone();
+            async move {
+                let m = members(api).await;
+                (m["state"] == "EXPIRED").then_some(m)
+            }
+        },
+    )
     .await;
     assert_eq!(expired["lastHeartbeatAt"], last, "{expired}");
     running.shutdown().await.unwrap();

@@ -322,9 +322,16 @@ async fn health_reports_a_suspicion_and_its_repair_at_once() {
             None,
         )
         .await;
-    assert_eq!(r.body["errorCode"], "METADATA_ROLLBACK_SUSPECTED", "{}", r.body);
+    assert_eq!(
+        r.body["errorCode"], "METADATA_ROLLBACK_SUSPECTED",
+        "{}",
+        r.body
+    );
     let h = health(&api).await;
-    assert_eq!(h["status"], "DEGRADED", "at once, not at the next pass: {h}");
+    assert_eq!(
+        h["status"], "DEGRADED",
+        "at once, not at the next pass: {h}"
+    );
     assert_eq!(
         h["components"]["metadataDurability"]["suspectedGroups"][0]["consumerGroup"],
         "dur"

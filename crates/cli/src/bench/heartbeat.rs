@@ -96,7 +96,11 @@ impl HeartbeatArgs {
                 "--coordinator must be a loopback URL (127.0.0.1, ::1 or localhost)".into(),
             );
         }
-        if self.redis_url.as_deref().is_some_and(|u| !is_loopback_url(u)) {
+        if self
+            .redis_url
+            .as_deref()
+            .is_some_and(|u| !is_loopback_url(u))
+        {
             return Err("--redis-url must be a loopback URL (127.0.0.1, ::1 or localhost)".into());
         }
         Ok(())
@@ -502,7 +506,11 @@ fn find_coordinator_pid(flag: Option<u32>, coordinator_url: &str) -> Result<u32,
     let mut pids = Vec::new();
     let procs = std::fs::read_dir("/proc").map_err(|e| format!("/proc: {e}"))?;
     for entry in procs.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
             continue;
         };
         let Ok(fds) = std::fs::read_dir(entry.path().join("fd")) else {
@@ -560,7 +568,10 @@ fn listening_inodes(table: &str, port: u16) -> Vec<u64> {
 
 /// `socket:[12345]` → 12345.
 fn socket_inode(link: &str) -> Option<u64> {
-    link.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok()
+    link.strip_prefix("socket:[")?
+        .strip_suffix(']')?
+        .parse()
+        .ok()
 }
 
 /// What the heartbeats cost in Redis commands, from INFO commandstats before and after.
@@ -571,10 +582,13 @@ struct RedisCost {
     top: Vec<(String, u64)>,
 }
 
+/// `INFO commandstats` as command → calls.
+type CommandStats = BTreeMap<String, u64>;
+
 /// The Redis cost of the steady phase, or why it is unknown: no --redis-url, or a Redis that saw none of the
 /// coordinator's heartbeat scripts (so not the coordinator's: a zero it did not measure).
 fn redis_cost(
-    stats: Option<(&BTreeMap<String, u64>, &BTreeMap<String, u64>)>,
+    stats: Option<(&CommandStats, &CommandStats)>,
     heartbeats: u64,
     redis_url: Option<&str>,
 ) -> Result<RedisCost, String> {
@@ -637,7 +651,8 @@ async fn bench(args: HeartbeatArgs) -> Result<(), String> {
     });
     let mut conn = match &args.redis_url {
         Some(url) => {
-            let redis = redis::Client::open(url.as_str()).map_err(|e| format!("--redis-url: {e}"))?;
+            let redis =
+                redis::Client::open(url.as_str()).map_err(|e| format!("--redis-url: {e}"))?;
             Some(
                 redis
                     .get_multiplexed_async_connection()
@@ -794,7 +809,7 @@ async fn measure(
 
     let cpu_after = pid.and_then(cpu_seconds);
     let rss_mib = pid.and_then(resident_mib);
-    let stats_after = match conn.as_deref_mut() {
+    let stats_after = match conn {
         Some(c) => Some(commandstats(c).await?),
         None => None,
     };
@@ -930,15 +945,21 @@ mod tests {
 
     #[test]
     fn redis_cost_is_unknown_rather_than_an_unmeasured_zero() {
-        let before: BTreeMap<String, u64> = [("evalsha".to_owned(), 10), ("info".to_owned(), 3)].into();
+        let before: BTreeMap<String, u64> =
+            [("evalsha".to_owned(), 10), ("info".to_owned(), 3)].into();
         let same = before.clone();
-        assert!(redis_cost(None, 100, None).unwrap_err().contains("--redis-url"));
+        assert!(
+            redis_cost(None, 100, None)
+                .unwrap_err()
+                .contains("--redis-url")
+        );
         assert!(
             redis_cost(Some((&before, &same)), 100, Some("redis://127.0.0.1:6379"))
                 .unwrap_err()
                 .contains("is it the coordinator's Redis?")
         );
-        let after: BTreeMap<String, u64> = [("evalsha".to_owned(), 110), ("info".to_owned(), 4)].into();
+        let after: BTreeMap<String, u64> =
+            [("evalsha".to_owned(), 110), ("info".to_owned(), 4)].into();
         let cost = redis_cost(Some((&before, &after)), 100, None).unwrap();
         assert_eq!(cost.commands_per_heartbeat, 1.0);
         assert_eq!(cost.evalsha_per_heartbeat, 1.0);
