@@ -121,10 +121,24 @@ async fn demo(args: DemoArgs) -> ExitCode {
         }
         Ok(CreateStream::AlreadyExists) => println!("using existing stream {}", args.stream),
         Err(e) => {
+            let hint = match (&e, &args.username) {
+                (rsc_client::ClientError::Unauthorized { .. }, None) => {
+                    "  The coordinator requires credentials: set RSC_USERNAME and RSC_PASSWORD (e.g. \
+                     RSC_USERNAME=admin and the password rsc serve was started with) or pass --username and --password."
+                        .to_owned()
+                }
+                (rsc_client::ClientError::Unauthorized { .. }, Some(u)) => format!(
+                    "  The coordinator refused user {u:?}: check RSC_PASSWORD (or --password)."
+                ),
+                _ => format!(
+                    "  Is `rsc serve` running at {}? Pass --coordinator URL (or RSC_COORDINATOR), and credentials \
+                     with RSC_USERNAME/RSC_PASSWORD (or --username/--password) if it requires them.",
+                    args.coordinator.join(",")
+                ),
+            };
             eprintln!(
-                "rsc demo: cannot create stream {:?}: {e}\n  Is `rsc serve` running at {}? Pass --coordinator URL, and credentials with --username/--password if it requires them.",
-                args.stream,
-                args.coordinator.join(",")
+                "rsc demo: cannot create stream {:?}: {e}\n{hint}",
+                args.stream
             );
             return ExitCode::FAILURE;
         }

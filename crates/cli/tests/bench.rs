@@ -1,5 +1,5 @@
-//! Smoke tests of `rsc bench dataplane` and `rsc bench failover` with tiny counts against a real `rsc serve`
-//! and redis-server: each run finishes, prints its summary line with parseable figures, and removes its
+//! Smoke tests of `rsc bench heartbeat`, `rsc bench dataplane` and `rsc bench failover` with tiny counts
+//! against a real `rsc serve` and redis-server: each run finishes, prints its summary line with parseable figures, and removes its
 //! shard streams. They check behaviour, never timing.
 
 use rsc_testkit::{RedisServer, RscBuilder, RscProcess};
@@ -186,4 +186,65 @@ fn failover_times_a_kill_and_a_leave_and_removes_its_streams() {
     let stream = announced_stream(&out);
     assert!(stream.starts_with("bench-fo-"), "{stream}");
     assert!(!exists(&redis.url(), &format!("{stream}:0")));
+}
+
+/// With two coordinators running, the CPU figure is the one listening on --coordinator's port (it used to be
+/// "unknown": `pgrep "rsc serve"` found two). Without --redis-url the Redis cost is "unknown", not 0.000.
+#[test]
+fn heartbeat_measures_the_coordinator_on_its_port_and_never_reports_an_unmeasured_zero() {
+    let redis = RedisServer::start();
+    let _other = start_rsc(&redis.url());
+    let rsc = start_rsc(&redis.url());
+    let out = run_bench(&[
+        "heartbeat",
+        "--coordinator",
+        &rsc.url(),
+        "--members",
+        "4",
+        "--groups",
+        "1",
+        "--shards",
+        "2",
+        "--duration",
+        "1",
+        "--concurrency",
+        "2",
+    ]);
+    let s = summary(&out, "heartbeats_per_sec");
+    positive(&s, "heartbeats_per_sec");
+    positive(&s, "cpu_ms_per_1k");
+    assert_eq!(s["redis_cmds_per_heartbeat"], "unknown", "{s:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(&format!(
+            "coordinator CPU (pid {})",
+            rsc.pid().expect("running")
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("commands/heartbeat unknown (pass --redis-url"),
+        "{stdout}"
+    );
+
+    // With the coordinator's Redis it is measured.
+    let out = run_bench(&[
+        "heartbeat",
+        "--coordinator",
+        &rsc.url(),
+        "--redis-url",
+        &redis.url(),
+        "--members",
+        "4",
+        "--groups",
+        "1",
+        "--shards",
+        "2",
+        "--duration",
+        "1",
+        "--concurrency",
+        "2",
+    ]);
+    let s = summary(&out, "heartbeats_per_sec");
+    positive(&s, "redis_cmds_per_heartbeat");
 }

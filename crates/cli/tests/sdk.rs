@@ -653,5 +653,8 @@ fn rsc_demo_prints_the_summary_line_and_loses_nothing() {
         .unwrap();
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("--username"), "{stderr}");
+    assert!(
+        stderr.contains("requires credentials: set RSC_USERNAME and RSC_PASSWORD"),
+        "{stderr}"
+    );
 }

@@ -253,14 +253,14 @@ impl Coordinator {
         }
     }
 
-    /// 404 for a group that never existed; fail closed (409) for one the index says should exist.
+    /// 404 for a group that never existed (saying whether its stream does, and how to create what is
+    /// missing); fail closed (409) for one the index says should exist.
     async fn missing_group_error(&self, name: &GroupName) -> ApiError {
-        let listed_live = self.index_entries().await.is_ok_and(|entries| {
-            entries.iter().any(|e| {
-                e.stream_prefix == name.stream_prefix
-                    && e.consumer_group == name.consumer_group
-                    && e.state == INDEX_LIVE
-            })
+        let entries = self.index_entries().await.unwrap_or_default();
+        let listed_live = entries.iter().any(|e| {
+            e.stream_prefix == name.stream_prefix
+                && e.consumer_group == name.consumer_group
+                && e.state == INDEX_LIVE
         });
         if listed_live {
             ApiError::new(
@@ -272,8 +272,22 @@ impl Coordinator {
                 ),
             )
         } else {
-            ApiError::group_not_found(&name.stream_prefix, &name.consumer_group)
+            ApiError::group_not_found(
+                &name.stream_prefix,
+                &name.consumer_group,
+                &live_groups_of(&entries, &name.stream_prefix),
+            )
         }
+    }
+
+    /// [`ApiError::group_not_found`] with the stream's live groups read from the index.
+    pub(crate) async fn group_not_found(&self, name: &GroupName) -> ApiError {
+        let entries = self.index_entries().await.unwrap_or_default();
+        ApiError::group_not_found(
+            &name.stream_prefix,
+            &name.consumer_group,
+            &live_groups_of(&entries, &name.stream_prefix),
+        )
     }
 
     pub async fn get_group(&self, name: &GroupName) -> Result<GroupResponse, ApiError> {
@@ -404,10 +418,19 @@ impl Coordinator {
                 Ok(Some(c)) => out.push(group_response(&c.group)),
                 Ok(None) => {}
                 Err(err) => {
-                    tracing::warn!(error = %err, group = ?name, "group unreadable; left out of the listing")
+                    tracing::warn!(error = %err, group = %name, "group unreadable; left out of the listing")
                 }
             }
         }
         Ok(out)
     }
+}
+
+/// The live consumer groups of a stream, as the index lists them.
+fn live_groups_of(entries: &[IndexEntry], prefix: &str) -> Vec<String> {
+    entries
+        .iter()
+        .filter(|e| e.stream_prefix == prefix && e.state == INDEX_LIVE)
+        .map(|e| e.consumer_group.clone())
+        .collect()
 }

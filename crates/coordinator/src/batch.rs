@@ -164,7 +164,7 @@ impl Coordinator {
         let decided =
             tokio::task::spawn_blocking(move || decide_in_sequence(&group, batch, now, &timing))
                 .await;
-        let Ok((combined, included)) = decided else {
+        let Ok((combined, included, progress)) = decided else {
             // The deciding task panicked: its requests' reply senders are gone, so they decide again.
             return;
         };
@@ -173,7 +173,7 @@ impl Coordinator {
             return;
         };
         self.stats.observe_batch(size);
-        match self.commit(name, &base, t).await {
+        match self.commit_with_progress(name, &base, t, progress).await {
             Ok(Commit::Written(_)) => {
                 for (reply, response, fenced, _) in included {
                     if fenced {
@@ -221,32 +221,44 @@ type Included = (
 );
 
 /// Decides each request on the aggregate the previous one produced and combines what can be combined;
-/// the others are told to decide again at once.
+/// the others are told to decide again at once. Also returns the progress documents of the combined
+/// requests whose member's lease the transition renews (accepted heartbeats), to be stored with it.
 fn decide_in_sequence(
     base: &Group,
     batch: Vec<Pending>,
     now: i64,
     timing: &Timing,
-) -> (Option<Transition>, Vec<Included>) {
+) -> (Option<Transition>, Vec<Included>, Vec<(String, String)>) {
     let mut combined = Batch::on(base, now, timing);
     let mut replies = Vec::new();
     for p in batch {
         // Rollback evidence in a request was recorded on the request's own path before it got here; a member
         // that (on this newer aggregate) belongs to another principal is refused on the request's own path.
         match combined.decide_as(&p.member_id, &p.req, &p.caller()) {
-            Ok(()) => replies.push(p.reply),
+            Ok(()) => {
+                let progress = crate::heartbeat::progress_json(&p.req, now);
+                replies.push((p.reply, p.member_id, progress));
+            }
             Err(_) => {
                 let _ = p.reply.send(BatchReply::DecideAgain);
             }
         }
     }
     let Some(done) = combined.finish() else {
-        return (None, Vec::new());
+        return (None, Vec::new(), Vec::new());
     };
+    let mut progress = Vec::new();
+    let renewed: std::collections::HashSet<&str> =
+        done.transition.renew.iter().map(String::as_str).collect();
     let included = replies
         .into_iter()
         .zip(done.decisions)
-        .map(|(reply, d)| {
+        .map(|((reply, member_id, doc), d)| {
+            if let Some(doc) = doc
+                && renewed.contains(member_id.as_str())
+            {
+                progress.push((member_id, doc));
+            }
             let named = match &d.outcome {
                 Outcome::Write(t) => t.named_members().cloned().collect(),
                 _ => Vec::new(),
@@ -254,7 +266,7 @@ fn decide_in_sequence(
             (reply, d.response, d.signals.fenced, named)
         })
         .collect();
-    (Some(done.transition), included)
+    (Some(done.transition), included, progress)
 }
 
 fn answer_all(batch: Vec<Pending>, reply: impl Fn() -> BatchReply) {

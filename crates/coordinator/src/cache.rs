@@ -8,6 +8,7 @@
 
 use rsc_group::model::Group;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 /// Identifies a group: `(streamPrefix, consumerGroup)`.
@@ -26,6 +27,13 @@ impl GroupName {
     }
 }
 
+/// `prefix/group`, as logs and messages name a group.
+impl std::fmt::Display for GroupName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.stream_prefix, self.consumer_group)
+    }
+}
+
 /// An aggregate and the store revision it was read or written at.
 #[derive(Debug, Clone)]
 pub struct Cached {
@@ -39,6 +47,11 @@ pub struct GroupCache {
     highest: Mutex<HashMap<GroupName, (String, u64)>>,
     locks: Mutex<HashMap<GroupName, Arc<tokio::sync::Mutex<()>>>>,
     load_gates: Mutex<HashMap<GroupName, Arc<tokio::sync::Mutex<()>>>>,
+    /// Whether each group was suspected of a metadata rollback when last cached.
+    suspected: Mutex<HashMap<GroupName, bool>>,
+    /// Moves whenever a group cached here turns suspected or stops being suspected, so health knows at once
+    /// that a durability answer computed before (the metrics snapshot's) is out of date.
+    durability_generation: AtomicU64,
 }
 
 /// A revision lower than one already seen for the same group lifecycle.
@@ -62,10 +75,30 @@ impl GroupCache {
                     || old.revision <= cached.revision
             });
             if newer || regression.is_err() {
+                self.note_suspicion(name, cached.group.rollback_suspicion.is_some());
                 entries.insert(name.clone(), cached);
             }
         }
         regression
+    }
+
+    fn note_suspicion(&self, name: &GroupName, suspected: bool) {
+        let Ok(mut known) = self.suspected.lock() else {
+            return;
+        };
+        let before = if suspected {
+            known.insert(name.clone(), true)
+        } else {
+            known.remove(name)
+        };
+        if before.unwrap_or(false) != suspected {
+            self.durability_generation.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Changes whenever a group this replica caches becomes suspected of a metadata rollback or is repaired.
+    pub fn durability_generation(&self) -> u64 {
+        self.durability_generation.load(Ordering::SeqCst)
     }
 
     fn observe_revision(
@@ -110,6 +143,7 @@ impl GroupCache {
     /// Forgets a deleted group entirely (its next lifecycle starts afresh).
     pub fn forget(&self, name: &GroupName) {
         self.invalidate(name);
+        self.note_suspicion(name, false);
         if let Ok(mut highest) = self.highest.lock() {
             highest.remove(name);
         }
@@ -134,5 +168,55 @@ fn per_group(
     match map.lock() {
         Ok(mut m) => m.entry(name.clone()).or_default().clone(),
         Err(_) => Arc::default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Cached, GroupCache, GroupName};
+    use rsc_group::durability::{Signal, SignalKind};
+    use rsc_group::model::Group;
+    use std::sync::Arc;
+
+    #[test]
+    fn the_durability_generation_moves_only_when_a_suspicion_appears_or_goes() {
+        let cache = GroupCache::default();
+        let name = GroupName::new("p", "g");
+        let healthy = Group::new("p", "g", 4, 1_000, "life");
+        let put = |g: &Group, revision: u64| {
+            let _ = cache.put(
+                &name,
+                Cached {
+                    group: Arc::new(g.clone()),
+                    revision,
+                },
+            );
+        };
+        put(&healthy, 1);
+        assert_eq!(cache.durability_generation(), 0);
+        let signal = Signal {
+            kind: SignalKind::ProducerMetadataVersion,
+            observed: 99,
+            stored: 1,
+            source: "producer".into(),
+            principal: Some("app".into()),
+        };
+        let suspected = rsc_group::durability::record(&healthy, &signal, 2_000).unwrap();
+        put(&suspected, 2);
+        assert_eq!(cache.durability_generation(), 1);
+        // Reloading the same suspected state (say after an invalidation) is no change.
+        cache.invalidate(&name);
+        put(&suspected, 2);
+        assert_eq!(cache.durability_generation(), 1);
+        put(&healthy, 3);
+        assert_eq!(cache.durability_generation(), 2);
+    }
+
+    #[test]
+    fn a_group_name_displays_as_prefix_slash_group() {
+        assert_eq!(
+            GroupName::new("orders", "orders-consumer").to_string(),
+            "orders/orders-consumer"
+        );
     }
 }

@@ -270,22 +270,66 @@ pub fn load(
         }
         figment = figment.merge(Toml::file(path));
     }
-    figment = figment.merge(Serialized::defaults(env_overrides(env)?));
+    figment = figment.merge(Named::new(SOURCE_ENV, env_overrides(env)?));
     // The bootstrap admin's password from the environment (never logged; `Secret` hides it in Debug output).
     if let Some(pw) = env.get("RSC_ADMIN_PASSWORD").filter(|p| !p.is_empty()) {
-        figment = figment.merge(("coordinator.api.admin-password", pw));
+        figment = figment.merge(Named::key(
+            "environment variable RSC_ADMIN_PASSWORD",
+            "coordinator.api.admin-password",
+            pw,
+        ));
     }
     if let Some(listen) = &overrides.listen {
-        figment = figment.merge(("coordinator.listen", listen));
+        figment = figment.merge(Named::key(
+            "--listen (or RSC_LISTEN)",
+            "coordinator.listen",
+            listen,
+        ));
     }
     if let Some(url) = &overrides.redis_url {
-        figment = figment.merge(("coordinator.redis-url", url));
+        figment = figment.merge(Named::key(
+            "--redis-url (or RSC_REDIS_URL)",
+            "coordinator.redis-url",
+            url,
+        ));
     }
     let config: Config = figment
         .extract()
         .map_err(|e| ConfigError(describe_figment_error(e)))?;
     validate(&config)?;
     Ok(config)
+}
+
+/// The name the `COORDINATOR_*` variables' provider reports, so that an error can name the variable.
+const SOURCE_ENV: &str = "COORDINATOR_* environment variables";
+
+/// A provider of one document (or one key) under a name a user recognises. figment names its own
+/// `Serialized` and tuple providers after their Rust type, which is what an error message would then show.
+struct Named {
+    name: &'static str,
+    data: Dict,
+}
+
+impl Named {
+    fn new(name: &'static str, data: Dict) -> Self {
+        Named { name, data }
+    }
+
+    fn key(name: &'static str, dotted: &str, value: &str) -> Self {
+        let mut data = Dict::new();
+        insert_path(&mut data, dotted, Value::from(value.to_owned()));
+        Named { name, data }
+    }
+}
+
+impl figment::Provider for Named {
+    fn metadata(&self) -> figment::Metadata {
+        figment::Metadata::named(self.name)
+    }
+
+    fn data(&self) -> Result<Map<figment::Profile, Dict>, figment::Error> {
+        Ok(figment::Profile::Default.collect(self.data.clone()))
+    }
 }
 
 fn describe_figment_error(e: figment::Error) -> String {
@@ -296,11 +340,17 @@ fn describe_figment_error(e: figment::Error) -> String {
             } else {
                 err.path.join(".")
             };
-            let source = err
-                .metadata
-                .as_ref()
-                .map(|m| format!(" (from {})", m.name))
-                .unwrap_or_default();
+            // Where the bad value came from, in the user's words: the variable, the flag or the file.
+            let source = match err.metadata.as_ref() {
+                Some(m) if m.name == SOURCE_ENV && !err.path.is_empty() => {
+                    format!(" (from environment variable {})", env_name(&key))
+                }
+                Some(m) => match m.source.as_ref().and_then(|s| s.file_path()) {
+                    Some(path) => format!(" (from {} {})", m.name, path.display()),
+                    None => format!(" (from {})", m.name),
+                },
+                None => String::new(),
+            };
             format!("key `{key}`: {}{source}", err.kind)
         })
         .collect::<Vec<_>>()
@@ -554,6 +604,32 @@ mod tests {
             err.contains("member-lease-ttl") && err.contains("soon"),
             "{err}"
         );
+        // It names the variable the value came from, not a Rust type.
+        assert!(
+            err.contains("(from environment variable COORDINATOR_MEMBER_LEASE_TTL)"),
+            "{err}"
+        );
+        assert!(
+            !err.contains("BTreeMap") && !err.contains("figment"),
+            "{err}"
+        );
+
+        let err = load(
+            None,
+            &env(&[("COORDINATOR_DEFAULTS_INITIAL_SHARD_COUNT", "many")]),
+            &Overrides::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("(from environment variable COORDINATOR_DEFAULTS_INITIAL_SHARD_COUNT)"),
+            "{err}"
+        );
+
+        let err = load(Some(&path), &env(&[]), &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("bad.toml"), "{err}");
 
         let err = load(
             None,

@@ -233,6 +233,18 @@ impl Coordinator {
         base: &Cached,
         t: Transition,
     ) -> Result<Commit, ApiError> {
+        self.commit_with_progress(name, base, t, Vec::new()).await
+    }
+
+    /// [`Coordinator::commit`], also storing heartbeats' progress documents (member, JSON) in the same script,
+    /// as the steady path does: a heartbeat that changes the aggregate is a heartbeat too.
+    pub async fn commit_with_progress(
+        &self,
+        name: &GroupName,
+        base: &Cached,
+        t: Transition,
+        progress: Vec<(String, String)>,
+    ) -> Result<Commit, ApiError> {
         // Taken by value: the aggregate of a big group is moved into the cache, never copied.
         let Some(mut group) = t.group else {
             return Ok(Commit::Conflict);
@@ -246,6 +258,12 @@ impl Coordinator {
                 ),
             )
         })?;
+        // A member the aggregate still lists (expired, fenced, left) loses its lease but keeps its last
+        // progress, so monitoring still shows when it was last heard from; a pruned one loses both.
+        let (drop_lease, remove): (Vec<String>, Vec<String>) = t
+            .remove
+            .into_iter()
+            .partition(|m| group.members.contains_key(m));
         let write = CasWrite {
             expected_revision: base.revision,
             aggregate_json: group.to_json(),
@@ -255,7 +273,9 @@ impl Coordinator {
             must_be_lapsed: t.must_be_lapsed,
             must_be_live: t.must_be_live,
             renew: t.renew,
-            remove: t.remove,
+            progress,
+            remove,
+            drop_lease,
         };
         let outcome = self
             .metrics

@@ -367,7 +367,12 @@ impl Coordinator {
     pub async fn suspected_groups(&self) -> Result<(Vec<SuspectedGroup>, &'static str), ApiError> {
         if let Some(s) = self.metrics.snapshot() {
             let max_age = self.config.metrics.refresh_interval.ms().saturating_mul(3);
-            if s.complete && self.clock.now_ms() - s.taken_at_ms <= max_age.max(1_000) {
+            // Not once a group this replica caches turned suspected (or was repaired) after the pass began:
+            // health must say so at once, not at the next refresh.
+            if s.complete
+                && s.durability_generation == self.cache.durability_generation()
+                && self.clock.now_ms() - s.taken_at_ms <= max_age.max(1_000)
+            {
                 return Ok((s.suspected.clone(), "background check"));
             }
         }
@@ -447,10 +452,7 @@ impl Coordinator {
                 )));
             }
             if base.is_none() && !self.listed_live(name).await? {
-                return Err(ApiError::group_not_found(
-                    &name.stream_prefix,
-                    &name.consumer_group,
-                ));
+                return Err(self.group_not_found(name).await);
             }
             if self.config.streams.provisioning_enabled {
                 let mut conn = self.store.connection();

@@ -28,18 +28,62 @@ impl ApiError {
         ApiError::new(ErrorCode::InvalidRequest, message)
     }
 
-    pub fn group_not_found(p: &str, g: &str) -> Self {
+    /// 404 for a group that does not exist, saying how to create it: `stream_groups` are the live groups of
+    /// its stream (empty: the stream does not exist either).
+    pub fn group_not_found(p: &str, g: &str, stream_groups: &[String]) -> Self {
+        let hint = if !stream_groups.is_empty() {
+            format!(
+                "stream {p:?} exists (groups: {}); add this group with POST /coord/v1/streams/{p}/groups/{g}",
+                stream_groups.join(", ")
+            )
+        } else if p == g {
+            format!(
+                "stream {p:?} does not exist either; create it with POST /coord/v1/streams/{p} (its first consumer \
+                 group is named after it)"
+            )
+        } else {
+            format!(
+                "stream {p:?} does not exist either; create both with POST /coord/v1/streams/{p}/groups/{g} \
+                 (POST /coord/v1/streams/{p} would name the stream's first group {p:?})"
+            )
+        };
         ApiError::new(
             ErrorCode::GroupNotFound,
-            format!(
-                "consumer group {g:?} of stream {p:?} does not exist; create it with POST /coord/v1/streams/{p}"
-            ),
+            format!("consumer group {g:?} of stream {p:?} does not exist; {hint}"),
         )
     }
 
     pub fn status(&self) -> StatusCode {
         StatusCode::from_u16(self.code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
     }
+}
+
+/// A JSON decoding error in words a request's author knows: serde says `expected i64` or `expected u32`
+/// where the field wants a whole number.
+pub fn plain_decode_error(serde_message: &str) -> String {
+    const INTEGER_TYPES: [&str; 10] = [
+        "i64", "u64", "i32", "u32", "i16", "u16", "i8", "u8", "usize", "isize",
+    ];
+    let mut out = serde_message.to_owned();
+    for t in INTEGER_TYPES {
+        let from = format!("expected {t}");
+        let mut rest = out.as_str();
+        let mut replaced = String::with_capacity(out.len());
+        while let Some(i) = rest.find(&from) {
+            let after = &rest[i + from.len()..];
+            let whole_word = !after.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_');
+            replaced.push_str(&rest[..i]);
+            replaced.push_str(if whole_word {
+                "expected a whole number"
+            } else {
+                &from
+            });
+            rest = after;
+        }
+        replaced.push_str(rest);
+        out = replaced;
+    }
+    out
 }
 
 impl std::fmt::Display for ApiError {
@@ -85,5 +129,31 @@ impl IntoResponse for ApiError {
             );
         }
         resp
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain_decode_error;
+
+    #[test]
+    fn integer_types_read_as_a_whole_number() {
+        assert_eq!(
+            plain_decode_error("invalid type: string \"4\", expected i64"),
+            "invalid type: string \"4\", expected a whole number"
+        );
+        assert_eq!(
+            plain_decode_error("invalid value: integer `-1`, expected u32 at line 1 column 9"),
+            "invalid value: integer `-1`, expected a whole number at line 1 column 9"
+        );
+        assert_eq!(
+            plain_decode_error("invalid type: integer `4`, expected a string"),
+            "invalid type: integer `4`, expected a string"
+        );
+        // Only the whole type name.
+        assert_eq!(
+            plain_decode_error("expected u8x or expected u8"),
+            "expected u8x or expected a whole number"
+        );
     }
 }

@@ -24,6 +24,7 @@ use crate::security::principal::Principal;
 use crate::security::roles::Role;
 use crate::stats::Stats;
 use rsc_group::heartbeat::{Caller, Decision, Outcome, owner_conflict, probe, rejected_response};
+use rsc_group::model::MemberState;
 use rsc_protocol::errors::ErrorCode;
 use rsc_protocol::wire::{HeartbeatRequest, HeartbeatResponse, HeartbeatStatus};
 use rsc_store::HeartbeatOutcome;
@@ -63,11 +64,143 @@ impl Coordinator {
         req: &HeartbeatRequest,
         principal: Option<&Principal>,
     ) -> Result<HeartbeatResponse, ApiError> {
-        let response = self
+        let mut response = self
             .heartbeat_inner(name, member_id, req, caller(principal))
             .await?;
         self.stats.count_heartbeat(response.status);
+        if response.status != HeartbeatStatus::Ok && response.message.is_none() {
+            response.message = Some(self.explain(name, member_id, req, &response).await);
+        }
         Ok(response)
+    }
+
+    /// What a non-OK answer means for this member and what it should do, in words (the `message` field).
+    /// Off the hot path: steady and accepted heartbeats are `OK`. Reads only the cache, except for an unknown
+    /// group, where one read of the stream record tells a missing stream from a missing group.
+    async fn explain(
+        &self,
+        name: &GroupName,
+        path_member_id: &str,
+        req: &HeartbeatRequest,
+        response: &HeartbeatResponse,
+    ) -> String {
+        const REJOIN: &str =
+            "stop reading every shard and send the next heartbeat with memberEpoch 0 to rejoin";
+        let ttl = human_ms(self.timing.member_lease_ttl_ms);
+        let m = path_member_id;
+        let cached = self.cache.get(name);
+        let member = cached
+            .as_ref()
+            .and_then(|c| c.group.members.get(path_member_id));
+        match response.status {
+            HeartbeatStatus::Ok => String::new(),
+            HeartbeatStatus::UnsupportedProtocol => format!(
+                "protocolVersion {} is not supported: this coordinator speaks {}..={}; use a client that speaks it",
+                req.protocol_version,
+                rsc_protocol::PROTOCOL_VERSION_MIN,
+                rsc_protocol::PROTOCOL_VERSION_MAX
+            ),
+            HeartbeatStatus::InvalidRequest if req.member_id != path_member_id => format!(
+                "the body's memberId {:?} differs from the path's {m:?}; send the same id in both",
+                req.member_id
+            ),
+            HeartbeatStatus::InvalidRequest => format!(
+                "memberEpoch {} is not valid: send 0 to join, -1 to leave, or the memberEpoch of the last answer",
+                req.member_epoch
+            ),
+            HeartbeatStatus::UnknownMemberId => match &cached {
+                Some(_) => format!(
+                    "member {m:?} is not in group {name} (it was never there with this epoch, it was forgotten \
+                     after it expired or left, or the group was recreated); {REJOIN}"
+                ),
+                None => self.explain_missing_group(name).await,
+            },
+            HeartbeatStatus::FencedMemberEpoch => {
+                let state = member.map(|mm| mm.state);
+                match state {
+                    Some(MemberState::Expired) => format!(
+                        "member {m:?} expired: no heartbeat of it was accepted for longer than the member lease \
+                         ({ttl}), so its shards were released to other members; {REJOIN}"
+                    ),
+                    Some(MemberState::Fenced) => {
+                        let why = cached
+                            .as_ref()
+                            .and_then(|c| c.group.holds.iter().find(|h| h.member_id == m))
+                            .map(|h| h.reason.as_str());
+                        let why = match why {
+                            Some("rebalance timeout") => format!(
+                                "it did not release the shards taken from it within the rebalance timeout ({})",
+                                human_ms(self.timing.rebalance_timeout_ms)
+                            ),
+                            Some("ownership report outside its grants") => {
+                                "it reported reading shards it had not been given".to_owned()
+                            }
+                            _ => "it did not release revoked shards in time, or reported shards it had not been \
+                                  given"
+                                .to_owned(),
+                        };
+                        format!("member {m:?} was fenced: {why}; {REJOIN}")
+                    }
+                    Some(MemberState::Leaving) if req.member_epoch != -1 => format!(
+                        "member {m:?} has left the group (its memberEpoch -1 was accepted); {REJOIN}"
+                    ),
+                    Some(_) if req.member_epoch == -1 => format!(
+                        "this leave (memberEpoch -1, metadataVersion {}) is older than the current incarnation of \
+                         member {m:?}: it came from an earlier process with this id and was ignored",
+                        req.metadata_version
+                    ),
+                    Some(_) => format!(
+                        "memberEpoch {} belongs to an earlier incarnation of member {m:?}: a process joined with \
+                         this id since; {REJOIN} (give every process its own member id)",
+                        req.member_epoch
+                    ),
+                    None => format!("member {m:?} was fenced; {REJOIN}"),
+                }
+            }
+            HeartbeatStatus::Retry => format!(
+                "the coordinator could not complete this heartbeat now (Redis unavailable, or the group kept \
+                 changing); nothing changed and the member's lease was not renewed: keep only the shards already \
+                 being read, stop them if no heartbeat is accepted within the lease ({ttl}), and retry after \
+                 heartbeatIntervalMs"
+            ),
+            HeartbeatStatus::SyncMetadata => format!(
+                "the member reported metadataVersion {} / memberEpoch {}, ahead of what Redis holds \
+                 (metadataVersion {}): the group's metadata appears to have rolled back and is being corrected; \
+                 keep reading only the assignedShards already being read, start none, and report \
+                 metadataVersion {} next",
+                req.metadata_version,
+                req.member_epoch,
+                response.metadata_version,
+                response.metadata_version
+            ),
+            HeartbeatStatus::RevokePending => "a metadata-correction round is open: shards that move must be \
+                released first; keep reading only assignedShards, start no new shard, and keep heartbeating"
+                .to_owned(),
+        }
+    }
+
+    /// UNKNOWN_MEMBER_ID because the group does not exist: say whether the stream does, and how to create
+    /// what is missing (an admin call; a heartbeat never creates anything).
+    async fn explain_missing_group(&self, name: &GroupName) -> String {
+        let (p, g) = (&name.stream_prefix, &name.consumer_group);
+        match self.load_stream(p).await {
+            Ok(Some(_)) => format!(
+                "stream {p:?} exists but has no consumer group {g:?}; an admin creates it with \
+                 POST /coord/v1/streams/{p}/groups/{g}, then members join with memberEpoch 0"
+            ),
+            Ok(None) if p == g => format!(
+                "stream {p:?} does not exist; an admin creates it with POST /coord/v1/streams/{p} (its first \
+                 consumer group is named {p:?}), then members join with memberEpoch 0"
+            ),
+            Ok(None) => format!(
+                "stream {p:?} does not exist; an admin creates it with its consumer group {g:?} with \
+                 POST /coord/v1/streams/{p}/groups/{g}, then members join with memberEpoch 0"
+            ),
+            Err(e) => format!(
+                "consumer group {name} could not be read ({e}); a heartbeat never creates a group: check that \
+                 it exists (GET /coord/v1/streams/{p}/groups/{g})"
+            ),
+        }
     }
 
     async fn heartbeat_inner(
@@ -87,11 +220,14 @@ impl Coordinator {
                 Ok(x) => x,
                 Err(e) if e.code == ErrorCode::MetadataCorrupt => {
                     tracing::error!(error = %e, "heartbeat refused: group metadata unreadable");
-                    return Ok(rejected_response(
-                        req,
-                        &self.timing,
-                        HeartbeatStatus::UnknownMemberId,
+                    let mut r =
+                        rejected_response(req, &self.timing, HeartbeatStatus::UnknownMemberId);
+                    r.message = Some(format!(
+                        "group {name} fails closed: {}; nothing is rebuilt from heartbeats, so keep retrying \
+                         with memberEpoch 0 until an operator repairs it",
+                        e.message
                     ));
+                    return Ok(r);
                 }
                 Err(_) => return Ok(self.retry(req)),
             };
@@ -195,7 +331,7 @@ impl Coordinator {
                 },
             }
         }
-        tracing::warn!(group = ?name, member_id = ?member_id, "heartbeat gave up after repeated state conflicts");
+        tracing::warn!(group = %name, member_id = ?member_id, "heartbeat gave up after repeated state conflicts");
         Ok(self.retry(req))
     }
 
@@ -207,16 +343,7 @@ impl Coordinator {
         member_id: &str,
         req: &HeartbeatRequest,
     ) -> Option<bool> {
-        let progress = MemberProgress {
-            member_name: req.member_name.as_deref(),
-            member_epoch: req.member_epoch,
-            metadata_version: req.metadata_version,
-            runtime_max_concurrency: req.runtime_consumer_capacity.runtime_max_concurrency,
-            available_concurrency: req.runtime_consumer_capacity.available_concurrency,
-            shard_progress: &req.shard_progress,
-            last_heartbeat_at_ms: self.clock.now_ms(),
-        };
-        let json = serde_json::to_string(&progress).ok();
+        let json = progress_json(req, self.clock.now_ms());
         let keys = self.keys(name);
         let outcome = self
             .metrics
@@ -276,4 +403,24 @@ impl Coordinator {
             Stats::bump(&self.stats.metadata_regressions);
         }
     }
+}
+
+/// The progress document an accepted heartbeat stores beside the aggregate (steady or not).
+pub(crate) fn progress_json(req: &HeartbeatRequest, now_ms: i64) -> Option<String> {
+    let progress = MemberProgress {
+        member_name: req.member_name.as_deref(),
+        member_epoch: req.member_epoch,
+        metadata_version: req.metadata_version,
+        runtime_max_concurrency: req.runtime_consumer_capacity.runtime_max_concurrency,
+        available_concurrency: req.runtime_consumer_capacity.available_concurrency,
+        shard_progress: &req.shard_progress,
+        last_heartbeat_at_ms: now_ms,
+    };
+    serde_json::to_string(&progress).ok()
+}
+
+/// A duration in milliseconds as people write it (`15s`, `1m 30s`, `500ms`).
+fn human_ms(ms: i64) -> String {
+    humantime::format_duration(std::time::Duration::from_millis(ms.max(0).unsigned_abs()))
+        .to_string()
 }

@@ -81,11 +81,11 @@ impl Coordinator {
                 Ok(Commit::Written(_)) => {
                     for m in &report.expired {
                         Stats::bump(&self.stats.member_expired);
-                        tracing::info!(group = ?name, member = ?m, "member lease expired");
+                        tracing::info!(group = %name, member = %m, "member lease expired");
                     }
                     for m in &report.fenced {
                         Stats::bump(&self.stats.members_fenced);
-                        tracing::warn!(group = ?name, member = ?m, "member fenced at rebalance timeout");
+                        tracing::warn!(group = %name, member = %m, "member fenced at rebalance timeout");
                     }
                     return;
                 }

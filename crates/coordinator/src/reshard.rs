@@ -51,6 +51,31 @@ impl From<MigrationError> for ApiError {
     }
 }
 
+/// The state of the stream's active migration as its groups' migration views show it (a group drains on
+/// its own, so the stream record's `ACTIVE` can be `DRAINING` there): one state when every group agrees,
+/// else each group's.
+fn migration_state_in_groups(m: &Migration, groups: &[Cached]) -> String {
+    let states: Vec<(&str, &'static str)> = groups
+        .iter()
+        .map(|c| {
+            let state = c
+                .group
+                .migration(&m.resharding_id)
+                .map_or(m.state, |gm| gm.state);
+            (c.group.consumer_group.as_str(), state.as_str())
+        })
+        .collect();
+    match states.first() {
+        None => m.state.as_str().to_owned(),
+        Some((_, first)) if states.iter().all(|(_, s)| s == first) => (*first).to_owned(),
+        Some(_) => states
+            .iter()
+            .map(|(g, s)| format!("{s} in group {g}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}
+
 fn migration_json(m: &Migration) -> Value {
     let iso = |ms: Option<i64>| ms.map(crate::clock::iso_ms);
     json!({
@@ -340,7 +365,7 @@ impl Coordinator {
                             m.resharding_id,
                             m.from_shard_count,
                             m.to_shard_count,
-                            m.state.as_str()
+                            migration_state_in_groups(m, &loaded)
                         ),
                     ));
                 }
@@ -360,7 +385,8 @@ impl Coordinator {
                         completed_at_ms: Some(now),
                         end_reason: None,
                     };
-                    return Ok(self.scale_response(prefix, target, &groups, &[noop]));
+                    let noops = vec![noop; groups.len()];
+                    return Ok(self.scale_response(prefix, target, &groups, &noops));
                 }
                 None => {
                     self.refuse_foreign_shard_keys(prefix, &stream.record, target)
@@ -476,11 +502,21 @@ impl Coordinator {
         groups: &[GroupName],
         migrations: &[Migration],
     ) -> Value {
+        // One migration per group, in the order of `affectedConsumerGroups`, each naming its group.
+        let migrations: Vec<Value> = groups
+            .iter()
+            .zip(migrations)
+            .map(|(g, m)| {
+                let mut v = migration_json(m);
+                v["consumerGroup"] = json!(g.consumer_group);
+                v
+            })
+            .collect();
         json!({
             "streamPrefix": prefix,
             "targetShardCount": target,
             "affectedConsumerGroups": groups.iter().map(|g| g.consumer_group.clone()).collect::<Vec<_>>(),
-            "migrations": migrations.iter().map(migration_json).collect::<Vec<_>>(),
+            "migrations": migrations,
         })
     }
 
@@ -563,15 +599,13 @@ impl Coordinator {
     ) -> Result<Value, ApiError> {
         self.require_group(name).await?;
         let all = self.scale_stream(&name.stream_prefix, req).await?;
-        let groups = all["affectedConsumerGroups"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        let i = groups
+        let migrations = all["migrations"].as_array().cloned().unwrap_or_default();
+        Ok(migrations
             .iter()
-            .position(|g| g == name.consumer_group.as_str())
-            .unwrap_or(0);
-        Ok(all["migrations"].get(i).cloned().unwrap_or(Value::Null))
+            .find(|m| m["consumerGroup"] == name.consumer_group.as_str())
+            .or(migrations.first())
+            .cloned()
+            .unwrap_or(Value::Null))
     }
 
     /// Rollback (contract #10) or force-complete of the stream's active migration, applied to every group.
@@ -611,11 +645,21 @@ impl Coordinator {
                     ),
                 ));
             }
+            // Force-complete is idempotent like rollback: repeating it answers the migration it ended.
+            (Some(m), None, _)
+                if matches!(
+                    m.state,
+                    MigrationState::ForceCompleted | MigrationState::Aborted
+                ) =>
+            {
+                return Ok(migration_json(m));
+            }
             (Some(m), None, _) if m.state.is_terminal() => {
                 return Err(ApiError::new(
-                    ErrorCode::RollbackNotAllowed,
+                    ErrorCode::MigrationAlreadyEnded,
                     format!(
-                        "migration {id} already ended ({}); nothing to force",
+                        "migration {id} already ended ({}), so there is nothing to force-complete; \
+                         scale again to change the shard count",
                         m.state.as_str()
                     ),
                 ));

@@ -163,6 +163,90 @@ async fn bad_input_gets_a_4xx_with_an_error_code_naming_the_field() {
     running.shutdown().await.unwrap();
 }
 
+/// A 404 for a missing group says whether its stream exists and which call creates what is missing, and
+/// following that hint works (the hint used to name the stream route, which answers 409 for an existing one).
+#[tokio::test]
+async fn a_missing_group_is_answered_with_the_call_that_creates_it() {
+    let redis = RedisServer::start();
+    let (running, api) = coordinator(test_config(&redis.url())).await;
+    api.create_stream("orders", 2).await;
+    let hint = |r: &Reply| r.body["message"].as_str().unwrap_or_default().to_owned();
+
+    let r = api
+        .send(
+            "GET",
+            "/coord/v1/streams/orders/groups/orders-consumer",
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 404);
+    assert_eq!(r.body["errorCode"], "GROUP_NOT_FOUND");
+    assert!(
+        hint(&r).contains("stream \"orders\" exists (groups: orders)")
+            && hint(&r).contains("POST /coord/v1/streams/orders/groups/orders-consumer"),
+        "{}",
+        r.body
+    );
+    let created = api
+        .send(
+            "POST",
+            "/coord/v1/streams/orders/groups/orders-consumer",
+            Some(json!({"requestedBy": "t"})),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    assert_eq!(created.body["shardCount"], 2);
+
+    let r = api
+        .send(
+            "GET",
+            "/coord/v1/monitoring/streams/nos/groups/nos/assignments",
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 404);
+    assert!(
+        hint(&r).contains(
+            "stream \"nos\" does not exist either; create it with POST /coord/v1/streams/nos "
+        ),
+        "{}",
+        r.body
+    );
+    let r = api
+        .send("GET", "/coord/v1/streams/nos/groups/g", None)
+        .await;
+    assert!(
+        hint(&r).contains("create both with POST /coord/v1/streams/nos/groups/g"),
+        "{}",
+        r.body
+    );
+    let created = api
+        .send(
+            "POST",
+            "/coord/v1/streams/nos/groups/g",
+            Some(json!({"requestedBy": "t", "initialShardCount": 3})),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+
+    // A number sent as a string is "a whole number" to the user, not an i64.
+    let r = api
+        .send(
+            "POST",
+            "/coord/v1/streams/more",
+            Some(json!({"requestedBy": "t", "initialShardCount": "4"})),
+        )
+        .await;
+    assert_eq!(r.status, 400);
+    assert!(
+        hint(&r)
+            .starts_with("initialShardCount: invalid type: string \"4\", expected a whole number"),
+        "{}",
+        r.body
+    );
+    running.shutdown().await.unwrap();
+}
+
 #[tokio::test]
 async fn heartbeat_statuses_follow_the_contract() {
     let redis = RedisServer::start();
@@ -175,6 +259,31 @@ async fn heartbeat_statuses_follow_the_contract() {
     let r = api.heartbeat("s", "nogroup", &unknown_group).await;
     assert_eq!(r["status"], "UNKNOWN_MEMBER_ID");
     assert_eq!(r["heartbeatIntervalMs"], 200);
+    // Every non-OK answer says what happened and what to do; a missing group says how to create it.
+    let says = |r: &Value, needles: &[&str]| {
+        let message = r["message"].as_str().unwrap_or_default();
+        for needle in needles {
+            assert!(message.contains(needle), "{needle:?} not in {r}");
+        }
+    };
+    says(
+        &r,
+        &[
+            "stream \"s\" exists but has no consumer group \"nogroup\"",
+            "POST /coord/v1/streams/s/groups/nogroup",
+        ],
+    );
+    let r = api.heartbeat("nostream", "nostream", &unknown_group).await;
+    assert_eq!(r["status"], "UNKNOWN_MEMBER_ID");
+    says(
+        &r,
+        &[
+            "stream \"nostream\" does not exist",
+            "POST /coord/v1/streams/nostream",
+        ],
+    );
+    let r = api.heartbeat("nostream", "g", &unknown_group).await;
+    says(&r, &["POST /coord/v1/streams/nostream/groups/g"]);
 
     let mut req = m.request();
     req["protocolVersion"] = json!(2);
@@ -186,6 +295,7 @@ async fn heartbeat_statuses_follow_the_contract() {
         )
         .await;
     assert_eq!(r.body["status"], "UNSUPPORTED_PROTOCOL");
+    says(&r.body, &["protocolVersion 2 is not supported"]);
 
     let mut req = m.request();
     req["memberId"] = json!("someone-else");
@@ -197,16 +307,23 @@ async fn heartbeat_statuses_follow_the_contract() {
         )
         .await;
     assert_eq!(r.body["status"], "INVALID_REQUEST");
+    says(
+        &r.body,
+        &["\"someone-else\" differs from the path's \"m1\""],
+    );
 
     let mut stranger = Member::new("m9");
     stranger.epoch = 7;
-    assert_eq!(
-        api.heartbeat("s", "s", &stranger).await["status"],
-        "UNKNOWN_MEMBER_ID"
-    );
+    let r = api.heartbeat("s", "s", &stranger).await;
+    assert_eq!(r["status"], "UNKNOWN_MEMBER_ID");
+    says(&r, &["member \"m9\" is not in group s/s", "memberEpoch 0"]);
 
     let join = api.heartbeat("s", "s", &m).await;
     assert_eq!(join["status"], "OK");
+    assert!(
+        join.get("message").is_none(),
+        "OK answers carry no message: {join}"
+    );
     assert_eq!(shards(&join["assignment"]["assignedShards"]), vec![0, 1]);
     for field in [
         "responseTo",
@@ -254,15 +371,16 @@ async fn heartbeat_statuses_follow_the_contract() {
     // Epoch below the member's incarnation: fenced. Epoch -2: invalid.
     let mut old = m.clone();
     old.epoch = 1;
-    assert_eq!(
-        api.heartbeat("s", "s", &old).await["status"],
-        "FENCED_MEMBER_EPOCH"
+    let r = api.heartbeat("s", "s", &old).await;
+    assert_eq!(r["status"], "FENCED_MEMBER_EPOCH");
+    says(
+        &r,
+        &["earlier incarnation of member \"m1\"", "memberEpoch 0"],
     );
     old.epoch = -2;
-    assert_eq!(
-        api.heartbeat("s", "s", &old).await["status"],
-        "INVALID_REQUEST"
-    );
+    let r = api.heartbeat("s", "s", &old).await;
+    assert_eq!(r["status"], "INVALID_REQUEST");
+    says(&r, &["memberEpoch -2 is not valid"]);
 
     // A crashed member restarting with the same id gets a clean incarnation, its old shard back after the hold.
     let mut reborn = Member::new("m1");
@@ -680,8 +798,22 @@ async fn expired_members_lose_their_shards_and_delete_needs_force() {
             ("b".to_owned(), "ACTIVE".to_owned())
         ]
     );
+    // An expired member still shows when it was last heard from.
+    let last = &members.body["members"][0]["lastHeartbeatAt"];
+    assert!(
+        last.is_string(),
+        "expired member keeps lastHeartbeatAt: {}",
+        members.body
+    );
     let expired_hb = api.heartbeat("e", "e", &a).await;
     assert_eq!(expired_hb["status"], "FENCED_MEMBER_EPOCH");
+    let message = expired_hb["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("member \"a\" expired")
+            && message.contains("member lease (1s 500ms)")
+            && message.contains("memberEpoch 0"),
+        "{expired_hb}"
+    );
 
     let r = api
         .send(
@@ -732,5 +864,89 @@ async fn terminating_coordinator_refuses_new_mutations_and_heartbeats() {
     assert_eq!(r.body["errorCode"], "COORDINATOR_TERMINATING");
     let r = api.send("GET", "/readyz", None).await;
     assert_eq!(r.status, 503);
+    running.shutdown().await.unwrap();
+}
+
+/// `jq -r .accessToken` prints `null` for a failed login's error body; the runbook's snippet then stores
+/// RSC_TOKEN=null. The 401 that follows says so instead of only "not an rsc token".
+#[tokio::test]
+async fn a_null_bearer_token_is_recognised_as_a_failed_logins_output() {
+    let redis = RedisServer::start();
+    let (running, api) = coordinator(test_config(&redis.url())).await;
+    let r = api
+        .with_auth(Auth::Header("Bearer null".into()))
+        .send("GET", "/coord/v1/monitoring/health", None)
+        .await;
+    assert_eq!(r.status, 401);
+    let message = r.body["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("this looks like a failed login's output (null)"),
+        "{}",
+        r.body
+    );
+    running.shutdown().await.unwrap();
+}
+
+/// `GET /` is a small public index pointing at the probes and the API, revealing nothing about the deployment.
+#[tokio::test]
+async fn the_root_is_a_public_index_of_where_to_go() {
+    let redis = RedisServer::start();
+    let (running, api) = coordinator(test_config(&redis.url())).await;
+    let r = api.with_auth(Auth::None).send("GET", "/", None).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["name"], "rsc");
+    assert_eq!(r.body["links"]["liveness"], "/healthz");
+    assert_eq!(r.body["links"]["readiness"], "/readyz");
+    assert_eq!(r.body["links"]["health"], "/coord/v1/monitoring/health");
+    let text = r.body.to_string();
+    assert!(
+        !text.contains("test-coordinator") && !text.contains("redis://"),
+        "{text}"
+    );
+    running.shutdown().await.unwrap();
+}
+
+/// The README walk-through's member: a join and its first echo, both of which change the aggregate (no steady
+/// heartbeat in between). Its last heartbeat time is known while it is active and stays known once it has
+/// expired (it used to be `null` in both cases: only steady heartbeats stored progress, and expiry deleted it).
+#[tokio::test]
+async fn a_members_last_heartbeat_is_kept_through_writes_and_expiry() {
+    let redis = RedisServer::start();
+    let (running, api) = coordinator(test_config(&redis.url())).await;
+    api.create_stream("w", 2).await;
+    let mut m = Member::new("worker-1");
+    for _ in 0..2 {
+        let r = api.heartbeat("w", "w", &m).await;
+        assert_eq!(r["status"], "OK", "{r}");
+        m.adopt(&r);
+    }
+    let members = |api: Api| async move {
+        api.send(
+            "GET",
+            "/coord/v1/monitoring/streams/w/groups/w/members",
+            None,
+        )
+        .await
+        .body["members"][0]
+            .clone()
+    };
+    let active = members(api.clone()).await;
+    assert_eq!(active["state"], "ACTIVE", "{active}");
+    let last = active["lastHeartbeatAt"].clone();
+    assert!(last.is_string(), "{active}");
+    let api2 = api.clone();
+    let expired = wait_for(
+        "worker-1 expires (1.5 s lease)",
+        Duration::from_secs(15),
+        || {
+            let api = api2.clone();
+            async move {
+                let m = members(api).await;
+                (m["state"] == "EXPIRED").then_some(m)
+            }
+        },
+    )
+    .await;
+    assert_eq!(expired["lastHeartbeatAt"], last, "{expired}");
     running.shutdown().await.unwrap();
 }

@@ -293,3 +293,60 @@ async fn a_restored_old_snapshot_is_detected_fails_closed_and_is_repaired() {
     assert_eq!(delete(&api).await.status, 200);
     running.shutdown().await.unwrap();
 }
+
+/// Health used to read durability from the background metrics pass, so it said UP for up to a refresh
+/// interval after a suspicion was recorded. Now a suspicion (or its repair) seen by this replica makes health
+/// read the groups at once.
+#[tokio::test]
+async fn health_reports_a_suspicion_and_its_repair_at_once() {
+    let redis = RedisServer::start();
+    let mut config = test_config(&redis.url());
+    // A background pass that would answer health for a long while.
+    config.coordinator.metrics.refresh_interval =
+        rsc_coordinator::config::Dur(Duration::from_secs(60));
+    let (running, api) = coordinator(config).await;
+    assert_eq!(api.create_stream("dur", 2).await.status, 201);
+    // Wait for a background pass that already lists the group, so health answers from it.
+    wait_for("a background pass answers health", WAIT, || async {
+        let h = health(&api).await;
+        (h["components"]["metadataDurability"]["checkedBy"] == "background check").then_some(())
+    })
+    .await;
+    assert_eq!(health(&api).await["status"], "UP");
+
+    // A producer saw a newer metadataVersion: rollback evidence, recorded in the aggregate.
+    let r = api
+        .send(
+            "GET",
+            &format!("{GROUP}/producer-routing?observedMetadataVersion=999"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        r.body["errorCode"], "METADATA_ROLLBACK_SUSPECTED",
+        "{}",
+        r.body
+    );
+    let h = health(&api).await;
+    assert_eq!(
+        h["status"], "DEGRADED",
+        "at once, not at the next pass: {h}"
+    );
+    assert_eq!(
+        h["components"]["metadataDurability"]["suspectedGroups"][0]["consumerGroup"],
+        "dur"
+    );
+
+    // The repair shows at once too.
+    let recreated = api
+        .send(
+            "POST",
+            &format!("{GROUP}/recreate"),
+            Some(json!({"requestedBy": "ops", "reason": "repair", "shardCount": 2})),
+        )
+        .await;
+    assert_eq!(recreated.status, 200, "{}", recreated.body);
+    let h = health(&api).await;
+    assert_eq!(h["status"], "UP", "{h}");
+    running.shutdown().await.unwrap();
+}

@@ -337,6 +337,8 @@ async fn an_unconsumed_extra_group_blocks_the_drain_until_forced() {
     h.produce(40).await;
     h.until_all_acked().await;
     let (_, body) = h.scale(1).await;
+    // Each group's migration names its group.
+    assert_eq!(body["migrations"][0]["consumerGroup"], "x", "{body}");
     let id = body["migrations"][0]["reshardingId"]
         .as_str()
         .unwrap()
@@ -359,6 +361,12 @@ async fn an_unconsumed_extra_group_blocks_the_drain_until_forced() {
     let (status, body) = h.scale(4).await;
     assert_eq!(status, 409, "{body}");
     assert_eq!(body["errorCode"], "ACTIVE_MIGRATION_EXISTS");
+    // It names the state the migration view shows (the stream record's own state is still ACTIVE).
+    let message = body["message"].as_str().unwrap();
+    assert!(
+        message.contains("DRAINING") && !message.contains("ACTIVE"),
+        "{body}"
+    );
     // …force-complete needs a reason, then ends it.
     let path = format!("/coord/v1/streams/x/groups/x/migrations/{id}/force-complete");
     let r = api
@@ -375,6 +383,16 @@ async fn an_unconsumed_extra_group_blocks_the_drain_until_forced() {
         .await;
     assert_eq!(r.status, 202, "{}", r.body);
     assert_eq!(r.body["state"], "FORCE_COMPLETED");
+    // Repeating it answers the migration it ended, like a repeated rollback.
+    let again = api
+        .send(
+            "POST",
+            &path,
+            Some(json!({"requestedBy": "ops", "reason": "retry"})),
+        )
+        .await;
+    assert_eq!(again.status, 202, "{}", again.body);
+    assert_eq!(again.body["state"], "FORCE_COMPLETED");
     let owned = loop {
         h.round().await;
         let owned: BTreeSet<u32> = h.members.iter().flat_map(|m| m.owned.clone()).collect();
@@ -387,6 +405,26 @@ async fn an_unconsumed_extra_group_blocks_the_drain_until_forced() {
     assert_eq!(
         status, 202,
         "scaling works again after the forced end: {body}"
+    );
+    // Force-completing a migration that completed on its own is not a rollback question.
+    let id = body["migrations"][0]["reshardingId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    h.until_state(&id, "DEPRECATED").await;
+    let r = api
+        .send(
+            "POST",
+            &format!("/coord/v1/streams/x/groups/x/migrations/{id}/force-complete"),
+            Some(json!({"requestedBy": "ops", "reason": "late"})),
+        )
+        .await;
+    assert_eq!(r.status, 409, "{}", r.body);
+    assert_eq!(r.body["errorCode"], "MIGRATION_ALREADY_ENDED");
+    assert!(
+        r.body["message"].as_str().unwrap().contains("DEPRECATED"),
+        "{}",
+        r.body
     );
     running.shutdown().await.unwrap();
 }

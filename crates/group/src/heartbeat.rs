@@ -413,6 +413,7 @@ fn response(
             pending_shards: pending.iter().map(|&s| ShardId::new(s)).collect(),
             metadata_version: g.metadata_version,
         },
+        message: None,
     }
 }
 
@@ -433,6 +434,7 @@ pub fn rejected_response(
         assignment_epoch: 0,
         metadata_version: 0,
         assignment: AssignmentView::default(),
+        message: None,
     }
 }
 

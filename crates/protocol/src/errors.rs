@@ -31,6 +31,9 @@ pub enum ErrorCode {
     /// Not in the reference: the group's metadata is suspected of having rolled back; admin mutations fail
     /// closed until an operator restores it from backup or recreates the group as a new lifecycle.
     MetadataRollbackSuspected,
+    /// Not in the reference: force-complete of a migration that already ended on its own (completed or
+    /// rolled back), so there is nothing left to force. (The reference has no force-complete.)
+    MigrationAlreadyEnded,
     /// Not in the reference: Redis did not answer in time or refused the connection.
     RedisUnavailable,
     /// Not in the reference: an epoch or version of the group cannot grow any further (they stay within
@@ -74,6 +77,7 @@ impl ErrorCode {
             | MetadataMissing
             | MetadataRollbackSuspected
             | EpochsExhausted => 409,
+            MigrationAlreadyEnded => 409,
             PayloadTooLarge => 413,
             UnsupportedMediaType => 415,
             RollbackNotAllowed => 422,

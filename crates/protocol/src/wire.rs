@@ -185,6 +185,10 @@ pub struct HeartbeatResponse {
     pub assignment_epoch: i64,
     pub metadata_version: i64,
     pub assignment: AssignmentView,
+    /// For any status but `OK`: what happened and what the member should do, in words. Not part of the
+    /// reference contract: absent on `OK` answers, and clients that do not know it ignore it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// `POST /coord/v1/streams/{p}` and the compatibility `POST …/groups/{g}`.

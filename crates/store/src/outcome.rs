@@ -46,8 +46,14 @@ pub struct CasWrite {
     pub must_be_live: Vec<String>,
     /// Set these members' lease deadlines to Redis time + `lease_ttl_ms`.
     pub renew: Vec<String>,
+    /// Store these (member, progress document) pairs in the progress hash (after `renew`, before removals),
+    /// as a steady heartbeat does: a heartbeat that changes the aggregate reports progress too.
+    pub progress: Vec<(String, String)>,
     /// Drop these members' leases and progress (applied after `renew`, so removal wins).
     pub remove: Vec<String>,
+    /// Drop only these members' leases (after `renew`): their last progress, with the time of their last
+    /// heartbeat, stays readable while the aggregate still lists them (expired, fenced, left).
+    pub drop_lease: Vec<String>,
 }
 
 /// Result of [`crate::Store::cas`].

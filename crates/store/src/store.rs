@@ -151,10 +151,15 @@ impl Store {
             .arg(write.must_be_live.len())
             .arg(write.renew.len())
             .arg(write.remove.len())
+            .arg(write.drop_lease.len())
+            .arg(write.progress.len())
             .arg(&write.must_be_lapsed)
             .arg(&write.must_be_live)
-            .arg(&write.renew)
-            .arg(&write.remove);
+            .arg(&write.renew);
+        for (member, doc) in &write.progress {
+            call.arg(member).arg(doc);
+        }
+        call.arg(&write.remove).arg(&write.drop_lease);
         let reply = self.run(&call, keys).await?;
         let now_ms = reply.now_ms;
         match reply.status.as_str() {

@@ -30,9 +30,10 @@ pub struct HeartbeatArgs {
     /// Coordinator base URL (loopback only).
     #[arg(long, default_value = "http://127.0.0.1:8080")]
     pub coordinator: String,
-    /// Redis the coordinator uses; read for INFO commandstats deltas (loopback only).
-    #[arg(long, default_value = "redis://127.0.0.1:6379")]
-    pub redis_url: String,
+    /// Redis the coordinator uses; read for INFO commandstats deltas (loopback only). Without it the Redis
+    /// commands per heartbeat are reported as unknown.
+    #[arg(long)]
+    pub redis_url: Option<String>,
     /// User name for HTTP Basic (needs the MEMBER role, plus write to create and delete groups).
     #[arg(long, env = "RSC_USERNAME")]
     pub username: Option<String>,
@@ -57,7 +58,7 @@ pub struct HeartbeatArgs {
     /// Heartbeat requests in flight at once.
     #[arg(long, default_value_t = 64)]
     pub concurrency: usize,
-    /// PID of the coordinator process, for CPU time (default: the one `pgrep -f "rsc serve"` finds).
+    /// PID of the coordinator process, for CPU time (default: the process listening on --coordinator's port).
     #[arg(long)]
     pub coordinator_pid: Option<u32>,
 }
@@ -95,7 +96,11 @@ impl HeartbeatArgs {
                 "--coordinator must be a loopback URL (127.0.0.1, ::1 or localhost)".into(),
             );
         }
-        if !is_loopback_url(&self.redis_url) {
+        if self
+            .redis_url
+            .as_deref()
+            .is_some_and(|u| !is_loopback_url(u))
+        {
             return Err("--redis-url must be a loopback URL (127.0.0.1, ::1 or localhost)".into());
         }
         Ok(())
@@ -478,27 +483,150 @@ fn clock_ticks_per_sec() -> f64 {
 }
 
 /// The coordinator's PID: the flag, or the single process `pgrep -f "rsc serve"` finds.
-fn find_coordinator_pid(flag: Option<u32>) -> Result<u32, String> {
+/// The coordinator's process: `--coordinator-pid`, else the process listening on the `--coordinator` URL's
+/// port (a listening socket in /proc/net/tcp{,6}, matched to a process by the socket inode among its fds), so
+/// several coordinators on one machine are told apart.
+fn find_coordinator_pid(flag: Option<u32>, coordinator_url: &str) -> Result<u32, String> {
     if let Some(p) = flag {
         return Ok(p);
     }
-    let out = std::process::Command::new("pgrep")
-        .args(["-f", "rsc serve"])
-        .output()
-        .map_err(|e| format!("pgrep: {e}"))?;
-    let me = std::process::id();
-    let pids: Vec<u32> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.trim().parse().ok())
-        .filter(|&p| p != me)
-        .collect();
+    let port = url_port(coordinator_url)
+        .ok_or_else(|| format!("no port in {coordinator_url}; pass --coordinator-pid"))?;
+    let mut inodes = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        if let Ok(text) = std::fs::read_to_string(table) {
+            inodes.extend(listening_inodes(&text, port));
+        }
+    }
+    if inodes.is_empty() {
+        return Err(format!(
+            "no listening socket on port {port} in /proc/net/tcp; pass --coordinator-pid"
+        ));
+    }
+    let mut pids = Vec::new();
+    let procs = std::fs::read_dir("/proc").map_err(|e| format!("/proc: {e}"))?;
+    for entry in procs.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(fds) = std::fs::read_dir(entry.path().join("fd")) else {
+            continue;
+        };
+        let owns = fds.flatten().any(|fd| {
+            std::fs::read_link(fd.path()).is_ok_and(|target| {
+                socket_inode(&target.to_string_lossy()).is_some_and(|i| inodes.contains(&i))
+            })
+        });
+        if owns {
+            pids.push(pid);
+        }
+    }
     match pids.as_slice() {
         [p] => Ok(*p),
-        [] => Err("no process matches `rsc serve`".into()),
+        [] => Err(format!(
+            "no readable process owns the socket listening on port {port}; pass --coordinator-pid"
+        )),
         _ => Err(format!(
-            "several processes match `rsc serve` ({pids:?}); pass --coordinator-pid"
+            "several processes share the socket listening on port {port} ({pids:?}); pass --coordinator-pid"
         )),
     }
+}
+
+/// The port of an `http://host:port/…` URL (80 or 443 by scheme when none is written).
+fn url_port(url: &str) -> Option<u16> {
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.split('/').next()?;
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
+    match authority.rsplit_once(':') {
+        Some((host, port)) if !host.ends_with(':') && !port.contains(']') => port.parse().ok(),
+        _ => match scheme {
+            "https" => Some(443),
+            _ => Some(80),
+        },
+    }
+}
+
+/// Inodes of the sockets listening (state 0A) on `port` in a /proc/net/tcp or tcp6 table.
+fn listening_inodes(table: &str, port: u16) -> Vec<u64> {
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let local_port = f.get(1)?.rsplit_once(':')?.1;
+            let listening = *f.get(3)? == "0A";
+            (listening && u16::from_str_radix(local_port, 16).ok()? == port)
+                .then(|| f.get(9)?.parse().ok())
+                .flatten()
+        })
+        .collect()
+}
+
+/// `socket:[12345]` → 12345.
+fn socket_inode(link: &str) -> Option<u64> {
+    link.strip_prefix("socket:[")?
+        .strip_suffix(']')?
+        .parse()
+        .ok()
+}
+
+/// What the heartbeats cost in Redis commands, from INFO commandstats before and after.
+#[derive(Debug)]
+struct RedisCost {
+    commands_per_heartbeat: f64,
+    evalsha_per_heartbeat: f64,
+    top: Vec<(String, u64)>,
+}
+
+/// `INFO commandstats` as command → calls.
+type CommandStats = BTreeMap<String, u64>;
+
+/// The Redis cost of the steady phase, or why it is unknown: no --redis-url, or a Redis that saw none of the
+/// coordinator's heartbeat scripts (so not the coordinator's: a zero it did not measure).
+fn redis_cost(
+    stats: Option<(&CommandStats, &CommandStats)>,
+    heartbeats: u64,
+    redis_url: Option<&str>,
+) -> Result<RedisCost, String> {
+    let Some((before, after)) = stats else {
+        return Err("pass --redis-url with the coordinator's Redis to count them".to_owned());
+    };
+    let delta = |name: &str| {
+        after
+            .get(name)
+            .copied()
+            .unwrap_or(0)
+            .saturating_sub(before.get(name).copied().unwrap_or(0))
+    };
+    let scripts = delta("evalsha") + delta("eval");
+    if scripts == 0 {
+        return Err(format!(
+            "the Redis at {} ran no heartbeat script during the run: is it the coordinator's Redis?",
+            redis_url.unwrap_or("--redis-url")
+        ));
+    }
+    // Our own INFO call is excluded; everything else on this Redis in the window counts.
+    let total: u64 = after
+        .keys()
+        .filter(|k| k.as_str() != "info")
+        .map(|k| delta(k))
+        .sum();
+    let mut top: Vec<(String, u64)> = after
+        .keys()
+        .filter(|k| k.as_str() != "info")
+        .map(|k| (k.clone(), delta(k)))
+        .filter(|(_, d)| *d > 0)
+        .collect();
+    top.sort_by_key(|t| std::cmp::Reverse(t.1));
+    Ok(RedisCost {
+        commands_per_heartbeat: total as f64 / heartbeats as f64,
+        evalsha_per_heartbeat: scripts as f64 / heartbeats as f64,
+        top,
+    })
 }
 
 /// The value at quantile `q` (0..=1) of a sorted slice (nearest rank).
@@ -521,12 +649,19 @@ async fn bench(args: HeartbeatArgs) -> Result<(), String> {
         base: args.coordinator.trim_end_matches('/').to_string(),
         auth: args.username.clone().zip(args.password.clone()),
     });
-    let redis =
-        redis::Client::open(args.redis_url.as_str()).map_err(|e| format!("--redis-url: {e}"))?;
-    let mut conn = redis
-        .get_multiplexed_async_connection()
-        .await
-        .map_err(|e| format!("cannot connect to Redis at {}: {e}", args.redis_url))?;
+    let mut conn = match &args.redis_url {
+        Some(url) => {
+            let redis =
+                redis::Client::open(url.as_str()).map_err(|e| format!("--redis-url: {e}"))?;
+            Some(
+                redis
+                    .get_multiplexed_async_connection()
+                    .await
+                    .map_err(|e| format!("cannot connect to Redis at {url}: {e}"))?,
+            )
+        }
+        None => None,
+    };
 
     let run_id = uuid::Uuid::new_v4().simple().to_string();
     let run_id = &run_id[..12];
@@ -547,7 +682,7 @@ async fn bench(args: HeartbeatArgs) -> Result<(), String> {
     );
 
     let mut created = Vec::new();
-    let result = measure(&args, &api, &streams, &mut conn, &mut created).await;
+    let result = measure(&args, &api, &streams, conn.as_mut(), &mut created).await;
 
     // Clean up whatever was created, whatever happened.
     let mut cleanup_failures = 0;
@@ -582,7 +717,7 @@ async fn measure(
     args: &HeartbeatArgs,
     api: &Arc<Api>,
     streams: &Arc<Vec<String>>,
-    conn: &mut redis::aio::MultiplexedConnection,
+    mut conn: Option<&mut redis::aio::MultiplexedConnection>,
     created: &mut Vec<String>,
 ) -> Result<(), String> {
     for s in streams.iter() {
@@ -652,13 +787,16 @@ async fn measure(
         );
     }
 
-    let pid = find_coordinator_pid(args.coordinator_pid);
+    let pid = find_coordinator_pid(args.coordinator_pid, &args.coordinator);
     if let Err(e) = &pid {
         println!("coordinator CPU: unknown ({e})");
     }
     let pid = pid.ok();
     let cpu_before = pid.and_then(cpu_seconds);
-    let stats_before = commandstats(conn).await?;
+    let stats_before = match conn.as_deref_mut() {
+        Some(c) => Some(commandstats(c).await?),
+        None => None,
+    };
 
     let (tally, elapsed) = steady(
         api,
@@ -671,7 +809,10 @@ async fn measure(
 
     let cpu_after = pid.and_then(cpu_seconds);
     let rss_mib = pid.and_then(resident_mib);
-    let stats_after = commandstats(conn).await?;
+    let stats_after = match conn {
+        Some(c) => Some(commandstats(c).await?),
+        None => None,
+    };
 
     let heartbeats = tally.latencies_us.len() as u64;
     if heartbeats == 0 {
@@ -686,28 +827,11 @@ async fn measure(
     let ms = |q: f64| percentile(&lat, q).map_or(0.0, |us| us as f64 / 1000.0);
     let per_sec = heartbeats as f64 / elapsed.as_secs_f64();
 
-    let delta = |name: &str| {
-        stats_after
-            .get(name)
-            .copied()
-            .unwrap_or(0)
-            .saturating_sub(stats_before.get(name).copied().unwrap_or(0))
-    };
-    // Our own INFO call is excluded; everything else on this Redis in the window counts.
-    let total_cmds: u64 = stats_after
-        .keys()
-        .filter(|k| k.as_str() != "info")
-        .map(|k| delta(k))
-        .sum();
-    let cmds_per_hb = total_cmds as f64 / heartbeats as f64;
-    let evalsha_per_hb = (delta("evalsha") + delta("eval")) as f64 / heartbeats as f64;
-    let mut top: Vec<(String, u64)> = stats_after
-        .keys()
-        .filter(|k| k.as_str() != "info")
-        .map(|k| (k.clone(), delta(k)))
-        .filter(|(_, d)| *d > 0)
-        .collect();
-    top.sort_by_key(|t| std::cmp::Reverse(t.1));
+    let redis_cost = redis_cost(
+        stats_before.as_ref().zip(stats_after.as_ref()),
+        heartbeats,
+        args.redis_url.as_deref(),
+    );
 
     let cpu_ms_per_1k = match (cpu_before, cpu_after) {
         (Some(b), Some(a)) => Some((a - b) * 1000.0 / (heartbeats as f64 / 1000.0)),
@@ -736,15 +860,26 @@ async fn measure(
         ms(0.999),
         ms(1.0)
     );
-    println!(
-        "redis: {cmds_per_hb:.3} commands/heartbeat (INFO commandstats; calls inside scripts count too), {evalsha_per_hb:.3} evalsha/heartbeat"
-    );
-    let top: Vec<String> = top
-        .iter()
-        .take(8)
-        .map(|(k, d)| format!("{k}={d}"))
-        .collect();
-    println!("  command deltas: {}", top.join(" "));
+    let cmds_per_hb = match &redis_cost {
+        Ok(cost) => {
+            println!(
+                "redis: {:.3} commands/heartbeat (INFO commandstats; calls inside scripts count too), {:.3} evalsha/heartbeat",
+                cost.commands_per_heartbeat, cost.evalsha_per_heartbeat
+            );
+            let top: Vec<String> = cost
+                .top
+                .iter()
+                .take(8)
+                .map(|(k, d)| format!("{k}={d}"))
+                .collect();
+            println!("  command deltas: {}", top.join(" "));
+            format!("{:.3}", cost.commands_per_heartbeat)
+        }
+        Err(why) => {
+            println!("redis: commands/heartbeat unknown ({why})");
+            "unknown".to_owned()
+        }
+    };
     match (pid, cpu_ms_per_1k) {
         (Some(p), Some(c)) => println!(
             "coordinator CPU (pid {p}): {:.3} s per 1,000 heartbeats",
@@ -755,7 +890,7 @@ async fn measure(
     let rss = rss_mib.map_or("unknown".to_string(), |m| format!("{m:.1}"));
     println!("coordinator resident memory (VmRSS) after the steady phase: {rss} MiB");
     println!(
-        "heartbeats_per_sec={per_sec:.0} p99_ms={:.2} redis_cmds_per_heartbeat={cmds_per_hb:.3} cpu_ms_per_1k={} rss_mib={rss}",
+        "heartbeats_per_sec={per_sec:.0} p99_ms={:.2} redis_cmds_per_heartbeat={cmds_per_hb} cpu_ms_per_1k={} rss_mib={rss}",
         ms(0.99),
         cpu_ms_per_1k.map_or("unknown".to_string(), |c| format!("{c:.1}"))
     );
@@ -789,6 +924,45 @@ mod tests {
         assert!(a.validate().is_err());
         let t = T::try_parse_from(["t", "--members", "0"]).unwrap();
         assert!(t.a.validate().is_err());
+    }
+
+    #[test]
+    fn the_coordinator_is_found_by_its_listening_port() {
+        assert_eq!(url_port("http://127.0.0.1:8080"), Some(8080));
+        assert_eq!(url_port("http://localhost/x"), Some(80));
+        assert_eq!(url_port("http://[::1]:9000/"), Some(9000));
+        assert_eq!(url_port("http://[::1]/"), Some(80));
+        let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4242 1 0000000000000000 100 0 0 10 0
+   1: 0100007F:1F90 0100007F:C350 01 00000000:00000000 00:00000000 00000000     0        0 5151 1 0000000000000000 20 4 30 10 -1
+   2: 0100007F:1F91 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 6161 1 0000000000000000 100 0 0 10 0";
+        assert_eq!(listening_inodes(table, 8080), vec![4242]);
+        assert_eq!(listening_inodes(table, 8081), vec![6161]);
+        assert!(listening_inodes(table, 9999).is_empty());
+        assert_eq!(socket_inode("socket:[4242]"), Some(4242));
+        assert_eq!(socket_inode("pipe:[4242]"), None);
+    }
+
+    #[test]
+    fn redis_cost_is_unknown_rather_than_an_unmeasured_zero() {
+        let before: BTreeMap<String, u64> =
+            [("evalsha".to_owned(), 10), ("info".to_owned(), 3)].into();
+        let same = before.clone();
+        assert!(
+            redis_cost(None, 100, None)
+                .unwrap_err()
+                .contains("--redis-url")
+        );
+        assert!(
+            redis_cost(Some((&before, &same)), 100, Some("redis://127.0.0.1:6379"))
+                .unwrap_err()
+                .contains("is it the coordinator's Redis?")
+        );
+        let after: BTreeMap<String, u64> =
+            [("evalsha".to_owned(), 110), ("info".to_owned(), 4)].into();
+        let cost = redis_cost(Some((&before, &after)), 100, None).unwrap();
+        assert_eq!(cost.commands_per_heartbeat, 1.0);
+        assert_eq!(cost.evalsha_per_heartbeat, 1.0);
     }
 
     #[test]

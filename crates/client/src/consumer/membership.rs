@@ -370,6 +370,7 @@ mod tests {
                 pending_shards: pending.iter().map(|&s| ShardId::new(s)).collect(),
                 metadata_version: epoch + 10,
             },
+            message: None,
         }
     }
 

@@ -106,7 +106,7 @@ pub fn decode_with_hint<T: DeserializeOwned>(bytes: &[u8], hint: &str) -> Result
     let de = &mut serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(&mut *de).map_err(|e| {
         let path = e.path().to_string();
-        let inner = e.into_inner();
+        let inner = crate::error::plain_decode_error(&e.into_inner().to_string());
         if path == "." || path == "?" || path.is_empty() {
             ApiError::invalid(format!(
                 "request body is not valid JSON for this endpoint: {inner}"

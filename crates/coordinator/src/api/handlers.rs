@@ -135,6 +135,30 @@ pub async fn assignments(
     ))
 }
 
+/// `GET /`: what this server is and where to go next. Public, so it says nothing a route list in the README
+/// does not (no coordinator id, no Redis, no groups).
+pub async fn index() -> Response {
+    ok(
+        StatusCode::OK,
+        json!({
+            "name": "rsc",
+            "description": "Redis Stream Coordinator (coord/v1)",
+            "version": env!("CARGO_PKG_VERSION"),
+            "links": {
+                "liveness": "/healthz",
+                "readiness": "/readyz",
+                "login": "POST /coord/v1/auth/login",
+                "health": "/coord/v1/monitoring/health",
+                "groups": "/coord/v1/monitoring/groups",
+                "metrics": "/metrics",
+            },
+            "authentication": "every /coord/v1 route except login, and /metrics, need credentials: \
+                Authorization: Bearer <accessToken from login> or Basic",
+            "documentation": "README.md of the rsc source: \"Routes\" lists every route with its access",
+        }),
+    )
+}
+
 /// Liveness probe: the process answers. Reveals nothing else.
 pub async fn healthz() -> Response {
     ok(StatusCode::OK, json!({"status": "UP"}))

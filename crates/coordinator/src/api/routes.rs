@@ -286,6 +286,7 @@ pub fn table() -> Vec<RouteSpec> {
             None,
             get(crate::security::handlers::audit_log)
         ),
+        route!(GET, "/", "getIndex", Public, None, get(handlers::index)),
         route!(
             GET,
             "/healthz",

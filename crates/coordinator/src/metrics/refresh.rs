@@ -90,6 +90,7 @@ impl Coordinator {
 
     /// Rebuilds the gauge snapshot once.
     pub async fn refresh_metrics(&self) {
+        let durability_generation = self.cache.durability_generation();
         let (redis, _) = self.probe_redis().await;
         let redis_up = redis != "DOWN";
         let mut now = self.clock.now_ms();
@@ -113,7 +114,7 @@ impl Coordinator {
                             Ok(None) => {}
                             Err(err) => {
                                 complete = false;
-                                tracing::debug!(group = ?name, error = %err, "group left out of metrics");
+                                tracing::debug!(group = %name, error = %err, "group left out of metrics");
                             }
                         }
                     }
@@ -142,7 +143,10 @@ impl Coordinator {
         })
         .await;
         match built {
-            Ok(snap) => self.metrics.install(snap),
+            Ok(mut snap) => {
+                snap.durability_generation = durability_generation;
+                self.metrics.install(snap)
+            }
             Err(e) => {
                 tracing::error!(error = %e, "building the metrics snapshot failed; the last one stays")
             }

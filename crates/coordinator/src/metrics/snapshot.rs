@@ -58,6 +58,9 @@ pub struct Snapshot {
     /// Whether every group in the index could be read in this pass.
     pub complete: bool,
     pub suspected: Vec<SuspectedGroup>,
+    /// The cache's durability generation when the pass began (`GroupCache::durability_generation`): once it
+    /// moved, `suspected` may be out of date and health reads the groups itself.
+    pub durability_generation: u64,
 }
 
 /// Collects gauge families by name, then registers them all at once.
@@ -163,6 +166,7 @@ pub fn build(
         taken_at_ms: now_ms,
         complete,
         suspected,
+        durability_generation: 0,
     }
 }
 
@@ -324,11 +328,12 @@ fn group_series(
             ml(),
             m.revoking.len() as f64,
         );
-        if !live {
+        let lease = obs.leases.get(&m.member_id).copied();
+        // A member that left keeps its last progress (for monitoring) but no lease: nothing here is current.
+        if !live || (m.state == MemberState::Leaving && lease.is_none()) {
             continue;
         }
         let progress = obs.progress.get(&m.member_id);
-        let lease = obs.leases.get(&m.member_id).copied();
         let from_progress = progress
             .and_then(|p| p.get("lastHeartbeatAtMs"))
             .and_then(Value::as_i64);

@@ -85,6 +85,14 @@ impl Security {
     }
 
     pub async fn authenticate_bearer(&self, token: &str) -> Result<Arc<Principal>, AuthFailure> {
+        if matches!(token, "null" | "undefined") {
+            // `jq -r .accessToken` prints "null" for a failed login's error body: say so.
+            return Err(AuthFailure::Unauthorized(format!(
+                "the bearer token is {token:?}: this looks like a failed login's output ({token}), not a token; \
+                 check the username and password and log in again with POST /coord/v1/auth/login (its answer \
+                 says why it failed)"
+            )));
+        }
         if !tokens::well_formed(token) {
             return Err(AuthFailure::Unauthorized(
                 "the bearer token is not an rsc token; log in with POST /coord/v1/auth/login"

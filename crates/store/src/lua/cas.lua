@@ -2,8 +2,10 @@
 -- condition holds. All checks run before any write, so a refused call changes nothing.
 -- KEYS[1] metadata hash, KEYS[2] leases zset, KEYS[3] progress hash (one hash slot).
 -- ARGV[1] expected revision, ARGV[2] aggregate JSON, ARGV[3] updatedAt, ARGV[4] lease TTL ms,
--- ARGV[5] not-before ms (0 = none), ARGV[6..9] counts of the four member lists that follow in
--- this order: must-be-lapsed, must-be-live, renew, remove.
+-- ARGV[5] not-before ms (0 = none), ARGV[6..11] counts of the six lists that follow in this order:
+-- must-be-lapsed, must-be-live, renew, progress (member and document pairs: the count is of pairs),
+-- remove (lease and progress), drop-lease (the lease only: the member's last progress stays readable).
+-- They are applied in that order, so a removal wins over a renewal or a progress write.
 -- A lease is live while now < deadline; lapsed when now >= deadline or absent.
 -- Replies: the prelude's CONFLICT/CORRUPT | {'TOO_EARLY', now} | {'LEASE_ACTIVE', now, member}
 --        | {'LEASE_LAPSED', now, member} | {'WRITTEN', now, new revision}.
@@ -20,7 +22,9 @@ local n_lapsed = tonumber(ARGV[6])
 local n_live = tonumber(ARGV[7])
 local n_renew = tonumber(ARGV[8])
 local n_remove = tonumber(ARGV[9])
-local first = 10
+local n_drop_lease = tonumber(ARGV[10])
+local n_progress = tonumber(ARGV[11])
+local first = 12
 
 for i = first, first + n_lapsed - 1 do
   local deadline = redis.call('ZSCORE', KEYS[2], ARGV[i])
@@ -44,9 +48,19 @@ for i = first, first + n_renew - 1 do
 end
 first = first + n_renew
 
+for i = first, first + 2 * n_progress - 1, 2 do
+  redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1])
+end
+first = first + 2 * n_progress
+
 for i = first, first + n_remove - 1 do
   redis.call('ZREM', KEYS[2], ARGV[i])
   redis.call('HDEL', KEYS[3], ARGV[i])
+end
+first = first + n_remove
+
+for i = first, first + n_drop_lease - 1 do
+  redis.call('ZREM', KEYS[2], ARGV[i])
 end
 
 local next_revision = current + 1

@@ -12,9 +12,13 @@ on_both_topologies!(
 
 async fn cas_writes_next_revision_and_applies_lease_changes(store: &Store, name: &str) {
     let keys = group(name);
-    create_group(store, &keys, &["stay", "leave"]).await;
+    create_group(store, &keys, &["stay", "leave", "departed"]).await;
     store
         .heartbeat(&keys, 1, "leave", 60_000, Some(r#"{"p":1}"#))
+        .await
+        .expect("heartbeat");
+    store
+        .heartbeat(&keys, 1, "departed", 60_000, Some(r#"{"p":3}"#))
         .await
         .expect("heartbeat");
     store
@@ -33,7 +37,12 @@ async fn cas_writes_next_revision_and_applies_lease_changes(store: &Store, name:
         must_be_lapsed: vec!["expired".into(), "never-seen".into()],
         must_be_live: vec!["stay".into()],
         renew: vec!["stay".into(), "joiner".into()],
+        progress: vec![
+            ("joiner".into(), r#"{"p":4}"#.into()),
+            ("leave".into(), r#"{"p":5}"#.into()),
+        ],
         remove: vec!["leave".into(), "expired".into()],
+        drop_lease: vec!["departed".into()],
     };
     let outcome = store.cas(&keys, &write).await.expect("cas");
     let CasOutcome::Written { revision, now_ms } = outcome else {
@@ -58,9 +67,17 @@ async fn cas_writes_next_revision_and_applies_lease_changes(store: &Store, name:
             ("stay".to_string(), now_ms + 20_000)
         ]
     );
+    // `drop_lease` ends the lease but keeps the last progress (a departed member's last heartbeat);
+    // `progress` is written (the joiner's), and a removal wins over it (the leaver's).
+    let mut progress = store.progress_all(&keys).await.expect("progress");
+    progress.sort();
     assert_eq!(
-        store.progress_all(&keys).await.expect("progress"),
-        vec![("stay".to_string(), r#"{"p":2}"#.to_string())]
+        progress,
+        vec![
+            ("departed".to_string(), r#"{"p":3}"#.to_string()),
+            ("joiner".to_string(), r#"{"p":4}"#.to_string()),
+            ("stay".to_string(), r#"{"p":2}"#.to_string())
+        ]
     );
 
     // A not-before in the past is no obstacle; the next write continues from revision 2.
@@ -102,7 +119,9 @@ async fn cas_refusals_write_nothing(store: &Store, name: &str) {
         must_be_lapsed: vec![],
         must_be_live: vec![],
         renew: vec!["live1".into(), "newcomer".into()],
+        progress: vec![("newcomer".into(), "{}".into())],
         remove: vec!["live2".into(), "lapsed".into()],
+        drop_lease: vec!["live1".into()],
     };
     let cases: Vec<(&str, CasWrite, Expect)> = vec![
         (

@@ -1,0 +1,426 @@
+//! Walks the README as a new user would: every `sh` block of "A walk through the API with curl", "Scaling a
+//! stream's shard count" and "Operations runbook", in order, against a fresh `rsc serve` with its own
+//! redis-server.
+//!
+//! - The block that starts the coordinator (`… rsc serve`) runs in the background with `RSC_LISTEN` and
+//!   `RSC_REDIS_URL` pointing at this test's port and Redis (the README says those variables do that).
+//! - Every other block runs in one bash process, in order, so variables (`RSC_TOKEN`, `AUTH`, `ID`) carry over
+//!   as they do in a terminal; `set -euo pipefail` makes any failing command fail the walk. Each `read`
+//!   prompt is answered with the password. `rsc` is on `PATH`; `RSC_COORDINATOR` and `RSC_REDIS_URL` are
+//!   set, as the README tells users with another coordinator or Redis to do.
+//! - Substituted in the text: the password (`pick-a-long-password`) and `localhost:8080` (this test's port).
+//! - A command followed by a `# →` line must print output with every key, and every string value, that line
+//!   shows (`…` = anything; a value `"reshard-…"` must start with `reshard-`; `k=v` words need `k=`); and no
+//!   output may carry an `errorCode` unless the `# →` line shows one.
+//!
+//! Needs `bash`, `curl` and `jq` (`.ci/run` installs them).
+
+use rsc_testkit::RedisServer;
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The README sections the walk runs, in README order.
+const SECTIONS: [&str; 3] = [
+    "A walk through the API with curl",
+    "Scaling a stream's shard count",
+    "Operations runbook",
+];
+/// The README's example password, replaced by the test's.
+const README_PASSWORD: &str = "pick-a-long-password";
+/// The whole walk (it includes a 10-second `rsc demo`) must finish within this.
+const WALK_BOUND: Duration = Duration::from_secs(240);
+
+/// One command (one or more lines) of a block, and the output shape the README shows after it.
+#[derive(Debug, Clone)]
+struct Step {
+    section: String,
+    text: String,
+    expect: Option<String>,
+}
+
+/// The `sh` blocks of the walked sections, in order, with their section's heading.
+fn blocks(readme: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut section = String::new();
+    let mut block: Option<String> = None;
+    for line in readme.lines() {
+        if let Some(b) = block.as_mut() {
+            if line.trim_end() == "```" {
+                if SECTIONS.iter().any(|s| section.starts_with(s)) {
+                    out.push((section.clone(), b.clone()));
+                }
+                block = None;
+            } else {
+                b.push_str(line);
+                b.push('\n');
+            }
+        } else if let Some(h) = line.strip_prefix("## ") {
+            section = h.trim().to_owned();
+        } else if line.trim_end() == "```sh" {
+            block = Some(String::new());
+        }
+    }
+    for s in SECTIONS {
+        assert!(
+            out.iter().any(|(h, _)| h.starts_with(s)),
+            "README has no `sh` block under \"## {s}\""
+        );
+    }
+    out
+}
+
+fn is_comment(line: &str) -> bool {
+    line.trim_start().starts_with('#')
+}
+
+/// Splits a block into steps: runs of consecutive lines that are neither blank nor comments, each with the
+/// `# →` text that follows it (continued by comment lines indented after the `#`).
+fn steps(section: &str, block: &str) -> Vec<Step> {
+    let lines: Vec<&str> = block.lines().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        if lines[i].trim().is_empty() || is_comment(lines[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < lines.len() && !lines[i].trim().is_empty() && !is_comment(lines[i]) {
+            i += 1;
+        }
+        let text = lines[start..i].join("\n");
+        let mut expect = None;
+        if let Some(first) = lines
+            .get(i)
+            .and_then(|l| l.trim_start().strip_prefix("# →"))
+        {
+            let mut e = first.trim().to_owned();
+            i += 1;
+            while let Some(more) = lines
+                .get(i)
+                .and_then(|l| l.trim_start().strip_prefix("#  "))
+            {
+                e.push(' ');
+                e.push_str(more.trim());
+                i += 1;
+            }
+            expect = Some(e);
+        }
+        out.push(Step {
+            section: section.to_owned(),
+            text,
+            expect,
+        });
+    }
+    out
+}
+
+/// What the expected text shows: keys, (key, string value) pairs, and `k=` words.
+fn shape(expect: &str) -> (Vec<String>, Vec<(String, String)>, Vec<String>) {
+    let mut keys = Vec::new();
+    let mut pairs = Vec::new();
+    let chars: Vec<char> = expect.chars().collect();
+    let mut i = 0;
+    let string_at = |from: usize| -> Option<(String, usize)> {
+        let end = (from + 1..chars.len()).find(|&j| chars[j] == '"')?;
+        Some((chars[from + 1..end].iter().collect(), end + 1))
+    };
+    while i < chars.len() {
+        if chars[i] != '"' {
+            i += 1;
+            continue;
+        }
+        let Some((token, after)) = string_at(i) else {
+            break;
+        };
+        i = after;
+        if chars.get(i) == Some(&':') {
+            keys.push(token.clone());
+            if chars.get(i + 1) == Some(&'"')
+                && let Some((value, after_value)) = string_at(i + 1)
+            {
+                pairs.push((token, value));
+                i = after_value;
+            }
+        }
+    }
+    let words = expect
+        .split_whitespace()
+        .filter_map(|w| w.split_once('='))
+        .filter(|(k, _)| !k.is_empty() && k.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+        .map(|(k, _)| k.to_owned())
+        .collect();
+    (keys, pairs, words)
+}
+
+/// Whether `output` has the shape `expect` shows; the error says what is missing.
+fn check_shape(expect: &str, output: &str) -> Result<(), String> {
+    if output.contains("\"errorCode\":\"") && !expect.contains("errorCode") {
+        return Err("answered an error".into());
+    }
+    if output.trim().is_empty() && !expect.is_empty() {
+        return Err("printed nothing".into());
+    }
+    let (keys, pairs, words) = shape(expect);
+    for k in keys {
+        if !output.contains(&format!("\"{k}\":")) {
+            return Err(format!("no key \"{k}\""));
+        }
+    }
+    for (k, v) in pairs {
+        let wanted = match v.split_once('…') {
+            Some((prefix, _)) => format!("\"{k}\":\"{prefix}"),
+            None => format!("\"{k}\":\"{v}\""),
+        };
+        if !output.contains(&wanted) {
+            return Err(format!("no {wanted}"));
+        }
+    }
+    for w in words {
+        if !output.contains(&format!("{w}=")) {
+            return Err(format!("no {w}="));
+        }
+    }
+    Ok(())
+}
+
+/// A process group started by the walk (bash and what it runs), ended as a whole.
+struct Group(Child);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        let pgid = self.0.id();
+        let _ = Command::new("kill")
+            .args(["-TERM", "--", &format!("-{pgid}")])
+            .stderr(Stdio::null())
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while self.0.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{pgid}")])
+            .stderr(Stdio::null())
+            .status();
+        let _ = self.0.wait();
+    }
+}
+
+fn bash(script: &str, env: &[(&str, String)], dir: &Path) -> Command {
+    let mut c = Command::new("bash");
+    c.arg("-c")
+        .arg(script)
+        .current_dir(dir)
+        .process_group(0)
+        .env_remove("RSC_USERNAME")
+        .env_remove("RSC_PASSWORD")
+        .env_remove("RSC_TOKEN");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c
+}
+
+fn read(path: PathBuf) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+#[test]
+fn every_command_of_the_readme_walk_and_runbook_works_as_written() {
+    for tool in ["bash", "curl", "jq"] {
+        let found = Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        assert!(found, "the README walk needs {tool} (.ci/run installs it)");
+    }
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+        .expect("README.md");
+    let all: Vec<Step> = blocks(&readme)
+        .iter()
+        .flat_map(|(section, block)| steps(section, block))
+        .collect();
+    let (servers, walk): (Vec<Step>, Vec<Step>) =
+        all.into_iter().partition(|s| s.text.contains("rsc serve"));
+    assert_eq!(
+        servers.len(),
+        1,
+        "exactly one command starts the coordinator: {servers:#?}"
+    );
+    assert!(
+        walk.len() >= 15,
+        "the walk found only {} commands",
+        walk.len()
+    );
+
+    let redis = RedisServer::start();
+    let port = rsc_testkit::free_port();
+    let password = format!("walk-{}", std::process::id());
+    let substitute = |text: &str| {
+        text.replace(README_PASSWORD, &password)
+            .replace("localhost:8080", &format!("127.0.0.1:{port}"))
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_rsc")).parent().unwrap();
+    let env = vec![
+        (
+            "PATH",
+            format!(
+                "{}:{}",
+                bin_dir.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        ),
+        ("RSC_LISTEN", format!("127.0.0.1:{port}")),
+        ("RSC_REDIS_URL", redis.url()),
+        ("RSC_COORDINATOR", format!("http://127.0.0.1:{port}")),
+        ("RSC_LOG", "warn".to_owned()),
+    ];
+
+    // The coordinator, as the README starts it.
+    let server_log = std::fs::File::create(dir.path().join("server.log")).unwrap();
+    let _server = Group(
+        bash(&substitute(&servers[0].text), &env, dir.path())
+            .stdin(Stdio::null())
+            .stdout(server_log.try_clone().unwrap())
+            .stderr(server_log)
+            .spawn()
+            .expect("bash starts"),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !rsc_testkit::healthy(port) {
+        assert!(
+            Instant::now() < deadline,
+            "`{}` did not become ready:\n{}",
+            servers[0].text,
+            read(dir.path().join("server.log"))
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    // Every other command, in order, in one shell.
+    let mut script = String::from("set -euo pipefail\n");
+    for (n, step) in walk.iter().enumerate() {
+        script.push_str(&format!(
+            "echo {n} > current\n{{\n{}\n}} > out.{n} 2> err.{n}\n",
+            substitute(&step.text)
+        ));
+    }
+    script.push_str("echo done > current\n");
+    let mut shell = Group(
+        bash(&script, &env, dir.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("bash starts"),
+    );
+    {
+        let mut stdin = shell.0.stdin.take().unwrap();
+        let _ = stdin.write_all(format!("{password}\n").repeat(20).as_bytes());
+    }
+    let deadline = Instant::now() + WALK_BOUND;
+    let status = loop {
+        if let Some(status) = shell.0.try_wait().unwrap() {
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let current = read(dir.path().join("current")).trim().to_owned();
+    let report = |n: usize, why: &str| -> String {
+        format!(
+            "README \"{}\": this command {why}:\n{}\n--- expected: {}\n--- stdout:\n{}\n--- stderr:\n{}\n--- server log (tail):\n{}",
+            walk[n].section,
+            walk[n].text,
+            walk[n].expect.as_deref().unwrap_or("(nothing shown)"),
+            read(dir.path().join(format!("out.{n}"))),
+            read(dir.path().join(format!("err.{n}"))),
+            read(dir.path().join("server.log"))
+                .lines()
+                .rev()
+                .take(20)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect::<Vec<_>>()
+                .join("\n"),
+        )
+    };
+    match status {
+        Some(s) if s.success() && current == "done" => {}
+        Some(s) => {
+            let n: usize = current.parse().unwrap_or(0);
+            panic!("{}", report(n, &format!("failed ({s})")));
+        }
+        None => {
+            let n: usize = current.parse().unwrap_or(0);
+            panic!(
+                "{}",
+                report(n, &format!("did not finish within {WALK_BOUND:?}"))
+            );
+        }
+    }
+
+    // Every answer has the shape the README shows.
+    let mut failures = Vec::new();
+    for (n, step) in walk.iter().enumerate() {
+        let output = read(dir.path().join(format!("out.{n}")));
+        let result = match &step.expect {
+            Some(e) => check_shape(e, &output),
+            None if output.contains("\"errorCode\":\"") => Err("answered an error".into()),
+            None => Ok(()),
+        };
+        if let Err(why) = result {
+            failures.push(report(
+                n,
+                &format!("printed output of another shape ({why})"),
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn shapes_are_checked_by_keys_and_string_values() {
+    let expect = r#"200 {"status":"OK","memberEpoch":2,…,"assignment":{"assignedShards":[…]},"id":"reshard-…"}"#;
+    let ok =
+        r#"{"status":"OK","memberEpoch":5,"assignment":{"assignedShards":[]},"id":"reshard-1"}"#;
+    assert_eq!(check_shape(expect, ok), Ok(()));
+    let fenced = r#"{"status":"FENCED_MEMBER_EPOCH","memberEpoch":5,"assignment":{"assignedShards":[]},"id":"reshard-1"}"#;
+    assert!(
+        check_shape(expect, fenced)
+            .unwrap_err()
+            .contains("\"status\":\"OK\"")
+    );
+    let missing = r#"{"status":"OK","memberEpoch":5,"id":"reshard-1"}"#;
+    assert!(
+        check_shape(expect, missing)
+            .unwrap_err()
+            .contains("assignment")
+    );
+    let error = r#"{"status":"NOT_FOUND","errorCode":"GROUP_NOT_FOUND","message":"…"}"#;
+    assert!(check_shape("{…}", error).is_err());
+    assert_eq!(
+        check_shape(
+            "published=5000 acked=5000 duplicates=0 lost=0",
+            "… live view …\npublished=10 acked=10 duplicates=0 lost=0\n"
+        ),
+        Ok(())
+    );
+    assert!(check_shape("published=1 lost=0", "").is_err());
+
+    let block =
+        "# comment\ncurl a \\\n  b\n# → 201 {\"a\":1,\n#    \"b\":\"x\"}\n# next\ncurl c\ncurl d\n";
+    let s = steps("S", block);
+    assert_eq!(s.len(), 2);
+    assert_eq!(s[0].text, "curl a \\\n  b");
+    assert_eq!(s[0].expect.as_deref(), Some("201 {\"a\":1, \"b\":\"x\"}"));
+    assert_eq!(s[1].text, "curl c\ncurl d");
+    assert_eq!(s[1].expect, None);
+}
