@@ -276,7 +276,8 @@ impl Coordinator {
             }
             if decision.signals.epochs_exhausted {
                 tracing::error!(group = ?name, member_id = ?member_id,
-                    "heartbeat transition refused: the group's epochs would overflow (corrupt metadata); recreate it");
+                    "heartbeat transition refused (RETRY): an epoch of the group would pass 2^53 - 1; the group \
+                     cannot change until an operator deletes and re-creates it");
             }
             if let Some(base) = &cached
                 && let Some(mut signal) =
