@@ -5,30 +5,11 @@ mod support;
 
 use rsc_coordinator::api::routes::{self, Access};
 use rsc_coordinator::config::{Config, Dur};
-use rsc_coordinator::security::config::UserConfig;
 use rsc_testkit::RedisServer;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use std::sync::OnceLock;
 use std::time::Duration;
 use support::*;
-
-/// One Argon2id hash for every test user (hashing is slow in debug builds).
-fn user_hash() -> &'static str {
-    static HASH: OnceLock<String> = OnceLock::new();
-    HASH.get_or_init(|| rsc_coordinator::security::password::hash(USER_PASSWORD).unwrap())
-}
-
-const USER_PASSWORD: &str = "user-password-1";
-
-fn user(name: &str, roles: &[&str], scopes: &[&str]) -> UserConfig {
-    UserConfig {
-        username: name.into(),
-        password_hash: user_hash().into(),
-        roles: roles.iter().map(|r| r.to_string()).collect(),
-        stream_prefixes: scopes.iter().map(|s| s.to_string()).collect(),
-    }
-}
 
 /// `test_config` plus a READ, a WRITE, a MEMBER user and two scoped principals of team A.
 fn config_with_users(redis_url: &str) -> Config {
@@ -45,14 +26,6 @@ fn config_with_users(redis_url: &str) -> Config {
 
 fn basic(name: &str) -> Auth {
     Auth::Basic(name.into(), USER_PASSWORD.into())
-}
-
-async fn redis_conn(url: &str) -> redis::aio::MultiplexedConnection {
-    redis::Client::open(url)
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap()
 }
 
 async fn login(api: &Api, username: &str, password: &str) -> Reply {

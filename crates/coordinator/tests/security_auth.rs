@@ -9,39 +9,21 @@
 mod support;
 
 use rsc_coordinator::config::{Config, Dur};
-use rsc_coordinator::security::config::UserConfig;
 use rsc_testkit::RedisServer;
 use serde_json::{Value, json};
 use std::sync::Arc;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use support::*;
-
-const USER_PASSWORD: &str = "user-password-1";
-
-fn user_hash() -> &'static str {
-    static HASH: OnceLock<String> = OnceLock::new();
-    HASH.get_or_init(|| rsc_coordinator::security::password::hash(USER_PASSWORD).unwrap())
-}
-
-fn user(name: &str, roles: &[&str]) -> UserConfig {
-    UserConfig {
-        username: name.into(),
-        password_hash: user_hash().into(),
-        roles: roles.iter().map(|r| r.to_string()).collect(),
-        stream_prefixes: vec![],
-    }
-}
 
 /// `test_config` with a READ, a WRITE and a MEMBER user, 127.0.0.1 trusted as a proxy, and no credential
 /// cache unless a test turns it back on (so that every request meets the throttle).
 fn config(redis_url: &str) -> Config {
     let mut c = test_config(redis_url);
     c.coordinator.api.users = vec![
-        user("reader", &["READ"]),
-        user("writer", &["WRITE"]),
-        user("member", &["MEMBER"]),
+        user("reader", &["READ"], &[]),
+        user("writer", &["WRITE"], &[]),
+        user("member", &["MEMBER"], &[]),
     ];
     c.coordinator.api.trusted_proxies = vec!["127.0.0.1".into()];
     c.coordinator.api.credential_cache_ttl = Dur(Duration::ZERO);
@@ -101,14 +83,6 @@ async fn answer(resp: reqwest::Response) -> Answer {
         retry_after,
         body,
     }
-}
-
-async fn redis_conn(url: &str) -> redis::aio::MultiplexedConnection {
-    redis::Client::open(url)
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap()
 }
 
 fn message(a: &Answer) -> String {

@@ -8,42 +8,24 @@
 mod support;
 
 use rsc_coordinator::config::Config;
-use rsc_coordinator::security::config::UserConfig;
 use rsc_testkit::RedisServer;
 use serde_json::{Value, json};
-use std::sync::OnceLock;
 use std::time::Duration;
 use support::*;
 
 const WAIT: Duration = Duration::from_secs(20);
-const USER_PASSWORD: &str = "user-password-1";
-
-/// One Argon2id hash for every test user (hashing is slow in debug builds).
-fn user_hash() -> &'static str {
-    static HASH: OnceLock<String> = OnceLock::new();
-    HASH.get_or_init(|| rsc_coordinator::security::password::hash(USER_PASSWORD).unwrap())
-}
-
-fn user(name: &str, roles: &[&str]) -> UserConfig {
-    UserConfig {
-        username: name.into(),
-        password_hash: user_hash().into(),
-        roles: roles.iter().map(|r| r.to_string()).collect(),
-        stream_prefixes: vec![],
-    }
-}
 
 /// `test_config` plus: a READ, a MONITOR, a WRITE principal, a producer (READ + MEMBER), and two
 /// consumer principals (MEMBER).
 fn config(redis_url: &str) -> Config {
     let mut c = test_config(redis_url);
     c.coordinator.api.users = vec![
-        user("reader", &["READ"]),
-        user("monitor", &["MONITOR"]),
-        user("writer", &["WRITE"]),
-        user("producer", &["READ", "MEMBER"]),
-        user("alice", &["MEMBER"]),
-        user("bob", &["MEMBER"]),
+        user("reader", &["READ"], &[]),
+        user("monitor", &["MONITOR"], &[]),
+        user("writer", &["WRITE"], &[]),
+        user("producer", &["READ", "MEMBER"], &[]),
+        user("alice", &["MEMBER"], &[]),
+        user("bob", &["MEMBER"], &[]),
     ];
     c
 }
@@ -120,14 +102,6 @@ async fn metrics(api: &Api) -> String {
         .as_str()
         .unwrap_or("")
         .to_owned()
-}
-
-async fn redis_conn(url: &str) -> redis::aio::MultiplexedConnection {
-    redis::Client::open(url)
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap()
 }
 
 fn heartbeat_path(p: &str, m: &str) -> String {

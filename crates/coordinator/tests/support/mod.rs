@@ -32,6 +32,38 @@ pub fn test_config(redis_url: &str) -> Config {
 /// The bootstrap admin's password in `test_config`.
 pub const ADMIN_PASSWORD: &str = "test-admin-password";
 
+/// The password of every user made by [`user`].
+pub const USER_PASSWORD: &str = "user-password-1";
+
+/// One Argon2id hash of [`USER_PASSWORD`] for every test user (hashing is slow in debug builds).
+pub fn user_hash() -> &'static str {
+    static HASH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HASH.get_or_init(|| rsc_coordinator::security::password::hash(USER_PASSWORD).unwrap())
+}
+
+/// A configured user with [`USER_PASSWORD`], these roles and stream scopes (none: unscoped).
+pub fn user(
+    name: &str,
+    roles: &[&str],
+    scopes: &[&str],
+) -> rsc_coordinator::security::config::UserConfig {
+    rsc_coordinator::security::config::UserConfig {
+        username: name.into(),
+        password_hash: user_hash().into(),
+        roles: roles.iter().map(|r| r.to_string()).collect(),
+        stream_prefixes: scopes.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+/// A connection to a test's redis-server, for looking at what the coordinator stored.
+pub async fn redis_conn(url: &str) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap()
+}
+
 /// The credentials an `Api` sends.
 #[derive(Clone, Debug)]
 pub enum Auth {
