@@ -1,4 +1,4 @@
-//! Failed logins must not make the coordinator hold memory (issue #13 item 6). Each Argon2id check needs
+//! Failed logins must not make the coordinator hold memory. Each Argon2id check needs
 //! 19 MiB of working memory; allocated afresh per check, glibc kept it (40 sequential wrong logins left
 //! 220 MB resident, 200 concurrent ones 1.13 GB). Checks now compute in at most two reused areas.
 //!

@@ -1,4 +1,4 @@
-//! Sign-in hardening over a real redis-server (issue #13 items 4, 5, 10, 11; item 6's memory bound is
+//! Sign-in hardening over a real redis-server (the memory bound of failed logins is
 //! measured on the real binary in `crates/cli/tests/login_memory.rs`): throttling per username and client
 //! address with growing delays that never lock a user out, atomic attempt reservations, a fair Argon2 turn
 //! per client address, capped tokens and revoking all of a user's tokens.

@@ -1,4 +1,4 @@
-//! Domain-level security over a real redis-server (security review, issue #13 items 2, 3, 13, 14):
+//! Domain-level security over a real redis-server:
 //! - who may raise a metadata-rollback suspicion (a READ principal cannot freeze a group's admin changes),
 //!   the per-principal limit, the evidence shown in the durability view, and the audited dismissal;
 //! - observations beyond the JSON-safe range are refused, and a recreate never wraps an epoch;
