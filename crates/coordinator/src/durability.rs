@@ -33,6 +33,7 @@ use rsc_group::durability::{self, DismissError, Signal, SignalKind};
 use rsc_group::heartbeat::{Signals, Transition};
 use rsc_group::model::{EpochOverflow, Group};
 use rsc_protocol::errors::ErrorCode;
+use rsc_protocol::names;
 use rsc_protocol::validate;
 use rsc_protocol::wire::HeartbeatRequest;
 use serde::Deserialize;
@@ -162,12 +163,9 @@ impl Coordinator {
     /// Counts one suspicion raised by `principal` in its Redis window; false (not recorded, counted, logged)
     /// once it has raised [`SUSPICIONS_PER_PRINCIPAL`] in the window, or when the window cannot be read.
     async fn within_suspicion_budget(&self, name: &GroupName, principal: &str) -> bool {
-        let key = format!(
-            "{}:suspicion-limit:{{principal:{}}}",
-            self.config.store.key_prefix,
-            window::key_part(principal)
-        );
-        let within = match window::hit(&self.store.connection(), &key, SUSPICION_WINDOW_MS).await {
+        let key =
+            names::suspicion_limit_key(&self.config.store.key_prefix, &window::key_part(principal));
+        let within = match window::hit(&self.store, &key, SUSPICION_WINDOW_MS).await {
             Ok(c) => c.count <= SUSPICIONS_PER_PRINCIPAL,
             Err(e) => {
                 tracing::warn!(error = %e, "could not count a rollback suspicion; not recorded");

@@ -49,6 +49,52 @@ pub fn group_index_key(key_prefix: &str) -> String {
     format!("{key_prefix}:group-index")
 }
 
+/// Admin-mutation rate limit of one principal: `<keyPrefix>:ratelimit:{principal:<part>}`, where `part` is
+/// the principal made key-safe by the caller.
+pub fn ratelimit_principal_key(key_prefix: &str, principal_part: &str) -> String {
+    format!("{key_prefix}:ratelimit:{{principal:{principal_part}}}")
+}
+
+/// Admin-mutation rate limit of one target (`<streamPrefix>:<group or *>`, made key-safe by the caller):
+/// `<keyPrefix>:ratelimit:{group:<part>}`.
+pub fn ratelimit_group_key(key_prefix: &str, target_part: &str) -> String {
+    format!("{key_prefix}:ratelimit:{{group:{target_part}}}")
+}
+
+/// Rollback suspicions raised by one principal: `<keyPrefix>:suspicion-limit:{principal:<part>}`.
+pub fn suspicion_limit_key(key_prefix: &str, principal_part: &str) -> String {
+    format!("{key_prefix}:suspicion-limit:{{principal:{principal_part}}}")
+}
+
+/// The sign-in throttle's counters of one attempt, all under the hash tag `{login-throttle}`:
+/// `<keyPrefix>:login-throttle:{login-throttle}:pair:<part>`, `…:addr:<part>`, `…:user:<part>`, the parts
+/// made key-safe by the caller. Returns (pair, address, username).
+pub fn login_throttle_keys(
+    key_prefix: &str,
+    pair_part: &str,
+    address_part: &str,
+    username_part: &str,
+) -> (String, String, String) {
+    let base = format!("{key_prefix}:login-throttle:{{login-throttle}}");
+    (
+        format!("{base}:pair:{pair_part}"),
+        format!("{base}:addr:{address_part}"),
+        format!("{base}:user:{username_part}"),
+    )
+}
+
+/// A bearer token's record, named after its SHA-256 (hex) in a hash tag of its own:
+/// `<keyPrefix>:auth:token:{<digest>}`.
+pub fn token_key(key_prefix: &str, digest_hex: &str) -> String {
+    format!("{key_prefix}:auth:token:{{{digest_hex}}}")
+}
+
+/// A user's token index (the user's name made key-safe by the caller):
+/// `<keyPrefix>:auth:user-tokens:{user:<part>}`.
+pub fn user_tokens_key(key_prefix: &str, user_part: &str) -> String {
+    format!("{key_prefix}:auth:user-tokens:{{user:{user_part}}}")
+}
+
 fn group_scoped_key(
     key_prefix: &str,
     stream_prefix: &str,

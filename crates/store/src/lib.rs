@@ -9,15 +9,18 @@
 mod connection;
 mod error;
 mod keys;
+mod limits;
 mod metadata;
 mod outcome;
 mod reply;
 mod scripts;
 mod store;
+mod tokens;
 
 pub use connection::{RedisConn, RedisTopology};
 pub use error::StoreError;
 pub use keys::GroupKeys;
+pub use limits::{ThrottleBudgets, ThrottleKeys, ThrottleReason, ThrottleVerdict, WindowCount};
 pub use metadata::{LAYOUT_VERSION, SCHEMA_VERSION};
 pub use outcome::{
     CasOutcome, CasWrite, CreateOutcome, DeleteOutcome, HeartbeatOutcome, StoredGroup,

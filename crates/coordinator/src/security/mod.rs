@@ -71,13 +71,13 @@ impl Security {
             directory,
             verifier,
             admin_source,
-            tokens: tokens::TokenStore::new(conn.clone(), kp),
+            tokens: tokens::TokenStore::new(store.clone(), kp),
             cache: cache::CredentialCache::new(
                 api.credential_cache_ttl.0,
                 api.credential_cache_size,
             ),
-            limits: rate_limit::RateLimiter::new(conn.clone(), kp, api.rate_limit.clone()),
-            throttle: throttle::LoginThrottle::new(conn.clone(), kp, api.login_throttle.clone()),
+            limits: rate_limit::RateLimiter::new(store.clone(), kp, api.rate_limit.clone()),
+            throttle: throttle::LoginThrottle::new(store.clone(), kp, api.login_throttle.clone()),
             audit: audit::AuditLog::new(conn, kp, &c.audit),
             proxies,
         });

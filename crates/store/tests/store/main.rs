@@ -33,3 +33,5 @@ mod delete_index;
 mod heartbeat;
 mod hot_path;
 mod leases;
+mod limits;
+mod tokens;
