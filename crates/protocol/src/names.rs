@@ -95,6 +95,21 @@ pub fn user_tokens_key(key_prefix: &str, user_part: &str) -> String {
     format!("{key_prefix}:auth:user-tokens:{{user:{user_part}}}")
 }
 
+/// The audit stream of admin mutations and sign-ins: `<keyPrefix>:audit`.
+pub fn audit_stream_key(key_prefix: &str) -> String {
+    format!("{key_prefix}:audit")
+}
+
+/// The audit stream of refused requests and failed sign-ins: `<keyPrefix>:audit:rejected`.
+pub fn audit_rejected_stream_key(key_prefix: &str) -> String {
+    format!("{key_prefix}:audit:rejected")
+}
+
+/// The generated bootstrap admin's Argon2id hash: `<keyPrefix>:auth:bootstrap-admin`.
+pub fn bootstrap_admin_key(key_prefix: &str) -> String {
+    format!("{key_prefix}:auth:bootstrap-admin")
+}
+
 fn group_scoped_key(
     key_prefix: &str,
     stream_prefix: &str,

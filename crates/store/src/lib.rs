@@ -6,6 +6,8 @@
 //! and in Redis Cluster alike. The hot path, a heartbeat, is one EVALSHA that never touches the
 //! aggregate. See `store.rs` for the operations and `lua/` for the scripts.
 
+mod audit;
+mod bootstrap;
 mod connection;
 mod error;
 mod keys;
@@ -17,6 +19,7 @@ mod scripts;
 mod store;
 mod tokens;
 
+pub use audit::AuditEntry;
 pub use connection::{RedisConn, RedisTopology};
 pub use error::StoreError;
 pub use keys::GroupKeys;

@@ -34,4 +34,5 @@ mod heartbeat;
 mod hot_path;
 mod leases;
 mod limits;
+mod security_records;
 mod tokens;
