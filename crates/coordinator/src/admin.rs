@@ -9,6 +9,7 @@
 use crate::cache::{Cached, GroupName};
 use crate::coordinator::{Coordinator, MAX_CAS_ATTEMPTS};
 use crate::error::ApiError;
+use crate::error::store_error_text;
 use crate::provision::{existing_keys, provision};
 use crate::reconciler::{INDEX_CREATING, INDEX_LIVE, IndexEntry};
 use crate::stats::Stats;
@@ -156,14 +157,13 @@ impl Coordinator {
                 && e.consumer_group == name.consumer_group
                 && e.state == INDEX_CREATING
         });
-        let mut conn = self.store.connection();
         if first_of_prefix && !resuming && self.config.streams.provisioning_enabled {
-            let found = existing_keys(&mut conn, &name.stream_prefix, shard_count)
+            let found = existing_keys(&self.store, &name.stream_prefix, shard_count)
                 .await
                 .map_err(|e| {
                     ApiError::new(
                         ErrorCode::RedisUnavailable,
-                        format!("Redis is unavailable: {e}"),
+                        format!("Redis is unavailable: {}", store_error_text(&e)),
                     )
                 })?;
             if !found.is_empty() {
@@ -181,7 +181,7 @@ impl Coordinator {
         self.put_index(name, INDEX_CREATING).await?;
         if self.config.streams.provisioning_enabled {
             provision(
-                &mut conn,
+                &self.store,
                 &name.stream_prefix,
                 &name.consumer_group,
                 0..shard_count,
@@ -374,9 +374,8 @@ impl Coordinator {
             cached = self.sync_group_to_stream(name, &stream.record).await?;
         }
         if self.config.streams.provisioning_enabled && cached.group.shard_count > 0 {
-            let mut conn = self.store.connection();
             provision(
-                &mut conn,
+                &self.store,
                 &name.stream_prefix,
                 &name.consumer_group,
                 0..cached.group.shard_count,

@@ -451,9 +451,8 @@ impl Coordinator {
                 ));
             }
             if self.config.streams.provisioning_enabled {
-                let mut conn = self.store.connection();
                 crate::provision::provision(
-                    &mut conn,
+                    &self.store,
                     &name.stream_prefix,
                     &name.consumer_group,
                     0..shard_count,

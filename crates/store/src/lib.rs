@@ -16,6 +16,7 @@ mod metadata;
 mod outcome;
 mod reply;
 mod scripts;
+mod shards;
 mod store;
 mod tokens;
 
@@ -28,4 +29,5 @@ pub use metadata::{LAYOUT_VERSION, SCHEMA_VERSION};
 pub use outcome::{
     CasOutcome, CasWrite, CreateOutcome, DeleteOutcome, HeartbeatOutcome, StoredGroup,
 };
+pub use shards::{ConsumerGroupInfo, RetireOutcome, StreamInfo, parse_stream_id};
 pub use store::Store;

@@ -180,16 +180,15 @@ impl Coordinator {
         let g = &cached.group;
         let shard_ids = g.assignable_shards();
         let shards = if shard_ids.len() <= self.config.metrics.max_shard_series as usize {
-            let mut conn = self.store.connection();
             let mut rows = Vec::with_capacity(shard_ids.len());
             let mut ok = true;
             for s in shard_ids {
                 let read = self
                     .metrics
-                    .time_redis(
+                    .time_store(
                         "xinfo",
                         crate::offsets::read_shard(
-                            &mut conn,
+                            &self.store,
                             &g.stream_prefix,
                             &g.consumer_group,
                             s,

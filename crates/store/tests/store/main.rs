@@ -35,4 +35,5 @@ mod hot_path;
 mod leases;
 mod limits;
 mod security_records;
+mod shards;
 mod tokens;
