@@ -26,10 +26,10 @@ use rsc_group::migration::{self, Migration, MigrationError, MigrationState};
 use rsc_group::model::{Group, ShardSet};
 use rsc_group::stream::StreamRecord;
 use rsc_protocol::errors::ErrorCode;
-use rsc_protocol::names::shard_stream_key;
+use rsc_protocol::names::{self, shard_stream_key};
 use rsc_protocol::validate;
 use rsc_protocol::wire::{MigrationActionRequest, ScaleRequest};
-use rsc_store::{CasOutcome, CasWrite, CreateOutcome, GroupKeys, RetireOutcome, parse_stream_id};
+use rsc_store::{CasOutcome, CreateOutcome, RetireOutcome, parse_stream_id};
 use serde_json::{Value, json};
 
 /// A stream record and the revision it was read at.
@@ -71,18 +71,14 @@ fn migration_json(m: &Migration) -> Value {
 }
 
 impl Coordinator {
-    pub fn stream_keys(&self, prefix: &str) -> GroupKeys {
-        let kp = &self.config.store.key_prefix;
-        GroupKeys {
-            metadata: format!("{kp}:{{{prefix}}}:stream"),
-            leases: format!("{kp}:{{{prefix}}}:stream-leases"),
-            progress: format!("{kp}:{{{prefix}}}:stream-progress"),
-        }
+    /// The key of the stream record of `prefix`.
+    pub fn stream_record_key(&self, prefix: &str) -> String {
+        names::stream_record_key(&self.config.store.key_prefix, prefix)
     }
 
     pub async fn load_stream(&self, prefix: &str) -> Result<Option<CachedStream>, ApiError> {
-        let keys = self.stream_keys(prefix);
-        let Some(stored) = self.store.load(&keys).await.map_err(|e| {
+        let key = self.stream_record_key(prefix);
+        let Some(stored) = self.store.stream_record_load(&key).await.map_err(|e| {
             self.note_store_error(&e);
             ApiError::from(e)
         })?
@@ -92,7 +88,7 @@ impl Coordinator {
         let record = StreamRecord::from_json(&stored.aggregate).map_err(|e| {
             ApiError::new(
                 ErrorCode::MetadataCorrupt,
-                format!("stream record {} is unreadable: {e}", keys.metadata),
+                format!("stream record {key} is unreadable: {e}"),
             )
         })?;
         Ok(Some(CachedStream {
@@ -114,12 +110,10 @@ impl Coordinator {
             let record = StreamRecord::new(prefix, shard_count, self.clock.now_ms());
             let created = self
                 .store
-                .create(
-                    &self.stream_keys(prefix),
+                .stream_record_create(
+                    &self.stream_record_key(prefix),
                     &record.to_json(),
                     &crate::clock::iso_ms(record.created_at_ms),
-                    &[],
-                    1,
                 )
                 .await
                 .map_err(ApiError::from)?;
@@ -166,7 +160,7 @@ impl Coordinator {
         if let Ok(Some(s)) = self.load_stream(prefix).await {
             let _ = self
                 .store
-                .delete(&self.stream_keys(prefix), s.revision)
+                .stream_record_delete(&self.stream_record_key(prefix), s.revision)
                 .await;
         }
     }
@@ -183,21 +177,19 @@ impl Coordinator {
                 ErrorCode::MetadataCorrupt,
                 format!(
                     "stream record {} has a store revision that cannot be incremented; restore it from backup",
-                    self.stream_keys(prefix).metadata
+                    self.stream_record_key(prefix)
                 ),
             )
         })?;
         next.updated_at_ms = self.clock.now_ms();
-        let write = CasWrite {
-            expected_revision: base.revision,
-            aggregate_json: next.to_json(),
-            updated_at: crate::clock::iso_ms(next.updated_at_ms),
-            lease_ttl_ms: 1,
-            ..CasWrite::default()
-        };
         match self
             .store
-            .cas(&self.stream_keys(prefix), &write)
+            .stream_record_cas(
+                &self.stream_record_key(prefix),
+                base.revision,
+                &next.to_json(),
+                &crate::clock::iso_ms(next.updated_at_ms),
+            )
             .await
             .map_err(ApiError::from)?
         {

@@ -110,6 +110,12 @@ pub fn bootstrap_admin_key(key_prefix: &str) -> String {
     format!("{key_prefix}:auth:bootstrap-admin")
 }
 
+/// The coordinator's record of one stream (shard count, active migration), in the stream's own hash
+/// tag: `<keyPrefix>:{<streamPrefix>}:stream`.
+pub fn stream_record_key(key_prefix: &str, stream_prefix: &str) -> String {
+    format!("{key_prefix}:{{{stream_prefix}}}:stream")
+}
+
 fn group_scoped_key(
     key_prefix: &str,
     stream_prefix: &str,

@@ -18,6 +18,7 @@ mod reply;
 mod scripts;
 mod shards;
 mod store;
+mod streams;
 mod tokens;
 
 pub use audit::AuditEntry;

@@ -36,4 +36,5 @@ mod leases;
 mod limits;
 mod security_records;
 mod shards;
+mod stream_records;
 mod tokens;
