@@ -23,7 +23,6 @@ use crate::cache::{Cached, GroupName, RevisionRegression};
 use crate::coordinator::{Commit, Coordinator, MAX_CAS_ATTEMPTS};
 use crate::error::ApiError;
 use crate::metrics::snapshot::SuspectedGroup;
-use crate::reconciler::INDEX_LIVE;
 use crate::security::principal::Principal;
 use crate::security::roles::Role;
 use crate::security::window;
@@ -36,6 +35,7 @@ use rsc_protocol::errors::ErrorCode;
 use rsc_protocol::names;
 use rsc_protocol::validate;
 use rsc_protocol::wire::HeartbeatRequest;
+use rsc_store::IndexState;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -371,7 +371,7 @@ impl Coordinator {
         }
         let mut out = Vec::new();
         for e in self.index_entries().await? {
-            if e.state != INDEX_LIVE {
+            if e.state != IndexState::Live {
                 continue;
             }
             let name = GroupName::new(&e.stream_prefix, &e.consumer_group);
@@ -529,7 +529,7 @@ impl Coordinator {
         Ok(self.index_entries().await?.iter().any(|e| {
             e.stream_prefix == name.stream_prefix
                 && e.consumer_group == name.consumer_group
-                && e.state == INDEX_LIVE
+                && e.state == IndexState::Live
         }))
     }
 
@@ -543,7 +543,7 @@ impl Coordinator {
             // Someone wrote the key meanwhile: decide again on what is there now.
             return Ok(None);
         };
-        self.put_index(name, INDEX_LIVE).await?;
+        self.put_index(name, IndexState::Live).await?;
         Ok(Some(cached))
     }
 }

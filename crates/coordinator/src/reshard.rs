@@ -20,7 +20,6 @@ use crate::coordinator::{Commit, Coordinator, MAX_CAS_ATTEMPTS};
 use crate::error::ApiError;
 use crate::error::store_error_text;
 use crate::provision::{existing_shards, provision};
-use crate::reconciler::INDEX_LIVE;
 use rsc_group::heartbeat::Transition;
 use rsc_group::migration::{self, Migration, MigrationError, MigrationState};
 use rsc_group::model::{Group, ShardSet};
@@ -29,6 +28,7 @@ use rsc_protocol::errors::ErrorCode;
 use rsc_protocol::names::{self, shard_stream_key};
 use rsc_protocol::validate;
 use rsc_protocol::wire::{MigrationActionRequest, ScaleRequest};
+use rsc_store::IndexState;
 use rsc_store::{CasOutcome, CreateOutcome, RetireOutcome, parse_stream_id};
 use serde_json::{Value, json};
 
@@ -210,7 +210,7 @@ impl Coordinator {
             .index_entries()
             .await?
             .into_iter()
-            .filter(|e| e.stream_prefix == prefix && e.state == INDEX_LIVE)
+            .filter(|e| e.stream_prefix == prefix && e.state == IndexState::Live)
             .map(|e| GroupName::new(&e.stream_prefix, &e.consumer_group))
             .collect())
     }

@@ -10,7 +10,7 @@ use super::snapshot::{self, GroupObservation, HealthObservation};
 use crate::cache::GroupName;
 use crate::coordinator::Coordinator;
 use crate::error::ApiError;
-use crate::reconciler::INDEX_LIVE;
+use rsc_store::IndexState;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -106,7 +106,7 @@ impl Coordinator {
             }
             match self.index_entries().await {
                 Ok(entries) => {
-                    for e in entries.iter().filter(|e| e.state == INDEX_LIVE) {
+                    for e in entries.iter().filter(|e| e.state == IndexState::Live) {
                         let name = GroupName::new(&e.stream_prefix, &e.consumer_group);
                         match self.observe_group(&name).await {
                             Ok(Some(obs)) => groups.push(obs),
