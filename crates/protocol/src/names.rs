@@ -136,6 +136,56 @@ mod tests {
     const KP: &str = "redis-stream:coord";
 
     #[test]
+    fn coordinator_keys_keep_their_names() {
+        assert_eq!(
+            stream_record_key(KP, "orders"),
+            "redis-stream:coord:{orders}:stream"
+        );
+        assert_eq!(
+            token_key(KP, "ab12"),
+            "redis-stream:coord:auth:token:{ab12}"
+        );
+        assert_eq!(
+            user_tokens_key(KP, "alice"),
+            "redis-stream:coord:auth:user-tokens:{user:alice}"
+        );
+        assert_eq!(audit_stream_key(KP), "redis-stream:coord:audit");
+        assert_eq!(
+            audit_rejected_stream_key(KP),
+            "redis-stream:coord:audit:rejected"
+        );
+        assert_eq!(
+            bootstrap_admin_key(KP),
+            "redis-stream:coord:auth:bootstrap-admin"
+        );
+        assert_eq!(
+            ratelimit_principal_key(KP, "bob"),
+            "redis-stream:coord:ratelimit:{principal:bob}"
+        );
+        assert_eq!(
+            ratelimit_group_key(KP, "orders:*"),
+            "redis-stream:coord:ratelimit:{group:orders:*}"
+        );
+        assert_eq!(
+            suspicion_limit_key(KP, "bob"),
+            "redis-stream:coord:suspicion-limit:{principal:bob}"
+        );
+        let (pair, addr, user) = login_throttle_keys(KP, "p", "a", "u");
+        assert_eq!(
+            pair,
+            "redis-stream:coord:login-throttle:{login-throttle}:pair:p"
+        );
+        assert_eq!(
+            addr,
+            "redis-stream:coord:login-throttle:{login-throttle}:addr:a"
+        );
+        assert_eq!(
+            user,
+            "redis-stream:coord:login-throttle:{login-throttle}:user:u"
+        );
+    }
+
+    #[test]
     fn shard_stream_keys() {
         assert_eq!(shard_stream_key("orders", 0), "orders:0");
         assert_eq!(shard_stream_key("orders", 12), "orders:12");

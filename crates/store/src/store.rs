@@ -58,7 +58,8 @@ impl Store {
         Ok(store)
     }
 
-    /// A clonable connection handle for other commands (streams, EXISTS, …) in either topology.
+    /// A clonable connection handle in either topology, for the store's own modules and for tests that
+    /// inspect Redis directly. The coordinator goes through the typed APIs only.
     pub fn connection(&self) -> RedisConn {
         self.conn.clone()
     }

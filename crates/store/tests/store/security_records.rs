@@ -43,7 +43,7 @@ async fn audit_stream_appends_and_pages(store: &Store, name: &str) {
     );
     assert_eq!(
         store
-            .audit_page(&key, "+", &format!("{}", ids[4]), 10)
+            .audit_page(&key, "+", &ids[4], 10)
             .await
             .expect("page")
             .len(),

@@ -18,11 +18,17 @@ async fn provision_and_xinfo_evidence(store: &Store, name: &str) {
     assert_eq!(store.shard_length(&key).await.expect("xlen"), 0);
     assert_eq!(store.shard_memory_usage(&key).await.expect("memory"), None);
     assert_eq!(
-        store.keys_exist(&[key.clone()]).await.expect("exists"),
+        store
+            .keys_exist(std::slice::from_ref(&key))
+            .await
+            .expect("exists"),
         vec![false]
     );
     assert_eq!(
-        store.keys_exist(&[other.clone()]).await.expect("exists"),
+        store
+            .keys_exist(std::slice::from_ref(&other))
+            .await
+            .expect("exists"),
         vec![false]
     );
 
@@ -32,7 +38,10 @@ async fn provision_and_xinfo_evidence(store: &Store, name: &str) {
         .await
         .expect("provision again (BUSYGROUP)");
     assert_eq!(
-        store.keys_exist(&[key.clone()]).await.expect("exists"),
+        store
+            .keys_exist(std::slice::from_ref(&key))
+            .await
+            .expect("exists"),
         vec![true]
     );
     let info = store
