@@ -9,8 +9,8 @@
 use crate::cache::{Cached, GroupName};
 use crate::coordinator::{Coordinator, MAX_CAS_ATTEMPTS};
 use crate::error::ApiError;
+use crate::error::store_error_text;
 use crate::provision::{existing_keys, provision};
-use crate::reconciler::{INDEX_CREATING, INDEX_LIVE, IndexEntry};
 use crate::stats::Stats;
 use crate::views::{group_response, routing_response};
 use rsc_group::model::{Group, MemberState};
@@ -21,6 +21,7 @@ use rsc_protocol::wire::{
     ProducerRoutingResponse,
 };
 use rsc_store::DeleteOutcome;
+use rsc_store::{IndexEntry, IndexState};
 
 impl Coordinator {
     /// `POST /coord/v1/streams/{p}`: creates the stream's first group, named after the prefix.
@@ -41,7 +42,7 @@ impl Coordinator {
         let entries = self.index_entries().await?;
         let live_on_prefix: Vec<&IndexEntry> = entries
             .iter()
-            .filter(|e| e.stream_prefix == prefix && e.state == INDEX_LIVE)
+            .filter(|e| e.stream_prefix == prefix && e.state == IndexState::Live)
             .collect();
         if !live_on_prefix.is_empty() {
             return Err(ApiError::new(
@@ -78,7 +79,7 @@ impl Coordinator {
         if entries.iter().any(|e| {
             e.stream_prefix == name.stream_prefix
                 && e.consumer_group == name.consumer_group
-                && e.state == INDEX_LIVE
+                && e.state == IndexState::Live
         }) && self.load(name).await?.is_some()
         {
             return Err(ApiError::new(
@@ -92,7 +93,7 @@ impl Coordinator {
         let sibling = entries.iter().find(|e| {
             e.stream_prefix == name.stream_prefix
                 && e.consumer_group != name.consumer_group
-                && e.state == INDEX_LIVE
+                && e.state == IndexState::Live
         });
         let stream_count = match sibling {
             Some(_) => self
@@ -154,16 +155,15 @@ impl Coordinator {
         let resuming = entries.iter().any(|e| {
             e.stream_prefix == name.stream_prefix
                 && e.consumer_group == name.consumer_group
-                && e.state == INDEX_CREATING
+                && e.state == IndexState::Creating
         });
-        let mut conn = self.store.connection();
         if first_of_prefix && !resuming && self.config.streams.provisioning_enabled {
-            let found = existing_keys(&mut conn, &name.stream_prefix, shard_count)
+            let found = existing_keys(&self.store, &name.stream_prefix, shard_count)
                 .await
                 .map_err(|e| {
                     ApiError::new(
                         ErrorCode::RedisUnavailable,
-                        format!("Redis is unavailable: {e}"),
+                        format!("Redis is unavailable: {}", store_error_text(&e)),
                     )
                 })?;
             if !found.is_empty() {
@@ -178,10 +178,10 @@ impl Coordinator {
                 ));
             }
         }
-        self.put_index(name, INDEX_CREATING).await?;
+        self.put_index(name, IndexState::Creating).await?;
         if self.config.streams.provisioning_enabled {
             provision(
-                &mut conn,
+                &self.store,
                 &name.stream_prefix,
                 &name.consumer_group,
                 0..shard_count,
@@ -205,7 +205,7 @@ impl Coordinator {
         );
         match self.create_metadata(name, group).await? {
             Some(cached) => {
-                self.put_index(name, INDEX_LIVE).await?;
+                self.put_index(name, IndexState::Live).await?;
                 if first_of_prefix {
                     self.reset_stream(&name.stream_prefix, shard_count).await?;
                 } else {
@@ -215,7 +215,7 @@ impl Coordinator {
                 Ok(cached)
             }
             None => {
-                self.put_index(name, INDEX_LIVE).await?;
+                self.put_index(name, IndexState::Live).await?;
                 Err(ApiError::new(
                     ErrorCode::GroupAlreadyExists,
                     format!(
@@ -227,15 +227,18 @@ impl Coordinator {
         }
     }
 
-    pub(crate) async fn put_index(&self, name: &GroupName, state: &str) -> Result<(), ApiError> {
+    pub(crate) async fn put_index(
+        &self,
+        name: &GroupName,
+        state: IndexState,
+    ) -> Result<(), ApiError> {
         let entry = IndexEntry {
             stream_prefix: name.stream_prefix.clone(),
             consumer_group: name.consumer_group.clone(),
-            state: state.to_owned(),
+            state,
         };
-        let value = serde_json::to_string(&entry).unwrap_or_default();
         self.store
-            .index_put(&self.index_key(), &self.keys(name).metadata, &value)
+            .group_index_put(&self.index_key(), &self.keys(name).metadata, &entry)
             .await
             .map_err(|e| {
                 self.note_store_error(&e);
@@ -260,7 +263,7 @@ impl Coordinator {
         let listed_live = entries.iter().any(|e| {
             e.stream_prefix == name.stream_prefix
                 && e.consumer_group == name.consumer_group
-                && e.state == INDEX_LIVE
+                && e.state == IndexState::Live
         });
         if listed_live {
             ApiError::new(
@@ -339,7 +342,7 @@ impl Coordinator {
                 DeleteOutcome::Deleted => {
                     let _ = self
                         .store
-                        .index_remove(&self.index_key(), &self.keys(name).metadata)
+                        .group_index_remove(&self.index_key(), &self.keys(name).metadata)
                         .await;
                     self.cache.forget(name);
                     self.forget_stream_if_unused(&name.stream_prefix).await;
@@ -388,9 +391,8 @@ impl Coordinator {
             cached = self.sync_group_to_stream(name, &stream.record).await?;
         }
         if self.config.streams.provisioning_enabled && cached.group.shard_count > 0 {
-            let mut conn = self.store.connection();
             provision(
-                &mut conn,
+                &self.store,
                 &name.stream_prefix,
                 &name.consumer_group,
                 0..cached.group.shard_count,
@@ -411,7 +413,7 @@ impl Coordinator {
             .index_entries()
             .await?
             .into_iter()
-            .filter(|e| e.state == INDEX_LIVE && visible(&e.stream_prefix))
+            .filter(|e| e.state == IndexState::Live && visible(&e.stream_prefix))
         {
             let name = GroupName::new(&e.stream_prefix, &e.consumer_group);
             match self.load(&name).await {
@@ -430,7 +432,7 @@ impl Coordinator {
 fn live_groups_of(entries: &[IndexEntry], prefix: &str) -> Vec<String> {
     entries
         .iter()
-        .filter(|e| e.stream_prefix == prefix && e.state == INDEX_LIVE)
+        .filter(|e| e.stream_prefix == prefix && e.state == IndexState::Live)
         .map(|e| e.consumer_group.clone())
         .collect()
 }

@@ -23,7 +23,6 @@ use crate::cache::{Cached, GroupName, RevisionRegression};
 use crate::coordinator::{Commit, Coordinator, MAX_CAS_ATTEMPTS};
 use crate::error::ApiError;
 use crate::metrics::snapshot::SuspectedGroup;
-use crate::reconciler::INDEX_LIVE;
 use crate::security::principal::Principal;
 use crate::security::roles::Role;
 use crate::security::window;
@@ -33,8 +32,10 @@ use rsc_group::durability::{self, DismissError, Signal, SignalKind};
 use rsc_group::heartbeat::{Signals, Transition};
 use rsc_group::model::{EpochOverflow, Group};
 use rsc_protocol::errors::ErrorCode;
+use rsc_protocol::names;
 use rsc_protocol::validate;
 use rsc_protocol::wire::HeartbeatRequest;
+use rsc_store::IndexState;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -162,12 +163,9 @@ impl Coordinator {
     /// Counts one suspicion raised by `principal` in its Redis window; false (not recorded, counted, logged)
     /// once it has raised [`SUSPICIONS_PER_PRINCIPAL`] in the window, or when the window cannot be read.
     async fn within_suspicion_budget(&self, name: &GroupName, principal: &str) -> bool {
-        let key = format!(
-            "{}:suspicion-limit:{{principal:{}}}",
-            self.config.store.key_prefix,
-            window::key_part(principal)
-        );
-        let within = match window::hit(&self.store.connection(), &key, SUSPICION_WINDOW_MS).await {
+        let key =
+            names::suspicion_limit_key(&self.config.store.key_prefix, &window::key_part(principal));
+        let within = match window::hit(&self.store, &key, SUSPICION_WINDOW_MS).await {
             Ok(c) => c.count <= SUSPICIONS_PER_PRINCIPAL,
             Err(e) => {
                 tracing::warn!(error = %e, "could not count a rollback suspicion; not recorded");
@@ -378,7 +376,7 @@ impl Coordinator {
         }
         let mut out = Vec::new();
         for e in self.index_entries().await? {
-            if e.state != INDEX_LIVE {
+            if e.state != IndexState::Live {
                 continue;
             }
             let name = GroupName::new(&e.stream_prefix, &e.consumer_group);
@@ -455,9 +453,8 @@ impl Coordinator {
                 return Err(self.group_not_found(name).await);
             }
             if self.config.streams.provisioning_enabled {
-                let mut conn = self.store.connection();
                 crate::provision::provision(
-                    &mut conn,
+                    &self.store,
                     &name.stream_prefix,
                     &name.consumer_group,
                     0..shard_count,
@@ -534,7 +531,7 @@ impl Coordinator {
         Ok(self.index_entries().await?.iter().any(|e| {
             e.stream_prefix == name.stream_prefix
                 && e.consumer_group == name.consumer_group
-                && e.state == INDEX_LIVE
+                && e.state == IndexState::Live
         }))
     }
 
@@ -548,7 +545,7 @@ impl Coordinator {
             // Someone wrote the key meanwhile: decide again on what is there now.
             return Ok(None);
         };
-        self.put_index(name, INDEX_LIVE).await?;
+        self.put_index(name, IndexState::Live).await?;
         Ok(Some(cached))
     }
 }

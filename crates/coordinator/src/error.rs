@@ -98,6 +98,15 @@ impl From<ValidationError> for ApiError {
     }
 }
 
+/// The text of a store error as raw Redis calls reported it: for a failed command, the Redis error
+/// itself (without the store's "Redis command failed" prefix), so messages read as they always did.
+pub fn store_error_text(e: &StoreError) -> String {
+    match e {
+        StoreError::Redis(inner) => inner.to_string(),
+        other => other.to_string(),
+    }
+}
+
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match &e {

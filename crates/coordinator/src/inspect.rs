@@ -188,22 +188,24 @@ impl Coordinator {
                 owners.entry(*s).or_default().push(m.member_id.clone());
             }
         }
-        let mut conn = self.store.connection();
         let mut rows = Vec::with_capacity(shards.len());
         let (mut length, mut pending, mut lag, mut memory) = (0i64, 0i64, Some(0i64), 0i64);
         let mut memory_known = true;
         for s in shards {
             let o = self
                 .metrics
-                .time_redis(
+                .time_store(
                     "xinfo",
-                    read_shard(&mut conn, &g.stream_prefix, &g.consumer_group, s, true),
+                    read_shard(&self.store, &g.stream_prefix, &g.consumer_group, s, true),
                 )
                 .await
                 .map_err(|e| {
                     ApiError::new(
                         ErrorCode::RedisUnavailable,
-                        format!("Redis is unavailable: {e}; retry later"),
+                        format!(
+                            "Redis is unavailable: {}; retry later",
+                            crate::error::store_error_text(&e)
+                        ),
                     )
                 })?;
             length += o.stream_length;

@@ -10,46 +10,23 @@ use crate::cache::GroupName;
 use crate::coordinator::{Commit, Coordinator, MAX_CAS_ATTEMPTS};
 use crate::stats::Stats;
 use rsc_group::tick::tick;
+use rsc_store::{IndexEntry, IndexState};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::sync::watch;
 
-/// Index entry value for a group whose metadata was written.
-pub const INDEX_LIVE: &str = "LIVE";
-/// Index entry value written before a group's streams are provisioned (a retried create resumes it).
-pub const INDEX_CREATING: &str = "CREATING";
-
-/// An entry of the group index.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct IndexEntry {
-    pub stream_prefix: String,
-    pub consumer_group: String,
-    pub state: String,
-}
-
 impl Coordinator {
-    /// All groups the index lists, with their index state.
+    /// All groups the index lists, with their index state, sorted by stream prefix then group.
     pub async fn index_entries(&self) -> Result<Vec<IndexEntry>, crate::error::ApiError> {
-        let raw = self
-            .store
-            .index_list(&self.index_key())
+        self.store
+            .group_index_list(&self.index_key())
             .await
             .map_err(|e| {
                 self.note_store_error(&e);
                 crate::error::ApiError::from(e)
-            })?;
-        let mut entries: Vec<IndexEntry> = raw
-            .into_iter()
-            .filter_map(|(_, v)| serde_json::from_str::<IndexEntry>(&v).ok())
-            .collect();
-        entries.sort_by(|a, b| {
-            (a.stream_prefix.as_str(), a.consumer_group.as_str())
-                .cmp(&(b.stream_prefix.as_str(), b.consumer_group.as_str()))
-        });
-        Ok(entries)
+            })
     }
 
     /// One reconciliation of one group. Errors are logged and retried on the next tick.
@@ -118,7 +95,7 @@ impl Coordinator {
             return;
         };
         let mut prefixes = std::collections::BTreeSet::new();
-        for e in entries.iter().filter(|e| e.state == INDEX_LIVE) {
+        for e in entries.iter().filter(|e| e.state == IndexState::Live) {
             self.reconcile_group(&GroupName::new(&e.stream_prefix, &e.consumer_group))
                 .await;
             prefixes.insert(e.stream_prefix.clone());

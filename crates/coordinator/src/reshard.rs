@@ -18,17 +18,18 @@
 use crate::cache::{Cached, GroupName};
 use crate::coordinator::{Commit, Coordinator, MAX_CAS_ATTEMPTS};
 use crate::error::ApiError;
-use crate::provision::{existing_shards, field, field_i64, provision};
-use crate::reconciler::INDEX_LIVE;
+use crate::error::store_error_text;
+use crate::provision::{existing_shards, provision};
 use rsc_group::heartbeat::Transition;
 use rsc_group::migration::{self, Migration, MigrationError, MigrationState};
 use rsc_group::model::{Group, ShardSet};
 use rsc_group::stream::StreamRecord;
 use rsc_protocol::errors::ErrorCode;
-use rsc_protocol::names::shard_stream_key;
+use rsc_protocol::names::{self, shard_stream_key};
 use rsc_protocol::validate;
 use rsc_protocol::wire::{MigrationActionRequest, ScaleRequest};
-use rsc_store::{CasOutcome, CasWrite, CreateOutcome, GroupKeys};
+use rsc_store::IndexState;
+use rsc_store::{CasOutcome, CreateOutcome, RetireOutcome, parse_stream_id};
 use serde_json::{Value, json};
 
 /// A stream record and the revision it was read at.
@@ -95,18 +96,14 @@ fn migration_json(m: &Migration) -> Value {
 }
 
 impl Coordinator {
-    pub fn stream_keys(&self, prefix: &str) -> GroupKeys {
-        let kp = &self.config.store.key_prefix;
-        GroupKeys {
-            metadata: format!("{kp}:{{{prefix}}}:stream"),
-            leases: format!("{kp}:{{{prefix}}}:stream-leases"),
-            progress: format!("{kp}:{{{prefix}}}:stream-progress"),
-        }
+    /// The key of the stream record of `prefix`.
+    pub fn stream_record_key(&self, prefix: &str) -> String {
+        names::stream_record_key(&self.config.store.key_prefix, prefix)
     }
 
     pub async fn load_stream(&self, prefix: &str) -> Result<Option<CachedStream>, ApiError> {
-        let keys = self.stream_keys(prefix);
-        let Some(stored) = self.store.load(&keys).await.map_err(|e| {
+        let key = self.stream_record_key(prefix);
+        let Some(stored) = self.store.stream_record_load(&key).await.map_err(|e| {
             self.note_store_error(&e);
             ApiError::from(e)
         })?
@@ -116,7 +113,7 @@ impl Coordinator {
         let record = StreamRecord::from_json(&stored.aggregate).map_err(|e| {
             ApiError::new(
                 ErrorCode::MetadataCorrupt,
-                format!("stream record {} is unreadable: {e}", keys.metadata),
+                format!("stream record {key} is unreadable: {e}"),
             )
         })?;
         Ok(Some(CachedStream {
@@ -138,12 +135,10 @@ impl Coordinator {
             let record = StreamRecord::new(prefix, shard_count, self.clock.now_ms());
             let created = self
                 .store
-                .create(
-                    &self.stream_keys(prefix),
+                .stream_record_create(
+                    &self.stream_record_key(prefix),
                     &record.to_json(),
                     &crate::clock::iso_ms(record.created_at_ms),
-                    &[],
-                    1,
                 )
                 .await
                 .map_err(ApiError::from)?;
@@ -190,7 +185,7 @@ impl Coordinator {
         if let Ok(Some(s)) = self.load_stream(prefix).await {
             let _ = self
                 .store
-                .delete(&self.stream_keys(prefix), s.revision)
+                .stream_record_delete(&self.stream_record_key(prefix), s.revision)
                 .await;
         }
     }
@@ -207,21 +202,19 @@ impl Coordinator {
                 ErrorCode::MetadataCorrupt,
                 format!(
                     "stream record {} has a store revision that cannot be incremented; restore it from backup",
-                    self.stream_keys(prefix).metadata
+                    self.stream_record_key(prefix)
                 ),
             )
         })?;
         next.updated_at_ms = self.clock.now_ms();
-        let write = CasWrite {
-            expected_revision: base.revision,
-            aggregate_json: next.to_json(),
-            updated_at: crate::clock::iso_ms(next.updated_at_ms),
-            lease_ttl_ms: 1,
-            ..CasWrite::default()
-        };
         match self
             .store
-            .cas(&self.stream_keys(prefix), &write)
+            .stream_record_cas(
+                &self.stream_record_key(prefix),
+                base.revision,
+                &next.to_json(),
+                &crate::clock::iso_ms(next.updated_at_ms),
+            )
             .await
             .map_err(ApiError::from)?
         {
@@ -242,7 +235,7 @@ impl Coordinator {
             .index_entries()
             .await?
             .into_iter()
-            .filter(|e| e.stream_prefix == prefix && e.state == INDEX_LIVE)
+            .filter(|e| e.stream_prefix == prefix && e.state == IndexState::Live)
             .map(|e| GroupName::new(&e.stream_prefix, &e.consumer_group))
             .collect())
     }
@@ -454,9 +447,8 @@ impl Coordinator {
             return Ok(stream);
         }
         if self.config.streams.provisioning_enabled && migration.to_shard_count > 0 {
-            let mut conn = self.store.connection();
             for name in groups {
-                provision(&mut conn, prefix, &name.consumer_group, 0..migration.to_shard_count).await.map_err(|e| {
+                provision(&self.store, prefix, &name.consumer_group, 0..migration.to_shard_count).await.map_err(|e| {
                     ApiError::new(
                         ErrorCode::RedisStreamProvisioningFailed,
                         format!("{e}; the migration stays PREPARING and routing is unchanged — retry the same scale to resume"),
@@ -534,12 +526,12 @@ impl Coordinator {
         if !self.config.streams.provisioning_enabled || target <= ours {
             return Ok(());
         }
-        let found = existing_shards(&mut self.store.connection(), prefix, ours..target)
+        let found = existing_shards(&self.store, prefix, ours..target)
             .await
             .map_err(|e| {
                 ApiError::new(
                     ErrorCode::RedisUnavailable,
-                    format!("Redis is unavailable: {e}"),
+                    format!("Redis is unavailable: {}", store_error_text(&e)),
                 )
             })?;
         if found.is_empty() {
@@ -575,8 +567,7 @@ impl Coordinator {
                 return;
             }
             // Keys still there (kept after late writes, a rolled-back scale-out's shards) stay the coordinator's.
-            let Ok(left) = existing_shards(&mut self.store.connection(), prefix, floor..upto).await
-            else {
+            let Ok(left) = existing_shards(&self.store, prefix, floor..upto).await else {
                 return;
             };
             let keep = left.last().map_or(floor, |s| s + 1);
@@ -805,29 +796,17 @@ impl Coordinator {
 
     /// XINFO GROUPS evidence for one shard key: length, and pending/lag of `group` (None when unknown).
     async fn shard_group_info(&self, key: &str, group: &str) -> ShardInfo {
-        let mut conn = self.store.connection();
-        let length: Option<i64> = redis::cmd("XLEN")
-            .arg(key)
-            .query_async(&mut conn)
-            .await
-            .ok();
-        let groups: redis::RedisResult<Vec<redis::Value>> = redis::cmd("XINFO")
-            .arg("GROUPS")
-            .arg(key)
-            .query_async(&mut conn)
-            .await;
+        let length = self.store.shard_length(key).await.ok();
         let mut info = ShardInfo {
             length,
             pending: None,
             lag: None,
         };
-        if let Ok(groups) = groups {
+        if let Ok(Some(groups)) = self.store.shard_groups(key).await {
             for g in &groups {
-                let name = field(g, "name")
-                    .and_then(|v| redis::from_redis_value::<String>(v.clone()).ok());
-                if name.as_deref() == Some(group) {
-                    info.pending = field_i64(g, "pending");
-                    info.lag = field_i64(g, "lag");
+                if g.name.as_deref() == Some(group) {
+                    info.pending = g.pending;
+                    info.lag = g.lag;
                 }
             }
         }
@@ -836,13 +815,8 @@ impl Coordinator {
 
     /// The stream's `last-generated-id` (`XINFO STREAM`), None when unknown.
     async fn last_generated_id(&self, key: &str) -> Option<(u64, u64)> {
-        let info: redis::Value = redis::cmd("XINFO")
-            .arg("STREAM")
-            .arg(key)
-            .query_async(&mut self.store.connection())
-            .await
-            .ok()?;
-        field_stream_id(&info, "last-generated-id")
+        let info = self.store.shard_stream_info(key).await.ok()??;
+        parse_stream_id(info.last_generated_id.as_deref()?)
     }
 
     /// When drain evidence starts to count for `g`: `coordinator.streams.drain-grace` after its routing last
@@ -873,35 +847,33 @@ impl Coordinator {
         if self.clock.now_ms() < self.drain_evidence_from_ms(g) {
             return drained;
         }
-        let mut conn = self.store.connection();
         for &s in &g.draining_shards {
             let key = shard_stream_key(&g.stream_prefix, s);
-            let groups: redis::RedisResult<Vec<redis::Value>> = redis::cmd("XINFO")
-                .arg("GROUPS")
-                .arg(&key)
-                .query_async(&mut conn)
-                .await;
-            match groups {
-                Ok(groups) => {
-                    let nothing_pending = groups.iter().all(|x| field_i64(x, "pending") == Some(0));
-                    let lag_zero = groups.iter().all(|x| field_i64(x, "lag") == Some(0));
+            match self.store.shard_groups(&key).await {
+                Ok(Some(groups)) => {
+                    let nothing_pending = groups.iter().all(|x| x.pending == Some(0));
+                    let lag_zero = groups.iter().all(|x| x.lag == Some(0));
                     // The lag Redis reports can stay above 0 after a restart although every entry was
                     // delivered; then a last-delivered id at or past the stream's last id is the evidence.
                     let all_delivered = || async {
                         let last = self.last_generated_id(&key).await;
                         last.is_some()
-                            && groups
-                                .iter()
-                                .all(|x| field_stream_id(x, "last-delivered-id") >= last)
+                            && groups.iter().all(|x| {
+                                x.last_delivered_id.as_deref().and_then(parse_stream_id) >= last
+                            })
                     };
                     if nothing_pending && (lag_zero || all_delivered().await) {
                         drained.insert(s);
                     }
                 }
-                Err(e) if e.to_string().contains("no such key") => {
+                Ok(None) => {
                     drained.insert(s);
                 }
-                Err(e) => tracing::warn!(key, error = %e, "drain evidence unavailable"),
+                Err(e) => tracing::warn!(
+                    key,
+                    error = %store_error_text(&e),
+                    "drain evidence unavailable"
+                ),
             }
         }
         drained
@@ -999,60 +971,24 @@ impl Coordinator {
     }
 }
 
-/// A stream id field (`<ms>-<seq>`) of an XINFO reply.
-fn field_stream_id(v: &redis::Value, name: &str) -> Option<(u64, u64)> {
-    let text = redis::from_redis_value::<String>(field(v, name)?.clone()).ok()?;
-    let (ms, seq) = text.split_once('-')?;
-    Some((ms.parse().ok()?, seq.parse().ok()?))
-}
-
-/// Deletes a shard stream only if every Redis consumer group on it still has nothing pending and either a lag
-/// of 0 or a last-delivered id at or past the stream's last id, atomically, so a stale producer's late write
-/// is never deleted unread.
-const RETIRE_IF_DRAINED: &str = r"
-local ok, groups = pcall(redis.call, 'XINFO', 'GROUPS', KEYS[1])
-if not ok then return 0 end
-local info = redis.call('XINFO', 'STREAM', KEYS[1])
-local last = nil
-for i = 1, #info, 2 do
-  if info[i] == 'last-generated-id' then last = info[i + 1] end
-end
-local function at_or_past(a, b)
-  if type(a) ~= 'string' or type(b) ~= 'string' then return false end
-  local am, as = string.match(a, '^(%d+)-(%d+)$')
-  local bm, bs = string.match(b, '^(%d+)-(%d+)$')
-  if not am or not bm then return false end
-  am, as, bm, bs = tonumber(am), tonumber(as), tonumber(bm), tonumber(bs)
-  return am > bm or (am == bm and as >= bs)
-end
-for _, g in ipairs(groups) do
-  local pending, lag, delivered = nil, nil, nil
-  for i = 1, #g, 2 do
-    if g[i] == 'pending' then pending = g[i + 1] end
-    if g[i] == 'lag' then lag = g[i + 1] end
-    if g[i] == 'last-delivered-id' then delivered = g[i + 1] end
-  end
-  if pending ~= 0 then return -1 end
-  if lag ~= 0 and not at_or_past(delivered, last) then return -1 end
-end
-return redis.call('DEL', KEYS[1])
-";
-
 impl Coordinator {
-    /// Retires removed shard streams (see `RETIRE_IF_DRAINED`); a shard that received a late write is kept
+    /// Retires removed shard streams (`Store::shard_retire_if_drained`: deleted only if every Redis
+    /// consumer group on it has read everything, atomically); a shard that received a late write is kept
     /// and logged.
     async fn retire_shards(&self, prefix: &str, shards: std::ops::Range<u32>) {
-        let script = redis::Script::new(RETIRE_IF_DRAINED);
-        let mut conn = self.store.connection();
         for s in shards {
             let key = shard_stream_key(prefix, s);
-            match script.key(&key).invoke_async::<i64>(&mut conn).await {
-                Ok(-1) => tracing::warn!(
+            match self.store.shard_retire_if_drained(&key).await {
+                Ok(RetireOutcome::KeptUnread) => tracing::warn!(
                     key,
                     "removed shard received writes after it drained; kept, not deleted"
                 ),
-                Ok(_) => tracing::info!(key, "retired removed shard stream"),
-                Err(e) => tracing::warn!(key, error = %e, "could not retire removed shard stream"),
+                Ok(RetireOutcome::Retired) => tracing::info!(key, "retired removed shard stream"),
+                Err(e) => tracing::warn!(
+                    key,
+                    error = %store_error_text(&e),
+                    "could not retire removed shard stream"
+                ),
             }
         }
     }

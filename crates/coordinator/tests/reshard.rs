@@ -725,13 +725,17 @@ async fn a_wrong_lag_after_everything_was_delivered_does_not_block_the_drain() {
         .query_async(&mut h.redis)
         .await
         .unwrap();
-    let groups: Vec<redis::Value> = redis::cmd("XINFO")
+    // RESP2: each group is a flat [name, value, ...] array.
+    let groups: Vec<Vec<redis::Value>> = redis::cmd("XINFO")
         .arg("GROUPS")
         .arg("lag:1")
         .query_async(&mut h.redis)
         .await
         .unwrap();
-    let lag = rsc_coordinator::provision::field_i64(&groups[0], "lag");
+    let lag = groups[0].chunks(2).find_map(|kv| match kv {
+        [redis::Value::BulkString(k), redis::Value::Int(v)] if k.as_slice() == b"lag" => Some(*v),
+        _ => None,
+    });
     assert!(
         lag.is_some_and(|l| l > 0),
         "the setup must produce a wrong lag: {lag:?}"

@@ -49,6 +49,73 @@ pub fn group_index_key(key_prefix: &str) -> String {
     format!("{key_prefix}:group-index")
 }
 
+/// Admin-mutation rate limit of one principal: `<keyPrefix>:ratelimit:{principal:<part>}`, where `part` is
+/// the principal made key-safe by the caller.
+pub fn ratelimit_principal_key(key_prefix: &str, principal_part: &str) -> String {
+    format!("{key_prefix}:ratelimit:{{principal:{principal_part}}}")
+}
+
+/// Admin-mutation rate limit of one target (`<streamPrefix>:<group or *>`, made key-safe by the caller):
+/// `<keyPrefix>:ratelimit:{group:<part>}`.
+pub fn ratelimit_group_key(key_prefix: &str, target_part: &str) -> String {
+    format!("{key_prefix}:ratelimit:{{group:{target_part}}}")
+}
+
+/// Rollback suspicions raised by one principal: `<keyPrefix>:suspicion-limit:{principal:<part>}`.
+pub fn suspicion_limit_key(key_prefix: &str, principal_part: &str) -> String {
+    format!("{key_prefix}:suspicion-limit:{{principal:{principal_part}}}")
+}
+
+/// The sign-in throttle's counters of one attempt, all under the hash tag `{login-throttle}`:
+/// `<keyPrefix>:login-throttle:{login-throttle}:pair:<part>`, `…:addr:<part>`, `…:user:<part>`, the parts
+/// made key-safe by the caller. Returns (pair, address, username).
+pub fn login_throttle_keys(
+    key_prefix: &str,
+    pair_part: &str,
+    address_part: &str,
+    username_part: &str,
+) -> (String, String, String) {
+    let base = format!("{key_prefix}:login-throttle:{{login-throttle}}");
+    (
+        format!("{base}:pair:{pair_part}"),
+        format!("{base}:addr:{address_part}"),
+        format!("{base}:user:{username_part}"),
+    )
+}
+
+/// A bearer token's record, named after its SHA-256 (hex) in a hash tag of its own:
+/// `<keyPrefix>:auth:token:{<digest>}`.
+pub fn token_key(key_prefix: &str, digest_hex: &str) -> String {
+    format!("{key_prefix}:auth:token:{{{digest_hex}}}")
+}
+
+/// A user's token index (the user's name made key-safe by the caller):
+/// `<keyPrefix>:auth:user-tokens:{user:<part>}`.
+pub fn user_tokens_key(key_prefix: &str, user_part: &str) -> String {
+    format!("{key_prefix}:auth:user-tokens:{{user:{user_part}}}")
+}
+
+/// The audit stream of admin mutations and sign-ins: `<keyPrefix>:audit`.
+pub fn audit_stream_key(key_prefix: &str) -> String {
+    format!("{key_prefix}:audit")
+}
+
+/// The audit stream of refused requests and failed sign-ins: `<keyPrefix>:audit:rejected`.
+pub fn audit_rejected_stream_key(key_prefix: &str) -> String {
+    format!("{key_prefix}:audit:rejected")
+}
+
+/// The generated bootstrap admin's Argon2id hash: `<keyPrefix>:auth:bootstrap-admin`.
+pub fn bootstrap_admin_key(key_prefix: &str) -> String {
+    format!("{key_prefix}:auth:bootstrap-admin")
+}
+
+/// The coordinator's record of one stream (shard count, active migration), in the stream's own hash
+/// tag: `<keyPrefix>:{<streamPrefix>}:stream`.
+pub fn stream_record_key(key_prefix: &str, stream_prefix: &str) -> String {
+    format!("{key_prefix}:{{{stream_prefix}}}:stream")
+}
+
 fn group_scoped_key(
     key_prefix: &str,
     stream_prefix: &str,
@@ -67,6 +134,56 @@ mod tests {
     use crate::slot::redis_slot;
 
     const KP: &str = "redis-stream:coord";
+
+    #[test]
+    fn coordinator_keys_keep_their_names() {
+        assert_eq!(
+            stream_record_key(KP, "orders"),
+            "redis-stream:coord:{orders}:stream"
+        );
+        assert_eq!(
+            token_key(KP, "ab12"),
+            "redis-stream:coord:auth:token:{ab12}"
+        );
+        assert_eq!(
+            user_tokens_key(KP, "alice"),
+            "redis-stream:coord:auth:user-tokens:{user:alice}"
+        );
+        assert_eq!(audit_stream_key(KP), "redis-stream:coord:audit");
+        assert_eq!(
+            audit_rejected_stream_key(KP),
+            "redis-stream:coord:audit:rejected"
+        );
+        assert_eq!(
+            bootstrap_admin_key(KP),
+            "redis-stream:coord:auth:bootstrap-admin"
+        );
+        assert_eq!(
+            ratelimit_principal_key(KP, "bob"),
+            "redis-stream:coord:ratelimit:{principal:bob}"
+        );
+        assert_eq!(
+            ratelimit_group_key(KP, "orders:*"),
+            "redis-stream:coord:ratelimit:{group:orders:*}"
+        );
+        assert_eq!(
+            suspicion_limit_key(KP, "bob"),
+            "redis-stream:coord:suspicion-limit:{principal:bob}"
+        );
+        let (pair, addr, user) = login_throttle_keys(KP, "p", "a", "u");
+        assert_eq!(
+            pair,
+            "redis-stream:coord:login-throttle:{login-throttle}:pair:p"
+        );
+        assert_eq!(
+            addr,
+            "redis-stream:coord:login-throttle:{login-throttle}:addr:a"
+        );
+        assert_eq!(
+            user,
+            "redis-stream:coord:login-throttle:{login-throttle}:user:u"
+        );
+    }
 
     #[test]
     fn shard_stream_keys() {

@@ -3,8 +3,8 @@
 //! Standalone Redis uses a `ConnectionManager` (multiplexed, reconnects by itself); Redis Cluster
 //! uses the async `ClusterConnection` (multiplexed per node, follows MOVED/ASK, refreshes slots).
 //! Both are cheap to clone and safe to share, so no pool is needed. [`RedisConn`] hides which one
-//! is in use behind `redis::aio::ConnectionLike`, so the coordinator can run its stream commands
-//! (XGROUP, XINFO, EXISTS, …) through the same handle in either topology.
+//! is in use behind `redis::aio::ConnectionLike`, so every store module runs its commands through
+//! the same handle in either topology (and tests can inspect Redis through it).
 
 use std::time::Duration;
 

@@ -1,25 +1,44 @@
-//! rsc-store: the Redis metadata store, the source of truth for every coordinator group.
+//! rsc-store: the Redis store, the coordinator's only door to Redis.
 //!
-//! One hash per group holds the cold aggregate and its revision; a sorted set holds member leases
-//! judged by Redis server time; a hash holds per-member progress. All three share the group's hash
-//! tag, so every change is one atomic Lua script (compare-and-set by revision) in standalone Redis
-//! and in Redis Cluster alike. The hot path, a heartbeat, is one EVALSHA that never touches the
-//! aggregate. See `store.rs` for the operations and `lua/` for the scripts.
+//! Group metadata is the source of truth for every coordinator group: one hash per group holds the
+//! cold aggregate and its revision; a sorted set holds member leases judged by Redis server time; a
+//! hash holds per-member progress. All three share the group's hash tag, so every change is one
+//! atomic Lua script (compare-and-set by revision) in standalone Redis and in Redis Cluster alike.
+//! The hot path, a heartbeat, is one EVALSHA that never touches the aggregate. See `store.rs` for
+//! those operations.
+//!
+//! Every other kind of record the coordinator keeps in Redis has its own typed API here, one module
+//! each: the group index (`index.rs`), stream records (`streams.rs`), shard streams (`shards.rs`),
+//! bearer tokens (`tokens.rs`), the audit streams (`audit.rs`), rate-limit windows and the sign-in
+//! throttle (`limits.rs`) and the bootstrap admin hash (`bootstrap.rs`). Every Lua script is in
+//! `lua/`. Key names are built by the caller with `rsc_protocol::names`; the store takes them as
+//! arguments.
 
+mod audit;
+mod bootstrap;
 mod connection;
 mod error;
+mod index;
 mod keys;
+mod limits;
 mod metadata;
 mod outcome;
 mod reply;
 mod scripts;
+mod shards;
 mod store;
+mod streams;
+mod tokens;
 
+pub use audit::AuditEntry;
 pub use connection::{RedisConn, RedisTopology};
 pub use error::StoreError;
+pub use index::{IndexEntry, IndexState};
 pub use keys::GroupKeys;
+pub use limits::{ThrottleBudgets, ThrottleKeys, ThrottleReason, ThrottleVerdict, WindowCount};
 pub use metadata::{LAYOUT_VERSION, SCHEMA_VERSION};
 pub use outcome::{
     CasOutcome, CasWrite, CreateOutcome, DeleteOutcome, HeartbeatOutcome, StoredGroup,
 };
+pub use shards::{ConsumerGroupInfo, RetireOutcome, StreamInfo, parse_stream_id};
 pub use store::Store;

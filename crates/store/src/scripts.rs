@@ -8,8 +8,9 @@
 
 use redis::Script;
 
-/// Server clock and revision guard shared by all scripts.
-const PRELUDE: &str = include_str!("lua/prelude.lua");
+/// Server clock and revision guard shared by all scripts (also the stream record scripts of
+/// `streams.rs`).
+pub(crate) const PRELUDE: &str = include_str!("lua/prelude.lua");
 const CREATE: &str = include_str!("lua/create.lua");
 const CAS: &str = include_str!("lua/cas.lua");
 const HEARTBEAT: &str = include_str!("lua/heartbeat.lua");

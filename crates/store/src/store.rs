@@ -58,7 +58,8 @@ impl Store {
         Ok(store)
     }
 
-    /// A clonable connection handle for other commands (streams, EXISTS, …) in either topology.
+    /// A clonable connection handle in either topology, for the store's own modules and for tests that
+    /// inspect Redis directly. The coordinator goes through the typed APIs only.
     pub fn connection(&self) -> RedisConn {
         self.conn.clone()
     }
@@ -86,12 +87,17 @@ impl Store {
     /// Reads and validates a group's metadata. `Ok(None)` if the group does not exist; an error
     /// (never a guess) if it exists but cannot be trusted or was written by a newer schema/layout.
     pub async fn load(&self, keys: &GroupKeys) -> Result<Option<StoredGroup>, StoreError> {
+        self.load_hash(&keys.metadata).await
+    }
+
+    /// Reads and validates a metadata-shaped hash (a group's metadata or a stream record).
+    pub(crate) async fn load_hash(&self, key: &str) -> Result<Option<StoredGroup>, StoreError> {
         let fields: HashMap<Vec<u8>, Vec<u8>> = redis::cmd("HGETALL")
-            .arg(&keys.metadata)
+            .arg(key)
             .query_async(&mut self.connection())
             .await
-            .map_err(|e| on_group_key(&keys.metadata, e))?;
-        metadata::parse(&keys.metadata, fields)
+            .map_err(|e| on_group_key(key, e))?;
+        metadata::parse(key, fields)
     }
 
     /// The revision a group's metadata is at (`Ok(None)` if the group does not exist): one HGET, to
@@ -357,14 +363,24 @@ impl Store {
         call: &redis::ScriptInvocation<'_>,
         keys: &GroupKeys,
     ) -> Result<ScriptReply, StoreError> {
+        self.run_on(call, &keys.metadata).await
+    }
+
+    /// [`Store::run`] for a script whose KEYS[1] is the hash `metadata_key` (a group's metadata or a
+    /// stream record): a CORRUPT reply or a WRONGTYPE error is reported against that key.
+    pub(crate) async fn run_on(
+        &self,
+        call: &redis::ScriptInvocation<'_>,
+        metadata_key: &str,
+    ) -> Result<ScriptReply, StoreError> {
         let value: Value = call
             .invoke_async(&mut self.connection())
             .await
-            .map_err(|e| on_group_key(&keys.metadata, e))?;
+            .map_err(|e| on_group_key(metadata_key, e))?;
         let reply = ScriptReply::parse(value)?;
         if reply.status == "CORRUPT" {
             return Err(StoreError::Corrupt {
-                key: keys.metadata.clone(),
+                key: metadata_key.to_string(),
                 detail: reply.text(0)?,
             });
         }

@@ -141,19 +141,6 @@ impl Metrics {
         result
     }
 
-    /// Times a raw Redis call.
-    pub async fn time_redis<T>(
-        &self,
-        operation: &'static str,
-        fut: impl Future<Output = redis::RedisResult<T>>,
-    ) -> redis::RedisResult<T> {
-        let started = Instant::now();
-        let result = fut.await;
-        let failed = result.as_ref().err().is_some_and(is_redis_connection_error);
-        self.observe_redis(operation, started.elapsed().as_secs_f64(), failed);
-        result
-    }
-
     /// Installs a freshly built snapshot of gauges.
     pub fn install(&self, snapshot: snapshot::Snapshot) {
         if let Ok(mut s) = self.snapshot.write() {

@@ -10,7 +10,7 @@ use super::snapshot::{self, GroupObservation, HealthObservation};
 use crate::cache::GroupName;
 use crate::coordinator::Coordinator;
 use crate::error::ApiError;
-use crate::reconciler::INDEX_LIVE;
+use rsc_store::IndexState;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -107,7 +107,7 @@ impl Coordinator {
             }
             match self.index_entries().await {
                 Ok(entries) => {
-                    for e in entries.iter().filter(|e| e.state == INDEX_LIVE) {
+                    for e in entries.iter().filter(|e| e.state == IndexState::Live) {
                         let name = GroupName::new(&e.stream_prefix, &e.consumer_group);
                         match self.observe_group(&name).await {
                             Ok(Some(obs)) => groups.push(obs),
@@ -184,16 +184,15 @@ impl Coordinator {
         let g = &cached.group;
         let shard_ids = g.assignable_shards();
         let shards = if shard_ids.len() <= self.config.metrics.max_shard_series as usize {
-            let mut conn = self.store.connection();
             let mut rows = Vec::with_capacity(shard_ids.len());
             let mut ok = true;
             for s in shard_ids {
                 let read = self
                     .metrics
-                    .time_redis(
+                    .time_store(
                         "xinfo",
                         crate::offsets::read_shard(
-                            &mut conn,
+                            &self.store,
                             &g.stream_prefix,
                             &g.consumer_group,
                             s,

@@ -12,9 +12,10 @@
 //! reads both, newest first. The guard writes a request's record before it sends the response, so a
 //! successful mutation's record is in Redis when the caller sees success.
 
-use super::tokens::redis_error;
+use super::tokens::store_error;
 use crate::error::ApiError;
-use rsc_store::RedisConn;
+use rsc_protocol::names;
+use rsc_store::{Store, StoreError};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -176,7 +177,7 @@ impl AuditFilter {
 }
 
 pub struct AuditLog {
-    conn: RedisConn,
+    store: Store,
     key: String,
     rejected_key: String,
     max_entries: u32,
@@ -184,11 +185,11 @@ pub struct AuditLog {
 }
 
 impl AuditLog {
-    pub fn new(conn: RedisConn, key_prefix: &str, config: &super::config::AuditConfig) -> Self {
+    pub fn new(store: Store, key_prefix: &str, config: &super::config::AuditConfig) -> Self {
         AuditLog {
-            conn,
-            key: format!("{key_prefix}:audit"),
-            rejected_key: format!("{key_prefix}:audit:rejected"),
+            store,
+            key: names::audit_stream_key(key_prefix),
+            rejected_key: names::audit_rejected_stream_key(key_prefix),
             max_entries: config.redis_max_entries,
             folder: RejectionFolder::new(
                 i64::try_from(config.rejection_window.0.as_millis()).unwrap_or(60_000),
@@ -247,19 +248,15 @@ impl AuditLog {
         );
         let mut delay = Duration::from_millis(25);
         for attempt in 1..=3 {
-            let r: Result<String, _> = redis::cmd("XADD")
-                .arg(key)
-                .arg("MAXLEN")
-                .arg("~")
-                .arg(self.max_entries)
-                .arg("*")
-                .arg("record")
-                .arg(&json)
-                .query_async(&mut self.conn.clone())
-                .await;
+            let r = self.store.audit_append(key, self.max_entries, &json).await;
             match r {
                 Ok(id) => return Some(id),
                 Err(e) if attempt == 3 => {
+                    // The Redis error itself, as logged before the store had a typed error.
+                    let e: &dyn std::fmt::Display = match &e {
+                        StoreError::Redis(inner) => inner,
+                        other => other,
+                    };
                     tracing::error!(target: "rsc::audit", error = %e, request_id = ?record.request_id,
                         "audit record could not be written to Redis; it exists only in this log");
                 }
@@ -306,27 +303,20 @@ impl AuditLog {
         let mut out = Vec::new();
         let mut scanned = 0usize;
         while out.len() < filter.limit && scanned <= self.max_entries as usize * 2 {
-            let page: Vec<(String, Vec<String>)> = redis::cmd("XREVRANGE")
-                .arg(key)
-                .arg(&end)
-                .arg(&start)
-                .arg("COUNT")
-                .arg(PAGE)
-                .query_async(&mut self.conn.clone())
+            let page = self
+                .store
+                .audit_page(key, &end, &start, PAGE)
                 .await
-                .map_err(redis_error)?;
+                .map_err(store_error)?;
             let n = page.len();
-            for (id, fields) in page {
+            for entry in page {
+                let id = entry.id;
                 scanned += 1;
                 end = format!("({id}");
-                let Some(json) = fields
-                    .chunks(2)
-                    .find(|kv| kv.first().map(String::as_str) == Some("record"))
-                    .and_then(|kv| kv.get(1))
-                else {
+                let Some(json) = entry.record else {
                     continue;
                 };
-                let Ok(mut r) = serde_json::from_str::<AuditRecord>(json) else {
+                let Ok(mut r) = serde_json::from_str::<AuditRecord>(&json) else {
                     continue;
                 };
                 r.id = Some(id);

@@ -7,9 +7,10 @@
 
 use super::config::ApiConfig;
 use super::password;
-use super::tokens::redis_error;
+use super::tokens::store_error;
 use crate::error::ApiError;
-use rsc_store::RedisConn;
+use rsc_protocol::names;
+use rsc_store::Store;
 
 /// Where the admin password came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,13 +23,13 @@ pub enum AdminSource {
 }
 
 pub fn bootstrap_key(key_prefix: &str) -> String {
-    format!("{key_prefix}:auth:bootstrap-admin")
+    names::bootstrap_admin_key(key_prefix)
 }
 
 /// Resolves the admin's Argon2id hash (None when the admin user is disabled).
 pub async fn admin_hash(
     api: &ApiConfig,
-    conn: &RedisConn,
+    store: &Store,
     key_prefix: &str,
 ) -> Result<Option<(String, AdminSource)>, ApiError> {
     if !api.admin_enabled {
@@ -44,22 +45,18 @@ pub async fn admin_hash(
         return Ok(Some((hash.clone(), AdminSource::Configured)));
     }
     let key = bootstrap_key(key_prefix);
-    let mut conn = conn.clone();
-    if let Some(stored) = stored_hash(&mut conn, &key).await? {
+    if let Some(stored) = stored_hash(store, &key).await? {
         return Ok(Some((stored, AdminSource::Stored)));
     }
     let generated = password::generate_password();
     let hash = password::hash_blocking(generated.clone())
         .await
         .map_err(ApiError::invalid)?;
-    let won: Option<String> = redis::cmd("SET")
-        .arg(&key)
-        .arg(&hash)
-        .arg("NX")
-        .query_async(&mut conn)
+    let won = store
+        .bootstrap_admin_claim(&key, &hash)
         .await
-        .map_err(redis_error)?;
-    if won.is_some() {
+        .map_err(store_error)?;
+    if won {
         eprintln!(
             "rsc: no admin password is configured, so one was generated for user {:?}. It is shown only this once:\n\
              rsc:\n\
@@ -72,7 +69,7 @@ pub async fn admin_hash(
         return Ok(Some((hash, AdminSource::Generated)));
     }
     // Another replica generated one at the same moment: use theirs.
-    match stored_hash(&mut conn, &key).await? {
+    match stored_hash(store, &key).await? {
         Some(h) => Ok(Some((h, AdminSource::Stored))),
         None => Err(ApiError::invalid(format!(
             "the bootstrap admin hash at {key} vanished while starting; start again"
@@ -80,12 +77,8 @@ pub async fn admin_hash(
     }
 }
 
-async fn stored_hash(conn: &mut RedisConn, key: &str) -> Result<Option<String>, ApiError> {
-    let stored: Option<String> = redis::cmd("GET")
-        .arg(key)
-        .query_async(conn)
-        .await
-        .map_err(redis_error)?;
+async fn stored_hash(store: &Store, key: &str) -> Result<Option<String>, ApiError> {
+    let stored = store.bootstrap_admin_get(key).await.map_err(store_error)?;
     match stored {
         Some(h) if password::is_argon2id_hash(&h) => Ok(Some(h)),
         Some(_) => Err(ApiError::invalid(format!(

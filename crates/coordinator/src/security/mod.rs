@@ -57,8 +57,7 @@ impl Security {
     pub async fn start(c: &CoordinatorConfig, store: &Store) -> Result<Arc<Security>, ApiError> {
         let api = &c.api;
         let kp = &c.store.key_prefix;
-        let conn = store.connection();
-        let admin = bootstrap::admin_hash(api, &conn, kp).await?;
+        let admin = bootstrap::admin_hash(api, store, kp).await?;
         let admin_source = admin.as_ref().map(|(_, s)| *s);
         let proxies = proxies::TrustedProxies::parse(&api.trusted_proxies).map_err(|e| {
             ApiError::invalid(format!("key `coordinator.api.trusted-proxies`: {e}"))
@@ -71,14 +70,14 @@ impl Security {
             directory,
             verifier,
             admin_source,
-            tokens: tokens::TokenStore::new(conn.clone(), kp),
+            tokens: tokens::TokenStore::new(store.clone(), kp),
             cache: cache::CredentialCache::new(
                 api.credential_cache_ttl.0,
                 api.credential_cache_size,
             ),
-            limits: rate_limit::RateLimiter::new(conn.clone(), kp, api.rate_limit.clone()),
-            throttle: throttle::LoginThrottle::new(conn.clone(), kp, api.login_throttle.clone()),
-            audit: audit::AuditLog::new(conn, kp, &c.audit),
+            limits: rate_limit::RateLimiter::new(store.clone(), kp, api.rate_limit.clone()),
+            throttle: throttle::LoginThrottle::new(store.clone(), kp, api.login_throttle.clone()),
+            audit: audit::AuditLog::new(store.clone(), kp, &c.audit),
             proxies,
         });
         spawn_audit_flush(Arc::downgrade(&security), c.audit.rejection_window.0);

@@ -8,12 +8,13 @@ use crate::error::ApiError;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use rsc_protocol::errors::ErrorCode;
-use rsc_store::RedisConn;
+use rsc_protocol::names;
+use rsc_store::Store;
 
 const WINDOW_MS: i64 = 60_000;
 
 pub struct RateLimiter {
-    conn: RedisConn,
+    store: Store,
     key_prefix: String,
     config: RateLimitConfig,
 }
@@ -47,9 +48,9 @@ pub fn too_many(message: String, retry_after_secs: i64) -> Response {
 }
 
 impl RateLimiter {
-    pub fn new(conn: RedisConn, key_prefix: &str, config: RateLimitConfig) -> Self {
+    pub fn new(store: Store, key_prefix: &str, config: RateLimitConfig) -> Self {
         RateLimiter {
-            conn,
+            store,
             key_prefix: key_prefix.to_owned(),
             config,
         }
@@ -66,11 +67,8 @@ impl RateLimiter {
             return Ok(Ok(()));
         }
         let kp = &self.key_prefix;
-        let key = format!(
-            "{kp}:ratelimit:{{principal:{}}}",
-            window::key_part(principal)
-        );
-        let c = window::hit(&self.conn, &key, WINDOW_MS).await?;
+        let key = names::ratelimit_principal_key(kp, &window::key_part(principal));
+        let c = window::hit(&self.store, &key, WINDOW_MS).await?;
         if c.count > i64::from(self.config.admin_mutations_per_minute) {
             return Ok(Err(Limited {
                 what: format!(
@@ -82,8 +80,8 @@ impl RateLimiter {
         }
         if let Some(prefix) = prefix {
             let target = format!("{prefix}:{}", group.unwrap_or("*"));
-            let key = format!("{kp}:ratelimit:{{group:{}}}", window::key_part(&target));
-            let c = window::hit(&self.conn, &key, WINDOW_MS).await?;
+            let key = names::ratelimit_group_key(kp, &window::key_part(&target));
+            let c = window::hit(&self.store, &key, WINDOW_MS).await?;
             if c.count > i64::from(self.config.group_mutations_per_minute) {
                 return Ok(Err(Limited {
                     what: format!(

@@ -24,64 +24,8 @@
 use super::config::LoginThrottleConfig;
 use super::window;
 use crate::error::ApiError;
-use rsc_store::RedisConn;
-use std::sync::LazyLock;
-
-/// KEYS: pair, address, username. ARGV: now ms, failures-before-delay, max-failures-per-address,
-/// max-failures-per-username, initial delay ms, max delay ms, window ms.
-/// Returns {0} when the attempt is reserved, or {wait ms, reason} (1 pair, 2 address, 3 username ceiling).
-static RESERVE: LazyLock<redis::Script> = LazyLock::new(|| {
-    redis::Script::new(
-        r"local now = tonumber(ARGV[1])
-local pair_free, addr_free, ceiling = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local initial, max, window = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-local pn = tonumber(redis.call('HGET', KEYS[1], 'n') or '0')
-local pnext = tonumber(redis.call('HGET', KEYS[1], 'next') or '0')
-local an = tonumber(redis.call('HGET', KEYS[2], 'n') or '0')
-local anext = tonumber(redis.call('HGET', KEYS[2], 'next') or '0')
-local un = tonumber(redis.call('GET', KEYS[3]) or '0')
-if an > 0 then
-  local wait, why = 0, 0
-  if pnext > now then wait, why = pnext - now, 1 end
-  if anext > now and anext - now > wait then wait, why = anext - now, 2 end
-  if un >= ceiling and pn > 0 then
-    local t = redis.call('PTTL', KEYS[3])
-    if t > wait then wait, why = t, 3 end
-  end
-  if why > 0 then return {wait, why} end
-end
-local function delay(n, free)
-  if n < free then return 0 end
-  return math.floor(math.min(initial * math.pow(2, math.min(n - free, 40)), max))
-end
-pn, an = pn + 1, an + 1
-local pd, ad = delay(pn, pair_free), delay(an, addr_free)
-if pd > 0 then pnext = now + pd end
-if ad > 0 then anext = now + ad end
-redis.call('HSET', KEYS[1], 'n', pn, 'next', pnext, 'delay', pd)
-redis.call('PEXPIRE', KEYS[1], window)
-redis.call('HSET', KEYS[2], 'n', an, 'next', anext, 'delay', ad)
-redis.call('PEXPIRE', KEYS[2], window)
-if redis.call('INCR', KEYS[3]) == 1 or redis.call('PTTL', KEYS[3]) < 0 then
-  redis.call('PEXPIRE', KEYS[3], window)
-end
-return {0}",
-    )
-});
-
-/// KEYS: pair, address, username. A verified attempt: the pair starts afresh, the address and the username
-/// get their reservation back.
-static RELEASE: LazyLock<redis::Script> = LazyLock::new(|| {
-    redis::Script::new(
-        r"redis.call('DEL', KEYS[1])
-if redis.call('EXISTS', KEYS[2]) == 1 then
-  if redis.call('HINCRBY', KEYS[2], 'n', -1) <= 0 then redis.call('DEL', KEYS[2]) end
-end
-local u = tonumber(redis.call('GET', KEYS[3]) or '0')
-if u > 1 then redis.call('DECR', KEYS[3]) elseif u == 1 then redis.call('DEL', KEYS[3]) end
-return 0",
-    )
-});
+use rsc_protocol::names;
+use rsc_store::{Store, ThrottleBudgets, ThrottleKeys, ThrottleVerdict};
 
 /// Why an attempt was refused, and for how long.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,15 +34,7 @@ pub struct Refused {
     pub reason: Reason,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reason {
-    /// This address failed too often for this username.
-    Pair,
-    /// This address failed too often, whatever the usernames.
-    Address,
-    /// The username's ceiling over all addresses is reached, and this address has failed for it.
-    Username,
-}
+pub use rsc_store::ThrottleReason as Reason;
 
 impl Refused {
     /// Whole seconds for `Retry-After`, at least 1.
@@ -120,18 +56,18 @@ impl Refused {
 }
 
 pub struct LoginThrottle {
-    conn: RedisConn,
+    store: Store,
     key_prefix: String,
     config: LoginThrottleConfig,
 }
 
 /// The three counters of one attempt.
-pub struct Keys([String; 3]);
+pub struct Keys(ThrottleKeys);
 
 impl LoginThrottle {
-    pub fn new(conn: RedisConn, key_prefix: &str, config: LoginThrottleConfig) -> Self {
+    pub fn new(store: Store, key_prefix: &str, config: LoginThrottleConfig) -> Self {
         LoginThrottle {
-            conn,
+            store,
             key_prefix: key_prefix.to_owned(),
             config,
         }
@@ -139,20 +75,19 @@ impl LoginThrottle {
 
     /// The keys of an attempt at `username` from `addr` (one hash tag: one cluster slot).
     pub fn keys(&self, username: &str, addr: &str) -> Keys {
-        let kp = &self.key_prefix;
         // The pair is hashed together so that no username/address split is ambiguous.
         let pair = window::key_part(&format!("{username}\n{addr}"));
-        Keys([
-            format!("{kp}:login-throttle:{{login-throttle}}:pair:{pair}"),
-            format!(
-                "{kp}:login-throttle:{{login-throttle}}:addr:{}",
-                window::key_part(addr)
-            ),
-            format!(
-                "{kp}:login-throttle:{{login-throttle}}:user:{}",
-                window::key_part(username)
-            ),
-        ])
+        let (pair, address, username) = names::login_throttle_keys(
+            &self.key_prefix,
+            &pair,
+            &window::key_part(addr),
+            &window::key_part(username),
+        );
+        Keys(ThrottleKeys {
+            pair,
+            address,
+            username,
+        })
     }
 
     fn ms(d: std::time::Duration) -> i64 {
@@ -163,45 +98,31 @@ impl LoginThrottle {
     /// why it must wait.
     pub async fn reserve(&self, keys: &Keys, now_ms: i64) -> Result<Result<(), Refused>, ApiError> {
         let c = &self.config;
-        let [pair, addr, user] = &keys.0;
-        let r: Vec<i64> = RESERVE
-            .key(pair)
-            .key(addr)
-            .key(user)
-            .arg(now_ms)
-            .arg(c.failures_before_delay)
-            .arg(c.max_failures_per_address)
-            .arg(c.max_failures_per_username)
-            .arg(Self::ms(c.initial_delay.0))
-            .arg(Self::ms(c.max_delay.0))
-            .arg(Self::ms(c.window.0))
-            .invoke_async(&mut self.conn.clone())
+        let budgets = ThrottleBudgets {
+            failures_before_delay: c.failures_before_delay,
+            max_failures_per_address: c.max_failures_per_address,
+            max_failures_per_username: c.max_failures_per_username,
+            initial_delay_ms: Self::ms(c.initial_delay.0),
+            max_delay_ms: Self::ms(c.max_delay.0),
+            window_ms: Self::ms(c.window.0),
+        };
+        let verdict = self
+            .store
+            .throttle_reserve(&keys.0, now_ms, &budgets)
             .await
-            .map_err(super::tokens::redis_error)?;
-        Ok(match r.as_slice() {
-            [wait, why, ..] => Err(Refused {
-                wait_ms: *wait,
-                reason: match why {
-                    1 => Reason::Pair,
-                    2 => Reason::Address,
-                    _ => Reason::Username,
-                },
-            }),
-            _ => Ok(()),
+            .map_err(super::tokens::store_error)?;
+        Ok(match verdict {
+            ThrottleVerdict::Refused { wait_ms, reason } => Err(Refused { wait_ms, reason }),
+            ThrottleVerdict::Reserved => Ok(()),
         })
     }
 
     /// The reserved attempt's credentials verified: the pair's failures are cleared and the address's and
     /// username's counts get the reservation back.
     pub async fn verified(&self, keys: &Keys) -> Result<(), ApiError> {
-        let [pair, addr, user] = &keys.0;
-        let _: i64 = RELEASE
-            .key(pair)
-            .key(addr)
-            .key(user)
-            .invoke_async(&mut self.conn.clone())
+        self.store
+            .throttle_release(&keys.0)
             .await
-            .map_err(super::tokens::redis_error)?;
-        Ok(())
+            .map_err(super::tokens::store_error)
     }
 }

@@ -13,7 +13,8 @@
 use crate::error::ApiError;
 use base64::Engine;
 use rsc_protocol::errors::ErrorCode;
-use rsc_store::RedisConn;
+use rsc_protocol::names;
+use rsc_store::Store;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -32,7 +33,7 @@ pub struct StoredToken {
 
 #[derive(Clone)]
 pub struct TokenStore {
-    conn: RedisConn,
+    store: Store,
     key_prefix: String,
 }
 
@@ -58,6 +59,15 @@ pub fn well_formed(token: &str) -> bool {
     })
 }
 
+/// A store error as the security layer reports it: a failed Redis command with the same message as
+/// [`redis_error`], anything else as every other store call maps it.
+pub fn store_error(e: rsc_store::StoreError) -> ApiError {
+    match e {
+        rsc_store::StoreError::Redis(e) => redis_error(e),
+        other => ApiError::from(other),
+    }
+}
+
 pub fn redis_error(e: redis::RedisError) -> ApiError {
     ApiError::new(
         ErrorCode::RedisUnavailable,
@@ -66,34 +76,29 @@ pub fn redis_error(e: redis::RedisError) -> ApiError {
 }
 
 impl TokenStore {
-    pub fn new(conn: RedisConn, key_prefix: &str) -> Self {
+    pub fn new(store: Store, key_prefix: &str) -> Self {
         TokenStore {
-            conn,
+            store,
             key_prefix: key_prefix.to_owned(),
         }
     }
 
     pub fn key(&self, digest_hex: &str) -> String {
-        format!("{}:auth:token:{{{digest_hex}}}", self.key_prefix)
+        names::token_key(&self.key_prefix, digest_hex)
     }
 
     /// The user's token index (its own hash tag).
     pub fn index_key(&self, user: &str) -> String {
-        format!(
-            "{}:auth:user-tokens:{{user:{}}}",
-            self.key_prefix,
-            super::window::key_part(user)
-        )
+        names::user_tokens_key(&self.key_prefix, &super::window::key_part(user))
     }
 
     /// Deletes token keys whose index entries are gone (each key is its own slot: one command each).
     async fn delete_keys(&self, digests: &[String]) -> Result<(), ApiError> {
         for d in digests {
-            let _: i64 = redis::cmd("DEL")
-                .arg(self.key(d))
-                .query_async(&mut self.conn.clone())
+            self.store
+                .token_delete(&self.key(d))
                 .await
-                .map_err(redis_error)?;
+                .map_err(store_error)?;
         }
         Ok(())
     }
@@ -119,23 +124,21 @@ impl TokenStore {
             issued_ms: now_ms,
         };
         let json = serde_json::to_string(&value).unwrap_or_default();
-        let () = redis::cmd("SET")
-            .arg(self.key(&digest_hex))
-            .arg(json)
-            .arg("PXAT")
-            .arg(expires_ms)
-            .query_async(&mut self.conn.clone())
+        self.store
+            .token_put(&self.key(&digest_hex), &json, expires_ms)
             .await
-            .map_err(redis_error)?;
-        let evicted: Vec<String> = ADD
-            .key(self.index_key(user))
-            .arg(now_ms)
-            .arg(expires_ms)
-            .arg(&digest_hex)
-            .arg(max_per_user)
-            .invoke_async(&mut self.conn.clone())
+            .map_err(store_error)?;
+        let evicted = self
+            .store
+            .token_index_add(
+                &self.index_key(user),
+                now_ms,
+                expires_ms,
+                &digest_hex,
+                max_per_user,
+            )
             .await
-            .map_err(redis_error)?;
+            .map_err(store_error)?;
         self.delete_keys(&evicted).await?;
         Ok((token, evicted))
     }
@@ -146,103 +149,67 @@ impl TokenStore {
         digest_hex: &str,
         now_ms: i64,
     ) -> Result<Option<StoredToken>, ApiError> {
-        let raw: Option<String> = redis::cmd("GET")
-            .arg(self.key(digest_hex))
-            .query_async(&mut self.conn.clone())
+        let raw = self
+            .store
+            .token_get(&self.key(digest_hex))
             .await
-            .map_err(redis_error)?;
+            .map_err(store_error)?;
         let Some(stored) = raw
             .and_then(|r| serde_json::from_str::<StoredToken>(&r).ok())
             .filter(|t| t.expires_ms > now_ms)
         else {
             return Ok(None);
         };
-        let listed: Option<f64> = redis::cmd("ZSCORE")
-            .arg(self.index_key(&stored.user))
-            .arg(digest_hex)
-            .query_async(&mut self.conn.clone())
+        let listed = self
+            .store
+            .token_index_contains(&self.index_key(&stored.user), digest_hex)
             .await
-            .map_err(redis_error)?;
-        Ok(listed.map(|_| stored))
+            .map_err(store_error)?;
+        Ok(listed.then_some(stored))
     }
 
     /// Revokes one token; returns whether it was live.
     pub async fn revoke(&self, digest_hex: &str) -> Result<bool, ApiError> {
-        let raw: Option<String> = redis::cmd("GET")
-            .arg(self.key(digest_hex))
-            .query_async(&mut self.conn.clone())
+        let raw = self
+            .store
+            .token_get(&self.key(digest_hex))
             .await
-            .map_err(redis_error)?;
+            .map_err(store_error)?;
         let listed = match raw.and_then(|r| serde_json::from_str::<StoredToken>(&r).ok()) {
-            Some(t) => {
-                let n: i64 = redis::cmd("ZREM")
-                    .arg(self.index_key(&t.user))
-                    .arg(digest_hex)
-                    .query_async(&mut self.conn.clone())
-                    .await
-                    .map_err(redis_error)?;
-                n > 0
-            }
+            Some(t) => self
+                .store
+                .token_index_remove(&self.index_key(&t.user), digest_hex)
+                .await
+                .map_err(store_error)?,
             None => false,
         };
-        let n: i64 = redis::cmd("DEL")
-            .arg(self.key(digest_hex))
-            .query_async(&mut self.conn.clone())
+        let deleted = self
+            .store
+            .token_delete(&self.key(digest_hex))
             .await
-            .map_err(redis_error)?;
-        Ok(listed && n > 0)
+            .map_err(store_error)?;
+        Ok(listed && deleted)
     }
 
     /// Revokes every token of `user`; returns their digests.
     pub async fn revoke_all(&self, user: &str) -> Result<Vec<String>, ApiError> {
-        let digests: Vec<String> = TAKE_ALL
-            .key(self.index_key(user))
-            .invoke_async(&mut self.conn.clone())
+        let digests = self
+            .store
+            .token_index_take_all(&self.index_key(user))
             .await
-            .map_err(redis_error)?;
+            .map_err(store_error)?;
         self.delete_keys(&digests).await?;
         Ok(digests)
     }
 
     /// The digests of `user`'s listed tokens, oldest first (tests and diagnostics).
     pub async fn listed(&self, user: &str) -> Result<Vec<String>, ApiError> {
-        redis::cmd("ZRANGE")
-            .arg(self.index_key(user))
-            .arg(0)
-            .arg(-1)
-            .query_async(&mut self.conn.clone())
+        self.store
+            .token_index_list(&self.index_key(user))
             .await
-            .map_err(redis_error)
+            .map_err(store_error)
     }
 }
-
-/// KEYS: the user's index. ARGV: now ms, the new token's end, its digest, the cap. Drops ended entries,
-/// lists the new token, and removes (and returns) the oldest beyond the cap. The index expires with its
-/// last token.
-static ADD: std::sync::LazyLock<redis::Script> = std::sync::LazyLock::new(|| {
-    redis::Script::new(
-        r"redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
-redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
-local over = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[4])
-local evicted = {}
-if over > 0 then
-  evicted = redis.call('ZRANGE', KEYS[1], 0, over - 1)
-  redis.call('ZREMRANGEBYRANK', KEYS[1], 0, over - 1)
-end
-local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
-if last[2] then redis.call('PEXPIREAT', KEYS[1], last[2]) end
-return evicted",
-    )
-});
-
-/// KEYS: the user's index. Empties it and returns what it listed.
-static TAKE_ALL: std::sync::LazyLock<redis::Script> = std::sync::LazyLock::new(|| {
-    redis::Script::new(
-        r"local all = redis.call('ZRANGE', KEYS[1], 0, -1)
-redis.call('DEL', KEYS[1])
-return all",
-    )
-});
 
 /// The digest bytes of a hex digest (as [`hex`] writes them).
 pub fn unhex(text: &str) -> Option<[u8; 32]> {

@@ -1,10 +1,14 @@
 //! Deleting groups by revision, and the group index.
 
-use rsc_store::{CreateOutcome, DeleteOutcome, Store};
+use rsc_store::{CreateOutcome, DeleteOutcome, IndexEntry, IndexState, Store};
 
 use crate::fixtures::{create_group, existing_keys, group, snapshot};
 
-on_both_topologies!(delete_by_revision, group_index_operations);
+on_both_topologies!(
+    delete_by_revision,
+    group_index_operations,
+    typed_group_index
+);
 
 async fn delete_by_revision(store: &Store, name: &str) {
     let keys = group(name);
@@ -75,5 +79,61 @@ async fn group_index_operations(store: &Store, name: &str) {
     assert_eq!(
         store.index_list(&index).await.expect("list"),
         vec![(meta_a, r#"{"n":"a2"}"#.to_string())]
+    );
+}
+
+async fn typed_group_index(store: &Store, name: &str) {
+    let index = format!("rsc-test:{{index:{name}}}:group-index");
+    let entry = |prefix: &str, group: &str, state| IndexEntry {
+        stream_prefix: prefix.into(),
+        consumer_group: group.into(),
+        state,
+    };
+    let b = entry("s", "b", IndexState::Creating);
+    let a = entry("s", "a", IndexState::Live);
+    store
+        .group_index_put(&index, "meta-b", &b)
+        .await
+        .expect("put");
+    store
+        .group_index_put(&index, "meta-a", &a)
+        .await
+        .expect("put");
+    // Unreadable entries are skipped; unknown states are listed as Unknown.
+    store
+        .index_put(&index, "meta-x", "not json")
+        .await
+        .expect("put raw");
+    store
+        .index_put(
+            &index,
+            "meta-c",
+            r#"{"streamPrefix":"s","consumerGroup":"c","state":"RETIRING"}"#,
+        )
+        .await
+        .expect("put raw");
+    assert_eq!(
+        store.group_index_list(&index).await.expect("list"),
+        vec![a.clone(), b.clone(), entry("s", "c", IndexState::Unknown)]
+    );
+    let raw = store.index_list(&index).await.expect("raw list");
+    assert!(raw.contains(&(
+        "meta-a".to_string(),
+        r#"{"streamPrefix":"s","consumerGroup":"a","state":"LIVE"}"#.to_string()
+    )));
+    store
+        .group_index_remove(&index, "meta-a")
+        .await
+        .expect("remove");
+    store
+        .group_index_put(&index, "meta-b", &entry("s", "b", IndexState::Live))
+        .await
+        .expect("overwrite");
+    assert_eq!(
+        store.group_index_list(&index).await.expect("list"),
+        vec![
+            entry("s", "b", IndexState::Live),
+            entry("s", "c", IndexState::Unknown)
+        ]
     );
 }

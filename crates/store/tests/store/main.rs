@@ -33,3 +33,8 @@ mod delete_index;
 mod heartbeat;
 mod hot_path;
 mod leases;
+mod limits;
+mod security_records;
+mod shards;
+mod stream_records;
+mod tokens;

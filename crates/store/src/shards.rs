@@ -1,0 +1,248 @@
+//! Shard streams, the data plane the coordinator provisions and watches: creating a stream with its
+//! Redis consumer group, checking which keys exist, the `XINFO` evidence of how far a group has read
+//! (offsets, drain evidence), and retiring a drained stream.
+//!
+//! Stream names are the caller's (`rsc_protocol::names::shard_stream_key`): shard streams carry no hash
+//! tag, so every call here touches one key. `XINFO` replies are decoded in both RESP2 (flat arrays) and
+//! RESP3 (maps). Retiring is one script (`lua/retire_if_drained.lua`) so that a late write between the
+//! check and the delete is never lost.
+
+use std::sync::LazyLock;
+
+use redis::{Script, Value};
+
+use crate::error::StoreError;
+use crate::store::Store;
+
+static RETIRE_IF_DRAINED: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/retire_if_drained.lua")));
+
+/// What `XINFO STREAM` says about a stream that exists.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StreamInfo {
+    pub length: i64,
+    pub entries_added: Option<i64>,
+    pub last_generated_id: Option<String>,
+    pub first_entry_id: Option<String>,
+    pub last_entry_id: Option<String>,
+}
+
+/// What `XINFO GROUPS` says about one Redis consumer group (None: the field is missing or null, e.g. a
+/// lag Redis cannot compute).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ConsumerGroupInfo {
+    pub name: Option<String>,
+    pub pending: Option<i64>,
+    pub lag: Option<i64>,
+    pub entries_read: Option<i64>,
+    pub last_delivered_id: Option<String>,
+}
+
+/// The answer to [`Store::shard_retire_if_drained`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetireOutcome {
+    /// The stream was deleted, or was not there.
+    Retired,
+    /// A consumer group has not read everything (a late write): the stream is kept.
+    KeptUnread,
+}
+
+/// Parses a stream id `<ms>-<seq>`.
+pub fn parse_stream_id(id: &str) -> Option<(u64, u64)> {
+    let (ms, seq) = id.split_once('-')?;
+    Some((ms.parse().ok()?, seq.parse().ok()?))
+}
+
+impl Store {
+    /// Creates (idempotently) the stream `key` and the Redis consumer group `group` on it, starting at
+    /// the stream's end (`$`) with ENTRIESREAD set to the stream's entries-added, so its lag is known (0)
+    /// from the start. A group that already exists (BUSYGROUP) is fine.
+    pub async fn shard_provision(&self, key: &str, group: &str) -> Result<(), StoreError> {
+        let entries_added = match self.shard_stream_info(key).await? {
+            Some(info) => info.entries_added.unwrap_or(0),
+            None => 0,
+        };
+        let created: redis::RedisResult<Value> = redis::cmd("XGROUP")
+            .arg("CREATE")
+            .arg(key)
+            .arg(group)
+            .arg("$")
+            .arg("MKSTREAM")
+            .arg("ENTRIESREAD")
+            .arg(entries_added)
+            .query_async(&mut self.connection())
+            .await;
+        match created {
+            Ok(_) => Ok(()),
+            Err(e) if e.code() == Some("BUSYGROUP") => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Whether each of `keys` exists, in order (EXISTS, pipelined in chunks).
+    ///
+    /// In a Redis Cluster the keys of one call must hash to one slot: the cluster connection refuses a
+    /// pipeline across slots (`CrossSlot`), and the call fails. (As the coordinator used it before this
+    /// moved into the store; shard streams carry no hash tag, so a multi-shard check fails on a
+    /// cluster. Known, not yet fixed.)
+    pub async fn keys_exist(&self, keys: &[String]) -> Result<Vec<bool>, StoreError> {
+        let mut out = Vec::with_capacity(keys.len());
+        for chunk in keys.chunks(256) {
+            let mut pipe = redis::pipe();
+            for k in chunk {
+                pipe.cmd("EXISTS").arg(k);
+            }
+            let exists: Vec<i64> = pipe.query_async(&mut self.connection()).await?;
+            out.extend(exists.into_iter().map(|n| n > 0));
+        }
+        Ok(out)
+    }
+
+    /// `XINFO STREAM`; None when the stream does not exist.
+    pub async fn shard_stream_info(&self, key: &str) -> Result<Option<StreamInfo>, StoreError> {
+        let reply: redis::RedisResult<Value> = redis::cmd("XINFO")
+            .arg("STREAM")
+            .arg(key)
+            .query_async(&mut self.connection())
+            .await;
+        let info = match reply {
+            Ok(v) => v,
+            Err(e) if is_missing_key(&e) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        Ok(Some(StreamInfo {
+            length: field_i64(&info, "length").unwrap_or(0),
+            entries_added: field_i64(&info, "entries-added"),
+            last_generated_id: field(&info, "last-generated-id").and_then(text),
+            first_entry_id: entry_id(field(&info, "first-entry")),
+            last_entry_id: entry_id(field(&info, "last-entry")),
+        }))
+    }
+
+    /// `XINFO GROUPS`; None when the stream does not exist.
+    pub async fn shard_groups(
+        &self,
+        key: &str,
+    ) -> Result<Option<Vec<ConsumerGroupInfo>>, StoreError> {
+        let reply: redis::RedisResult<Vec<Value>> = redis::cmd("XINFO")
+            .arg("GROUPS")
+            .arg(key)
+            .query_async(&mut self.connection())
+            .await;
+        let groups = match reply {
+            Ok(v) => v,
+            Err(e) if is_missing_key(&e) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        Ok(Some(
+            groups
+                .iter()
+                .map(|g| ConsumerGroupInfo {
+                    name: field(g, "name").and_then(text),
+                    pending: field_i64(g, "pending"),
+                    lag: field_i64(g, "lag"),
+                    entries_read: field_i64(g, "entries-read"),
+                    last_delivered_id: field(g, "last-delivered-id").and_then(text),
+                })
+                .collect(),
+        ))
+    }
+
+    /// `XLEN` (0 when the stream does not exist).
+    pub async fn shard_length(&self, key: &str) -> Result<i64, StoreError> {
+        Ok(redis::cmd("XLEN")
+            .arg(key)
+            .query_async(&mut self.connection())
+            .await?)
+    }
+
+    /// `MEMORY USAGE` of the stream in bytes (None when it does not exist).
+    pub async fn shard_memory_usage(&self, key: &str) -> Result<Option<i64>, StoreError> {
+        Ok(redis::cmd("MEMORY")
+            .arg("USAGE")
+            .arg(key)
+            .query_async(&mut self.connection())
+            .await?)
+    }
+
+    /// Deletes the stream only if every consumer group on it has read everything, atomically (see
+    /// `lua/retire_if_drained.lua`).
+    pub async fn shard_retire_if_drained(&self, key: &str) -> Result<RetireOutcome, StoreError> {
+        let n: i64 = RETIRE_IF_DRAINED
+            .key(key)
+            .invoke_async(&mut self.connection())
+            .await?;
+        Ok(if n == -1 {
+            RetireOutcome::KeptUnread
+        } else {
+            RetireOutcome::Retired
+        })
+    }
+}
+
+fn is_missing_key(e: &redis::RedisError) -> bool {
+    e.to_string().to_ascii_lowercase().contains("no such key")
+}
+
+fn text(v: &Value) -> Option<String> {
+    match v {
+        Value::BulkString(b) => String::from_utf8(b.clone()).ok(),
+        Value::SimpleString(s) => Some(s.clone()),
+        Value::VerbatimString { text, .. } => Some(text.clone()),
+        _ => None,
+    }
+}
+
+/// The id of an XINFO `first-entry`/`last-entry` value (`[id, [field, value, …]]` or nil).
+fn entry_id(v: Option<&Value>) -> Option<String> {
+    match v? {
+        Value::Array(items) => items.first().and_then(text),
+        _ => None,
+    }
+}
+
+/// Reads an integer field from an XINFO-style reply (flat key/value array in RESP2, a map in RESP3).
+fn field_i64(v: &Value, name: &str) -> Option<i64> {
+    field(v, name).and_then(|f| match f {
+        Value::Int(i) => Some(*i),
+        Value::BulkString(b) => std::str::from_utf8(b).ok()?.parse().ok(),
+        Value::SimpleString(s) => s.parse().ok(),
+        _ => None,
+    })
+}
+
+/// Finds a named field in an XINFO-style reply.
+fn field<'a>(v: &'a Value, name: &str) -> Option<&'a Value> {
+    let is_name = |k: &Value| match k {
+        Value::BulkString(b) => b.as_slice() == name.as_bytes(),
+        Value::SimpleString(s) => s == name,
+        _ => false,
+    };
+    match v {
+        Value::Array(items) => items
+            .chunks(2)
+            .find(|kv| kv.len() == 2 && is_name(&kv[0]))
+            .map(|kv| &kv[1]),
+        Value::Map(pairs) => pairs.iter().find(|(k, _)| is_name(k)).map(|(_, v)| v),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn xinfo_fields_in_resp2_and_resp3() {
+        let name = |s: &str| Value::BulkString(s.as_bytes().to_vec());
+        let flat = Value::Array(vec![name("lag"), Value::Int(3), name("pending"), name("0")]);
+        assert_eq!(field_i64(&flat, "lag"), Some(3));
+        assert_eq!(field_i64(&flat, "pending"), Some(0));
+        assert_eq!(field_i64(&flat, "name"), None);
+        let map = Value::Map(vec![(Value::SimpleString("lag".into()), Value::Nil)]);
+        assert_eq!(field_i64(&map, "lag"), None);
+        assert!(field(&map, "lag").is_some());
+        assert_eq!(parse_stream_id("12-3"), Some((12, 3)));
+        assert_eq!(parse_stream_id("12"), None);
+    }
+}

@@ -1,0 +1,124 @@
+//! Bearer tokens: one key per token and one index per user.
+//!
+//! A token key (a STRING, named after the token's digest, its own hash tag) holds the caller's JSON
+//! record and expires with the session (`SET … PXAT`). A user's index (a ZSET of digests scored by
+//! their end, its own hash tag) is the authority on which tokens are live: listing with the cap
+//! (`lua/token_index_add.lua`) and emptying (`lua/token_index_take_all.lua`) are each one script on
+//! that one key. Token keys and index keys live in different slots, so no script spans both; the
+//! coordinator orders the calls (write the token, then list it; unlist, then delete). Key names and the
+//! record's format are the caller's (`rsc_protocol::names`, the coordinator's `StoredToken`).
+
+use std::sync::LazyLock;
+
+use redis::Script;
+
+use crate::error::StoreError;
+use crate::store::Store;
+
+static INDEX_ADD: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/token_index_add.lua")));
+static INDEX_TAKE_ALL: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/token_index_take_all.lua")));
+
+impl Store {
+    /// Writes a token's record under `token_key`, expiring at `expires_ms` (epoch ms).
+    pub async fn token_put(
+        &self,
+        token_key: &str,
+        record_json: &str,
+        expires_ms: i64,
+    ) -> Result<(), StoreError> {
+        let () = redis::cmd("SET")
+            .arg(token_key)
+            .arg(record_json)
+            .arg("PXAT")
+            .arg(expires_ms)
+            .query_async(&mut self.connection())
+            .await?;
+        Ok(())
+    }
+
+    /// A token's record, if its key exists.
+    pub async fn token_get(&self, token_key: &str) -> Result<Option<String>, StoreError> {
+        Ok(redis::cmd("GET")
+            .arg(token_key)
+            .query_async(&mut self.connection())
+            .await?)
+    }
+
+    /// Deletes a token's key; returns whether it existed.
+    pub async fn token_delete(&self, token_key: &str) -> Result<bool, StoreError> {
+        let n: i64 = redis::cmd("DEL")
+            .arg(token_key)
+            .query_async(&mut self.connection())
+            .await?;
+        Ok(n > 0)
+    }
+
+    /// Lists `digest` (ending at `expires_ms`) in the user's index at `now_ms`, after dropping ended
+    /// entries; removes and returns the oldest digests beyond `cap`. The index expires with its last
+    /// token.
+    pub async fn token_index_add(
+        &self,
+        index_key: &str,
+        now_ms: i64,
+        expires_ms: i64,
+        digest: &str,
+        cap: u32,
+    ) -> Result<Vec<String>, StoreError> {
+        Ok(INDEX_ADD
+            .key(index_key)
+            .arg(now_ms)
+            .arg(expires_ms)
+            .arg(digest)
+            .arg(cap)
+            .invoke_async(&mut self.connection())
+            .await?)
+    }
+
+    /// Whether `digest` is listed in the index.
+    pub async fn token_index_contains(
+        &self,
+        index_key: &str,
+        digest: &str,
+    ) -> Result<bool, StoreError> {
+        let score: Option<f64> = redis::cmd("ZSCORE")
+            .arg(index_key)
+            .arg(digest)
+            .query_async(&mut self.connection())
+            .await?;
+        Ok(score.is_some())
+    }
+
+    /// Unlists `digest`; returns whether it was listed.
+    pub async fn token_index_remove(
+        &self,
+        index_key: &str,
+        digest: &str,
+    ) -> Result<bool, StoreError> {
+        let n: i64 = redis::cmd("ZREM")
+            .arg(index_key)
+            .arg(digest)
+            .query_async(&mut self.connection())
+            .await?;
+        Ok(n > 0)
+    }
+
+    /// Empties the index in one step and returns the digests it listed.
+    pub async fn token_index_take_all(&self, index_key: &str) -> Result<Vec<String>, StoreError> {
+        Ok(INDEX_TAKE_ALL
+            .key(index_key)
+            .invoke_async(&mut self.connection())
+            .await?)
+    }
+
+    /// The listed digests, earliest end first.
+    pub async fn token_index_list(&self, index_key: &str) -> Result<Vec<String>, StoreError> {
+        Ok(redis::cmd("ZRANGE")
+            .arg(index_key)
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut self.connection())
+            .await?)
+    }
+}

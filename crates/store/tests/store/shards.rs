@@ -1,0 +1,165 @@
+//! Shard streams: provisioning, existence, XINFO evidence and retiring.
+
+use rsc_store::{RetireOutcome, Store, parse_stream_id};
+
+use crate::fixtures::raw;
+
+on_both_topologies!(
+    provision_and_xinfo_evidence,
+    keys_exist_in_order,
+    retire_only_when_drained
+);
+
+async fn provision_and_xinfo_evidence(store: &Store, name: &str) {
+    let key = format!("rsc-test-{name}:0");
+    let other = format!("rsc-test-{name}:1");
+    assert_eq!(store.shard_stream_info(&key).await.expect("info"), None);
+    assert_eq!(store.shard_groups(&key).await.expect("groups"), None);
+    assert_eq!(store.shard_length(&key).await.expect("xlen"), 0);
+    assert_eq!(store.shard_memory_usage(&key).await.expect("memory"), None);
+    assert_eq!(
+        store
+            .keys_exist(std::slice::from_ref(&key))
+            .await
+            .expect("exists"),
+        vec![false]
+    );
+    assert_eq!(
+        store
+            .keys_exist(std::slice::from_ref(&other))
+            .await
+            .expect("exists"),
+        vec![false]
+    );
+
+    store.shard_provision(&key, "g").await.expect("provision");
+    store
+        .shard_provision(&key, "g")
+        .await
+        .expect("provision again (BUSYGROUP)");
+    assert_eq!(
+        store
+            .keys_exist(std::slice::from_ref(&key))
+            .await
+            .expect("exists"),
+        vec![true]
+    );
+    let info = store
+        .shard_stream_info(&key)
+        .await
+        .expect("info")
+        .expect("exists");
+    assert_eq!((info.length, info.entries_added), (0, Some(0)));
+    assert_eq!(info.first_entry_id, None);
+
+    // Entries written before a second group is created: it starts at the end with a known lag of 0.
+    for _ in 0..3 {
+        let _: String = raw(
+            store,
+            redis::cmd("XADD").arg(&key).arg("*").arg("f").arg("v"),
+        )
+        .await;
+    }
+    store.shard_provision(&key, "h").await.expect("provision h");
+    let info = store
+        .shard_stream_info(&key)
+        .await
+        .expect("info")
+        .expect("exists");
+    assert_eq!((info.length, info.entries_added), (3, Some(3)));
+    assert!(info.first_entry_id.is_some());
+    assert_eq!(info.last_entry_id, info.last_generated_id);
+    assert!(parse_stream_id(info.last_generated_id.as_deref().unwrap()).is_some());
+    assert_eq!(store.shard_length(&key).await.expect("xlen"), 3);
+    assert!(
+        store
+            .shard_memory_usage(&key)
+            .await
+            .expect("memory")
+            .is_some_and(|b| b > 0)
+    );
+
+    let groups = store
+        .shard_groups(&key)
+        .await
+        .expect("groups")
+        .expect("exists");
+    let g = groups
+        .iter()
+        .find(|g| g.name.as_deref() == Some("g"))
+        .expect("g");
+    assert_eq!(
+        (g.pending, g.lag, g.entries_read),
+        (Some(0), Some(3), Some(0))
+    );
+    let h = groups
+        .iter()
+        .find(|g| g.name.as_deref() == Some("h"))
+        .expect("h");
+    assert_eq!((h.pending, h.lag), (Some(0), Some(0)));
+    assert_eq!(h.last_delivered_id, info.last_generated_id);
+
+    // A key of another type is an error, not "missing".
+    let _: () = raw(store, redis::cmd("SET").arg(&other).arg("x")).await;
+    assert!(store.shard_provision(&other, "g").await.is_err());
+}
+
+/// Several keys in one call: in order. On a cluster the keys must share a slot (see `keys_exist`).
+async fn keys_exist_in_order(store: &Store, name: &str) {
+    let keys: Vec<String> = (0..3).map(|i| format!("rsc-test:{{{name}}}:{i}")).collect();
+    let _: () = raw(store, redis::cmd("SET").arg(&keys[1]).arg("x")).await;
+    assert_eq!(
+        store.keys_exist(&keys).await.expect("exists"),
+        vec![false, true, false]
+    );
+}
+
+async fn retire_only_when_drained(store: &Store, name: &str) {
+    let key = format!("rsc-test-{name}:0");
+    assert_eq!(
+        store
+            .shard_retire_if_drained(&key)
+            .await
+            .expect("retire missing"),
+        RetireOutcome::Retired
+    );
+    store.shard_provision(&key, "g").await.expect("provision");
+    let _: String = raw(
+        store,
+        redis::cmd("XADD").arg(&key).arg("*").arg("f").arg("v"),
+    )
+    .await;
+    assert_eq!(
+        store.shard_retire_if_drained(&key).await.expect("retire"),
+        RetireOutcome::KeptUnread,
+        "an unread entry keeps the stream"
+    );
+    let _: redis::Value = raw(
+        store,
+        redis::cmd("XREADGROUP")
+            .arg("GROUP")
+            .arg("g")
+            .arg("c")
+            .arg("STREAMS")
+            .arg(&key)
+            .arg(">"),
+    )
+    .await;
+    assert_eq!(
+        store.shard_retire_if_drained(&key).await.expect("retire"),
+        RetireOutcome::KeptUnread,
+        "a pending entry keeps the stream"
+    );
+    let id = store
+        .shard_stream_info(&key)
+        .await
+        .expect("info")
+        .and_then(|i| i.last_generated_id)
+        .expect("id");
+    let _: i64 = raw(store, redis::cmd("XACK").arg(&key).arg("g").arg(&id)).await;
+    assert_eq!(
+        store.shard_retire_if_drained(&key).await.expect("retire"),
+        RetireOutcome::Retired
+    );
+    assert_eq!(store.keys_exist(&[key]).await.expect("exists"), vec![false]);
+}

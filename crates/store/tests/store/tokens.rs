@@ -1,0 +1,91 @@
+//! Token records and the per-user token index scripts.
+
+use rsc_store::Store;
+
+use crate::fixtures::raw;
+
+on_both_topologies!(token_records_and_index);
+
+async fn token_records_and_index(store: &Store, name: &str) {
+    let now: i64 = store.server_time_ms().await.expect("time");
+    let index = format!("rsc-test:auth:user-tokens:{{user:{name}}}");
+    let key = |d: &str| format!("rsc-test:auth:token:{{{name}-{d}}}");
+
+    // Records expire with the session.
+    store
+        .token_put(&key("a"), r#"{"user":"u"}"#, now + 60_000)
+        .await
+        .expect("put");
+    assert_eq!(
+        store.token_get(&key("a")).await.expect("get").as_deref(),
+        Some(r#"{"user":"u"}"#)
+    );
+    let ttl: i64 = raw(store, redis::cmd("PTTL").arg(key("a"))).await;
+    assert!(ttl > 0 && ttl <= 60_000, "{ttl}");
+    assert_eq!(store.token_get(&key("none")).await.expect("get"), None);
+
+    // Listing with a cap of 2: ended entries go first, then the oldest beyond the cap.
+    let ended: Vec<String> = store
+        .token_index_add(&index, now, now - 1, "ended", 2)
+        .await
+        .expect("add");
+    assert_eq!(ended, Vec::<String>::new());
+    let evicted = store
+        .token_index_add(&index, now, now + 10_000, "a", 2)
+        .await
+        .expect("add");
+    assert_eq!(
+        evicted,
+        Vec::<String>::new(),
+        "the ended entry is dropped, not evicted"
+    );
+    assert_eq!(
+        store.token_index_list(&index).await.expect("list"),
+        vec!["a"]
+    );
+    store
+        .token_index_add(&index, now, now + 30_000, "b", 2)
+        .await
+        .expect("add");
+    let evicted = store
+        .token_index_add(&index, now, now + 20_000, "c", 2)
+        .await
+        .expect("add");
+    assert_eq!(evicted, vec!["a"]);
+    assert_eq!(
+        store.token_index_list(&index).await.expect("list"),
+        vec!["c", "b"]
+    );
+    // The index expires with its last token.
+    let at: i64 = raw(store, redis::cmd("PEXPIRETIME").arg(&index)).await;
+    assert_eq!(at, now + 30_000);
+
+    assert!(
+        store
+            .token_index_contains(&index, "b")
+            .await
+            .expect("contains")
+    );
+    assert!(
+        !store
+            .token_index_contains(&index, "a")
+            .await
+            .expect("contains")
+    );
+    assert!(store.token_index_remove(&index, "b").await.expect("remove"));
+    assert!(!store.token_index_remove(&index, "b").await.expect("remove"));
+
+    assert_eq!(
+        store.token_index_take_all(&index).await.expect("take"),
+        vec!["c"]
+    );
+    let exists: i64 = raw(store, redis::cmd("EXISTS").arg(&index)).await;
+    assert_eq!(exists, 0);
+    assert_eq!(
+        store.token_index_take_all(&index).await.expect("take"),
+        Vec::<String>::new()
+    );
+
+    assert!(store.token_delete(&key("a")).await.expect("delete"));
+    assert!(!store.token_delete(&key("a")).await.expect("delete"));
+}
