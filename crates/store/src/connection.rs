@@ -62,6 +62,11 @@ impl std::fmt::Debug for RedisConn {
 const RECONNECT_RETRIES: usize = 1;
 
 impl RedisConn {
+    /// Whether this is a Redis Cluster connection (where one pipeline must not span slots).
+    pub fn is_cluster(&self) -> bool {
+        matches!(self.inner, Inner::Cluster(_))
+    }
+
     /// Connects within `timeout`. The same bound applies to every later command's reply, so a
     /// stalled Redis surfaces as a (transient) error instead of a hung request.
     pub(crate) async fn open(

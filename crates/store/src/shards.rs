@@ -79,21 +79,41 @@ impl Store {
         }
     }
 
-    /// Whether each of `keys` exists, in order (EXISTS, pipelined in chunks).
-    ///
-    /// In a Redis Cluster the keys of one call must hash to one slot: the cluster connection refuses a
-    /// pipeline across slots (`CrossSlot`), and the call fails. (As the coordinator used it before this
-    /// moved into the store; shard streams carry no hash tag, so a multi-shard check fails on a
-    /// cluster. Known, not yet fixed.)
+    /// Whether each of `keys` exists, in order. Standalone: EXISTS pipelined in chunks. Redis Cluster: the
+    /// keys of a stream's shards lie in many slots and a cluster pipeline may not span slots, so each key
+    /// gets its own EXISTS, sent concurrently in chunks (the cluster connection routes each to its node).
     pub async fn keys_exist(&self, keys: &[String]) -> Result<Vec<bool>, StoreError> {
         let mut out = Vec::with_capacity(keys.len());
+        let conn = self.connection();
         for chunk in keys.chunks(256) {
-            let mut pipe = redis::pipe();
-            for k in chunk {
-                pipe.cmd("EXISTS").arg(k);
+            if conn.is_cluster() {
+                let mut asks = tokio::task::JoinSet::new();
+                for (i, k) in chunk.iter().enumerate() {
+                    let (mut c, k) = (conn.clone(), k.clone());
+                    asks.spawn(async move {
+                        let n: redis::RedisResult<i64> =
+                            redis::cmd("EXISTS").arg(&k).query_async(&mut c).await;
+                        (i, n)
+                    });
+                }
+                let mut found = vec![false; chunk.len()];
+                while let Some(joined) = asks.join_next().await {
+                    let (i, n) = joined.map_err(|e| {
+                        StoreError::from(redis::RedisError::from(std::io::Error::other(
+                            e.to_string(),
+                        )))
+                    })?;
+                    found[i] = n? > 0;
+                }
+                out.extend(found);
+            } else {
+                let mut pipe = redis::pipe();
+                for k in chunk {
+                    pipe.cmd("EXISTS").arg(k);
+                }
+                let exists: Vec<i64> = pipe.query_async(&mut conn.clone()).await?;
+                out.extend(exists.into_iter().map(|n| n > 0));
             }
-            let exists: Vec<i64> = pipe.query_async(&mut self.connection()).await?;
-            out.extend(exists.into_iter().map(|n| n > 0));
         }
         Ok(out)
     }
