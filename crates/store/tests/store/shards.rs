@@ -117,7 +117,10 @@ async fn keys_exist_in_order(store: &Store, name: &str) {
     for i in [0, 7, 299] {
         let _: () = raw(store, redis::cmd("SET").arg(&shards[i]).arg("x")).await;
     }
-    let found = store.keys_exist(&shards).await.expect("exists across slots");
+    let found = store
+        .keys_exist(&shards)
+        .await
+        .expect("exists across slots");
     let present: Vec<usize> = (0..300).filter(|i| found[*i]).collect();
     assert_eq!(present, vec![0, 7, 299]);
 }
