@@ -1,5 +1,5 @@
-//! The `rsc` binary: `rsc serve` runs the coordinator. Further verbs (admin, bench, demo) are added as their
-//! features land.
+//! The `rsc` binary: `rsc serve` runs the coordinator, `rsc demo` shows a live demo group, `rsc bench` drives
+//! load against a running coordinator, `rsc hash-password` prints an Argon2id hash for the configuration.
 
 mod bench;
 mod demo;

@@ -1,4 +1,4 @@
-//! Counters the coordinator keeps while it works, read by health and (later) the metrics exporter.
+//! Counters the coordinator keeps while it works, read by health and, at scrape time, by `/metrics`.
 //! Plain atomics: incrementing one must never contend on the heartbeat path.
 
 use rsc_protocol::wire::HeartbeatStatus;

@@ -1,4 +1,4 @@
-//! rsc-faults: the multi-process fault-injection suite (issue 6).
+//! rsc-faults: the multi-process fault-injection suite.
 //!
 //! The orchestrator (`tests/faults.rs`) runs a real `redis-server` (AOF, `appendfsync always`), two `rsc
 //! serve` replicas, several consumer processes and one producer process (the `rsc-fault-worker` binary of

@@ -1,4 +1,4 @@
-//! `rsc bench …`: benchmarks that drive a running coordinator (issue 7; see BENCHMARKS.md).
+//! `rsc bench …`: benchmarks that drive a running coordinator (see BENCHMARKS.md).
 
 mod common;
 pub mod dataplane;
