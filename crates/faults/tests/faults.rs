@@ -1,4 +1,4 @@
-//! The fault-injection end-to-end run (issue 6): real processes, a seeded schedule of faults during
+//! The fault-injection end-to-end run: real processes, a seeded schedule of faults during
 //! traffic, and end checks over the ownership logs and Redis. See the `rsc_faults` crate documentation for
 //! what the read-interval invariant means under SIGKILL and SIGSTOP.
 //!
