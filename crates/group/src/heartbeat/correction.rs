@@ -42,9 +42,7 @@ pub(super) fn sync_metadata(
     correction.observed_metadata_version = correction.observed_metadata_version.max(observed);
     correction.updated_at_ms = now_ms;
     next.updated_at_ms = now_ms;
-    let mut t = Transition::default();
-    t.must_be_live.push(member.member_id.clone());
-    t.renew.push(member.member_id.clone());
+    let t = Transition::renewing(&member.member_id);
     Decision {
         response,
         outcome: Outcome::Write(Box::new(t)),
@@ -102,9 +100,7 @@ pub(super) fn correction_round(
         let next = g.written();
         next.updated_at_ms = now_ms;
         let response = member_response(next, &m.member_id, req, timing);
-        let mut t = Transition::default();
-        t.must_be_live.push(m.member_id.clone());
-        t.renew.push(m.member_id.clone());
+        let t = Transition::renewing(&m.member_id);
         return Decision {
             response,
             outcome: Outcome::Write(Box::new(t)),
@@ -126,9 +122,7 @@ pub(super) fn correction_round(
     next.members.insert(m.member_id.clone(), m.clone());
     next.metadata_correction = Some(corr);
     next.updated_at_ms = now_ms;
-    let mut t = Transition::default();
-    t.must_be_live.push(m.member_id.clone());
-    t.renew.push(m.member_id.clone());
+    let t = Transition::renewing(&m.member_id);
     Decision {
         response,
         outcome: Outcome::Write(Box::new(t)),
@@ -142,9 +136,7 @@ fn write_member(g: &mut Draft<'_>, m: &Member, now_ms: i64) -> Outcome {
     };
     next.members.insert(m.member_id.clone(), m.clone());
     next.updated_at_ms = now_ms;
-    let mut t = Transition::default();
-    t.must_be_live.push(m.member_id.clone());
-    t.renew.push(m.member_id.clone());
+    let t = Transition::renewing(&m.member_id);
     Outcome::Write(Box::new(t))
 }
 

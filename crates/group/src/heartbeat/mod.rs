@@ -72,6 +72,16 @@ pub struct Transition {
 }
 
 impl Transition {
+    /// A transition (its aggregate filled in by the caller) that requires `member_id`'s lease to be live and
+    /// renews it.
+    pub fn renewing(member_id: &str) -> Self {
+        Transition {
+            must_be_live: vec![member_id.to_owned()],
+            renew: vec![member_id.to_owned()],
+            ..Transition::default()
+        }
+    }
+
     pub fn new(group: Group) -> Self {
         Transition {
             group: Some(group),
