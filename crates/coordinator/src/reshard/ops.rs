@@ -65,18 +65,16 @@ impl Coordinator {
                 None if stream.record.shard_count == target => {
                     let now = self.clock.now_ms();
                     let noop = Migration {
-                        resharding_id: "noop".into(),
-                        from_shard_count: target,
-                        to_shard_count: target,
-                        state: MigrationState::Deprecated,
-                        requested_by: requested_by.clone(),
-                        reason: reason.clone(),
-                        created_at_ms: now,
-                        updated_at_ms: now,
-                        activated_at_ms: None,
-                        draining_at_ms: None,
                         completed_at_ms: Some(now),
-                        end_reason: None,
+                        ..Migration::new(
+                            "noop".into(),
+                            target,
+                            target,
+                            MigrationState::Deprecated,
+                            requested_by.clone(),
+                            reason.clone(),
+                            now,
+                        )
                     };
                     let noops = vec![noop; groups.len()];
                     return Ok(self.scale_response(prefix, target, &groups, &noops));
@@ -85,20 +83,15 @@ impl Coordinator {
                     self.refuse_foreign_shard_keys(prefix, &stream.record, target)
                         .await?;
                     let now = self.clock.now_ms();
-                    let m = Migration {
-                        resharding_id: format!("reshard-{}", uuid::Uuid::new_v4()),
-                        from_shard_count: stream.record.shard_count,
-                        to_shard_count: target,
-                        state: MigrationState::Preparing,
-                        requested_by: requested_by.clone(),
-                        reason: reason.clone(),
-                        created_at_ms: now,
-                        updated_at_ms: now,
-                        activated_at_ms: None,
-                        draining_at_ms: None,
-                        completed_at_ms: None,
-                        end_reason: None,
-                    };
+                    let m = Migration::new(
+                        format!("reshard-{}", uuid::Uuid::new_v4()),
+                        stream.record.shard_count,
+                        target,
+                        MigrationState::Preparing,
+                        requested_by.clone(),
+                        reason.clone(),
+                        now,
+                    );
                     let mut next = stream.record.clone();
                     // The new keys were checked above: from now on they are the coordinator's.
                     next.provisioned_shard_count = Some(next.provisioned_upto().max(target));
