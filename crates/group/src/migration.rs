@@ -84,6 +84,32 @@ pub struct Migration {
 }
 
 impl Migration {
+    /// A migration created at `now_ms` in `state`, no phase reached yet and no end reason.
+    pub fn new(
+        resharding_id: String,
+        from_shard_count: u32,
+        to_shard_count: u32,
+        state: MigrationState,
+        requested_by: String,
+        reason: String,
+        now_ms: i64,
+    ) -> Self {
+        Migration {
+            resharding_id,
+            from_shard_count,
+            to_shard_count,
+            state,
+            requested_by,
+            reason,
+            created_at_ms: now_ms,
+            updated_at_ms: now_ms,
+            activated_at_ms: None,
+            draining_at_ms: None,
+            completed_at_ms: None,
+            end_reason: None,
+        }
+    }
+
     pub fn is_scale_in(&self) -> bool {
         self.to_shard_count < self.from_shard_count
     }

@@ -1,0 +1,271 @@
+//! The simulated members of `rsc bench heartbeat`: the member protocol, one heartbeat, a round over
+//! many members, convergence and the steady phase.
+
+use super::*;
+
+/// HTTP access to the coordinator.
+pub(super) struct Api {
+    pub(super) http: reqwest::Client,
+    pub(super) base: String,
+    pub(super) auth: Option<(String, String)>,
+}
+
+impl Api {
+    pub(super) fn req(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        let r = self.http.request(method, format!("{}{path}", self.base));
+        match &self.auth {
+            Some((u, p)) => r.basic_auth(u, Some(p)),
+            None => r,
+        }
+    }
+}
+
+/// One simulated member, following the protocol like the e2e test member.
+pub(super) struct Member {
+    pub(super) id: String,
+    pub(super) group: usize,
+    pub(super) epoch: i64,
+    pub(super) metadata_version: i64,
+    pub(super) owned: Vec<u32>,
+    pub(super) draining: Vec<u32>,
+    pub(super) revoked: Vec<u32>,
+    pub(super) seq: u64,
+    pub(super) last: Option<(HeartbeatStatus, AssignmentView)>,
+}
+
+impl Member {
+    pub(super) fn request(&mut self) -> HeartbeatRequest {
+        self.seq += 1;
+        let mut revoking: Vec<RevokingShardReport> = self
+            .draining
+            .iter()
+            .map(|&s| RevokingShardReport {
+                shard: ShardId::new(s),
+                state: RevokeState::Draining,
+                in_flight: 1,
+                acked_at: None,
+            })
+            .collect();
+        revoking.extend(self.revoked.iter().map(|&s| RevokingShardReport {
+            shard: ShardId::new(s),
+            state: RevokeState::Revoked,
+            in_flight: 0,
+            acked_at: None,
+        }));
+        HeartbeatRequest {
+            protocol_version: 1,
+            request_id: format!("{}-{}", self.id, self.seq),
+            member_id: self.id.clone(),
+            member_name: None,
+            member_epoch: self.epoch,
+            metadata_version: self.metadata_version,
+            runtime_consumer_capacity: RuntimeConsumerCapacity {
+                runtime_max_concurrency: 1,
+                available_concurrency: 1,
+            },
+            owned_shards: self.owned.iter().map(|&s| ShardId::new(s)).collect(),
+            revoking_shards: revoking,
+            shard_progress: vec![],
+        }
+    }
+
+    pub(super) fn apply(&mut self, resp: HeartbeatResponse) {
+        // Draining shards finish after one heartbeat; REVOKED is reported once.
+        self.revoked = std::mem::take(&mut self.draining);
+        match resp.status {
+            HeartbeatStatus::Ok => {
+                let assigned: Vec<u32> = resp
+                    .assignment
+                    .assigned_shards
+                    .iter()
+                    .map(|s| s.shard_index)
+                    .collect();
+                for s in self.owned.iter().filter(|s| !assigned.contains(s)) {
+                    self.draining.push(*s);
+                }
+                self.owned = assigned;
+                self.epoch = resp.member_epoch;
+                self.metadata_version = resp.metadata_version;
+            }
+            HeartbeatStatus::FencedMemberEpoch | HeartbeatStatus::UnknownMemberId => {
+                self.owned.clear();
+                self.epoch = 0;
+            }
+            _ => {}
+        }
+        self.last = Some((resp.status, resp.assignment));
+    }
+
+    /// OK, owns exactly what is assigned, nothing pending, nothing being given up.
+    pub(super) fn settled(&self) -> bool {
+        match &self.last {
+            Some((HeartbeatStatus::Ok, a)) => {
+                a.pending_shards.is_empty()
+                    && self.draining.is_empty()
+                    && self.revoked.is_empty()
+                    && a.assigned_shards.len() == self.owned.len()
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Outcome of one worker's share of a phase.
+#[derive(Default)]
+pub(super) struct Tally {
+    pub(super) latencies_us: Vec<u32>,
+    pub(super) statuses: BTreeMap<&'static str, u64>,
+    pub(super) errors: u64,
+    pub(super) first_error: Option<String>,
+}
+
+pub(super) async fn heartbeat_once(
+    api: &Api,
+    streams: &[String],
+    m: &mut Member,
+    tally: &mut Tally,
+) -> Option<Duration> {
+    let body = m.request();
+    let stream = &streams[m.group];
+    let path = format!(
+        "/coord/v1/streams/{stream}/groups/{stream}/members/{}/heartbeat",
+        m.id
+    );
+    let start = Instant::now();
+    let result = async {
+        let r = api
+            .req(reqwest::Method::POST, &path)
+            .json(&body)
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        let status = r.status();
+        let bytes = r.bytes().await.map_err(|e| e.to_string())?;
+        if !status.is_success() {
+            return Err(format!(
+                "HTTP {status}: {}",
+                String::from_utf8_lossy(&bytes)
+            ));
+        }
+        serde_json::from_slice::<HeartbeatResponse>(&bytes).map_err(|e| e.to_string())
+    }
+    .await;
+    let elapsed = start.elapsed();
+    match result {
+        Ok(resp) => {
+            *tally.statuses.entry(resp.status.as_str()).or_default() += 1;
+            m.apply(resp);
+            Some(elapsed)
+        }
+        Err(e) => {
+            tally.errors += 1;
+            tally.first_error.get_or_insert(e);
+            None
+        }
+    }
+}
+
+/// One convergence round: every worker heartbeats each of its members once.
+pub(super) async fn round(
+    api: &Arc<Api>,
+    streams: &Arc<Vec<String>>,
+    shares: Vec<Vec<Member>>,
+) -> (Vec<Vec<Member>>, Tally) {
+    let mut handles = Vec::with_capacity(shares.len());
+    for mut share in shares {
+        let api = api.clone();
+        let streams = streams.clone();
+        handles.push(tokio::spawn(async move {
+            let mut tally = Tally::default();
+            for m in share.iter_mut() {
+                heartbeat_once(&api, &streams, m, &mut tally).await;
+            }
+            (share, tally)
+        }));
+    }
+    let mut out = Vec::with_capacity(handles.len());
+    let mut total = Tally::default();
+    for h in handles {
+        let (share, tally) = h.await.expect("bench worker panicked");
+        out.push(share);
+        merge(&mut total, tally);
+    }
+    (out, total)
+}
+
+pub(super) fn merge(into: &mut Tally, from: Tally) {
+    into.latencies_us.extend(from.latencies_us);
+    for (k, v) in from.statuses {
+        *into.statuses.entry(k).or_default() += v;
+    }
+    into.errors += from.errors;
+    if into.first_error.is_none() {
+        into.first_error = from.first_error;
+    }
+}
+
+pub(super) fn converged(shares: &[Vec<Member>], groups: usize, shards: u32) -> bool {
+    let mut assigned = vec![0usize; groups];
+    for m in shares.iter().flatten() {
+        if !m.settled() {
+            return false;
+        }
+        assigned[m.group] += m.owned.len();
+    }
+    assigned.iter().all(|&n| n == shards as usize)
+}
+
+/// The steady phase: each worker cycles over its members until the deadline.
+pub(super) async fn steady(
+    api: &Arc<Api>,
+    streams: &Arc<Vec<String>>,
+    shares: Vec<Vec<Member>>,
+    duration: Duration,
+    rate: Option<f64>,
+) -> (Tally, Duration) {
+    let workers = shares.len();
+    // Each worker sends at rate/workers per second, on a fixed schedule (no catch-up bursts beyond it).
+    let interval = rate.map(|r| Duration::from_secs_f64(workers as f64 / r));
+    let start = Instant::now();
+    let deadline = start + duration;
+    let mut handles = Vec::with_capacity(workers);
+    for (w, mut share) in shares.into_iter().enumerate() {
+        let api = api.clone();
+        let streams = streams.clone();
+        handles.push(tokio::spawn(async move {
+            let mut tally = Tally::default();
+            if share.is_empty() {
+                return tally;
+            }
+            // Stagger workers over one interval so a rate-limited run does not send in waves.
+            let mut next = interval.map(|i| start + i.mul_f64(w as f64 / workers as f64));
+            let mut i = 0usize;
+            loop {
+                if let (Some(n), Some(iv)) = (next.as_mut(), interval) {
+                    if *n >= deadline {
+                        break;
+                    }
+                    tokio::time::sleep_until((*n).into()).await;
+                    *n += iv;
+                }
+                if Instant::now() >= deadline {
+                    break;
+                }
+                let n = share.len();
+                let m = &mut share[i % n];
+                i += 1;
+                if let Some(d) = heartbeat_once(&api, &streams, m, &mut tally).await {
+                    tally
+                        .latencies_us
+                        .push(d.as_micros().min(u32::MAX as u128) as u32);
+                }
+            }
+            tally
+        }));
+    }
+    let mut total = Tally::default();
+    for h in handles {
+        merge(&mut total, h.await.expect("bench worker panicked"));
+    }
+    (total, start.elapsed())
+}

@@ -1,0 +1,94 @@
+//! Tests of `rsc bench heartbeat`: argument bounds, loopback URLs, /proc and commandstats parsing,
+//! coordinator discovery and Redis cost.
+
+use super::*;
+use clap::Parser;
+
+#[derive(Parser)]
+struct T {
+    #[command(flatten)]
+    a: HeartbeatArgs,
+}
+
+#[test]
+fn defaults_and_bounds() {
+    let t = T::try_parse_from(["t"]).unwrap();
+    assert_eq!(t.a.members, 1000);
+    assert_eq!(t.a.groups, 10);
+    assert_eq!(t.a.shards, 12);
+    assert_eq!(t.a.concurrency, 64);
+    assert_eq!(t.a.coordinator, "http://127.0.0.1:8080");
+    let mut a = t.a.clone();
+    a.username = None;
+    a.password = None;
+    assert!(a.validate().is_ok());
+    a.coordinator = "http://10.0.0.1:8080".into();
+    assert!(a.validate().is_err());
+    let t = T::try_parse_from(["t", "--members", "0"]).unwrap();
+    assert!(t.a.validate().is_err());
+}
+
+#[test]
+fn the_coordinator_is_found_by_its_listening_port() {
+    assert_eq!(url_port("http://127.0.0.1:8080"), Some(8080));
+    assert_eq!(url_port("http://localhost/x"), Some(80));
+    assert_eq!(url_port("http://[::1]:9000/"), Some(9000));
+    assert_eq!(url_port("http://[::1]/"), Some(80));
+    let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4242 1 0000000000000000 100 0 0 10 0
+   1: 0100007F:1F90 0100007F:C350 01 00000000:00000000 00:00000000 00000000     0        0 5151 1 0000000000000000 20 4 30 10 -1
+   2: 0100007F:1F91 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 6161 1 0000000000000000 100 0 0 10 0";
+    assert_eq!(listening_inodes(table, 8080), vec![4242]);
+    assert_eq!(listening_inodes(table, 8081), vec![6161]);
+    assert!(listening_inodes(table, 9999).is_empty());
+    assert_eq!(socket_inode("socket:[4242]"), Some(4242));
+    assert_eq!(socket_inode("pipe:[4242]"), None);
+}
+
+#[test]
+fn redis_cost_is_unknown_rather_than_an_unmeasured_zero() {
+    let before: BTreeMap<String, u64> = [("evalsha".to_owned(), 10), ("info".to_owned(), 3)].into();
+    let same = before.clone();
+    assert!(
+        redis_cost(None, 100, None)
+            .unwrap_err()
+            .contains("--redis-url")
+    );
+    assert!(
+        redis_cost(Some((&before, &same)), 100, Some("redis://127.0.0.1:6379"))
+            .unwrap_err()
+            .contains("is it the coordinator's Redis?")
+    );
+    let after: BTreeMap<String, u64> = [("evalsha".to_owned(), 110), ("info".to_owned(), 4)].into();
+    let cost = redis_cost(Some((&before, &after)), 100, None).unwrap();
+    assert_eq!(cost.commands_per_heartbeat, 1.0);
+    assert_eq!(cost.evalsha_per_heartbeat, 1.0);
+}
+
+#[test]
+fn loopback_urls() {
+    assert!(is_loopback_url("http://127.0.0.1:8080"));
+    assert!(is_loopback_url("http://localhost"));
+    assert!(is_loopback_url("http://[::1]:80/x"));
+    assert!(is_loopback_url("redis://:pw@127.0.0.1:6379"));
+    assert!(!is_loopback_url("http://example.com"));
+    assert!(!is_loopback_url("127.0.0.1:8080"));
+}
+
+#[test]
+fn parses_commandstats_proc_stat_and_percentiles() {
+    let info = "# Commandstats\r\ncmdstat_evalsha:calls=10,usec=5,usec_per_call=0.5\r\ncmdstat_hget:calls=3,usec=1\r\n";
+    let s = parse_commandstats(info);
+    assert_eq!(s.get("evalsha"), Some(&10));
+    assert_eq!(s.get("hget"), Some(&3));
+    let stat = "42 (rsc serve) S 1 2 3 4 5 6 7 8 9 10 100 20 0 0";
+    assert_eq!(parse_cpu_ticks(stat), Some(120));
+    let status = "Name:\trsc\nVmHWM:\t  9000 kB\nVmRSS:\t  8192 kB\n";
+    assert_eq!(parse_vm_rss_kib(status), Some(8192));
+    assert_eq!(parse_vm_rss_kib("Name:\trsc\n"), None);
+    let v: Vec<u32> = (1..=1000).collect();
+    assert_eq!(percentile(&v, 0.5), Some(500));
+    assert_eq!(percentile(&v, 0.99), Some(990));
+    assert_eq!(percentile(&v, 1.0), Some(1000));
+    assert_eq!(percentile(&[], 0.5), None);
+}

@@ -1,0 +1,275 @@
+//! Tests of the shard reader against Redis: one XACK per handled batch, a read answered after the lease
+//! lapsed stays pending, a delivery read before a Redis restart is acked on retry.
+use super::*;
+use redis::streams::StreamPendingReply;
+use rsc_testkit::RedisServer;
+use tokio::sync::mpsc;
+
+const STREAM: &str = "orders:0";
+const GROUP: &str = "orders";
+/// Bound on every wait of the test (a delivery arriving, a retried ack succeeding, the loop ending).
+const WAIT: Duration = Duration::from_secs(20);
+
+/// A fresh connection for the test's own commands.
+async fn admin(client: &redis::Client) -> redis::aio::MultiplexedConnection {
+    client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect to the test redis")
+}
+
+async fn pending(client: &redis::Client) -> usize {
+    let reply: StreamPendingReply = admin(client)
+        .await
+        .xpending(STREAM, GROUP)
+        .await
+        .expect("XPENDING");
+    reply.count()
+}
+
+/// Acks like an application that retries a failed ack; returns (still pending, failed attempts).
+async fn ack_with_retries(d: &Delivery) -> (bool, usize) {
+    let deadline = Instant::now() + WAIT;
+    let mut failures = 0;
+    loop {
+        match d.ack().await {
+            Ok(was_pending) => return (was_pending, failures),
+            Err(e) => {
+                failures += 1;
+                assert!(
+                    Instant::now() < deadline,
+                    "ack still failing after {failures} attempts: {e}"
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
+/// Tells a loop to stop and waits (bounded) until it ended without panicking.
+async fn stop_and_join(stop: &watch::Sender<bool>, task: tokio::task::JoinHandle<()>) {
+    stop.send_replace(true);
+    tokio::time::timeout(WAIT, task)
+        .await
+        .expect("loop ends when told to stop")
+        .expect("loop did not panic");
+}
+
+/// A read loop of shard 0 for member m1 whose handler passes every delivery to `tx` without acking it.
+fn test_reader(
+    client: &redis::Client,
+    tx: mpsc::UnboundedSender<Delivery>,
+    stop: watch::Receiver<bool>,
+    lease: watch::Receiver<Option<Instant>>,
+    poll_timeout: Duration,
+) -> ReaderCtx<impl Handler> {
+    ReaderCtx {
+        member_id: "m1".into(),
+        group: GROUP.into(),
+        stream_key: STREAM.into(),
+        shard: 0,
+        reclaim: false,
+        client: client.clone(),
+        handler: Arc::new(move |d: Delivery| {
+            let _ = tx.send(d);
+            std::future::ready(())
+        }),
+        local: Arc::new(ShardLocal::default()),
+        stop,
+        lease,
+        workers: Arc::new(Semaphore::new(1)),
+        worker_count: 1,
+        reading_count: Arc::new(AtomicUsize::new(1)),
+        handled: Arc::new(AtomicU64::new(0)),
+        batch_size: 10,
+        ack_after_handle: false,
+        poll_timeout,
+        events: None,
+    }
+}
+
+/// With `ack_after_handle`, the entries of a batch are acknowledged by one XACK once their handler
+/// returned, and the shard's progress says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ack_after_handle_acknowledges_a_handled_batch_with_one_xack() {
+    let redis_server = RedisServer::builder().start();
+    let client = redis::Client::open(redis_server.url()).expect("redis url");
+    let mut c = admin(&client).await;
+    let _: () = c
+        .xgroup_create_mkstream(STREAM, GROUP, "0")
+        .await
+        .expect("XGROUP CREATE");
+    let mut ids = Vec::new();
+    for n in 0..3 {
+        let id: String = c.xadd(STREAM, "*", &[("n", n)]).await.expect("XADD");
+        ids.push(id);
+    }
+    let before = rsc_testkit::command_calls(&redis_server.url()).await;
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (stop_tx, stop) = watch::channel(false);
+    let (_lease_tx, lease) = watch::channel(Some(Instant::now() + Duration::from_secs(3600)));
+    let mut reader = test_reader(&client, tx, stop, lease, Duration::from_millis(200));
+    reader.ack_after_handle = true;
+    let local = reader.local.clone();
+    let task = tokio::spawn(reader.run());
+    for id in &ids {
+        let d = tokio::time::timeout(WAIT, rx.recv())
+            .await
+            .expect("delivered in time")
+            .expect("reader alive");
+        assert_eq!(d.id(), id);
+    }
+    let deadline = Instant::now() + WAIT;
+    while pending(&client).await > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the handled batch was never acknowledged"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let after = rsc_testkit::command_calls(&redis_server.url()).await;
+    let xacks = after.get("xack").copied().unwrap_or(0) - before.get("xack").copied().unwrap_or(0);
+    assert_eq!(xacks, 1, "one XACK for the batch of three");
+    {
+        let p = local.lock();
+        assert_eq!(p.last_acked_id.as_deref(), Some(ids[2].as_str()));
+        assert_eq!(p.pending, 0);
+    }
+    stop_and_join(&stop_tx, task).await;
+}
+
+/// The process was paused while Redis answered a blocking read, and resumed after the lease lapsed: the
+/// entries must not reach the handler (the shard may be another member's by now). They stay pending
+/// under this member for the next owner, and this member's next loop of the shard reclaims them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_answered_after_the_lease_lapsed_is_not_handed_over_and_stays_pending() {
+    let redis_server = RedisServer::builder().start();
+    let client = redis::Client::open(redis_server.url()).expect("redis url");
+    let mut c = admin(&client).await;
+    let _: () = c
+        .xgroup_create_mkstream(STREAM, GROUP, "0")
+        .await
+        .expect("XGROUP CREATE");
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (_stop_tx, stop) = watch::channel(false);
+    let (lease_tx, lease) = watch::channel(Some(Instant::now() + Duration::from_secs(3600)));
+    let reader = test_reader(&client, tx, stop, lease, Duration::from_secs(10));
+    let local = reader.local.clone();
+    let task = tokio::spawn(reader.run());
+
+    // Wait until the loop blocks in XREADGROUP, then let the lease lapse (as a pause would) and publish.
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let info: redis::InfoDict = redis::cmd("INFO")
+            .arg("clients")
+            .query_async(&mut c)
+            .await
+            .expect("INFO");
+        if info.get::<i64>("blocked_clients") == Some(1) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the loop never blocked in a read"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    lease_tx.send_replace(Some(Instant::now()));
+    let id: String = c.xadd(STREAM, "*", &[("n", "1")]).await.expect("XADD");
+
+    tokio::time::timeout(WAIT, task)
+        .await
+        .expect("the loop ends once its lease lapsed")
+        .expect("loop did not panic");
+    assert!(
+        rx.try_recv().is_err(),
+        "an entry read after the lease lapsed reached the handler"
+    );
+    let reply: StreamPendingReply = c.xpending(STREAM, GROUP).await.expect("XPENDING");
+    assert_eq!(reply.count(), 1, "the entry stays pending");
+    assert_eq!(
+        local.in_flight.load(Ordering::SeqCst),
+        0,
+        "nothing counted in flight"
+    );
+    assert!(
+        local.left_pending.load(Ordering::SeqCst),
+        "the next loop of the shard is told to reclaim"
+    );
+
+    // The next loop (renewed lease, reclaiming) hands the entry over.
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (stop_tx, stop) = watch::channel(false);
+    let (_lease_tx, lease) = watch::channel(Some(Instant::now() + Duration::from_secs(3600)));
+    let mut reader = test_reader(&client, tx, stop, lease, Duration::from_millis(200));
+    reader.reclaim = true;
+    let task = tokio::spawn(reader.run());
+    let d = tokio::time::timeout(WAIT, rx.recv())
+        .await
+        .expect("the pending entry is reclaimed in time")
+        .expect("reader alive");
+    assert_eq!(d.id(), id);
+    assert!(d.reclaimed(), "it came from the pending list");
+    stop_and_join(&stop_tx, task).await;
+}
+
+/// A Redis restart broke the connection a delivery was read with; the application's retried ack must
+/// still succeed (the delivery's connection reconnects), and the loop itself must read on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delivery_read_before_a_redis_restart_is_acked_on_retry_after_it() {
+    let redis_server = RedisServer::builder().appendonly(true).start();
+    let client = redis::Client::open(redis_server.url()).expect("redis url");
+    let mut c = admin(&client).await;
+    let _: () = c
+        .xgroup_create_mkstream(STREAM, GROUP, "0")
+        .await
+        .expect("XGROUP CREATE");
+    let first: String = c.xadd(STREAM, "*", &[("n", "1")]).await.expect("XADD");
+
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (stop_tx, stop) = watch::channel(false);
+    let (_lease_tx, lease) = watch::channel(Some(Instant::now() + Duration::from_secs(3600)));
+    let reader = test_reader(&client, tx, stop, lease, Duration::from_millis(200));
+    let task = tokio::spawn(reader.run());
+
+    let d1 = tokio::time::timeout(WAIT, rx.recv())
+        .await
+        .expect("first entry delivered in time")
+        .expect("reader alive");
+    assert_eq!(d1.id(), first);
+
+    // AOF on: the stream and its pending entry survive the restart.
+    let redis_server = tokio::task::spawn_blocking(move || {
+        let mut r = redis_server;
+        r.restart();
+        r
+    })
+    .await
+    .expect("restart");
+    assert_eq!(pending(&client).await, 1, "the entry survived, pending");
+
+    let (was_pending, failures) = ack_with_retries(&d1).await;
+    assert!(was_pending, "the retried ack removed the pending entry");
+    assert_eq!(pending(&client).await, 0, "XPENDING after the ack");
+    eprintln!("ack after restart succeeded after {failures} failed attempt(s)");
+
+    // The loop replaced its own connection after the failed read and reads new entries.
+    let second: String = admin(&client)
+        .await
+        .xadd(STREAM, "*", &[("n", "2")])
+        .await
+        .expect("XADD");
+    let d2 = tokio::time::timeout(WAIT, rx.recv())
+        .await
+        .expect("entry after the restart delivered in time")
+        .expect("reader alive");
+    assert_eq!(d2.id(), second);
+    assert!(
+        ack_with_retries(&d2).await.0,
+        "the second entry was pending"
+    );
+    assert_eq!(pending(&client).await, 0);
+
+    stop_and_join(&stop_tx, task).await;
+    drop(redis_server);
+}

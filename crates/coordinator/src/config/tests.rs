@@ -1,0 +1,138 @@
+//! Tests of the coordinator configuration: defaults, file, environment and flag layering, durations, key
+//! names and validation.
+
+use super::*;
+
+fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+#[test]
+fn defaults_match_the_contract() {
+    let c = load(None, &env(&[]), &Overrides::default())
+        .unwrap()
+        .coordinator;
+    assert_eq!(c.heartbeat_interval.ms(), 3_000);
+    assert_eq!(c.member_lease_ttl.ms(), 15_000);
+    assert_eq!(c.rebalance_timeout.ms(), 60_000);
+    assert_eq!(c.store.key_prefix, "redis-stream:coord");
+    assert_eq!(c.listen, "127.0.0.1:8080");
+    assert_eq!(c.redis_url, "redis://127.0.0.1:6379");
+}
+
+#[test]
+fn env_overrides_file_and_accepts_human_durations() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rsc.toml");
+    std::fs::write(&path, "[coordinator]\nmember-lease-ttl = \"20s\"\nheartbeat-interval = 1000\n[coordinator.store]\nkey-prefix = \"from-file\"\n").unwrap();
+    let c = load(
+        Some(&path),
+        &env(&[
+            ("COORDINATOR_MEMBER_LEASE_TTL", "3s"),
+            ("COORDINATOR_STORE_KEY_PREFIX", "from-env"),
+        ]),
+        &Overrides {
+            listen: Some("127.0.0.1:9999".into()),
+            redis_url: None,
+        },
+    )
+    .unwrap()
+    .coordinator;
+    assert_eq!(c.member_lease_ttl.ms(), 3_000);
+    assert_eq!(c.heartbeat_interval.ms(), 1_000);
+    assert_eq!(c.store.key_prefix, "from-env");
+    assert_eq!(c.listen, "127.0.0.1:9999");
+}
+
+#[test]
+fn unknown_keys_and_bad_values_name_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.toml");
+    std::fs::write(&path, "[coordinator]\nheartbeat-intervall = \"3s\"\n").unwrap();
+    let err = load(Some(&path), &env(&[]), &Overrides::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("heartbeat-intervall"), "{err}");
+
+    let err = load(
+        None,
+        &env(&[("COORDINATOR_MEMBER_LEASE_TTL", "soon")]),
+        &Overrides::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("member-lease-ttl") && err.contains("soon"),
+        "{err}"
+    );
+    // It names the variable the value came from, not a Rust type.
+    assert!(
+        err.contains("(from environment variable COORDINATOR_MEMBER_LEASE_TTL)"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("BTreeMap") && !err.contains("figment"),
+        "{err}"
+    );
+
+    let err = load(
+        None,
+        &env(&[("COORDINATOR_DEFAULTS_INITIAL_SHARD_COUNT", "many")]),
+        &Overrides::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("(from environment variable COORDINATOR_DEFAULTS_INITIAL_SHARD_COUNT)"),
+        "{err}"
+    );
+
+    let err = load(Some(&path), &env(&[]), &Overrides::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("bad.toml"), "{err}");
+
+    let err = load(
+        None,
+        &env(&[("COORDINATOR_NO_SUCH_THING", "1")]),
+        &Overrides::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("COORDINATOR_NO_SUCH_THING"), "{err}");
+
+    let err = load(
+        None,
+        &env(&[("COORDINATOR_MEMBER_LEASE_TTL", "1s")]),
+        &Overrides::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("coordinator.member-lease-ttl"), "{err}");
+
+    let err = load(
+        None,
+        &env(&[]),
+        &Overrides {
+            listen: Some("nonsense".into()),
+            redis_url: None,
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("coordinator.listen"), "{err}");
+}
+
+#[test]
+fn every_known_key_has_an_env_name() {
+    let keys = known_keys();
+    assert!(keys.contains(&"coordinator.store.key-prefix".to_owned()));
+    assert!(keys.contains(&"coordinator.loop.tick-interval".to_owned()));
+    assert_eq!(
+        env_name("coordinator.store.key-prefix"),
+        "COORDINATOR_STORE_KEY_PREFIX"
+    );
+}

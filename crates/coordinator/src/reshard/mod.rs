@@ -1,0 +1,64 @@
+//! Online resharding: scale a stream's shard count, drain removed shards, roll back, force-complete.
+//!
+//! The shard count belongs to the stream record (`<kp>:{<p>}:stream`), so routing for every group of a
+//! stream is always identical. A scale runs as recorded steps, each resumable from Redis:
+//! 1. the stream record gets the migration in PREPARING (compare-and-set) — unless a scale-out's new shard
+//!    keys already exist and were not provisioned by the coordinator: like create, a scale never adopts a key
+//!    someone else created (409 `STREAM_PREFIX_ALREADY_EXISTS`, nothing recorded or provisioned);
+//! 2. every new shard stream and its Redis consumer group is provisioned for every group of the stream
+//!    (a failure answers 503 `REDIS_STREAM_PROVISIONING_FAILED`, nothing is switched, a retry resumes);
+//! 3. the stream record switches to the new shard count (ACTIVE) in one write — routing changes here;
+//! 4. each group adopts the migration (`rsc_group::migration::adopt`), here or, after a crash, in the
+//!    reconciler or on the next routing request;
+//! 5. the reconciler collects drain evidence for removed shards (`XINFO GROUPS`: pending 0 and a known lag of
+//!    0 for every Redis consumer group on the key), lets them leave the assignment, and completes the
+//!    migration; when every group is done the stream's migration ends and removed shard streams are retired
+//!    (and the record stops counting the keys that are gone as its own).
+//!
+//! Split by concern: `record.rs` the stream record and group updates, `ops.rs` the scale / rollback /
+//! force-complete operations, `drain.rs` drain evidence and migration completion, `views.rs` the JSON
+//! responses.
+
+mod drain;
+mod ops;
+mod record;
+mod views;
+
+use views::{migration_json, migration_state_in_groups};
+
+use crate::cache::{Cached, GroupName};
+use crate::coordinator::{Commit, Coordinator, MAX_CAS_ATTEMPTS};
+use crate::error::ApiError;
+use crate::error::store_error_text;
+use crate::provision::{existing_shards, provision};
+use rsc_group::heartbeat::Transition;
+use rsc_group::migration::{self, Migration, MigrationError, MigrationState};
+use rsc_group::model::{Group, ShardSet};
+use rsc_group::stream::StreamRecord;
+use rsc_protocol::errors::ErrorCode;
+use rsc_protocol::names::{self, shard_stream_key};
+use rsc_protocol::validate;
+use rsc_protocol::wire::{MigrationActionRequest, ScaleRequest};
+use rsc_store::IndexState;
+use rsc_store::{CasOutcome, CreateOutcome, RetireOutcome, parse_stream_id};
+use serde_json::{Value, json};
+
+/// A stream record and the revision it was read at.
+#[derive(Debug, Clone)]
+pub struct CachedStream {
+    pub record: StreamRecord,
+    pub revision: u64,
+}
+
+impl From<MigrationError> for ApiError {
+    fn from(e: MigrationError) -> Self {
+        match e {
+            MigrationError::NotFound(id) => ApiError::new(
+                ErrorCode::MigrationNotFound,
+                format!("migration {id} does not exist for this group"),
+            ),
+            MigrationError::NotAllowed(why) => ApiError::new(ErrorCode::RollbackNotAllowed, why),
+            MigrationError::EpochOverflow(e) => e.into(),
+        }
+    }
+}

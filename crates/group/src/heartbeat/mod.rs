@@ -1,0 +1,293 @@
+//! The heartbeat decision procedure (wire-contract §4.3, with the defects design.md lists fixed).
+//!
+//! `decide` is pure: given the group as last written, a validated request and the current time, it returns
+//! the response and what must be persisted for that response to be true:
+//! - `Outcome::Rejected`: nothing is stored (protocol errors, unknown or fenced members);
+//! - `Outcome::Steady`: nothing in the aggregate changes; the caller renews the member's lease (and stores
+//!   progress) in one round trip, conditional on the revision it decided on;
+//! - `Outcome::Write`: a new aggregate to compare-and-set, with lease conditions and lease operations.
+//!
+//! Epochs: a request whose epoch lies in `incarnation_epoch..=member_epoch` comes from the current
+//! incarnation and is always answered (a retry after a lost response is never fenced). Its report can only
+//! release shards whose revocation it had already seen (revocation epoch ≤ request epoch).
+//!
+//! Split by concern: this file holds the entry points (`decide`, `probe`, `decide_in_place`) and the
+//! types they return; [`Draft`] is in `draft.rs`, each transition (join, leave, accept, fence) in
+//! `transitions.rs`, the metadata-correction round in `correction.rs`, response building in `respond.rs`.
+
+mod correction;
+mod draft;
+mod respond;
+mod transitions;
+
+pub use correction::restate_on_committed;
+pub use draft::Draft;
+pub use respond::{member_response, rejected_response};
+pub use transitions::fence_member;
+
+use correction::{correction_round, sync_metadata};
+use draft::Rebalance;
+use respond::{exhausted, fenced_reply, rejected, response, restricted_response};
+use transitions::{accept, join, leave};
+
+use crate::model::{
+    EpochOverflow, Group, Hold, Member, MemberState, MetadataCorrection, RevokeReport, ShardSet,
+    incremented,
+};
+use crate::rebalance::{bumped, recompute_target, settle};
+use crate::timing::Timing;
+use rsc_protocol::wire::{
+    AssignmentView, HeartbeatRequest, HeartbeatResponse, HeartbeatStatus, ShardId,
+};
+use rsc_protocol::{PROTOCOL_VERSION_MAX, PROTOCOL_VERSION_MIN};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+/// What the caller must persist before sending the response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Nothing to store. `needs_fresh_state`: the answer depends on group state, so a caller deciding on a
+    /// cached aggregate must reload and decide again before answering.
+    Rejected { needs_fresh_state: bool },
+    /// Renew the member's lease (only if still live) and store its progress; the aggregate is unchanged.
+    Steady,
+    /// Compare-and-set a new aggregate.
+    Write(Box<Transition>),
+}
+
+/// A new aggregate plus the lease conditions and operations that must apply atomically with it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Transition {
+    pub group: Option<Group>,
+    /// Members whose leases must have lapsed (by Redis time) for this transition to be valid.
+    pub must_be_lapsed: Vec<String>,
+    /// Members whose leases must still be live.
+    pub must_be_live: Vec<String>,
+    /// Members whose leases are renewed.
+    pub renew: Vec<String>,
+    /// Members whose lease and progress entries are removed.
+    pub remove: Vec<String>,
+    /// Redis time must be at least this (0 = no condition).
+    pub not_before_ms: i64,
+}
+
+impl Transition {
+    /// A transition (its aggregate filled in by the caller) that requires `member_id`'s lease to be live and
+    /// renews it.
+    pub fn renewing(member_id: &str) -> Self {
+        Transition {
+            must_be_live: vec![member_id.to_owned()],
+            renew: vec![member_id.to_owned()],
+            ..Transition::default()
+        }
+    }
+
+    pub fn new(group: Group) -> Self {
+        Transition {
+            group: Some(group),
+            ..Transition::default()
+        }
+    }
+
+    /// Every member this transition names, in a lease condition or a lease operation.
+    pub fn named_members(&self) -> impl Iterator<Item = &String> {
+        self.must_be_lapsed
+            .iter()
+            .chain(&self.must_be_live)
+            .chain(&self.renew)
+            .chain(&self.remove)
+    }
+}
+
+/// Things worth counting that do not change the answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Signals {
+    /// A member reported a newer metadataVersion or epoch than the group holds.
+    pub metadata_regression: bool,
+    /// A member reported a shard as being revoked after its release was recorded.
+    pub rebalance_regression: bool,
+    /// The member was fenced by this request.
+    pub fenced: bool,
+    /// The transition this request calls for would overflow an epoch (answered RETRY, nothing stored).
+    pub epochs_exhausted: bool,
+}
+
+/// Who sends a heartbeat, as far as member ownership goes. A member incarnation records the principal that
+/// joined it ([`Member::owner`]); a heartbeat or leave for it from another principal is refused, unless the
+/// caller may act for any member (an ADMIN). Heartbeats served without authentication have no principal:
+/// nothing is recorded and nothing is checked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Caller<'a> {
+    pub principal: Option<&'a str>,
+    pub acts_for_any_member: bool,
+}
+
+impl Caller<'_> {
+    /// Unauthenticated heartbeats (and the simulator).
+    pub const ANONYMOUS: Caller<'static> = Caller {
+        principal: None,
+        acts_for_any_member: false,
+    };
+}
+
+/// The principal that owns `member_id` in `g`, if it is not `caller` and `caller` may not act for it.
+pub fn owner_conflict<'g>(g: &'g Group, member_id: &str, caller: &Caller<'_>) -> Option<&'g str> {
+    let principal = caller.principal?;
+    if caller.acts_for_any_member {
+        return None;
+    }
+    g.members
+        .get(member_id)
+        .and_then(|m| m.owner.as_deref())
+        .filter(|owner| *owner != principal)
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    pub response: HeartbeatResponse,
+    pub outcome: Outcome,
+    pub signals: Signals,
+}
+
+/// Decides a heartbeat for `path_member_id` in `group` (None = the group does not exist). A `Write` carries
+/// the new aggregate, a copy of `group` with the transition applied.
+pub fn decide(
+    group: Option<&Group>,
+    path_member_id: &str,
+    req: &HeartbeatRequest,
+    now_ms: i64,
+    timing: &Timing,
+) -> Decision {
+    let Some(g) = group else {
+        return match precheck(path_member_id, req, timing) {
+            Some(d) => d,
+            None => rejected(req, timing, HeartbeatStatus::UnknownMemberId, true),
+        };
+    };
+    let mut g = Draft::new(Cow::Borrowed(g));
+    let mut d = decide_in_place(&mut g, path_member_id, req, None, now_ms, timing);
+    if let Outcome::Write(t) = &mut d.outcome {
+        t.group = Some(g.into_group());
+    }
+    d
+}
+
+/// Decides only *what kind* of answer `req` gets: a rejection or a steady renewal exactly as [`decide`]
+/// gives it, but a write without building it (an empty transition, a placeholder response, the same
+/// signals). The heartbeat path uses it to tell steady heartbeats from transitions without copying a big
+/// group; transitions are then decided for real in a batch.
+pub fn probe(
+    group: Option<&Group>,
+    path_member_id: &str,
+    req: &HeartbeatRequest,
+    now_ms: i64,
+    timing: &Timing,
+) -> Decision {
+    let Some(g) = group else {
+        return decide(None, path_member_id, req, now_ms, timing);
+    };
+    let mut g = Draft::probe(g);
+    decide_in_place(&mut g, path_member_id, req, None, now_ms, timing)
+}
+
+/// A probed write: nothing built, the request's own echo as the response (never sent).
+fn probe_write(req: &HeartbeatRequest, timing: &Timing, signals: Signals) -> Decision {
+    Decision {
+        response: rejected_response(req, timing, HeartbeatStatus::Retry),
+        outcome: Outcome::Write(Box::default()),
+        signals,
+    }
+}
+
+/// Decides like [`decide`] on an existing group, but a `Write` is applied to `g` itself (made owned on the
+/// first change, so an owned aggregate is changed without being copied) and its transition carries no
+/// aggregate. Any other outcome leaves `g` untouched. A heartbeat transition names (in its lease conditions
+/// and operations) no member but the requesting one. `joiner`: the principal a join records as the new
+/// incarnation's owner (None when heartbeats are unauthenticated); ownership itself is checked by the caller
+/// ([`owner_conflict`]).
+pub fn decide_in_place(
+    g: &mut Draft<'_>,
+    path_member_id: &str,
+    req: &HeartbeatRequest,
+    joiner: Option<&str>,
+    now_ms: i64,
+    timing: &Timing,
+) -> Decision {
+    if let Some(d) = precheck(path_member_id, req, timing) {
+        return d;
+    }
+    let d = decide_existing(g, req, joiner, now_ms, timing);
+    if g.metadata_correction.is_some() {
+        // A correction round's decisions read revocations: while one is open (or this request opened it),
+        // nothing stays deferred, so the next decision sees the aggregate rebalanced.
+        g.rebalance_now(now_ms, timing);
+    }
+    if let Outcome::Write(t) = &d.outcome {
+        // Batches rely on it (`batch.rs`).
+        debug_assert!(
+            t.named_members().all(|n| *n == req.member_id),
+            "a heartbeat transition names another member: {t:?}"
+        );
+    }
+    d
+}
+
+fn decide_existing(
+    g: &mut Draft<'_>,
+    req: &HeartbeatRequest,
+    joiner: Option<&str>,
+    now_ms: i64,
+    timing: &Timing,
+) -> Decision {
+    // A copy of the member record (not a borrow of `g`), so that the decision can change `g` in place.
+    let Some(member) = g.members.get(&req.member_id).cloned() else {
+        return if req.member_epoch == 0 {
+            join(g, req, joiner, now_ms, timing)
+        } else {
+            rejected(req, timing, HeartbeatStatus::UnknownMemberId, true)
+        };
+    };
+    let member = &member;
+    match (req.member_epoch, member.state) {
+        (0, MemberState::Active) if !member.join_confirmed => {
+            accept(g, member, req, now_ms, timing, true)
+        }
+        (0, _) => join(g, req, joiner, now_ms, timing),
+        (_, MemberState::Expired | MemberState::Fenced) => fenced_reply(g, member, req, timing),
+        // A leave from an earlier process with this id (delayed, duplicated or re-sent) must not touch the
+        // current incarnation; if it really is this incarnation's, its lease runs out and the shards move then.
+        (-1, MemberState::Active | MemberState::Leaving)
+            if req.metadata_version < member.join_metadata_version =>
+        {
+            fenced_reply(g, member, req, timing)
+        }
+        (-1, MemberState::Active) => leave(g, member, req, now_ms, timing),
+        (-1, MemberState::Leaving) => accept(g, member, req, now_ms, timing, false),
+        (_, MemberState::Leaving) => fenced_reply(g, member, req, timing),
+        (e, MemberState::Active) if e < member.incarnation_epoch => {
+            fenced_reply(g, member, req, timing)
+        }
+        (_, MemberState::Active) => accept(g, member, req, now_ms, timing, false),
+    }
+}
+
+/// Rejections that do not depend on the group: an unsupported protocol or a malformed request.
+fn precheck(path_member_id: &str, req: &HeartbeatRequest, timing: &Timing) -> Option<Decision> {
+    if !(PROTOCOL_VERSION_MIN..=PROTOCOL_VERSION_MAX).contains(&req.protocol_version) {
+        return Some(rejected(
+            req,
+            timing,
+            HeartbeatStatus::UnsupportedProtocol,
+            false,
+        ));
+    }
+    if req.member_id != path_member_id || req.member_epoch < -1 {
+        return Some(rejected(
+            req,
+            timing,
+            HeartbeatStatus::InvalidRequest,
+            false,
+        ));
+    }
+    None
+}

@@ -1,0 +1,147 @@
+//! Building heartbeat responses: a member's view of the group, rejections, exhaustion, fenced and
+//! restricted (SYNC_METADATA / REVOKE_PENDING) answers.
+
+use super::*;
+
+/// The response for a member in the group as it stands.
+pub fn member_response(
+    g: &Group,
+    member_id: &str,
+    req: &HeartbeatRequest,
+    timing: &Timing,
+) -> HeartbeatResponse {
+    let (member_epoch, assigned, pending) = match g.members.get(member_id) {
+        Some(m) if m.state == MemberState::Active => {
+            let target = g.target_of(member_id);
+            let pending: ShardSet = target.difference(&m.assigned).copied().collect();
+            (m.member_epoch, m.assigned.clone(), pending)
+        }
+        Some(m) => (m.member_epoch, ShardSet::new(), ShardSet::new()),
+        None => (req.member_epoch, ShardSet::new(), ShardSet::new()),
+    };
+    response(
+        g,
+        req,
+        timing,
+        HeartbeatStatus::Ok,
+        member_epoch,
+        &assigned,
+        &pending,
+    )
+}
+
+pub(super) fn response(
+    g: &Group,
+    req: &HeartbeatRequest,
+    timing: &Timing,
+    status: HeartbeatStatus,
+    member_epoch: i64,
+    assigned: &ShardSet,
+    pending: &ShardSet,
+) -> HeartbeatResponse {
+    HeartbeatResponse {
+        response_to: req.request_id.clone(),
+        status,
+        member_id: req.member_id.clone(),
+        member_epoch,
+        heartbeat_interval_ms: timing.heartbeat_interval_ms,
+        rebalance_timeout_ms: timing.rebalance_timeout_ms,
+        group_epoch: g.group_epoch,
+        assignment_epoch: g.assignment_epoch,
+        metadata_version: g.metadata_version,
+        assignment: AssignmentView {
+            assigned_shards: assigned.iter().map(|&s| ShardId::new(s)).collect(),
+            pending_shards: pending.iter().map(|&s| ShardId::new(s)).collect(),
+            metadata_version: g.metadata_version,
+        },
+        message: None,
+    }
+}
+
+/// The "rejected" shape: epochs echo the request, group values 0, empty assignment, nothing stored.
+pub fn rejected_response(
+    req: &HeartbeatRequest,
+    timing: &Timing,
+    status: HeartbeatStatus,
+) -> HeartbeatResponse {
+    HeartbeatResponse {
+        response_to: req.request_id.clone(),
+        status,
+        member_id: req.member_id.clone(),
+        member_epoch: req.member_epoch,
+        heartbeat_interval_ms: timing.heartbeat_interval_ms,
+        rebalance_timeout_ms: timing.rebalance_timeout_ms,
+        group_epoch: 0,
+        assignment_epoch: 0,
+        metadata_version: 0,
+        assignment: AssignmentView::default(),
+        message: None,
+    }
+}
+
+pub(super) fn rejected(
+    req: &HeartbeatRequest,
+    timing: &Timing,
+    status: HeartbeatStatus,
+    needs_fresh_state: bool,
+) -> Decision {
+    Decision {
+        response: rejected_response(req, timing, status),
+        outcome: Outcome::Rejected { needs_fresh_state },
+        signals: Signals::default(),
+    }
+}
+
+/// A transition that would overflow an epoch: nothing is stored and the member is told RETRY (it keeps its
+/// state and its lease is not renewed, so it stops reading when the lease runs out). Fails closed.
+pub(super) fn exhausted(req: &HeartbeatRequest, timing: &Timing) -> Decision {
+    Decision {
+        response: rejected_response(req, timing, HeartbeatStatus::Retry),
+        outcome: Outcome::Rejected {
+            needs_fresh_state: true,
+        },
+        signals: Signals {
+            epochs_exhausted: true,
+            ..Signals::default()
+        },
+    }
+}
+
+pub(super) fn fenced_reply(
+    g: &Group,
+    member: &Member,
+    req: &HeartbeatRequest,
+    timing: &Timing,
+) -> Decision {
+    let empty = ShardSet::new();
+    Decision {
+        response: response(
+            g,
+            req,
+            timing,
+            HeartbeatStatus::FencedMemberEpoch,
+            member.member_epoch,
+            &empty,
+            &empty,
+        ),
+        outcome: Outcome::Rejected {
+            needs_fresh_state: true,
+        },
+        signals: Signals::default(),
+    }
+}
+
+/// SYNC_METADATA / REVOKE_PENDING payload: keep only shards already read that the member still holds.
+pub(super) fn restricted_response(
+    g: &Group,
+    m: &Member,
+    req: &HeartbeatRequest,
+    timing: &Timing,
+    status: HeartbeatStatus,
+) -> HeartbeatResponse {
+    let owned: ShardSet = req.owned_shards.iter().map(|s| s.shard_index).collect();
+    let assigned: ShardSet = owned.intersection(&m.assigned).copied().collect();
+    let target = g.target_of(&m.member_id);
+    let pending: ShardSet = target.difference(&assigned).copied().collect();
+    response(g, req, timing, status, m.member_epoch, &assigned, &pending)
+}
