@@ -1,6 +1,6 @@
 //! Default member identity: which name a consumer uses as its member id and Redis consumer name.
 //!
-//! Like the reference clients (wire-contract §6.1): the pod IP (`POD_IP`, `MY_POD_IP`, `KUBERNETES_POD_IP`,
+//! Like the reference clients (coord/v1 contract): the pod IP (`POD_IP`, `MY_POD_IP`, `KUBERNETES_POD_IP`,
 //! `STATUS_POD_IP`), else the host name (`HOSTNAME`, then `/etc/hostname`), else a random id; sanitised to
 //! `[A-Za-z0-9._-]`. With logical concurrency N > 1 the members are `<id>-m0 … <id>-m{N-1}`.
 //! Two processes on one host must be given distinct ids explicitly (the host name alone is then shared).

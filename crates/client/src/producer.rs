@@ -1,5 +1,5 @@
 //! The routed producer: publishes keyed records to the shard stream the contract's hash picks
-//! (wire-contract §5), with a routing cache that keeps working through coordinator outages for the length
+//! (coord/v1 contract), with a routing cache that keeps working through coordinator outages for the length
 //! of its lease (see [`crate::routing`]).
 //!
 //! Publish procedure: route with the cached table → `XADD <streamKey> NOMKSTREAM [MAXLEN ~ n] * f v …`.

@@ -1,6 +1,6 @@
 //! The coordinator's estimate of Redis server time.
 //!
-//! Leases are judged by Redis time so that every replica agrees (design.md, "The hot path"). Decisions that
+//! Leases are judged by Redis time so that every replica agrees (ARCHITECTURE.md, invariant 4). Decisions that
 //! need a time before talking to Redis use `now_ms()`: the local clock plus the offset learned from the last
 //! Redis reply that carried a timestamp. Anything safety-relevant is re-checked by Redis itself inside the
 //! write script (`not_before_ms`, lease conditions), so an estimate that is slightly off costs a retry, never

@@ -1,4 +1,4 @@
-//! Operator views of one group beyond members and assignments (wire-contract §3.8): consumption progress
+//! Operator views of one group beyond members and assignments (coord/v1 contract): consumption progress
 //! as members report it, per-shard offsets as Redis reports them, the group's migrations, and the group
 //! summary with its metadata-durability state. Read-only; every value comes from Redis at request time.
 

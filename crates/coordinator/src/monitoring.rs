@@ -15,7 +15,7 @@ fn shard_ids<'a>(it: impl IntoIterator<Item = &'a u32>) -> Vec<ShardId> {
     it.into_iter().map(|s| ShardId::new(*s)).collect()
 }
 
-/// One entry of `GET …/members` (MemberMetadata, wire-contract §3.8).
+/// One entry of `GET …/members` (MemberMetadata in the coord/v1 contract).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MemberView {

@@ -2,7 +2,7 @@
 //!
 //! Clients never run XGROUP CREATE and producers publish with NOMKSTREAM, so the coordinator must create
 //! every shard stream and its consumer group before a shard appears in routing or in any assignment
-//! (wire-contract §0.4). The Redis side is `rsc_store`'s (`Store::shard_provision`, `Store::keys_exist`):
+//! (coord/v1 contract). The Redis side is `rsc_store`'s (`Store::shard_provision`, `Store::keys_exist`):
 //! a new consumer group starts at the stream's end (`$`) with ENTRIESREAD set to the stream's
 //! entries-added, so its lag is known (0) from the start; BUSYGROUP means "already there" and is fine.
 

@@ -6,7 +6,7 @@ use rsc_protocol::slot::redis_slot;
 use rsc_protocol::wire::{GroupResponse, ProducerRoutingResponse, RoutingShard};
 use std::collections::BTreeMap;
 
-/// GroupResponse (wire-contract §3.3).
+/// GroupResponse (coord/v1 contract).
 pub fn group_response(g: &Group) -> GroupResponse {
     let target_assignment_summary: BTreeMap<String, usize> = g
         .members
@@ -41,7 +41,7 @@ pub fn group_response(g: &Group) -> GroupResponse {
     }
 }
 
-/// Producer routing (wire-contract §3.5): every index `0..shardCount`, ascending, with its cluster slot.
+/// Producer routing (coord/v1 contract): every index `0..shardCount`, ascending, with its cluster slot.
 pub fn routing_response(g: &Group) -> ProducerRoutingResponse {
     let shards = (0..g.shard_count)
         .map(|i| {

@@ -91,7 +91,7 @@ async fn login_issues_bearer_tokens_and_bad_credentials_get_a_json_401() {
         .unwrap();
     assert!(ttl > 604_000_000 && ttl <= 604_800_000, "{ttl}");
 
-    // A token cannot mint another (a deliberate departure from wire-contract §2.4's token exchange): login
+    // A token cannot mint another (a deliberate departure from the coord/v1 contract's token exchange): login
     // needs a username and password.
     let again = bearer.send("POST", "/coord/v1/auth/login", None).await;
     assert_eq!(again.status, 401, "{}", again.body);

@@ -1,4 +1,4 @@
-//! Checks of the group invariants (design.md), used by property tests, the simulator and the coordinator's
+//! Checks of the group invariants (ARCHITECTURE.md), used by property tests, the simulator and the coordinator's
 //! `invariantViolations` view. Each returns human-readable violations; an empty list means all hold.
 
 use crate::model::{Group, MemberState};

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 /// How many finished migrations a group keeps in its history.
 pub const MAX_HISTORY: usize = 20;
 
-/// Lifecycle of a migration (wire-contract §3.3, plus the operator-forced end states).
+/// Lifecycle of a migration (coord/v1 contract, plus the operator-forced end states).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum MigrationState {

@@ -238,7 +238,7 @@ pub struct Group {
 }
 
 impl Group {
-    /// A new, empty group at epoch 1 (wire-contract §3.1).
+    /// A new, empty group at epoch 1 (coord/v1 contract).
     pub fn new(
         stream_prefix: &str,
         consumer_group: &str,

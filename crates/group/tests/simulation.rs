@@ -5,7 +5,7 @@
 //! responses. Consumers crash, restart under the same id, leave, get partitioned; replicas crash (losing
 //! their cache), pause (also between a decision and its commit) and restart; shard counts change.
 //!
-//! After every step it checks design.md's invariants 1–6 (`sim/checks.rs`); after the faults stop, that
+//! After every step it checks ARCHITECTURE.md's invariants 1–6 (`sim/checks.rs`); after the faults stop, that
 //! the group converges. Everything comes from one seed; a failure prints it and the command that re-runs
 //! exactly that case.
 //!

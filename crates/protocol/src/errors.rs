@@ -1,6 +1,6 @@
 //! The coord/v1 error catalogue and the JSON error body every 4xx/5xx carries.
 //!
-//! Codes and their HTTP statuses are part of the wire contract (wire-contract §1); a few codes are our own
+//! Codes and their HTTP statuses are part of the wire contract (coord/v1 contract); a few codes are our own
 //! additions for conditions the reference did not detect (corrupt or missing metadata, rollback suspicion).
 
 use serde::{Deserialize, Serialize};

@@ -3,7 +3,7 @@
 //! Every key name is built here and nowhere else, so the layout is defined in one place.
 //!
 //! * Shard streams are `<streamPrefix>:<shardIndex>` with a plain decimal index and no hash tag
-//!   (wire-contract.md §6.1): clients build and read these names, so they must not change.
+//!   (coord/v1 contract): clients build and read these names, so they must not change.
 //! * Coordinator-owned keys of one group share the hash tag `{<streamPrefix>:<consumerGroup>}`,
 //!   so the metadata hash, the leases and the progress of a group live in one Redis Cluster slot
 //!   and a single Lua script may touch all of them.

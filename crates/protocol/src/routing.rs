@@ -1,7 +1,7 @@
 //! Producer routing hash: which shard a partition key is published to.
 //!
 //! Producers compute the shard locally from the routing response, so every client language must
-//! get the same answer for the same key (wire-contract.md §5). The rule is:
+//! get the same answer for the same key (coord/v1 contract). The rule is:
 //!
 //! 1. hash the key bytes with MurmurHash3 x86 32-bit, seed 0, and read the result as **unsigned**;
 //! 2. to remove modulo bias, accept the hash only if it is below

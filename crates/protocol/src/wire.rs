@@ -1,4 +1,4 @@
-//! coord/v1 HTTP/JSON request and response types (wire-contract §3–§4).
+//! coord/v1 HTTP/JSON request and response types (coord/v1 contract).
 //!
 //! Field names are camelCase, instants are ISO-8601 UTC strings, shard ids are objects `{"shardIndex": n}`.
 //! Requests are lenient where existing clients differ (unknown fields ignored, `null` lists read as empty,
@@ -52,7 +52,7 @@ where
     Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
-/// The eight heartbeat outcomes (wire-contract §4.4). Nothing else may ever be sent.
+/// The eight heartbeat outcomes (coord/v1 contract). Nothing else may ever be sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum HeartbeatStatus {
@@ -142,7 +142,7 @@ pub struct ShardProgressReport {
     pub updated_at: Option<String>,
 }
 
-/// Body of `POST …/members/{memberId}/heartbeat` (wire-contract §4.1).
+/// Body of `POST …/members/{memberId}/heartbeat` (coord/v1 contract).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HeartbeatRequest {
@@ -171,7 +171,7 @@ pub struct AssignmentView {
     pub metadata_version: i64,
 }
 
-/// Heartbeat response; always HTTP 200, every field always present (wire-contract §4.2).
+/// Heartbeat response; always HTTP 200, every field always present (coord/v1 contract).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HeartbeatResponse {
@@ -223,7 +223,7 @@ pub struct DeleteGroupRequest {
     pub force: Option<bool>,
 }
 
-/// A resharding migration as shown to clients (wire-contract §3.3).
+/// A resharding migration as shown to clients (coord/v1 contract).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MigrationView {
@@ -235,7 +235,7 @@ pub struct MigrationView {
     pub updated_at: String,
 }
 
-/// GroupResponse (wire-contract §3.3).
+/// GroupResponse (coord/v1 contract).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GroupResponse {
@@ -260,7 +260,7 @@ pub struct RoutingShard {
     pub redis_slot: u16,
 }
 
-/// `GET …/producer-routing` (wire-contract §3.5).
+/// `GET …/producer-routing` (coord/v1 contract).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProducerRoutingResponse {
@@ -282,7 +282,7 @@ pub struct ScaleRequest {
     pub requested_by: Option<String>,
     #[serde(default)]
     pub reason: Option<String>,
-    /// Informational only (wire-contract §3.6).
+    /// Informational only (coord/v1 contract).
     #[serde(default)]
     pub deprecated_after: Option<String>,
 }

@@ -1,5 +1,5 @@
 //! One member's view of the protocol, as a pure state machine: what to put in the next heartbeat, how
-//! each of the eight statuses changes what it may read (wire-contract §4.4), and the assignment lease.
+//! each of the eight statuses changes what it may read (coord/v1 contract), and the assignment lease.
 //!
 //! The runtime ([`super::member`]) asks [`Membership::readable`] which shards should have a read loop and
 //! reconciles its readers to that set; it tells the membership when a stopped shard has drained

@@ -1,4 +1,4 @@
-//! Parsing the `Authorization` header (wire-contract §2.3): `Bearer <token>` or `Basic <base64(user:pw)>`,
+//! Parsing the `Authorization` header (coord/v1 contract): `Bearer <token>` or `Basic <base64(user:pw)>`,
 //! schemes case-insensitive. Pure: no I/O.
 
 use axum::http::{HeaderMap, header};

@@ -33,7 +33,7 @@ struct LoginBody {
 }
 
 /// Login: `{username, password}` in the body, or — with no username in the body — Basic credentials in the
-/// Authorization header. A password is required: a bearer token cannot mint another (wire-contract §2.4's
+/// Authorization header. A password is required: a bearer token cannot mint another (the coord/v1 contract's
 /// token exchange is deliberately not offered, so that revoking a token cannot be escaped by minting).
 /// Each user has at most `max-tokens-per-user` live tokens; a login beyond it revokes the oldest.
 pub async fn login(

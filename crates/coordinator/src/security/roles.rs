@@ -1,4 +1,4 @@
-//! Roles and what they satisfy (wire-contract §2.1): READ reads, WRITE mutates and reads, MEMBER sends
+//! Roles and what they satisfy (coord/v1 contract): READ reads, WRITE mutates and reads, MEMBER sends
 //! heartbeats only, and the contract's aliases ADMIN (everything) and MONITOR (reads only).
 
 use crate::api::routes::Access;

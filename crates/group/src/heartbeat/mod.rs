@@ -1,4 +1,4 @@
-//! The heartbeat decision procedure (wire-contract §4.3, with the defects design.md lists fixed).
+//! The heartbeat decision procedure (coord/v1 contract, with the defects ARCHITECTURE.md lists fixed).
 //!
 //! `decide` is pure: given the group as last written, a validated request and the current time, it returns
 //! the response and what must be persisted for that response to be true:

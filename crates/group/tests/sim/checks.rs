@@ -1,4 +1,4 @@
-//! design.md's invariants 1–6 as checks the world runs after every step, on every committed write and on
+//! ARCHITECTURE.md's invariants 1–6 as checks the world runs after every step, on every committed write and on
 //! every answer a replica sends. Each failure panics with the invariant's number and the evidence.
 //!
 //! 1. One reader per shard: no shard is readable by two consumer processes at once (judged from the

@@ -5,7 +5,7 @@
 //! - [`net`]: the network between members and coordinator replicas (delay, drop, duplicate, reorder);
 //! - [`replica`]: a coordinator replica (cached aggregate, skewed clock, pauses, crashes, reconciler);
 //! - [`client`]: a consumer that follows the protocol as the SDK does (one call at a time, fail-over);
-//! - [`checks`]: design.md's invariants 1–6 as checks on writes, responses and what clients read;
+//! - [`checks`]: ARCHITECTURE.md's invariants 1–6 as checks on writes, responses and what clients read;
 //! - [`world`]: the scenario: everything above, the fault schedule, operator actions, convergence.
 
 pub mod checks;
