@@ -1,9 +1,9 @@
 //! rsc-faults: the multi-process fault-injection suite.
 //!
-//! The orchestrator (`tests/faults.rs`) runs a real `redis-server` (AOF, `appendfsync always`), two `rsc
-//! serve` replicas, several consumer processes and one producer process (the `rsc-fault-worker` binary of
-//! this crate), injects a seeded schedule of faults during traffic, and then checks what the processes
-//! wrote into their **ownership logs** (one JSON-lines file per process incarnation, see [`log`]):
+//! The orchestrator (the modules below, started by `tests/faults.rs`) runs a real `redis-server` (AOF,
+//! `appendfsync always`), two `rsc serve` replicas, several consumer processes and one producer process
+//! (the `rsc-fault-worker` binary of this crate), injects a seeded schedule of faults during traffic, and
+//! then checks what the processes wrote into their **ownership logs** (one JSON-lines file per process incarnation, see [`log`]):
 //!
 //! - every published sequence number was acknowledged at least once;
 //! - no two read intervals of one shard overlap ([`check`], reasoning below);
@@ -40,10 +40,29 @@
 //! This is stricter than the coordinator's view (which only knows leases): a logged interval that outlives
 //! the lease in a live process is caught, not excused. It cannot see a read the SDK would issue outside
 //! its own logged interval; that would be an SDK bug the events themselves hide.
+//!
+//! # Modules
+//!
+//! - [`settings`]: the suite's timings, shard bounds, fault kinds and the environment's choices;
+//! - [`process`]: signals, the `rsc` binary under test, the `rsc serve` replicas;
+//! - [`worker`]: one worker process lifetime (consumer or producer incarnation) and its log;
+//! - [`run`]: the run (every process it started), its fault schedule, fault injection, the final drain;
+//! - [`converge`]: the convergence check through the monitoring API and the bounded wait after a fault;
+//! - [`backlog`]: what Redis says is left for the group;
+//! - [`suite`]: the whole run, end checks and report, as the test calls it;
+//! - [`log`], [`check`], [`rng`]: the ownership log, the checks over it, the seeded generator;
+//! - `bin/rsc-fault-worker.rs`: the consumer and producer process.
 
+pub mod backlog;
 pub mod check;
+pub mod converge;
 pub mod log;
+pub mod process;
 pub mod rng;
+pub mod run;
+pub mod settings;
+pub mod suite;
+pub mod worker;
 
 /// The consumer group (and stream prefix) the suite uses.
 pub const STREAM: &str = "faults";
