@@ -70,6 +70,25 @@ impl ScriptReply {
             .map_err(|_| StoreError::unexpected(format!("negative revision {raw} in CONFLICT")))
     }
 
+    /// The outcome of a compare-and-set reply whose status is WRITTEN or CONFLICT (shared by the group and
+    /// stream-record scripts); None for any other status, which the caller decodes itself.
+    pub(crate) fn written_or_conflict(&self) -> Result<Option<crate::CasOutcome>, StoreError> {
+        let now_ms = self.now_ms;
+        match self.status.as_str() {
+            "WRITTEN" => {
+                let revision = u64::try_from(self.int(0)?).map_err(|_| {
+                    StoreError::unexpected("negative revision in WRITTEN reply".to_string())
+                })?;
+                Ok(Some(crate::CasOutcome::Written { revision, now_ms }))
+            }
+            "CONFLICT" => Ok(Some(crate::CasOutcome::Conflict {
+                current: self.conflict_revision()?,
+                now_ms,
+            })),
+            _ => Ok(None),
+        }
+    }
+
     /// The error for a status the caller does not expect from this script.
     pub(crate) fn unknown_status(&self) -> StoreError {
         StoreError::unexpected(format!("unknown script status {:?}", self.status))

@@ -167,18 +167,11 @@ impl Store {
         }
         call.arg(&write.remove).arg(&write.drop_lease);
         let reply = self.run(&call, keys).await?;
+        if let Some(outcome) = reply.written_or_conflict()? {
+            return Ok(outcome);
+        }
         let now_ms = reply.now_ms;
         match reply.status.as_str() {
-            "WRITTEN" => {
-                let revision = u64::try_from(reply.int(0)?).map_err(|_| {
-                    StoreError::unexpected("negative revision in WRITTEN reply".to_string())
-                })?;
-                Ok(CasOutcome::Written { revision, now_ms })
-            }
-            "CONFLICT" => Ok(CasOutcome::Conflict {
-                current: reply.conflict_revision()?,
-                now_ms,
-            }),
             "TOO_EARLY" => Ok(CasOutcome::TooEarly { now_ms }),
             "LEASE_ACTIVE" => Ok(CasOutcome::LeaseActive {
                 member: reply.text(0)?,

@@ -68,20 +68,9 @@ impl Store {
             .arg(record_json)
             .arg(updated_at);
         let reply = self.run_on(&call, key).await?;
-        let now_ms = reply.now_ms;
-        match reply.status.as_str() {
-            "WRITTEN" => {
-                let revision = u64::try_from(reply.int(0)?).map_err(|_| {
-                    StoreError::unexpected("negative revision in WRITTEN reply".to_string())
-                })?;
-                Ok(CasOutcome::Written { revision, now_ms })
-            }
-            "CONFLICT" => Ok(CasOutcome::Conflict {
-                current: reply.conflict_revision()?,
-                now_ms,
-            }),
-            _ => Err(reply.unknown_status()),
-        }
+        reply
+            .written_or_conflict()?
+            .ok_or_else(|| reply.unknown_status())
     }
 
     /// Deletes the record if it is at `expected_revision`.
