@@ -5,66 +5,33 @@
 //! writes one group's transitions one at a time. Committed one per request, a thousand members joining a
 //! group would take a thousand full writes in a row. Instead, a request that must write joins its group's
 //! queue and waits for the group's lock; whoever gets the lock takes the whole queue, decides every request
-//! again on the newest aggregate (each on the one the previous produced), combines what can be combined
-//! (`rsc_group::batch`), rebalances once, commits once and answers everybody with what was committed. Under load the batches grow by themselves; alone,
-//! a request is a batch of one and costs what it did before.
+//! again on the newest aggregate (each on the one the previous produced), combines what can be combined,
+//! rebalances once, commits once and answers everybody with what was committed. Under load the batches grow
+//! by themselves; alone, a request is a batch of one and costs what it did before.
 //!
-//! A request that is not combined (it no longer needs a write, or it names a member an earlier one of the
-//! batch names) is told to decide again; so is everyone after a lost race. Each answer is sent only once the
-//! aggregate it describes is in Redis.
+//! Deciding the queue and what each request is told after the commit are the replica core's
+//! (`rsc_group::replica::commit`, which the simulation runs too); this file holds the queues, the lock and
+//! the commit. Each answer is sent only once the aggregate it describes is in Redis.
 
 use crate::cache::GroupName;
 use crate::coordinator::{Commit, Coordinator};
 use crate::stats::Stats;
-use rsc_group::batch::Batch;
-use rsc_group::heartbeat::{Caller, Outcome, Transition};
-use rsc_group::model::Group;
-use rsc_group::timing::Timing;
-use rsc_protocol::wire::{HeartbeatRequest, HeartbeatResponse};
+use rsc_group::heartbeat::Caller;
+use rsc_group::replica::CommitResult;
+use rsc_group::replica::commit::{BatchReply, MAX_BATCH, Queued, decide_queue, replies};
+use rsc_protocol::wire::HeartbeatRequest;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use tokio::sync::oneshot;
 
-/// At most this many requests are decided into one write; the rest wait for the next.
-const MAX_BATCH: usize = 1_000;
-
-/// What a request that needed a write is told.
-#[derive(Debug)]
-pub enum BatchReply {
-    /// Written: send this response.
-    Answered(Box<HeartbeatResponse>),
-    /// Not written by this batch: decide again on the current aggregate.
-    DecideAgain,
-    /// A lease or time condition of this request's transition failed: reconcile the group, then decide again.
-    Reconcile,
-    /// Redis failed: answer RETRY.
-    Unavailable,
-}
-
-struct Pending {
-    member_id: String,
-    req: HeartbeatRequest,
-    /// The authenticated principal (None: unauthenticated heartbeats) and whether it is an ADMIN.
-    principal: Option<String>,
-    acts_for_any_member: bool,
-    reply: oneshot::Sender<BatchReply>,
-}
-
-impl Pending {
-    fn caller(&self) -> Caller<'_> {
-        Caller {
-            principal: self.principal.as_deref(),
-            acts_for_any_member: self.acts_for_any_member,
-        }
-    }
-}
+/// A request waiting to write, and where to answer it.
+type Pending = Queued<oneshot::Sender<BatchReply>>;
 
 /// The per-group queues of requests waiting to write.
 #[derive(Default)]
 pub struct TransitionQueues {
     queues: Mutex<HashMap<GroupName, Vec<Pending>>>,
 }
-
 impl TransitionQueues {
     /// Queues a request; false if the queues are unusable (a panic poisoned them).
     fn push(&self, name: &GroupName, p: Pending) -> bool {
@@ -114,7 +81,7 @@ impl Coordinator {
             req: req.clone(),
             principal: caller.principal.map(str::to_owned),
             acts_for_any_member: caller.acts_for_any_member,
-            reply: tx,
+            reply_to: tx,
         };
         if !self.transitions.push(name, pending) {
             return BatchReply::Unavailable;
@@ -161,116 +128,58 @@ impl Coordinator {
         // starved.
         let group = base.group.clone();
         let timing = self.timing;
-        let decided =
-            tokio::task::spawn_blocking(move || decide_in_sequence(&group, batch, now, &timing))
-                .await;
-        let Ok((combined, included, progress)) = decided else {
+        let decided = tokio::task::spawn_blocking(move || {
+            let decided = decide_queue(&group, batch, now, &timing);
+            // The progress documents of the heartbeats the transition accepts, stored with it.
+            let progress: Vec<(String, String)> = decided
+                .included
+                .iter()
+                .filter(|i| i.renewed)
+                .filter_map(|i| {
+                    Some((
+                        i.member_id.clone(),
+                        crate::heartbeat::progress_json(&i.req, now)?,
+                    ))
+                })
+                .collect();
+            (decided, progress)
+        })
+        .await;
+        let Ok((decided, progress)) = decided else {
             // The deciding task panicked: its requests' reply senders are gone, so they decide again.
             return;
         };
-        let size = included.len();
-        let Some(t) = combined else {
+        for reply_to in decided.declined {
+            let _ = reply_to.send(BatchReply::DecideAgain);
+        }
+        let Some(t) = decided.transition else {
             return;
         };
-        self.stats.observe_batch(size);
-        match self.commit_with_progress(name, &base, t, progress).await {
-            Ok(Commit::Written(_)) => {
-                for (reply, response, fenced, _) in included {
-                    if fenced {
-                        Stats::bump(&self.stats.members_fenced);
-                    }
-                    let _ = reply.send(BatchReply::Answered(Box::new(response)));
-                }
+        self.stats.observe_batch(decided.included.len());
+        let result = commit_result(self.commit_with_progress(name, &base, t, progress).await);
+        if result == CommitResult::Written {
+            for _ in decided.included.iter().filter(|i| i.fenced) {
+                Stats::bump(&self.stats.members_fenced);
             }
-            Ok(Commit::Conflict) => {
-                for (reply, ..) in included {
-                    let _ = reply.send(BatchReply::DecideAgain);
-                }
-            }
-            // Only the requests whose own conditions failed reconcile (once each); the rest decide again.
-            Ok(Commit::ConditionFailed { member }) => {
-                let mut first = true;
-                for (reply, _, _, named) in included {
-                    let culprit = match &member {
-                        Some(m) => named.contains(m),
-                        None => first,
-                    };
-                    first = false;
-                    let _ = reply.send(if culprit {
-                        BatchReply::Reconcile
-                    } else {
-                        BatchReply::DecideAgain
-                    });
-                }
-            }
-            Err(_) => {
-                for (reply, ..) in included {
-                    let _ = reply.send(BatchReply::Unavailable);
-                }
-            }
+        }
+        for (reply_to, reply) in replies(decided.included, &result) {
+            let _ = reply_to.send(reply);
         }
     }
 }
 
-/// A request combined into a batch: where to answer, the answer, whether it fenced, the members it names.
-type Included = (
-    oneshot::Sender<BatchReply>,
-    HeartbeatResponse,
-    bool,
-    Vec<String>,
-);
-
-/// Decides each request on the aggregate the previous one produced and combines what can be combined;
-/// the others are told to decide again at once. Also returns the progress documents of the combined
-/// requests whose member's lease the transition renews (accepted heartbeats), to be stored with it.
-fn decide_in_sequence(
-    base: &Group,
-    batch: Vec<Pending>,
-    now: i64,
-    timing: &Timing,
-) -> (Option<Transition>, Vec<Included>, Vec<(String, String)>) {
-    let mut combined = Batch::on(base, now, timing);
-    let mut replies = Vec::new();
-    for p in batch {
-        // Rollback evidence in a request was recorded on the request's own path before it got here; a member
-        // that (on this newer aggregate) belongs to another principal is refused on the request's own path.
-        match combined.decide_as(&p.member_id, &p.req, &p.caller()) {
-            Ok(()) => {
-                let progress = crate::heartbeat::progress_json(&p.req, now);
-                replies.push((p.reply, p.member_id, progress));
-            }
-            Err(_) => {
-                let _ = p.reply.send(BatchReply::DecideAgain);
-            }
-        }
+/// What a commit came to, as the replica core sees it.
+pub(crate) fn commit_result(r: Result<Commit, crate::error::ApiError>) -> CommitResult {
+    match r {
+        Ok(Commit::Written(_)) => CommitResult::Written,
+        Ok(Commit::Conflict) => CommitResult::Conflict,
+        Ok(Commit::ConditionFailed { member }) => CommitResult::ConditionFailed { member },
+        Err(_) => CommitResult::Unavailable,
     }
-    let Some(done) = combined.finish() else {
-        return (None, Vec::new(), Vec::new());
-    };
-    let mut progress = Vec::new();
-    let renewed: std::collections::HashSet<&str> =
-        done.transition.renew.iter().map(String::as_str).collect();
-    let included = replies
-        .into_iter()
-        .zip(done.decisions)
-        .map(|((reply, member_id, doc), d)| {
-            if let Some(doc) = doc
-                && renewed.contains(member_id.as_str())
-            {
-                progress.push((member_id, doc));
-            }
-            let named = match &d.outcome {
-                Outcome::Write(t) => t.named_members().cloned().collect(),
-                _ => Vec::new(),
-            };
-            (reply, d.response, d.signals.fenced, named)
-        })
-        .collect();
-    (Some(done.transition), included, progress)
 }
 
 fn answer_all(batch: Vec<Pending>, reply: impl Fn() -> BatchReply) {
     for p in batch {
-        let _ = p.reply.send(reply());
+        let _ = p.reply_to.send(reply());
     }
 }

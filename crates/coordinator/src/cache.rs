@@ -41,6 +41,16 @@ pub struct Cached {
     pub revision: u64,
 }
 
+impl rsc_group::replica::Snapshot for Cached {
+    fn group(&self) -> &Group {
+        &self.group
+    }
+
+    fn revision(&self) -> u64 {
+        self.revision
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct GroupCache {
     entries: RwLock<HashMap<GroupName, Cached>>,

@@ -20,8 +20,9 @@ use rsc_store::{CasOutcome, CasWrite, GroupKeys, Store, StoreError};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
-/// How many times a transition is re-decided after losing a compare-and-set before giving up.
-pub const MAX_CAS_ATTEMPTS: usize = 5;
+/// How many times a transition is re-decided after losing a compare-and-set before giving up (the replica
+/// core's bound, used by the admin operations' own retry loops too).
+pub use rsc_group::replica::MAX_CAS_ATTEMPTS;
 
 pub struct Coordinator {
     pub config: CoordinatorConfig,

@@ -4,8 +4,8 @@
 //! repairs: "recreate as a new group lifecycle" and "dismiss a suspicion the evidence does not support".
 //!
 //! Evidence comes from three places: heartbeats (a member reports a higher metadataVersion or epoch; a
-//! shard reported revoking again after its release is only counted, see `member_signal`), producer routing
-//! (`observedMetadataVersion`), the store (a revision lower than one this replica already read, noticed in
+//! shard reported revoking again after its release is only counted, see
+//! `rsc_group::durability::member_signal`), producer routing (`observedMetadataVersion`), the store (a revision lower than one this replica already read, noticed in
 //! `Coordinator::load`), all counted in `stats.rs`.
 //!
 //! A suspicion freezes a group's admin mutations, so who may raise one is limited: the application's
@@ -29,12 +29,11 @@ use crate::security::window;
 use crate::stats::Stats;
 use crate::views::group_response;
 use rsc_group::durability::{self, DismissError, Signal, SignalKind};
-use rsc_group::heartbeat::{Signals, Transition};
+use rsc_group::heartbeat::Transition;
 use rsc_group::model::{EpochOverflow, Group};
 use rsc_protocol::errors::ErrorCode;
 use rsc_protocol::names;
 use rsc_protocol::validate;
-use rsc_protocol::wire::HeartbeatRequest;
 use rsc_store::IndexState;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -95,38 +94,6 @@ impl rsc_protocol::wire::AdminBody for RecreateGroupRequest {
         "shardCount",
         "minimumMetadataVersion",
     ];
-}
-
-/// Which heartbeat evidence points at a rollback (None when the decision raised no signal).
-pub fn member_signal(
-    g: &Group,
-    member_id: &str,
-    req: &HeartbeatRequest,
-    signals: &Signals,
-) -> Option<Signal> {
-    // A shard reported revoking after its release was recorded is counted (`rebalance_regression`), never
-    // recorded as a suspicion: a delayed, duplicated or re-sent copy of the member's earlier DRAINING report
-    // produces exactly that, and nothing in the request tells it from a rollback (found by the simulation).
-    if !signals.metadata_regression {
-        return None;
-    }
-    let stored_epoch = g.members.get(member_id).map_or(0, |m| m.member_epoch);
-    let (kind, observed, stored) = if req.metadata_version > g.metadata_version {
-        (
-            SignalKind::MemberMetadataVersion,
-            req.metadata_version,
-            g.metadata_version,
-        )
-    } else {
-        (SignalKind::MemberEpoch, req.member_epoch, stored_epoch)
-    };
-    Some(Signal {
-        kind,
-        observed,
-        stored,
-        source: member_id.to_owned(),
-        principal: None,
-    })
 }
 
 impl Coordinator {
@@ -568,6 +535,3 @@ fn expected_instant(v: &Value) -> Result<i64, ApiError> {
         ))
     })
 }
-
-#[cfg(test)]
-mod tests;

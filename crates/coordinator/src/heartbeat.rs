@@ -1,4 +1,6 @@
-//! The heartbeat path: the one endpoint that carries nearly all traffic.
+//! The heartbeat path: the one endpoint that carries nearly all traffic. What to do when (decide, confirm,
+//! renew, write, retry) is the replica core's (`rsc_group::replica::heartbeat`, which the simulation runs
+//! too); this file performs each step against the cache, Redis, the batch and the reconciler.
 //!
 //! A rejection that depends on group state (an unknown or fenced member), decided on a cached aggregate, is
 //! confirmed with one HGET of the revision rather than a reload of the group.
@@ -16,15 +18,17 @@
 //! reads the aggregate the decision is made on, so it costs no Redis round trip; the steady path's revision
 //! check covers it like everything else in the aggregate. Unauthenticated heartbeats record and check nothing.
 
-use crate::batch::BatchReply;
 use crate::cache::{Cached, GroupName};
-use crate::coordinator::{Coordinator, MAX_CAS_ATTEMPTS};
+use crate::coordinator::Coordinator;
 use crate::error::ApiError;
 use crate::security::principal::Principal;
 use crate::security::roles::Role;
 use crate::stats::Stats;
-use rsc_group::heartbeat::{Caller, Decision, Outcome, owner_conflict, probe, rejected_response};
+use rsc_group::heartbeat::{Caller, rejected_response};
 use rsc_group::model::MemberState;
+use rsc_group::replica::heartbeat::{
+    Confirmation, HeartbeatFlow, Notes, ReadFailure, Renewal, Step,
+};
 use rsc_protocol::errors::ErrorCode;
 use rsc_protocol::wire::{HeartbeatRequest, HeartbeatResponse, HeartbeatStatus};
 use rsc_store::HeartbeatOutcome;
@@ -203,6 +207,8 @@ impl Coordinator {
         }
     }
 
+    /// Drives the replica core's heartbeat flow (`rsc_group::replica::heartbeat`) with this replica's cache,
+    /// store, batch and reconciler.
     async fn heartbeat_inner(
         &self,
         name: &GroupName,
@@ -210,39 +216,53 @@ impl Coordinator {
         req: &HeartbeatRequest,
         caller: Caller<'_>,
     ) -> Result<HeartbeatResponse, ApiError> {
-        // Rollback evidence is acted on only when decided on state known to be current (a stale cache can
-        // make a member look ahead), counted once per request, and recorded before deciding again.
-        let mut signals_counted = false;
-        let mut rebalance_regression_counted = false;
-        let mut recorded_revision = None;
-        for _ in 0..MAX_CAS_ATTEMPTS {
-            let (cached, fresh) = match self.cached_or_load(name).await {
-                Ok(x) => x,
-                Err(e) if e.code == ErrorCode::MetadataCorrupt => {
-                    tracing::error!(error = %e, "heartbeat refused: group metadata unreadable");
-                    let mut r =
-                        rejected_response(req, &self.timing, HeartbeatStatus::UnknownMemberId);
-                    r.message = Some(format!(
-                        "group {name} fails closed: {}; nothing is rebuilt from heartbeats, so keep retrying \
-                         with memberEpoch 0 until an operator repairs it",
-                        e.message
-                    ));
-                    return Ok(r);
-                }
-                Err(_) => return Ok(self.retry(req)),
-            };
-            if let Some(base) = &cached
-                && let Some(owner) = owner_conflict(&base.group, member_id, &caller)
-            {
-                // Refused only on state known to be current: the member may have been replaced since.
-                let current = fresh || {
-                    match self.still_current(name, base).await {
-                        Ok(current) => current,
-                        Err(e) if e.is_transient() => return Ok(self.retry(req)),
-                        Err(_) => false,
+        let (mut flow, mut step) = HeartbeatFlow::<Cached>::start(member_id, caller, &self.timing);
+        let mut unreadable = None;
+        let response = loop {
+            step = match step {
+                Step::Read | Step::Reload => {
+                    if matches!(step, Step::Reload) {
+                        self.cache.invalidate(name);
                     }
-                };
-                if current {
+                    match self.cached_or_load(name).await {
+                        Ok((cached, fresh)) => {
+                            flow.on_read(req, Ok(cached), fresh, self.clock.now_ms())
+                        }
+                        Err(e) if e.code == ErrorCode::MetadataCorrupt => {
+                            tracing::error!(error = %e, "heartbeat refused: group metadata unreadable");
+                            unreadable = Some(e.message);
+                            flow.on_read(req, Err(ReadFailure::Corrupt), false, 0)
+                        }
+                        Err(_) => flow.on_read(req, Err(ReadFailure::Unavailable), false, 0),
+                    }
+                }
+                Step::ConfirmCurrent(base) => {
+                    let confirmation = match self.still_current(name, &base).await {
+                        Ok(true) => Confirmation::Current,
+                        Ok(false) => Confirmation::Moved,
+                        Err(e) if e.is_transient() => Confirmation::Unavailable,
+                        Err(_) => Confirmation::Unreadable,
+                    };
+                    flow.on_confirmed(req, confirmation)
+                }
+                Step::RecordSuspicion { base, signal } => {
+                    let written = self.record_suspicion(name, &base, &signal).await;
+                    flow.on_recorded(req, written.map(|c| c.revision))
+                }
+                Step::Renew(base) => {
+                    let renewal = self.renew(name, &base, member_id, req).await;
+                    flow.on_renewed(req, renewal)
+                }
+                Step::Write => {
+                    let reply = self.write_batched(name, member_id, req, caller).await;
+                    flow.on_batch(req, reply)
+                }
+                Step::Reconcile => {
+                    self.reconcile_group(name).await;
+                    flow.on_reconciled(req)
+                }
+                Step::Answer(response) => break response,
+                Step::Refuse { owner } => {
                     return Err(ApiError::new(
                         ErrorCode::MemberOwnedByAnotherPrincipal,
                         format!(
@@ -254,96 +274,60 @@ impl Coordinator {
                         ),
                     ));
                 }
-                self.cache.invalidate(name);
-                continue;
-            }
-            // A probe: a transition is only recognised here (not built); the batch decides it for real.
-            let decision = probe(
-                cached.as_ref().map(|c| &*c.group),
-                member_id,
-                req,
-                self.clock.now_ms(),
-                &self.timing,
-            );
-            let fresh = fresh
-                || cached
-                    .as_ref()
-                    .map(|c| c.revision)
-                    .is_some_and(|r| recorded_revision == Some(r));
-            if decision.signals.rebalance_regression && !rebalance_regression_counted {
-                Stats::bump(&self.stats.rebalance_regressions);
-                rebalance_regression_counted = true;
-            }
-            if decision.signals.epochs_exhausted {
-                tracing::error!(group = ?name, member_id = ?member_id,
-                    "heartbeat transition refused (RETRY): an epoch of the group would pass 2^53 - 1; the group \
-                     cannot change until an operator deletes and re-creates it");
-            }
-            if let Some(base) = &cached
-                && let Some(mut signal) =
-                    crate::durability::member_signal(&base.group, member_id, req, &decision.signals)
-            {
-                signal.principal = caller.principal.map(str::to_owned);
-                if !fresh {
-                    self.cache.invalidate(name);
-                    continue;
+                Step::FailClosed => {
+                    break self.fail_closed(
+                        name,
+                        req,
+                        unreadable.as_deref().unwrap_or("unreadable"),
+                    );
                 }
-                if !signals_counted {
-                    self.count_signals(&decision);
-                    signals_counted = true;
-                }
-                if let Some(written) = self.record_suspicion(name, base, &signal).await {
-                    recorded_revision = Some(written.revision);
-                    continue;
-                }
-            }
-            match decision.outcome {
-                Outcome::Rejected {
-                    needs_fresh_state: true,
-                } if !fresh => {
-                    let current = match &cached {
-                        Some(c) => self.still_current(name, c).await,
-                        None => Ok(false),
-                    };
-                    match current {
-                        Ok(true) => return Ok(decision.response),
-                        Err(e) if e.is_transient() => return Ok(self.retry(req)),
-                        // Moved on, or unreadable: the reload decides (and reports damage as a load does).
-                        Ok(false) | Err(_) => self.cache.invalidate(name),
-                    }
-                }
-                Outcome::Rejected { .. } => return Ok(decision.response),
-                Outcome::Steady => {
-                    let Some(base) = cached else {
-                        return Ok(self.retry(req));
-                    };
-                    match self.renew(name, &base, member_id, req).await {
-                        Some(true) => return Ok(decision.response),
-                        Some(false) => continue,
-                        None => return Ok(self.retry(req)),
-                    }
-                }
-                Outcome::Write(_) => match self.write_batched(name, member_id, req, caller).await {
-                    BatchReply::Answered(response) => return Ok(*response),
-                    BatchReply::DecideAgain => {}
-                    // E.g. the member's lease lapsed before this request: expire it, then decide again.
-                    BatchReply::Reconcile => self.reconcile_group(name).await,
-                    BatchReply::Unavailable => return Ok(self.retry(req)),
-                },
-            }
-        }
-        tracing::warn!(group = %name, member_id = ?member_id, "heartbeat gave up after repeated state conflicts");
-        Ok(self.retry(req))
+            };
+        };
+        self.count_notes(name, member_id, flow.notes());
+        Ok(response)
     }
 
-    /// The steady path: one round trip. Some(true) = renewed; Some(false) = decide again; None = Redis failed.
+    /// The answer to a heartbeat of a group whose metadata cannot be read: UNKNOWN_MEMBER_ID, and why.
+    fn fail_closed(
+        &self,
+        name: &GroupName,
+        req: &HeartbeatRequest,
+        why: &str,
+    ) -> HeartbeatResponse {
+        let mut r = rejected_response(req, &self.timing, HeartbeatStatus::UnknownMemberId);
+        r.message = Some(format!(
+            "group {name} fails closed: {why}; nothing is rebuilt from heartbeats, so keep retrying \
+             with memberEpoch 0 until an operator repairs it"
+        ));
+        r
+    }
+
+    /// Counts and logs what the flow saw (each at most once per request).
+    fn count_notes(&self, name: &GroupName, member_id: &str, notes: Notes) {
+        if notes.metadata_regression {
+            Stats::bump(&self.stats.metadata_regressions);
+        }
+        if notes.rebalance_regression {
+            Stats::bump(&self.stats.rebalance_regressions);
+        }
+        if notes.epochs_exhausted {
+            tracing::error!(group = ?name, member_id = ?member_id,
+                "heartbeat transition refused (RETRY): an epoch of the group would pass 2^53 - 1; the group \
+                 cannot change until an operator deletes and re-creates it");
+        }
+        if notes.gave_up {
+            tracing::warn!(group = %name, member_id = ?member_id, "heartbeat gave up after repeated state conflicts");
+        }
+    }
+
+    /// The steady path: one round trip (`heartbeat.lua`).
     async fn renew(
         &self,
         name: &GroupName,
         base: &Cached,
         member_id: &str,
         req: &HeartbeatRequest,
-    ) -> Option<bool> {
+    ) -> Renewal {
         let json = progress_json(req, self.clock.now_ms());
         let keys = self.keys(name);
         let outcome = self
@@ -369,7 +353,7 @@ impl Coordinator {
                     // Expire it now rather than at the next reconciler tick: the shards move sooner.
                     self.reconcile_soon(name);
                 }
-                Some(true)
+                Renewal::Renewed
             }
             Ok(HeartbeatOutcome::Conflict { current, now_ms }) => {
                 self.clock.observe(now_ms);
@@ -380,28 +364,17 @@ impl Coordinator {
                 if !cache_current {
                     self.cache.invalidate(name);
                 }
-                Some(false)
+                Renewal::Conflict
             }
             Ok(HeartbeatOutcome::LeaseLapsed { now_ms }) => {
                 // The lease ran out before this heartbeat arrived: expire the member, then answer on that state.
                 self.clock.observe(now_ms);
-                self.reconcile_group(name).await;
-                Some(false)
+                Renewal::LeaseLapsed
             }
             Err(e) => {
                 self.note_store_error(&e);
-                None
+                Renewal::Unavailable
             }
-        }
-    }
-
-    fn retry(&self, req: &HeartbeatRequest) -> HeartbeatResponse {
-        rejected_response(req, &self.timing, HeartbeatStatus::Retry)
-    }
-
-    fn count_signals(&self, d: &Decision) {
-        if d.signals.metadata_regression {
-            Stats::bump(&self.stats.metadata_regressions);
         }
     }
 }

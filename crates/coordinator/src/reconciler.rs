@@ -6,10 +6,11 @@
 //! the time from Redis, and commits by compare-and-set with its time and lease conditions checked by Redis in
 //! the same script, so concurrent passes at worst lose a race and try again next tick.
 
+use crate::batch::commit_result;
 use crate::cache::GroupName;
-use crate::coordinator::{Commit, Coordinator, MAX_CAS_ATTEMPTS};
+use crate::coordinator::Coordinator;
 use crate::stats::Stats;
-use rsc_group::tick::tick;
+use rsc_group::replica::reconcile::{ReconcileFlow, ReconcileStep};
 use rsc_store::{IndexEntry, IndexState};
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -29,33 +30,40 @@ impl Coordinator {
             })
     }
 
-    /// One reconciliation of one group. Errors are logged and retried on the next tick.
+    /// One reconciliation of one group, driving the replica core's pass (`rsc_group::replica::reconcile`).
+    /// Errors are logged and retried on the next tick.
     pub async fn reconcile_group(&self, name: &GroupName) {
         let lock = self.cache.lock_for(name);
         let _guard = lock.lock().await;
-        for _ in 0..MAX_CAS_ATTEMPTS {
-            let Ok(Some(base)) = self.current_or_load(name).await else {
-                return;
-            };
-            let keys = self.keys(name);
-            let now = match self.store.server_time_ms().await {
-                Ok(now) => now,
-                Err(e) => return self.note_store_error(&e),
-            };
-            self.clock.observe(now);
-            let lapsed: BTreeSet<String> = match self.store.lapsed_members(&keys, now).await {
-                Ok(l) => l.into_iter().collect(),
-                Err(e) => return self.note_store_error(&e),
-            };
-            let (t, report) = match tick(&base.group, now, &lapsed, &self.timing) {
-                Ok(Some(due)) => due,
-                Ok(None) => return,
-                Err(e) => {
-                    return tracing::error!(group = ?name, error = %e, "group not reconciled");
+        let (mut flow, mut step) = ReconcileFlow::start(&self.timing);
+        loop {
+            step = match step {
+                ReconcileStep::Read => {
+                    flow.on_read(self.current_or_load(name).await.ok().flatten())
                 }
-            };
-            match self.commit(name, &base, t).await {
-                Ok(Commit::Written(_)) => {
+                ReconcileStep::Observe(base) => {
+                    let now = match self.store.server_time_ms().await {
+                        Ok(now) => now,
+                        Err(e) => return self.note_store_error(&e),
+                    };
+                    self.clock.observe(now);
+                    let keys = self.keys(name);
+                    let lapsed: BTreeSet<String> = match self.store.lapsed_members(&keys, now).await
+                    {
+                        Ok(l) => l.into_iter().collect(),
+                        Err(e) => return self.note_store_error(&e),
+                    };
+                    flow.on_observed(base, now, &lapsed)
+                }
+                ReconcileStep::Commit {
+                    base,
+                    transition,
+                    report,
+                } => {
+                    let result = commit_result(self.commit(name, &base, *transition).await);
+                    flow.on_committed(result, report)
+                }
+                ReconcileStep::Done(Some(report)) => {
                     for m in &report.expired {
                         Stats::bump(&self.stats.member_expired);
                         tracing::info!(group = %name, member = %m, "member lease expired");
@@ -66,9 +74,11 @@ impl Coordinator {
                     }
                     return;
                 }
-                Ok(Commit::Conflict | Commit::ConditionFailed { .. }) => continue,
-                Err(_) => return,
-            }
+                ReconcileStep::Done(None) => return,
+                ReconcileStep::Exhausted(e) => {
+                    return tracing::error!(group = ?name, error = %e, "group not reconciled");
+                }
+            };
         }
     }
 

@@ -12,6 +12,8 @@
 //! - [`migration`]: resharding as a group sees it (adopt, drain, rollback, force-complete).
 //! - [`stream`]: the stream record that owns the shard count and routing.
 //! - [`durability`]: suspecting a metadata rollback, failing closed, and the repairs (new lifecycle).
+//! - [`replica`]: what a coordinator replica does with a heartbeat, a queue of writes and a reconciler pass,
+//!   as sans-I/O state machines that the coordinator and the simulation both drive.
 //! - [`invariants`]: checks of the invariants, used by tests and the simulator.
 //! - [`timing`]: the durations the machine is parameterised with.
 
@@ -23,6 +25,7 @@ pub mod invariants;
 pub mod migration;
 pub mod model;
 pub mod rebalance;
+pub mod replica;
 pub mod stream;
 pub mod tick;
 pub mod timing;

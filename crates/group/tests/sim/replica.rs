@@ -1,13 +1,12 @@
-//! A coordinator replica, modelled on `crates/coordinator/src/{heartbeat,coordinator,reconciler,cache}.rs`.
+//! A coordinator replica: the replica core (`rsc_group::replica`) — the same heartbeat flow, group commit
+//! and reconciler pass the coordinator runs — driven over the simulated store, network and time.
 //!
-//! Each replica keeps its own cached aggregate and revision (possibly stale), decides on it with its own
-//! estimate of Redis time (skewed a little, re-learned from every store reply, as `clock.rs` does), and
-//! commits: a steady heartbeat runs the renewal script that checks the revision; a write is a CAS. A
-//! conflict invalidates the cache and decides again on fresh state (at most `MAX_ATTEMPTS` times, then
-//! `RETRY`); a failed lease or time condition reconciles the group first. Its reconciler ticks on its own
-//! schedule with Redis time. A replica handles one request at a time (the real one serialises transitions
-//! of a group with a per-group lock). A batching replica (`batch.rs`'s group commit) decides a write together
-//! with every queued request that needs one, with `rsc_group::batch`, commits them once and answers each.
+//! What is the simulation's own is only what the coordinator's shell does around the core: a cached
+//! aggregate with its revision (possibly stale), an estimate of Redis time (skewed a little, re-learned from
+//! every store reply, as `clock.rs` does), and one request at a time (the real replica serialises a group's
+//! transitions with a per-group lock). A batching replica commits a write together with every queued request
+//! whose own flow reached the write step on the same aggregate (the coordinator's queue); a non-batching one
+//! commits each write alone. Its reconciler ticks on its own schedule with Redis time.
 //!
 //! Faults: a crash loses the cache and whatever was being decided; a pause stops the replica, possibly
 //! *between* a decision and its commit (the GC-pause case), and it resumes with the stale decision and cache.
@@ -17,16 +16,15 @@ use super::checks;
 use super::net::{Endpoint, Network, Payload};
 use super::rng::Rng;
 use super::store::{CasOutcome, RenewOutcome, SimStore, Writer};
-use rsc_group::batch::Batch;
-use rsc_group::heartbeat::{Outcome, Transition, decide, probe, rejected_response};
+use rsc_group::heartbeat::{Caller, Outcome, Transition, decide, probe};
 use rsc_group::model::Group;
-use rsc_group::tick::tick;
-use rsc_protocol::wire::{HeartbeatRequest, HeartbeatResponse, HeartbeatStatus};
+use rsc_group::replica::commit::{BatchReply, Included, Queued, decide_queue, replies};
+use rsc_group::replica::heartbeat::{Confirmation, HeartbeatFlow, Renewal, Step};
+use rsc_group::replica::reconcile::{ReconcileFlow, ReconcileStep};
+use rsc_group::replica::{CommitResult, Snapshot};
+use rsc_protocol::wire::{HeartbeatRequest, HeartbeatResponse};
 use std::collections::VecDeque;
 use std::rc::Rc;
-
-/// As `coordinator::MAX_CAS_ATTEMPTS`.
-pub const MAX_ATTEMPTS: usize = 5;
 
 /// Replica fault rates (per mille per step) and bounds.
 #[derive(Debug, Clone, Copy, Default)]
@@ -61,26 +59,31 @@ pub struct Stats {
     pub batched: u64,
 }
 
-/// What was decided and still has to be committed.
-enum Decided {
-    Steady {
-        base: u64,
-        resp: HeartbeatResponse,
-    },
-    Write {
-        base: u64,
-        t: Box<Transition>,
-        resp: HeartbeatResponse,
-        /// Queued requests decided into the same batch, with their answers.
-        others: Vec<(HbJob, HeartbeatResponse)>,
-    },
+/// The aggregate a replica holds and the revision it was read or written at.
+#[derive(Debug, Clone)]
+pub struct Snap {
+    group: Rc<Group>,
+    revision: u64,
 }
 
+impl Snapshot for Snap {
+    fn group(&self) -> &Group {
+        &self.group
+    }
+
+    fn revision(&self) -> u64 {
+        self.revision
+    }
+}
+
+/// A heartbeat request on its way through a replica.
 pub struct HbJob {
     pub from: Endpoint,
     pub req: Rc<HeartbeatRequest>,
-    attempt: usize,
-    decided: Option<Decided>,
+    /// The core's flow for this request and the step to perform next (None: not started).
+    resume: Option<(HeartbeatFlow<Snap>, Step<Snap>)>,
+    /// The step to perform next was decided before a pause (a stale decision about to be committed).
+    decided_before_pause: bool,
     /// Whether another writer moved the group while this request was being handled.
     contended: bool,
 }
@@ -90,26 +93,38 @@ impl HbJob {
         HbJob {
             from,
             req,
-            attempt: 0,
-            decided: None,
+            resume: None,
+            decided_before_pause: false,
             contended: false,
         }
     }
 }
 
+/// Which request of a batch a reply is for: the one that runs the batch, or a queued one (with its flow).
+enum Requester {
+    This,
+    Queued(Box<(HbJob, HeartbeatFlow<Snap>)>),
+}
+
+/// A decided batch waiting for its compare-and-set.
+struct DecidedWrite {
+    base: u64,
+    transition: Transition,
+    included: Vec<Included<Requester>>,
+}
+
 enum Job {
     Heartbeat(Box<HbJob>),
-    Tick {
-        attempt: usize,
-        decided: Option<(u64, Box<Transition>)>,
-    },
+    /// A heartbeat whose batch was decided before a pause.
+    Commit(Box<(HbJob, HeartbeatFlow<Snap>, DecidedWrite)>),
+    Tick(ReconcileFlow, ReconcileStep<Snap>),
 }
 
 pub struct Replica {
     pub index: usize,
     pub down_until: i64,
     pub paused_until: i64,
-    cache: Option<(Rc<Group>, u64)>,
+    cache: Option<Snap>,
     /// Highest revision this replica has seen (invariant 6: it must never read a lower one).
     highest: u64,
     skew_ms: i64,
@@ -157,7 +172,7 @@ impl Replica {
     }
 
     pub fn cached_revision(&self) -> Option<u64> {
-        self.cache.as_ref().map(|(_, r)| *r)
+        self.cache.as_ref().map(|s| s.revision)
     }
 
     /// Does whatever is due: resumes parked work, answers queued requests, runs the reconciler.
@@ -176,20 +191,25 @@ impl Replica {
         }
         if env.now >= self.paused_until && env.now >= self.next_tick {
             self.next_tick = env.now + self.tick_interval;
-            self.execute(
-                Job::Tick {
-                    attempt: 0,
-                    decided: None,
-                },
-                env,
-            );
+            self.reconcile(None, env);
         }
     }
 
     fn execute(&mut self, job: Job, env: &mut Env) {
         match job {
             Job::Heartbeat(j) => self.heartbeat(*j, env),
-            Job::Tick { attempt, decided } => self.reconcile(attempt, decided, env),
+            Job::Commit(parked) => {
+                let (mut j, mut flow, write) = *parked;
+                env.stats.stale_decisions_committed += 1;
+                let reply = self.commit_write(&mut j, write, env);
+                let step = flow.on_batch(&j.req.clone(), reply);
+                j.resume = Some((flow, step));
+                self.heartbeat(j, env);
+            }
+            Job::Tick(flow, step) => {
+                env.stats.stale_decisions_committed += 1;
+                self.reconcile(Some((flow, step)), env);
+            }
         }
     }
 
@@ -212,212 +232,236 @@ impl Replica {
             self.highest
         );
         self.highest = revision;
-        self.cache = Some((group, revision));
+        self.cache = Some(Snap { group, revision });
     }
 
-    fn load(&mut self, env: &mut Env) -> (Rc<Group>, u64) {
-        let (g, rev) = env.store.load();
+    fn load(&mut self, env: &mut Env) -> Snap {
+        let (group, revision) = env.store.load();
         self.observe(env);
-        self.remember(g.clone(), rev);
-        (g, rev)
+        self.remember(group.clone(), revision);
+        Snap { group, revision }
     }
 
-    /// Maybe pauses now, parking `job` to be finished when the replica resumes.
-    fn maybe_pause(&mut self, job: Job, env: &mut Env) -> Option<Job> {
+    /// Whether to pause now, between a decision and its commit.
+    fn pause_now(&mut self, env: &mut Env) -> bool {
         if env.rng.chance(env.faults.pause_mid_decision) {
             env.stats.pauses_mid_decision += 1;
             self.paused_until = env.now + env.rng.range(1, env.faults.max_pause_ms);
-            self.parked = Some(job);
-            return None;
+            return true;
         }
-        Some(job)
+        false
     }
 
-    /// `Coordinator::heartbeat`.
+    /// `Coordinator::heartbeat_inner`: the core's flow, each step performed on the simulated store.
     fn heartbeat(&mut self, mut job: HbJob, env: &mut Env) {
-        let member = job.req.member_id.clone();
-        while job.attempt < MAX_ATTEMPTS {
-            let decided = match job.decided.take() {
-                Some(d) => {
-                    env.stats.stale_decisions_committed += 1;
-                    d
-                }
-                None => {
-                    job.attempt += 1;
-                    let (group, base, fresh) = match &self.cache {
-                        Some((g, r)) => (g.clone(), *r, false),
-                        None => {
-                            let (g, r) = self.load(env);
-                            (g, r, true)
-                        }
+        let req = job.req.clone();
+        let (mut flow, mut step) = job
+            .resume
+            .take()
+            .unwrap_or_else(|| HeartbeatFlow::start(&req.member_id, Caller::ANONYMOUS, &TIMING));
+        loop {
+            let decided_before_pause = std::mem::take(&mut job.decided_before_pause);
+            step = match step {
+                Step::Read | Step::Reload => {
+                    if matches!(step, Step::Reload) {
+                        self.cache = None;
+                    }
+                    let (snap, fresh) = match &self.cache {
+                        Some(s) => (s.clone(), false),
+                        None => (self.load(env), true),
                     };
                     let now = self.clock(env);
-                    let d = decide(Some(&group), &member, &job.req, now, &TIMING);
-                    // The coordinator tells steady heartbeats from transitions with `probe`: it must agree.
-                    let p = probe(Some(&group), &member, &job.req, now, &TIMING);
-                    assert_eq!(p.signals, d.signals, "probe and decide disagree on signals");
-                    match (&p.outcome, &d.outcome) {
-                        (Outcome::Write(_), Outcome::Write(_)) => {}
-                        _ => assert_eq!(
-                            (&p.outcome, &p.response),
-                            (&d.outcome, &d.response),
-                            "probe and decide disagree"
-                        ),
-                    }
-                    if d.signals.metadata_regression || d.signals.rebalance_regression {
-                        if !fresh {
-                            self.cache = None;
-                            continue;
-                        }
-                        if checks::false_rollback_signal(&group, &job.req, &d.signals) {
-                            env.stats.false_rebalance_signals += 1;
-                        }
-                    }
-                    let decided = match d.outcome {
-                        Outcome::Rejected {
-                            needs_fresh_state: true,
-                        } if !fresh => {
-                            self.cache = None;
-                            continue;
-                        }
-                        Outcome::Rejected { .. } => {
-                            return self.answer(&job, Rc::new(d.response), env);
-                        }
-                        Outcome::Steady => Decided::Steady {
-                            base,
-                            resp: d.response,
-                        },
-                        Outcome::Write(_) if self.batching => {
-                            self.decide_batch(&group, base, now, &job)
-                        }
-                        Outcome::Write(t) => Decided::Write {
-                            base,
-                            t,
-                            resp: d.response,
-                            others: Vec::new(),
-                        },
-                    };
-                    job.decided = Some(decided);
-                    match self.maybe_pause(Job::Heartbeat(Box::new(job)), env) {
-                        Some(Job::Heartbeat(mut j)) => {
-                            let d = j.decided.take();
-                            job = *j;
-                            d.expect("just decided")
-                        }
-                        _ => return,
-                    }
+                    check_decision(&snap.group, &req, now, fresh, env.stats);
+                    flow.on_read(&req, Ok(Some(snap)), fresh, now)
                 }
-            };
-            match decided {
-                Decided::Steady { base, resp } => {
-                    let outcome = env.store.renew(base, &member, env.now);
+                Step::ConfirmCurrent(snap) => {
+                    let current = env.store.revision == snap.revision;
                     self.observe(env);
-                    match outcome {
-                        RenewOutcome::Renewed => {
-                            return self.answer(&job, Rc::new(resp), env);
-                        }
+                    let confirmation = if current {
+                        Confirmation::Current
+                    } else {
+                        Confirmation::Moved
+                    };
+                    flow.on_confirmed(&req, confirmation)
+                }
+                Step::RecordSuspicion { signal, .. } => panic!(
+                    "invariant 6: the simulated Redis never rolls back, yet {} (epoch {}) would record a \
+                     rollback suspicion: {signal:?}",
+                    req.request_id, req.member_epoch
+                ),
+                Step::Renew(snap) => {
+                    if !decided_before_pause && self.pause_now(env) {
+                        job.resume = Some((flow, Step::Renew(snap)));
+                        job.decided_before_pause = true;
+                        self.parked = Some(Job::Heartbeat(Box::new(job)));
+                        return;
+                    }
+                    if decided_before_pause {
+                        env.stats.stale_decisions_committed += 1;
+                    }
+                    let outcome = env.store.renew(snap.revision, &req.member_id, env.now);
+                    self.observe(env);
+                    let renewal = match outcome {
+                        RenewOutcome::Renewed => Renewal::Renewed,
                         RenewOutcome::Conflict => {
                             env.stats.conflicts += 1;
                             job.contended = true;
                             self.cache = None;
+                            Renewal::Conflict
                         }
-                        RenewOutcome::LeaseLapsed => {
-                            self.reconcile(0, None, env);
-                        }
-                    }
+                        RenewOutcome::LeaseLapsed => Renewal::LeaseLapsed,
+                    };
+                    flow.on_renewed(&req, renewal)
                 }
-                Decided::Write {
-                    base,
-                    t,
-                    resp,
-                    others,
-                } => {
-                    let writers = std::iter::once(&job)
-                        .chain(others.iter().map(|(j, _)| j))
-                        .map(|j| j.req.member_id.clone())
-                        .collect();
-                    let outcome = env
-                        .store
-                        .cas(base, &t, env.now, Writer::Heartbeats(writers));
-                    self.observe(env);
-                    if let CasOutcome::Written(rev) = outcome {
-                        let g = env.store.group.clone();
-                        self.remember(g, rev);
-                        if !others.is_empty() {
-                            env.stats.batched += 1 + others.len() as u64;
-                        }
-                        for (other, answer) in others {
-                            self.answer(&other, Rc::new(answer), env);
-                        }
-                        return self.answer(&job, Rc::new(resp), env);
+                Step::Write => {
+                    let Some(write) = self.decide_write(&job, env) else {
+                        step = flow.on_batch(&req, BatchReply::DecideAgain);
+                        continue;
+                    };
+                    if self.pause_now(env) {
+                        self.parked = Some(Job::Commit(Box::new((job, flow, write))));
+                        return;
                     }
-                    // Not written: the others decide again (`BatchReply::DecideAgain`), in their order.
-                    for (mut other, _) in others.into_iter().rev() {
-                        other.contended = true;
-                        self.inbox.push_front(other);
-                    }
-                    if outcome == CasOutcome::Conflict {
-                        env.stats.conflicts += 1;
-                        job.contended = true;
-                        self.cache = None;
-                    } else {
-                        self.cache = None;
-                        self.reconcile(0, None, env);
-                    }
+                    let reply = self.commit_write(&mut job, write, env);
+                    flow.on_batch(&req, reply)
                 }
-            }
-            if env.now < self.paused_until {
-                return; // a reconcile inside this request paused the replica; the member will time out
-            }
+                Step::Reconcile => {
+                    self.reconcile(None, env);
+                    if env.now < self.paused_until {
+                        return; // the reconciler paused the replica mid-pass; the member will time out
+                    }
+                    flow.on_reconciled(&req)
+                }
+                Step::Answer(response) => {
+                    if flow.notes().gave_up {
+                        env.stats.retries += 1;
+                        assert!(
+                            job.contended,
+                            "invariant 5: t={} {} (epoch {}) answered RETRY although nobody else wrote \
+                             meanwhile: the coordinator cannot answer it on its own; Redis holds {:#?}",
+                            env.now,
+                            req.request_id,
+                            req.member_epoch,
+                            env.store.group.members.get(&req.member_id)
+                        );
+                    }
+                    return self.answer(&job, Rc::new(response), env);
+                }
+                Step::Refuse { owner } => {
+                    panic!("an anonymous heartbeat was refused for owner {owner}")
+                }
+                Step::FailClosed => panic!("the simulated store never holds unreadable metadata"),
+            };
         }
-        env.stats.retries += 1;
-        assert!(
-            job.contended,
-            "invariant 5: t={} {} (epoch {}) answered RETRY although nobody else wrote meanwhile: the \
-             coordinator cannot answer it on its own; Redis holds {:#?}",
-            env.now,
-            job.req.request_id,
-            job.req.member_epoch,
-            env.store.group.members.get(&member)
-        );
-        let retry = rejected_response(&job.req, &TIMING, HeartbeatStatus::Retry);
-        self.answer(&job, Rc::new(retry), env);
     }
 
-    /// `batch.rs::commit_batch`: `job` (a write on `group`) first, then every queued request that also needs
-    /// a write on the batch's aggregate; the rest stay queued in their order. A queued request joins only if
-    /// its own path would have sent it to the queue: a write on the cache, with no rollback signal.
-    fn decide_batch(&mut self, group: &Group, base: u64, now: i64, job: &HbJob) -> Decided {
-        let mut batch = Batch::on(group, now, &TIMING);
-        batch
-            .decide(&job.req.member_id, &job.req)
-            .expect("a write decided alone is one in an empty batch");
-        let mut others = Vec::new();
-        let mut kept = VecDeque::new();
-        while let Some(other) = self.inbox.pop_front() {
-            let id = &other.req.member_id;
-            let queued = other.decided.is_none() && {
-                let p = probe(Some(group), id, &other.req, now, &TIMING);
-                matches!(p.outcome, Outcome::Write(_))
-                    && !p.signals.metadata_regression
-                    && !p.signals.rebalance_regression
-            };
-            if queued && batch.decide(id, &other.req).is_ok() {
-                others.push(other);
-            } else {
-                kept.push_back(other);
+    /// `batch.rs`: the group's queue decided on the cached aggregate. `job` (whose flow reached the write
+    /// step on it) first; when batching, also every queued request whose own flow reaches the write step on
+    /// the same aggregate. The others stay queued, in their order. None: `job` itself was not combined.
+    fn decide_write(&mut self, job: &HbJob, env: &mut Env) -> Option<DecidedWrite> {
+        let snap = self
+            .cache
+            .clone()
+            .expect("a write is decided on the aggregate just read");
+        let now = self.clock(env);
+        let mut queue = vec![queued(&job.req, Requester::This)];
+        if self.batching {
+            let mut kept = VecDeque::new();
+            while let Some(other) = self.inbox.pop_front() {
+                if other.resume.is_some() {
+                    kept.push_back(other);
+                    continue;
+                }
+                let (mut flow, _) =
+                    HeartbeatFlow::start(&other.req.member_id, Caller::ANONYMOUS, &TIMING);
+                match flow.on_read(&other.req, Ok(Some(snap.clone())), false, now) {
+                    Step::Write => {
+                        let req = other.req.clone();
+                        queue.push(queued(&req, Requester::Queued(Box::new((other, flow)))));
+                    }
+                    _ => kept.push_back(other),
+                }
+            }
+            self.inbox = kept;
+        }
+        let decided = decide_queue(&snap.group, queue, now, &TIMING);
+        let mut this_declined = false;
+        for declined in decided.declined.into_iter().rev() {
+            match declined {
+                Requester::This => this_declined = true,
+                // Told to decide again: it starts over when its turn comes.
+                Requester::Queued(other) => self.inbox.push_front(other.0),
             }
         }
-        self.inbox = kept;
-        let done = batch.finish().expect("the batch holds job");
-        let mut answers = done.decisions.into_iter().map(|d| d.response);
-        let resp = answers.next().expect("job's answer");
-        Decided::Write {
-            base,
-            t: Box::new(done.transition),
-            resp,
-            others: others.into_iter().zip(answers).collect(),
+        let transition = decided.transition?;
+        if this_declined {
+            return None;
         }
+        Some(DecidedWrite {
+            base: snap.revision,
+            transition,
+            included: decided.included,
+        })
+    }
+
+    /// The batch's compare-and-set, and what each of its requests is told (`replies`): the queued ones are
+    /// answered or put back in the queue at their next step; `job`'s own reply is returned.
+    fn commit_write(&mut self, job: &mut HbJob, write: DecidedWrite, env: &mut Env) -> BatchReply {
+        let writers = write.included.iter().map(|i| i.member_id.clone()).collect();
+        let outcome = env.store.cas(
+            write.base,
+            &write.transition,
+            env.now,
+            Writer::Heartbeats(writers),
+        );
+        self.observe(env);
+        let result = match outcome {
+            CasOutcome::Written(revision) => {
+                let g = env.store.group.clone();
+                self.remember(g, revision);
+                if write.included.len() > 1 {
+                    env.stats.batched += write.included.len() as u64;
+                }
+                CommitResult::Written
+            }
+            CasOutcome::Conflict => {
+                env.stats.conflicts += 1;
+                self.cache = None;
+                CommitResult::Conflict
+            }
+            CasOutcome::ConditionFailed { member } => {
+                self.cache = None;
+                CommitResult::ConditionFailed { member }
+            }
+        };
+        let mut own = BatchReply::DecideAgain;
+        let mut requeue = Vec::new();
+        for (member, reply) in replies(write.included, &result) {
+            match member {
+                Requester::This => {
+                    // Someone else's write moved the group under it.
+                    job.contended |= reply == BatchReply::DecideAgain;
+                    own = reply;
+                }
+                Requester::Queued(queued) => {
+                    let (mut other, mut flow) = *queued;
+                    if reply == BatchReply::DecideAgain {
+                        other.contended = true;
+                    }
+                    match flow.on_batch(&other.req, reply) {
+                        Step::Answer(response) => self.answer(&other, Rc::new(response), env),
+                        next => {
+                            other.resume = Some((flow, next));
+                            requeue.push(other);
+                        }
+                    }
+                }
+            }
+        }
+        for other in requeue.into_iter().rev() {
+            self.inbox.push_front(other);
+        }
+        own
     }
 
     fn answer(&mut self, job: &HbJob, resp: Rc<HeartbeatResponse>, env: &mut Env) {
@@ -447,52 +491,87 @@ impl Replica {
         env.net.send(Payload::Response(to, resp), env.rng, env.now);
     }
 
-    /// `Coordinator::reconcile_group`: fresh load, Redis time, lapsed leases, `tick`, CAS.
-    fn reconcile(
-        &mut self,
-        mut attempt: usize,
-        mut decided: Option<(u64, Box<Transition>)>,
-        env: &mut Env,
-    ) {
-        while attempt < MAX_ATTEMPTS {
-            let (base, t) = match decided.take() {
-                Some(d) => d,
-                None => {
-                    attempt += 1;
-                    let (group, base) = self.load(env);
-                    let now = env.now;
-                    let lapsed = env.store.lapsed(now);
-                    let Some((t, _)) = tick(&group, now, &lapsed, &TIMING)
-                        .expect("the simulation's epochs stay small")
-                    else {
+    /// `Coordinator::reconcile_group`: the core's reconciler pass on a fresh load, with Redis time and the
+    /// leases lapsed by it; it may pause between the tick and its compare-and-set.
+    fn reconcile(&mut self, resume: Option<(ReconcileFlow, ReconcileStep<Snap>)>, env: &mut Env) {
+        let (mut flow, mut step) = resume.unwrap_or_else(|| ReconcileFlow::start(&TIMING));
+        loop {
+            step = match step {
+                ReconcileStep::Read => {
+                    let snap = self.load(env);
+                    flow.on_read(Some(snap))
+                }
+                ReconcileStep::Observe(base) => {
+                    let lapsed = env.store.lapsed(env.now);
+                    let next = flow.on_observed(base, env.now, &lapsed);
+                    if matches!(next, ReconcileStep::Commit { .. }) && self.pause_now(env) {
+                        self.parked = Some(Job::Tick(flow, next));
                         return;
-                    };
-                    let job = Job::Tick {
-                        attempt,
-                        decided: Some((base, Box::new(t))),
-                    };
-                    match self.maybe_pause(job, env) {
-                        Some(Job::Tick {
-                            decided: Some(d), ..
-                        }) => d,
-                        _ => return,
                     }
+                    next
                 }
+                ReconcileStep::Commit {
+                    base,
+                    transition,
+                    report,
+                } => {
+                    let outcome = env
+                        .store
+                        .cas(base.revision, &transition, env.now, Writer::Tick);
+                    self.observe(env);
+                    let result = match outcome {
+                        CasOutcome::Written(revision) => {
+                            let g = env.store.group.clone();
+                            self.remember(g, revision);
+                            CommitResult::Written
+                        }
+                        CasOutcome::Conflict => {
+                            env.stats.conflicts += 1;
+                            self.cache = None;
+                            CommitResult::Conflict
+                        }
+                        CasOutcome::ConditionFailed { member } => {
+                            self.cache = None;
+                            CommitResult::ConditionFailed { member }
+                        }
+                    };
+                    flow.on_committed::<Snap>(result, report)
+                }
+                ReconcileStep::Done(_) => return,
+                ReconcileStep::Exhausted(e) => panic!("the simulation's epochs stay small: {e}"),
             };
-            let outcome = env.store.cas(base, &t, env.now, Writer::Tick);
-            self.observe(env);
-            match outcome {
-                CasOutcome::Written(rev) => {
-                    let g = env.store.group.clone();
-                    self.remember(g, rev);
-                    return;
-                }
-                CasOutcome::Conflict => {
-                    env.stats.conflicts += 1;
-                    self.cache = None;
-                }
-                CasOutcome::ConditionFailed => self.cache = None,
-            }
         }
+    }
+}
+
+fn queued(req: &HeartbeatRequest, requester: Requester) -> Queued<Requester> {
+    Queued {
+        member_id: req.member_id.clone(),
+        req: req.clone(),
+        principal: None,
+        acts_for_any_member: false,
+        reply_to: requester,
+    }
+}
+
+/// Checks on every decision the core makes: `probe` (which the core uses to tell steady heartbeats from
+/// transitions) agrees with `decide`, and a decision on state just read raises no false rollback signal.
+fn check_decision(g: &Group, req: &HeartbeatRequest, now: i64, fresh: bool, stats: &mut Stats) {
+    let d = decide(Some(g), &req.member_id, req, now, &TIMING);
+    let p = probe(Some(g), &req.member_id, req, now, &TIMING);
+    assert_eq!(p.signals, d.signals, "probe and decide disagree on signals");
+    match (&p.outcome, &d.outcome) {
+        (Outcome::Write(_), Outcome::Write(_)) => {}
+        _ => assert_eq!(
+            (&p.outcome, &p.response),
+            (&d.outcome, &d.response),
+            "probe and decide disagree"
+        ),
+    }
+    if fresh
+        && (d.signals.metadata_regression || d.signals.rebalance_regression)
+        && checks::false_rollback_signal(g, req, &d.signals)
+    {
+        stats.false_rebalance_signals += 1;
     }
 }

@@ -33,12 +33,15 @@ pub struct WriteRecord {
     pub now: i64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CasOutcome {
     Written(u64),
     Conflict,
-    /// TOO_EARLY, LEASE_ACTIVE or LEASE_LAPSED: nothing was written.
-    ConditionFailed,
+    /// TOO_EARLY (`member` None), LEASE_ACTIVE or LEASE_LAPSED (the member whose lease condition failed):
+    /// nothing was written.
+    ConditionFailed {
+        member: Option<String>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,12 +91,17 @@ impl SimStore {
             return CasOutcome::Conflict;
         }
         if now < t.not_before_ms {
-            return CasOutcome::ConditionFailed;
+            return CasOutcome::ConditionFailed { member: None };
         }
-        if t.must_be_lapsed.iter().any(|m| self.lease_live(m, now))
-            || t.must_be_live.iter().any(|m| !self.lease_live(m, now))
-        {
-            return CasOutcome::ConditionFailed;
+        let failed = t
+            .must_be_lapsed
+            .iter()
+            .find(|m| self.lease_live(m, now))
+            .or_else(|| t.must_be_live.iter().find(|m| !self.lease_live(m, now)));
+        if let Some(m) = failed {
+            return CasOutcome::ConditionFailed {
+                member: Some(m.clone()),
+            };
         }
         for m in &t.renew {
             self.leases

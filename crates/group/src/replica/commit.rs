@@ -1,0 +1,162 @@
+//! Group commit: the heartbeats of one group waiting to write on a replica are decided in sequence on the
+//! newest aggregate ([`crate::batch::Batch`]), committed with one compare-and-set, and each is then told what
+//! the commit means for it ([`DecidedBatch::replies`]).
+//!
+//! A request that is not combined (on the newer aggregate it no longer needs a write, its member is already
+//! named by an earlier request of the batch, or another principal now owns it) is told to decide again at
+//! once; it is never answered on an aggregate that was not written. After a commit:
+//! - written: every combined request gets its answer, re-stated on the aggregate written;
+//! - lost race: everyone decides again on fresh state;
+//! - a lease or time condition failed: the requests whose own condition failed reconcile the group first
+//!   (once each), the others decide again;
+//! - store unavailable: everyone answers `RETRY`.
+
+use crate::batch::Batch;
+use crate::heartbeat::{Caller, Outcome, Transition};
+use crate::model::Group;
+use crate::replica::CommitResult;
+use crate::timing::Timing;
+use rsc_protocol::wire::{HeartbeatRequest, HeartbeatResponse};
+
+/// At most this many requests are decided into one write; the rest wait for the next.
+pub const MAX_BATCH: usize = 1_000;
+
+/// What a request that needed a write is told.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BatchReply {
+    /// Written: send this response.
+    Answered(Box<HeartbeatResponse>),
+    /// Not written by this batch: decide again on the current aggregate.
+    DecideAgain,
+    /// A lease or time condition of this request's transition failed: reconcile the group, then decide again.
+    Reconcile,
+    /// The store failed: answer RETRY.
+    Unavailable,
+}
+
+/// A request waiting to write. `T`: the shell's handle to answer it with (a channel, a simulated job).
+#[derive(Debug)]
+pub struct Queued<T> {
+    pub member_id: String,
+    pub req: HeartbeatRequest,
+    /// The authenticated principal (None: unauthenticated heartbeats) and whether it is an ADMIN.
+    pub principal: Option<String>,
+    pub acts_for_any_member: bool,
+    pub reply_to: T,
+}
+
+impl<T> Queued<T> {
+    fn caller(&self) -> Caller<'_> {
+        Caller {
+            principal: self.principal.as_deref(),
+            acts_for_any_member: self.acts_for_any_member,
+        }
+    }
+}
+
+/// A request combined into the batch, with its answer stated on the aggregate to commit.
+#[derive(Debug)]
+pub struct Included<T> {
+    pub member_id: String,
+    pub req: HeartbeatRequest,
+    pub reply_to: T,
+    pub response: HeartbeatResponse,
+    /// This request fenced its member.
+    pub fenced: bool,
+    /// The transition renews this member's lease (an accepted heartbeat): its progress is stored with it.
+    pub renewed: bool,
+    /// The members its transition names (in a condition or a lease operation).
+    named: Vec<String>,
+}
+
+/// A decided batch, before its commit.
+#[derive(Debug)]
+pub struct DecidedBatch<T> {
+    /// The one transition to commit; None when no request was combined.
+    pub transition: Option<Transition>,
+    /// The combined requests, in the order they were decided.
+    pub included: Vec<Included<T>>,
+    /// The requests not combined: each decides again at once ([`BatchReply::DecideAgain`]).
+    pub declined: Vec<T>,
+}
+
+/// Decides each queued request on the aggregate the previous one produced (the first on `base`) and
+/// combines what can be combined into one transition.
+pub fn decide_queue<T>(
+    base: &Group,
+    queue: Vec<Queued<T>>,
+    now_ms: i64,
+    timing: &Timing,
+) -> DecidedBatch<T> {
+    let mut batch = Batch::on(base, now_ms, timing);
+    let mut combined = Vec::new();
+    let mut declined = Vec::new();
+    for q in queue {
+        match batch.decide_as(&q.member_id, &q.req, &q.caller()) {
+            Ok(()) => combined.push(q),
+            Err(_) => declined.push(q.reply_to),
+        }
+    }
+    let Some(done) = batch.finish() else {
+        return DecidedBatch {
+            transition: None,
+            included: Vec::new(),
+            declined,
+        };
+    };
+    let included = combined
+        .into_iter()
+        .zip(done.decisions)
+        .map(|(q, d)| {
+            let named: Vec<String> = match &d.outcome {
+                Outcome::Write(t) => t.named_members().cloned().collect(),
+                _ => Vec::new(),
+            };
+            Included {
+                renewed: done.transition.renew.contains(&q.member_id),
+                member_id: q.member_id,
+                req: q.req,
+                reply_to: q.reply_to,
+                response: d.response,
+                fenced: d.signals.fenced,
+                named,
+            }
+        })
+        .collect();
+    DecidedBatch {
+        transition: Some(done.transition),
+        included,
+        declined,
+    }
+}
+
+/// What each combined request is told once the commit of its batch came to `result` (declined requests
+/// decide again at once).
+pub fn replies<T>(included: Vec<Included<T>>, result: &CommitResult) -> Vec<(T, BatchReply)> {
+    let mut first = true;
+    included
+        .into_iter()
+        .map(|i| {
+            let reply = match result {
+                CommitResult::Written => BatchReply::Answered(Box::new(i.response)),
+                CommitResult::Conflict => BatchReply::DecideAgain,
+                // Only the requests whose own conditions failed reconcile (once each); the rest decide
+                // again. A failed time condition is charged to the first.
+                CommitResult::ConditionFailed { member } => {
+                    let culprit = match member {
+                        Some(m) => i.named.contains(m),
+                        None => first,
+                    };
+                    if culprit {
+                        BatchReply::Reconcile
+                    } else {
+                        BatchReply::DecideAgain
+                    }
+                }
+                CommitResult::Unavailable => BatchReply::Unavailable,
+            };
+            first = false;
+            (i.reply_to, reply)
+        })
+        .collect()
+}
