@@ -1,10 +1,13 @@
-//! The `rsc` binary: `rsc serve` runs the coordinator, `rsc demo` shows a live demo group, `rsc bench` drives
-//! load against a running coordinator, `rsc hash-password` prints an Argon2id hash for the configuration.
+//! The `rsc` binary: `rsc serve` runs the coordinator; the operator verbs (`login`, `health`, `groups`,
+//! `describe`, `scale`, `rollback`, `force-complete`, `audit`, `plan`, `apply`, `version`, `upgrade-check`,
+//! in `operator/`) talk to it over coord/v1; `rsc demo` shows a live demo group, `rsc bench` drives load
+//! against a running coordinator, `rsc hash-password` prints an Argon2id hash for the configuration.
 
 mod bench;
 mod demo;
 mod hash_password;
 mod memory;
+mod operator;
 
 use clap::{Parser, Subcommand};
 use rsc_coordinator::config::{self, Overrides};
@@ -41,6 +44,32 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Benchmarks against a running coordinator (see BENCHMARKS.md).
     Bench(bench::BenchArgs),
+    /// Log in and store a bearer token for the coordinator (in $RSC_CONFIG_DIR/credentials, mode 0600).
+    Login(operator::login::LoginArgs),
+    /// Revoke and forget the stored token.
+    Logout(operator::login::LogoutArgs),
+    /// The coordinator's health; exit 0 only when UP.
+    Health(operator::Target),
+    /// One line per consumer group: shards, members live/total, state, migration, lag.
+    Groups(operator::Target),
+    /// A group in detail: members, shards, lag, the active migration, rollback suspicion.
+    Describe(operator::show::DescribeArgs),
+    /// Scale a stream (every group follows); --wait shows progress until it completes.
+    Scale(operator::change::ScaleArgs),
+    /// Roll back the stream's active migration.
+    Rollback(operator::change::EndMigrationArgs),
+    /// End a migration that cannot progress.
+    ForceComplete(operator::change::EndMigrationArgs),
+    /// Audit records, newest first; --follow for new ones.
+    Audit(operator::audit::AuditArgs),
+    /// Compare a desired-state file with the coordinator (exit 0 no changes, 2 changes, 1 error).
+    Plan(operator::apply::PlanArgs),
+    /// Make the coordinator match a desired-state file.
+    Apply(operator::apply::ApplyArgs),
+    /// This binary's version and protocol versions, and the coordinator's.
+    Version(operator::Target),
+    /// Whether every live member speaks a protocol version the target release supports.
+    UpgradeCheck(operator::show::UpgradeCheckArgs),
 }
 
 fn init_logging(format: &str) {
@@ -64,6 +93,19 @@ fn main() -> ExitCode {
         Command::HashPassword => hash_password::run(),
         Command::Demo(args) => demo::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Login(args) => operator::run(operator::login::login(args)),
+        Command::Logout(args) => operator::run(operator::login::logout(args)),
+        Command::Health(t) => operator::run(operator::show::health(t)),
+        Command::Groups(t) => operator::run(operator::show::groups(t)),
+        Command::Describe(args) => operator::run(operator::show::describe(args)),
+        Command::Scale(args) => operator::run(operator::change::scale(args)),
+        Command::Rollback(args) => operator::run(operator::change::rollback(args)),
+        Command::ForceComplete(args) => operator::run(operator::change::force_complete(args)),
+        Command::Audit(args) => operator::run(operator::audit::audit(args)),
+        Command::Plan(args) => operator::run(operator::apply::plan(args)),
+        Command::Apply(args) => operator::run(operator::apply::apply(args)),
+        Command::Version(t) => operator::run(operator::show::version(t)),
+        Command::UpgradeCheck(args) => operator::run(operator::show::upgrade_check(args)),
         Command::Serve {
             listen,
             redis_url,

@@ -50,6 +50,9 @@ pub enum Auth {
     /// Log in once, send `Authorization: Bearer <token>`, and log in again before the token expires.
     /// Falls back to HTTP Basic if the coordinator has no login endpoint (HTTP 404).
     Login(Credentials),
+    /// Send `Authorization: Bearer <token>` with a token obtained elsewhere (e.g. `rsc login`); it is never
+    /// renewed, and a 401 is returned as [`crate::ClientError::Unauthorized`].
+    Bearer(String),
 }
 
 /// A bearer token and when to renew it.

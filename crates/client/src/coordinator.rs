@@ -358,5 +358,44 @@ impl CoordinatorClient {
     }
 }
 
+impl CoordinatorClient {
+    /// Sends one request with an optional JSON body and `X-Request-Id`, and decodes a JSON answer: for
+    /// operator tools that speak to any route (admin mutations, monitoring reads). `segments` are path
+    /// segments, percent-encoded here; a non-2xx answer is [`ClientError::Api`] with the contract's
+    /// `errorCode` and message.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), rsc_client::ClientError> {
+    /// use rsc_client::Method;
+    /// let c = rsc_client::CoordinatorClient::new(["http://127.0.0.1:8080"])?;
+    /// let body = serde_json::json!({"targetShardCount": 8, "requestedBy": "ops", "reason": "peak"});
+    /// let answer = c
+    ///     .send_json(Method::POST, &["coord", "v1", "streams", "orders", "scale"], &[], Some(&body), Some("req-1"))
+    ///     .await?;
+    /// println!("{answer}");
+    /// # Ok(()) }
+    /// ```
+    pub async fn send_json(
+        &self,
+        method: Method,
+        segments: &[&str],
+        query: &[(&str, String)],
+        body: Option<&serde_json::Value>,
+        request_id: Option<&str>,
+    ) -> Result<serde_json::Value, ClientError> {
+        let (status, bytes) = self
+            .call_with_id(
+                method,
+                segments,
+                query,
+                body,
+                self.inner.request_timeout,
+                request_id,
+            )
+            .await?;
+        decode(status, &bytes)
+    }
+}
+
 #[cfg(test)]
 mod tests;

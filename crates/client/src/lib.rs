@@ -52,3 +52,5 @@ pub use coordinator::{CoordinatorClient, CoordinatorClientBuilder, CreateStream}
 pub use error::ClientError;
 pub use identity::default_member_id;
 pub use producer::{Producer, ProducerConfig, ProducerStats, Published, Record};
+/// The HTTP method of [`CoordinatorClient::send_json`].
+pub use reqwest::Method;

@@ -13,13 +13,37 @@ impl CoordinatorClient {
         body: Option<&B>,
         timeout: Duration,
     ) -> Result<(StatusCode, Vec<u8>), ClientError> {
+        self.call_with_id(method, segments, query, body, timeout, None)
+            .await
+    }
+
+    /// [`Self::call`], sending `X-Request-Id: request_id` when given (the same id on every URL tried).
+    pub(super) async fn call_with_id<B: Serialize>(
+        &self,
+        method: Method,
+        segments: &[&str],
+        query: &[(&str, String)],
+        body: Option<&B>,
+        timeout: Duration,
+        request_id: Option<&str>,
+    ) -> Result<(StatusCode, Vec<u8>), ClientError> {
         let n = self.inner.urls.len();
         let start = self.inner.current.load(Ordering::Relaxed) % n;
         let mut failures = Vec::new();
         for i in 0..n {
             let idx = (start + i) % n;
             match self
-                .attempt(idx, method.clone(), segments, query, body, timeout)
+                .attempt(
+                    idx,
+                    &Call {
+                        method: method.clone(),
+                        segments,
+                        query,
+                        body,
+                        timeout,
+                        request_id,
+                    },
+                )
                 .await?
             {
                 Attempt::Answer(status, bytes) => {
@@ -38,12 +62,18 @@ impl CoordinatorClient {
     pub(super) async fn attempt<B: Serialize>(
         &self,
         idx: usize,
-        method: Method,
-        segments: &[&str],
-        query: &[(&str, String)],
-        body: Option<&B>,
-        timeout: Duration,
+        call: &Call<'_, B>,
     ) -> Result<Attempt, ClientError> {
+        let Call {
+            method,
+            segments,
+            query,
+            body,
+            timeout,
+            request_id,
+        } = call;
+        let (segments, query, body, timeout, request_id) =
+            (*segments, *query, *body, *timeout, *request_id);
         let base = &self.inner.urls[idx];
         let mut url = join(base, segments)?;
         if !query.is_empty() {
@@ -69,6 +99,9 @@ impl CoordinatorClient {
             };
             if let Some(b) = body {
                 req = req.json(b);
+            }
+            if let Some(id) = request_id {
+                req = req.header("X-Request-Id", id);
             }
             let resp = match req.send().await {
                 Ok(r) => r,
@@ -122,6 +155,7 @@ impl CoordinatorClient {
         let creds = match &self.inner.auth {
             Auth::None => return Ok(None),
             Auth::Basic(c) => return Ok(Some(AuthHeader::Basic(c.clone()))),
+            Auth::Bearer(t) => return Ok(Some(AuthHeader::Bearer(t.clone()))),
             Auth::Login(c) => c,
         };
         let mut tokens = self.inner.tokens.lock().await;
@@ -186,6 +220,16 @@ impl CoordinatorClient {
         tokens.store(token.clone(), started, ttl);
         Ok(Some(AuthHeader::Bearer(token)))
     }
+}
+
+/// One call's parameters, the same for every URL tried.
+pub(super) struct Call<'a, B> {
+    pub(super) method: Method,
+    pub(super) segments: &'a [&'a str],
+    pub(super) query: &'a [(&'a str, String)],
+    pub(super) body: Option<&'a B>,
+    pub(super) timeout: Duration,
+    pub(super) request_id: Option<&'a str>,
 }
 
 pub(super) enum AuthHeader {

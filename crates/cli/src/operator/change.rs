@@ -1,0 +1,461 @@
+//! `rsc scale`, `rsc rollback`, `rsc force-complete`: admin mutations with a fresh `X-Request-Id`,
+//! `requestedBy` (default: the logged-in user) and a required reason. With `--wait`, a progress bar per
+//! affected group (indicatif; plain lines when stdout is not a terminal) until every group reports the
+//! migration ended as asked; Ctrl-C stops waiting, never the migration.
+
+use super::{Failure, Output, Session, Target, confirm, now_ms, print_json, s};
+use clap::Args;
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use rsc_client::Method;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Args, Debug)]
+pub struct ScaleArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// The stream prefix.
+    pub stream: String,
+    /// The new shard count (every consumer group of the stream follows).
+    #[arg(long)]
+    pub shards: u32,
+    /// Why (recorded in the audit log).
+    #[arg(long)]
+    pub reason: String,
+    /// Who asks (default: the logged-in user).
+    #[arg(long)]
+    pub requested_by: Option<String>,
+    /// Wait until every group reports the migration complete, showing progress.
+    #[arg(long)]
+    pub wait: bool,
+    /// Give up waiting after this long (e.g. 10m); the migration goes on.
+    #[arg(long, default_value = "30m", value_parser = humantime::parse_duration)]
+    pub wait_timeout: Duration,
+}
+
+#[derive(Args, Debug)]
+pub struct EndMigrationArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// The stream prefix.
+    pub stream: String,
+    /// The migration (default: the stream's active one).
+    #[arg(long)]
+    pub migration: Option<String>,
+    /// Why (recorded in the audit log).
+    #[arg(long)]
+    pub reason: String,
+    /// Who asks (default: the logged-in user).
+    #[arg(long)]
+    pub requested_by: Option<String>,
+    /// Do not ask for confirmation.
+    #[arg(long)]
+    pub yes: bool,
+    /// Wait until every group reports the migration ended.
+    #[arg(long)]
+    pub wait: bool,
+    #[arg(long, default_value = "30m", value_parser = humantime::parse_duration)]
+    pub wait_timeout: Duration,
+}
+
+/// Which end a wait is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Goal {
+    Complete,
+    RolledBack,
+    ForceCompleted,
+}
+
+impl Goal {
+    fn reached(self, state: &str) -> Option<bool> {
+        let ok = match self {
+            Goal::Complete => state == "DEPRECATED",
+            Goal::RolledBack => matches!(state, "ROLLED_BACK" | "ABORTED"),
+            Goal::ForceCompleted => matches!(state, "FORCE_COMPLETED" | "ABORTED"),
+        };
+        let ended = matches!(
+            state,
+            "DEPRECATED" | "ROLLED_BACK" | "FORCE_COMPLETED" | "ABORTED"
+        );
+        ended.then_some(ok)
+    }
+}
+
+pub async fn scale(args: ScaleArgs) -> Result<ExitCode, Failure> {
+    if args.shards > rsc_protocol::validate::MAX_SHARD_COUNT {
+        return Err(Failure::new(format!(
+            "--shards {} is above the maximum of {}",
+            args.shards,
+            rsc_protocol::validate::MAX_SHARD_COUNT
+        )));
+    }
+    let session = Session::open(&args.target)?;
+    let body = json!({
+        "targetShardCount": args.shards,
+        "requestedBy": session.requested_by(args.requested_by.as_deref()),
+        "reason": args.reason,
+    });
+    let (answer, request_id) = session
+        .mutate(
+            Method::POST,
+            &["coord", "v1", "streams", &args.stream, "scale"],
+            &body,
+        )
+        .await?;
+    let migrations: Vec<(String, String)> = answer
+        .get("migrations")
+        .and_then(Value::as_array)
+        .map(|ms| {
+            ms.iter()
+                .map(|m| {
+                    (
+                        s(m, "consumerGroup").to_owned(),
+                        s(m, "reshardingId").to_owned(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    match args.target.output {
+        Output::Json if !args.wait => {
+            print_json(&json!({"requestId": request_id, "answer": answer}))
+        }
+        Output::Json => {}
+        Output::Table => println!(
+            "Scale of {} to {} shards accepted (request id {request_id}); migrations: {}",
+            args.stream,
+            args.shards,
+            migrations
+                .iter()
+                .map(|(g, id)| format!("{g} {id}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+    if !args.wait {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let code = wait(
+        &session,
+        &args.stream,
+        &migrations,
+        Goal::Complete,
+        args.wait_timeout,
+    )
+    .await?;
+    if args.target.output == Output::Json {
+        print_json(
+            &json!({"requestId": request_id, "answer": answer, "completed": code == ExitCode::SUCCESS}),
+        );
+    }
+    Ok(code)
+}
+
+pub async fn rollback(args: EndMigrationArgs) -> Result<ExitCode, Failure> {
+    end_migration(args, "rollback", Goal::RolledBack).await
+}
+
+pub async fn force_complete(args: EndMigrationArgs) -> Result<ExitCode, Failure> {
+    end_migration(args, "force-complete", Goal::ForceCompleted).await
+}
+
+async fn end_migration(
+    args: EndMigrationArgs,
+    verb: &str,
+    goal: Goal,
+) -> Result<ExitCode, Failure> {
+    let session = Session::open(&args.target)?;
+    let groups = stream_groups(&session, &args.stream).await?;
+    let Some(first) = groups.first() else {
+        return Err(Failure::new(format!(
+            "stream {:?} has no consumer group this principal may see",
+            args.stream
+        )));
+    };
+    let id = match &args.migration {
+        Some(id) => id.clone(),
+        None => {
+            let m = session
+                .get(
+                    &[
+                        "coord",
+                        "v1",
+                        "monitoring",
+                        "streams",
+                        &args.stream,
+                        "groups",
+                        first,
+                        "migrations",
+                    ],
+                    &[],
+                )
+                .await?;
+            m.get("activeReshardingId")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .ok_or_else(|| {
+                    Failure::new(format!(
+                        "stream {:?} has no active migration to {verb}",
+                        args.stream
+                    ))
+                })?
+        }
+    };
+    if !args.yes
+        && !confirm(&format!(
+            "{verb} migration {id} of stream {:?} ({} groups: {})?",
+            args.stream,
+            groups.len(),
+            groups.join(", ")
+        ))
+    {
+        return Err(Failure::new(
+            "not confirmed: nothing was sent (answer y on a terminal, or pass --yes)",
+        ));
+    }
+    let body = json!({
+        "requestedBy": session.requested_by(args.requested_by.as_deref()),
+        "reason": args.reason,
+    });
+    let (answer, request_id) = session
+        .mutate(
+            Method::POST,
+            &[
+                "coord",
+                "v1",
+                "streams",
+                &args.stream,
+                "groups",
+                first,
+                "migrations",
+                &id,
+                verb,
+            ],
+            &body,
+        )
+        .await?;
+    match args.target.output {
+        Output::Json if !args.wait => {
+            print_json(&json!({"requestId": request_id, "answer": answer}))
+        }
+        Output::Json => {}
+        Output::Table => println!(
+            "{verb} of migration {id} of {} accepted (request id {request_id}); state {}",
+            args.stream,
+            s(&answer, "state")
+        ),
+    }
+    if !args.wait {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let migrations: Vec<(String, String)> =
+        groups.iter().map(|g| (g.clone(), id.clone())).collect();
+    let code = wait(&session, &args.stream, &migrations, goal, args.wait_timeout).await?;
+    if args.target.output == Output::Json {
+        print_json(
+            &json!({"requestId": request_id, "answer": answer, "ended": code == ExitCode::SUCCESS}),
+        );
+    }
+    Ok(code)
+}
+
+/// The consumer groups of a stream, as the monitoring list shows them.
+pub async fn stream_groups(session: &Session, stream: &str) -> Result<Vec<String>, Failure> {
+    let list = session
+        .get(&["coord", "v1", "monitoring", "groups"], &[])
+        .await?;
+    let list = list.get("groups").cloned().unwrap_or(Value::Null);
+    Ok(list
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .filter(|g| s(g, "streamPrefix") == stream)
+        .map(|g| s(g, "consumerGroup").to_owned())
+        .collect())
+}
+
+/// One group's progress, as a line.
+struct Progress {
+    state: String,
+    converged: u64,
+    target: u64,
+    draining_left: usize,
+    grace_left_ms: i64,
+}
+
+async fn progress(
+    session: &Session,
+    stream: &str,
+    group: &str,
+    id: &str,
+) -> Result<Progress, Failure> {
+    let m = session
+        .get(
+            &[
+                "coord",
+                "v1",
+                "streams",
+                stream,
+                "groups",
+                group,
+                "migrations",
+                id,
+            ],
+            &[],
+        )
+        .await?;
+    let target = m.get("toShardCount").and_then(Value::as_u64).unwrap_or(0);
+    let members = session
+        .get(
+            &[
+                "coord",
+                "v1",
+                "monitoring",
+                "streams",
+                stream,
+                "groups",
+                group,
+                "members",
+            ],
+            &[],
+        )
+        .await?;
+    let mut owned = std::collections::BTreeSet::new();
+    for mm in members["members"].as_array().cloned().unwrap_or_default() {
+        if !matches!(s(&mm, "state"), "ACTIVE" | "LEAVING") {
+            continue;
+        }
+        for sh in mm
+            .get("currentAssignment")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+        {
+            if let Some(i) = sh
+                .get("shardIndex")
+                .and_then(Value::as_u64)
+                .or_else(|| sh.as_u64())
+                && i < target
+            {
+                owned.insert(i);
+            }
+        }
+    }
+    let draining_left = m
+        .get("removedShards")
+        .and_then(Value::as_array)
+        .map(|r| {
+            r.iter()
+                .filter(|x| {
+                    x.get("draining").and_then(Value::as_bool) == Some(true)
+                        || x.get("lag").and_then(Value::as_i64).unwrap_or(0) > 0
+                        || x.get("pending").and_then(Value::as_i64).unwrap_or(0) > 0
+                })
+                .count()
+        })
+        .unwrap_or(0);
+    let grace_left_ms = humantime::parse_rfc3339(s(&m, "drainEvidenceFrom"))
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| (d.as_millis() as i64 - now_ms()).max(0));
+    Ok(Progress {
+        state: s(&m, "state").to_owned(),
+        converged: owned.len() as u64,
+        target,
+        draining_left,
+        grace_left_ms,
+    })
+}
+
+/// Polls every group's migration once a second until each has ended as `goal` asks.
+async fn wait(
+    session: &Session,
+    stream: &str,
+    migrations: &[(String, String)],
+    goal: Goal,
+    timeout: Duration,
+) -> Result<ExitCode, Failure> {
+    let tty = std::io::stdout().is_terminal() && session.target.output == Output::Table;
+    let bars = MultiProgress::new();
+    let style =
+        ProgressStyle::with_template("{prefix:>16} [{bar:30}] {pos}/{len} shards owned  {msg}")
+            .map_err(|e| e.to_string())?
+            .progress_chars("=> ");
+    let mut shown: BTreeMap<&str, ProgressBar> = BTreeMap::new();
+    let mut last_line: BTreeMap<&str, String> = BTreeMap::new();
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut ended: BTreeMap<&str, bool> = BTreeMap::new();
+    loop {
+        for (group, id) in migrations {
+            if ended.contains_key(group.as_str()) {
+                continue;
+            }
+            let p = progress(session, stream, group, id).await?;
+            let msg = format!(
+                "{}  draining shards left {}  drain grace left {:.0}s",
+                p.state,
+                p.draining_left,
+                p.grace_left_ms as f64 / 1000.0
+            );
+            if tty {
+                let bar = shown.entry(group).or_insert_with(|| {
+                    let b = bars.add(ProgressBar::new(p.target));
+                    b.set_style(style.clone());
+                    b.set_prefix(group.clone());
+                    b
+                });
+                bar.set_length(p.target);
+                bar.set_position(p.converged);
+                bar.set_message(msg.clone());
+            } else if session.target.output == Output::Table {
+                let line = format!("{group}: {}/{} shards owned  {msg}", p.converged, p.target);
+                if last_line.get(group.as_str()) != Some(&line) {
+                    println!("{line}");
+                    last_line.insert(group, line);
+                }
+            }
+            if let Some(ok) = goal.reached(&p.state) {
+                if let Some(bar) = shown.get(group.as_str()) {
+                    bar.finish();
+                }
+                ended.insert(group, ok);
+            }
+        }
+        if ended.len() == migrations.len() {
+            let failed: Vec<&str> = ended
+                .iter()
+                .filter(|(_, ok)| !**ok)
+                .map(|(g, _)| *g)
+                .collect();
+            if failed.is_empty() {
+                if session.target.output == Output::Table {
+                    println!("Done: every group ended the migration as asked");
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
+            return Err(Failure::new(format!(
+                "the migration ended otherwise than asked in groups {}: see rsc describe {stream} <group>",
+                failed.join(", ")
+            )));
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            _ = tokio::signal::ctrl_c() => {
+                return Err(Failure {
+                    message: format!("stopped waiting; the migration goes on (rsc describe {stream} <group>)"),
+                    code: 130,
+                });
+            }
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(Failure::new(format!(
+                "still not ended after {}; the migration goes on (rsc describe {stream} <group>)",
+                humantime::format_duration(timeout)
+            )));
+        }
+    }
+}

@@ -1,0 +1,150 @@
+//! Stored bearer tokens of `rsc login`: `$RSC_CONFIG_DIR/credentials` (default `~/.config/rsc/credentials`),
+//! a JSON object with one entry per coordinator URL. The file is created with mode 0600 in a 0700 directory
+//! and replaced atomically (write a temporary file, then rename), so a reader never sees half a file and no
+//! other local user can read a token. Passwords are never stored.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// One stored token.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredToken {
+    pub username: String,
+    pub access_token: String,
+    /// When the token stops working (Unix ms), as the coordinator said at login.
+    pub expires_at_ms: i64,
+}
+
+/// Every stored token, by coordinator URL.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct CredentialsFile {
+    #[serde(default)]
+    pub coordinators: BTreeMap<String, StoredToken>,
+}
+
+/// Where the credentials file lives: `$RSC_CONFIG_DIR/credentials`, else `$HOME/.config/rsc/credentials`.
+pub fn path() -> Result<PathBuf, String> {
+    if let Some(dir) = std::env::var_os("RSC_CONFIG_DIR").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(dir).join("credentials"));
+    }
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .ok_or("neither RSC_CONFIG_DIR nor HOME is set: set RSC_CONFIG_DIR to a directory for rsc's credentials")?;
+    Ok(PathBuf::from(home)
+        .join(".config")
+        .join("rsc")
+        .join("credentials"))
+}
+
+impl CredentialsFile {
+    /// Reads the file; a missing file is an empty one.
+    pub fn load(path: &Path) -> Result<Self, String> {
+        match std::fs::read(path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+                format!(
+                    "{} is not a credentials file rsc can read ({e}); delete it and run rsc login",
+                    path.display()
+                )
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
+            Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+        }
+    }
+
+    /// Writes the file with mode 0600 (its directory 0700), replacing it atomically.
+    pub fn save(&self, path: &Path) -> Result<(), String> {
+        let dir = path
+            .parent()
+            .ok_or_else(|| format!("{} has no parent directory", path.display()))?;
+        create_private_dir(dir)?;
+        let tmp = dir.join(".credentials.tmp");
+        let json = serde_json::to_vec_pretty(self).map_err(|e| e.to_string())?;
+        let mut f = private_file(&tmp)?;
+        f.write_all(&json)
+            .and_then(|()| f.sync_all())
+            .map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+        std::fs::rename(&tmp, path).map_err(|e| format!("cannot replace {}: {e}", path.display()))
+    }
+}
+
+#[cfg(unix)]
+fn create_private_dir(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::DirBuilderExt;
+    if dir.is_dir() {
+        return Ok(());
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| format!("cannot create {}: {e}", dir.display()))
+}
+
+#[cfg(not(unix))]
+fn create_private_dir(dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))
+}
+
+#[cfg(unix)]
+fn private_file(path: &Path) -> Result<std::fs::File, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| format!("cannot create {}: {e}", path.display()))
+}
+
+#[cfg(not(unix))]
+fn private_file(path: &Path) -> Result<std::fs::File, String> {
+    std::fs::File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_saved_file_is_private_and_reads_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nested").join("credentials");
+        let mut file = CredentialsFile::default();
+        file.coordinators.insert(
+            "http://127.0.0.1:8080".into(),
+            StoredToken {
+                username: "ops".into(),
+                access_token: "t".into(),
+                expires_at_ms: 42,
+            },
+        );
+        file.save(&path).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600);
+            let dmode = std::fs::metadata(path.parent().unwrap())
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777;
+            assert_eq!(dmode, 0o700);
+        }
+        let back = CredentialsFile::load(&path).unwrap();
+        assert_eq!(back.coordinators, file.coordinators);
+        assert!(
+            CredentialsFile::load(&dir.path().join("missing"))
+                .unwrap()
+                .coordinators
+                .is_empty()
+        );
+        std::fs::write(&path, b"{not json").unwrap();
+        let err = CredentialsFile::load(&path).unwrap_err();
+        assert!(err.contains("rsc login"), "{err}");
+    }
+}

@@ -1,0 +1,532 @@
+//! Read-only verbs: `rsc health`, `rsc groups`, `rsc describe`, `rsc version`, `rsc upgrade-check`. They use
+//! only READ routes, so a monitoring principal can run them.
+
+use super::table::Table;
+use super::{Failure, Output, Session, Target, n, print_json, s};
+use clap::Args;
+use serde_json::{Value, json};
+use std::process::ExitCode;
+
+#[derive(Args, Debug)]
+pub struct DescribeArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// The stream prefix.
+    pub stream: String,
+    /// The consumer group.
+    pub group: String,
+}
+
+#[derive(Args, Debug)]
+pub struct UpgradeCheckArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// The protocol versions the target coordinator release supports, `MIN..MAX` (default: what the
+    /// running coordinator's compatibility view says).
+    #[arg(long)]
+    pub target_version_range: Option<String>,
+}
+
+/// `rsc health`: exit 0 only when the coordinator says UP.
+pub async fn health(target: Target) -> Result<ExitCode, Failure> {
+    let session = Session::open(&target)?;
+    let h = session
+        .get(&["coord", "v1", "monitoring", "health"], &[])
+        .await?;
+    let status = s(&h, "status").to_owned();
+    match target.output {
+        Output::Json => print_json(&h),
+        Output::Table => {
+            println!("{status}  coordinator {}", s(&h, "coordinatorId"));
+            let mut t = Table::new(&["COMPONENT", "STATUS", "DETAIL"]);
+            if let Some(components) = h.get("components").and_then(Value::as_object) {
+                for (name, c) in components {
+                    let detail = match name.as_str() {
+                        "reconciler" => s(c, "lastRunAt").to_owned(),
+                        "metadataDurability" => c
+                            .get("suspectedGroups")
+                            .and_then(Value::as_array)
+                            .filter(|g| !g.is_empty())
+                            .map(|g| format!("{} suspected groups", g.len()))
+                            .unwrap_or_default(),
+                        _ => s(c, "detail").to_owned(),
+                    };
+                    t.row(vec![name.clone(), s(c, "status").to_owned(), detail]);
+                }
+            }
+            print!("{}", t.render());
+        }
+    }
+    Ok(if status == "UP" {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// One group's line of `rsc groups`.
+struct GroupLine {
+    summary: Value,
+    live: usize,
+    total: usize,
+    migration: Option<String>,
+    lag: Option<i64>,
+}
+
+async fn group_line(session: &Session, g: &Value) -> Result<GroupLine, Failure> {
+    let (p, c) = (s(g, "streamPrefix"), s(g, "consumerGroup"));
+    let base = ["coord", "v1", "monitoring", "streams", p, "groups", c];
+    let members = session
+        .get(&[&base[..], &["members"]].concat(), &[])
+        .await?;
+    let members = members["members"].as_array().cloned().unwrap_or_default();
+    let live = members
+        .iter()
+        .filter(|m| matches!(s(m, "state"), "ACTIVE" | "LEAVING"))
+        .count();
+    let migrations = session
+        .get(&[&base[..], &["migrations"]].concat(), &[])
+        .await?;
+    let offsets = session
+        .get(&[&base[..], &["offsets"]].concat(), &[])
+        .await?;
+    Ok(GroupLine {
+        summary: g.clone(),
+        live,
+        total: members.len(),
+        migration: migrations
+            .get("activeReshardingId")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        lag: offsets.get("totalLag").and_then(Value::as_i64),
+    })
+}
+
+/// `rsc groups`: one line per group.
+pub async fn groups(target: Target) -> Result<ExitCode, Failure> {
+    let session = Session::open(&target)?;
+    let list = session
+        .get(&["coord", "v1", "monitoring", "groups"], &[])
+        .await?;
+    let list = list.get("groups").cloned().unwrap_or(Value::Null);
+    let mut lines = Vec::new();
+    for g in list.as_array().cloned().unwrap_or_default() {
+        lines.push(group_line(&session, &g).await?);
+    }
+    match target.output {
+        Output::Json => print_json(&Value::Array(
+            lines
+                .iter()
+                .map(|l| {
+                    json!({
+                        "streamPrefix": s(&l.summary, "streamPrefix"),
+                        "consumerGroup": s(&l.summary, "consumerGroup"),
+                        "shardCount": l.summary.get("shardCount"),
+                        "state": s(&l.summary, "state"),
+                        "liveMembers": l.live,
+                        "members": l.total,
+                        "activeReshardingId": l.migration,
+                        "totalLag": l.lag,
+                    })
+                })
+                .collect(),
+        )),
+        Output::Table => {
+            let mut t = Table::new(&[
+                "STREAM",
+                "GROUP",
+                "SHARDS",
+                "MEMBERS",
+                "STATE",
+                "MIGRATION",
+                "LAG",
+            ]);
+            for l in &lines {
+                t.row(vec![
+                    s(&l.summary, "streamPrefix").to_owned(),
+                    s(&l.summary, "consumerGroup").to_owned(),
+                    n(&l.summary, "shardCount"),
+                    format!("{}/{}", l.live, l.total),
+                    s(&l.summary, "state").to_owned(),
+                    l.migration.clone().unwrap_or_default(),
+                    l.lag.map(|x| x.to_string()).unwrap_or_default(),
+                ]);
+            }
+            if t.is_empty() {
+                eprintln!("no consumer groups (or none this principal may see)");
+            } else {
+                print!("{}", t.render());
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `rsc describe <stream> <group>`.
+pub async fn describe(args: DescribeArgs) -> Result<ExitCode, Failure> {
+    let session = Session::open(&args.target)?;
+    let (p, g) = (args.stream.as_str(), args.group.as_str());
+    let base = ["coord", "v1", "monitoring", "streams", p, "groups", g];
+    let group = session.get(&base, &[]).await?;
+    let members = session
+        .get(&[&base[..], &["members"]].concat(), &[])
+        .await?;
+    let offsets = session
+        .get(&[&base[..], &["offsets"]].concat(), &[])
+        .await?;
+    let migrations = session
+        .get(&[&base[..], &["migrations"]].concat(), &[])
+        .await?;
+    let active = migrations
+        .get("activeReshardingId")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let migration = match &active {
+        Some(id) => Some(
+            session
+                .get(
+                    &["coord", "v1", "streams", p, "groups", g, "migrations", id],
+                    &[],
+                )
+                .await?,
+        ),
+        None => None,
+    };
+    if args.target.output == Output::Json {
+        print_json(&json!({
+            "group": group, "members": members, "offsets": offsets, "activeMigration": migration,
+        }));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let now = super::now_ms();
+    println!(
+        "GROUP {p}/{g}  state {}  shards {}  metadataVersion {}  groupEpoch {}  total lag {}",
+        s(&group, "state"),
+        n(&group, "shardCount"),
+        n(&group, "metadataVersion"),
+        n(&group, "groupEpoch"),
+        n(&offsets, "totalLag")
+    );
+    if let Some(d) = group.get("metadataDurability")
+        && d.get("rollbackSuspicion").is_some_and(|r| !r.is_null())
+    {
+        println!(
+            "ROLLBACK SUSPECTED: admin mutations are blocked; see GET /coord/v1/monitoring/streams/{p}/groups/{g} \
+             metadataDurability and the runbook's durability section"
+        );
+    }
+    println!();
+    let mut t = Table::new(&[
+        "MEMBER",
+        "STATE",
+        "EPOCH",
+        "PROTOCOL",
+        "CLIENT",
+        "HEARTBEAT-AGE",
+        "LEASE-LEFT",
+        "OWNED",
+        "REVOKING",
+    ]);
+    for m in members["members"].as_array().cloned().unwrap_or_default() {
+        t.row(vec![
+            s(&m, "memberId").to_owned(),
+            s(&m, "state").to_owned(),
+            n(&m, "memberEpoch"),
+            n(&m, "protocolVersion"),
+            client_text(&m),
+            age(now, s(&m, "lastHeartbeatAt")),
+            left(now, s(&m, "memberLeaseExpiresAt")),
+            shards_text(m.get("currentAssignment")),
+            shards_text(m.get("revoking")),
+        ]);
+    }
+    if t.is_empty() {
+        println!("no members");
+    } else {
+        print!("{}", t.render());
+    }
+    println!();
+    let mut t = Table::new(&["SHARD", "STREAM-KEY", "OWNER", "PENDING", "LAG", "DRAINING"]);
+    for sh in offsets
+        .get("shards")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+    {
+        let owners = sh
+            .get("ownerMemberIds")
+            .and_then(Value::as_array)
+            .map(|o| {
+                o.iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .unwrap_or_default();
+        t.row(vec![
+            shards_text(Some(&Value::Array(vec![
+                sh.get("shard").cloned().unwrap_or(Value::Null),
+            ]))),
+            s(&sh, "streamKey").to_owned(),
+            owners,
+            n(&sh, "pendingCount"),
+            n(&sh, "lag"),
+            if sh.get("draining").and_then(Value::as_bool) == Some(true) {
+                "yes".into()
+            } else {
+                String::new()
+            },
+        ]);
+    }
+    print!("{}", t.render());
+    if let Some(m) = migration {
+        println!();
+        println!(
+            "MIGRATION {}  {} -> {} shards  state {}  requested by {} ({})",
+            s(&m, "reshardingId"),
+            n(&m, "fromShardCount"),
+            n(&m, "toShardCount"),
+            s(&m, "state"),
+            s(&m, "requestedBy"),
+            s(&m, "reason")
+        );
+        print_json(&m);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `rsc version`: this binary, the protocol versions it speaks, and the coordinator's.
+pub async fn version(target: Target) -> Result<ExitCode, Failure> {
+    let local = json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "protocolVersions": {"min": rsc_protocol::PROTOCOL_VERSION_MIN, "max": rsc_protocol::PROTOCOL_VERSION_MAX},
+    });
+    let session = Session::open(&target)?;
+    let remote = session
+        .get(&["coord", "v1", "monitoring", "compatibility"], &[])
+        .await;
+    match target.output {
+        Output::Json => print_json(&json!({
+            "rsc": local,
+            "coordinator": remote.as_ref().ok(),
+        })),
+        Output::Table => {
+            println!(
+                "rsc {}  coord/v1 protocol versions {}..={}",
+                env!("CARGO_PKG_VERSION"),
+                rsc_protocol::PROTOCOL_VERSION_MIN,
+                rsc_protocol::PROTOCOL_VERSION_MAX
+            );
+            if let Ok(c) = &remote {
+                let range = c
+                    .get("supportedCoordinationVersions")
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                println!(
+                    "coordinator {}  coord/v1 protocol versions {}..={}",
+                    version_text(c.get("coordinatorVersion")),
+                    n(&range, "min"),
+                    n(&range, "max")
+                );
+            }
+        }
+    }
+    remote.map(|_| ExitCode::SUCCESS)
+}
+
+/// `rsc upgrade-check`: whether every live member speaks a protocol version inside the target range.
+pub async fn upgrade_check(args: UpgradeCheckArgs) -> Result<ExitCode, Failure> {
+    let session = Session::open(&args.target)?;
+    let (min, max) = match &args.target_version_range {
+        Some(r) => parse_range(r)?,
+        None => {
+            let c = session
+                .get(&["coord", "v1", "monitoring", "compatibility"], &[])
+                .await?;
+            let r = c
+                .get("supportedCoordinationVersions")
+                .cloned()
+                .unwrap_or(Value::Null);
+            (
+                r.get("min").and_then(Value::as_i64).unwrap_or(1),
+                r.get("max").and_then(Value::as_i64).unwrap_or(1),
+            )
+        }
+    };
+    let list = session
+        .get(&["coord", "v1", "monitoring", "groups"], &[])
+        .await?;
+    let list = list.get("groups").cloned().unwrap_or(Value::Null);
+    let mut outside = Vec::new();
+    let mut by_version: std::collections::BTreeMap<i64, usize> = Default::default();
+    let mut live_total = 0;
+    for g in list.as_array().cloned().unwrap_or_default() {
+        let (p, c) = (s(&g, "streamPrefix"), s(&g, "consumerGroup"));
+        let members = session
+            .get(
+                &[
+                    "coord",
+                    "v1",
+                    "monitoring",
+                    "streams",
+                    p,
+                    "groups",
+                    c,
+                    "members",
+                ],
+                &[],
+            )
+            .await?;
+        for m in members["members"].as_array().cloned().unwrap_or_default() {
+            if !matches!(s(&m, "state"), "ACTIVE" | "LEAVING") {
+                continue;
+            }
+            live_total += 1;
+            let v = m
+                .get("protocolVersion")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            *by_version.entry(v).or_default() += 1;
+            if v < min || v > max {
+                outside.push(json!({
+                    "streamPrefix": p, "consumerGroup": c, "memberId": s(&m, "memberId"),
+                    "protocolVersion": v, "client": client_text(&m),
+                }));
+            }
+        }
+    }
+    let ok = outside.is_empty();
+    match args.target.output {
+        Output::Json => print_json(&json!({
+            "targetRange": {"min": min, "max": max}, "liveMembers": live_total,
+            "membersByProtocolVersion": by_version, "outsideRange": outside, "compatible": ok,
+        })),
+        Output::Table => {
+            let counts: Vec<String> = by_version
+                .iter()
+                .map(|(v, c)| format!("v{v}: {c}"))
+                .collect();
+            println!(
+                "{live_total} live members ({}); target supports protocol versions {min}..={max}",
+                if counts.is_empty() {
+                    "none".to_owned()
+                } else {
+                    counts.join(", ")
+                }
+            );
+            if ok {
+                println!("COMPATIBLE: every live member speaks a version the target supports");
+            } else {
+                println!("NOT COMPATIBLE: upgrade these clients first");
+                let mut t = Table::new(&["STREAM", "GROUP", "MEMBER", "PROTOCOL", "CLIENT"]);
+                for o in &outside {
+                    t.row(vec![
+                        s(o, "streamPrefix").into(),
+                        s(o, "consumerGroup").into(),
+                        s(o, "memberId").into(),
+                        n(o, "protocolVersion"),
+                        s(o, "client").into(),
+                    ]);
+                }
+                print!("{}", t.render());
+            }
+        }
+    }
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn parse_range(r: &str) -> Result<(i64, i64), Failure> {
+    let bad = || {
+        Failure::new(format!(
+            "--target-version-range {r:?} is not MIN..MAX (e.g. 1..2)"
+        ))
+    };
+    let (a, b) = r.split_once("..").ok_or_else(bad)?;
+    let b = b.trim_start_matches('=');
+    let (a, b): (i64, i64) = (
+        a.trim().parse().map_err(|_| bad())?,
+        b.trim().parse().map_err(|_| bad())?,
+    );
+    if a > b || a < 0 {
+        return Err(bad());
+    }
+    Ok((a, b))
+}
+
+fn version_text(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Object(o)) => o
+            .get("version")
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+            .to_owned(),
+        _ => "?".to_owned(),
+    }
+}
+
+fn client_text(m: &Value) -> String {
+    match (s(m, "clientName"), s(m, "clientVersion")) {
+        ("", _) => String::new(),
+        (name, "") => name.to_owned(),
+        (name, v) => format!("{name}/{v}"),
+    }
+}
+
+fn shards_text(v: Option<&Value>) -> String {
+    v.and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| {
+                    x.as_u64()
+                        .or_else(|| x.get("shardIndex").and_then(Value::as_u64))
+                })
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .unwrap_or_default()
+}
+
+fn parse_iso(t: &str) -> Option<i64> {
+    humantime::parse_rfc3339(t)
+        .ok()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()
+        .map(|d| d.as_millis() as i64)
+}
+
+/// How long ago an ISO time was, e.g. `2.1s`.
+fn age(now: i64, t: &str) -> String {
+    parse_iso(t).map_or_else(String::new, |at| {
+        format!("{:.1}s", (now - at) as f64 / 1000.0)
+    })
+}
+
+/// How long until an ISO time, e.g. `12.9s` (`expired` once past).
+fn left(now: i64, t: &str) -> String {
+    parse_iso(t).map_or_else(String::new, |at| {
+        if at <= now {
+            "expired".to_owned()
+        } else {
+            format!("{:.1}s", (at - now) as f64 / 1000.0)
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_version_range_is_min_dot_dot_max() {
+        assert_eq!(parse_range("1..2").unwrap(), (1, 2));
+        assert_eq!(parse_range("1..=3").unwrap(), (1, 3));
+        assert!(parse_range("2..1").is_err());
+        assert!(parse_range("x").unwrap_err().message.contains("MIN..MAX"));
+    }
+}

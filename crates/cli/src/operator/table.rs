@@ -1,0 +1,76 @@
+//! Plain-text tables for the operator verbs: a header row and left-aligned columns separated by two
+//! spaces, missing values as `-` (as `kafka-consumer-groups` prints them). A few lines of padding do not
+//! justify a table crate; `--output json` is the format for scripts.
+
+/// A table being built.
+pub struct Table {
+    header: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    pub fn new(header: &[&str]) -> Self {
+        Table {
+            header: header.iter().map(|h| (*h).to_owned()).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    pub fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// The table as text, one line per row, each ending in a newline.
+    pub fn render(&self) -> String {
+        let cols = self.header.len();
+        let cell = |row: &Vec<String>, i: usize| -> String {
+            match row.get(i).map(String::as_str) {
+                None | Some("") => "-".to_owned(),
+                Some(s) => s.to_owned(),
+            }
+        };
+        let mut widths: Vec<usize> = self.header.iter().map(|h| h.chars().count()).collect();
+        for row in &self.rows {
+            for (i, w) in widths.iter_mut().enumerate() {
+                *w = (*w).max(cell(row, i).chars().count());
+            }
+        }
+        let line = |cells: Vec<String>| -> String {
+            let mut out = String::new();
+            for (i, c) in cells.iter().enumerate() {
+                if i + 1 == cols {
+                    out.push_str(c);
+                } else {
+                    out.push_str(c);
+                    out.push_str(&" ".repeat(widths[i] - c.chars().count() + 2));
+                }
+            }
+            out.trim_end().to_owned() + "\n"
+        };
+        let mut out = line(self.header.clone());
+        for row in &self.rows {
+            out.push_str(&line((0..cols).map(|i| cell(row, i)).collect()));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_line_up_and_missing_values_print_as_a_dash() {
+        let mut t = Table::new(&["STREAM", "GROUP", "LAG"]);
+        t.row(vec!["orders".into(), "billing".into(), "12".into()]);
+        t.row(vec!["o".into(), String::new()]);
+        assert_eq!(
+            t.render(),
+            "STREAM  GROUP    LAG\norders  billing  12\no       -        -\n"
+        );
+    }
+}
