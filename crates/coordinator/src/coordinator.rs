@@ -289,6 +289,7 @@ impl Coordinator {
         match outcome {
             CasOutcome::Written { revision, now_ms } => {
                 self.clock.observe(now_ms);
+                self.metrics.observe_rebalance(&base.group, &group);
                 let violations = rsc_group::invariants::check(&group);
                 if !violations.is_empty() {
                     Stats::bump(&self.stats.invariant_violations);

@@ -23,6 +23,8 @@ pub struct MemberView {
     pub member_name: String,
     pub state: &'static str,
     pub member_epoch: i64,
+    /// The coord/v1 protocol version the member joined with (0: joined before this was recorded).
+    pub protocol_version: i64,
     pub metadata_version: i64,
     pub runtime_max_concurrency: i64,
     pub active_consumer_workers: i64,
@@ -68,6 +70,7 @@ impl Coordinator {
                     member_name: m.member_name.clone(),
                     state: m.state.as_str(),
                     member_epoch: m.member_epoch,
+                    protocol_version: m.protocol_version,
                     metadata_version: int("metadataVersion").unwrap_or(0),
                     runtime_max_concurrency: max,
                     active_consumer_workers: (max - available).max(0),

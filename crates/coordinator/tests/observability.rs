@@ -212,6 +212,23 @@ async fn metrics_after_real_scenarios_have_the_runbook_names_types_and_labels() 
         ) == Some(0.0)
     })
     .await;
+    // Two rebalances started (A's join, B's join) and, once both members hold their targets, ended: the
+    // duration histogram has observed them.
+    for _ in 0..2 {
+        beat(&api, &mut a, 0).await;
+        beat(&api, &mut b, 0).await;
+    }
+    let e = scrape_until(&metrics, "two rebalances counted and timed", |e| {
+        e.value("redis_stream_coord_rebalance_total", &[])
+            .is_some_and(|v| v >= 2.0)
+            && e.value("redis_stream_coord_rebalance_duration_seconds_count", &[])
+                .is_some_and(|v| v >= 2.0)
+    })
+    .await;
+    assert!(
+        e.value("redis_stream_coord_rebalance_duration_seconds_sum", &[])
+            .is_some_and(|v| v >= 0.0)
+    );
 
     // Producer routing: a success and an error (unknown group).
     assert_eq!(

@@ -117,6 +117,9 @@ pub struct Member {
     /// not release this incarnation's shards. 0 (aggregates written before this field) = no check.
     #[serde(default)]
     pub join_metadata_version: i64,
+    /// The coord/v1 protocol version this incarnation joined with (0: joined before it was recorded).
+    #[serde(default)]
+    pub protocol_version: i64,
     /// Shards the member may read now.
     pub assigned: ShardSet,
     /// Shards taken from the member that it has not released yet, with the member epoch at which the
@@ -147,6 +150,7 @@ impl Member {
             incarnation_epoch: 0,
             join_confirmed: false,
             join_metadata_version: 0,
+            protocol_version: 0,
             assigned: ShardSet::new(),
             revoking: BTreeMap::new(),
             reported_owned: ShardSet::new(),
@@ -233,6 +237,10 @@ pub struct Group {
     /// The latest suspicion an operator dismissed, and why; evidence it covered raises no new suspicion.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollback_dismissal: Option<crate::durability::Dismissal>,
+    /// When the group last left STABLE/EMPTY for RECONCILING (None while it is not reconciling): the start
+    /// of the rebalance in progress, for the rebalance duration metric.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reconciling_since_ms: Option<i64>,
     pub created_at_ms: i64,
     pub updated_at_ms: i64,
 }
@@ -266,6 +274,7 @@ impl Group {
             active_migration_id: None,
             rollback_suspicion: None,
             rollback_dismissal: None,
+            reconciling_since_ms: None,
             created_at_ms: now_ms,
             updated_at_ms: now_ms,
         }

@@ -205,6 +205,10 @@ pub fn settle(g: &mut Group, now_ms: i64, timing: &Timing) {
         }
     }
     g.state = derive_state(g);
+    g.reconciling_since_ms = match g.state {
+        GroupState::Reconciling => g.reconciling_since_ms.or(Some(now_ms)),
+        GroupState::Stable | GroupState::Empty => None,
+    };
 }
 
 /// EMPTY with no active member; STABLE when every active member holds exactly its target and nothing is being

@@ -121,7 +121,17 @@ pub struct Plan {
 
 /// Parses and checks a desired-state file. Errors name the line (TOML's own messages do) or the stream.
 pub fn parse(text: &str) -> Result<Desired, String> {
-    let desired: Desired = toml::from_str(text).map_err(|e| e.to_string().trim_end().to_owned())?;
+    let desired: Desired = toml::from_str(text).map_err(|e| {
+        // One line: where, and what (TOML's own rendering spans several lines with a snippet).
+        let line = e
+            .span()
+            .map(|span| text[..span.start.min(text.len())].matches('\n').count() + 1);
+        let what = e.message().trim().replace('\n', " ");
+        match line {
+            Some(l) => format!("line {l}: {what}"),
+            None => what,
+        }
+    })?;
     let mut prefixes = BTreeSet::new();
     for s in &desired.stream {
         let at = format!("stream {:?}", s.prefix);

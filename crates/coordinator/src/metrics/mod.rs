@@ -45,6 +45,11 @@ fn api_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.001, 2.0, 14))
 }
 
+fn rebalance_histogram() -> Histogram {
+    // 0.1 s … ~27 min
+    Histogram::new(exponential_buckets(0.1, 2.0, 15))
+}
+
 fn redis_histogram() -> Histogram {
     // 0.1 ms … ~3.3 s
     Histogram::new(exponential_buckets(0.0001, 2.0, 16))
@@ -58,6 +63,8 @@ pub struct Metrics {
     api_duration: HistogramFamily,
     redis_duration: HistogramFamily,
     redis_connection_failures: Family<Labels, Counter>,
+    rebalances: Counter,
+    rebalance_duration: Histogram,
     snapshot: RwLock<Option<Arc<snapshot::Snapshot>>>,
 }
 
@@ -94,13 +101,46 @@ impl Metrics {
             "Redis operations that failed to reach Redis (refused, dropped, timed out), by operation",
             redis_connection_failures.clone(),
         );
+        let rebalances = Counter::default();
+        let rebalance_duration = rebalance_histogram();
+        registry.register(
+            format!("{PREFIX}_rebalance"),
+            "Rebalances started: a group left STABLE or EMPTY for RECONCILING (counted by the replica that wrote it)",
+            rebalances.clone(),
+        );
+        registry.register(
+            format!("{PREFIX}_rebalance_duration_seconds"),
+            "From a rebalance's start to every active member holding exactly its target (STABLE), or the group \
+             emptying",
+            rebalance_duration.clone(),
+        );
         Metrics {
             registry,
             api_requests,
             api_duration,
             redis_duration,
             redis_connection_failures,
+            rebalances,
+            rebalance_duration,
             snapshot: RwLock::new(None),
+        }
+    }
+
+    /// Records a rebalance starting or ending in a committed transition from `before` to `after`.
+    pub fn observe_rebalance(
+        &self,
+        before: &rsc_group::model::Group,
+        after: &rsc_group::model::Group,
+    ) {
+        match (before.reconciling_since_ms, after.reconciling_since_ms) {
+            (None, Some(_)) => {
+                self.rebalances.inc();
+            }
+            (Some(start), None) => {
+                self.rebalance_duration
+                    .observe((after.updated_at_ms - start).max(0) as f64 / 1000.0);
+            }
+            _ => {}
         }
     }
 

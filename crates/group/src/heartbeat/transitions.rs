@@ -37,6 +37,7 @@ pub(super) fn join(
         .unwrap_or_else(|| req.member_id.clone());
     let mut m = Member::new(&req.member_id, &name, now_ms);
     m.owner = joiner.map(str::to_owned);
+    m.protocol_version = req.protocol_version;
     next.members.insert(req.member_id.clone(), m);
     bump.apply(next);
     g.rebalance(Rebalance::Target, now_ms, timing);

@@ -1,0 +1,424 @@
+//! The operator verbs of the real `rsc` binary against a real `rsc serve` and redis-server: login with
+//! `--password-stdin` (a private token file) and logout (the token revoked), plan → apply → plan with
+//! terraform's exit codes, scale `--wait` to the end, describe and upgrade-check showing a member's
+//! protocol version, audit listing the changes, and bad input answered with one line and a non-zero exit.
+
+use rsc_client::{Auth, CoordinatorClient, Credentials};
+use rsc_protocol::wire::{HeartbeatRequest, HeartbeatStatus, RuntimeConsumerCapacity};
+use rsc_testkit::{RedisServer, RscBuilder, RscProcess};
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+const ADMIN_PASSWORD: &str = "operator-test-admin-password";
+
+fn start_rsc(redis: &RedisServer) -> RscProcess {
+    RscBuilder::new(env!("CARGO_BIN_EXE_rsc"), &redis.url())
+        .fast_timings(Duration::from_secs(3), Duration::from_secs(10))
+        .admin_password(ADMIN_PASSWORD)
+        .start()
+}
+
+/// `rsc <args>` against `url` with its own credentials directory and none of the caller's credentials.
+fn rsc(url: &str, config_dir: &Path, args: &[&str], stdin: Option<&str>) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rsc"));
+    cmd.args(args)
+        .env("RSC_COORDINATOR", url)
+        .env("RSC_CONFIG_DIR", config_dir)
+        .env_remove("RSC_TOKEN")
+        .env_remove("RSC_USERNAME")
+        .env_remove("RSC_PASSWORD")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("rsc starts");
+    if let Some(text) = stdin {
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+    }
+    drop(child.stdin.take());
+    child.wait_with_output().unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn login(url: &str, dir: &Path) {
+    let o = rsc(
+        url,
+        dir,
+        &["login", "--username", "admin", "--password-stdin"],
+        Some(&format!("{ADMIN_PASSWORD}\n")),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+}
+
+#[test]
+fn login_stores_a_private_token_that_later_verbs_use_and_logout_revokes_it() {
+    let redis = RedisServer::start();
+    let server = start_rsc(&redis);
+    let dir = tempfile::tempdir().unwrap();
+    let url = server.url();
+    let before = rsc(&url, dir.path(), &["health"], None);
+    assert_eq!(before.status.code(), Some(1), "{}", text(&before));
+    assert!(stderr(&before).contains("rsc login"), "{}", text(&before));
+
+    login(&url, dir.path());
+    let file = dir.path().join("credentials");
+    let stored = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        !stored.contains(ADMIN_PASSWORD),
+        "the password is never stored"
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+    }
+    let token: serde_json::Value = serde_json::from_str(&stored).unwrap();
+    let token = token["coordinators"][url.trim_end_matches('/')]["accessToken"]
+        .as_str()
+        .expect("a token stored under the coordinator URL")
+        .to_owned();
+
+    let health = rsc(&url, dir.path(), &["health"], None);
+    assert!(health.status.success(), "{}", text(&health));
+    assert!(stdout(&health).starts_with("UP"), "{}", text(&health));
+
+    let out = rsc(&url, dir.path(), &["logout"], None);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(stdout(&out).contains("revoked"), "{}", text(&out));
+    // The token itself no longer works, and nothing is stored any more.
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rsc"));
+    let revoked = cmd
+        .args(["health"])
+        .env("RSC_COORDINATOR", &url)
+        .env("RSC_CONFIG_DIR", dir.path())
+        .env("RSC_TOKEN", &token)
+        .output()
+        .unwrap();
+    assert_eq!(revoked.status.code(), Some(1), "{}", text(&revoked));
+    assert!(
+        stderr(&revoked).contains("RSC_TOKEN was refused"),
+        "{}",
+        text(&revoked)
+    );
+
+    // An expired stored token says what to do.
+    std::fs::write(
+        &file,
+        format!(
+            r#"{{"coordinators":{{"{}":{{"username":"admin","accessToken":"x","expiresAtMs":1}}}}}}"#,
+            url.trim_end_matches('/')
+        ),
+    )
+    .unwrap();
+    let expired = rsc(&url, dir.path(), &["groups"], None);
+    assert_eq!(expired.status.code(), Some(1), "{}", text(&expired));
+    assert!(
+        stderr(&expired).contains("expired") && stderr(&expired).contains("run rsc login"),
+        "{}",
+        text(&expired)
+    );
+}
+
+#[test]
+fn plan_apply_plan_then_scale_wait_and_find_it_all_in_the_audit_log() {
+    let redis = RedisServer::start();
+    let server = start_rsc(&redis);
+    let dir = tempfile::tempdir().unwrap();
+    let url = server.url();
+    login(&url, dir.path());
+    let desired = dir.path().join("desired.toml");
+    std::fs::write(
+        &desired,
+        "[[stream]]\nprefix = \"orders\"\nshards = 4\ngroups = [\"orders\", \"billing\"]\n",
+    )
+    .unwrap();
+    let f = desired.to_str().unwrap();
+
+    let plan = rsc(&url, dir.path(), &["plan", "-f", f], None);
+    assert_eq!(plan.status.code(), Some(2), "{}", text(&plan));
+    assert!(
+        stdout(&plan).contains("+ create stream orders (4 shards) with group orders/orders"),
+        "{}",
+        text(&plan)
+    );
+    assert!(
+        stdout(&plan).contains("+ create group orders/billing"),
+        "{}",
+        text(&plan)
+    );
+
+    let no_tty = rsc(&url, dir.path(), &["apply", "-f", f], None);
+    assert_eq!(
+        no_tty.status.code(),
+        Some(1),
+        "apply asks first: {}",
+        text(&no_tty)
+    );
+    assert!(
+        stderr(&no_tty).contains("--auto-approve"),
+        "{}",
+        text(&no_tty)
+    );
+
+    let apply = rsc(
+        &url,
+        dir.path(),
+        &[
+            "apply",
+            "-f",
+            f,
+            "--auto-approve",
+            "--reason",
+            "first deploy",
+        ],
+        None,
+    );
+    assert!(apply.status.success(), "{}", text(&apply));
+    let ids: Vec<String> = stdout(&apply)
+        .lines()
+        .filter_map(|l| l.split("(request id ").nth(1))
+        .map(|r| r.trim_end_matches(')').to_owned())
+        .collect();
+    assert_eq!(ids.len(), 2, "{}", text(&apply));
+
+    let again = rsc(&url, dir.path(), &["plan", "-f", f], None);
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again));
+    assert!(stdout(&again).contains("No changes"), "{}", text(&again));
+
+    let scale = rsc(
+        &url,
+        dir.path(),
+        &[
+            "scale",
+            "orders",
+            "--shards",
+            "6",
+            "--reason",
+            "peak",
+            "--wait",
+            "--wait-timeout",
+            "60s",
+        ],
+        None,
+    );
+    assert!(scale.status.success(), "{}", text(&scale));
+    assert!(
+        stdout(&scale).contains("Done: every group ended the migration as asked"),
+        "{}",
+        text(&scale)
+    );
+
+    let groups = rsc(&url, dir.path(), &["groups", "--output", "json"], None);
+    assert!(groups.status.success(), "{}", text(&groups));
+    let groups: serde_json::Value = serde_json::from_slice(&groups.stdout).unwrap();
+    let counts: Vec<u64> = groups
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["shardCount"].as_u64().unwrap())
+        .collect();
+    assert_eq!(counts, [6, 6]);
+    // The file now differs from the coordinator: plan shows a scale back.
+    let drift = rsc(&url, dir.path(), &["plan", "-f", f], None);
+    assert_eq!(drift.status.code(), Some(2), "{}", text(&drift));
+    assert!(
+        stdout(&drift).contains("~ scale orders 6 -> 4"),
+        "{}",
+        text(&drift)
+    );
+
+    let audit = rsc(
+        &url,
+        dir.path(),
+        &["audit", "--stream", "orders", "--output", "json"],
+        None,
+    );
+    assert!(audit.status.success(), "{}", text(&audit));
+    let records: serde_json::Value = serde_json::from_slice(&audit.stdout).unwrap();
+    let records = records.as_array().unwrap();
+    for id in &ids {
+        let r = records
+            .iter()
+            .find(|r| r["requestId"] == id.as_str())
+            .unwrap_or_else(|| panic!("request {id} not in the audit log: {records:?}"));
+        assert_eq!(r["principal"], "admin");
+        assert_eq!(r["requestedBy"], "admin");
+        assert_eq!(r["reason"], "first deploy");
+    }
+    assert!(
+        records
+            .iter()
+            .any(|r| r["action"] == "SCALE_STREAM" && r["reason"] == "peak")
+    );
+}
+
+#[test]
+fn describe_and_upgrade_check_show_the_protocol_version_members_joined_with() {
+    let redis = RedisServer::start();
+    let server = start_rsc(&redis);
+    let dir = tempfile::tempdir().unwrap();
+    let url = server.url();
+    login(&url, dir.path());
+    let created = rsc(
+        &url,
+        dir.path(),
+        &["apply", "-f", "/dev/stdin", "--auto-approve"],
+        Some("[[stream]]\nprefix = \"pay\"\nshards = 2\ngroups = [\"pay\"]\n"),
+    );
+    assert!(created.status.success(), "{}", text(&created));
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let client = CoordinatorClient::builder([url.clone()])
+            .auth(Auth::Login(Credentials::new("admin", ADMIN_PASSWORD)))
+            .build()
+            .unwrap();
+        let req = HeartbeatRequest {
+            protocol_version: 1,
+            request_id: "join-1".into(),
+            member_id: "worker-1".into(),
+            member_name: None,
+            member_epoch: 0,
+            metadata_version: 0,
+            runtime_consumer_capacity: RuntimeConsumerCapacity {
+                runtime_max_concurrency: 1,
+                available_concurrency: 1,
+            },
+            owned_shards: vec![],
+            revoking_shards: vec![],
+            shard_progress: vec![],
+        };
+        let r = client
+            .heartbeat("pay", "pay", "worker-1", &req, Duration::from_secs(5))
+            .await
+            .unwrap();
+        assert_eq!(r.status, HeartbeatStatus::Ok);
+    });
+    let describe = rsc(&url, dir.path(), &["describe", "pay", "pay"], None);
+    assert!(describe.status.success(), "{}", text(&describe));
+    let line = stdout(&describe)
+        .lines()
+        .find(|l| l.starts_with("worker-1"))
+        .unwrap_or_else(|| panic!("no member line: {}", text(&describe)))
+        .to_owned();
+    let cells: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(
+        &cells[1..4],
+        ["ACTIVE", cells[2], "1"],
+        "state and protocol version: {line}"
+    );
+
+    let ok = rsc(&url, dir.path(), &["upgrade-check"], None);
+    assert!(ok.status.success(), "{}", text(&ok));
+    assert!(
+        stdout(&ok).contains("1 live members (v1: 1)"),
+        "{}",
+        text(&ok)
+    );
+    let not_ok = rsc(
+        &url,
+        dir.path(),
+        &["upgrade-check", "--target-version-range", "2..3"],
+        None,
+    );
+    assert_eq!(not_ok.status.code(), Some(1), "{}", text(&not_ok));
+    assert!(
+        stdout(&not_ok).contains("NOT COMPATIBLE") && stdout(&not_ok).contains("worker-1"),
+        "{}",
+        text(&not_ok)
+    );
+
+    let version = rsc(&url, dir.path(), &["version"], None);
+    assert!(version.status.success(), "{}", text(&version));
+    assert!(
+        stdout(&version).contains("coordinator 0.1.0"),
+        "{}",
+        text(&version)
+    );
+}
+
+#[test]
+fn bad_input_gets_one_line_and_a_non_zero_exit() {
+    let redis = RedisServer::start();
+    let server = start_rsc(&redis);
+    let dir = tempfile::tempdir().unwrap();
+    let url = server.url();
+    login(&url, dir.path());
+    let cases: [(&str, &str); 3] = [
+        (
+            "[[stream]]\nprefix = \"o\"\nshard = 8\ngroups = [\"o\"]\n",
+            "line 3",
+        ),
+        (
+            "[[stream]]\nprefix = \"o\"\nshards = 0\ngroups = [\"o\"]\n",
+            "shards = 0 is out of range",
+        ),
+        (
+            "[[stream]]\nprefix = \"o\"\nshards = 99999\ngroups = [\"o\"]\n",
+            "from 1 to 16384",
+        ),
+    ];
+    for (file, expected) in cases {
+        let path = dir.path().join("bad.toml");
+        std::fs::write(&path, file).unwrap();
+        let o = rsc(
+            &url,
+            dir.path(),
+            &["plan", "-f", path.to_str().unwrap()],
+            None,
+        );
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+        assert!(stderr(&o).contains(expected), "{expected}: {}", text(&o));
+        assert_eq!(stderr(&o).lines().count(), 1, "one line: {}", text(&o));
+    }
+    let big = rsc(
+        &url,
+        dir.path(),
+        &["scale", "o", "--shards", "20000", "--reason", "x"],
+        None,
+    );
+    assert_eq!(big.status.code(), Some(1), "{}", text(&big));
+    assert!(stderr(&big).contains("maximum"), "{}", text(&big));
+    let missing = rsc(
+        &url,
+        dir.path(),
+        &["scale", "nope", "--shards", "2", "--reason", "x"],
+        None,
+    );
+    assert_eq!(missing.status.code(), Some(1), "{}", text(&missing));
+    assert!(stderr(&missing).contains("HTTP 404"), "{}", text(&missing));
+
+    let down = format!("http://127.0.0.1:{}", rsc_testkit::free_port());
+    let o = rsc(&down, dir.path(), &["groups"], None);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        stderr(&o).contains("no coordinator answered"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", text(&o));
+}
