@@ -24,13 +24,13 @@ use rsc_store::DeleteOutcome;
 use rsc_store::{IndexEntry, IndexState};
 
 impl Coordinator {
-    /// `POST /coord/v1/streams/{p}`: creates the stream's first group, named after the prefix.
+    /// `POST /coord/v1/streams/{p}`: creates the stream's first group, named after the prefix (a valid
+    /// prefix, `api/extract.rs::StreamPrefix`, that must also be a valid group name).
     pub async fn create_stream(
         &self,
         prefix: &str,
         req: &CreateStreamRequest,
     ) -> Result<CreateStreamResponse, ApiError> {
-        validate::validate_stream_prefix(prefix)?;
         let name = GroupName::new(prefix, prefix);
         validate::validate_consumer_group(prefix).map_err(|_| {
             ApiError::invalid(format!(
@@ -72,8 +72,6 @@ impl Coordinator {
         name: &GroupName,
         req: &CreateStreamRequest,
     ) -> Result<GroupResponse, ApiError> {
-        validate::validate_stream_prefix(&name.stream_prefix)?;
-        validate::validate_consumer_group(&name.consumer_group)?;
         let requested = self.requested_shard_count(req)?;
         let entries = self.index_entries().await?;
         if entries.iter().any(|e| {
@@ -246,10 +244,9 @@ impl Coordinator {
             })
     }
 
-    /// Loads a group for an admin or monitoring request, fresh from Redis; unknown → 404.
+    /// Loads a group for an admin or monitoring request, fresh from Redis; unknown → 404. `name` is valid:
+    /// the API's path extractor (`api/extract.rs`) validated it, or it came from the group index.
     pub async fn require_group(&self, name: &GroupName) -> Result<Cached, ApiError> {
-        validate::validate_stream_prefix(&name.stream_prefix)?;
-        validate::validate_consumer_group(&name.consumer_group)?;
         match self.load(name).await? {
             Some(c) => Ok(c),
             None => Err(self.missing_group_error(name).await),

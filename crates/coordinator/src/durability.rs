@@ -293,8 +293,6 @@ impl Coordinator {
         req: &DismissSuspicionRequest,
         principal: &str,
     ) -> Result<Value, ApiError> {
-        validate::validate_stream_prefix(&name.stream_prefix)?;
-        validate::validate_consumer_group(&name.consumer_group)?;
         let requested_by = req.requested_by.as_deref().unwrap_or("");
         validate::validate_text("requestedBy", requested_by, true)?;
         let reason = req.reason.as_deref().unwrap_or("");
@@ -401,8 +399,6 @@ impl Coordinator {
         name: &GroupName,
         req: &RecreateGroupRequest,
     ) -> Result<Value, ApiError> {
-        validate::validate_stream_prefix(&name.stream_prefix)?;
-        validate::validate_consumer_group(&name.consumer_group)?;
         validate::validate_text(
             "requestedBy",
             req.requested_by.as_deref().unwrap_or(""),

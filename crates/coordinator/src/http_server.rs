@@ -224,3 +224,11 @@ pub fn is_body_timeout(error: &(dyn std::error::Error + 'static)) -> bool {
     }
     false
 }
+
+/// The answer to a body that did not arrive within `coordinator.http.body-read-timeout`.
+pub fn body_timeout() -> crate::error::ApiError {
+    crate::error::ApiError::new(
+        ErrorCode::RequestTimeout,
+        "the request body did not arrive within coordinator.http.body-read-timeout; send it whole and promptly",
+    )
+}

@@ -10,8 +10,11 @@
 //!   fail-closed mutations and the recreate repair.
 //! - [`provision`]: shard streams and Redis consumer groups.
 //! - [`security`]: login, tokens, roles, scoped principals, audit records, rate limits.
-//! - [`api`]: the HTTP router built from the route table. [`server`]: start-up and graceful shutdown.
+//! - [`access`]: route access levels, shared by [`api`] (which declares them) and [`security`] (which enforces
+//!   them).
+//! - [`api`]: the HTTP router built from the route table, and every handler. [`server`]: start-up and graceful shutdown.
 
+pub mod access;
 pub mod admin;
 pub mod api;
 pub mod batch;

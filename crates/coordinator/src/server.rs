@@ -88,7 +88,7 @@ pub async fn start(config: Config) -> Result<Running, ServeError> {
         coordinator.clone(),
         stop_rx.clone(),
     ));
-    let metrics_addr = crate::metrics::http::spawn_listener(coordinator.clone(), stop_rx.clone())
+    let metrics_addr = crate::api::metrics::spawn_listener(coordinator.clone(), stop_rx.clone())
         .await
         .map_err(|(addr, source)| ServeError::Bind { addr, source })?;
     let app = crate::api::router(coordinator.clone(), security);

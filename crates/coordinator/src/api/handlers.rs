@@ -1,7 +1,6 @@
 //! HTTP handlers: thin adapters from extracted, validated input to `Coordinator` operations.
 
-use super::extract::{AdminJson, ApiPath, Json};
-use crate::cache::GroupName;
+use super::extract::{AdminJson, Group, Json, MemberPath, MigrationPath, StreamPrefix};
 use crate::coordinator::Coordinator;
 use crate::error::ApiError;
 use crate::security::principal::Principal;
@@ -18,7 +17,6 @@ use serde_json::json;
 use std::sync::Arc;
 
 type Coord = State<Arc<Coordinator>>;
-type GroupPath = ApiPath<(String, String)>;
 
 fn ok<T: serde::Serialize>(status: StatusCode, body: T) -> Response {
     (status, axum::Json(body)).into_response()
@@ -26,7 +24,7 @@ fn ok<T: serde::Serialize>(status: StatusCode, body: T) -> Response {
 
 pub async fn create_stream(
     State(c): Coord,
-    ApiPath(prefix): ApiPath<String>,
+    StreamPrefix(prefix): StreamPrefix,
     AdminJson(req): AdminJson<CreateStreamRequest>,
 ) -> Result<Response, ApiError> {
     c.ensure_running()?;
@@ -38,62 +36,39 @@ pub async fn create_stream(
 
 pub async fn create_group(
     State(c): Coord,
-    ApiPath((p, g)): GroupPath,
+    Group(name): Group,
     AdminJson(req): AdminJson<CreateStreamRequest>,
 ) -> Result<Response, ApiError> {
     c.ensure_running()?;
-    Ok(ok(
-        StatusCode::CREATED,
-        c.create_group(&GroupName::new(&p, &g), &req).await?,
-    ))
+    Ok(ok(StatusCode::CREATED, c.create_group(&name, &req).await?))
 }
 
-pub async fn get_group(State(c): Coord, ApiPath((p, g)): GroupPath) -> Result<Response, ApiError> {
-    Ok(ok(
-        StatusCode::OK,
-        c.get_group(&GroupName::new(&p, &g)).await?,
-    ))
+pub async fn get_group(State(c): Coord, Group(name): Group) -> Result<Response, ApiError> {
+    Ok(ok(StatusCode::OK, c.get_group(&name).await?))
 }
 
 pub async fn delete_group(
     State(c): Coord,
-    ApiPath((p, g)): GroupPath,
+    Group(name): Group,
     AdminJson(req): AdminJson<DeleteGroupRequest>,
 ) -> Result<Response, ApiError> {
     c.ensure_running()?;
-    Ok(ok(
-        StatusCode::OK,
-        c.delete_group(&GroupName::new(&p, &g), &req).await?,
-    ))
-}
-
-pub async fn producer_routing(
-    State(c): Coord,
-    ApiPath((p, g)): GroupPath,
-) -> Result<Response, ApiError> {
-    Ok(ok(
-        StatusCode::OK,
-        c.producer_routing(&GroupName::new(&p, &g)).await?,
-    ))
+    Ok(ok(StatusCode::OK, c.delete_group(&name, &req).await?))
 }
 
 /// A heartbeat; the principal is absent when heartbeats are served without authentication.
 pub async fn heartbeat(
     State(c): Coord,
     principal: Option<Extension<Arc<Principal>>>,
-    ApiPath((p, g, member_id)): ApiPath<(String, String, String)>,
+    MemberPath(name, member_id): MemberPath,
     Json(req): Json<HeartbeatRequest>,
 ) -> Result<Response, ApiError> {
     c.ensure_running()?;
-    validate::validate_stream_prefix(&p)?;
-    validate::validate_consumer_group(&g)?;
-    validate::validate_member_id(&member_id)?;
     validate::validate_heartbeat_request(&req)?;
     let principal = principal.as_ref().map(|Extension(p)| &**p);
     Ok(ok(
         StatusCode::OK,
-        c.heartbeat(&GroupName::new(&p, &g), &member_id, &req, principal)
-            .await?,
+        c.heartbeat(&name, &member_id, &req, principal).await?,
     ))
 }
 
@@ -118,21 +93,15 @@ pub async fn list_groups(
     ))
 }
 
-pub async fn members(State(c): Coord, ApiPath((p, g)): GroupPath) -> Result<Response, ApiError> {
+pub async fn members(State(c): Coord, Group(name): Group) -> Result<Response, ApiError> {
     Ok(ok(
         StatusCode::OK,
-        json!({"members": c.members(&GroupName::new(&p, &g)).await?}),
+        json!({"members": c.members(&name).await?}),
     ))
 }
 
-pub async fn assignments(
-    State(c): Coord,
-    ApiPath((p, g)): GroupPath,
-) -> Result<Response, ApiError> {
-    Ok(ok(
-        StatusCode::OK,
-        c.assignments(&GroupName::new(&p, &g)).await?,
-    ))
+pub async fn assignments(State(c): Coord, Group(name): Group) -> Result<Response, ApiError> {
+    Ok(ok(StatusCode::OK, c.assignments(&name).await?))
 }
 
 /// `GET /`: what this server is and where to go next. Public, so it says nothing a route list in the README
@@ -182,7 +151,7 @@ pub async fn readyz(State(c): Coord) -> Response {
 
 pub async fn scale_stream(
     State(c): Coord,
-    ApiPath(prefix): ApiPath<String>,
+    StreamPrefix(prefix): StreamPrefix,
     AdminJson(req): AdminJson<ScaleRequest>,
 ) -> Result<Response, ApiError> {
     Ok(ok(
@@ -193,31 +162,24 @@ pub async fn scale_stream(
 
 pub async fn scale_group(
     State(c): Coord,
-    ApiPath((p, g)): GroupPath,
+    Group(name): Group,
     AdminJson(req): AdminJson<ScaleRequest>,
 ) -> Result<Response, ApiError> {
-    Ok(ok(
-        StatusCode::ACCEPTED,
-        c.scale_group(&GroupName::new(&p, &g), &req).await?,
-    ))
+    Ok(ok(StatusCode::ACCEPTED, c.scale_group(&name, &req).await?))
 }
 
 pub async fn get_migration(
     State(c): Coord,
-    ApiPath((p, g, id)): ApiPath<(String, String, String)>,
+    MigrationPath(name, id): MigrationPath,
 ) -> Result<Response, ApiError> {
-    Ok(ok(
-        StatusCode::OK,
-        c.migration_detail(&GroupName::new(&p, &g), &id).await?,
-    ))
+    Ok(ok(StatusCode::OK, c.migration_detail(&name, &id).await?))
 }
 
 pub async fn rollback_migration(
     State(c): Coord,
-    ApiPath((p, g, id)): ApiPath<(String, String, String)>,
+    MigrationPath(name, id): MigrationPath,
     AdminJson(req): AdminJson<MigrationActionRequest>,
 ) -> Result<Response, ApiError> {
-    let name = GroupName::new(&p, &g);
     let m = c
         .end_migration(&name, &id, &req, MigrationState::RolledBack)
         .await?;
@@ -226,10 +188,9 @@ pub async fn rollback_migration(
 
 pub async fn force_complete_migration(
     State(c): Coord,
-    ApiPath((p, g, id)): ApiPath<(String, String, String)>,
+    MigrationPath(name, id): MigrationPath,
     AdminJson(req): AdminJson<MigrationActionRequest>,
 ) -> Result<Response, ApiError> {
-    let name = GroupName::new(&p, &g);
     let m = c
         .end_migration(&name, &id, &req, MigrationState::ForceCompleted)
         .await?;

@@ -13,7 +13,6 @@
 //! member ids are length-limited by validation and per-group series are capped by configuration.
 
 pub mod config;
-pub mod http;
 pub mod refresh;
 pub mod snapshot;
 

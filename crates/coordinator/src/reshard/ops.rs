@@ -6,7 +6,6 @@ use super::*;
 impl Coordinator {
     /// `POST /coord/v1/streams/{p}/scale`: scales every group of the stream together.
     pub async fn scale_stream(&self, prefix: &str, req: &ScaleRequest) -> Result<Value, ApiError> {
-        validate::validate_stream_prefix(prefix)?;
         let target = match req.target_shard_count {
             Some(n) => validate::validate_shard_count("targetShardCount", n, 0)?,
             None => {

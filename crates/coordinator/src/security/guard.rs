@@ -14,9 +14,7 @@ use super::config::ApiConfig;
 use super::principal::Principal;
 use super::request_id;
 use super::tokens::hex;
-use crate::api::MatchedRoute;
-use crate::api::extract::MAX_BODY_BYTES;
-use crate::api::routes::Access;
+use crate::access::{Access, MAX_BODY_BYTES, MatchedRoute};
 use crate::error::ApiError;
 use axum::body::Body;
 use axum::extract::{ConnectInfo, FromRequestParts, RawPathParams, Request, State};
@@ -263,7 +261,7 @@ async fn audited(
     let head = parts.clone_head();
     let (resp, body_facts) = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
         Err(e) if crate::http_server::is_body_timeout(&e) => {
-            (crate::api::extract::body_timeout().into_response(), None)
+            (crate::http_server::body_timeout().into_response(), None)
         }
         Err(_) => (
             ApiError::new(

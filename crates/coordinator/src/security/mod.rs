@@ -9,7 +9,8 @@
 //!   atomic reservations, growing delays per username and address).
 //! - [`request_id`], [`proxies`] (client address), [`audit`] (records, Redis stream, query).
 //! - [`guard`]: the one middleware every route passes, driven by the route table's `Access` and
-//!   `audit_action`. [`handlers`]: login, token revocation, session, audit read.
+//!   `audit_action`. The security endpoints' handlers (login, token revocation, session, audit read) are in
+//!   `api/auth.rs`; they call the logic here.
 
 pub mod audit;
 pub mod authn;
@@ -18,7 +19,6 @@ pub mod cache;
 pub mod config;
 pub mod credentials;
 pub mod guard;
-pub mod handlers;
 pub mod password;
 pub mod principal;
 pub mod proxies;

@@ -1,16 +1,17 @@
-//! The security endpoints: `POST /coord/v1/auth/login`, `POST /coord/v1/auth/revoke`,
-//! `GET /coord/v1/monitoring/session` and `GET /coord/v1/monitoring/audit`.
+//! Handlers of the security endpoints: `POST /coord/v1/auth/login`, `POST /coord/v1/auth/revoke`,
+//! `GET /coord/v1/monitoring/session` and `GET /coord/v1/monitoring/audit`. The logic they call (password
+//! checks, token issue and revocation, the audit stream) is in `security`.
 
-use super::Security;
-use super::audit::AuditFilter;
-use super::authn::AuthFailure;
-use super::credentials::{self, Credentials};
-use super::guard::ClientAddr;
-use super::principal::{AuthMethod, Principal};
-use super::roles::Role;
-use super::tokens;
-use crate::api::extract::RawBody;
+use super::extract::RawBody;
 use crate::error::ApiError;
+use crate::security::Security;
+use crate::security::audit::AuditFilter;
+use crate::security::authn::AuthFailure;
+use crate::security::credentials::{self, Credentials};
+use crate::security::guard::ClientAddr;
+use crate::security::principal::{AuthMethod, Principal};
+use crate::security::roles::Role;
+use crate::security::tokens;
 use axum::Extension;
 use axum::extract::Query;
 use axum::extract::rejection::QueryRejection;
@@ -45,12 +46,12 @@ pub async fn login(
     let parsed: LoginBody = if body.iter().all(u8::is_ascii_whitespace) {
         LoginBody::default()
     } else {
-        match super::super::api::extract::decode::<LoginBody>(&body) {
+        match super::extract::decode::<LoginBody>(&body) {
             Ok(b) => b,
             Err(e) => return e.into_response(),
         }
     };
-    let now = super::now_ms();
+    let now = crate::security::now_ms();
     let ttl_ms = i64::try_from(sec.config.token_ttl.0.as_millis()).unwrap_or(i64::MAX);
     let mut attempted: Option<String> = None;
     let result = match parsed.username.filter(|u| !u.trim().is_empty()) {
@@ -124,10 +125,11 @@ fn with_attempt(
     username: Option<String>,
     principal: Option<Arc<Principal>>,
 ) -> Response {
-    resp.extensions_mut().insert(super::guard::LoginAttempt {
-        username,
-        principal,
-    });
+    resp.extensions_mut()
+        .insert(crate::security::guard::LoginAttempt {
+            username,
+            principal,
+        });
     resp
 }
 
@@ -167,7 +169,7 @@ pub async fn revoke(
     let parsed: RevokeBody = if body.iter().all(u8::is_ascii_whitespace) {
         RevokeBody::default()
     } else {
-        super::super::api::extract::decode(&body)?
+        super::extract::decode(&body)?
     };
     if parsed.all {
         if parsed.token.is_some() {
@@ -181,7 +183,7 @@ pub async fn revoke(
             .map(str::trim)
             .unwrap_or(&principal.username)
             .to_owned();
-        if !super::config::valid_username(&user) {
+        if !crate::security::config::valid_username(&user) {
             return Err(ApiError::invalid(
                 "username: must be 1-64 characters of letters, digits, '.', '_', '-' or '@'",
             ));
