@@ -19,6 +19,8 @@
 //! what was observed, or recreating the group) or by an operator's audited dismissal, which changes no
 //! version.
 
+pub mod views;
+
 use crate::cache::{Cached, GroupName, RevisionRegression};
 use crate::coordinator::{Commit, Coordinator, MAX_CAS_ATTEMPTS};
 use crate::error::ApiError;
@@ -37,8 +39,9 @@ use rsc_protocol::validate;
 use rsc_protocol::wire::HeartbeatRequest;
 use rsc_store::IndexState;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::BTreeSet;
+use views::{DismissResponse, RecreateResponse, durability_view};
 
 /// At most this many suspicions (new evidence written to a group) are raised per principal per window.
 pub const SUSPICIONS_PER_PRINCIPAL: i64 = 5;
@@ -292,7 +295,7 @@ impl Coordinator {
         name: &GroupName,
         req: &DismissSuspicionRequest,
         principal: &str,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<DismissResponse, ApiError> {
         let requested_by = req.requested_by.as_deref().unwrap_or("");
         validate::validate_text("requestedBy", requested_by, true)?;
         let reason = req.reason.as_deref().unwrap_or("");
@@ -343,11 +346,11 @@ impl Coordinator {
                         requested_by = ?requested_by, reason = ?reason,
                         "metadata rollback suspicion dismissed by an operator"
                     );
-                    return Ok(json!({
-                        "streamPrefix": name.stream_prefix,
-                        "consumerGroup": name.consumer_group,
-                        "metadataDurability": crate::inspect::durability_view(&c.group),
-                    }));
+                    return Ok(DismissResponse {
+                        stream_prefix: name.stream_prefix.clone(),
+                        consumer_group: name.consumer_group.clone(),
+                        metadata_durability: durability_view(&c.group),
+                    });
                 }
                 Commit::Conflict | Commit::ConditionFailed { .. } => continue,
             }
@@ -398,7 +401,7 @@ impl Coordinator {
         &self,
         name: &GroupName,
         req: &RecreateGroupRequest,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<RecreateResponse, ApiError> {
         validate::validate_text(
             "requestedBy",
             req.requested_by.as_deref().unwrap_or(""),
@@ -506,15 +509,11 @@ impl Coordinator {
                     lifecycle = %c.group.lifecycle_id, metadata_version = c.group.metadata_version,
                     "group recreated as a new lifecycle"
                 );
-                let mut body = serde_json::to_value(group_response(&c.group)).unwrap_or(json!({}));
-                if let Some(obj) = body.as_object_mut() {
-                    obj.insert("lifecycleId".into(), json!(c.group.lifecycle_id));
-                    obj.insert(
-                        "previousLifecycleId".into(),
-                        json!(old.map(|g| g.lifecycle_id.clone())),
-                    );
-                }
-                return Ok(body);
+                return Ok(RecreateResponse {
+                    group: group_response(&c.group),
+                    lifecycle_id: c.group.lifecycle_id.clone(),
+                    previous_lifecycle_id: old.map(|g| g.lifecycle_id.clone()),
+                });
             }
         }
         Err(ApiError::new(

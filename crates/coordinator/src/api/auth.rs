@@ -18,8 +18,8 @@ use axum::extract::rejection::QueryRejection;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use rsc_protocol::errors::ErrorCode;
-use serde::Deserialize;
-use serde_json::json;
+use rsc_protocol::wire::auth::{LoginResponse, SessionResponse};
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 type Sec = Extension<Arc<Security>>;
@@ -107,16 +107,46 @@ pub async fn login(
     tracing::info!(user = ?principal.username, client = ?client, "issued an access token");
     let resp = (
         StatusCode::OK,
-        axum::Json(json!({
-            "accessToken": token,
-            "tokenType": "Bearer",
-            "expiresAt": crate::clock::iso_ms(expires_ms),
-            "expiresInSeconds": (expires_ms - now).max(0) / 1000,
-            "roles": principal.roles.names(),
-        })),
+        axum::Json(LoginResponse {
+            access_token: token,
+            token_type: "Bearer".to_owned(),
+            expires_at: crate::clock::iso_ms(expires_ms),
+            expires_in_seconds: (expires_ms - now).max(0) / 1000,
+            roles: role_names(&principal),
+        }),
     )
         .into_response();
     with_attempt(resp, attempted, Some(principal))
+}
+
+fn role_names(principal: &Principal) -> Vec<String> {
+    principal
+        .roles
+        .names()
+        .into_iter()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The answer to revoking one token.
+#[derive(Serialize)]
+struct Revoked {
+    revoked: bool,
+}
+
+/// The answer to revoking every token of a user.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RevokedAll {
+    revoked: bool,
+    revoked_count: usize,
+    username: String,
+}
+
+/// `GET /coord/v1/monitoring/audit`: the records, newest first.
+#[derive(Serialize)]
+struct AuditRecords {
+    records: Vec<crate::security::audit::AuditRecord>,
 }
 
 /// Tells the guard who tried to sign in (for the audit record); the password never leaves this handler.
@@ -206,7 +236,11 @@ pub async fn revoke(
         );
         return Ok((
             StatusCode::OK,
-            axum::Json(json!({"revoked": count > 0, "revokedCount": count, "username": user})),
+            axum::Json(RevokedAll {
+                revoked: count > 0,
+                revoked_count: count,
+                username: user,
+            }),
         )
             .into_response());
     }
@@ -232,21 +266,24 @@ pub async fn revoke(
     };
     let revoked = sec.tokens.revoke(&tokens::hex(&digest)).await?;
     sec.cache.remove(&sec.cache.bearer_key(&digest));
-    Ok((StatusCode::OK, axum::Json(json!({"revoked": revoked}))).into_response())
+    Ok((StatusCode::OK, axum::Json(Revoked { revoked })).into_response())
 }
 
 /// The caller as the coordinator sees it.
 pub async fn session(Extension(principal): Extension<Arc<Principal>>) -> Response {
     (
         StatusCode::OK,
-        axum::Json(json!({
-            "authenticated": true,
-            "username": principal.username,
-            "roles": principal.roles.names(),
-            "authMethod": principal.method.as_str(),
-            "streamPrefixes": principal.scopes.describe(),
-            "expiresAt": principal.token.as_ref().map(|t| crate::clock::iso_ms(t.expires_ms)),
-        })),
+        axum::Json(SessionResponse {
+            authenticated: true,
+            username: principal.username.clone(),
+            roles: role_names(&principal),
+            auth_method: principal.method.as_str().to_owned(),
+            stream_prefixes: principal.scopes.describe(),
+            expires_at: principal
+                .token
+                .as_ref()
+                .map(|t| crate::clock::iso_ms(t.expires_ms)),
+        }),
     )
         .into_response()
 }
@@ -318,7 +355,7 @@ pub async fn audit_log(
                     .is_some_and(|p| principal.scopes.allows(p))
         })
         .await?;
-    Ok((StatusCode::OK, axum::Json(json!({"records": records}))).into_response())
+    Ok((StatusCode::OK, axum::Json(AuditRecords { records })).into_response())
 }
 
 fn instant(field: &str, text: &str) -> Result<i64, ApiError> {

@@ -49,8 +49,8 @@ impl<S: Send + Sync> FromRequest<S> for RawBody {
                         ErrorCode::PayloadTooLarge,
                         format!("request body exceeds {MAX_BODY_BYTES} bytes"),
                     )
-                } else if crate::http_server::is_body_timeout(&e) {
-                    crate::http_server::body_timeout()
+                } else if crate::access::is_body_timeout(&e) {
+                    crate::access::body_timeout()
                 } else {
                     ApiError::invalid(format!("request body could not be read: {e}"))
                 }

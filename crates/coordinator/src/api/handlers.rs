@@ -10,10 +10,11 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use rsc_group::migration::MigrationState;
 use rsc_protocol::validate;
+use rsc_protocol::wire::monitoring::{GroupList, MemberList};
 use rsc_protocol::wire::{
     CreateStreamRequest, DeleteGroupRequest, HeartbeatRequest, MigrationActionRequest, ScaleRequest,
 };
-use serde_json::json;
+use serde::Serialize;
 use std::sync::Arc;
 
 type Coord = State<Arc<Coordinator>>;
@@ -73,7 +74,7 @@ pub async fn heartbeat(
 }
 
 pub async fn health(State(c): Coord) -> Response {
-    ok(StatusCode::OK, c.health().await)
+    ok(StatusCode::OK, c.health_view().await)
 }
 
 pub async fn compatibility(State(c): Coord) -> Response {
@@ -89,14 +90,18 @@ pub async fn list_groups(
     let visible = |prefix: &str| scopes.as_ref().is_none_or(|s| s.allows(prefix));
     Ok(ok(
         StatusCode::OK,
-        json!({"groups": c.list_groups(visible).await?}),
+        GroupList {
+            groups: c.list_groups(visible).await?,
+        },
     ))
 }
 
 pub async fn members(State(c): Coord, Group(name): Group) -> Result<Response, ApiError> {
     Ok(ok(
         StatusCode::OK,
-        json!({"members": c.members(&name).await?}),
+        MemberList {
+            members: c.members(&name).await?,
+        },
     ))
 }
 
@@ -104,33 +109,60 @@ pub async fn assignments(State(c): Coord, Group(name): Group) -> Result<Response
     Ok(ok(StatusCode::OK, c.assignments(&name).await?))
 }
 
+/// `GET /`: what this server is and where to go next.
+#[derive(Serialize)]
+struct Index {
+    name: &'static str,
+    description: &'static str,
+    version: &'static str,
+    links: IndexLinks,
+    authentication: &'static str,
+    documentation: &'static str,
+}
+
+#[derive(Serialize)]
+struct IndexLinks {
+    liveness: &'static str,
+    readiness: &'static str,
+    login: &'static str,
+    health: &'static str,
+    groups: &'static str,
+    metrics: &'static str,
+}
+
+/// The answer of the probes.
+#[derive(Serialize)]
+struct ProbeStatus {
+    status: &'static str,
+}
+
 /// `GET /`: what this server is and where to go next. Public, so it says nothing a route list in the README
 /// does not (no coordinator id, no Redis, no groups).
 pub async fn index() -> Response {
     ok(
         StatusCode::OK,
-        json!({
-            "name": "rsc",
-            "description": "Redis Stream Coordinator (coord/v1)",
-            "version": env!("CARGO_PKG_VERSION"),
-            "links": {
-                "liveness": "/healthz",
-                "readiness": "/readyz",
-                "login": "POST /coord/v1/auth/login",
-                "health": "/coord/v1/monitoring/health",
-                "groups": "/coord/v1/monitoring/groups",
-                "metrics": "/metrics",
+        Index {
+            name: "rsc",
+            description: "Redis Stream Coordinator (coord/v1)",
+            version: env!("CARGO_PKG_VERSION"),
+            links: IndexLinks {
+                liveness: "/healthz",
+                readiness: "/readyz",
+                login: "POST /coord/v1/auth/login",
+                health: "/coord/v1/monitoring/health",
+                groups: "/coord/v1/monitoring/groups",
+                metrics: "/metrics",
             },
-            "authentication": "every /coord/v1 route except login, and /metrics, need credentials: \
+            authentication: "every /coord/v1 route except login, and /metrics, need credentials: \
                 Authorization: Bearer <accessToken from login> or Basic",
-            "documentation": "README.md of the rsc source: \"Routes\" lists every route with its access",
-        }),
+            documentation: "README.md of the rsc source: \"Routes\" lists every route with its access",
+        },
     )
 }
 
 /// Liveness probe: the process answers. Reveals nothing else.
 pub async fn healthz() -> Response {
-    ok(StatusCode::OK, json!({"status": "UP"}))
+    ok(StatusCode::OK, ProbeStatus { status: "UP" })
 }
 
 /// Readiness probe: not while terminating, not while Redis is unreachable. Reveals nothing beyond that.
@@ -140,11 +172,13 @@ pub async fn readyz(State(c): Coord) -> Response {
             .await
             .is_ok_and(|r| r.is_ok());
     if redis_ok {
-        ok(StatusCode::OK, json!({"status": "READY"}))
+        ok(StatusCode::OK, ProbeStatus { status: "READY" })
     } else {
         ok(
             StatusCode::SERVICE_UNAVAILABLE,
-            json!({"status": "NOT_READY"}),
+            ProbeStatus {
+                status: "NOT_READY",
+            },
         )
     }
 }

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 type Coord = State<Arc<Coordinator>>;
 
-fn ok(body: serde_json::Value) -> Response {
+fn ok<T: serde::Serialize>(body: T) -> Response {
     (StatusCode::OK, axum::Json(body)).into_response()
 }
 

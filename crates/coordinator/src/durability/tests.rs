@@ -2,6 +2,7 @@
 
 use super::*;
 use rsc_group::model::Member;
+use serde_json::json;
 
 fn req(epoch: i64, version: i64) -> HeartbeatRequest {
     serde_json::from_value(json!({

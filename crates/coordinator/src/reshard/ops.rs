@@ -5,7 +5,11 @@ use super::*;
 
 impl Coordinator {
     /// `POST /coord/v1/streams/{p}/scale`: scales every group of the stream together.
-    pub async fn scale_stream(&self, prefix: &str, req: &ScaleRequest) -> Result<Value, ApiError> {
+    pub async fn scale_stream(
+        &self,
+        prefix: &str,
+        req: &ScaleRequest,
+    ) -> Result<ScaleResponse, ApiError> {
         let target = match req.target_shard_count {
             Some(n) => validate::validate_shard_count("targetShardCount", n, 0)?,
             None => {
@@ -254,16 +258,17 @@ impl Coordinator {
         &self,
         name: &GroupName,
         req: &ScaleRequest,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<Option<MigrationResponse>, ApiError> {
         self.require_group(name).await?;
-        let all = self.scale_stream(&name.stream_prefix, req).await?;
-        let migrations = all["migrations"].as_array().cloned().unwrap_or_default();
-        Ok(migrations
+        let mut migrations = self
+            .scale_stream(&name.stream_prefix, req)
+            .await?
+            .migrations;
+        let mine = migrations
             .iter()
-            .find(|m| m["consumerGroup"] == name.consumer_group.as_str())
-            .or(migrations.first())
-            .cloned()
-            .unwrap_or(Value::Null))
+            .position(|m| m.consumer_group.as_deref() == Some(name.consumer_group.as_str()))
+            .unwrap_or(0);
+        Ok((mine < migrations.len()).then(|| migrations.swap_remove(mine)))
     }
 
     /// Rollback (contract #10) or force-complete of the stream's active migration, applied to every group.
@@ -273,7 +278,7 @@ impl Coordinator {
         id: &str,
         req: &MigrationActionRequest,
         end: MigrationState,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<MigrationResponse, ApiError> {
         let requested_by = req.requested_by.clone().unwrap_or_default();
         validate::validate_text("requestedBy", &requested_by, true)?;
         let reason = req.reason.clone().unwrap_or_default();
@@ -291,7 +296,7 @@ impl Coordinator {
             .filter(|a| a.resharding_id == id);
         match (&m, &active, end) {
             (Some(m), _, MigrationState::RolledBack) if m.state == MigrationState::RolledBack => {
-                return Ok(migration_json(m));
+                return Ok(migration_response(m));
             }
             (Some(m), None, MigrationState::RolledBack) => {
                 migration::rollback_check(&group.group, id)?;
@@ -310,7 +315,7 @@ impl Coordinator {
                     MigrationState::ForceCompleted | MigrationState::Aborted
                 ) =>
             {
-                return Ok(migration_json(m));
+                return Ok(migration_response(m));
             }
             (Some(m), None, _) if m.state.is_terminal() => {
                 return Err(ApiError::new(
@@ -383,12 +388,12 @@ impl Coordinator {
         }
         let g = self.require_group(name).await?;
         match g.group.migration(id) {
-            Some(m) => Ok(migration_json(m)),
+            Some(m) => Ok(migration_response(m)),
             None => {
                 let s = self.load_stream(prefix).await?;
                 let m =
                     s.and_then(|s| s.record.history.into_iter().find(|m| m.resharding_id == id));
-                m.map(|m| migration_json(&m))
+                m.map(|m| migration_response(&m))
                     .ok_or_else(|| MigrationError::NotFound(id.to_owned()).into())
             }
         }

@@ -260,8 +260,8 @@ async fn audited(
 ) -> Response {
     let head = parts.clone_head();
     let (resp, body_facts) = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
-        Err(e) if crate::http_server::is_body_timeout(&e) => {
-            (crate::http_server::body_timeout().into_response(), None)
+        Err(e) if crate::access::is_body_timeout(&e) => {
+            (crate::access::body_timeout().into_response(), None)
         }
         Err(_) => (
             ApiError::new(

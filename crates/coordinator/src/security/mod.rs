@@ -32,7 +32,6 @@ pub mod users;
 pub mod verifier;
 pub mod window;
 
-use crate::config::CoordinatorConfig;
 use crate::error::ApiError;
 use rsc_store::Store;
 use std::sync::Arc;
@@ -54,9 +53,14 @@ pub struct Security {
 
 impl Security {
     /// Builds the security layer: resolves (or bootstraps) the admin password against Redis.
-    pub async fn start(c: &CoordinatorConfig, store: &Store) -> Result<Arc<Security>, ApiError> {
-        let api = &c.api;
-        let kp = &c.store.key_prefix;
+    /// `kp` is the Redis key prefix, `coordinator_id` this replica's id.
+    pub async fn start(
+        api: &config::ApiConfig,
+        audit_config: &config::AuditConfig,
+        kp: &str,
+        coordinator_id: &str,
+        store: &Store,
+    ) -> Result<Arc<Security>, ApiError> {
         let admin = bootstrap::admin_hash(api, store, kp).await?;
         let admin_source = admin.as_ref().map(|(_, s)| *s);
         let proxies = proxies::TrustedProxies::parse(&api.trusted_proxies).map_err(|e| {
@@ -66,7 +70,7 @@ impl Security {
         let verifier = verifier::Verifier::new(verifier::PERMITS, directory.max_memory_blocks());
         let security = Arc::new(Security {
             config: api.clone(),
-            coordinator_id: c.id.clone(),
+            coordinator_id: coordinator_id.to_owned(),
             directory,
             verifier,
             admin_source,
@@ -77,10 +81,10 @@ impl Security {
             ),
             limits: rate_limit::RateLimiter::new(store.clone(), kp, api.rate_limit.clone()),
             throttle: throttle::LoginThrottle::new(store.clone(), kp, api.login_throttle.clone()),
-            audit: audit::AuditLog::new(store.clone(), kp, &c.audit),
+            audit: audit::AuditLog::new(store.clone(), kp, audit_config),
             proxies,
         });
-        spawn_audit_flush(Arc::downgrade(&security), c.audit.rejection_window.0);
+        spawn_audit_flush(Arc::downgrade(&security), audit_config.rejection_window.0);
         Ok(security)
     }
 }

@@ -1,4 +1,8 @@
-//! The background task that keeps the gauges current: every `coordinator.metrics.refresh-interval` it
+//! The background task that keeps the metrics gauges (`metrics/snapshot.rs`) current, and the health facts
+//! it shares with monitoring. It sits outside `metrics` because it reads groups through the `Coordinator`,
+//! which itself holds the metrics: `metrics` depends on nothing of the coordinator's.
+//!
+//! The task: every `coordinator.metrics.refresh-interval` it
 //! checks Redis, reads every group in the index as Redis holds it (the cached aggregate when one HGET shows
 //! its revision is current, else a fresh load, which also notices store revisions going backwards without
 //! anyone calling an API), their leases, progress and shard offsets, and swaps in a new snapshot. Every
@@ -6,10 +10,10 @@
 //! building the snapshot take milliseconds for a group of thousands of members, so they run off the async
 //! workers, where they would hold up heartbeats.
 
-use super::snapshot::{self, GroupObservation, HealthObservation};
 use crate::cache::GroupName;
 use crate::coordinator::Coordinator;
 use crate::error::ApiError;
+use crate::metrics::snapshot::{self, GroupObservation, HealthObservation};
 use rsc_store::IndexState;
 use serde_json::Value;
 use std::collections::HashMap;
