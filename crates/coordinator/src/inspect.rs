@@ -4,12 +4,11 @@
 
 use crate::cache::GroupName;
 use crate::coordinator::Coordinator;
+use crate::domain_error::CoordError;
 use crate::durability::views::{MonitoringGroupView, durability_view};
-use crate::error::ApiError;
 use crate::offsets::read_shard;
 use crate::views::{group_response, migration_response};
 use rsc_group::migration::Migration;
-use rsc_protocol::errors::ErrorCode;
 use rsc_protocol::wire::ShardId;
 use rsc_protocol::wire::monitoring::{
     ConsumerShardProgress, ConsumptionResponse, ShardOffsetsView, StreamShardOffsetsResponse,
@@ -26,7 +25,7 @@ impl Coordinator {
     pub async fn monitoring_group(
         &self,
         name: &GroupName,
-    ) -> Result<MonitoringGroupView, ApiError> {
+    ) -> Result<MonitoringGroupView, CoordError> {
         let c = self.require_group(name).await?;
         Ok(MonitoringGroupView {
             group: group_response(&c.group),
@@ -35,14 +34,14 @@ impl Coordinator {
     }
 
     /// `GET …/consumption`: every member's reported shard progress, sorted by member then shard.
-    pub async fn consumption(&self, name: &GroupName) -> Result<ConsumptionResponse, ApiError> {
+    pub async fn consumption(&self, name: &GroupName) -> Result<ConsumptionResponse, CoordError> {
         let c = self.require_group(name).await?;
         let g = &c.group;
         let progress = self
             .metrics
             .time_store("progress", self.store.progress_all(&self.keys(name)))
             .await
-            .map_err(ApiError::from)?;
+            .map_err(CoordError::from)?;
         let mut rows = Vec::new();
         for (member_id, doc) in progress {
             let Ok(doc) = serde_json::from_str::<Value>(&doc) else {
@@ -88,7 +87,7 @@ impl Coordinator {
     }
 
     /// `GET …/migrations`: every migration the group keeps, oldest first, and the active one's id.
-    pub async fn migrations(&self, name: &GroupName) -> Result<MigrationList, ApiError> {
+    pub async fn migrations(&self, name: &GroupName) -> Result<MigrationList, CoordError> {
         let c = self.require_group(name).await?;
         let mut list: Vec<&Migration> = c.group.migrations.iter().collect();
         list.sort_by_key(|m| m.created_at_ms);
@@ -99,19 +98,19 @@ impl Coordinator {
     }
 
     /// `GET …/offsets`: per-shard stream length, ids, pending and lag, with totals.
-    pub async fn offsets(&self, name: &GroupName) -> Result<StreamShardOffsetsResponse, ApiError> {
+    pub async fn offsets(
+        &self,
+        name: &GroupName,
+    ) -> Result<StreamShardOffsetsResponse, CoordError> {
         let c = self.require_group(name).await?;
         let g = &c.group;
         let shards = g.assignable_shards();
         if shards.len() > MAX_OFFSET_SHARDS {
-            return Err(ApiError::new(
-                ErrorCode::InvalidRequest,
-                format!(
-                    "the group has {} shards; offsets are listed for at most {MAX_OFFSET_SHARDS} — use the \
+            return Err(CoordError::Invalid(format!(
+                "the group has {} shards; offsets are listed for at most {MAX_OFFSET_SHARDS} — use the \
                      shard_* metrics instead",
-                    shards.len()
-                ),
-            ));
+                shards.len()
+            )));
         }
         let mut owners: HashMap<u32, Vec<String>> = HashMap::new();
         for m in g.members.values().filter(|m| m.state.is_live()) {
@@ -131,13 +130,10 @@ impl Coordinator {
                 )
                 .await
                 .map_err(|e| {
-                    ApiError::new(
-                        ErrorCode::RedisUnavailable,
-                        format!(
-                            "Redis is unavailable: {}; retry later",
-                            crate::error::store_error_text(&e)
-                        ),
-                    )
+                    CoordError::RedisUnavailable(format!(
+                        "Redis is unavailable: {}; retry later",
+                        crate::error::store_error_text(&e)
+                    ))
                 })?;
             length += o.stream_length;
             pending += o.pending_count.unwrap_or(0);

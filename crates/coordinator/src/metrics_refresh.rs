@@ -12,7 +12,7 @@
 
 use crate::cache::GroupName;
 use crate::coordinator::Coordinator;
-use crate::error::ApiError;
+use crate::domain_error::CoordError;
 use crate::metrics::snapshot::{self, GroupObservation, HealthObservation};
 use rsc_store::IndexState;
 use serde_json::Value;
@@ -157,7 +157,10 @@ impl Coordinator {
         }
     }
 
-    async fn observe_group(&self, name: &GroupName) -> Result<Option<GroupObservation>, ApiError> {
+    async fn observe_group(
+        &self,
+        name: &GroupName,
+    ) -> Result<Option<GroupObservation>, CoordError> {
         let Some(cached) = self.current_or_load(name).await? else {
             return Ok(None);
         };
@@ -179,12 +182,7 @@ impl Coordinator {
                 .collect()
         })
         .await
-        .map_err(|e| {
-            ApiError::new(
-                rsc_protocol::errors::ErrorCode::Internal,
-                format!("parsing member progress failed: {e}"),
-            )
-        })?;
+        .map_err(|e| CoordError::Internal(format!("parsing member progress failed: {e}")))?;
         let g = &cached.group;
         let shard_ids = g.assignable_shards();
         let shards = if shard_ids.len() <= self.config.metrics.max_shard_series as usize {

@@ -4,7 +4,7 @@
 use crate::cache::GroupName;
 use crate::clock::iso_ms;
 use crate::coordinator::Coordinator;
-use crate::error::ApiError;
+use crate::domain_error::CoordError;
 use rsc_group::model::MemberState;
 use rsc_protocol::wire::ShardId;
 use rsc_protocol::wire::monitoring::{
@@ -21,21 +21,21 @@ fn shard_ids<'a>(it: impl IntoIterator<Item = &'a u32>) -> Vec<ShardId> {
 }
 
 impl Coordinator {
-    pub async fn members(&self, name: &GroupName) -> Result<Vec<MemberMetadata>, ApiError> {
+    pub async fn members(&self, name: &GroupName) -> Result<Vec<MemberMetadata>, CoordError> {
         let cached = self.require_group(name).await?;
         let keys = self.keys(name);
         let leases: HashMap<String, i64> = self
             .store
             .leases(&keys)
             .await
-            .map_err(ApiError::from)?
+            .map_err(CoordError::from)?
             .into_iter()
             .collect();
         let progress: HashMap<String, Value> = self
             .store
             .progress_all(&keys)
             .await
-            .map_err(ApiError::from)?
+            .map_err(CoordError::from)?
             .into_iter()
             .filter_map(|(m, json)| serde_json::from_str(&json).ok().map(|v| (m, v)))
             .collect();
@@ -73,7 +73,7 @@ impl Coordinator {
 
     /// `GET …/assignments`: target, what live owners report, what the coordinator has granted, what is being
     /// revoked and held, and the last reports of departed members shown apart.
-    pub async fn assignments(&self, name: &GroupName) -> Result<AssignmentsResponse, ApiError> {
+    pub async fn assignments(&self, name: &GroupName) -> Result<AssignmentsResponse, CoordError> {
         let cached = self.require_group(name).await?;
         let g = &cached.group;
         let mut target = BTreeMap::new();

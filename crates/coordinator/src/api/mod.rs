@@ -2,6 +2,7 @@
 //! methods, and a layer that attaches the matched route's spec to each request for cross-cutting concerns.
 
 pub mod auth;
+pub mod error;
 pub mod extract;
 pub mod handlers;
 pub mod metrics;

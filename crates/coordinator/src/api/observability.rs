@@ -77,7 +77,7 @@ pub async fn producer_routing(
             .await
     {
         crate::stats::Stats::bump(&c.stats.routing_error);
-        return Err(e);
+        return Err(e.into());
     }
     let routing = c.producer_routing(&name).await?;
     Ok((StatusCode::OK, axum::Json(routing)).into_response())

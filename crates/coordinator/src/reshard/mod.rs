@@ -29,7 +29,7 @@ pub use views::{MigrationDetail, RemovedShard};
 
 use crate::cache::{Cached, GroupName};
 use crate::coordinator::{Commit, Coordinator, MAX_CAS_ATTEMPTS};
-use crate::error::ApiError;
+use crate::domain_error::CoordError;
 use crate::error::store_error_text;
 use crate::provision::{existing_shards, provision};
 use crate::views::migration_response;
@@ -37,7 +37,6 @@ use rsc_group::heartbeat::Transition;
 use rsc_group::migration::{self, Migration, MigrationError, MigrationState};
 use rsc_group::model::{Group, ShardSet};
 use rsc_group::stream::StreamRecord;
-use rsc_protocol::errors::ErrorCode;
 use rsc_protocol::names::{self, shard_stream_key};
 use rsc_protocol::validate;
 use rsc_protocol::wire::resharding::{MigrationResponse, ScaleResponse};
@@ -52,14 +51,13 @@ pub struct CachedStream {
     pub revision: u64,
 }
 
-impl From<MigrationError> for ApiError {
+impl From<MigrationError> for CoordError {
     fn from(e: MigrationError) -> Self {
         match e {
-            MigrationError::NotFound(id) => ApiError::new(
-                ErrorCode::MigrationNotFound,
-                format!("migration {id} does not exist for this group"),
-            ),
-            MigrationError::NotAllowed(why) => ApiError::new(ErrorCode::RollbackNotAllowed, why),
+            MigrationError::NotFound(id) => CoordError::MigrationNotFound(format!(
+                "migration {id} does not exist for this group"
+            )),
+            MigrationError::NotAllowed(why) => CoordError::RollbackNotAllowed(why),
             MigrationError::EpochOverflow(e) => e.into(),
         }
     }

@@ -90,7 +90,7 @@ impl Coordinator {
         &self,
         name: &GroupName,
         id: &str,
-    ) -> Result<MigrationDetail, ApiError> {
+    ) -> Result<MigrationDetail, CoordError> {
         let c = self.require_group(name).await?;
         let g = &c.group;
         let stream = self.load_stream(&name.stream_prefix).await?;
@@ -106,7 +106,7 @@ impl Coordinator {
                         .find(|m| m.resharding_id == id)
                         .cloned()
                 })
-                .ok_or_else(|| ApiError::from(MigrationError::NotFound(id.to_owned())))?,
+                .ok_or_else(|| CoordError::from(MigrationError::NotFound(id.to_owned())))?,
         };
         let removed: Vec<u32> =
             (m.to_shard_count..m.from_shard_count.max(m.to_shard_count)).collect();
