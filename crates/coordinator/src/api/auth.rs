@@ -52,7 +52,6 @@ pub async fn login(
         }
     };
     let now = crate::security::now_ms();
-    let ttl_ms = i64::try_from(sec.config.token_ttl.0.as_millis()).unwrap_or(i64::MAX);
     let mut attempted: Option<String> = None;
     let result = match parsed.username.filter(|u| !u.trim().is_empty()) {
         Some(username) => {
@@ -81,29 +80,10 @@ pub async fn login(
         Ok(p) => p,
         Err(f) => return with_attempt(f.into_response(), attempted, None),
     };
-    let expires_ms = now.saturating_add(ttl_ms);
-    let (token, displaced) = match sec
-        .tokens
-        .issue(
-            &principal.username,
-            now,
-            expires_ms,
-            sec.config.max_tokens_per_user,
-        )
-        .await
-    {
+    let (token, expires_ms) = match sec.issue_token(&principal, now).await {
         Ok(t) => t,
         Err(e) => return e.into_response(),
     };
-    sec.forget_tokens(&displaced);
-    if !displaced.is_empty() {
-        tracing::info!(
-            user = ?principal.username,
-            revoked = displaced.len(),
-            max_tokens_per_user = sec.config.max_tokens_per_user,
-            "revoked the user's oldest access tokens: at most max-tokens-per-user stay live"
-        );
-    }
     tracing::info!(user = ?principal.username, client = ?client, "issued an access token");
     let resp = (
         StatusCode::OK,
@@ -264,8 +244,7 @@ pub async fn revoke(
             ));
         }
     };
-    let revoked = sec.tokens.revoke(&tokens::hex(&digest)).await?;
-    sec.cache.remove(&sec.cache.bearer_key(&digest));
+    let revoked = sec.revoke_token(&digest).await?;
     Ok((StatusCode::OK, axum::Json(Revoked { revoked })).into_response())
 }
 
@@ -347,8 +326,7 @@ pub async fn audit_log(
         return Err(ApiError::invalid("since: must not be after until"));
     }
     let records = sec
-        .audit
-        .read(&filter, |r| {
+        .audit_records(&filter, |r| {
             !principal.scopes.is_restricted()
                 || r.stream_prefix
                     .as_deref()

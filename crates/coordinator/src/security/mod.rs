@@ -26,6 +26,7 @@ pub mod rate_limit;
 pub mod request_id;
 pub mod roles;
 pub mod scope;
+mod service;
 pub mod throttle;
 pub mod tokens;
 pub mod users;
@@ -36,22 +37,28 @@ use crate::error::ApiError;
 use rsc_store::Store;
 use std::sync::Arc;
 
-/// Everything the guard and the security handlers need, shared by all requests of one replica.
+/// Everything the guard and the security handlers need, shared by all requests of one replica. Its parts
+/// are private: outside this module it is used through its methods (`authn.rs`, `service.rs`).
 pub struct Security {
-    pub config: config::ApiConfig,
-    pub coordinator_id: String,
-    pub directory: users::Directory,
-    pub verifier: verifier::Verifier,
-    pub admin_source: Option<bootstrap::AdminSource>,
-    pub tokens: tokens::TokenStore,
-    pub cache: cache::CredentialCache,
-    pub limits: rate_limit::RateLimiter,
-    pub throttle: throttle::LoginThrottle,
-    pub audit: audit::AuditLog,
-    pub proxies: proxies::TrustedProxies,
+    config: config::ApiConfig,
+    coordinator_id: String,
+    directory: users::Directory,
+    verifier: verifier::Verifier,
+    admin_source: Option<bootstrap::AdminSource>,
+    tokens: tokens::TokenStore,
+    cache: cache::CredentialCache,
+    limits: rate_limit::RateLimiter,
+    throttle: throttle::LoginThrottle,
+    audit: audit::AuditLog,
+    proxies: proxies::TrustedProxies,
 }
 
 impl Security {
+    /// Where the admin password came from (configured, stored in Redis, generated at first start).
+    pub fn admin_source(&self) -> Option<bootstrap::AdminSource> {
+        self.admin_source
+    }
+
     /// Builds the security layer: resolves (or bootstraps) the admin password against Redis.
     /// `kp` is the Redis key prefix, `coordinator_id` this replica's id.
     pub async fn start(
