@@ -79,7 +79,7 @@ pub async fn start(config: Config) -> Result<Running, ServeError> {
         &coordinator.store,
     )
     .await
-    .map_err(|e| ServeError::Security(e.message))?;
+    .map_err(|e| ServeError::Security(e.message().to_owned()))?;
     let (stop_tx, stop_rx) = watch::channel(false);
 
     let reconciler = if coordinator.config.reconciler.enabled {

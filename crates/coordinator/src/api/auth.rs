@@ -82,7 +82,7 @@ pub async fn login(
     };
     let (token, expires_ms) = match sec.issue_token(&principal, now).await {
         Ok(t) => t,
-        Err(e) => return e.into_response(),
+        Err(e) => return ApiError::from(e).into_response(),
     };
     tracing::info!(user = ?principal.username, client = ?client, "issued an access token");
     let resp = (

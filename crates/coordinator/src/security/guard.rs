@@ -239,7 +239,12 @@ async fn authorize(ctx: Ctx<'_>, parts: &Parts) -> Result<Option<Arc<Principal>>
             )
             .await
         {
-            Err(e) => return Err(Refusal::new(e.into_response(), Some(&principal))),
+            Err(e) => {
+                return Err(Refusal::new(
+                    ApiError::from(e).into_response(),
+                    Some(&principal),
+                ));
+            }
             Ok(Err(limited)) => {
                 return Err(Refusal::new(limited.into_response(), Some(&principal)));
             }

@@ -33,7 +33,7 @@ pub mod users;
 pub mod verifier;
 pub mod window;
 
-use crate::error::ApiError;
+use crate::domain_error::CoordError;
 use rsc_store::Store;
 use std::sync::Arc;
 
@@ -67,11 +67,11 @@ impl Security {
         kp: &str,
         coordinator_id: &str,
         store: &Store,
-    ) -> Result<Arc<Security>, ApiError> {
+    ) -> Result<Arc<Security>, CoordError> {
         let admin = bootstrap::admin_hash(api, store, kp).await?;
         let admin_source = admin.as_ref().map(|(_, s)| *s);
         let proxies = proxies::TrustedProxies::parse(&api.trusted_proxies).map_err(|e| {
-            ApiError::invalid(format!("key `coordinator.api.trusted-proxies`: {e}"))
+            CoordError::invalid(format!("key `coordinator.api.trusted-proxies`: {e}"))
         })?;
         let directory = users::Directory::build(api, admin.map(|(h, _)| h));
         let verifier = verifier::Verifier::new(verifier::PERMITS, directory.max_memory_blocks());

@@ -6,7 +6,7 @@ use super::Security;
 use super::audit::{AuditFilter, AuditRecord};
 use super::principal::Principal;
 use super::tokens;
-use crate::error::ApiError;
+use crate::domain_error::CoordError;
 
 impl Security {
     /// Issues an access token for `principal`, valid from `now_ms` for `coordinator.api.token-ttl`:
@@ -16,7 +16,7 @@ impl Security {
         &self,
         principal: &Principal,
         now_ms: i64,
-    ) -> Result<(String, i64), ApiError> {
+    ) -> Result<(String, i64), CoordError> {
         let ttl_ms = i64::try_from(self.config.token_ttl.0.as_millis()).unwrap_or(i64::MAX);
         let expires_ms = now_ms.saturating_add(ttl_ms);
         let (token, displaced) = self
@@ -42,7 +42,7 @@ impl Security {
 
     /// Revokes the token with this digest on all replicas (whether it was live), and drops it from this
     /// replica's cache at once.
-    pub async fn revoke_token(&self, digest: &[u8; 32]) -> Result<bool, ApiError> {
+    pub async fn revoke_token(&self, digest: &[u8; 32]) -> Result<bool, CoordError> {
         let revoked = self.tokens.revoke(&tokens::hex(digest)).await?;
         self.cache.remove(&self.cache.bearer_key(digest));
         Ok(revoked)
@@ -53,7 +53,7 @@ impl Security {
         &self,
         filter: &AuditFilter,
         visible: impl Fn(&AuditRecord) -> bool,
-    ) -> Result<Vec<AuditRecord>, ApiError> {
+    ) -> Result<Vec<AuditRecord>, CoordError> {
         self.audit.read(filter, visible).await
     }
 }
