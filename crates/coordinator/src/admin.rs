@@ -8,13 +8,12 @@
 
 use crate::cache::{Cached, GroupName};
 use crate::coordinator::{Coordinator, MAX_CAS_ATTEMPTS};
-use crate::error::ApiError;
+use crate::domain_error::CoordError;
 use crate::error::store_error_text;
 use crate::provision::{existing_keys, provision};
 use crate::stats::Stats;
 use crate::views::{group_response, routing_response};
 use rsc_group::model::{Group, MemberState};
-use rsc_protocol::errors::ErrorCode;
 use rsc_protocol::validate;
 use rsc_protocol::wire::{
     CreateStreamRequest, CreateStreamResponse, DeleteGroupRequest, GroupResponse,
@@ -24,16 +23,16 @@ use rsc_store::DeleteOutcome;
 use rsc_store::{IndexEntry, IndexState};
 
 impl Coordinator {
-    /// `POST /coord/v1/streams/{p}`: creates the stream's first group, named after the prefix.
+    /// `POST /coord/v1/streams/{p}`: creates the stream's first group, named after the prefix (a valid
+    /// prefix, `api/extract.rs::StreamPrefix`, that must also be a valid group name).
     pub async fn create_stream(
         &self,
         prefix: &str,
         req: &CreateStreamRequest,
-    ) -> Result<CreateStreamResponse, ApiError> {
-        validate::validate_stream_prefix(prefix)?;
+    ) -> Result<CreateStreamResponse, CoordError> {
         let name = GroupName::new(prefix, prefix);
         validate::validate_consumer_group(prefix).map_err(|_| {
-            ApiError::invalid(format!(
+            CoordError::invalid(format!(
                 "streamPrefix: {prefix:?} cannot name the stream's default consumer group (':' is not allowed \
                  there); create the stream's groups with POST /coord/v1/streams/{{p}}/groups/{{g}}"
             ))
@@ -45,17 +44,14 @@ impl Coordinator {
             .filter(|e| e.stream_prefix == prefix && e.state == IndexState::Live)
             .collect();
         if !live_on_prefix.is_empty() {
-            return Err(ApiError::new(
-                ErrorCode::StreamPrefixAlreadyExists,
-                format!(
-                    "stream {prefix:?} already exists (groups: {})",
-                    live_on_prefix
-                        .iter()
-                        .map(|e| e.consumer_group.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            ));
+            return Err(CoordError::StreamExists(format!(
+                "stream {prefix:?} already exists (groups: {})",
+                live_on_prefix
+                    .iter()
+                    .map(|e| e.consumer_group.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
         }
         let g = self.create(&name, shard_count, &entries, true).await?;
         Ok(CreateStreamResponse {
@@ -71,9 +67,7 @@ impl Coordinator {
         &self,
         name: &GroupName,
         req: &CreateStreamRequest,
-    ) -> Result<GroupResponse, ApiError> {
-        validate::validate_stream_prefix(&name.stream_prefix)?;
-        validate::validate_consumer_group(&name.consumer_group)?;
+    ) -> Result<GroupResponse, CoordError> {
         let requested = self.requested_shard_count(req)?;
         let entries = self.index_entries().await?;
         if entries.iter().any(|e| {
@@ -82,13 +76,10 @@ impl Coordinator {
                 && e.state == IndexState::Live
         }) && self.load(name).await?.is_some()
         {
-            return Err(ApiError::new(
-                ErrorCode::GroupAlreadyExists,
-                format!(
-                    "consumer group {:?} of stream {:?} already exists",
-                    name.consumer_group, name.stream_prefix
-                ),
-            ));
+            return Err(CoordError::GroupAlreadyExists(format!(
+                "consumer group {:?} of stream {:?} already exists",
+                name.consumer_group, name.stream_prefix
+            )));
         }
         let sibling = entries.iter().find(|e| {
             e.stream_prefix == name.stream_prefix
@@ -109,7 +100,7 @@ impl Coordinator {
                     Some(c) => {
                         let count = stream_count.unwrap_or(c.group.shard_count);
                         if req.initial_shard_count.is_some() && requested != count {
-                            return Err(ApiError::invalid(format!(
+                            return Err(CoordError::invalid(format!(
                                 "initialShardCount: stream {:?} already has {} shards (the shard count belongs to \
                                  the stream); omit initialShardCount or pass {}",
                                 name.stream_prefix, count, count
@@ -128,7 +119,7 @@ impl Coordinator {
         Ok(group_response(&g.group))
     }
 
-    fn requested_shard_count(&self, req: &CreateStreamRequest) -> Result<u32, ApiError> {
+    fn requested_shard_count(&self, req: &CreateStreamRequest) -> Result<u32, CoordError> {
         validate::validate_text(
             "requestedBy",
             req.requested_by.as_deref().unwrap_or(""),
@@ -150,7 +141,7 @@ impl Coordinator {
         shard_count: u32,
         entries: &[IndexEntry],
         first_of_prefix: bool,
-    ) -> Result<Cached, ApiError> {
+    ) -> Result<Cached, CoordError> {
         self.ensure_running()?;
         let resuming = entries.iter().any(|e| {
             e.stream_prefix == name.stream_prefix
@@ -161,21 +152,18 @@ impl Coordinator {
             let found = existing_keys(&self.store, &name.stream_prefix, shard_count)
                 .await
                 .map_err(|e| {
-                    ApiError::new(
-                        ErrorCode::RedisUnavailable,
-                        format!("Redis is unavailable: {}", store_error_text(&e)),
-                    )
+                    CoordError::RedisUnavailable(format!(
+                        "Redis is unavailable: {}",
+                        store_error_text(&e)
+                    ))
                 })?;
             if !found.is_empty() {
-                return Err(ApiError::new(
-                    ErrorCode::StreamPrefixAlreadyExists,
-                    format!(
-                        "Redis keys of stream {:?} already exist and would be adopted: {}; delete them or choose \
+                return Err(CoordError::StreamExists(format!(
+                    "Redis keys of stream {:?} already exist and would be adopted: {}; delete them or choose \
                          another stream prefix",
-                        name.stream_prefix,
-                        found.join(", ")
-                    ),
-                ));
+                    name.stream_prefix,
+                    found.join(", ")
+                )));
             }
         }
         self.put_index(name, IndexState::Creating).await?;
@@ -188,10 +176,9 @@ impl Coordinator {
             )
             .await
             .map_err(|e| {
-                ApiError::new(
-                    ErrorCode::RedisStreamProvisioningFailed,
-                    format!("{e}; nothing was created, retry the request to resume"),
-                )
+                CoordError::ProvisioningFailed(format!(
+                    "{e}; nothing was created, retry the request to resume"
+                ))
             })?;
         }
         let now = self.clock.now_ms();
@@ -216,13 +203,10 @@ impl Coordinator {
             }
             None => {
                 self.put_index(name, IndexState::Live).await?;
-                Err(ApiError::new(
-                    ErrorCode::GroupAlreadyExists,
-                    format!(
-                        "consumer group {:?} of stream {:?} already exists",
-                        name.consumer_group, name.stream_prefix
-                    ),
-                ))
+                Err(CoordError::GroupAlreadyExists(format!(
+                    "consumer group {:?} of stream {:?} already exists",
+                    name.consumer_group, name.stream_prefix
+                )))
             }
         }
     }
@@ -231,7 +215,7 @@ impl Coordinator {
         &self,
         name: &GroupName,
         state: IndexState,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), CoordError> {
         let entry = IndexEntry {
             stream_prefix: name.stream_prefix.clone(),
             consumer_group: name.consumer_group.clone(),
@@ -242,14 +226,13 @@ impl Coordinator {
             .await
             .map_err(|e| {
                 self.note_store_error(&e);
-                ApiError::from(e)
+                CoordError::from(e)
             })
     }
 
-    /// Loads a group for an admin or monitoring request, fresh from Redis; unknown → 404.
-    pub async fn require_group(&self, name: &GroupName) -> Result<Cached, ApiError> {
-        validate::validate_stream_prefix(&name.stream_prefix)?;
-        validate::validate_consumer_group(&name.consumer_group)?;
+    /// Loads a group for an admin or monitoring request, fresh from Redis; unknown → 404. `name` is valid:
+    /// the API's path extractor (`api/extract.rs`) validated it, or it came from the group index.
+    pub async fn require_group(&self, name: &GroupName) -> Result<Cached, CoordError> {
         match self.load(name).await? {
             Some(c) => Ok(c),
             None => Err(self.missing_group_error(name).await),
@@ -258,7 +241,7 @@ impl Coordinator {
 
     /// 404 for a group that never existed (saying whether its stream does, and how to create what is
     /// missing); fail closed (409) for one the index says should exist.
-    async fn missing_group_error(&self, name: &GroupName) -> ApiError {
+    async fn missing_group_error(&self, name: &GroupName) -> CoordError {
         let entries = self.index_entries().await.unwrap_or_default();
         let listed_live = entries.iter().any(|e| {
             e.stream_prefix == name.stream_prefix
@@ -266,16 +249,13 @@ impl Coordinator {
                 && e.state == IndexState::Live
         });
         if listed_live {
-            ApiError::new(
-                ErrorCode::MetadataMissing,
-                format!(
-                    "metadata key {} of a live group is missing from Redis; it is never rebuilt from heartbeats — \
+            CoordError::MetadataMissing(format!(
+                "metadata key {} of a live group is missing from Redis; it is never rebuilt from heartbeats — \
                      restore it from backup, or delete and recreate the group as a new lifecycle",
-                    self.keys(name).metadata
-                ),
-            )
+                self.keys(name).metadata
+            ))
         } else {
-            ApiError::group_not_found(
+            CoordError::group_not_found(
                 &name.stream_prefix,
                 &name.consumer_group,
                 &live_groups_of(&entries, &name.stream_prefix),
@@ -283,17 +263,17 @@ impl Coordinator {
         }
     }
 
-    /// [`ApiError::group_not_found`] with the stream's live groups read from the index.
-    pub(crate) async fn group_not_found(&self, name: &GroupName) -> ApiError {
+    /// [`CoordError::group_not_found`] with the stream's live groups read from the index.
+    pub(crate) async fn group_not_found(&self, name: &GroupName) -> CoordError {
         let entries = self.index_entries().await.unwrap_or_default();
-        ApiError::group_not_found(
+        CoordError::group_not_found(
             &name.stream_prefix,
             &name.consumer_group,
             &live_groups_of(&entries, &name.stream_prefix),
         )
     }
 
-    pub async fn get_group(&self, name: &GroupName) -> Result<GroupResponse, ApiError> {
+    pub async fn get_group(&self, name: &GroupName) -> Result<GroupResponse, CoordError> {
         Ok(group_response(&self.require_group(name).await?.group))
     }
 
@@ -302,7 +282,7 @@ impl Coordinator {
         &self,
         name: &GroupName,
         req: &DeleteGroupRequest,
-    ) -> Result<GroupResponse, ApiError> {
+    ) -> Result<GroupResponse, CoordError> {
         validate::validate_text(
             "requestedBy",
             req.requested_by.as_deref().unwrap_or(""),
@@ -322,13 +302,10 @@ impl Coordinator {
                 .map(|m| m.member_id.as_str())
                 .collect();
             if !active.is_empty() && !force {
-                return Err(ApiError::new(
-                    ErrorCode::GroupHasActiveMembers,
-                    format!(
-                        "group has active members ({}); stop them first or pass \"force\": true",
-                        active.join(", ")
-                    ),
-                ));
+                return Err(CoordError::GroupHasActiveMembers(format!(
+                    "group has active members ({}); stop them first or pass \"force\": true",
+                    active.join(", ")
+                )));
             }
             let outcome = self
                 .store
@@ -336,7 +313,7 @@ impl Coordinator {
                 .await
                 .map_err(|e| {
                     self.note_store_error(&e);
-                    ApiError::from(e)
+                    CoordError::from(e)
                 })?;
             match outcome {
                 DeleteOutcome::Deleted => {
@@ -355,9 +332,8 @@ impl Coordinator {
                 }
             }
         }
-        Err(ApiError::new(
-            ErrorCode::StateVersionConflict,
-            "the group kept changing while it was being deleted; retry",
+        Err(CoordError::Conflict(
+            "the group kept changing while it was being deleted; retry".into(),
         ))
     }
 
@@ -365,7 +341,7 @@ impl Coordinator {
     pub async fn producer_routing(
         &self,
         name: &GroupName,
-    ) -> Result<ProducerRoutingResponse, ApiError> {
+    ) -> Result<ProducerRoutingResponse, CoordError> {
         let result = self.producer_routing_inner(name).await;
         match &result {
             Ok(_) => Stats::bump(&self.stats.routing_success),
@@ -377,7 +353,7 @@ impl Coordinator {
     async fn producer_routing_inner(
         &self,
         name: &GroupName,
-    ) -> Result<ProducerRoutingResponse, ApiError> {
+    ) -> Result<ProducerRoutingResponse, CoordError> {
         let mut cached = self.require_group(name).await?;
         // Routing always reflects the stream record: bring the group in line first if a scale, rollback or
         // force-complete has not reached it yet, so every group of a stream routes identically.
@@ -398,7 +374,7 @@ impl Coordinator {
                 0..cached.group.shard_count,
             )
             .await
-            .map_err(|e| ApiError::new(ErrorCode::RedisStreamProvisioningFailed, e.to_string()))?;
+            .map_err(|e| CoordError::ProvisioningFailed(e.to_string()))?;
         }
         Ok(routing_response(&cached.group))
     }
@@ -407,7 +383,7 @@ impl Coordinator {
     pub async fn list_groups(
         &self,
         visible: impl Fn(&str) -> bool,
-    ) -> Result<Vec<GroupResponse>, ApiError> {
+    ) -> Result<Vec<GroupResponse>, CoordError> {
         let mut out = Vec::new();
         for e in self
             .index_entries()

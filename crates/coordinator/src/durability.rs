@@ -19,9 +19,11 @@
 //! what was observed, or recreating the group) or by an operator's audited dismissal, which changes no
 //! version.
 
+pub mod views;
+
 use crate::cache::{Cached, GroupName, RevisionRegression};
 use crate::coordinator::{Commit, Coordinator, MAX_CAS_ATTEMPTS};
-use crate::error::ApiError;
+use crate::domain_error::CoordError;
 use crate::metrics::snapshot::SuspectedGroup;
 use crate::security::principal::Principal;
 use crate::security::roles::Role;
@@ -31,13 +33,13 @@ use crate::views::group_response;
 use rsc_group::durability::{self, DismissError, Signal, SignalKind};
 use rsc_group::heartbeat::Transition;
 use rsc_group::model::{EpochOverflow, Group};
-use rsc_protocol::errors::ErrorCode;
 use rsc_protocol::names;
 use rsc_protocol::validate;
 use rsc_store::IndexState;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::BTreeSet;
+use views::{DismissResponse, RecreateResponse, durability_view};
 
 /// At most this many suspicions (new evidence written to a group) are raised per principal per window.
 pub const SUSPICIONS_PER_PRINCIPAL: i64 = 5;
@@ -50,12 +52,9 @@ pub fn may_raise_suspicion(p: &Principal) -> bool {
     p.roles.contains(Role::Member) || p.roles.contains(Role::Admin)
 }
 
-impl From<EpochOverflow> for ApiError {
+impl From<EpochOverflow> for CoordError {
     fn from(e: EpochOverflow) -> Self {
-        ApiError::new(
-            ErrorCode::EpochsExhausted,
-            format!("{e}; nothing was written"),
-        )
+        CoordError::EpochsExhausted(format!("{e}; nothing was written"))
     }
 }
 
@@ -190,9 +189,9 @@ impl Coordinator {
     }
 
     /// Admin mutations on a suspected group fail closed (409 `METADATA_ROLLBACK_SUSPECTED`).
-    pub fn ensure_mutable(&self, g: &Group) -> Result<(), ApiError> {
+    pub fn ensure_mutable(&self, g: &Group) -> Result<(), CoordError> {
         match durability::mutation_block(g) {
-            Some(why) => Err(ApiError::new(ErrorCode::MetadataRollbackSuspected, why)),
+            Some(why) => Err(CoordError::RollbackSuspected(why)),
             None => Ok(()),
         }
     }
@@ -206,7 +205,7 @@ impl Coordinator {
         name: &GroupName,
         observed: i64,
         principal: Option<&Principal>,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), CoordError> {
         let base = self.require_group(name).await?;
         if observed <= base.group.metadata_version {
             return Ok(());
@@ -241,13 +240,10 @@ impl Coordinator {
                 durability::mutation_block(g).unwrap_or_default()
             }
         };
-        Err(ApiError::new(
-            ErrorCode::MetadataRollbackSuspected,
-            format!(
-                "this producer saw metadataVersion {observed} but Redis holds {stored}: the group's metadata rolled \
+        Err(CoordError::RollbackSuspected(format!(
+            "this producer saw metadataVersion {observed} but Redis holds {stored}: the group's metadata rolled \
                  back. Routing is refused rather than moved backwards; {note}"
-            ),
-        ))
+        )))
     }
 
     /// `POST …/groups/{g}/durability/dismiss`: removes a suspicion the evidence does not support. WRITE,
@@ -259,9 +255,7 @@ impl Coordinator {
         name: &GroupName,
         req: &DismissSuspicionRequest,
         principal: &str,
-    ) -> Result<Value, ApiError> {
-        validate::validate_stream_prefix(&name.stream_prefix)?;
-        validate::validate_consumer_group(&name.consumer_group)?;
+    ) -> Result<DismissResponse, CoordError> {
         let requested_by = req.requested_by.as_deref().unwrap_or("");
         validate::validate_text("requestedBy", requested_by, true)?;
         let reason = req.reason.as_deref().unwrap_or("");
@@ -287,7 +281,7 @@ impl Coordinator {
             ) {
                 Ok(next) => next,
                 Err(DismissError::NotSuspected) => {
-                    return Err(ApiError::invalid(format!(
+                    return Err(CoordError::invalid(format!(
                         "group {}/{} is not suspected of a metadata rollback; there is nothing to dismiss",
                         name.stream_prefix, name.consumer_group
                     )));
@@ -295,14 +289,11 @@ impl Coordinator {
                 Err(DismissError::Changed {
                     current_updated_at_ms,
                 }) => {
-                    return Err(ApiError::new(
-                        ErrorCode::StateVersionConflict,
-                        format!(
-                            "the suspicion received evidence after the one reviewed (its updatedAt is now {}): \
+                    return Err(CoordError::Conflict(format!(
+                        "the suspicion received evidence after the one reviewed (its updatedAt is now {}): \
                              review the group's metadataDurability again before dismissing it",
-                            crate::clock::iso_ms(current_updated_at_ms)
-                        ),
-                    ));
+                        crate::clock::iso_ms(current_updated_at_ms)
+                    )));
                 }
             };
             match self.commit(name, &base, Transition::new(next)).await? {
@@ -312,24 +303,25 @@ impl Coordinator {
                         requested_by = ?requested_by, reason = ?reason,
                         "metadata rollback suspicion dismissed by an operator"
                     );
-                    return Ok(json!({
-                        "streamPrefix": name.stream_prefix,
-                        "consumerGroup": name.consumer_group,
-                        "metadataDurability": crate::inspect::durability_view(&c.group),
-                    }));
+                    return Ok(DismissResponse {
+                        stream_prefix: name.stream_prefix.clone(),
+                        consumer_group: name.consumer_group.clone(),
+                        metadata_durability: durability_view(&c.group),
+                    });
                 }
                 Commit::Conflict | Commit::ConditionFailed { .. } => continue,
             }
         }
-        Err(ApiError::new(
-            ErrorCode::StateVersionConflict,
-            "the group kept changing while the suspicion was being dismissed; retry",
+        Err(CoordError::Conflict(
+            "the group kept changing while the suspicion was being dismissed; retry".into(),
         ))
     }
 
     /// Groups whose aggregate carries a rollback suspicion: from the metrics snapshot when it is recent and
     /// complete, otherwise by reading every group now. The second value says where the answer came from.
-    pub async fn suspected_groups(&self) -> Result<(Vec<SuspectedGroup>, &'static str), ApiError> {
+    pub async fn suspected_groups(
+        &self,
+    ) -> Result<(Vec<SuspectedGroup>, &'static str), CoordError> {
         if let Some(s) = self.metrics.snapshot() {
             let max_age = self.config.metrics.refresh_interval.ms().saturating_mul(3);
             // Not once a group this replica caches turned suspected (or was repaired) after the pass began:
@@ -367,9 +359,7 @@ impl Coordinator {
         &self,
         name: &GroupName,
         req: &RecreateGroupRequest,
-    ) -> Result<Value, ApiError> {
-        validate::validate_stream_prefix(&name.stream_prefix)?;
-        validate::validate_consumer_group(&name.consumer_group)?;
+    ) -> Result<RecreateResponse, CoordError> {
         validate::validate_text(
             "requestedBy",
             req.requested_by.as_deref().unwrap_or(""),
@@ -379,7 +369,7 @@ impl Coordinator {
         let shard_count = match req.shard_count {
             Some(n) => validate::validate_shard_count("shardCount", n, 1)?,
             None => {
-                return Err(ApiError::invalid(
+                return Err(CoordError::invalid(
                     "shardCount: required — state the shard count the new lifecycle starts with",
                 ));
             }
@@ -393,24 +383,20 @@ impl Coordinator {
         let lock = self.cache.lock_for(name);
         let _guard = lock.lock().await;
         for _ in 0..MAX_CAS_ATTEMPTS {
-            let base = match self.load(name).await {
+            let base = match self.load(name).await.map_err(CoordError::from) {
                 Ok(b) => b,
-                Err(e) if e.code == ErrorCode::MetadataCorrupt => {
-                    return Err(ApiError::new(
-                        ErrorCode::MetadataCorrupt,
-                        format!(
-                            "{}; recreate cannot replace an unreadable key: keep a copy (DUMP), delete the key, then \
-                             call recreate again",
-                            e.message
-                        ),
-                    ));
+                Err(CoordError::MetadataCorrupt(message)) => {
+                    return Err(CoordError::MetadataCorrupt(format!(
+                        "{message}; recreate cannot replace an unreadable key: keep a copy (DUMP), delete the key, \
+                         then call recreate again"
+                    )));
                 }
                 Err(e) => return Err(e),
             };
             if let Some(b) = &base
                 && b.group.rollback_suspicion.is_none()
             {
-                return Err(ApiError::invalid(format!(
+                return Err(CoordError::invalid(format!(
                     "group {}/{} is not suspected of a metadata rollback and its metadata is present; recreate \
                      is only for repairing a suspected or lost group (use DELETE and create for a healthy one)",
                     name.stream_prefix, name.consumer_group
@@ -427,9 +413,7 @@ impl Coordinator {
                     0..shard_count,
                 )
                 .await
-                .map_err(|e| {
-                    ApiError::new(ErrorCode::RedisStreamProvisioningFailed, e.to_string())
-                })?;
+                .map_err(|e| CoordError::ProvisioningFailed(e.to_string()))?;
             }
             let now = self.clock.now_ms();
             let lifecycle = uuid::Uuid::new_v4().to_string();
@@ -444,9 +428,7 @@ impl Coordinator {
                 &lifecycle,
             )
             .map_err(|e| {
-                ApiError::new(
-                    ErrorCode::EpochsExhausted,
-                    format!(
+                CoordError::EpochsExhausted(format!(
                         "{e}: a new lifecycle must start above every version clients reported ({}), and no epoch \
                          is left above it. If that evidence is bogus, dismiss the suspicion (POST \
                          /coord/v1/streams/{}/groups/{}/durability/dismiss) instead",
@@ -477,24 +459,19 @@ impl Coordinator {
                     lifecycle = %c.group.lifecycle_id, metadata_version = c.group.metadata_version,
                     "group recreated as a new lifecycle"
                 );
-                let mut body = serde_json::to_value(group_response(&c.group)).unwrap_or(json!({}));
-                if let Some(obj) = body.as_object_mut() {
-                    obj.insert("lifecycleId".into(), json!(c.group.lifecycle_id));
-                    obj.insert(
-                        "previousLifecycleId".into(),
-                        json!(old.map(|g| g.lifecycle_id.clone())),
-                    );
-                }
-                return Ok(body);
+                return Ok(RecreateResponse {
+                    group: group_response(&c.group),
+                    lifecycle_id: c.group.lifecycle_id.clone(),
+                    previous_lifecycle_id: old.map(|g| g.lifecycle_id.clone()),
+                });
             }
         }
-        Err(ApiError::new(
-            ErrorCode::StateVersionConflict,
-            "the group kept changing while it was being recreated; retry",
+        Err(CoordError::Conflict(
+            "the group kept changing while it was being recreated; retry".into(),
         ))
     }
 
-    async fn listed_live(&self, name: &GroupName) -> Result<bool, ApiError> {
+    async fn listed_live(&self, name: &GroupName) -> Result<bool, CoordError> {
         Ok(self.index_entries().await?.iter().any(|e| {
             e.stream_prefix == name.stream_prefix
                 && e.consumer_group == name.consumer_group
@@ -507,7 +484,7 @@ impl Coordinator {
         &self,
         name: &GroupName,
         group: Group,
-    ) -> Result<Option<Cached>, ApiError> {
+    ) -> Result<Option<Cached>, CoordError> {
         let Some(cached) = self.create_metadata(name, group).await? else {
             // Someone wrote the key meanwhile: decide again on what is there now.
             return Ok(None);
@@ -518,7 +495,7 @@ impl Coordinator {
 }
 
 /// `expectedUpdatedAt`: an ISO-8601 instant as the durability view shows it, or epoch milliseconds.
-fn expected_instant(v: &Value) -> Result<i64, ApiError> {
+fn expected_instant(v: &Value) -> Result<i64, CoordError> {
     let parsed = match v {
         Value::Number(n) => n.as_i64(),
         Value::String(s) => {
@@ -529,7 +506,7 @@ fn expected_instant(v: &Value) -> Result<i64, ApiError> {
         _ => None,
     };
     parsed.ok_or_else(|| {
-        ApiError::invalid(format!(
+        CoordError::invalid(format!(
             "expectedUpdatedAt: {v} is not an ISO-8601 instant (the suspicion's updatedAt as the group's \
              metadataDurability shows it) or epoch milliseconds"
         ))

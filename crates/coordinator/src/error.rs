@@ -1,8 +1,11 @@
-//! `ApiError`: a typed error that renders as the contract's JSON error body with the right HTTP status.
+//! `ApiError`: the HTTP shape of a failure — the contract's error code and message — rendered as the
+//! contract's JSON error body with the right HTTP status. Operations fail with the domain's `CoordError`
+//! (`domain_error.rs`), turned into an `ApiError` by the API (`api/error.rs`); the HTTP edge (extractors,
+//! the guard, the connection cap) and the heartbeat core answer with `ApiError` directly.
 //!
-//! Every failure an endpoint can meet is mapped here, so no handler builds a response by hand and nothing
-//! ever answers a bare 500: unexpected store failures become 503 `REDIS_UNAVAILABLE` (retry later), and
-//! unreadable metadata fails closed with 409 `METADATA_CORRUPT`.
+//! No handler builds an error response by hand and nothing ever answers a bare 500: unexpected store
+//! failures become 503 `REDIS_UNAVAILABLE` (retry later), and unreadable metadata fails closed with 409
+//! `METADATA_CORRUPT`.
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -26,31 +29,6 @@ impl ApiError {
 
     pub fn invalid(message: impl Into<String>) -> Self {
         ApiError::new(ErrorCode::InvalidRequest, message)
-    }
-
-    /// 404 for a group that does not exist, saying how to create it: `stream_groups` are the live groups of
-    /// its stream (empty: the stream does not exist either).
-    pub fn group_not_found(p: &str, g: &str, stream_groups: &[String]) -> Self {
-        let hint = if !stream_groups.is_empty() {
-            format!(
-                "stream {p:?} exists (groups: {}); add this group with POST /coord/v1/streams/{p}/groups/{g}",
-                stream_groups.join(", ")
-            )
-        } else if p == g {
-            format!(
-                "stream {p:?} does not exist either; create it with POST /coord/v1/streams/{p} (its first consumer \
-                 group is named after it)"
-            )
-        } else {
-            format!(
-                "stream {p:?} does not exist either; create both with POST /coord/v1/streams/{p}/groups/{g} \
-                 (POST /coord/v1/streams/{p} would name the stream's first group {p:?})"
-            )
-        };
-        ApiError::new(
-            ErrorCode::GroupNotFound,
-            format!("consumer group {g:?} of stream {p:?} does not exist; {hint}"),
-        )
     }
 
     pub fn status(&self) -> StatusCode {

@@ -212,15 +212,3 @@ impl AsyncWrite for IdleIo {
         Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
-
-/// Whether a body error is the body-read timeout (so the answer is 408, not 400 or 413).
-pub fn is_body_timeout(error: &(dyn std::error::Error + 'static)) -> bool {
-    let mut current = Some(error);
-    while let Some(e) = current {
-        if e.is::<tower_http::timeout::TimeoutError>() {
-            return true;
-        }
-        current = e.source();
-    }
-    false
-}

@@ -1,17 +1,22 @@
 //! rsc-coordinator: the coordinator server library — the runtime around the pure group state machine.
 //!
-//! - [`config`]: configuration (TOML + env + flags), validated at start-up.
+//! - [`config`]: configuration (TOML + env + flags), validated at start-up; [`duration`] its durations.
 //! - [`coordinator`]: the `Coordinator` (store, clock, cache) with `load` and `commit`.
 //! - [`heartbeat`]: the hot path; [`batch`] writes a group's waiting transitions at once. [`admin`]: create/delete/get/routing. [`reconciler`]: time-driven work.
 //! - [`monitoring`]: members, assignments, health. [`views`]: contract response shapes.
 //! - [`reshard`]: online scale-out/in with drain, rollback and force-complete.
-//! - [`metrics`]: Prometheus `/metrics`, kept current by a background task. [`inspect`]: consumption,
+//! - [`metrics`]: Prometheus `/metrics`, kept current by a background task ([`metrics_refresh`]). [`inspect`]: consumption,
 //!   offsets ([`offsets`]), migrations and durability views. [`durability`]: metadata-rollback suspicion,
 //!   fail-closed mutations and the recreate repair.
 //! - [`provision`]: shard streams and Redis consumer groups.
+//! - [`domain_error`]: what operations fail with; [`error`]: the HTTP shape of a failure (the API maps one
+//!   to the other).
 //! - [`security`]: login, tokens, roles, scoped principals, audit records, rate limits.
-//! - [`api`]: the HTTP router built from the route table. [`server`]: start-up and graceful shutdown.
+//! - [`access`]: route access levels, shared by [`api`] (which declares them) and [`security`] (which enforces
+//!   them).
+//! - [`api`]: the HTTP router built from the route table, and every handler. [`server`]: start-up and graceful shutdown.
 
+pub mod access;
 pub mod admin;
 pub mod api;
 pub mod batch;
@@ -19,12 +24,15 @@ pub mod cache;
 pub mod clock;
 pub mod config;
 pub mod coordinator;
+pub mod domain_error;
 pub mod durability;
+pub mod duration;
 pub mod error;
 pub mod heartbeat;
 pub mod http_server;
 pub mod inspect;
 pub mod metrics;
+pub mod metrics_refresh;
 pub mod monitoring;
 pub mod offsets;
 pub mod provision;

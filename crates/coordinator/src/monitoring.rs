@@ -4,56 +4,38 @@
 use crate::cache::GroupName;
 use crate::clock::iso_ms;
 use crate::coordinator::Coordinator;
-use crate::error::ApiError;
+use crate::domain_error::CoordError;
 use rsc_group::model::MemberState;
 use rsc_protocol::wire::ShardId;
-use serde::Serialize;
-use serde_json::{Value, json};
+use rsc_protocol::wire::monitoring::{
+    AssignmentsResponse, CompatibilityResponse, CoordinationVersion, DepartedMember,
+    DurabilityHealth, HealthComponents, HealthResponse, HoldView, MemberMetadata, ReconcilerHealth,
+    RedisHealth, ReleaseVersion, RevokeProgress, SuspectedGroupHealth, TimingDefaults,
+    VersionRange,
+};
+use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 
 fn shard_ids<'a>(it: impl IntoIterator<Item = &'a u32>) -> Vec<ShardId> {
     it.into_iter().map(|s| ShardId::new(*s)).collect()
 }
 
-/// One entry of `GET …/members` (MemberMetadata in the coord/v1 contract).
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct MemberView {
-    pub member_id: String,
-    pub member_name: String,
-    pub state: &'static str,
-    pub member_epoch: i64,
-    /// The coord/v1 protocol version the member joined with (0: joined before this was recorded).
-    pub protocol_version: i64,
-    pub metadata_version: i64,
-    pub runtime_max_concurrency: i64,
-    pub active_consumer_workers: i64,
-    pub current_assignment: Vec<ShardId>,
-    pub granted_assignment: Vec<ShardId>,
-    pub revoking: Vec<ShardId>,
-    pub last_heartbeat_at: Option<String>,
-    pub member_lease_expires_at: Option<String>,
-    pub rebalance_timeout_ms: i64,
-    pub rebalance_deadline_at: Option<String>,
-    pub shard_progress: Value,
-}
-
 impl Coordinator {
-    pub async fn members(&self, name: &GroupName) -> Result<Vec<MemberView>, ApiError> {
+    pub async fn members(&self, name: &GroupName) -> Result<Vec<MemberMetadata>, CoordError> {
         let cached = self.require_group(name).await?;
         let keys = self.keys(name);
         let leases: HashMap<String, i64> = self
             .store
             .leases(&keys)
             .await
-            .map_err(ApiError::from)?
+            .map_err(CoordError::from)?
             .into_iter()
             .collect();
         let progress: HashMap<String, Value> = self
             .store
             .progress_all(&keys)
             .await
-            .map_err(ApiError::from)?
+            .map_err(CoordError::from)?
             .into_iter()
             .filter_map(|(m, json)| serde_json::from_str(&json).ok().map(|v| (m, v)))
             .collect();
@@ -65,10 +47,10 @@ impl Coordinator {
                 let int = |k: &str| p.and_then(|p| p.get(k)).and_then(Value::as_i64);
                 let max = int("runtimeMaxConcurrency").unwrap_or(0);
                 let available = int("availableConcurrency").unwrap_or(0);
-                MemberView {
+                MemberMetadata {
                     member_id: m.member_id.clone(),
                     member_name: m.member_name.clone(),
-                    state: m.state.as_str(),
+                    state: m.state.as_str().to_owned(),
                     member_epoch: m.member_epoch,
                     protocol_version: m.protocol_version,
                     metadata_version: int("metadataVersion").unwrap_or(0),
@@ -84,7 +66,7 @@ impl Coordinator {
                     shard_progress: p
                         .and_then(|p| p.get("shardProgress"))
                         .cloned()
-                        .unwrap_or(json!([])),
+                        .unwrap_or_else(|| Value::Array(Vec::new())),
                 }
             })
             .collect())
@@ -92,7 +74,7 @@ impl Coordinator {
 
     /// `GET …/assignments`: target, what live owners report, what the coordinator has granted, what is being
     /// revoked and held, and the last reports of departed members shown apart.
-    pub async fn assignments(&self, name: &GroupName) -> Result<Value, ApiError> {
+    pub async fn assignments(&self, name: &GroupName) -> Result<AssignmentsResponse, CoordError> {
         let cached = self.require_group(name).await?;
         let g = &cached.group;
         let mut target = BTreeMap::new();
@@ -111,12 +93,16 @@ impl Coordinator {
                 current.insert(m.member_id.clone(), shard_ids(&m.reported_owned));
                 granted.insert(m.member_id.clone(), shard_ids(&m.assigned));
                 if !m.revoking.is_empty() {
-                    let rows: Vec<Value> = m
+                    let rows: Vec<RevokeProgress> = m
                         .revoking
                         .keys()
                         .map(|s| {
                             let r = m.reported_revoking.get(s);
-                            json!({"shard": ShardId::new(*s), "state": r.map(|r| r.state), "inFlight": r.map_or(0, |r| r.in_flight)})
+                            RevokeProgress {
+                                shard: ShardId::new(*s),
+                                state: r.map(|r| r.state),
+                                in_flight: r.map_or(0, |r| r.in_flight),
+                            }
                         })
                         .collect();
                     revoke_progress.insert(m.member_id.clone(), rows);
@@ -124,33 +110,45 @@ impl Coordinator {
             } else {
                 departed.insert(
                     m.member_id.clone(),
-                    json!({"state": m.state.as_str(), "lastReportedAssignment": shard_ids(&m.reported_owned),
-                           "since": iso_ms(m.state_changed_at_ms)}),
+                    DepartedMember {
+                        state: m.state.as_str().to_owned(),
+                        last_reported_assignment: shard_ids(&m.reported_owned),
+                        since: iso_ms(m.state_changed_at_ms),
+                    },
                 );
             }
         }
-        let holds: Vec<Value> = g
+        let holds = g
             .holds
             .iter()
-            .map(|h| json!({"memberId": h.member_id, "shards": shard_ids(&h.shards), "until": iso_ms(h.until_ms), "reason": h.reason}))
+            .map(|h| HoldView {
+                member_id: h.member_id.clone(),
+                shards: shard_ids(&h.shards),
+                until: iso_ms(h.until_ms),
+                reason: h.reason.clone(),
+            })
             .collect();
-        Ok(json!({
-            "targetAssignment": target,
-            "currentAssignments": current,
-            "grantedAssignments": granted,
-            "revokeProgress": revoke_progress,
-            "departedMembers": departed,
-            "holds": holds,
-            "invariantViolations": rsc_group::invariants::check(g),
-        }))
+        Ok(AssignmentsResponse {
+            target_assignment: target,
+            current_assignments: current,
+            granted_assignments: granted,
+            revoke_progress,
+            departed_members: departed,
+            holds,
+            invariant_violations: rsc_group::invariants::check(g),
+        })
     }
 
-    /// Coordinator health with components that are really checked.
+    /// Coordinator health as JSON (what `GET /coord/v1/monitoring/health` answers; see [`Self::health_view`]).
+    pub async fn health(&self) -> Value {
+        serde_json::to_value(self.health_view().await).unwrap_or_default()
+    }
+
     /// Coordinator health with components that are really checked: Redis answers a PING in time, the
     /// reconciler ran recently, and no group is suspected of a metadata rollback. `UP`, `DEGRADED` or `DOWN`.
-    pub async fn health(&self) -> Value {
+    pub async fn health_view(&self) -> HealthResponse {
         let (redis, redis_detail) = self.probe_redis().await;
-        let (loop_state, last) = crate::metrics::refresh::reconciler_state(self);
+        let (loop_state, last) = crate::metrics_refresh::reconciler_state(self);
         let (durability, suspected, checked_by) = if redis == "DOWN" {
             ("UNKNOWN", Vec::new(), "not checked: Redis is down")
         } else {
@@ -160,7 +158,7 @@ impl Coordinator {
                 Err(_) => ("UNKNOWN", Vec::new(), "groups could not be read"),
             }
         };
-        let mut status = crate::metrics::refresh::overall_status(
+        let mut status = crate::metrics_refresh::overall_status(
             redis,
             loop_state,
             suspected.len(),
@@ -169,44 +167,61 @@ impl Coordinator {
         if status == "UP" && durability == "UNKNOWN" {
             status = "DEGRADED";
         }
-        let suspected: Vec<Value> = suspected
-            .iter()
-            .map(|s| {
-                json!({"streamPrefix": s.stream_prefix, "consumerGroup": s.consumer_group,
-                       "signals": s.kinds, "lastSignal": s.last_signal})
+        let suspected_groups = suspected
+            .into_iter()
+            .map(|s| SuspectedGroupHealth {
+                stream_prefix: s.stream_prefix,
+                consumer_group: s.consumer_group,
+                signals: s.kinds,
+                last_signal: s.last_signal,
             })
             .collect();
-        json!({
-            "status": status,
-            "coordinatorId": self.config.id,
-            "redis": redis,
-            "loop": loop_state,
-            "terminating": self.is_terminating(),
-            "components": {
-                "redis": {"status": redis, "detail": redis_detail},
-                "reconciler": {"status": loop_state, "lastRunAt": (last > 0).then(|| iso_ms(last))},
-                "metadataDurability": {"status": durability, "checkedBy": checked_by, "suspectedGroups": suspected},
-            }
-        })
+        HealthResponse {
+            status: status.to_owned(),
+            coordinator_id: self.config.id.clone(),
+            redis: redis.to_owned(),
+            loop_state: loop_state.to_owned(),
+            terminating: self.is_terminating(),
+            components: HealthComponents {
+                redis: RedisHealth {
+                    status: redis.to_owned(),
+                    detail: redis_detail,
+                },
+                reconciler: ReconcilerHealth {
+                    status: loop_state.to_owned(),
+                    last_run_at: (last > 0).then(|| iso_ms(last)),
+                },
+                metadata_durability: DurabilityHealth {
+                    status: durability.to_owned(),
+                    checked_by: checked_by.to_owned(),
+                    suspected_groups,
+                },
+            },
+        }
     }
 
-    pub fn compatibility(&self) -> Value {
-        let version = env!("CARGO_PKG_VERSION");
-        json!({
-            "currentCoordinationVersion": rsc_protocol::PROTOCOL_VERSION_MAX,
-            "supportedCoordinationVersions": {"min": rsc_protocol::PROTOCOL_VERSION_MIN, "max": rsc_protocol::PROTOCOL_VERSION_MAX},
-            "coordinationVersions": [{
-                "version": 1, "status": "ACTIVE",
-                "introducedIn": {"major": 0, "minor": 1, "patch": 0, "qualifier": null, "version": "0.1.0"},
-                "deprecatedIn": null, "minimumSupportedUntil": {"major": 1, "minor": 0, "patch": 0, "qualifier": null, "version": "1.0.0"},
-                "removedIn": null,
-                "timingDefaults": {
-                    "heartbeatInterval": format!("PT{}S", self.timing.heartbeat_interval_ms as f64 / 1000.0),
-                    "memberLeaseTtl": format!("PT{}S", self.timing.member_lease_ttl_ms as f64 / 1000.0),
-                    "rebalanceTimeout": format!("PT{}S", self.timing.rebalance_timeout_ms as f64 / 1000.0),
-                }
+    pub fn compatibility(&self) -> CompatibilityResponse {
+        let seconds = |ms: i64| format!("PT{}S", ms as f64 / 1000.0);
+        CompatibilityResponse {
+            current_coordination_version: rsc_protocol::PROTOCOL_VERSION_MAX,
+            supported_coordination_versions: VersionRange {
+                min: rsc_protocol::PROTOCOL_VERSION_MIN,
+                max: rsc_protocol::PROTOCOL_VERSION_MAX,
+            },
+            coordination_versions: vec![CoordinationVersion {
+                version: 1,
+                status: "ACTIVE".to_owned(),
+                introduced_in: ReleaseVersion::new(0, 1, 0),
+                deprecated_in: None,
+                minimum_supported_until: ReleaseVersion::new(1, 0, 0),
+                removed_in: None,
+                timing_defaults: TimingDefaults {
+                    heartbeat_interval: seconds(self.timing.heartbeat_interval_ms),
+                    member_lease_ttl: seconds(self.timing.member_lease_ttl_ms),
+                    rebalance_timeout: seconds(self.timing.rebalance_timeout_ms),
+                },
             }],
-            "coordinatorVersion": version,
-        })
+            coordinator_version: env!("CARGO_PKG_VERSION").to_owned(),
+        }
     }
 }

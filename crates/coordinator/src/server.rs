@@ -70,9 +70,16 @@ pub async fn start(config: Config) -> Result<Running, ServeError> {
         })?;
     let addr = listener.local_addr()?;
     let coordinator = Coordinator::new(config.coordinator.clone(), store);
-    let security = crate::security::Security::start(&coordinator.config, &coordinator.store)
-        .await
-        .map_err(|e| ServeError::Security(e.message))?;
+    let cc = &coordinator.config;
+    let security = crate::security::Security::start(
+        &cc.api,
+        &cc.audit,
+        &cc.store.key_prefix,
+        &cc.id,
+        &coordinator.store,
+    )
+    .await
+    .map_err(|e| ServeError::Security(e.message().to_owned()))?;
     let (stop_tx, stop_rx) = watch::channel(false);
 
     let reconciler = if coordinator.config.reconciler.enabled {
@@ -84,11 +91,11 @@ pub async fn start(config: Config) -> Result<Running, ServeError> {
         None
     };
     // Gauges are rebuilt in the background; an optional second listener serves /metrics without auth.
-    tokio::spawn(crate::metrics::refresh::run(
+    tokio::spawn(crate::metrics_refresh::run(
         coordinator.clone(),
         stop_rx.clone(),
     ));
-    let metrics_addr = crate::metrics::http::spawn_listener(coordinator.clone(), stop_rx.clone())
+    let metrics_addr = crate::api::metrics::spawn_listener(coordinator.clone(), stop_rx.clone())
         .await
         .map_err(|(addr, source)| ServeError::Bind { addr, source })?;
     let app = crate::api::router(coordinator.clone(), security);

@@ -1,8 +1,11 @@
-//! Read-only views of a group aggregate in the contract's shapes (GroupResponse, routing).
+//! Read-only views of a group aggregate in the contract's shapes (GroupResponse, routing, a migration).
 
+use crate::clock::iso_ms;
+use rsc_group::migration::Migration;
 use rsc_group::model::{Group, MemberState};
 use rsc_protocol::names::{shard_stream_key, stream_key_pattern};
 use rsc_protocol::slot::redis_slot;
+use rsc_protocol::wire::resharding::MigrationResponse;
 use rsc_protocol::wire::{GroupResponse, ProducerRoutingResponse, RoutingShard};
 use std::collections::BTreeMap;
 
@@ -60,5 +63,24 @@ pub fn routing_response(g: &Group) -> ProducerRoutingResponse {
         shard_count: g.shard_count,
         stream_key_pattern: stream_key_pattern(&g.stream_prefix),
         shards,
+    }
+}
+
+/// The contract's Migration object, with the phase timestamps rsc also keeps.
+pub fn migration_response(m: &Migration) -> MigrationResponse {
+    MigrationResponse {
+        resharding_id: m.resharding_id.clone(),
+        from_shard_count: m.from_shard_count,
+        to_shard_count: m.to_shard_count,
+        state: m.state.as_str().to_owned(),
+        created_at: iso_ms(m.created_at_ms),
+        updated_at: iso_ms(m.updated_at_ms),
+        requested_by: m.requested_by.clone(),
+        reason: m.reason.clone(),
+        activated_at: m.activated_at_ms.map(iso_ms),
+        draining_at: m.draining_at_ms.map(iso_ms),
+        completed_at: m.completed_at_ms.map(iso_ms),
+        end_reason: m.end_reason.clone(),
+        consumer_group: None,
     }
 }

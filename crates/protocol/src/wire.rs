@@ -3,6 +3,12 @@
 //! Field names are camelCase, instants are ISO-8601 UTC strings, shard ids are objects `{"shardIndex": n}`.
 //! Requests are lenient where existing clients differ (unknown fields ignored, `null` lists read as empty,
 //! shard ids accepted as bare integers too); responses always carry every field the clients require.
+//! Responses of the monitoring, resharding and authentication routes are in [`monitoring`],
+//! [`resharding`] and [`auth`].
+
+pub mod auth;
+pub mod monitoring;
+pub mod resharding;
 
 use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::BTreeMap;

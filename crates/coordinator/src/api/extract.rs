@@ -3,19 +3,23 @@
 //! `Json<T>` reads the body whatever its Content-Type (an operator's curl without `-H` still works), and a
 //! decoding error names the offending field path (`runtimeConsumerCapacity.runtimeMaxConcurrency: invalid
 //! type…`). `RawBody` is the body as bytes, with the same error body when it is too large. `ApiPath<T>`
-//! turns bad path parameters into 400 `INVALID_REQUEST`.
+//! turns bad path parameters into 400 `INVALID_REQUEST`; [`Group`], [`MemberPath`], [`MigrationPath`] and
+//! [`StreamPrefix`] read a route's names and validate them, so a handler and the operation it calls get a
+//! `GroupName` (or prefix) that is already valid.
 
+use crate::cache::GroupName;
 use crate::error::ApiError;
 use axum::extract::{FromRequest, FromRequestParts, Path, Request};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
 use bytes::Bytes;
 use rsc_protocol::errors::ErrorCode;
+use rsc_protocol::validate;
 use rsc_protocol::wire::AdminBody;
 use serde::de::DeserializeOwned;
+use std::collections::HashMap;
 
-/// Largest accepted request body.
-pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+pub use crate::access::MAX_BODY_BYTES;
 
 pub struct Json<T>(pub T);
 
@@ -45,21 +49,13 @@ impl<S: Send + Sync> FromRequest<S> for RawBody {
                         ErrorCode::PayloadTooLarge,
                         format!("request body exceeds {MAX_BODY_BYTES} bytes"),
                     )
-                } else if crate::http_server::is_body_timeout(&e) {
-                    body_timeout()
+                } else if crate::access::is_body_timeout(&e) {
+                    crate::access::body_timeout()
                 } else {
                     ApiError::invalid(format!("request body could not be read: {e}"))
                 }
             })
     }
-}
-
-/// The answer to a body that did not arrive within `coordinator.http.body-read-timeout`.
-pub fn body_timeout() -> ApiError {
-    ApiError::new(
-        ErrorCode::RequestTimeout,
-        "the request body did not arrive within coordinator.http.body-read-timeout; send it whole and promptly",
-    )
 }
 
 /// Decodes a JSON body, naming the field path on failure.
@@ -146,5 +142,81 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath
             .await
             .map(|Path(v)| ApiPath(v))
             .map_err(|e| ApiError::invalid(format!("path parameter: {}", e.body_text())))
+    }
+}
+
+/// The path parameters of a route, by name (`{stream_prefix}`, `{consumer_group}`, …).
+async fn path_params<S: Send + Sync>(
+    parts: &mut Parts,
+    state: &S,
+) -> Result<HashMap<String, String>, ApiError> {
+    ApiPath::<HashMap<String, String>>::from_request_parts(parts, state)
+        .await
+        .map(|ApiPath(params)| params)
+}
+
+fn param(params: &mut HashMap<String, String>, name: &str) -> String {
+    params.remove(name).unwrap_or_default()
+}
+
+/// The `{stream_prefix}/{consumer_group}` of a route under `…/streams/{p}/groups/{g}`, validated as the
+/// contract's names: a bad one is 400 `INVALID_REQUEST` naming the field, before the handler runs.
+pub struct Group(pub GroupName);
+
+/// Validates a group's two path segments.
+fn group_name(params: &mut HashMap<String, String>) -> Result<GroupName, ApiError> {
+    let p = param(params, "stream_prefix");
+    let g = param(params, "consumer_group");
+    validate::validate_stream_prefix(&p)?;
+    validate::validate_consumer_group(&g)?;
+    Ok(GroupName::new(&p, &g))
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Group {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        group_name(&mut path_params(parts, state).await?).map(Group)
+    }
+}
+
+/// A member's heartbeat path: the group and a validated `{member_id}`.
+pub struct MemberPath(pub GroupName, pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for MemberPath {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let mut params = path_params(parts, state).await?;
+        let name = group_name(&mut params)?;
+        let member_id = param(&mut params, "member_id");
+        validate::validate_member_id(&member_id)?;
+        Ok(MemberPath(name, member_id))
+    }
+}
+
+/// A migration's path: the group and its `{resharding_id}` (an unknown id is the operation's 404).
+pub struct MigrationPath(pub GroupName, pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for MigrationPath {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let mut params = path_params(parts, state).await?;
+        let name = group_name(&mut params)?;
+        Ok(MigrationPath(name, param(&mut params, "resharding_id")))
+    }
+}
+
+/// The `{stream_prefix}` of a route under `…/streams/{p}`, validated.
+pub struct StreamPrefix(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for StreamPrefix {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let prefix = param(&mut path_params(parts, state).await?, "stream_prefix");
+        validate::validate_stream_prefix(&prefix)?;
+        Ok(StreamPrefix(prefix))
     }
 }

@@ -1,7 +1,6 @@
 //! HTTP handlers: thin adapters from extracted, validated input to `Coordinator` operations.
 
-use super::extract::{AdminJson, ApiPath, Json};
-use crate::cache::GroupName;
+use super::extract::{AdminJson, Group, Json, MemberPath, MigrationPath, StreamPrefix};
 use crate::coordinator::Coordinator;
 use crate::error::ApiError;
 use crate::security::principal::Principal;
@@ -11,14 +10,14 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use rsc_group::migration::MigrationState;
 use rsc_protocol::validate;
+use rsc_protocol::wire::monitoring::{GroupList, MemberList};
 use rsc_protocol::wire::{
     CreateStreamRequest, DeleteGroupRequest, HeartbeatRequest, MigrationActionRequest, ScaleRequest,
 };
-use serde_json::json;
+use serde::Serialize;
 use std::sync::Arc;
 
 type Coord = State<Arc<Coordinator>>;
-type GroupPath = ApiPath<(String, String)>;
 
 fn ok<T: serde::Serialize>(status: StatusCode, body: T) -> Response {
     (status, axum::Json(body)).into_response()
@@ -26,7 +25,7 @@ fn ok<T: serde::Serialize>(status: StatusCode, body: T) -> Response {
 
 pub async fn create_stream(
     State(c): Coord,
-    ApiPath(prefix): ApiPath<String>,
+    StreamPrefix(prefix): StreamPrefix,
     AdminJson(req): AdminJson<CreateStreamRequest>,
 ) -> Result<Response, ApiError> {
     c.ensure_running()?;
@@ -38,67 +37,44 @@ pub async fn create_stream(
 
 pub async fn create_group(
     State(c): Coord,
-    ApiPath((p, g)): GroupPath,
+    Group(name): Group,
     AdminJson(req): AdminJson<CreateStreamRequest>,
 ) -> Result<Response, ApiError> {
     c.ensure_running()?;
-    Ok(ok(
-        StatusCode::CREATED,
-        c.create_group(&GroupName::new(&p, &g), &req).await?,
-    ))
+    Ok(ok(StatusCode::CREATED, c.create_group(&name, &req).await?))
 }
 
-pub async fn get_group(State(c): Coord, ApiPath((p, g)): GroupPath) -> Result<Response, ApiError> {
-    Ok(ok(
-        StatusCode::OK,
-        c.get_group(&GroupName::new(&p, &g)).await?,
-    ))
+pub async fn get_group(State(c): Coord, Group(name): Group) -> Result<Response, ApiError> {
+    Ok(ok(StatusCode::OK, c.get_group(&name).await?))
 }
 
 pub async fn delete_group(
     State(c): Coord,
-    ApiPath((p, g)): GroupPath,
+    Group(name): Group,
     AdminJson(req): AdminJson<DeleteGroupRequest>,
 ) -> Result<Response, ApiError> {
     c.ensure_running()?;
-    Ok(ok(
-        StatusCode::OK,
-        c.delete_group(&GroupName::new(&p, &g), &req).await?,
-    ))
-}
-
-pub async fn producer_routing(
-    State(c): Coord,
-    ApiPath((p, g)): GroupPath,
-) -> Result<Response, ApiError> {
-    Ok(ok(
-        StatusCode::OK,
-        c.producer_routing(&GroupName::new(&p, &g)).await?,
-    ))
+    Ok(ok(StatusCode::OK, c.delete_group(&name, &req).await?))
 }
 
 /// A heartbeat; the principal is absent when heartbeats are served without authentication.
 pub async fn heartbeat(
     State(c): Coord,
     principal: Option<Extension<Arc<Principal>>>,
-    ApiPath((p, g, member_id)): ApiPath<(String, String, String)>,
+    MemberPath(name, member_id): MemberPath,
     Json(req): Json<HeartbeatRequest>,
 ) -> Result<Response, ApiError> {
     c.ensure_running()?;
-    validate::validate_stream_prefix(&p)?;
-    validate::validate_consumer_group(&g)?;
-    validate::validate_member_id(&member_id)?;
     validate::validate_heartbeat_request(&req)?;
     let principal = principal.as_ref().map(|Extension(p)| &**p);
     Ok(ok(
         StatusCode::OK,
-        c.heartbeat(&GroupName::new(&p, &g), &member_id, &req, principal)
-            .await?,
+        c.heartbeat(&name, &member_id, &req, principal).await?,
     ))
 }
 
 pub async fn health(State(c): Coord) -> Response {
-    ok(StatusCode::OK, c.health().await)
+    ok(StatusCode::OK, c.health_view().await)
 }
 
 pub async fn compatibility(State(c): Coord) -> Response {
@@ -114,25 +90,50 @@ pub async fn list_groups(
     let visible = |prefix: &str| scopes.as_ref().is_none_or(|s| s.allows(prefix));
     Ok(ok(
         StatusCode::OK,
-        json!({"groups": c.list_groups(visible).await?}),
+        GroupList {
+            groups: c.list_groups(visible).await?,
+        },
     ))
 }
 
-pub async fn members(State(c): Coord, ApiPath((p, g)): GroupPath) -> Result<Response, ApiError> {
+pub async fn members(State(c): Coord, Group(name): Group) -> Result<Response, ApiError> {
     Ok(ok(
         StatusCode::OK,
-        json!({"members": c.members(&GroupName::new(&p, &g)).await?}),
+        MemberList {
+            members: c.members(&name).await?,
+        },
     ))
 }
 
-pub async fn assignments(
-    State(c): Coord,
-    ApiPath((p, g)): GroupPath,
-) -> Result<Response, ApiError> {
-    Ok(ok(
-        StatusCode::OK,
-        c.assignments(&GroupName::new(&p, &g)).await?,
-    ))
+pub async fn assignments(State(c): Coord, Group(name): Group) -> Result<Response, ApiError> {
+    Ok(ok(StatusCode::OK, c.assignments(&name).await?))
+}
+
+/// `GET /`: what this server is and where to go next.
+#[derive(Serialize)]
+struct Index {
+    name: &'static str,
+    description: &'static str,
+    version: &'static str,
+    links: IndexLinks,
+    authentication: &'static str,
+    documentation: &'static str,
+}
+
+#[derive(Serialize)]
+struct IndexLinks {
+    liveness: &'static str,
+    readiness: &'static str,
+    login: &'static str,
+    health: &'static str,
+    groups: &'static str,
+    metrics: &'static str,
+}
+
+/// The answer of the probes.
+#[derive(Serialize)]
+struct ProbeStatus {
+    status: &'static str,
 }
 
 /// `GET /`: what this server is and where to go next. Public, so it says nothing a route list in the README
@@ -140,28 +141,28 @@ pub async fn assignments(
 pub async fn index() -> Response {
     ok(
         StatusCode::OK,
-        json!({
-            "name": "rsc",
-            "description": "Redis Stream Coordinator (coord/v1)",
-            "version": env!("CARGO_PKG_VERSION"),
-            "links": {
-                "liveness": "/healthz",
-                "readiness": "/readyz",
-                "login": "POST /coord/v1/auth/login",
-                "health": "/coord/v1/monitoring/health",
-                "groups": "/coord/v1/monitoring/groups",
-                "metrics": "/metrics",
+        Index {
+            name: "rsc",
+            description: "Redis Stream Coordinator (coord/v1)",
+            version: env!("CARGO_PKG_VERSION"),
+            links: IndexLinks {
+                liveness: "/healthz",
+                readiness: "/readyz",
+                login: "POST /coord/v1/auth/login",
+                health: "/coord/v1/monitoring/health",
+                groups: "/coord/v1/monitoring/groups",
+                metrics: "/metrics",
             },
-            "authentication": "every /coord/v1 route except login, and /metrics, need credentials: \
+            authentication: "every /coord/v1 route except login, and /metrics, need credentials: \
                 Authorization: Bearer <accessToken from login> or Basic",
-            "documentation": "README.md of the rsc source: \"Routes\" lists every route with its access",
-        }),
+            documentation: "README.md of the rsc source: \"Routes\" lists every route with its access",
+        },
     )
 }
 
 /// Liveness probe: the process answers. Reveals nothing else.
 pub async fn healthz() -> Response {
-    ok(StatusCode::OK, json!({"status": "UP"}))
+    ok(StatusCode::OK, ProbeStatus { status: "UP" })
 }
 
 /// Readiness probe: not while terminating, not while Redis is unreachable. Reveals nothing beyond that.
@@ -171,18 +172,20 @@ pub async fn readyz(State(c): Coord) -> Response {
             .await
             .is_ok_and(|r| r.is_ok());
     if redis_ok {
-        ok(StatusCode::OK, json!({"status": "READY"}))
+        ok(StatusCode::OK, ProbeStatus { status: "READY" })
     } else {
         ok(
             StatusCode::SERVICE_UNAVAILABLE,
-            json!({"status": "NOT_READY"}),
+            ProbeStatus {
+                status: "NOT_READY",
+            },
         )
     }
 }
 
 pub async fn scale_stream(
     State(c): Coord,
-    ApiPath(prefix): ApiPath<String>,
+    StreamPrefix(prefix): StreamPrefix,
     AdminJson(req): AdminJson<ScaleRequest>,
 ) -> Result<Response, ApiError> {
     Ok(ok(
@@ -193,31 +196,24 @@ pub async fn scale_stream(
 
 pub async fn scale_group(
     State(c): Coord,
-    ApiPath((p, g)): GroupPath,
+    Group(name): Group,
     AdminJson(req): AdminJson<ScaleRequest>,
 ) -> Result<Response, ApiError> {
-    Ok(ok(
-        StatusCode::ACCEPTED,
-        c.scale_group(&GroupName::new(&p, &g), &req).await?,
-    ))
+    Ok(ok(StatusCode::ACCEPTED, c.scale_group(&name, &req).await?))
 }
 
 pub async fn get_migration(
     State(c): Coord,
-    ApiPath((p, g, id)): ApiPath<(String, String, String)>,
+    MigrationPath(name, id): MigrationPath,
 ) -> Result<Response, ApiError> {
-    Ok(ok(
-        StatusCode::OK,
-        c.migration_detail(&GroupName::new(&p, &g), &id).await?,
-    ))
+    Ok(ok(StatusCode::OK, c.migration_detail(&name, &id).await?))
 }
 
 pub async fn rollback_migration(
     State(c): Coord,
-    ApiPath((p, g, id)): ApiPath<(String, String, String)>,
+    MigrationPath(name, id): MigrationPath,
     AdminJson(req): AdminJson<MigrationActionRequest>,
 ) -> Result<Response, ApiError> {
-    let name = GroupName::new(&p, &g);
     let m = c
         .end_migration(&name, &id, &req, MigrationState::RolledBack)
         .await?;
@@ -226,10 +222,9 @@ pub async fn rollback_migration(
 
 pub async fn force_complete_migration(
     State(c): Coord,
-    ApiPath((p, g, id)): ApiPath<(String, String, String)>,
+    MigrationPath(name, id): MigrationPath,
     AdminJson(req): AdminJson<MigrationActionRequest>,
 ) -> Result<Response, ApiError> {
-    let name = GroupName::new(&p, &g);
     let m = c
         .end_migration(&name, &id, &req, MigrationState::ForceCompleted)
         .await?;

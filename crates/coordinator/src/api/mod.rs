@@ -1,11 +1,15 @@
 //! The HTTP API: the router built from the route table, body limits, JSON fallbacks for unknown paths and
 //! methods, and a layer that attaches the matched route's spec to each request for cross-cutting concerns.
 
+pub mod auth;
+pub mod error;
 pub mod extract;
 pub mod handlers;
+pub mod metrics;
 pub mod observability;
 pub mod routes;
 
+pub use crate::access::MatchedRoute;
 use crate::coordinator::Coordinator;
 use crate::error::ApiError;
 use axum::Router;
@@ -14,15 +18,6 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rsc_protocol::errors::ErrorCode;
 use std::sync::Arc;
-
-/// The matched route's metadata, available to layers and handlers as a request extension.
-#[derive(Debug, Clone)]
-pub struct MatchedRoute {
-    pub operation_id: &'static str,
-    pub access: routes::Access,
-    pub audit_action: Option<&'static str>,
-    pub path: &'static str,
-}
 
 /// Builds the router over every route of the table. Every route passes the security guard (authentication,
 /// roles, scopes, rate limits, audit), which reads the route's spec attached by the layer outside it.
@@ -62,11 +57,11 @@ pub fn router(coordinator: Arc<Coordinator>, security: Arc<crate::security::Secu
         ))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(DefaultBodyLimit::max(extract::MAX_BODY_BYTES))
+        .layer(DefaultBodyLimit::max(crate::access::MAX_BODY_BYTES))
         // Outermost: counts and times every request (including 401/403/429 and unknown paths) by route template.
         .layer(axum::middleware::from_fn_with_state(
             coordinator.clone(),
-            crate::metrics::http::track,
+            metrics::track,
         ))
         .with_state(coordinator)
 }

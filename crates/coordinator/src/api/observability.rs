@@ -2,8 +2,7 @@
 //! migrations, producer routing with the producer's observed metadataVersion, and the audited repairs
 //! "recreate as a new group lifecycle" and "dismiss a rollback suspicion".
 
-use super::extract::{AdminJson, ApiPath};
-use crate::cache::GroupName;
+use super::extract::{AdminJson, Group};
 use crate::coordinator::Coordinator;
 use crate::durability::{DismissSuspicionRequest, RecreateGroupRequest};
 use crate::error::ApiError;
@@ -17,32 +16,25 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 type Coord = State<Arc<Coordinator>>;
-type GroupPath = ApiPath<(String, String)>;
 
-fn ok(body: serde_json::Value) -> Response {
+fn ok<T: serde::Serialize>(body: T) -> Response {
     (StatusCode::OK, axum::Json(body)).into_response()
 }
 
-pub async fn monitoring_group(
-    State(c): Coord,
-    ApiPath((p, g)): GroupPath,
-) -> Result<Response, ApiError> {
-    Ok(ok(c.monitoring_group(&GroupName::new(&p, &g)).await?))
+pub async fn monitoring_group(State(c): Coord, Group(name): Group) -> Result<Response, ApiError> {
+    Ok(ok(c.monitoring_group(&name).await?))
 }
 
-pub async fn consumption(
-    State(c): Coord,
-    ApiPath((p, g)): GroupPath,
-) -> Result<Response, ApiError> {
-    Ok(ok(c.consumption(&GroupName::new(&p, &g)).await?))
+pub async fn consumption(State(c): Coord, Group(name): Group) -> Result<Response, ApiError> {
+    Ok(ok(c.consumption(&name).await?))
 }
 
-pub async fn migrations(State(c): Coord, ApiPath((p, g)): GroupPath) -> Result<Response, ApiError> {
-    Ok(ok(c.migrations(&GroupName::new(&p, &g)).await?))
+pub async fn migrations(State(c): Coord, Group(name): Group) -> Result<Response, ApiError> {
+    Ok(ok(c.migrations(&name).await?))
 }
 
-pub async fn offsets(State(c): Coord, ApiPath((p, g)): GroupPath) -> Result<Response, ApiError> {
-    Ok(ok(c.offsets(&GroupName::new(&p, &g)).await?))
+pub async fn offsets(State(c): Coord, Group(name): Group) -> Result<Response, ApiError> {
+    Ok(ok(c.offsets(&name).await?))
 }
 
 /// Parses `observedMetadataVersion` (optional, an integer in `0..=2^53-1`).
@@ -68,22 +60,24 @@ fn observed_version(
 }
 
 /// `GET …/producer-routing[?observedMetadataVersion=N]`. Whether the observation may raise a rollback
-/// suspicion depends on the caller's roles (`durability::may_raise_suspicion`).
+/// suspicion depends on the caller's roles (`durability::may_raise_suspicion`). A bad group name counts as
+/// a failed routing request, like every other refusal after the query was read.
 pub async fn producer_routing(
     State(c): Coord,
     principal: Option<Extension<Arc<Principal>>>,
-    ApiPath((p, g)): GroupPath,
+    group: Result<Group, ApiError>,
     query: Result<Query<BTreeMap<String, String>>, QueryRejection>,
 ) -> Result<Response, ApiError> {
-    let name = GroupName::new(&p, &g);
     let principal = principal.as_ref().map(|Extension(p)| &**p);
-    if let Some(observed) = observed_version(query)?
+    let observed = observed_version(query)?;
+    let Group(name) = group.inspect_err(|_| crate::stats::Stats::bump(&c.stats.routing_error))?;
+    if let Some(observed) = observed
         && let Err(e) = c
             .check_producer_observation(&name, observed, principal)
             .await
     {
         crate::stats::Stats::bump(&c.stats.routing_error);
-        return Err(e);
+        return Err(e.into());
     }
     let routing = c.producer_routing(&name).await?;
     Ok((StatusCode::OK, axum::Json(routing)).into_response())
@@ -93,24 +87,22 @@ pub async fn producer_routing(
 pub async fn dismiss_suspicion(
     State(c): Coord,
     principal: Option<Extension<Arc<Principal>>>,
-    ApiPath((p, g)): GroupPath,
+    Group(name): Group,
     AdminJson(req): AdminJson<DismissSuspicionRequest>,
 ) -> Result<Response, ApiError> {
     c.ensure_running()?;
     let who = principal
         .as_ref()
         .map_or("anonymous", |Extension(p)| p.username.as_str());
-    Ok(ok(c
-        .dismiss_suspicion(&GroupName::new(&p, &g), &req, who)
-        .await?))
+    Ok(ok(c.dismiss_suspicion(&name, &req, who).await?))
 }
 
 /// `POST …/recreate`: WRITE, audited.
 pub async fn recreate_group(
     State(c): Coord,
-    ApiPath((p, g)): GroupPath,
+    Group(name): Group,
     AdminJson(req): AdminJson<RecreateGroupRequest>,
 ) -> Result<Response, ApiError> {
     c.ensure_running()?;
-    Ok(ok(c.recreate_group(&GroupName::new(&p, &g), &req).await?))
+    Ok(ok(c.recreate_group(&name, &req).await?))
 }

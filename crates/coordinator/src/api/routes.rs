@@ -9,20 +9,7 @@ use axum::http::Method;
 use axum::routing::{MethodRouter, delete, get, post};
 use std::sync::Arc;
 
-/// What a caller needs to use a route.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
-    /// No credentials (login, probes).
-    Public,
-    /// Monitoring and other reads.
-    Read,
-    /// Admin mutations.
-    Write,
-    /// Member heartbeats.
-    Member,
-    /// Any authenticated caller, whatever its roles (token revocation).
-    Authenticated,
-}
+pub use crate::access::Access;
 
 pub struct RouteSpec {
     pub method: Method,
@@ -236,7 +223,7 @@ pub fn table() -> Vec<RouteSpec> {
             "getPrometheusMetrics",
             Read,
             None,
-            get(crate::metrics::http::metrics)
+            get(super::metrics::metrics)
         ),
         route!(
             GET,
@@ -260,7 +247,7 @@ pub fn table() -> Vec<RouteSpec> {
             "loginCoordinatorApi",
             Public,
             Some(crate::security::guard::LOGIN_ACTION),
-            post(crate::security::handlers::login)
+            post(super::auth::login)
         ),
         route!(
             POST,
@@ -268,7 +255,7 @@ pub fn table() -> Vec<RouteSpec> {
             "revokeAccessToken",
             Authenticated,
             Some("REVOKE_TOKEN"),
-            post(crate::security::handlers::revoke)
+            post(super::auth::revoke)
         ),
         route!(
             GET,
@@ -276,7 +263,7 @@ pub fn table() -> Vec<RouteSpec> {
             "getMonitoringSession",
             Read,
             None,
-            get(crate::security::handlers::session)
+            get(super::auth::session)
         ),
         route!(
             GET,
@@ -284,7 +271,7 @@ pub fn table() -> Vec<RouteSpec> {
             "listAuditRecords",
             Read,
             None,
-            get(crate::security::handlers::audit_log)
+            get(super::auth::audit_log)
         ),
         route!(GET, "/", "getIndex", Public, None, get(handlers::index)),
         route!(

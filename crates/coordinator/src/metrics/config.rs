@@ -1,7 +1,7 @@
 //! `[coordinator.metrics]`: where `/metrics` is also served without authentication, how often the gauges are
 //! rebuilt, and the caps that keep label cardinality bounded.
 
-use crate::config::Dur;
+use crate::duration::Dur;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 

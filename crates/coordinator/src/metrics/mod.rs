@@ -6,15 +6,13 @@
 //! - the coordinator's counters (`stats.rs`: heartbeats by status, expiries, conflicts, regressions, …),
 //!   read at scrape time — counters are cumulative, so reading them late is still exact;
 //! - gauges describing groups, members, shards and health, rebuilt as a whole by a background task
-//!   ([`refresh`]) and swapped in atomically. They are correct with nobody calling the monitoring API, and a
+//!   (`metrics_refresh.rs`) and swapped in atomically. They are correct with nobody calling the monitoring API, and a
 //!   removed member's or group's series simply do not appear in the next snapshot.
 //!
 //! Label values stay bounded: route labels are templates, methods and operations come from fixed sets,
 //! member ids are length-limited by validation and per-group series are capped by configuration.
 
 pub mod config;
-pub mod http;
-pub mod refresh;
 pub mod snapshot;
 
 pub use config::MetricsConfig;

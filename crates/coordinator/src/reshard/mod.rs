@@ -16,32 +16,33 @@
 //!    (and the record stops counting the keys that are gone as its own).
 //!
 //! Split by concern: `record.rs` the stream record and group updates, `ops.rs` the scale / rollback /
-//! force-complete operations, `drain.rs` drain evidence and migration completion, `views.rs` the JSON
-//! responses.
+//! force-complete operations, `drain.rs` drain evidence and migration completion, `views.rs` the
+//! responses (the contract's in `rsc_protocol::wire::resharding`, the migration detail here).
 
 mod drain;
 mod ops;
 mod record;
 mod views;
 
-use views::{migration_json, migration_state_in_groups};
+use views::migration_state_in_groups;
+pub use views::{MigrationDetail, RemovedShard};
 
 use crate::cache::{Cached, GroupName};
 use crate::coordinator::{Commit, Coordinator, MAX_CAS_ATTEMPTS};
-use crate::error::ApiError;
+use crate::domain_error::CoordError;
 use crate::error::store_error_text;
 use crate::provision::{existing_shards, provision};
+use crate::views::migration_response;
 use rsc_group::heartbeat::Transition;
 use rsc_group::migration::{self, Migration, MigrationError, MigrationState};
 use rsc_group::model::{Group, ShardSet};
 use rsc_group::stream::StreamRecord;
-use rsc_protocol::errors::ErrorCode;
 use rsc_protocol::names::{self, shard_stream_key};
 use rsc_protocol::validate;
+use rsc_protocol::wire::resharding::{MigrationResponse, ScaleResponse};
 use rsc_protocol::wire::{MigrationActionRequest, ScaleRequest};
 use rsc_store::IndexState;
 use rsc_store::{CasOutcome, CreateOutcome, RetireOutcome, parse_stream_id};
-use serde_json::{Value, json};
 
 /// A stream record and the revision it was read at.
 #[derive(Debug, Clone)]
@@ -50,14 +51,13 @@ pub struct CachedStream {
     pub revision: u64,
 }
 
-impl From<MigrationError> for ApiError {
+impl From<MigrationError> for CoordError {
     fn from(e: MigrationError) -> Self {
         match e {
-            MigrationError::NotFound(id) => ApiError::new(
-                ErrorCode::MigrationNotFound,
-                format!("migration {id} does not exist for this group"),
-            ),
-            MigrationError::NotAllowed(why) => ApiError::new(ErrorCode::RollbackNotAllowed, why),
+            MigrationError::NotFound(id) => CoordError::MigrationNotFound(format!(
+                "migration {id} does not exist for this group"
+            )),
+            MigrationError::NotAllowed(why) => CoordError::RollbackNotAllowed(why),
             MigrationError::EpochOverflow(e) => e.into(),
         }
     }

@@ -5,12 +5,15 @@ use super::*;
 
 impl Coordinator {
     /// `POST /coord/v1/streams/{p}/scale`: scales every group of the stream together.
-    pub async fn scale_stream(&self, prefix: &str, req: &ScaleRequest) -> Result<Value, ApiError> {
-        validate::validate_stream_prefix(prefix)?;
+    pub async fn scale_stream(
+        &self,
+        prefix: &str,
+        req: &ScaleRequest,
+    ) -> Result<ScaleResponse, CoordError> {
         let target = match req.target_shard_count {
             Some(n) => validate::validate_shard_count("targetShardCount", n, 0)?,
             None => {
-                return Err(ApiError::invalid(
+                return Err(CoordError::invalid(
                     "targetShardCount: is required (0 drains and removes every shard)",
                 ));
             }
@@ -22,23 +25,19 @@ impl Coordinator {
         self.ensure_running()?;
         let groups = self.stream_groups(prefix).await?;
         if groups.is_empty() {
-            return Err(ApiError::new(
-                ErrorCode::StreamNotFound,
-                format!("stream {prefix:?} has no consumer groups; create it first"),
-            ));
+            return Err(CoordError::StreamNotFound(format!(
+                "stream {prefix:?} has no consumer groups; create it first"
+            )));
         }
         let mut loaded = Vec::new();
         for name in &groups {
             let c = self.require_group(name).await?;
             self.ensure_mutable(&c.group)?;
             if c.group.metadata_correction.is_some() {
-                return Err(ApiError::new(
-                    ErrorCode::MetadataSyncInProgress,
-                    format!(
-                        "group {} is in a metadata-correction round; scale after it closes",
-                        name.consumer_group
-                    ),
-                ));
+                return Err(CoordError::CorrectionInProgress(format!(
+                    "group {} is in a metadata-correction round; scale after it closes",
+                    name.consumer_group
+                )));
             }
             loaded.push(c);
         }
@@ -51,16 +50,13 @@ impl Coordinator {
             match &stream.record.active_migration {
                 Some(m) if m.to_shard_count == target => break m.clone(),
                 Some(m) => {
-                    return Err(ApiError::new(
-                        ErrorCode::ActiveMigrationExists,
-                        format!(
-                            "migration {} ({} → {} shards, {}) is still active; wait for it, roll it back, or force-complete it",
-                            m.resharding_id,
-                            m.from_shard_count,
-                            m.to_shard_count,
-                            migration_state_in_groups(m, &loaded)
-                        ),
-                    ));
+                    return Err(CoordError::MigrationInProgress(format!(
+                        "migration {} ({} → {} shards, {}) is still active; wait for it, roll it back, or force-complete it",
+                        m.resharding_id,
+                        m.from_shard_count,
+                        m.to_shard_count,
+                        migration_state_in_groups(m, &loaded)
+                    )));
                 }
                 None if stream.record.shard_count == target => {
                     let now = self.clock.now_ms();
@@ -102,7 +98,7 @@ impl Coordinator {
                             stream = self
                                 .load_stream(prefix)
                                 .await?
-                                .ok_or_else(|| ApiError::invalid("stream vanished"))?
+                                .ok_or_else(|| CoordError::invalid("stream vanished"))?
                         }
                     }
                 }
@@ -130,7 +126,7 @@ impl Coordinator {
         mut stream: CachedStream,
         migration: &Migration,
         groups: &[GroupName],
-    ) -> Result<CachedStream, ApiError> {
+    ) -> Result<CachedStream, CoordError> {
         if stream
             .record
             .active_migration
@@ -142,9 +138,7 @@ impl Coordinator {
         if self.config.streams.provisioning_enabled && migration.to_shard_count > 0 {
             for name in groups {
                 provision(&self.store, prefix, &name.consumer_group, 0..migration.to_shard_count).await.map_err(|e| {
-                    ApiError::new(
-                        ErrorCode::RedisStreamProvisioningFailed,
-                        format!("{e}; the migration stays PREPARING and routing is unchanged — retry the same scale to resume"),
+                    CoordError::ProvisioningFailed(format!("{e}; the migration stays PREPARING and routing is unchanged — retry the same scale to resume"),
                     )
                 })?;
             }
@@ -170,13 +164,12 @@ impl Coordinator {
                     stream = self
                         .load_stream(prefix)
                         .await?
-                        .ok_or_else(|| ApiError::invalid("stream vanished"))?
+                        .ok_or_else(|| CoordError::invalid("stream vanished"))?
                 }
             }
         }
-        Err(ApiError::new(
-            ErrorCode::StateVersionConflict,
-            "stream record kept changing; retry",
+        Err(CoordError::Conflict(
+            "stream record kept changing; retry".into(),
         ))
     }
 
@@ -189,7 +182,7 @@ impl Coordinator {
         prefix: &str,
         record: &rsc_group::stream::StreamRecord,
         target: u32,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), CoordError> {
         let ours = record.provisioned_upto();
         if !self.config.streams.provisioning_enabled || target <= ours {
             return Ok(());
@@ -197,25 +190,22 @@ impl Coordinator {
         let found = existing_shards(&self.store, prefix, ours..target)
             .await
             .map_err(|e| {
-                ApiError::new(
-                    ErrorCode::RedisUnavailable,
-                    format!("Redis is unavailable: {}", store_error_text(&e)),
-                )
+                CoordError::RedisUnavailable(format!(
+                    "Redis is unavailable: {}",
+                    store_error_text(&e)
+                ))
             })?;
         if found.is_empty() {
             return Ok(());
         }
         let keys: Vec<String> = found.iter().map(|s| shard_stream_key(prefix, *s)).collect();
-        Err(ApiError::new(
-            ErrorCode::StreamPrefixAlreadyExists,
-            format!(
-                "Redis keys of stream {prefix:?} already exist, were not created by the coordinator and would be \
+        Err(CoordError::StreamExists(format!(
+            "Redis keys of stream {prefix:?} already exist, were not created by the coordinator and would be \
                  adopted as new shards (and deleted by a later scale-in): {}; delete them, or choose a target \
                  shard count of at most {}",
-                keys.join(", "),
-                found[0]
-            ),
-        ))
+            keys.join(", "),
+            found[0]
+        )))
     }
 
     /// After removed shards were retired: the record stops counting keys that no longer exist as its own, so
@@ -255,16 +245,17 @@ impl Coordinator {
         &self,
         name: &GroupName,
         req: &ScaleRequest,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<Option<MigrationResponse>, CoordError> {
         self.require_group(name).await?;
-        let all = self.scale_stream(&name.stream_prefix, req).await?;
-        let migrations = all["migrations"].as_array().cloned().unwrap_or_default();
-        Ok(migrations
+        let mut migrations = self
+            .scale_stream(&name.stream_prefix, req)
+            .await?
+            .migrations;
+        let mine = migrations
             .iter()
-            .find(|m| m["consumerGroup"] == name.consumer_group.as_str())
-            .or(migrations.first())
-            .cloned()
-            .unwrap_or(Value::Null))
+            .position(|m| m.consumer_group.as_deref() == Some(name.consumer_group.as_str()))
+            .unwrap_or(0);
+        Ok((mine < migrations.len()).then(|| migrations.swap_remove(mine)))
     }
 
     /// Rollback (contract #10) or force-complete of the stream's active migration, applied to every group.
@@ -274,7 +265,7 @@ impl Coordinator {
         id: &str,
         req: &MigrationActionRequest,
         end: MigrationState,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<MigrationResponse, CoordError> {
         let requested_by = req.requested_by.clone().unwrap_or_default();
         validate::validate_text("requestedBy", &requested_by, true)?;
         let reason = req.reason.clone().unwrap_or_default();
@@ -292,17 +283,14 @@ impl Coordinator {
             .filter(|a| a.resharding_id == id);
         match (&m, &active, end) {
             (Some(m), _, MigrationState::RolledBack) if m.state == MigrationState::RolledBack => {
-                return Ok(migration_json(m));
+                return Ok(migration_response(m));
             }
             (Some(m), None, MigrationState::RolledBack) => {
                 migration::rollback_check(&group.group, id)?;
-                return Err(ApiError::new(
-                    ErrorCode::RollbackNotAllowed,
-                    format!(
-                        "migration {id} is not the stream's active migration ({})",
-                        m.state.as_str()
-                    ),
-                ));
+                return Err(CoordError::RollbackNotAllowed(format!(
+                    "migration {id} is not the stream's active migration ({})",
+                    m.state.as_str()
+                )));
             }
             // Force-complete is idempotent like rollback: repeating it answers the migration it ended.
             (Some(m), None, _)
@@ -311,17 +299,14 @@ impl Coordinator {
                     MigrationState::ForceCompleted | MigrationState::Aborted
                 ) =>
             {
-                return Ok(migration_json(m));
+                return Ok(migration_response(m));
             }
             (Some(m), None, _) if m.state.is_terminal() => {
-                return Err(ApiError::new(
-                    ErrorCode::MigrationAlreadyEnded,
-                    format!(
-                        "migration {id} already ended ({}), so there is nothing to force-complete; \
+                return Err(CoordError::MigrationAlreadyEnded(format!(
+                    "migration {id} already ended ({}), so there is nothing to force-complete; \
                          scale again to change the shard count",
-                        m.state.as_str()
-                    ),
-                ));
+                    m.state.as_str()
+                )));
             }
             (None, None, _) => return Err(MigrationError::NotFound(id.to_owned()).into()),
             _ => {}
@@ -329,17 +314,13 @@ impl Coordinator {
         if let Some(a) = &active {
             if end == MigrationState::RolledBack {
                 if a.state == MigrationState::Preparing {
-                    return Err(ApiError::new(
-                        ErrorCode::RollbackNotAllowed,
-                        format!(
-                            "migration {id} has not switched routing yet; abort it with force-complete instead"
-                        ),
-                    ));
+                    return Err(CoordError::RollbackNotAllowed(format!(
+                        "migration {id} has not switched routing yet; abort it with force-complete instead"
+                    )));
                 }
                 if group.group.metadata_correction.is_some() {
-                    return Err(ApiError::new(
-                        ErrorCode::MetadataSyncInProgress,
-                        "a metadata-correction round is open; retry after it closes",
+                    return Err(CoordError::CorrectionInProgress(
+                        "a metadata-correction round is open; retry after it closes".into(),
                     ));
                 }
             }
@@ -368,7 +349,7 @@ impl Coordinator {
                         base = self
                             .load_stream(prefix)
                             .await?
-                            .ok_or_else(|| ApiError::invalid("stream vanished"))?;
+                            .ok_or_else(|| CoordError::invalid("stream vanished"))?;
                         if base
                             .record
                             .active_migration
@@ -384,12 +365,12 @@ impl Coordinator {
         }
         let g = self.require_group(name).await?;
         match g.group.migration(id) {
-            Some(m) => Ok(migration_json(m)),
+            Some(m) => Ok(migration_response(m)),
             None => {
                 let s = self.load_stream(prefix).await?;
                 let m =
                     s.and_then(|s| s.record.history.into_iter().find(|m| m.resharding_id == id));
-                m.map(|m| migration_json(&m))
+                m.map(|m| migration_response(&m))
                     .ok_or_else(|| MigrationError::NotFound(id.to_owned()).into())
             }
         }

@@ -9,20 +9,17 @@ impl Coordinator {
         names::stream_record_key(&self.config.store.key_prefix, prefix)
     }
 
-    pub async fn load_stream(&self, prefix: &str) -> Result<Option<CachedStream>, ApiError> {
+    pub async fn load_stream(&self, prefix: &str) -> Result<Option<CachedStream>, CoordError> {
         let key = self.stream_record_key(prefix);
         let Some(stored) = self.store.stream_record_load(&key).await.map_err(|e| {
             self.note_store_error(&e);
-            ApiError::from(e)
+            CoordError::from(e)
         })?
         else {
             return Ok(None);
         };
         let record = StreamRecord::from_json(&stored.aggregate).map_err(|e| {
-            ApiError::new(
-                ErrorCode::MetadataCorrupt,
-                format!("stream record {key} is unreadable: {e}"),
-            )
+            CoordError::MetadataCorrupt(format!("stream record {key} is unreadable: {e}"))
         })?;
         Ok(Some(CachedStream {
             record,
@@ -35,7 +32,7 @@ impl Coordinator {
         &self,
         prefix: &str,
         shard_count: u32,
-    ) -> Result<CachedStream, ApiError> {
+    ) -> Result<CachedStream, CoordError> {
         for _ in 0..MAX_CAS_ATTEMPTS {
             if let Some(s) = self.load_stream(prefix).await? {
                 return Ok(s);
@@ -49,14 +46,13 @@ impl Coordinator {
                     &crate::clock::iso_ms(record.created_at_ms),
                 )
                 .await
-                .map_err(ApiError::from)?;
+                .map_err(CoordError::from)?;
             if let CreateOutcome::Created { revision, .. } = created {
                 return Ok(CachedStream { record, revision });
             }
         }
-        Err(ApiError::new(
-            ErrorCode::StateVersionConflict,
-            "stream record kept changing; retry",
+        Err(CoordError::Conflict(
+            "stream record kept changing; retry".into(),
         ))
     }
 
@@ -66,7 +62,7 @@ impl Coordinator {
         &self,
         prefix: &str,
         shard_count: u32,
-    ) -> Result<CachedStream, ApiError> {
+    ) -> Result<CachedStream, CoordError> {
         for _ in 0..MAX_CAS_ATTEMPTS {
             let Some(old) = self.load_stream(prefix).await? else {
                 return self.ensure_stream(prefix, shard_count).await;
@@ -79,9 +75,8 @@ impl Coordinator {
                 return Ok(s);
             }
         }
-        Err(ApiError::new(
-            ErrorCode::StateVersionConflict,
-            "stream record kept changing; retry",
+        Err(CoordError::Conflict(
+            "stream record kept changing; retry".into(),
         ))
     }
 
@@ -104,11 +99,9 @@ impl Coordinator {
         prefix: &str,
         base: &CachedStream,
         mut next: StreamRecord,
-    ) -> Result<Option<CachedStream>, ApiError> {
+    ) -> Result<Option<CachedStream>, CoordError> {
         next.store_revision = base.revision.checked_add(1).ok_or_else(|| {
-            ApiError::new(
-                ErrorCode::MetadataCorrupt,
-                format!(
+            CoordError::MetadataCorrupt(format!(
                     "stream record {} has a store revision that cannot be incremented; restore it from backup",
                     self.stream_record_key(prefix)
                 ),
@@ -124,7 +117,7 @@ impl Coordinator {
                 &crate::clock::iso_ms(next.updated_at_ms),
             )
             .await
-            .map_err(ApiError::from)?
+            .map_err(CoordError::from)?
         {
             CasOutcome::Written { revision, now_ms } => {
                 self.clock.observe(now_ms);
@@ -138,7 +131,7 @@ impl Coordinator {
     }
 
     /// Live groups of a stream, by name.
-    pub async fn stream_groups(&self, prefix: &str) -> Result<Vec<GroupName>, ApiError> {
+    pub async fn stream_groups(&self, prefix: &str) -> Result<Vec<GroupName>, CoordError> {
         Ok(self
             .index_entries()
             .await?
@@ -150,9 +143,13 @@ impl Coordinator {
 
     /// Applies `change` to a group by compare-and-set (bounded retries). `change` returns whether it changed
     /// anything; unchanged groups are not written.
-    pub async fn update_group<F>(&self, name: &GroupName, mut change: F) -> Result<Cached, ApiError>
+    pub async fn update_group<F>(
+        &self,
+        name: &GroupName,
+        mut change: F,
+    ) -> Result<Cached, CoordError>
     where
-        F: FnMut(&mut Group, i64) -> Result<bool, ApiError>,
+        F: FnMut(&mut Group, i64) -> Result<bool, CoordError>,
     {
         let lock = self.cache.lock_for(name);
         let _guard = lock.lock().await;
@@ -168,9 +165,8 @@ impl Coordinator {
                 Commit::Conflict | Commit::ConditionFailed { .. } => continue,
             }
         }
-        Err(ApiError::new(
-            ErrorCode::StateVersionConflict,
-            "the group kept changing; retry",
+        Err(CoordError::Conflict(
+            "the group kept changing; retry".into(),
         ))
     }
 
@@ -180,7 +176,7 @@ impl Coordinator {
         &self,
         name: &GroupName,
         stream: &StreamRecord,
-    ) -> Result<Cached, ApiError> {
+    ) -> Result<Cached, CoordError> {
         let timing = self.timing;
         self.update_group(name, |g, now| {
             let mut changed = false;

@@ -1,6 +1,39 @@
-//! JSON views of resharding: a migration, the scale response, and the migration detail route.
+//! Views of resharding: the scale response (its shape is the contract's, `rsc_protocol::wire::resharding`)
+//! and the migration detail route's answer (the contract's Migration plus rsc's triage facts).
 
 use super::*;
+use serde::Serialize;
+
+/// `GET …/migrations/{id}`: the Migration, its age, per-shard drain progress of removed and draining
+/// shards, rollback eligibility and the facts an operator needs to see why it has not finished.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MigrationDetail {
+    #[serde(flatten)]
+    pub migration: MigrationResponse,
+    pub age_seconds: f64,
+    /// Drain evidence is ignored until producers' cached routing has certainly expired (drain-grace).
+    pub drain_evidence_from: String,
+    pub rollback_allowed: bool,
+    pub routing_shard_count: u32,
+    pub consumers_converged: bool,
+    pub removed_shards: Vec<RemovedShard>,
+}
+
+/// One removed or draining shard of a migration: what Redis and the members say about it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RemovedShard {
+    pub shard_index: u32,
+    pub stream_key: String,
+    pub draining: bool,
+    pub stream_length: Option<i64>,
+    pub pending: Option<i64>,
+    pub lag: Option<i64>,
+    pub owners: Vec<String>,
+    pub in_current_assignments: bool,
+    pub in_revoke_progress: bool,
+}
 
 /// The state of the stream's active migration as its groups' migration views show it (a group drains on
 /// its own, so the stream record's `ACTIVE` can be `DRAINING` there): one state when every group agrees,
@@ -27,24 +60,6 @@ pub(super) fn migration_state_in_groups(m: &Migration, groups: &[Cached]) -> Str
     }
 }
 
-pub(super) fn migration_json(m: &Migration) -> Value {
-    let iso = |ms: Option<i64>| ms.map(crate::clock::iso_ms);
-    json!({
-        "reshardingId": m.resharding_id,
-        "fromShardCount": m.from_shard_count,
-        "toShardCount": m.to_shard_count,
-        "state": m.state.as_str(),
-        "createdAt": crate::clock::iso_ms(m.created_at_ms),
-        "updatedAt": crate::clock::iso_ms(m.updated_at_ms),
-        "requestedBy": m.requested_by,
-        "reason": m.reason,
-        "activatedAt": iso(m.activated_at_ms),
-        "drainingAt": iso(m.draining_at_ms),
-        "completedAt": iso(m.completed_at_ms),
-        "endReason": m.end_reason,
-    })
-}
-
 impl Coordinator {
     pub(super) fn scale_response(
         &self,
@@ -52,27 +67,30 @@ impl Coordinator {
         target: u32,
         groups: &[GroupName],
         migrations: &[Migration],
-    ) -> Value {
+    ) -> ScaleResponse {
         // One migration per group, in the order of `affectedConsumerGroups`, each naming its group.
-        let migrations: Vec<Value> = groups
+        let migrations = groups
             .iter()
             .zip(migrations)
-            .map(|(g, m)| {
-                let mut v = migration_json(m);
-                v["consumerGroup"] = json!(g.consumer_group);
-                v
+            .map(|(g, m)| MigrationResponse {
+                consumer_group: Some(g.consumer_group.clone()),
+                ..migration_response(m)
             })
             .collect();
-        json!({
-            "streamPrefix": prefix,
-            "targetShardCount": target,
-            "affectedConsumerGroups": groups.iter().map(|g| g.consumer_group.clone()).collect::<Vec<_>>(),
-            "migrations": migrations,
-        })
+        ScaleResponse {
+            stream_prefix: prefix.to_owned(),
+            target_shard_count: target,
+            affected_consumer_groups: groups.iter().map(|g| g.consumer_group.clone()).collect(),
+            migrations,
+        }
     }
 
     /// `GET …/migrations/{id}`: phase, age, per-shard drain progress, rollback eligibility and triage facts.
-    pub async fn migration_detail(&self, name: &GroupName, id: &str) -> Result<Value, ApiError> {
+    pub async fn migration_detail(
+        &self,
+        name: &GroupName,
+        id: &str,
+    ) -> Result<MigrationDetail, CoordError> {
         let c = self.require_group(name).await?;
         let g = &c.group;
         let stream = self.load_stream(&name.stream_prefix).await?;
@@ -88,9 +106,8 @@ impl Coordinator {
                         .find(|m| m.resharding_id == id)
                         .cloned()
                 })
-                .ok_or_else(|| ApiError::from(MigrationError::NotFound(id.to_owned())))?,
+                .ok_or_else(|| CoordError::from(MigrationError::NotFound(id.to_owned())))?,
         };
-        let mut detail = migration_json(&m);
         let removed: Vec<u32> =
             (m.to_shard_count..m.from_shard_count.max(m.to_shard_count)).collect();
         let mut shards = Vec::new();
@@ -100,11 +117,11 @@ impl Coordinator {
                 .copied()
                 .filter(|s| !removed.contains(s)),
         ) {
-            let owner: Vec<&str> = g
+            let owners: Vec<String> = g
                 .members
                 .values()
                 .filter(|x| x.state.is_live() && x.holds(s))
-                .map(|x| x.member_id.as_str())
+                .map(|x| x.member_id.clone())
                 .collect();
             let info = self
                 .shard_group_info(
@@ -112,29 +129,36 @@ impl Coordinator {
                     &name.consumer_group,
                 )
                 .await;
-            shards.push(json!({
-                "shardIndex": s, "streamKey": shard_stream_key(&name.stream_prefix, s),
-                "draining": g.draining_shards.contains(&s),
-                "streamLength": info.length, "pending": info.pending, "lag": info.lag,
-                "owners": owner,
-                "inCurrentAssignments": g.members.values().any(|x| x.state.is_live() && x.reported_owned.contains(&s)),
-                "inRevokeProgress": g.members.values().any(|x| x.state.is_live() && x.revoking.contains_key(&s)),
-            }));
+            shards.push(RemovedShard {
+                shard_index: s,
+                stream_key: shard_stream_key(&name.stream_prefix, s),
+                draining: g.draining_shards.contains(&s),
+                stream_length: info.length,
+                pending: info.pending,
+                lag: info.lag,
+                owners,
+                in_current_assignments: g
+                    .members
+                    .values()
+                    .any(|x| x.state.is_live() && x.reported_owned.contains(&s)),
+                in_revoke_progress: g
+                    .members
+                    .values()
+                    .any(|x| x.state.is_live() && x.revoking.contains_key(&s)),
+            });
         }
         let now = self.clock.now_ms();
-        detail["ageSeconds"] = json!((now - m.created_at_ms) as f64 / 1000.0);
-        // Drain evidence is ignored until producers' cached routing has certainly expired (drain-grace).
-        detail["drainEvidenceFrom"] = json!(crate::clock::iso_ms(self.drain_evidence_from_ms(g)));
-        detail["rollbackAllowed"] = json!(
-            migration::rollback_check(g, id).is_ok() && m.state != MigrationState::RolledBack
-        );
-        detail["routingShardCount"] = json!(
-            stream
+        Ok(MigrationDetail {
+            migration: migration_response(&m),
+            age_seconds: (now - m.created_at_ms) as f64 / 1000.0,
+            drain_evidence_from: crate::clock::iso_ms(self.drain_evidence_from_ms(g)),
+            rollback_allowed: migration::rollback_check(g, id).is_ok()
+                && m.state != MigrationState::RolledBack,
+            routing_shard_count: stream
                 .as_ref()
-                .map_or(g.shard_count, |s| s.record.shard_count)
-        );
-        detail["consumersConverged"] = json!(g.state != rsc_group::model::GroupState::Reconciling);
-        detail["removedShards"] = json!(shards);
-        Ok(detail)
+                .map_or(g.shard_count, |s| s.record.shard_count),
+            consumers_converged: g.state != rsc_group::model::GroupState::Reconciling,
+            removed_shards: shards,
+        })
     }
 }

@@ -13,7 +13,7 @@
 //! successful mutation's record is in Redis when the caller sees success.
 
 use super::tokens::store_error;
-use crate::error::ApiError;
+use crate::domain_error::CoordError;
 use rsc_protocol::names;
 use rsc_store::{Store, StoreError};
 use serde::{Deserialize, Serialize};
@@ -274,7 +274,7 @@ impl AuditLog {
         &self,
         filter: &AuditFilter,
         visible: impl Fn(&AuditRecord) -> bool,
-    ) -> Result<Vec<AuditRecord>, ApiError> {
+    ) -> Result<Vec<AuditRecord>, CoordError> {
         // Each list holds the newest `limit` matches of its stream, so the newest `limit` of their union
         // are among them.
         let mut out = self.read_stream(&self.key, filter, &visible).await?;
@@ -292,7 +292,7 @@ impl AuditLog {
         key: &str,
         filter: &AuditFilter,
         visible: &impl Fn(&AuditRecord) -> bool,
-    ) -> Result<Vec<AuditRecord>, ApiError> {
+    ) -> Result<Vec<AuditRecord>, CoordError> {
         const PAGE: usize = 500;
         let mut end = filter
             .until_ms

@@ -12,6 +12,7 @@ use super::rate_limit::too_many;
 use super::throttle::Refused;
 use super::tokens;
 use super::users::User;
+use crate::domain_error::CoordError;
 use crate::error::ApiError;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
@@ -26,7 +27,7 @@ pub enum AuthFailure {
     /// 429: too many failed attempts for this username or address; wait this long.
     Throttled(Refused),
     /// Redis trouble: 503.
-    Unavailable(ApiError),
+    Unavailable(CoordError),
 }
 
 impl AuthFailure {
@@ -39,13 +40,13 @@ impl AuthFailure {
                 let secs = r.retry_after_secs();
                 too_many(format!("{}; retry after {secs} s", r.describe()), secs)
             }
-            AuthFailure::Unavailable(e) => e.into_response(),
+            AuthFailure::Unavailable(e) => ApiError::from(e).into_response(),
         }
     }
 }
 
-impl From<ApiError> for AuthFailure {
-    fn from(e: ApiError) -> Self {
+impl From<CoordError> for AuthFailure {
+    fn from(e: CoordError) -> Self {
         AuthFailure::Unavailable(e)
     }
 }
@@ -181,7 +182,7 @@ impl Security {
     }
 
     /// Revokes every token of `user` on all replicas, and drops them from this replica's cache at once.
-    pub async fn revoke_all_tokens(&self, user: &str) -> Result<usize, ApiError> {
+    pub async fn revoke_all_tokens(&self, user: &str) -> Result<usize, CoordError> {
         let digests = self.tokens.revoke_all(user).await?;
         self.forget_tokens(&digests);
         Ok(digests.len())

@@ -8,7 +8,7 @@
 use super::config::ApiConfig;
 use super::password;
 use super::tokens::store_error;
-use crate::error::ApiError;
+use crate::domain_error::CoordError;
 use rsc_protocol::names;
 use rsc_store::Store;
 
@@ -31,14 +31,14 @@ pub async fn admin_hash(
     api: &ApiConfig,
     store: &Store,
     key_prefix: &str,
-) -> Result<Option<(String, AdminSource)>, ApiError> {
+) -> Result<Option<(String, AdminSource)>, CoordError> {
     if !api.admin_enabled {
         return Ok(None);
     }
     if let Some(pw) = &api.admin_password {
         let hash = password::hash_blocking(pw.0.clone())
             .await
-            .map_err(ApiError::invalid)?;
+            .map_err(CoordError::invalid)?;
         return Ok(Some((hash, AdminSource::Configured)));
     }
     if let Some(hash) = &api.admin_password_hash {
@@ -51,7 +51,7 @@ pub async fn admin_hash(
     let generated = password::generate_password();
     let hash = password::hash_blocking(generated.clone())
         .await
-        .map_err(ApiError::invalid)?;
+        .map_err(CoordError::invalid)?;
     let won = store
         .bootstrap_admin_claim(&key, &hash)
         .await
@@ -71,17 +71,17 @@ pub async fn admin_hash(
     // Another replica generated one at the same moment: use theirs.
     match stored_hash(store, &key).await? {
         Some(h) => Ok(Some((h, AdminSource::Stored))),
-        None => Err(ApiError::invalid(format!(
+        None => Err(CoordError::invalid(format!(
             "the bootstrap admin hash at {key} vanished while starting; start again"
         ))),
     }
 }
 
-async fn stored_hash(store: &Store, key: &str) -> Result<Option<String>, ApiError> {
+async fn stored_hash(store: &Store, key: &str) -> Result<Option<String>, CoordError> {
     let stored = store.bootstrap_admin_get(key).await.map_err(store_error)?;
     match stored {
         Some(h) if password::is_argon2id_hash(&h) => Ok(Some(h)),
-        Some(_) => Err(ApiError::invalid(format!(
+        Some(_) => Err(CoordError::invalid(format!(
             "Redis key {key} does not hold an Argon2id hash; delete it to generate a new admin password, \
              or set RSC_ADMIN_PASSWORD"
         ))),

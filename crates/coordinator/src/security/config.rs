@@ -9,7 +9,7 @@
 use super::proxies::TrustedProxies;
 use super::roles::Role;
 use super::scope::Scopes;
-use crate::config::Dur;
+use crate::duration::Dur;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::time::Duration;
 

@@ -14,9 +14,7 @@ use super::config::ApiConfig;
 use super::principal::Principal;
 use super::request_id;
 use super::tokens::hex;
-use crate::api::MatchedRoute;
-use crate::api::extract::MAX_BODY_BYTES;
-use crate::api::routes::Access;
+use crate::access::{Access, MAX_BODY_BYTES, MatchedRoute};
 use crate::error::ApiError;
 use axum::body::Body;
 use axum::extract::{ConnectInfo, FromRequestParts, RawPathParams, Request, State};
@@ -241,7 +239,12 @@ async fn authorize(ctx: Ctx<'_>, parts: &Parts) -> Result<Option<Arc<Principal>>
             )
             .await
         {
-            Err(e) => return Err(Refusal::new(e.into_response(), Some(&principal))),
+            Err(e) => {
+                return Err(Refusal::new(
+                    ApiError::from(e).into_response(),
+                    Some(&principal),
+                ));
+            }
             Ok(Err(limited)) => {
                 return Err(Refusal::new(limited.into_response(), Some(&principal)));
             }
@@ -262,8 +265,8 @@ async fn audited(
 ) -> Response {
     let head = parts.clone_head();
     let (resp, body_facts) = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
-        Err(e) if crate::http_server::is_body_timeout(&e) => {
-            (crate::api::extract::body_timeout().into_response(), None)
+        Err(e) if crate::access::is_body_timeout(&e) => {
+            (crate::access::body_timeout().into_response(), None)
         }
         Err(_) => (
             ApiError::new(

@@ -9,7 +9,8 @@
 //!   atomic reservations, growing delays per username and address).
 //! - [`request_id`], [`proxies`] (client address), [`audit`] (records, Redis stream, query).
 //! - [`guard`]: the one middleware every route passes, driven by the route table's `Access` and
-//!   `audit_action`. [`handlers`]: login, token revocation, session, audit read.
+//!   `audit_action`. The security endpoints' handlers (login, token revocation, session, audit read) are in
+//!   `api/auth.rs`; they call the logic here.
 
 pub mod audit;
 pub mod authn;
@@ -18,7 +19,6 @@ pub mod cache;
 pub mod config;
 pub mod credentials;
 pub mod guard;
-pub mod handlers;
 pub mod password;
 pub mod principal;
 pub mod proxies;
@@ -26,47 +26,58 @@ pub mod rate_limit;
 pub mod request_id;
 pub mod roles;
 pub mod scope;
+mod service;
 pub mod throttle;
 pub mod tokens;
 pub mod users;
 pub mod verifier;
 pub mod window;
 
-use crate::config::CoordinatorConfig;
-use crate::error::ApiError;
+use crate::domain_error::CoordError;
 use rsc_store::Store;
 use std::sync::Arc;
 
-/// Everything the guard and the security handlers need, shared by all requests of one replica.
+/// Everything the guard and the security handlers need, shared by all requests of one replica. Its parts
+/// are private: outside this module it is used through its methods (`authn.rs`, `service.rs`).
 pub struct Security {
-    pub config: config::ApiConfig,
-    pub coordinator_id: String,
-    pub directory: users::Directory,
-    pub verifier: verifier::Verifier,
-    pub admin_source: Option<bootstrap::AdminSource>,
-    pub tokens: tokens::TokenStore,
-    pub cache: cache::CredentialCache,
-    pub limits: rate_limit::RateLimiter,
-    pub throttle: throttle::LoginThrottle,
-    pub audit: audit::AuditLog,
-    pub proxies: proxies::TrustedProxies,
+    config: config::ApiConfig,
+    coordinator_id: String,
+    directory: users::Directory,
+    verifier: verifier::Verifier,
+    admin_source: Option<bootstrap::AdminSource>,
+    tokens: tokens::TokenStore,
+    cache: cache::CredentialCache,
+    limits: rate_limit::RateLimiter,
+    throttle: throttle::LoginThrottle,
+    audit: audit::AuditLog,
+    proxies: proxies::TrustedProxies,
 }
 
 impl Security {
+    /// Where the admin password came from (configured, stored in Redis, generated at first start).
+    pub fn admin_source(&self) -> Option<bootstrap::AdminSource> {
+        self.admin_source
+    }
+
     /// Builds the security layer: resolves (or bootstraps) the admin password against Redis.
-    pub async fn start(c: &CoordinatorConfig, store: &Store) -> Result<Arc<Security>, ApiError> {
-        let api = &c.api;
-        let kp = &c.store.key_prefix;
+    /// `kp` is the Redis key prefix, `coordinator_id` this replica's id.
+    pub async fn start(
+        api: &config::ApiConfig,
+        audit_config: &config::AuditConfig,
+        kp: &str,
+        coordinator_id: &str,
+        store: &Store,
+    ) -> Result<Arc<Security>, CoordError> {
         let admin = bootstrap::admin_hash(api, store, kp).await?;
         let admin_source = admin.as_ref().map(|(_, s)| *s);
         let proxies = proxies::TrustedProxies::parse(&api.trusted_proxies).map_err(|e| {
-            ApiError::invalid(format!("key `coordinator.api.trusted-proxies`: {e}"))
+            CoordError::invalid(format!("key `coordinator.api.trusted-proxies`: {e}"))
         })?;
         let directory = users::Directory::build(api, admin.map(|(h, _)| h));
         let verifier = verifier::Verifier::new(verifier::PERMITS, directory.max_memory_blocks());
         let security = Arc::new(Security {
             config: api.clone(),
-            coordinator_id: c.id.clone(),
+            coordinator_id: coordinator_id.to_owned(),
             directory,
             verifier,
             admin_source,
@@ -77,10 +88,10 @@ impl Security {
             ),
             limits: rate_limit::RateLimiter::new(store.clone(), kp, api.rate_limit.clone()),
             throttle: throttle::LoginThrottle::new(store.clone(), kp, api.login_throttle.clone()),
-            audit: audit::AuditLog::new(store.clone(), kp, &c.audit),
+            audit: audit::AuditLog::new(store.clone(), kp, audit_config),
             proxies,
         });
-        spawn_audit_flush(Arc::downgrade(&security), c.audit.rejection_window.0);
+        spawn_audit_flush(Arc::downgrade(&security), audit_config.rejection_window.0);
         Ok(security)
     }
 }

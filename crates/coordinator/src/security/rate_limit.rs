@@ -4,6 +4,7 @@
 
 use super::config::RateLimitConfig;
 use super::window;
+use crate::domain_error::CoordError;
 use crate::error::ApiError;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
@@ -62,7 +63,7 @@ impl RateLimiter {
         principal: &str,
         prefix: Option<&str>,
         group: Option<&str>,
-    ) -> Result<Result<(), Limited>, ApiError> {
+    ) -> Result<Result<(), Limited>, CoordError> {
         if !self.config.enabled {
             return Ok(Ok(()));
         }

@@ -1,7 +1,7 @@
 //! Roles and what they satisfy (coord/v1 contract): READ reads, WRITE mutates and reads, MEMBER sends
 //! heartbeats only, and the contract's aliases ADMIN (everything) and MONITOR (reads only).
 
-use crate::api::routes::Access;
+use crate::access::Access;
 use std::collections::BTreeSet;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -23,7 +23,7 @@
 
 use super::config::LoginThrottleConfig;
 use super::window;
-use crate::error::ApiError;
+use crate::domain_error::CoordError;
 use rsc_protocol::names;
 use rsc_store::{Store, ThrottleBudgets, ThrottleKeys, ThrottleVerdict};
 
@@ -96,7 +96,11 @@ impl LoginThrottle {
 
     /// Checks the budgets and counts this attempt as a failure (given back by [`Self::verified`]); or says
     /// why it must wait.
-    pub async fn reserve(&self, keys: &Keys, now_ms: i64) -> Result<Result<(), Refused>, ApiError> {
+    pub async fn reserve(
+        &self,
+        keys: &Keys,
+        now_ms: i64,
+    ) -> Result<Result<(), Refused>, CoordError> {
         let c = &self.config;
         let budgets = ThrottleBudgets {
             failures_before_delay: c.failures_before_delay,
@@ -119,7 +123,7 @@ impl LoginThrottle {
 
     /// The reserved attempt's credentials verified: the pair's failures are cleared and the address's and
     /// username's counts get the reservation back.
-    pub async fn verified(&self, keys: &Keys) -> Result<(), ApiError> {
+    pub async fn verified(&self, keys: &Keys) -> Result<(), CoordError> {
         self.store
             .throttle_release(&keys.0)
             .await

@@ -10,9 +10,8 @@
 //! effort: a token key left behind is already invalid). Issuing writes the token key first and lists it
 //! second, so a crash in between leaves an unlisted — invalid — token.
 
-use crate::error::ApiError;
+use crate::domain_error::CoordError;
 use base64::Engine;
-use rsc_protocol::errors::ErrorCode;
 use rsc_protocol::names;
 use rsc_store::Store;
 use serde::{Deserialize, Serialize};
@@ -61,18 +60,15 @@ pub fn well_formed(token: &str) -> bool {
 
 /// A store error as the security layer reports it: a failed Redis command with the same message as
 /// [`redis_error`], anything else as every other store call maps it.
-pub fn store_error(e: rsc_store::StoreError) -> ApiError {
+pub fn store_error(e: rsc_store::StoreError) -> CoordError {
     match e {
         rsc_store::StoreError::Redis(e) => redis_error(e),
-        other => ApiError::from(other),
+        other => CoordError::from(other),
     }
 }
 
-pub fn redis_error(e: redis::RedisError) -> ApiError {
-    ApiError::new(
-        ErrorCode::RedisUnavailable,
-        format!("Redis is unavailable: {e}; retry later"),
-    )
+pub fn redis_error(e: redis::RedisError) -> CoordError {
+    CoordError::RedisUnavailable(format!("Redis is unavailable: {e}; retry later"))
 }
 
 impl TokenStore {
@@ -93,7 +89,7 @@ impl TokenStore {
     }
 
     /// Deletes token keys whose index entries are gone (each key is its own slot: one command each).
-    async fn delete_keys(&self, digests: &[String]) -> Result<(), ApiError> {
+    async fn delete_keys(&self, digests: &[String]) -> Result<(), CoordError> {
         for d in digests {
             self.store
                 .token_delete(&self.key(d))
@@ -111,7 +107,7 @@ impl TokenStore {
         now_ms: i64,
         expires_ms: i64,
         max_per_user: u32,
-    ) -> Result<(String, Vec<String>), ApiError> {
+    ) -> Result<(String, Vec<String>), CoordError> {
         let bytes: [u8; 32] = super::password::random_bytes();
         let token = format!(
             "{PREFIX}{}",
@@ -148,7 +144,7 @@ impl TokenStore {
         &self,
         digest_hex: &str,
         now_ms: i64,
-    ) -> Result<Option<StoredToken>, ApiError> {
+    ) -> Result<Option<StoredToken>, CoordError> {
         let raw = self
             .store
             .token_get(&self.key(digest_hex))
@@ -169,7 +165,7 @@ impl TokenStore {
     }
 
     /// Revokes one token; returns whether it was live.
-    pub async fn revoke(&self, digest_hex: &str) -> Result<bool, ApiError> {
+    pub async fn revoke(&self, digest_hex: &str) -> Result<bool, CoordError> {
         let raw = self
             .store
             .token_get(&self.key(digest_hex))
@@ -192,7 +188,7 @@ impl TokenStore {
     }
 
     /// Revokes every token of `user`; returns their digests.
-    pub async fn revoke_all(&self, user: &str) -> Result<Vec<String>, ApiError> {
+    pub async fn revoke_all(&self, user: &str) -> Result<Vec<String>, CoordError> {
         let digests = self
             .store
             .token_index_take_all(&self.index_key(user))
@@ -203,7 +199,7 @@ impl TokenStore {
     }
 
     /// The digests of `user`'s listed tokens, oldest first (tests and diagnostics).
-    pub async fn listed(&self, user: &str) -> Result<Vec<String>, ApiError> {
+    pub async fn listed(&self, user: &str) -> Result<Vec<String>, CoordError> {
         self.store
             .token_index_list(&self.index_key(user))
             .await

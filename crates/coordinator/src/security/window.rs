@@ -2,14 +2,14 @@
 //! limits and the rollback-suspicion budget. The counter itself is `rsc_store`'s (`Store::window_hit`);
 //! this module maps its errors and makes untrusted text key-safe.
 
-use crate::error::ApiError;
+use crate::domain_error::CoordError;
 use rsc_store::Store;
 
 /// A counter's value and the milliseconds until its window ends.
 pub type Count = rsc_store::WindowCount;
 
 /// Counts one hit in the window of `key` (`window_ms` long, starting at the first hit).
-pub async fn hit(store: &Store, key: &str, window_ms: i64) -> Result<Count, ApiError> {
+pub async fn hit(store: &Store, key: &str, window_ms: i64) -> Result<Count, CoordError> {
     store
         .window_hit(key, window_ms)
         .await
@@ -17,14 +17,14 @@ pub async fn hit(store: &Store, key: &str, window_ms: i64) -> Result<Count, ApiE
 }
 
 /// Reads a counter without counting.
-pub async fn peek(store: &Store, key: &str) -> Result<Count, ApiError> {
+pub async fn peek(store: &Store, key: &str) -> Result<Count, CoordError> {
     store
         .window_peek(key)
         .await
         .map_err(super::tokens::store_error)
 }
 
-pub async fn clear(store: &Store, key: &str) -> Result<(), ApiError> {
+pub async fn clear(store: &Store, key: &str) -> Result<(), CoordError> {
     store
         .window_clear(key)
         .await

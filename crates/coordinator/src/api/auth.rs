@@ -1,24 +1,25 @@
-//! The security endpoints: `POST /coord/v1/auth/login`, `POST /coord/v1/auth/revoke`,
-//! `GET /coord/v1/monitoring/session` and `GET /coord/v1/monitoring/audit`.
+//! Handlers of the security endpoints: `POST /coord/v1/auth/login`, `POST /coord/v1/auth/revoke`,
+//! `GET /coord/v1/monitoring/session` and `GET /coord/v1/monitoring/audit`. The logic they call (password
+//! checks, token issue and revocation, the audit stream) is in `security`.
 
-use super::Security;
-use super::audit::AuditFilter;
-use super::authn::AuthFailure;
-use super::credentials::{self, Credentials};
-use super::guard::ClientAddr;
-use super::principal::{AuthMethod, Principal};
-use super::roles::Role;
-use super::tokens;
-use crate::api::extract::RawBody;
+use super::extract::RawBody;
 use crate::error::ApiError;
+use crate::security::Security;
+use crate::security::audit::AuditFilter;
+use crate::security::authn::AuthFailure;
+use crate::security::credentials::{self, Credentials};
+use crate::security::guard::ClientAddr;
+use crate::security::principal::{AuthMethod, Principal};
+use crate::security::roles::Role;
+use crate::security::tokens;
 use axum::Extension;
 use axum::extract::Query;
 use axum::extract::rejection::QueryRejection;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use rsc_protocol::errors::ErrorCode;
-use serde::Deserialize;
-use serde_json::json;
+use rsc_protocol::wire::auth::{LoginResponse, SessionResponse};
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 type Sec = Extension<Arc<Security>>;
@@ -45,13 +46,12 @@ pub async fn login(
     let parsed: LoginBody = if body.iter().all(u8::is_ascii_whitespace) {
         LoginBody::default()
     } else {
-        match super::super::api::extract::decode::<LoginBody>(&body) {
+        match super::extract::decode::<LoginBody>(&body) {
             Ok(b) => b,
             Err(e) => return e.into_response(),
         }
     };
-    let now = super::now_ms();
-    let ttl_ms = i64::try_from(sec.config.token_ttl.0.as_millis()).unwrap_or(i64::MAX);
+    let now = crate::security::now_ms();
     let mut attempted: Option<String> = None;
     let result = match parsed.username.filter(|u| !u.trim().is_empty()) {
         Some(username) => {
@@ -80,42 +80,53 @@ pub async fn login(
         Ok(p) => p,
         Err(f) => return with_attempt(f.into_response(), attempted, None),
     };
-    let expires_ms = now.saturating_add(ttl_ms);
-    let (token, displaced) = match sec
-        .tokens
-        .issue(
-            &principal.username,
-            now,
-            expires_ms,
-            sec.config.max_tokens_per_user,
-        )
-        .await
-    {
+    let (token, expires_ms) = match sec.issue_token(&principal, now).await {
         Ok(t) => t,
-        Err(e) => return e.into_response(),
+        Err(e) => return ApiError::from(e).into_response(),
     };
-    sec.forget_tokens(&displaced);
-    if !displaced.is_empty() {
-        tracing::info!(
-            user = ?principal.username,
-            revoked = displaced.len(),
-            max_tokens_per_user = sec.config.max_tokens_per_user,
-            "revoked the user's oldest access tokens: at most max-tokens-per-user stay live"
-        );
-    }
     tracing::info!(user = ?principal.username, client = ?client, "issued an access token");
     let resp = (
         StatusCode::OK,
-        axum::Json(json!({
-            "accessToken": token,
-            "tokenType": "Bearer",
-            "expiresAt": crate::clock::iso_ms(expires_ms),
-            "expiresInSeconds": (expires_ms - now).max(0) / 1000,
-            "roles": principal.roles.names(),
-        })),
+        axum::Json(LoginResponse {
+            access_token: token,
+            token_type: "Bearer".to_owned(),
+            expires_at: crate::clock::iso_ms(expires_ms),
+            expires_in_seconds: (expires_ms - now).max(0) / 1000,
+            roles: role_names(&principal),
+        }),
     )
         .into_response();
     with_attempt(resp, attempted, Some(principal))
+}
+
+fn role_names(principal: &Principal) -> Vec<String> {
+    principal
+        .roles
+        .names()
+        .into_iter()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The answer to revoking one token.
+#[derive(Serialize)]
+struct Revoked {
+    revoked: bool,
+}
+
+/// The answer to revoking every token of a user.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RevokedAll {
+    revoked: bool,
+    revoked_count: usize,
+    username: String,
+}
+
+/// `GET /coord/v1/monitoring/audit`: the records, newest first.
+#[derive(Serialize)]
+struct AuditRecords {
+    records: Vec<crate::security::audit::AuditRecord>,
 }
 
 /// Tells the guard who tried to sign in (for the audit record); the password never leaves this handler.
@@ -124,10 +135,11 @@ fn with_attempt(
     username: Option<String>,
     principal: Option<Arc<Principal>>,
 ) -> Response {
-    resp.extensions_mut().insert(super::guard::LoginAttempt {
-        username,
-        principal,
-    });
+    resp.extensions_mut()
+        .insert(crate::security::guard::LoginAttempt {
+            username,
+            principal,
+        });
     resp
 }
 
@@ -167,7 +179,7 @@ pub async fn revoke(
     let parsed: RevokeBody = if body.iter().all(u8::is_ascii_whitespace) {
         RevokeBody::default()
     } else {
-        super::super::api::extract::decode(&body)?
+        super::extract::decode(&body)?
     };
     if parsed.all {
         if parsed.token.is_some() {
@@ -181,7 +193,7 @@ pub async fn revoke(
             .map(str::trim)
             .unwrap_or(&principal.username)
             .to_owned();
-        if !super::config::valid_username(&user) {
+        if !crate::security::config::valid_username(&user) {
             return Err(ApiError::invalid(
                 "username: must be 1-64 characters of letters, digits, '.', '_', '-' or '@'",
             ));
@@ -204,7 +216,11 @@ pub async fn revoke(
         );
         return Ok((
             StatusCode::OK,
-            axum::Json(json!({"revoked": count > 0, "revokedCount": count, "username": user})),
+            axum::Json(RevokedAll {
+                revoked: count > 0,
+                revoked_count: count,
+                username: user,
+            }),
         )
             .into_response());
     }
@@ -228,23 +244,25 @@ pub async fn revoke(
             ));
         }
     };
-    let revoked = sec.tokens.revoke(&tokens::hex(&digest)).await?;
-    sec.cache.remove(&sec.cache.bearer_key(&digest));
-    Ok((StatusCode::OK, axum::Json(json!({"revoked": revoked}))).into_response())
+    let revoked = sec.revoke_token(&digest).await?;
+    Ok((StatusCode::OK, axum::Json(Revoked { revoked })).into_response())
 }
 
 /// The caller as the coordinator sees it.
 pub async fn session(Extension(principal): Extension<Arc<Principal>>) -> Response {
     (
         StatusCode::OK,
-        axum::Json(json!({
-            "authenticated": true,
-            "username": principal.username,
-            "roles": principal.roles.names(),
-            "authMethod": principal.method.as_str(),
-            "streamPrefixes": principal.scopes.describe(),
-            "expiresAt": principal.token.as_ref().map(|t| crate::clock::iso_ms(t.expires_ms)),
-        })),
+        axum::Json(SessionResponse {
+            authenticated: true,
+            username: principal.username.clone(),
+            roles: role_names(&principal),
+            auth_method: principal.method.as_str().to_owned(),
+            stream_prefixes: principal.scopes.describe(),
+            expires_at: principal
+                .token
+                .as_ref()
+                .map(|t| crate::clock::iso_ms(t.expires_ms)),
+        }),
     )
         .into_response()
 }
@@ -308,15 +326,14 @@ pub async fn audit_log(
         return Err(ApiError::invalid("since: must not be after until"));
     }
     let records = sec
-        .audit
-        .read(&filter, |r| {
+        .audit_records(&filter, |r| {
             !principal.scopes.is_restricted()
                 || r.stream_prefix
                     .as_deref()
                     .is_some_and(|p| principal.scopes.allows(p))
         })
         .await?;
-    Ok((StatusCode::OK, axum::Json(json!({"records": records}))).into_response())
+    Ok((StatusCode::OK, axum::Json(AuditRecords { records })).into_response())
 }
 
 fn instant(field: &str, text: &str) -> Result<i64, ApiError> {

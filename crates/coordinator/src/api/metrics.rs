@@ -1,4 +1,4 @@
-//! HTTP glue for metrics: the layer that counts and times every request by route *template*, the
+//! HTTP glue for metrics (`crate::metrics` holds the metrics themselves): the layer that counts and times every request by route *template*, the
 //! `GET /metrics` handler, and the optional unauthenticated metrics-only router for a separate listener.
 
 use crate::coordinator::Coordinator;
@@ -38,7 +38,7 @@ pub async fn metrics(State(c): State<Arc<Coordinator>>) -> Response {
     let mut resp = (StatusCode::OK, body).into_response();
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
-        HeaderValue::from_static(super::CONTENT_TYPE),
+        HeaderValue::from_static(crate::metrics::CONTENT_TYPE),
     );
     resp
 }

@@ -1,4 +1,8 @@
-//! The background task that keeps the gauges current: every `coordinator.metrics.refresh-interval` it
+//! The background task that keeps the metrics gauges (`metrics/snapshot.rs`) current, and the health facts
+//! it shares with monitoring. It sits outside `metrics` because it reads groups through the `Coordinator`,
+//! which itself holds the metrics: `metrics` depends on nothing of the coordinator's.
+//!
+//! The task: every `coordinator.metrics.refresh-interval` it
 //! checks Redis, reads every group in the index as Redis holds it (the cached aggregate when one HGET shows
 //! its revision is current, else a fresh load, which also notices store revisions going backwards without
 //! anyone calling an API), their leases, progress and shard offsets, and swaps in a new snapshot. Every
@@ -6,10 +10,10 @@
 //! building the snapshot take milliseconds for a group of thousands of members, so they run off the async
 //! workers, where they would hold up heartbeats.
 
-use super::snapshot::{self, GroupObservation, HealthObservation};
 use crate::cache::GroupName;
 use crate::coordinator::Coordinator;
-use crate::error::ApiError;
+use crate::domain_error::CoordError;
+use crate::metrics::snapshot::{self, GroupObservation, HealthObservation};
 use rsc_store::IndexState;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -153,7 +157,10 @@ impl Coordinator {
         }
     }
 
-    async fn observe_group(&self, name: &GroupName) -> Result<Option<GroupObservation>, ApiError> {
+    async fn observe_group(
+        &self,
+        name: &GroupName,
+    ) -> Result<Option<GroupObservation>, CoordError> {
         let Some(cached) = self.current_or_load(name).await? else {
             return Ok(None);
         };
@@ -175,12 +182,7 @@ impl Coordinator {
                 .collect()
         })
         .await
-        .map_err(|e| {
-            ApiError::new(
-                rsc_protocol::errors::ErrorCode::Internal,
-                format!("parsing member progress failed: {e}"),
-            )
-        })?;
+        .map_err(|e| CoordError::Internal(format!("parsing member progress failed: {e}")))?;
         let g = &cached.group;
         let shard_ids = g.assignable_shards();
         let shards = if shard_ids.len() <= self.config.metrics.max_shard_series as usize {
