@@ -14,57 +14,14 @@
 //! the commit. Each answer is sent only once the aggregate it describes is in Redis.
 
 use crate::cache::GroupName;
-use crate::coordinator::{Commit, Coordinator};
+use crate::coordinator::{Coordinator, commit_result};
+use crate::queues::Pending;
 use crate::stats::Stats;
 use rsc_group::heartbeat::Caller;
 use rsc_group::replica::CommitResult;
-use rsc_group::replica::commit::{BatchReply, MAX_BATCH, Queued, decide_queue, replies};
+use rsc_group::replica::commit::{BatchReply, decide_queue, replies};
 use rsc_protocol::wire::HeartbeatRequest;
-use std::collections::HashMap;
-use std::sync::Mutex;
 use tokio::sync::oneshot;
-
-/// A request waiting to write, and where to answer it.
-type Pending = Queued<oneshot::Sender<BatchReply>>;
-
-/// The per-group queues of requests waiting to write.
-#[derive(Default)]
-pub struct TransitionQueues {
-    queues: Mutex<HashMap<GroupName, Vec<Pending>>>,
-}
-impl TransitionQueues {
-    /// Queues a request; false if the queues are unusable (a panic poisoned them).
-    fn push(&self, name: &GroupName, p: Pending) -> bool {
-        match self.queues.lock() {
-            Ok(mut q) => {
-                q.entry(name.clone()).or_default().push(p);
-                true
-            }
-            Err(_) => false,
-        }
-    }
-
-    /// How many requests of this group are waiting to write.
-    pub fn queued(&self, name: &GroupName) -> usize {
-        self.queues
-            .lock()
-            .map_or(0, |q| q.get(name).map_or(0, Vec::len))
-    }
-
-    fn take(&self, name: &GroupName) -> Vec<Pending> {
-        let Ok(mut q) = self.queues.lock() else {
-            return Vec::new();
-        };
-        let Some(list) = q.get_mut(name) else {
-            return Vec::new();
-        };
-        if list.len() <= MAX_BATCH {
-            q.remove(name).unwrap_or_default()
-        } else {
-            list.drain(..MAX_BATCH).collect()
-        }
-    }
-}
 
 impl Coordinator {
     /// Writes the transition this request needs, together with whatever else of its group is waiting.
@@ -165,16 +122,6 @@ impl Coordinator {
         for (reply_to, reply) in replies(decided.included, &result) {
             let _ = reply_to.send(reply);
         }
-    }
-}
-
-/// What a commit came to, as the replica core sees it.
-pub(crate) fn commit_result(r: Result<Commit, crate::error::ApiError>) -> CommitResult {
-    match r {
-        Ok(Commit::Written(_)) => CommitResult::Written,
-        Ok(Commit::Conflict) => CommitResult::Conflict,
-        Ok(Commit::ConditionFailed { member }) => CommitResult::ConditionFailed { member },
-        Err(_) => CommitResult::Unavailable,
     }
 }
 

@@ -9,12 +9,12 @@
 use crate::cache::{Cached, GroupCache, GroupName};
 use crate::clock::{RedisClock, iso_ms};
 use crate::config::CoordinatorConfig;
-use crate::error::ApiError;
+use crate::domain_error::CoordError;
 use crate::stats::Stats;
 use rsc_group::heartbeat::Transition;
 use rsc_group::model::{AggregateError, Group};
+use rsc_group::replica::CommitResult;
 use rsc_group::timing::Timing;
-use rsc_protocol::errors::ErrorCode;
 use rsc_protocol::names;
 use rsc_store::{CasOutcome, CasWrite, GroupKeys, Store, StoreError};
 use std::sync::Arc;
@@ -36,10 +36,10 @@ pub struct Coordinator {
     terminating: AtomicBool,
     /// Redis time of the reconciler's last completed pass (0 = never).
     pub last_reconcile_ms: AtomicI64,
-    /// Heartbeats waiting to write, per group (`batch.rs`).
-    pub transitions: crate::batch::TransitionQueues,
-    /// Groups the reconciler should visit before its next tick (`reconciler.rs`).
-    pub urgent: crate::reconciler::Urgent,
+    /// Heartbeats waiting to write, per group (`queues.rs`, committed by `batch.rs`).
+    pub transitions: crate::queues::TransitionQueues,
+    /// Groups the reconciler should visit before its next tick (`urgent.rs`, visited by `reconciler.rs`).
+    pub urgent: crate::urgent::Urgent,
 }
 
 /// The result of trying to commit one transition.
@@ -75,8 +75,8 @@ impl Coordinator {
             metrics: crate::metrics::Metrics::new(),
             terminating: AtomicBool::new(false),
             last_reconcile_ms: AtomicI64::new(0),
-            transitions: crate::batch::TransitionQueues::default(),
-            urgent: crate::reconciler::Urgent::default(),
+            transitions: crate::queues::TransitionQueues::default(),
+            urgent: crate::urgent::Urgent::default(),
         })
     }
 
@@ -102,11 +102,10 @@ impl Coordinator {
     }
 
     /// Rejects mutations once shutdown has begun.
-    pub fn ensure_running(&self) -> Result<(), ApiError> {
+    pub fn ensure_running(&self) -> Result<(), CoordError> {
         if self.is_terminating() {
-            return Err(ApiError::new(
-                ErrorCode::CoordinatorTerminating,
-                "this coordinator is shutting down; retry against another replica",
+            return Err(CoordError::Terminating(
+                "this coordinator is shutting down; retry against another replica".to_owned(),
             ));
         }
         Ok(())
@@ -114,7 +113,7 @@ impl Coordinator {
 
     /// Reads a group from Redis (never from the cache) and refreshes the cache. Missing → None; unreadable,
     /// unknown schema or a revision that disagrees with the aggregate → MetadataCorrupt (fail closed).
-    pub async fn load(&self, name: &GroupName) -> Result<Option<Cached>, ApiError> {
+    pub async fn load(&self, name: &GroupName) -> Result<Option<Cached>, CoordError> {
         let Some(cached) = self.read_group(name).await? else {
             self.cache.invalidate(name);
             return Ok(None);
@@ -137,7 +136,7 @@ impl Coordinator {
     }
 
     /// Reads and checks a group's metadata from Redis, without touching the cache.
-    async fn read_group(&self, name: &GroupName) -> Result<Option<Cached>, ApiError> {
+    async fn read_group(&self, name: &GroupName) -> Result<Option<Cached>, CoordError> {
         let keys = self.keys(name);
         let stored = match self
             .metrics
@@ -156,18 +155,15 @@ impl Coordinator {
             || group.stream_prefix != name.stream_prefix
             || group.consumer_group != name.consumer_group
         {
-            return Err(ApiError::new(
-                ErrorCode::MetadataCorrupt,
-                format!(
-                    "metadata key {} is inconsistent (hash revision {}, aggregate storeRevision {}, group {}/{}); \
-                     restore it from backup",
-                    keys.metadata,
-                    stored.revision,
-                    group.store_revision,
-                    group.stream_prefix,
-                    group.consumer_group
-                ),
-            ));
+            return Err(CoordError::MetadataCorrupt(format!(
+                "metadata key {} is inconsistent (hash revision {}, aggregate storeRevision {}, group {}/{}); \
+                 restore it from backup",
+                keys.metadata,
+                stored.revision,
+                group.store_revision,
+                group.stream_prefix,
+                group.consumer_group
+            )));
         }
         Ok(Some(Cached {
             group: Arc::new(group),
@@ -179,7 +175,7 @@ impl Coordinator {
     pub async fn cached_or_load(
         &self,
         name: &GroupName,
-    ) -> Result<(Option<Cached>, bool), ApiError> {
+    ) -> Result<(Option<Cached>, bool), CoordError> {
         if let Some(c) = self.cache.get(name) {
             return Ok((Some(c), false));
         }
@@ -218,7 +214,7 @@ impl Coordinator {
     pub(crate) async fn current_or_load(
         &self,
         name: &GroupName,
-    ) -> Result<Option<Cached>, ApiError> {
+    ) -> Result<Option<Cached>, CoordError> {
         if let Some(cached) = self.cache.get(name)
             && self.still_current(name, &cached).await?
         {
@@ -233,7 +229,7 @@ impl Coordinator {
         name: &GroupName,
         base: &Cached,
         t: Transition,
-    ) -> Result<Commit, ApiError> {
+    ) -> Result<Commit, CoordError> {
         self.commit_with_progress(name, base, t, Vec::new()).await
     }
 
@@ -245,19 +241,16 @@ impl Coordinator {
         base: &Cached,
         t: Transition,
         progress: Vec<(String, String)>,
-    ) -> Result<Commit, ApiError> {
+    ) -> Result<Commit, CoordError> {
         // Taken by value: the aggregate of a big group is moved into the cache, never copied.
         let Some(mut group) = t.group else {
             return Ok(Commit::Conflict);
         };
         group.store_revision = base.revision.checked_add(1).ok_or_else(|| {
-            ApiError::new(
-                ErrorCode::MetadataCorrupt,
-                format!(
-                    "the store revision {} of group {}/{} cannot be incremented; restore the key from backup",
-                    base.revision, name.stream_prefix, name.consumer_group
-                ),
-            )
+            CoordError::MetadataCorrupt(format!(
+                "the store revision {} of group {}/{} cannot be incremented; restore the key from backup",
+                base.revision, name.stream_prefix, name.consumer_group
+            ))
         })?;
         // A member the aggregate still lists (expired, fenced, left) loses its lease but keeps its last
         // progress, so monitoring still shows when it was last heard from; a pruned one loses both.
@@ -284,7 +277,7 @@ impl Coordinator {
             .await
             .map_err(|e| {
                 self.note_store_error(&e);
-                ApiError::from(e)
+                CoordError::from(e)
             })?;
         match outcome {
             CasOutcome::Written { revision, now_ms } => {
@@ -333,7 +326,7 @@ impl Coordinator {
         &self,
         name: &GroupName,
         group: Group,
-    ) -> Result<Option<Cached>, ApiError> {
+    ) -> Result<Option<Cached>, CoordError> {
         let created = self
             .store
             .create(
@@ -346,7 +339,7 @@ impl Coordinator {
             .await
             .map_err(|e| {
                 self.note_store_error(&e);
-                ApiError::from(e)
+                CoordError::from(e)
             })?;
         match created {
             rsc_store::CreateOutcome::Created { revision, now_ms } => {
@@ -369,11 +362,18 @@ impl Coordinator {
     }
 }
 
-fn corrupt(key: &str, e: &AggregateError) -> ApiError {
-    ApiError::new(
-        ErrorCode::MetadataCorrupt,
-        format!(
-            "metadata key {key} is unreadable ({e}); the group fails closed until it is restored from backup"
-        ),
-    )
+fn corrupt(key: &str, e: &AggregateError) -> CoordError {
+    CoordError::MetadataCorrupt(format!(
+        "metadata key {key} is unreadable ({e}); the group fails closed until it is restored from backup"
+    ))
+}
+
+/// What a commit came to, as the replica core sees it.
+pub(crate) fn commit_result(r: Result<Commit, CoordError>) -> CommitResult {
+    match r {
+        Ok(Commit::Written(_)) => CommitResult::Written,
+        Ok(Commit::Conflict) => CommitResult::Conflict,
+        Ok(Commit::ConditionFailed { member }) => CommitResult::ConditionFailed { member },
+        Err(_) => CommitResult::Unavailable,
+    }
 }

@@ -383,7 +383,7 @@ impl Coordinator {
         let lock = self.cache.lock_for(name);
         let _guard = lock.lock().await;
         for _ in 0..MAX_CAS_ATTEMPTS {
-            let base = match self.load(name).await.map_err(CoordError::from) {
+            let base = match self.load(name).await {
                 Ok(b) => b,
                 Err(CoordError::MetadataCorrupt(message)) => {
                     return Err(CoordError::MetadataCorrupt(format!(

@@ -1,7 +1,7 @@
 //! `ApiError`: the HTTP shape of a failure — the contract's error code and message — rendered as the
 //! contract's JSON error body with the right HTTP status. Operations fail with the domain's `CoordError`
-//! (`domain_error.rs`), turned into an `ApiError` by the API (`api/error.rs`); the HTTP edge (extractors,
-//! the guard, the connection cap) and the heartbeat core answer with `ApiError` directly.
+//! (`domain_error.rs`), turned into an `ApiError` by the API (`api/error.rs`); only the HTTP edge
+//! (extractors, the guard, the connection cap) answers with `ApiError` directly.
 //!
 //! No handler builds an error response by hand and nothing ever answers a bare 500: unexpected store
 //! failures become 503 `REDIS_UNAVAILABLE` (retry later), and unreadable metadata fails closed with 409

@@ -20,7 +20,7 @@
 
 use crate::cache::{Cached, GroupName};
 use crate::coordinator::Coordinator;
-use crate::error::ApiError;
+use crate::domain_error::CoordError;
 use crate::security::principal::Principal;
 use crate::security::roles::Role;
 use crate::stats::Stats;
@@ -29,7 +29,6 @@ use rsc_group::model::MemberState;
 use rsc_group::replica::heartbeat::{
     Confirmation, HeartbeatFlow, Notes, ReadFailure, Renewal, Step,
 };
-use rsc_protocol::errors::ErrorCode;
 use rsc_protocol::wire::{HeartbeatRequest, HeartbeatResponse, HeartbeatStatus};
 use rsc_store::HeartbeatOutcome;
 use serde::Serialize;
@@ -67,7 +66,7 @@ impl Coordinator {
         member_id: &str,
         req: &HeartbeatRequest,
         principal: Option<&Principal>,
-    ) -> Result<HeartbeatResponse, ApiError> {
+    ) -> Result<HeartbeatResponse, CoordError> {
         let mut response = self
             .heartbeat_inner(name, member_id, req, caller(principal))
             .await?;
@@ -215,7 +214,7 @@ impl Coordinator {
         member_id: &str,
         req: &HeartbeatRequest,
         caller: Caller<'_>,
-    ) -> Result<HeartbeatResponse, ApiError> {
+    ) -> Result<HeartbeatResponse, CoordError> {
         let (mut flow, mut step) = HeartbeatFlow::<Cached>::start(member_id, caller, &self.timing);
         let mut unreadable = None;
         let response = loop {
@@ -228,9 +227,9 @@ impl Coordinator {
                         Ok((cached, fresh)) => {
                             flow.on_read(req, Ok(cached), fresh, self.clock.now_ms())
                         }
-                        Err(e) if e.code == ErrorCode::MetadataCorrupt => {
-                            tracing::error!(error = %e, "heartbeat refused: group metadata unreadable");
-                            unreadable = Some(e.message);
+                        Err(CoordError::MetadataCorrupt(why)) => {
+                            tracing::error!(error = %why, "heartbeat refused: group metadata unreadable");
+                            unreadable = Some(why);
                             flow.on_read(req, Err(ReadFailure::Corrupt), false, 0)
                         }
                         Err(_) => flow.on_read(req, Err(ReadFailure::Unavailable), false, 0),
@@ -263,16 +262,13 @@ impl Coordinator {
                 }
                 Step::Answer(response) => break response,
                 Step::Refuse { owner } => {
-                    return Err(ApiError::new(
-                        ErrorCode::MemberOwnedByAnotherPrincipal,
-                        format!(
-                            "member {member_id:?} of group {}/{} was joined by principal {owner:?}: only {owner:?} \
+                    return Err(CoordError::MemberOwnedByAnotherPrincipal(format!(
+                        "member {member_id:?} of group {}/{} was joined by principal {owner:?}: only {owner:?} \
                              (or an ADMIN) may send its heartbeats; {:?} must use a member id of its own",
-                            name.stream_prefix,
-                            name.consumer_group,
-                            caller.principal.unwrap_or_default()
-                        ),
-                    ));
+                        name.stream_prefix,
+                        name.consumer_group,
+                        caller.principal.unwrap_or_default()
+                    )));
                 }
                 Step::FailClosed => {
                     break self.fail_closed(

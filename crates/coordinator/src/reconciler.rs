@@ -6,9 +6,8 @@
 //! the time from Redis, and commits by compare-and-set with its time and lease conditions checked by Redis in
 //! the same script, so concurrent passes at worst lose a race and try again next tick.
 
-use crate::batch::commit_result;
 use crate::cache::GroupName;
-use crate::coordinator::Coordinator;
+use crate::coordinator::{Coordinator, commit_result};
 use crate::stats::Stats;
 use rsc_group::replica::reconcile::{ReconcileFlow, ReconcileStep};
 use rsc_store::{IndexEntry, IndexState};
@@ -20,13 +19,13 @@ use tokio::sync::watch;
 
 impl Coordinator {
     /// All groups the index lists, with their index state, sorted by stream prefix then group.
-    pub async fn index_entries(&self) -> Result<Vec<IndexEntry>, crate::error::ApiError> {
+    pub async fn index_entries(&self) -> Result<Vec<IndexEntry>, crate::domain_error::CoordError> {
         self.store
             .group_index_list(&self.index_key())
             .await
             .map_err(|e| {
                 self.note_store_error(&e);
-                crate::error::ApiError::from(e)
+                crate::domain_error::CoordError::from(e)
             })
     }
 
@@ -116,13 +115,6 @@ impl Coordinator {
         self.last_reconcile_ms
             .store(self.clock.now_ms(), Ordering::Relaxed);
     }
-}
-
-/// Groups waiting for an early visit, and the reconciler's wake-up.
-#[derive(Debug, Default)]
-pub struct Urgent {
-    groups: std::sync::Mutex<BTreeSet<GroupName>>,
-    wake: tokio::sync::Notify,
 }
 
 /// Early visits happen at most this often, so a lease entry the tick cannot act on (one whose expiry is
