@@ -200,7 +200,29 @@ impl Coordinator {
         }
     }
 
-    pub fn compatibility(&self) -> CompatibilityResponse {
+    /// Live members of every group, counted by the protocol version they joined with (None when the
+    /// index or a group cannot be read).
+    async fn live_members_by_protocol_version(
+        &self,
+    ) -> Option<std::collections::BTreeMap<String, u64>> {
+        let mut counts = std::collections::BTreeMap::new();
+        for e in self.index_entries().await.ok()? {
+            if e.state != rsc_store::IndexState::Live {
+                continue;
+            }
+            let name = GroupName::new(&e.stream_prefix, &e.consumer_group);
+            let Some(c) = self.cached_or_load(&name).await.ok()?.0 else {
+                continue;
+            };
+            for m in c.group.members.values().filter(|m| m.state.is_live()) {
+                *counts.entry(m.protocol_version.to_string()).or_default() += 1;
+            }
+        }
+        Some(counts)
+    }
+
+    pub async fn compatibility(&self) -> CompatibilityResponse {
+        let live_members_by_protocol_version = self.live_members_by_protocol_version().await;
         let seconds = |ms: i64| format!("PT{}S", ms as f64 / 1000.0);
         CompatibilityResponse {
             current_coordination_version: rsc_protocol::PROTOCOL_VERSION_MAX,
@@ -222,6 +244,7 @@ impl Coordinator {
                 },
             }],
             coordinator_version: env!("CARGO_PKG_VERSION").to_owned(),
+            live_members_by_protocol_version,
         }
     }
 }

@@ -328,6 +328,21 @@ pub async fn version(target: Target) -> Result<ExitCode, Failure> {
                     n(&range, "min"),
                     n(&range, "max")
                 );
+                if let Some(counts) = c
+                    .get("liveMembersByProtocolVersion")
+                    .and_then(Value::as_object)
+                {
+                    let text: Vec<String> =
+                        counts.iter().map(|(v, c)| format!("v{v}: {c}")).collect();
+                    println!(
+                        "live members by protocol version: {}",
+                        if text.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            text.join(", ")
+                        }
+                    );
+                }
             }
         }
     }

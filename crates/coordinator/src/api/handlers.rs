@@ -78,7 +78,7 @@ pub async fn health(State(c): Coord) -> Response {
 }
 
 pub async fn compatibility(State(c): Coord) -> Response {
-    ok(StatusCode::OK, c.compatibility())
+    ok(StatusCode::OK, c.compatibility().await)
 }
 
 /// Every live group the caller may see: a principal scoped to some stream prefixes sees only those.

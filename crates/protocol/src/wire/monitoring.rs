@@ -74,6 +74,9 @@ pub struct CompatibilityResponse {
     pub coordination_versions: Vec<CoordinationVersion>,
     /// rsc: this server's version.
     pub coordinator_version: String,
+    /// rsc: how many live members of all groups joined with each protocol version ("0": joined before rsc
+    /// recorded it); null when the groups could not be read.
+    pub live_members_by_protocol_version: Option<std::collections::BTreeMap<String, u64>>,
 }
 
 #[derive(Debug, Clone, Serialize)]
