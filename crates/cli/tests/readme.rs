@@ -23,10 +23,11 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The README sections the walk runs, in README order.
-const SECTIONS: [&str; 3] = [
+const SECTIONS: [&str; 4] = [
     "A walk through the API with curl",
     "Scaling a stream's shard count",
     "Operations runbook",
+    "Operating with the `rsc` CLI",
 ];
 /// The README's example password, replaced by the test's.
 const README_PASSWORD: &str = "pick-a-long-password";
@@ -278,6 +279,11 @@ fn every_command_of_the_readme_walk_and_runbook_works_as_written() {
         ("RSC_REDIS_URL", redis.url()),
         ("RSC_COORDINATOR", format!("http://127.0.0.1:{port}")),
         ("RSC_LOG", "warn".to_owned()),
+        // `rsc login` stores its token here, not in the home directory of whoever runs the tests.
+        (
+            "RSC_CONFIG_DIR",
+            dir.path().join("rsc-config").display().to_string(),
+        ),
     ];
 
     // The coordinator, as the README starts it.

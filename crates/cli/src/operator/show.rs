@@ -233,7 +233,6 @@ pub async fn describe(args: DescribeArgs) -> Result<ExitCode, Failure> {
             s(&m, "state").to_owned(),
             n(&m, "memberEpoch"),
             n(&m, "protocolVersion"),
-            client_text(&m),
             age(now, s(&m, "lastHeartbeatAt")),
             left(now, s(&m, "memberLeaseExpiresAt")),
             shards_text(m.get("currentAssignment")),
@@ -405,7 +404,7 @@ pub async fn upgrade_check(args: UpgradeCheckArgs) -> Result<ExitCode, Failure> 
             if v < min || v > max {
                 outside.push(json!({
                     "streamPrefix": p, "consumerGroup": c, "memberId": s(&m, "memberId"),
-                    "protocolVersion": v, "client": client_text(&m),
+                    "protocolVersion": v,
                 }));
             }
         }
@@ -433,14 +432,13 @@ pub async fn upgrade_check(args: UpgradeCheckArgs) -> Result<ExitCode, Failure> 
                 println!("COMPATIBLE: every live member speaks a version the target supports");
             } else {
                 println!("NOT COMPATIBLE: upgrade these clients first");
-                let mut t = Table::new(&["STREAM", "GROUP", "MEMBER", "PROTOCOL", "CLIENT"]);
+                let mut t = Table::new(&["STREAM", "GROUP", "MEMBER", "PROTOCOL"]);
                 for o in &outside {
                     t.row(vec![
                         s(o, "streamPrefix").into(),
                         s(o, "consumerGroup").into(),
                         s(o, "memberId").into(),
                         n(o, "protocolVersion"),
-                        s(o, "client").into(),
                     ]);
                 }
                 print!("{}", t.render());
@@ -481,14 +479,6 @@ fn version_text(v: Option<&Value>) -> String {
             .unwrap_or("?")
             .to_owned(),
         _ => "?".to_owned(),
-    }
-}
-
-fn client_text(m: &Value) -> String {
-    match (s(m, "clientName"), s(m, "clientVersion")) {
-        ("", _) => String::new(),
-        (name, "") => name.to_owned(),
-        (name, v) => format!("{name}/{v}"),
     }
 }
 
