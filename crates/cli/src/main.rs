@@ -1,6 +1,7 @@
 //! The `rsc` binary: `rsc serve` runs the coordinator, `rsc demo` shows a live demo group, `rsc bench` drives
 //! load against a running coordinator, `rsc hash-password` prints an Argon2id hash for the configuration.
 
+mod backup;
 mod bench;
 mod demo;
 mod hash_password;
@@ -41,6 +42,12 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Benchmarks against a running coordinator (see BENCHMARKS.md).
     Bench(bench::BenchArgs),
+    /// Back up the Redis records that define groups and streams to a checksummed file.
+    Backup(backup::BackupArgs),
+    /// Restore a backup into Redis (refuses to replace newer live metadata unless --force).
+    Restore(backup::RestoreArgs),
+    /// Check a Redis deployment against the runbook (PASS/WARN/FAIL; exit 1 on any FAIL).
+    Doctor(backup::DoctorArgs),
 }
 
 fn init_logging(format: &str) {
@@ -64,6 +71,9 @@ fn main() -> ExitCode {
         Command::HashPassword => hash_password::run(),
         Command::Demo(args) => demo::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Backup(args) => backup::run_verb("backup", backup::take::run(args)),
+        Command::Restore(args) => backup::run_verb("restore", backup::restore::run(args)),
+        Command::Doctor(args) => backup::run_verb("doctor", backup::doctor::run(args)),
         Command::Serve {
             listen,
             redis_url,

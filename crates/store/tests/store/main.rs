@@ -25,6 +25,7 @@ macro_rules! on_both_topologies {
 
 mod fixtures;
 
+mod backup;
 mod cas;
 mod cluster_spread;
 mod connect;
