@@ -351,8 +351,8 @@ async fn coordinator_clock_check(base: &str) -> Check {
         "clock coordinator",
         level,
         format!(
-            "{}'s Date is {skew:+} ms from this host (1 s resolution)",
-            redact(base)
+            "{} sends a Date {skew:+} ms from this host (1 s resolution)",
+            redact(base).trim_end_matches('/')
         ),
     )
 }
@@ -409,7 +409,7 @@ async fn acl_checks(store: &Store, kp: &str) -> Vec<Check> {
                 "acl other users",
                 Level::Pass,
                 format!(
-                    "no other of {} ACL user(s) may DEL coordinator keys",
+                    "none of the {} other ACL user(s) may DEL coordinator keys",
                     others.len()
                 ),
             )
