@@ -285,7 +285,22 @@ async fn damaged_files_other_prefixes_and_bad_input_are_one_line_errors() {
     assert_eq!(s, 201, "{b}");
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("b.backup");
-    assert!(backup(&url, &file).status.success());
+    let out = rsc(&[
+        "backup",
+        "--redis-url",
+        &url,
+        "-o",
+        file.to_str().unwrap(),
+        "--output",
+        "json",
+    ]);
+    assert!(out.status.success(), "{:?}", text(&out));
+    let summary: Value = serde_json::from_str(&text(&out).0).unwrap();
+    assert_eq!(
+        (summary["streams"].as_u64(), summary["groups"].as_u64()),
+        (Some(1), Some(1)),
+        "{summary}"
+    );
     let good = std::fs::read_to_string(&file).unwrap();
 
     let damaged = dir.path().join("damaged");
