@@ -237,6 +237,15 @@ async fn backup_flushall_restore_gives_the_same_members_the_same_shards() {
         assert_eq!(m.owned, before, "{} lost its shards: {resp}", m.id);
     }
     assert_eq!(routing(base.clone()).await, routing_before);
+    // A restore of the current state raises no rollback suspicion.
+    let (_, view) = call(
+        reqwest::Method::GET,
+        &base,
+        "/coord/v1/monitoring/streams/orders/groups/orders",
+        None,
+    )
+    .await;
+    assert_eq!(view["metadataDurability"]["status"], "OK", "{view}");
     // The shard streams and Redis consumer groups exist again, so producers and readers work.
     let groups = redis_cmd(&url, &["XINFO", "GROUPS", "orders:3"]);
     assert!(format!("{groups:?}").contains("billing"), "{groups:?}");
@@ -267,7 +276,27 @@ async fn backup_flushall_restore_gives_the_same_members_the_same_shards() {
         "{stdout}"
     );
     assert_ne!(redis_cmd(&url, &["HGET", meta, "revision"]), live_before);
-    let _ = c;
+
+    // What the warning said: a member that saw the newer version reports it, and the group is suspected.
+    c.heartbeat(&base).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, view) = call(
+            reqwest::Method::GET,
+            &base,
+            "/coord/v1/monitoring/streams/orders/groups/orders",
+            None,
+        )
+        .await;
+        if !view["metadataDurability"]["rollbackSuspicion"].is_null() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no rollback suspicion after a forced restore: {view}"
+        );
+        c.heartbeat(&base).await;
+    }
 }
 
 #[tokio::test]
