@@ -31,6 +31,7 @@ mod cluster_spread;
 mod connect;
 mod create_load;
 mod delete_index;
+mod diagnostics;
 mod heartbeat;
 mod hot_path;
 mod leases;
