@@ -3,6 +3,7 @@
 //! in `operator/`) talk to it over coord/v1; `rsc demo` shows a live demo group, `rsc bench` drives load
 //! against a running coordinator, `rsc hash-password` prints an Argon2id hash for the configuration.
 
+mod backup;
 mod bench;
 mod demo;
 mod hash_password;
@@ -70,6 +71,12 @@ enum Command {
     Version(operator::Target),
     /// Whether every live member speaks a protocol version the target release supports.
     UpgradeCheck(operator::show::UpgradeCheckArgs),
+    /// Back up the Redis records that define groups and streams to a checksummed file.
+    Backup(backup::BackupArgs),
+    /// Restore a backup into Redis (refuses to replace newer live metadata unless --force).
+    Restore(backup::RestoreArgs),
+    /// Check a Redis deployment against the runbook (PASS/WARN/FAIL; exit 1 on any FAIL).
+    Doctor(backup::DoctorArgs),
 }
 
 fn init_logging(format: &str) {
@@ -106,6 +113,9 @@ fn main() -> ExitCode {
         Command::Apply(args) => operator::run(operator::apply::apply(args)),
         Command::Version(t) => operator::run(operator::show::version(t)),
         Command::UpgradeCheck(args) => operator::run(operator::show::upgrade_check(args)),
+        Command::Backup(args) => backup::run_verb("backup", backup::take::run(args)),
+        Command::Restore(args) => backup::run_verb("restore", backup::restore::run(args)),
+        Command::Doctor(args) => backup::run_verb("doctor", backup::doctor::run(args)),
         Command::Serve {
             listen,
             redis_url,

@@ -10,13 +10,17 @@
 //! Every other kind of record the coordinator keeps in Redis has its own typed API here, one module
 //! each: the group index (`index.rs`), stream records (`streams.rs`), shard streams (`shards.rs`),
 //! bearer tokens (`tokens.rs`), the audit streams (`audit.rs`), rate-limit windows and the sign-in
-//! throttle (`limits.rs`) and the bootstrap admin hash (`bootstrap.rs`). Every Lua script is in
+//! throttle (`limits.rs`), the bootstrap admin hash (`bootstrap.rs`), backup and restore of the records
+//! that define groups and streams (`backup.rs`) and what Redis says about itself for `rsc doctor`
+//! (`diagnostics.rs`). Every Lua script is in
 //! `lua/`. Key names are built by the caller with `rsc_protocol::names`; the store takes them as
 //! arguments.
 
 mod audit;
+mod backup;
 mod bootstrap;
 mod connection;
+mod diagnostics;
 mod error;
 mod index;
 mod keys;
@@ -31,7 +35,9 @@ mod streams;
 mod tokens;
 
 pub use audit::AuditEntry;
+pub use backup::{RestoreOutcome, RestoredHash};
 pub use connection::{RedisConn, RedisTopology};
+pub use diagnostics::AclAnswer;
 pub use error::StoreError;
 pub use index::{IndexEntry, IndexState};
 pub use keys::GroupKeys;

@@ -25,11 +25,13 @@ macro_rules! on_both_topologies {
 
 mod fixtures;
 
+mod backup;
 mod cas;
 mod cluster_spread;
 mod connect;
 mod create_load;
 mod delete_index;
+mod diagnostics;
 mod heartbeat;
 mod hot_path;
 mod leases;

@@ -1,0 +1,146 @@
+//! `rsc backup`, `rsc restore` and `rsc doctor`: the operator verbs that talk to Redis directly (through
+//! `rsc-store`), not to the coordinator. `file.rs` is the backup file format, `take.rs` takes a backup,
+//! `restore.rs` writes one back under the runbook's durability rules, `doctor.rs` checks a Redis deployment
+//! against the runbook's recommendations. This file holds what they share: arguments, the Redis
+//! connection, redaction of credentials in URLs they echo, and one-line errors.
+
+pub mod doctor;
+mod file;
+pub mod restore;
+pub mod take;
+
+use clap::{Args, ValueEnum};
+use rsc_store::{RedisTopology, Store};
+use std::process::ExitCode;
+use std::time::Duration;
+
+pub use doctor::DoctorArgs;
+pub use restore::RestoreArgs;
+pub use take::BackupArgs;
+
+/// The coordinator's default `coordinator.store.key-prefix`.
+pub const DEFAULT_KEY_PREFIX: &str = "redis-stream:coord";
+
+/// Bound for connecting to Redis and for every command.
+const REDIS_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How results are printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Output {
+    /// Human-readable lines.
+    Text,
+    /// One JSON document (a summary) on stdout.
+    Json,
+}
+
+/// The Redis a verb talks to.
+#[derive(Args, Debug, Clone)]
+pub struct RedisArgs {
+    /// Redis URL (standalone), e.g. redis://user:password@host:6379. Credentials are never printed.
+    #[arg(long, env = "RSC_REDIS_URL")]
+    pub redis_url: String,
+    /// The coordinator's coordinator.store.key-prefix.
+    #[arg(long, default_value = DEFAULT_KEY_PREFIX)]
+    pub key_prefix: String,
+}
+
+/// A failure of a verb: one line on stderr, exit 1.
+#[derive(Debug)]
+pub struct Failure(pub String);
+
+impl Failure {
+    pub fn new(text: impl Into<String>) -> Failure {
+        Failure(text.into())
+    }
+}
+
+/// Runs an async verb on a current-thread runtime and turns its outcome into an exit code.
+pub fn run_verb<F>(verb: &str, fut: F) -> ExitCode
+where
+    F: std::future::Future<Output = Result<ExitCode, Failure>>,
+{
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("rsc {verb}: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(fut) {
+        Ok(code) => code,
+        Err(Failure(text)) => {
+            eprintln!("rsc {verb}: {}", one_line(&text));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Connects to the Redis of `url`; errors name the URL with its credentials redacted.
+pub async fn connect(url: &str) -> Result<Store, Failure> {
+    Store::connect(&RedisTopology::Standalone(url.to_owned()), REDIS_TIMEOUT)
+        .await
+        .map_err(|e| Failure::new(scrub(&e.to_string(), url)))
+}
+
+/// A store error as one line, with the credentials of `url` redacted.
+pub fn store_failure(context: &str, e: &rsc_store::StoreError, url: &str) -> Failure {
+    Failure::new(format!("{context}: {}", scrub(&e.to_string(), url)))
+}
+
+/// `url` with its password (and a username that stands alone) replaced by `***`.
+pub fn redact(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut u) => {
+            if u.password().is_some() {
+                let _ = u.set_password(Some("***"));
+            } else if !u.username().is_empty() {
+                // redis://secret@host: a lone user-info part is the password (AUTH with one argument).
+                let _ = u.set_username("***");
+            }
+            u.to_string()
+        }
+        Err(_) => "<the given URL>".to_owned(),
+    }
+}
+
+/// `text` with every occurrence of `url` replaced by its redacted form, and its password, if any is left.
+pub fn scrub(text: &str, url: &str) -> String {
+    let mut out = text.replace(url, &redact(url));
+    if let Ok(u) = reqwest::Url::parse(url) {
+        // The password, or a lone user-info part (which is the password).
+        let secret = u.password().unwrap_or(u.username());
+        if secret.len() >= 3 {
+            out = out.replace(secret, "***");
+        }
+    }
+    out
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_redacted() {
+        assert_eq!(
+            redact("redis://app:s3cret@127.0.0.1:6379/0"),
+            "redis://app:***@127.0.0.1:6379/0"
+        );
+        assert_eq!(
+            redact("redis://s3cret@127.0.0.1:6379"),
+            "redis://***@127.0.0.1:6379"
+        );
+        assert_eq!(redact("redis://127.0.0.1:6379"), "redis://127.0.0.1:6379");
+        assert_eq!(redact("not a url s3cret"), "<the given URL>");
+        let url = "redis://app:s3cret@127.0.0.1:1";
+        let text = format!("Redis at {url} is unreachable (s3cret)");
+        assert!(!scrub(&text, url).contains("s3cret"));
+    }
+}
