@@ -146,6 +146,18 @@ fn terraform_manages_streams_and_groups() {
             .map(|g| g.shard_count)
     };
 
+    // The shipped example is a valid configuration for this provider.
+    let example = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/terraform/main.tf"),
+    )
+    .expect("examples/terraform/main.tf");
+    let checked = Workdir::new(&terraform, provider_dir, &example).ok(&["validate", "-no-color"]);
+    assert!(
+        checked.stdout.contains("The configuration is valid"),
+        "{}",
+        checked.text()
+    );
+
     let mut a = Workdir::new(&terraform, provider_dir, &main_tf(&url));
     a.env("RSC_PASSWORD", DEPLOYER_PASSWORD);
 
