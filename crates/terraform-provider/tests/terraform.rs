@@ -20,8 +20,14 @@ const DEPLOYER_PASSWORD: &str = "tf-e2e-deployer-password";
 const PREFIX: &str = "tf-orders";
 const REASON: &str = "e2e: managed by the provider test";
 
-/// The configuration under test; `shard_count` and `force_destroy` come from `-var`.
-fn main_tf(url: &str) -> String {
+/// The configuration under test; `shard_count` and `force_destroy` come from `-var`. With `converge`, scales
+/// wait for the consumers to converge (bounded by a `timeouts` block).
+fn main_tf(url: &str, converge: bool) -> String {
+    let wait = if converge {
+        "wait_for_convergence = true\n  timeouts {\n    update = \"60s\"\n  }"
+    } else {
+        ""
+    };
     format!(
         r#"
 terraform {{
@@ -49,6 +55,7 @@ provider "rsc" {{
 resource "rsc_stream" "orders" {{
   stream_prefix = "{PREFIX}"
   shard_count   = var.shard_count
+  {wait}
 }}
 
 resource "rsc_consumer_group" "billing" {{
@@ -158,7 +165,7 @@ fn terraform_manages_streams_and_groups() {
         checked.text()
     );
 
-    let mut a = Workdir::new(&terraform, provider_dir, &main_tf(&url));
+    let mut a = Workdir::new(&terraform, provider_dir, &main_tf(&url, true));
     a.env("RSC_PASSWORD", DEPLOYER_PASSWORD);
 
     // 1. Create the stream and a group.
@@ -194,7 +201,41 @@ fn terraform_manages_streams_and_groups() {
         plan.text()
     );
 
-    // 3. Scale 4 → 8 in place; routing shows 8; the provider logs its request id.
+    // A member of billing heartbeats from here on (the SDK's consumer).
+    let consumer = rt
+        .block_on(Consumer::start(
+            coord.clone(),
+            ConsumerConfig::new(PREFIX, redis.url())
+                .consumer_group("billing")
+                .member_id("tf-e2e-member")
+                .concurrency(1),
+            |d: Delivery| async move {
+                let _ = d.ack().await;
+            },
+        ))
+        .expect("start a consumer of billing");
+    wait_for(Duration::from_secs(30), "the member to be ACTIVE", || {
+        let members = rt
+            .block_on(coord.get_json(&[
+                "coord",
+                "v1",
+                "monitoring",
+                "streams",
+                PREFIX,
+                "groups",
+                "billing",
+                "members",
+            ]))
+            .ok()?;
+        members["members"]
+            .as_array()?
+            .iter()
+            .any(|m| m["state"] == "ACTIVE")
+            .then_some(())
+    });
+
+    // 3. Scale 4 → 8 in place, waiting until the member converged; routing shows 8; the provider logs its
+    //    request id.
     let log = a.dir.path().join("provider.log");
     let log_path = log.display().to_string();
     let scaled = a.run(
@@ -219,6 +260,15 @@ fn terraform_manages_streams_and_groups() {
         .expect("producer routing");
     assert_eq!(routing.shard_count, 8);
     assert_eq!(routing.shards.len(), 8);
+    let billing = rt
+        .block_on(admin.group(PREFIX, "billing"))
+        .expect("read billing")
+        .expect("billing exists");
+    assert_eq!(
+        billing.current_assignment_summary.get("tf-e2e-member"),
+        Some(&8),
+        "wait_for_convergence: the apply returned before the member held all 8 shards: {billing:?}"
+    );
     let log_text = std::fs::read_to_string(&log).expect("provider log");
     let scale_request_id = log_text
         .lines()
@@ -279,9 +329,11 @@ fn terraform_manages_streams_and_groups() {
         drift.stdout
     );
 
-    // 5. Import both resources into an empty state; the plan is then empty.
+    // 5. Import both resources into an empty state; the plan is then empty. (A configuration that also sets
+    //    provider-side settings — wait_for_convergence, timeouts, reason — would plan them as an in-place
+    //    update that sends nothing: an import cannot know them.)
     let b = {
-        let mut b = Workdir::new(&terraform, provider_dir, &main_tf(&url));
+        let mut b = Workdir::new(&terraform, provider_dir, &main_tf(&url, false));
         b.env("RSC_PASSWORD", DEPLOYER_PASSWORD);
         b
     };
@@ -370,7 +422,7 @@ fn terraform_manages_streams_and_groups() {
     let bad_prefix_dir = Workdir::new(
         &terraform,
         provider_dir,
-        &main_tf(&url).replace(&format!("\"{PREFIX}\""), "\"bad{prefix}\""),
+        &main_tf(&url, false).replace(&format!("\"{PREFIX}\""), "\"bad{prefix}\""),
     );
     let bad = bad_prefix_dir.run(
         &["plan", "-input=false", "-no-color"],
@@ -390,38 +442,7 @@ fn terraform_manages_streams_and_groups() {
     assert_eq!(wrong.code, 1, "{}", wrong.text());
     assert!(wrong.text().contains("UNAUTHORIZED"), "{}", wrong.text());
 
-    // 7. Destroy while a member heartbeats: refused without force_destroy (state kept), done with it.
-    let consumer = rt
-        .block_on(Consumer::start(
-            coord.clone(),
-            ConsumerConfig::new(PREFIX, redis.url())
-                .consumer_group("billing")
-                .member_id("tf-e2e-member")
-                .concurrency(1),
-            |d: Delivery| async move {
-                let _ = d.ack().await;
-            },
-        ))
-        .expect("start a consumer of billing");
-    wait_for(Duration::from_secs(30), "the member to be ACTIVE", || {
-        let members = rt
-            .block_on(coord.get_json(&[
-                "coord",
-                "v1",
-                "monitoring",
-                "streams",
-                PREFIX,
-                "groups",
-                "billing",
-                "members",
-            ]))
-            .ok()?;
-        members["members"]
-            .as_array()?
-            .iter()
-            .any(|m| m["state"] == "ACTIVE")
-            .then_some(())
-    });
+    // 7. Destroy while the member heartbeats: refused without force_destroy (state kept), done with it.
     let refused = a.run(
         &[
             "destroy",
