@@ -60,16 +60,17 @@ pub fn block(text: &str, attributes: Vec<(&str, Attribute)>) -> Block {
     }
 }
 
-/// The optional `timeouts { create = "…" update = "…" delete = "…" }` block (durations such as `30s`,
-/// `10m`, `1h30m`).
+/// The optional `timeouts { update = "…" }` block (a duration such as `30s`, `10m`, `1h30m`): how long an
+/// update may wait for its scale to be accepted, and converged when asked. Create and delete do not wait.
 pub fn timeouts_block() -> NestedBlock {
     NestedBlock::Optional(block(
-        "How long create, update (a scale, and convergence when asked) and delete may wait.",
-        vec![
-            ("create", optional_string("Default 5m.")),
-            ("update", optional_string("Default 20m.")),
-            ("delete", optional_string("Default 5m.")),
-        ],
+        "How long an update waits for its scale.",
+        vec![(
+            "update",
+            optional_string(
+                "Default 20m: a scale's wait until accepted (and converged with wait_for_convergence).",
+            ),
+        )],
     ))
 }
 
@@ -77,11 +78,7 @@ pub fn timeouts_block() -> NestedBlock {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Timeouts {
     #[serde(default)]
-    pub create: Value<String>,
-    #[serde(default)]
     pub update: Value<String>,
-    #[serde(default)]
-    pub delete: Value<String>,
 }
 
 /// A known string value, if any.

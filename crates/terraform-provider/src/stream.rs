@@ -186,21 +186,15 @@ impl Resource for StreamResource {
 
     async fn validate<'a>(&self, diags: &mut Diagnostics, config: Self::State<'a>) -> Option<()> {
         check_stream(diags, &config);
-        if let Value::Value(t) = &config.timeouts {
-            for (name, v) in [
-                ("create", &t.create),
-                ("update", &t.update),
-                ("delete", &t.delete),
-            ] {
-                if let Err(e) = wait::timeout(known(v), Duration::ZERO) {
-                    diag::error(
-                        diags,
-                        "invalid timeout",
-                        e,
-                        AttributePath::new("timeouts").index(0).attribute(name),
-                    );
-                }
-            }
+        if let Value::Value(t) = &config.timeouts
+            && let Err(e) = wait::timeout(known(&t.update), Duration::ZERO)
+        {
+            diag::error(
+                diags,
+                "invalid timeout",
+                e,
+                AttributePath::new("timeouts").index(0).attribute("update"),
+            );
         }
         Some(())
     }
