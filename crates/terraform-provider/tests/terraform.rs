@@ -492,6 +492,30 @@ fn terraform_manages_streams_and_groups() {
     );
     rt.block_on(consumer.shutdown());
 
+    // Deleted outside a configuration (here by the other working directory's destroy): planned as creates.
+    let gone = b.run(
+        &[
+            "plan",
+            "-detailed-exitcode",
+            "-input=false",
+            "-no-color",
+            "-var",
+            "shard_count=6",
+        ],
+        &[],
+    );
+    assert_eq!(gone.code, 2, "{}", gone.text());
+    for created in [
+        "rsc_stream.orders will be created",
+        "rsc_consumer_group.billing will be created",
+    ] {
+        assert!(
+            gone.stdout.contains(created),
+            "{created:?} missing:\n{}",
+            gone.stdout
+        );
+    }
+
     // 8. The audit lists the provider's requests: principal, requestedBy, reason, request id.
     let audit = rt
         .block_on(coord.get_json(&["coord", "v1", "monitoring", "audit"]))
