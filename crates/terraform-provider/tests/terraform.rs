@@ -470,17 +470,55 @@ fn terraform_manages_streams_and_groups() {
         "a failed destroy keeps the state:\n{}",
         listed.stdout
     );
+    // The apply that sets force_destroy also scales the drifted stream back to 8, once the API's scale to 6
+    // has ended (a second migration is refused while one is active).
+    wait_for(Duration::from_secs(30), "the scale to 6 to end", || {
+        let view = rt
+            .block_on(coord.get_json(&[
+                "coord",
+                "v1",
+                "monitoring",
+                "streams",
+                PREFIX,
+                "groups",
+                "billing",
+                "migrations",
+            ]))
+            .ok()?;
+        view["activeReshardingId"].is_null().then_some(())
+    });
     let forced_vars = ["-var", "shard_count=8", "-var", "force_destroy=true"];
     let mut args = vec!["apply", "-auto-approve", "-input=false", "-no-color"];
     args.extend(forced_vars);
     a.ok(&args);
+    assert_eq!(shard_count_of("billing"), Some(8), "apply undid the drift");
+    // A group no configuration manages keeps the stream: its destroy is refused, naming the group.
+    rt.block_on(admin.create_group(PREFIX, "outsider", None, "e2e: a group outside Terraform"))
+        .expect("create a group through the API");
     let mut args = vec!["destroy", "-auto-approve", "-input=false", "-no-color"];
     args.extend(forced_vars);
+    let kept = a.run(&args, &[]);
+    assert_eq!(kept.code, 1, "{}", kept.text());
+    assert!(
+        kept.text()
+            .contains("stream \"tf-orders\" still has consumer groups: outsider"),
+        "{}",
+        kept.text()
+    );
+    let listed = a.ok(&["state", "list"]);
+    assert!(
+        listed.stdout.contains("rsc_stream.orders")
+            && !listed.stdout.contains("rsc_consumer_group.billing"),
+        "the group was destroyed, the stream kept:\n{}",
+        listed.stdout
+    );
+    rt.block_on(admin.delete_group(PREFIX, "outsider", false, "e2e: remove the outsider"))
+        .expect("delete the outsider");
     let destroyed = a.ok(&args);
     assert!(
         destroyed
             .stdout
-            .contains("Destroy complete! Resources: 2 destroyed"),
+            .contains("Destroy complete! Resources: 1 destroyed"),
         "{}",
         destroyed.text()
     );
