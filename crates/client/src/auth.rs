@@ -39,8 +39,8 @@ impl fmt::Debug for Credentials {
     }
 }
 
-/// How the SDK authenticates to the coordinator.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// How the SDK authenticates to the coordinator. `Debug` hides passwords and tokens.
+#[derive(Clone, PartialEq, Eq, Default)]
 pub enum Auth {
     /// Send no `Authorization` header (the coordinator's member API needs none by default).
     #[default]
@@ -53,6 +53,17 @@ pub enum Auth {
     /// Send `Authorization: Bearer <token>` with a token obtained elsewhere (e.g. `rsc login`); it is never
     /// renewed, and a 401 is returned as [`crate::ClientError::Unauthorized`].
     Bearer(String),
+}
+
+impl fmt::Debug for Auth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Auth::None => f.write_str("None"),
+            Auth::Basic(c) => f.debug_tuple("Basic").field(c).finish(),
+            Auth::Login(c) => f.debug_tuple("Login").field(c).finish(),
+            Auth::Bearer(_) => f.write_str("Bearer(<redacted>)"),
+        }
+    }
 }
 
 /// A bearer token and when to renew it.
@@ -119,5 +130,7 @@ mod tests {
     fn debug_never_shows_the_password() {
         let a = Auth::Login(Credentials::new("admin", "hunter2"));
         assert!(!format!("{a:?}").contains("hunter2"));
+        let t = Auth::Bearer("rsc_secret".into());
+        assert_eq!(format!("{t:?}"), "Bearer(<redacted>)");
     }
 }

@@ -35,6 +35,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod admin;
 pub mod auth;
 pub mod consumer;
 pub mod coordinator;
@@ -43,6 +44,7 @@ pub mod identity;
 pub mod producer;
 pub(crate) mod routing;
 
+pub use admin::{AdminClient, AdminError, Applied};
 pub use auth::{Auth, Credentials};
 pub use consumer::config::ConsumerConfig;
 pub use consumer::delivery::Delivery;

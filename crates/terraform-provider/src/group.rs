@@ -1,0 +1,371 @@
+//! `rsc_consumer_group`: one consumer group of a stream. Create → `POST …/streams/{p}/groups/{g}` (the group
+//! adopts the stream's shard count); read → the group (one deleted outside Terraform is planned for
+//! creation again); destroy → `DELETE …/groups/{g}`, which the coordinator refuses while members are active
+//! unless `force_destroy`. Computed: `metadata_version`, `shard_count`. Import with `<prefix>/<group>`.
+
+use crate::api::{Api, Shared};
+use crate::diag;
+use crate::schema::{
+    block, computed_number, computed_string, known, optional_computed_bool, optional_string,
+    required_string, settle_flag,
+};
+use crate::stream::check_prefix;
+use async_trait::async_trait;
+use rsc_protocol::validate;
+use rsc_protocol::wire::GroupResponse;
+use serde::{Deserialize, Serialize};
+use tf_provider::schema::Schema;
+use tf_provider::value::{Value, ValueEmpty};
+use tf_provider::{AttributePath, Diagnostics, Resource};
+
+/// The resource's state and configuration.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct GroupState {
+    #[serde(default)]
+    pub id: Value<String>,
+    #[serde(default)]
+    pub stream_prefix: Value<String>,
+    #[serde(default)]
+    pub consumer_group: Value<String>,
+    #[serde(default)]
+    pub force_destroy: Value<bool>,
+    #[serde(default)]
+    pub reason: Value<String>,
+    #[serde(default)]
+    pub metadata_version: Value<i64>,
+    #[serde(default)]
+    pub shard_count: Value<i64>,
+}
+
+impl GroupState {
+    fn names(&self) -> (String, String) {
+        (
+            known(&self.stream_prefix).unwrap_or("").to_owned(),
+            known(&self.consumer_group).unwrap_or("").to_owned(),
+        )
+    }
+
+    fn fill(&mut self, g: &GroupResponse) {
+        self.id = Value::Value(format!("{}/{}", g.stream_prefix, g.consumer_group));
+        self.metadata_version = Value::Value(g.metadata_version);
+        self.shard_count = Value::Value(i64::from(g.shard_count));
+    }
+}
+
+/// Checks a consumer group name the way the coordinator would.
+pub fn check_group(diags: &mut Diagnostics, group: &Value<String>) {
+    if let Some(g) = known(group)
+        && let Err(e) = validate::validate_consumer_group(g)
+    {
+        diag::invalid(diags, "consumer_group", &e);
+    }
+}
+
+/// The checks the coordinator would make, at plan time (values from other resources or variables may only
+/// be known then), before anything is sent.
+fn check_config(diags: &mut Diagnostics, config: &GroupState) {
+    check_prefix(diags, &config.stream_prefix);
+    check_group(diags, &config.consumer_group);
+    if let Some(r) = known(&config.reason)
+        && let Err(e) = validate::validate_text("reason", r, true)
+    {
+        diag::invalid(diags, "reason", &e);
+    }
+}
+
+/// `force_destroy` has a default (see [`settle_flag`]); `config` is `None` where there is none (read).
+fn default_flags(state: &mut GroupState, config: Option<&GroupState>) {
+    let null = Value::Null;
+    settle_flag(
+        &mut state.force_destroy,
+        config.map_or(&null, |c| &c.force_destroy),
+    );
+}
+
+pub struct GroupResource {
+    shared: Shared,
+}
+
+impl GroupResource {
+    pub fn new(shared: Shared) -> Self {
+        GroupResource { shared }
+    }
+}
+
+async fn read_group(
+    api: &Api,
+    state: &GroupState,
+) -> Result<Option<GroupResponse>, rsc_client::ClientError> {
+    let (p, g) = state.names();
+    api.admin.group(&p, &g).await
+}
+
+#[async_trait]
+impl Resource for GroupResource {
+    type State<'a> = GroupState;
+    type PrivateState<'a> = ValueEmpty;
+    type ProviderMetaState<'a> = ValueEmpty;
+
+    fn schema(&self, _diags: &mut Diagnostics) -> Option<Schema> {
+        Some(Schema {
+            version: 1,
+            block: block(
+                "A consumer group of an rsc stream. It adopts the stream's shard count; scale with the rsc_stream.",
+                vec![
+                    ("id", computed_string("<stream_prefix>/<consumer_group>.")),
+                    (
+                        "stream_prefix",
+                        required_string("The stream's prefix. Changing it replaces the group."),
+                    ),
+                    (
+                        "consumer_group",
+                        required_string(
+                            "The group's name (no ':'). Changing it replaces the group.",
+                        ),
+                    ),
+                    (
+                        "force_destroy",
+                        optional_computed_bool(
+                            "Destroy the group even while members are active (default false: the coordinator refuses with GROUP_HAS_ACTIVE_MEMBERS).",
+                        ),
+                    ),
+                    (
+                        "reason",
+                        optional_string(
+                            "reason sent with this group's changes (default: the provider's default_reason).",
+                        ),
+                    ),
+                    (
+                        "metadata_version",
+                        computed_number("The group's metadata version."),
+                    ),
+                    (
+                        "shard_count",
+                        computed_number("The stream's shard count, as the group routes."),
+                    ),
+                ],
+            ),
+        })
+    }
+
+    async fn validate<'a>(&self, diags: &mut Diagnostics, config: Self::State<'a>) -> Option<()> {
+        check_config(diags, &config);
+        Some(())
+    }
+
+    async fn read<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        state: Self::State<'a>,
+        private_state: Self::PrivateState<'a>,
+        _meta: Self::ProviderMetaState<'a>,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        let Some(api) = self.shared.get(diags) else {
+            return Some((state, private_state));
+        };
+        match read_group(&api, &state).await {
+            Ok(Some(g)) => {
+                let mut next = state;
+                next.fill(&g);
+                default_flags(&mut next, None);
+                Some((next, private_state))
+            }
+            Ok(None) => {
+                let (p, g) = state.names();
+                tracing::info!(stream = %p, group = %g, "consumer group not found: it will be planned for creation");
+                None
+            }
+            Err(e) => {
+                let (p, g) = state.names();
+                diag::read(
+                    diags,
+                    &format!("consumer group {g:?} of stream {p:?}"),
+                    &e,
+                    "consumer_group",
+                );
+                Some((state, private_state))
+            }
+        }
+    }
+
+    async fn plan_create<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        proposed: Self::State<'a>,
+        config: Self::State<'a>,
+        _meta: Self::ProviderMetaState<'a>,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        check_config(diags, &proposed);
+        let mut planned = proposed;
+        default_flags(&mut planned, Some(&config));
+        planned.id = match (&planned.stream_prefix, &planned.consumer_group) {
+            (Value::Value(p), Value::Value(g)) => Value::Value(format!("{p}/{g}")),
+            _ => Value::Unknown,
+        };
+        planned.metadata_version = Value::Unknown;
+        planned.shard_count = Value::Unknown;
+        Some((planned, ValueEmpty::default()))
+    }
+
+    async fn plan_update<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        prior: Self::State<'a>,
+        proposed: Self::State<'a>,
+        config: Self::State<'a>,
+        prior_private: Self::PrivateState<'a>,
+        _meta: Self::ProviderMetaState<'a>,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>, Vec<AttributePath>)> {
+        check_config(diags, &proposed);
+        let mut replace = Vec::new();
+        if prior.stream_prefix != proposed.stream_prefix {
+            replace.push(AttributePath::new("stream_prefix"));
+        }
+        if prior.consumer_group != proposed.consumer_group {
+            replace.push(AttributePath::new("consumer_group"));
+        }
+        let mut planned = proposed;
+        default_flags(&mut planned, Some(&config));
+        if !replace.is_empty() {
+            planned.id = Value::Unknown;
+            planned.metadata_version = Value::Unknown;
+            planned.shard_count = Value::Unknown;
+        }
+        Some((planned, prior_private, replace))
+    }
+
+    async fn plan_destroy<'a>(
+        &self,
+        _diags: &mut Diagnostics,
+        _prior: Self::State<'a>,
+        prior_private: Self::PrivateState<'a>,
+        _meta: Self::ProviderMetaState<'a>,
+    ) -> Option<Self::PrivateState<'a>> {
+        Some(prior_private)
+    }
+
+    async fn create<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        planned: Self::State<'a>,
+        config: Self::State<'a>,
+        private_state: Self::PrivateState<'a>,
+        _meta: Self::ProviderMetaState<'a>,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        let api = self.shared.get(diags)?;
+        let mut planned = planned;
+        default_flags(&mut planned, Some(&config));
+        let (p, g) = planned.names();
+        let reason = api.reason(known(&planned.reason));
+        match api.admin.create_group(&p, &g, None, &reason).await {
+            Ok(done) => {
+                tracing::info!(request_id = %done.request_id, stream = %p, group = %g, %reason, "created consumer group");
+                let mut state = planned;
+                state.fill(&done.answer);
+                Some((state, private_state))
+            }
+            Err(e) => {
+                tracing::warn!(request_id = %e.request_id, stream = %p, group = %g, error = %e.error, "creating the group failed");
+                diag::mutation(
+                    diags,
+                    &format!("create consumer group {g:?} of stream {p:?}"),
+                    &e,
+                    "consumer_group",
+                );
+                if e.error.error_code() == Some("GROUP_ALREADY_EXISTS") {
+                    diag::root_warning(
+                        diags,
+                        "the consumer group already exists",
+                        format!(
+                            "To manage it with Terraform, import it: terraform import <address> {p}/{g}"
+                        ),
+                    );
+                }
+                None
+            }
+        }
+    }
+
+    async fn update<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        _prior: Self::State<'a>,
+        planned: Self::State<'a>,
+        config: Self::State<'a>,
+        private_state: Self::PrivateState<'a>,
+        _meta: Self::ProviderMetaState<'a>,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        // Only provider-side settings (force_destroy, reason) change in place; nothing to send.
+        let _ = self.shared.get(diags)?;
+        let mut planned = planned;
+        default_flags(&mut planned, Some(&config));
+        Some((planned, private_state))
+    }
+
+    async fn destroy<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        state: Self::State<'a>,
+        _private_state: Self::PrivateState<'a>,
+        _meta: Self::ProviderMetaState<'a>,
+    ) -> Option<()> {
+        let api = self.shared.get(diags)?;
+        let (p, g) = state.names();
+        let reason = api.reason(known(&state.reason));
+        let force = state.force_destroy == Value::Value(true);
+        match api.admin.delete_group(&p, &g, force, &reason).await {
+            Ok(done) => {
+                tracing::info!(request_id = %done.request_id, stream = %p, group = %g, force, %reason, "deleted consumer group");
+                Some(())
+            }
+            Err(e) if e.error.error_code() == Some("GROUP_NOT_FOUND") => Some(()),
+            Err(e) => {
+                tracing::warn!(request_id = %e.request_id, stream = %p, group = %g, error = %e.error, "deleting the group failed");
+                diag::mutation(
+                    diags,
+                    &format!("delete consumer group {g:?} of stream {p:?}"),
+                    &e,
+                    "force_destroy",
+                );
+                None
+            }
+        }
+    }
+
+    async fn import<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        id: String,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        let parsed = id
+            .rsplit_once('/')
+            .ok_or_else(|| "it has no '/'".to_owned())
+            .and_then(|(p, g)| {
+                validate::validate_stream_prefix(p).map_err(|e| e.to_string())?;
+                validate::validate_consumer_group(g).map_err(|e| e.to_string())?;
+                Ok((p.to_owned(), g.to_owned()))
+            });
+        match parsed {
+            Ok((p, g)) => Some((
+                GroupState {
+                    id: Value::Value(id),
+                    stream_prefix: Value::Value(p),
+                    consumer_group: Value::Value(g),
+                    force_destroy: Value::Value(false),
+                    ..Default::default()
+                },
+                ValueEmpty::default(),
+            )),
+            Err(why) => {
+                diag::root_error(
+                    diags,
+                    format!("invalid import id {id:?}"),
+                    format!(
+                        "An rsc_consumer_group is imported as <stream_prefix>/<consumer_group> (split at the last '/'): {why}"
+                    ),
+                );
+                None
+            }
+        }
+    }
+}

@@ -1,0 +1,503 @@
+//! `rsc_stream`: a stream and its shard count. Create → `POST /coord/v1/streams/{p}` (which also creates
+//! the stream's default consumer group, named like the prefix); a change of `shard_count` → an online scale
+//! in place (both directions: rsc scales in without losing records), waiting until the migration is accepted,
+//! or converged with `wait_for_convergence`; read → the stream's groups (a stream exists while it has one);
+//! delete → the default group, refused while other groups exist (Terraform destroys the
+//! `rsc_consumer_group`s that reference the stream first). Import with the prefix.
+
+use crate::api::{Api, Shared};
+use crate::diag;
+use crate::schema::{
+    Timeouts, attr, block, known, optional_computed_bool, optional_string, required_string,
+    settle_flag, timeouts_block,
+};
+use crate::wait;
+use async_trait::async_trait;
+use rsc_protocol::validate;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+use tf_provider::schema::{AttributeConstraint, AttributeType, Schema};
+use tf_provider::value::{self, Value, ValueEmpty};
+use tf_provider::{AttributePath, Diagnostics, Resource};
+
+/// Default wait for a scale to be accepted (and converged when asked).
+const UPDATE_TIMEOUT: Duration = Duration::from_secs(20 * 60);
+
+/// The resource's state and configuration.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct StreamState {
+    #[serde(default)]
+    pub id: Value<String>,
+    #[serde(default)]
+    pub stream_prefix: Value<String>,
+    #[serde(default)]
+    pub shard_count: Value<i64>,
+    #[serde(default)]
+    pub reason: Value<String>,
+    #[serde(default)]
+    pub wait_for_convergence: Value<bool>,
+    #[serde(default)]
+    pub force_destroy: Value<bool>,
+    #[serde(default, with = "value::serde_as_vec")]
+    pub timeouts: Value<Timeouts>,
+}
+
+impl StreamState {
+    fn prefix(&self) -> &str {
+        known(&self.stream_prefix).unwrap_or("")
+    }
+
+    fn update_timeout(&self) -> Result<Duration, String> {
+        let own = match &self.timeouts {
+            Value::Value(t) => known(&t.update).map(str::to_owned),
+            _ => None,
+        };
+        wait::timeout(own.as_deref(), UPDATE_TIMEOUT)
+    }
+}
+
+/// Checks a configuration the way the coordinator would, so that bad values fail at plan time.
+pub fn check_prefix(diags: &mut Diagnostics, prefix: &Value<String>) {
+    if let Some(p) = known(prefix)
+        && let Err(e) = validate::validate_stream_prefix(p)
+    {
+        diag::invalid(diags, "stream_prefix", &e);
+    }
+}
+
+fn check_reason(diags: &mut Diagnostics, reason: &Value<String>) {
+    if let Some(r) = known(reason)
+        && let Err(e) = validate::validate_text("reason", r, true)
+    {
+        diag::invalid(diags, "reason", &e);
+    }
+}
+
+/// The checks of a configuration that can only fail one way: at plan time (values from variables are only
+/// known then), before anything is sent.
+fn check_stream(diags: &mut Diagnostics, config: &StreamState) {
+    check_prefix(diags, &config.stream_prefix);
+    if let Value::Value(n) = config.shard_count
+        && let Err(e) = validate::validate_shard_count("initialShardCount", n, 1)
+    {
+        diag::invalid(diags, "shard_count", &e);
+    }
+    check_reason(diags, &config.reason);
+}
+
+/// The flags with a default (see [`settle_flag`]); `config` is `None` where there is no configuration
+/// (read, import).
+fn default_flags(state: &mut StreamState, config: Option<&StreamState>) {
+    let null = Value::Null;
+    settle_flag(
+        &mut state.wait_for_convergence,
+        config.map_or(&null, |c| &c.wait_for_convergence),
+    );
+    settle_flag(
+        &mut state.force_destroy,
+        config.map_or(&null, |c| &c.force_destroy),
+    );
+}
+
+pub struct StreamResource {
+    shared: Shared,
+}
+
+impl StreamResource {
+    pub fn new(shared: Shared) -> Self {
+        StreamResource { shared }
+    }
+}
+
+/// Reads the stream's shard count into `state`; `Ok(false)` when the stream does not exist.
+async fn refresh(api: &Api, state: &mut StreamState) -> Result<bool, rsc_client::ClientError> {
+    let prefix = state.prefix().to_owned();
+    let groups = api.admin.stream_groups(&prefix).await?;
+    let Some(g) = groups
+        .iter()
+        .find(|g| g.consumer_group == prefix)
+        .or(groups.first())
+    else {
+        return Ok(false);
+    };
+    state.shard_count = Value::Value(i64::from(g.shard_count));
+    state.id = Value::Value(prefix);
+    Ok(true)
+}
+
+#[async_trait]
+impl Resource for StreamResource {
+    type State<'a> = StreamState;
+    type PrivateState<'a> = ValueEmpty;
+    type ProviderMetaState<'a> = ValueEmpty;
+
+    fn schema(&self, _diags: &mut Diagnostics) -> Option<Schema> {
+        let mut b = block(
+            "A stream of rsc: its prefix and shard count. Creating it creates its default consumer group, named like the prefix.",
+            vec![
+                (
+                    "id",
+                    attr(
+                        AttributeType::String,
+                        AttributeConstraint::Computed,
+                        "The stream prefix.",
+                    ),
+                ),
+                (
+                    "stream_prefix",
+                    required_string(
+                        "The stream prefix (shard streams are <prefix>:<n>). Changing it replaces the stream.",
+                    ),
+                ),
+                (
+                    "shard_count",
+                    attr(
+                        AttributeType::Number,
+                        AttributeConstraint::Required,
+                        "Shards of the stream (1–16384). A change scales online, in place, in both directions.",
+                    ),
+                ),
+                (
+                    "reason",
+                    optional_string(
+                        "reason sent with this stream's changes (default: the provider's default_reason).",
+                    ),
+                ),
+                (
+                    "wait_for_convergence",
+                    optional_computed_bool(
+                        "After a scale, wait until every group's consumers converged, not only until the migration is accepted (default false).",
+                    ),
+                ),
+                (
+                    "force_destroy",
+                    optional_computed_bool(
+                        "Destroy the default consumer group even while members are active (default false).",
+                    ),
+                ),
+            ],
+        );
+        b.blocks.insert("timeouts".into(), timeouts_block());
+        Some(Schema {
+            version: 1,
+            block: b,
+        })
+    }
+
+    async fn validate<'a>(&self, diags: &mut Diagnostics, config: Self::State<'a>) -> Option<()> {
+        check_stream(diags, &config);
+        if let Value::Value(t) = &config.timeouts
+            && let Err(e) = wait::timeout(known(&t.update), Duration::ZERO)
+        {
+            diag::error(
+                diags,
+                "invalid timeout",
+                e,
+                AttributePath::new("timeouts").index(0).attribute("update"),
+            );
+        }
+        Some(())
+    }
+
+    async fn read<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        state: Self::State<'a>,
+        private_state: Self::PrivateState<'a>,
+        _meta: Self::ProviderMetaState<'a>,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        let Some(api) = self.shared.get(diags) else {
+            return Some((state, private_state));
+        };
+        let mut next = state.clone();
+        default_flags(&mut next, None);
+        match refresh(&api, &mut next).await {
+            Ok(true) => Some((next, private_state)),
+            Ok(false) => {
+                tracing::info!(stream = %state.prefix(), "stream not found: it will be planned for creation");
+                None
+            }
+            Err(e) => {
+                diag::read(
+                    diags,
+                    &format!("stream {:?}", state.prefix()),
+                    &e,
+                    "stream_prefix",
+                );
+                Some((state, private_state))
+            }
+        }
+    }
+
+    async fn plan_create<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        proposed: Self::State<'a>,
+        config: Self::State<'a>,
+        _meta: Self::ProviderMetaState<'a>,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        check_stream(diags, &proposed);
+        let mut planned = proposed;
+        planned.id = planned.stream_prefix.clone();
+        default_flags(&mut planned, Some(&config));
+        Some((planned, ValueEmpty::default()))
+    }
+
+    async fn plan_update<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        prior: Self::State<'a>,
+        proposed: Self::State<'a>,
+        config: Self::State<'a>,
+        prior_private: Self::PrivateState<'a>,
+        _meta: Self::ProviderMetaState<'a>,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>, Vec<AttributePath>)> {
+        check_stream(diags, &proposed);
+        let mut replace = Vec::new();
+        if prior.stream_prefix != proposed.stream_prefix {
+            replace.push(AttributePath::new("stream_prefix"));
+        }
+        let mut planned = proposed;
+        planned.id = planned.stream_prefix.clone();
+        default_flags(&mut planned, Some(&config));
+        Some((planned, prior_private, replace))
+    }
+
+    async fn plan_destroy<'a>(
+        &self,
+        _diags: &mut Diagnostics,
+        _prior: Self::State<'a>,
+        prior_private: Self::PrivateState<'a>,
+        _meta: Self::ProviderMetaState<'a>,
+    ) -> Option<Self::PrivateState<'a>> {
+        Some(prior_private)
+    }
+
+    async fn create<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        planned: Self::State<'a>,
+        config: Self::State<'a>,
+        private_state: Self::PrivateState<'a>,
+        _meta: Self::ProviderMetaState<'a>,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        let api = self.shared.get(diags)?;
+        let mut planned = planned;
+        default_flags(&mut planned, Some(&config));
+        let prefix = planned.prefix().to_owned();
+        let Value::Value(count) = planned.shard_count else {
+            diag::error(
+                diags,
+                "shard_count must be known to create a stream",
+                "",
+                AttributePath::new("shard_count"),
+            );
+            return None;
+        };
+        let count = match validate::validate_shard_count("initialShardCount", count, 1) {
+            Ok(c) => c,
+            Err(e) => {
+                diag::invalid(diags, "shard_count", &e);
+                return None;
+            }
+        };
+        let reason = api.reason(known(&planned.reason));
+        match api.admin.create_stream(&prefix, count, &reason).await {
+            Ok(done) => {
+                tracing::info!(request_id = %done.request_id, stream = %prefix, shard_count = count, %reason, "created stream");
+                let mut state = planned;
+                state.id = Value::Value(prefix);
+                state.shard_count = Value::Value(i64::from(done.answer.shard_count));
+                Some((state, private_state))
+            }
+            Err(e) => {
+                tracing::warn!(request_id = %e.request_id, stream = %prefix, error = %e.error, "creating the stream failed");
+                diag::mutation(
+                    diags,
+                    &format!("create stream {prefix:?}"),
+                    &e,
+                    "stream_prefix",
+                );
+                if e.error.error_code() == Some("STREAM_PREFIX_ALREADY_EXISTS") {
+                    diag::root_warning(
+                        diags,
+                        "the stream already exists",
+                        format!(
+                            "To manage it with Terraform, import it: terraform import <address> {prefix}"
+                        ),
+                    );
+                }
+                None
+            }
+        }
+    }
+
+    async fn update<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        prior: Self::State<'a>,
+        planned: Self::State<'a>,
+        config: Self::State<'a>,
+        private_state: Self::PrivateState<'a>,
+        _meta: Self::ProviderMetaState<'a>,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        let api = self.shared.get(diags)?;
+        let mut planned = planned;
+        default_flags(&mut planned, Some(&config));
+        let prefix = planned.prefix().to_owned();
+        let (Value::Value(target), true) = (
+            planned.shard_count,
+            planned.shard_count != prior.shard_count,
+        ) else {
+            return Some((planned, private_state)); // only provider-side settings changed
+        };
+        let target = match validate::validate_shard_count("targetShardCount", target, 1) {
+            Ok(t) => t,
+            Err(e) => {
+                diag::invalid(diags, "shard_count", &e);
+                return Some((prior, private_state));
+            }
+        };
+        let limit = match planned.update_timeout() {
+            Ok(l) => l,
+            Err(e) => {
+                diag::error(
+                    diags,
+                    "invalid timeout",
+                    e,
+                    AttributePath::new("timeouts").index(0).attribute("update"),
+                );
+                return Some((prior, private_state));
+            }
+        };
+        let reason = api.reason(known(&planned.reason));
+        let answer = match api.admin.scale_stream(&prefix, target, &reason).await {
+            Ok(done) => {
+                tracing::info!(request_id = %done.request_id, stream = %prefix, target, %reason,
+                    groups = ?done.answer.affected_consumer_groups, "scale accepted by the coordinator");
+                done.answer
+            }
+            Err(e) => {
+                tracing::warn!(request_id = %e.request_id, stream = %prefix, error = %e.error, "scale refused");
+                diag::mutation(
+                    diags,
+                    &format!("scale stream {prefix:?} to {target} shards"),
+                    &e,
+                    "shard_count",
+                );
+                return Some((prior, private_state)); // nothing changed: keep the old count in state
+            }
+        };
+        let converge = planned.wait_for_convergence == Value::Value(true);
+        let waited = wait::scale_settled(&api, &answer, converge, limit).await;
+        let mut state = planned;
+        // Read back what the coordinator now routes with, whatever the wait said.
+        match refresh(&api, &mut state).await {
+            Ok(_) => {}
+            Err(e) => diag::read(
+                diags,
+                &format!("stream {prefix:?} after the scale"),
+                &e,
+                "shard_count",
+            ),
+        }
+        if let Err(e) = waited {
+            diag::error(
+                diags,
+                format!("scale of stream {prefix:?} not settled"),
+                e,
+                AttributePath::new("shard_count"),
+            );
+        }
+        Some((state, private_state))
+    }
+
+    async fn destroy<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        state: Self::State<'a>,
+        _private_state: Self::PrivateState<'a>,
+        _meta: Self::ProviderMetaState<'a>,
+    ) -> Option<()> {
+        let api = self.shared.get(diags)?;
+        let prefix = state.prefix().to_owned();
+        let groups = match api.admin.stream_groups(&prefix).await {
+            Ok(g) => g,
+            Err(e) => {
+                diag::read(
+                    diags,
+                    &format!("the groups of stream {prefix:?}"),
+                    &e,
+                    "stream_prefix",
+                );
+                return None;
+            }
+        };
+        let others: Vec<&str> = groups
+            .iter()
+            .map(|g| g.consumer_group.as_str())
+            .filter(|g| *g != prefix)
+            .collect();
+        if !others.is_empty() {
+            diag::error(
+                diags,
+                format!(
+                    "stream {prefix:?} still has consumer groups: {}",
+                    others.join(", ")
+                ),
+                "A stream is deleted with its last group. Destroy its rsc_consumer_group resources in the same plan \
+                 (they reference the stream, so Terraform destroys them first) or delete those groups first.",
+                AttributePath::new("stream_prefix"),
+            );
+            return None;
+        }
+        if groups.is_empty() {
+            return Some(()); // already gone
+        }
+        let reason = api.reason(known(&state.reason));
+        let force = state.force_destroy == Value::Value(true);
+        match api
+            .admin
+            .delete_group(&prefix, &prefix, force, &reason)
+            .await
+        {
+            Ok(done) => {
+                tracing::info!(request_id = %done.request_id, stream = %prefix, force, %reason, "deleted stream (its default group)");
+                Some(())
+            }
+            Err(e) if e.error.error_code() == Some("GROUP_NOT_FOUND") => Some(()),
+            Err(e) => {
+                tracing::warn!(request_id = %e.request_id, stream = %prefix, error = %e.error, "deleting the stream failed");
+                diag::mutation(
+                    diags,
+                    &format!("delete stream {prefix:?}"),
+                    &e,
+                    "force_destroy",
+                );
+                None
+            }
+        }
+    }
+
+    async fn import<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        id: String,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        if let Err(e) = validate::validate_stream_prefix(&id) {
+            diag::root_error(
+                diags,
+                format!("invalid import id {id:?}"),
+                format!("An rsc_stream is imported by its stream prefix: {e}"),
+            );
+            return None;
+        }
+        let mut state = StreamState {
+            id: Value::Value(id.clone()),
+            stream_prefix: Value::Value(id),
+            ..Default::default()
+        };
+        default_flags(&mut state, None);
+        Some((state, ValueEmpty::default()))
+    }
+}
