@@ -12,6 +12,12 @@
 //! Both talk to the coordinator through a [`CoordinatorClient`] (several replica URLs with fail-over;
 //! no auth, HTTP Basic, or login with token renewal).
 //!
+//! The managed consumer's protocol logic is a pure state machine, [`Membership`] (from the I/O-free
+//! crate `rsc-member`, re-exported here with [`Applied`], [`LocalShard`], [`Outgoing`] and [`Moment`]): it
+//! builds each heartbeat from the member's state, applies each answer, and judges the client lease by
+//! instants the caller passes. Use it directly to drive a member over your own transport (as
+//! `rsc bench heartbeat` does); the [`Consumer`] runs it for you.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), rsc_client::ClientError> {
 //! use rsc_client::{Consumer, ConsumerConfig, CoordinatorClient, Credentials, Delivery, Producer, ProducerConfig};
@@ -52,3 +58,4 @@ pub use coordinator::{CoordinatorClient, CoordinatorClientBuilder, CreateStream}
 pub use error::ClientError;
 pub use identity::default_member_id;
 pub use producer::{Producer, ProducerConfig, ProducerStats, Published, Record};
+pub use rsc_member::{Applied, LocalShard, Membership, Moment, Outgoing};
