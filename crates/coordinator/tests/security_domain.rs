@@ -109,7 +109,7 @@ fn heartbeat_path(p: &str, m: &str) -> String {
 }
 
 async fn beat_as(api: &Api, p: &str, m: &Member) -> Reply {
-    api.send("POST", &heartbeat_path(p, &m.id()), Some(m.request()))
+    api.send("POST", &heartbeat_path(p, m.id()), Some(m.request()))
         .await
 }
 
