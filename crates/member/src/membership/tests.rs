@@ -374,3 +374,33 @@ fn the_lease_is_judged_by_the_callers_clock() {
     assert_eq!(m.metadata_version(), 12);
     assert_eq!(m.member_id(), "m");
 }
+
+#[test]
+fn a_repeated_assignment_changes_nothing_and_a_changed_one_is_applied() {
+    let (mut m, t0) = joined(&[0, 1]);
+    assert!(m.take_reclaim(0) && m.take_reclaim(1));
+    for _ in 0..3 {
+        m.request(out(), |_| LocalShard::default());
+        let later = t0 + Duration::from_secs(1);
+        assert_eq!(
+            m.on_response(later, &resp(HeartbeatStatus::Ok, 2, &[0, 1], &[])),
+            Applied::Accepted
+        );
+        assert_eq!(m.owned(), &set(&[0, 1]));
+        assert!(
+            m.lease_valid(later + LEASE - Duration::from_millis(1)),
+            "renewed"
+        );
+        assert!(!m.take_reclaim(0), "no second reclaim");
+    }
+    // Out of order, the same set: applied the long way, with the same result.
+    m.request(out(), |_| LocalShard::default());
+    m.on_response(t0, &resp(HeartbeatStatus::Ok, 2, &[1, 0], &[]));
+    assert_eq!(m.owned(), &set(&[0, 1]));
+    assert!(!m.take_reclaim(1));
+    m.request(out(), |_| LocalShard::default());
+    m.on_response(t0, &resp(HeartbeatStatus::Ok, 3, &[1, 2], &[]));
+    assert_eq!(m.owned(), &set(&[1, 2]));
+    assert_eq!(m.draining(), &set(&[0]));
+    assert_eq!(m.epoch(), 3);
+}
