@@ -1,8 +1,10 @@
 //! End-to-end tests of the real `rsc` binary over real redis-server processes.
 
+use rsc_client::{LocalShard, Membership, Outgoing};
+use rsc_protocol::wire::{HeartbeatResponse, RuntimeConsumerCapacity};
 use rsc_testkit::{RedisServer, RscBuilder, RscProcess, free_port};
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::TcpListener;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -45,97 +47,80 @@ async fn get(base: &str, path: &str) -> Value {
         .expect("json")
 }
 
-/// A protocol-following test member (Spring style: reports shards it gave up as DRAINING, then REVOKED).
+/// A test member: the SDK's model of the member protocol ([`Membership`]) with work that finishes at
+/// once (a shard it gives up is reported DRAINING in one heartbeat, then REVOKED until confirmed).
 #[derive(Clone, Debug)]
 struct Member {
-    id: String,
-    epoch: i64,
-    mv: i64,
-    owned: Vec<u32>,
-    draining: Vec<u32>,
-    revoked: Vec<u32>,
-    seq: u64,
+    membership: Membership,
 }
 
 impl Member {
     fn new(id: &str) -> Self {
         Member {
-            id: id.into(),
-            epoch: 0,
-            mv: 0,
-            owned: vec![],
-            draining: vec![],
-            revoked: vec![],
-            seq: 0,
+            membership: Membership::new(id, Duration::from_secs(1)),
         }
     }
 
+    fn id(&self) -> &str {
+        self.membership.member_id()
+    }
+
+    fn owned(&self) -> &BTreeSet<u32> {
+        self.membership.owned()
+    }
+
+    /// Nothing given up that is still drained or not yet confirmed REVOKED.
+    fn nothing_given_up(&self) -> bool {
+        self.membership.draining().is_empty() && self.membership.released().is_empty()
+    }
+
     async fn heartbeat(&mut self, base: &str, group: &str) -> Value {
-        self.seq += 1;
-        let mut revoking: Vec<Value> = self
-            .draining
-            .iter()
-            .map(|s| json!({"shard": {"shardIndex": s}, "state": "DRAINING", "inFlight": 1}))
-            .collect();
-        revoking.extend(
-            self.revoked
-                .iter()
-                .map(|s| json!({"shard": {"shardIndex": s}, "state": "REVOKED", "inFlight": 0})),
+        let req = self.membership.request(
+            Outgoing {
+                capacity: RuntimeConsumerCapacity {
+                    runtime_max_concurrency: 1,
+                    available_concurrency: 1,
+                },
+                request_id_suffix: "",
+                acked_at: None,
+            },
+            |_| LocalShard::default(),
         );
-        let body = json!({
-            "protocolVersion": 1, "requestId": format!("{}-{}", self.id, self.seq), "memberId": self.id,
-            "memberEpoch": self.epoch, "metadataVersion": self.mv,
-            "runtimeConsumerCapacity": {"runtimeMaxConcurrency": 1, "availableConcurrency": 1},
-            "ownedShards": self.owned.iter().map(|s| json!({"shardIndex": s})).collect::<Vec<_>>(),
-            "revokingShards": revoking, "shardProgress": [],
-        });
+        let sent_at = Instant::now();
         let (status, resp) = post(
             base,
             &format!(
                 "/coord/v1/streams/{group}/groups/{group}/members/{}/heartbeat",
-                self.id
+                self.id()
             ),
-            body,
+            serde_json::to_value(&req).expect("a request serialises"),
         )
         .await;
         assert_eq!(status, 200, "{resp}");
-        // Draining shards finish after one heartbeat; REVOKED is reported once.
-        self.revoked = std::mem::take(&mut self.draining);
-        if resp["status"] == "OK" {
-            let assigned: Vec<u32> = shard_list(&resp["assignment"]["assignedShards"]);
-            for s in self.owned.iter().filter(|s| !assigned.contains(s)) {
-                self.draining.push(*s);
-            }
-            self.owned = assigned;
-            self.epoch = resp["memberEpoch"].as_i64().unwrap();
-            self.mv = resp["metadataVersion"].as_i64().unwrap();
-        } else if resp["status"] == "FENCED_MEMBER_EPOCH" || resp["status"] == "UNKNOWN_MEMBER_ID" {
-            self.owned.clear();
-            self.epoch = 0;
-        }
+        let answer: HeartbeatResponse =
+            serde_json::from_value(resp.clone()).expect("a heartbeat answer");
+        // The shards that request reported DRAINING have finished: REVOKED from the next one on.
+        self.membership.drained_all();
+        self.membership.on_response(sent_at, &answer);
         resp
     }
 
     /// Shards this member is entitled to read right now (assigned or still draining).
     fn reading(&self) -> Vec<u32> {
-        self.owned.iter().chain(&self.draining).copied().collect()
+        self.owned()
+            .iter()
+            .chain(self.membership.draining())
+            .copied()
+            .collect()
     }
-}
-
-fn shard_list(v: &Value) -> Vec<u32> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["shardIndex"].as_u64().unwrap() as u32)
-        .collect()
 }
 
 fn assert_one_reader(members: &[&Member]) {
     let mut seen: BTreeMap<u32, &str> = BTreeMap::new();
     for m in members {
         for s in m.reading() {
-            if let Some(other) = seen.insert(s, &m.id) {
-                panic!("shard {s} is read by both {other} and {}", m.id);
+            if let Some(other) = seen.insert(s, m.id()) {
+                panic!("shard {s} is read by both {other} and {}", m.id());
             }
         }
     }
@@ -160,12 +145,8 @@ async fn three_members_converge_leave_gracefully_and_expire() {
             m.heartbeat(&rsc.url(), "e2e").await;
         }
         assert_one_reader(&members.iter().collect::<Vec<_>>());
-        let counts: Vec<usize> = members.iter().map(|m| m.owned.len()).collect();
-        if counts == [4, 4, 4]
-            && members
-                .iter()
-                .all(|m| m.draining.is_empty() && m.revoked.is_empty())
-        {
+        let counts: Vec<usize> = members.iter().map(|m| m.owned().len()).collect();
+        if counts == [4, 4, 4] && members.iter().all(|m| m.nothing_given_up()) {
             break;
         }
         assert!(
@@ -175,10 +156,9 @@ async fn three_members_converge_leave_gracefully_and_expire() {
     }
 
     // c leaves gracefully, still draining its shards: nobody gets them until it reports REVOKED.
-    let c_shards = members[2].owned.clone();
+    let c_shards = members[2].owned().clone();
     let mut leave = members[2].clone();
-    leave.draining = std::mem::take(&mut leave.owned);
-    leave.epoch = -1;
+    leave.membership.begin_leave();
     leave.heartbeat(&rsc.url(), "e2e").await; // reports DRAINING with epoch -1
     for _ in 0..5 {
         for m in members[..2].iter_mut() {
@@ -186,15 +166,14 @@ async fn three_members_converge_leave_gracefully_and_expire() {
         }
         for s in &c_shards {
             assert!(
-                !members[0].owned.contains(s) && !members[1].owned.contains(s),
+                !members[0].owned().contains(s) && !members[1].owned().contains(s),
                 "shard {s} granted before c revoked it"
             );
         }
     }
-    leave.epoch = -1;
     leave.heartbeat(&rsc.url(), "e2e").await; // now reports REVOKED
     let deadline = Instant::now() + Duration::from_secs(10);
-    while members[0].owned.len() + members[1].owned.len() < 12 {
+    while members[0].owned().len() + members[1].owned().len() < 12 {
         for m in members[..2].iter_mut() {
             m.heartbeat(&rsc.url(), "e2e").await;
         }
@@ -204,7 +183,7 @@ async fn three_members_converge_leave_gracefully_and_expire() {
             "c's shards were not handed over after REVOKED"
         );
     }
-    assert_eq!((members[0].owned.len(), members[1].owned.len()), (6, 6));
+    assert_eq!((members[0].owned().len(), members[1].owned().len()), (6, 6));
 
     // b stops heartbeating after one last (lease-renewing) heartbeat: its shards reach a only after b's
     // lease, renewed no earlier than this send, has expired.
@@ -212,7 +191,7 @@ async fn three_members_converge_leave_gracefully_and_expire() {
     let last = members[1].heartbeat(&rsc.url(), "e2e").await;
     assert_eq!(last["status"], "OK");
     let deadline = Instant::now() + Duration::from_secs(15);
-    while members[0].owned.len() < 12 {
+    while members[0].owned().len() < 12 {
         members[0].heartbeat(&rsc.url(), "e2e").await;
         assert!(
             Instant::now() < deadline,
@@ -271,14 +250,14 @@ async fn two_replicas_with_alternating_heartbeats_keep_one_reader_even_when_one_
         if joined == members.len()
             && members
                 .iter()
-                .all(|m| m.owned.len() == 2 && m.draining.is_empty())
+                .all(|m| m.owned().len() == 2 && m.membership.draining().is_empty())
         {
             break;
         }
         assert!(
             Instant::now() < deadline,
             "replicas did not converge: {:?}",
-            members.iter().map(|m| m.owned.len()).collect::<Vec<_>>()
+            members.iter().map(|m| m.owned().len()).collect::<Vec<_>>()
         );
     }
     // Kill replica 2; everyone continues on replica 1, one member leaves by expiry.
@@ -290,8 +269,8 @@ async fn two_replicas_with_alternating_heartbeats_keep_one_reader_even_when_one_
             m.heartbeat(&r1.url(), "rep").await;
         }
         assert_one_reader(&members.iter().collect::<Vec<_>>());
-        let total: usize = members.iter().map(|m| m.owned.len()).sum();
-        let counts: Vec<usize> = members.iter().map(|m| m.owned.len()).collect();
+        let total: usize = members.iter().map(|m| m.owned().len()).sum();
+        let counts: Vec<usize> = members.iter().map(|m| m.owned().len()).collect();
         if total == 8 && counts.iter().max().unwrap() - counts.iter().min().unwrap() <= 1 {
             break;
         }

@@ -12,6 +12,12 @@
 //! Both talk to the coordinator through a [`CoordinatorClient`] (several replica URLs with fail-over;
 //! no auth, HTTP Basic, or login with token renewal).
 //!
+//! The managed consumer's protocol logic is a pure state machine, [`Membership`] (from the I/O-free
+//! crate `rsc-member`, re-exported here with [`Applied`], [`LocalShard`], [`Outgoing`] and [`Moment`]): it
+//! builds each heartbeat from the member's state, applies each answer, and judges the client lease by
+//! instants the caller passes. Use it directly to drive a member over your own transport (as
+//! `rsc bench heartbeat` does); the [`Consumer`] runs it for you.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), rsc_client::ClientError> {
 //! use rsc_client::{Consumer, ConsumerConfig, CoordinatorClient, Credentials, Delivery, Producer, ProducerConfig};
@@ -44,7 +50,7 @@ pub mod identity;
 pub mod producer;
 pub(crate) mod routing;
 
-pub use admin::{AdminClient, AdminError, Applied};
+pub use admin::{AdminClient, AdminError};
 pub use auth::{Auth, Credentials};
 pub use consumer::config::ConsumerConfig;
 pub use consumer::delivery::Delivery;
@@ -56,3 +62,4 @@ pub use identity::default_member_id;
 pub use producer::{Producer, ProducerConfig, ProducerStats, Published, Record};
 /// The HTTP method of [`CoordinatorClient::send_json`].
 pub use reqwest::Method;
+pub use rsc_member::{Applied, LocalShard, Membership, Moment, Outgoing};

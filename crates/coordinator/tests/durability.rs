@@ -85,7 +85,7 @@ async fn roll_back_and_detect(
     );
     // Shards A already reads and may keep; nothing new is granted during the correction round.
     let assigned = shards(&reply["assignment"]["assignedShards"]);
-    assert!(assigned.iter().all(|s| a.owned.contains(s)), "{reply}");
+    assert!(assigned.iter().all(|s| a.owned().contains(s)), "{reply}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -104,8 +104,8 @@ async fn a_restored_old_snapshot_is_detected_fails_closed_and_is_repaired() {
     for _ in 0..3 {
         beat(&api, &mut a).await;
     }
-    assert_eq!(a.owned, vec![0, 1]);
-    let old_version = a.metadata_version;
+    assert_eq!(a.owned(), vec![0, 1]);
+    let old_version = a.metadata_version();
     let old = dump(&mut conn).await;
 
     // B joins; both converge. The group is now ahead of the snapshot.
@@ -114,8 +114,8 @@ async fn a_restored_old_snapshot_is_detected_fails_closed_and_is_repaired() {
         beat(&api, &mut b).await;
         beat(&api, &mut a).await;
     }
-    assert_eq!((a.owned.len(), b.owned.len()), (1, 1));
-    assert!(a.metadata_version > old_version);
+    assert_eq!((a.owned().len(), b.owned().len()), (1, 1));
+    assert!(a.metadata_version() > old_version);
     let good = dump(&mut conn).await;
 
     // Roll back: detected on A's next heartbeat.
@@ -138,7 +138,7 @@ async fn a_restored_old_snapshot_is_detected_fails_closed_and_is_repaired() {
     assert_eq!(durability["status"], "SUSPECTED_ROLLBACK");
     assert_eq!(
         durability["rollbackSuspicion"]["highestObservedMetadataVersion"],
-        a.metadata_version
+        a.metadata_version()
     );
     assert_eq!(durability["rollbackSuspicion"]["mutationsBlocked"], true);
     assert!(
@@ -194,7 +194,7 @@ async fn a_restored_old_snapshot_is_detected_fails_closed_and_is_repaired() {
     let r = api
         .send(
             "GET",
-            &format!("{routing}?observedMetadataVersion={}", a.metadata_version),
+            &format!("{routing}?observedMetadataVersion={}", a.metadata_version()),
             None,
         )
         .await;
@@ -247,7 +247,7 @@ async fn a_restored_old_snapshot_is_detected_fails_closed_and_is_repaired() {
     assert_eq!(recreated.status, 200, "{}", recreated.body);
     let version = recreated.body["metadataVersion"].as_i64().unwrap();
     assert!(
-        version > a.metadata_version,
+        version > a.metadata_version(),
         "the new lifecycle starts above every observed version"
     );
     assert_ne!(
@@ -271,7 +271,7 @@ async fn a_restored_old_snapshot_is_detected_fails_closed_and_is_repaired() {
             let mut m = a.clone();
             let r = api.heartbeat("dur", "dur", &m).await;
             m.adopt(&r);
-            let done = r["status"] == "OK" && m.owned == vec![0, 1];
+            let done = r["status"] == "OK" && m.owned() == vec![0, 1];
             Some(m).filter(|_| done)
         },
     )

@@ -110,7 +110,7 @@ fn now_iso() -> String {
 /// A heartbeat body with one shard-progress row per owned shard.
 fn with_progress(m: &Member, pending: i64) -> Value {
     let mut body = m.request();
-    body["shardProgress"] = json!(m.owned.iter().map(|s| json!({
+    body["shardProgress"] = json!(m.owned().iter().map(|s| json!({
         "shard": {"shardIndex": s}, "streamKey": format!("obs:{s}"),
         "lastDeliveredId": "1-0", "lastAckedId": "1-0", "pendingCount": pending, "updatedAt": now_iso()
     })).collect::<Vec<_>>());
@@ -123,7 +123,7 @@ async fn beat(api: &Api, m: &mut Member, pending: i64) -> Value {
             "POST",
             &format!(
                 "/coord/v1/streams/obs/groups/obs/members/{}/heartbeat",
-                m.id
+                m.id()
             ),
             Some(with_progress(m, pending)),
         )
@@ -145,7 +145,7 @@ async fn metrics_after_real_scenarios_have_the_runbook_names_types_and_labels() 
     for _ in 0..4 {
         beat(&api, &mut a, 7).await;
     }
-    assert_eq!(a.owned, vec![0, 1, 2, 3]);
+    assert_eq!(a.owned(), vec![0, 1, 2, 3]);
     // A keeps heartbeating while we wait, so its lease stays current however slowly this machine scrapes;
     // the lease gauge must be positive and at most the TTL (3 s), the heartbeat age under the TTL.
     let deadline = std::time::Instant::now() + WAIT;

@@ -93,13 +93,13 @@ impl Harness {
             return;
         }
         for m in &self.members {
-            for s in &m.owned {
+            for s in m.owned() {
                 let key = format!("{}:{s}", self.prefix);
                 loop {
                     let reply: redis::Value = redis::cmd("XREADGROUP")
                         .arg("GROUP")
                         .arg(&self.prefix)
-                        .arg(&m.id)
+                        .arg(m.id())
                         .arg("COUNT")
                         .arg(200)
                         .arg("STREAMS")
@@ -256,7 +256,7 @@ async fn scale_out_in_and_to_zero_with_traffic_loses_nothing() {
     }
     let m = h.migration(&id).await;
     assert_ne!(m["state"], "DEPRECATED", "{m}");
-    let owned: BTreeSet<u32> = h.members.iter().flat_map(|m| m.owned.clone()).collect();
+    let owned: BTreeSet<u32> = h.members.iter().flat_map(|m| m.owned()).collect();
     assert!(
         (3..8).all(|s| owned.contains(&s)),
         "removed shards stay assigned while draining: {owned:?}"
@@ -265,7 +265,7 @@ async fn scale_out_in_and_to_zero_with_traffic_loses_nothing() {
     h.produce(100).await;
     h.until_state(&id, "DEPRECATED").await;
     h.until_all_acked().await;
-    let owned: BTreeSet<u32> = h.members.iter().flat_map(|m| m.owned.clone()).collect();
+    let owned: BTreeSet<u32> = h.members.iter().flat_map(|m| m.owned()).collect();
     assert_eq!(
         owned,
         (0..3).collect(),
@@ -395,7 +395,7 @@ async fn an_unconsumed_extra_group_blocks_the_drain_until_forced() {
     assert_eq!(again.body["state"], "FORCE_COMPLETED");
     let owned = loop {
         h.round().await;
-        let owned: BTreeSet<u32> = h.members.iter().flat_map(|m| m.owned.clone()).collect();
+        let owned: BTreeSet<u32> = h.members.iter().flat_map(|m| m.owned()).collect();
         if owned == [0].into_iter().collect() {
             break owned;
         }

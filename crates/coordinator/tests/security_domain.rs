@@ -109,7 +109,7 @@ fn heartbeat_path(p: &str, m: &str) -> String {
 }
 
 async fn beat_as(api: &Api, p: &str, m: &Member) -> Reply {
-    api.send("POST", &heartbeat_path(p, &m.id), Some(m.request()))
+    api.send("POST", &heartbeat_path(p, m.id()), Some(m.request()))
         .await
 }
 
@@ -260,7 +260,7 @@ async fn suspicions_record_their_principal_and_are_limited_per_principal() {
     let r = beat_as(&alice, p, &m).await;
     assert_eq!(r.status, 200, "{}", r.body);
     m.adopt(&r.body);
-    m.metadata_version += 50;
+    m.forged_metadata_version = Some(m.metadata_version() + 50);
     let r = beat_as(&alice, p, &m).await;
     assert_eq!(r.body["status"], "SYNC_METADATA", "{}", r.body);
     let s = durability(&api, p).await["rollbackSuspicion"].clone();
@@ -333,10 +333,10 @@ async fn reported_versions_beyond_the_json_safe_range_are_refused_and_recreate_n
     for (field, edit) in [
         (
             "memberEpoch",
-            (|m: &mut Member| m.epoch = i64::MAX) as fn(&mut Member),
+            (|m: &mut Member| m.forged_epoch = Some(i64::MAX)) as fn(&mut Member),
         ),
         ("metadataVersion", |m: &mut Member| {
-            m.metadata_version = MAX_SAFE + 1
+            m.forged_metadata_version = Some(MAX_SAFE + 1)
         }),
     ] {
         let mut bad = m.clone();
@@ -528,13 +528,13 @@ async fn a_member_id_belongs_to_the_principal_that_joined_it() {
     })
     .await;
     m.adopt(&r.body);
-    let epoch = m.epoch;
+    let epoch = m.epoch();
 
     // Bob's heartbeat, leave and rejoin for alice's member are refused, and change nothing.
     let mut leave = m.clone();
-    leave.epoch = -1;
+    leave.forged_epoch = Some(-1);
     let mut rejoin = m.clone();
-    rejoin.epoch = 0;
+    rejoin.forged_epoch = Some(0);
     for (what, req) in [("heartbeat", &m), ("leave", &leave), ("rejoin", &rejoin)] {
         let r = beat_as(&bob, p, req).await;
         assert_eq!(r.status, 403, "bob's {what}: {}", r.body);

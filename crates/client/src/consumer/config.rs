@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 pub(crate) const LEASE_GUARD: Duration = Duration::from_millis(20);
 
 /// The least lease time that must be left to start a read. Both the member (which shards get a read
-/// loop, [`super::membership::Membership::readable`]) and the read loop (whether to read once more) use
+/// loop, [`crate::Membership::readable`]) and the read loop (whether to read once more) use
 /// it, through [`read_lease_left`]: with different margins, in the window between them the member would
 /// start loops that stop at once, over and over.
 pub(crate) const READ_LEASE_MARGIN: Duration = LEASE_GUARD.saturating_mul(2);

@@ -10,9 +10,10 @@ use super::Handler;
 use super::config::ConsumerConfig;
 use super::delivery::ShardLocal;
 use super::events::{ConsumerEvent, EventSink, MemberSnapshot};
-use super::membership::{Applied, LocalShard, Membership};
+use super::membership::{new_membership, request};
 use super::reader::ReaderCtx;
 use crate::coordinator::CoordinatorClient;
+use rsc_member::{Applied, LocalShard, Membership};
 use rsc_protocol::wire::{HeartbeatStatus, RuntimeConsumerCapacity, ShardId, ShardProgressReport};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -65,7 +66,7 @@ impl<H: Handler> Member<H> {
         } = observers;
         let (lease_tx, _) = watch::channel(None);
         Member {
-            membership: Membership::new(&id, &id, config.assignment_lease),
+            membership: new_membership(&id, config.assignment_lease),
             workers: Arc::new(Semaphore::new(config.workers)),
             id,
             config,
@@ -156,7 +157,7 @@ impl<H: Handler> Member<H> {
         let shards = &self.shards;
         let readers = &self.readers;
         let prefix = &self.config.stream_prefix;
-        let req = self.membership.request(capacity, |s| {
+        let req = request(&mut self.membership, capacity, |s| {
             local_report(prefix, s, shards.get(&s), readers.contains_key(&s))
         });
         let sent_at = Instant::now();

@@ -1,7 +1,8 @@
 //! The managed consumer: N logical members in one process, each joining the coordinator group,
 //! heartbeating, and reading exactly the shards it is entitled to, with explicit acknowledgement.
 //!
-//! - [`config`]: settings and the assignment lease. [`membership`]: the pure protocol state machine.
+//! - [`config`]: settings and the assignment lease. [`membership`]: how the SDK sets up and uses the
+//!   member protocol model ([`crate::Membership`], from `rsc-member`).
 //! - [`member`]: one member's runtime (heartbeats, reconciling read loops). [`reader`]: one shard's loop.
 //! - [`delivery`]: what the handler receives and acknowledges. [`events`]: ownership events, snapshots.
 

@@ -1,10 +1,13 @@
 //! Shared helpers for the coordinator's integration tests: an in-process coordinator over a real
-//! redis-server, and a small HTTP client for the coord/v1 API.
+//! redis-server, a small HTTP client for the coord/v1 API, and test members driven by the SDK's model of
+//! the member protocol (`rsc_member::Membership`).
 #![allow(dead_code)]
 
 use rsc_coordinator::config::{Config, Dur};
 use rsc_coordinator::security::config::Secret;
 use rsc_coordinator::server::{Running, start};
+use rsc_member::{LocalShard, Membership, Outgoing};
+use rsc_protocol::wire::{HeartbeatResponse, RuntimeConsumerCapacity};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
@@ -160,7 +163,7 @@ impl Api {
                 "POST",
                 &format!(
                     "/coord/v1/streams/{p}/groups/{g}/members/{}/heartbeat",
-                    m.id
+                    m.id()
                 ),
                 Some(m.request()),
             )
@@ -170,72 +173,81 @@ impl Api {
     }
 }
 
-/// A test member that follows the protocol like the Spring starter (revoke reports).
+/// A test member: the SDK's model of the member protocol ([`Membership`]) whose local work finishes at
+/// once (a shard it loses is reported REVOKED in its next request, until an accepted answer confirms
+/// it), plus fields to forge a request (a replayed old epoch, a leave, a version from the future).
 #[derive(Debug, Clone)]
 pub struct Member {
-    pub id: String,
-    pub epoch: i64,
-    pub metadata_version: i64,
-    pub owned: Vec<u32>,
-    pub revoking: Vec<(u32, &'static str, i64)>,
-    pub seq: u64,
+    pub membership: Membership,
+    /// Sent instead of the membership's epoch.
+    pub forged_epoch: Option<i64>,
+    /// Sent instead of the membership's metadata version.
+    pub forged_metadata_version: Option<i64>,
 }
 
 impl Member {
     pub fn new(id: &str) -> Self {
         Member {
-            id: id.into(),
-            epoch: 0,
-            metadata_version: 0,
-            owned: vec![],
-            revoking: vec![],
-            seq: 0,
+            membership: Membership::new(id, Duration::from_secs(1)).with_member_name(id),
+            forged_epoch: None,
+            forged_metadata_version: None,
         }
     }
 
+    pub fn id(&self) -> &str {
+        self.membership.member_id()
+    }
+
+    /// The epoch the next request carries.
+    pub fn epoch(&self) -> i64 {
+        self.forged_epoch.unwrap_or(self.membership.epoch())
+    }
+
+    /// The metadata version the next request carries.
+    pub fn metadata_version(&self) -> i64 {
+        self.forged_metadata_version
+            .unwrap_or(self.membership.metadata_version())
+    }
+
+    /// The shards this member reads (reported owned).
+    pub fn owned(&self) -> Vec<u32> {
+        self.membership.owned().iter().copied().collect()
+    }
+
+    /// The next request as JSON, without changing the member: sending it twice is a retry.
     pub fn request(&self) -> Value {
-        json!({
-            "protocolVersion": 1,
-            "requestId": format!("{}-{}", self.id, self.seq),
-            "memberId": self.id,
-            "memberName": self.id,
-            "memberEpoch": self.epoch,
-            "metadataVersion": self.metadata_version,
-            "runtimeConsumerCapacity": {"runtimeMaxConcurrency": 2, "availableConcurrency": 2},
-            "ownedShards": self.owned.iter().map(|s| json!({"shardIndex": s})).collect::<Vec<_>>(),
-            "revokingShards": self.revoking.iter().map(|(s, st, f)| json!({"shard": {"shardIndex": s}, "state": st, "inFlight": f})).collect::<Vec<_>>(),
-            "shardProgress": [],
-        })
+        let mut req = self
+            .membership
+            .clone()
+            .request(member_outgoing(), |_| LocalShard::default());
+        req.member_epoch = self.epoch();
+        req.metadata_version = self.metadata_version();
+        serde_json::to_value(req).expect("a request serialises")
     }
 
-    /// Adopts an OK response: reads exactly `assignedShards`; shards it lost are reported REVOKED next time.
+    /// Adopts the answer to [`Member::request`] (an error body, which is no heartbeat answer, changes
+    /// nothing): on OK it reads exactly `assignedShards`, and a shard it lost is REVOKED at once.
     pub fn adopt(&mut self, resp: &Value) {
-        self.seq += 1;
-        let status = resp["status"].as_str().unwrap_or("");
-        match status {
-            "OK" => {
-                let assigned = shards(&resp["assignment"]["assignedShards"]);
-                let lost: Vec<u32> = self
-                    .owned
-                    .iter()
-                    .copied()
-                    .filter(|s| !assigned.contains(s))
-                    .collect();
-                self.revoking.retain(|(s, _, _)| !assigned.contains(s));
-                for s in lost {
-                    self.revoking.push((s, "REVOKED", 0));
-                }
-                self.owned = assigned;
-                self.epoch = resp["memberEpoch"].as_i64().unwrap_or(0);
-                self.metadata_version = resp["metadataVersion"].as_i64().unwrap_or(0);
-            }
-            "FENCED_MEMBER_EPOCH" | "UNKNOWN_MEMBER_ID" => {
-                self.owned.clear();
-                self.revoking.clear();
-                self.epoch = 0;
-            }
-            _ => {}
-        }
+        let Ok(resp) = serde_json::from_value::<HeartbeatResponse>(resp.clone()) else {
+            return;
+        };
+        // The membership moves on as if it had sent the request this answers.
+        self.membership
+            .request(member_outgoing(), |_| LocalShard::default());
+        self.membership.on_response(Instant::now(), &resp);
+        self.membership.drained_all();
+    }
+}
+
+/// What a test member's heartbeat carries besides its protocol state.
+fn member_outgoing() -> Outgoing<'static> {
+    Outgoing {
+        capacity: RuntimeConsumerCapacity {
+            runtime_max_concurrency: 2,
+            available_concurrency: 2,
+        },
+        request_id_suffix: "",
+        acked_at: None,
     }
 }
 
@@ -272,9 +284,9 @@ where
 pub fn assert_disjoint(members: &[&Member]) {
     let mut seen = std::collections::BTreeMap::new();
     for m in members {
-        for s in &m.owned {
-            if let Some(other) = seen.insert(*s, m.id.clone()) {
-                panic!("shard {s} assigned to both {other} and {}", m.id);
+        for s in m.owned() {
+            if let Some(other) = seen.insert(s, m.id().to_owned()) {
+                panic!("shard {s} assigned to both {other} and {}", m.id());
             }
         }
     }

@@ -34,10 +34,10 @@ pub fn clients(clients: &[Client], store: &SimStore, now: i64) {
             }
         }
         assert!(
-            c.metadata_version <= store.group.metadata_version,
+            c.membership.metadata_version() <= store.group.metadata_version,
             "invariant 6: {} knows metadataVersion {} but Redis holds {}",
             c.id,
-            c.metadata_version,
+            c.membership.metadata_version(),
             store.group.metadata_version
         );
     }
@@ -83,10 +83,10 @@ pub fn write(rec: &WriteRecord, clients: &[Client]) {
         for c in clients.iter().filter(|c| &c.id == id) {
             assert!(
                 c.readable(rec.now).is_empty(),
-                "invariant 4: t={} {id} expired while its process still reads {:?} (lease from {})",
+                "invariant 4: t={} {id} expired while its process still reads {:?} (lease until {:?})",
                 rec.now,
                 c.readable(rec.now),
-                c.renewed_at
+                c.membership.lease_until()
             );
         }
     }

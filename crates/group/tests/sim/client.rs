@@ -1,22 +1,24 @@
-//! A simulated consumer process. It follows the protocol as the Rust SDK does (`crates/client/src/consumer`):
-//! one heartbeat call at a time; a call tries the replica that last answered, and on a timeout or a refused
-//! connection sends the *same* request to the next replica (each replica once per call), so the coordinator
-//! may see it twice; only the answer to the call in progress is applied — an answer that arrives after the
-//! call timed out, a duplicate answer, or one addressed to a previous process of the same member id is
-//! dropped, like the SDK dropping an abandoned HTTP exchange. The client lease runs from the *send* of the
-//! last accepted heartbeat (invariant 4): no shard is read once it has run out.
+//! A simulated consumer process: the SDK's own model of the member protocol (`rsc_member::Membership`,
+//! which `rsc_client::Consumer` runs) driven on the simulation's clock, plus what the SDK's runtime adds
+//! around it. One heartbeat call at a time; a call tries the replica that last answered, and on a timeout
+//! or a refused connection sends the *same* request to the next replica (each replica once per call), so
+//! the coordinator may see it twice; only the answer to the call in progress is applied — an answer that
+//! arrives after the call timed out, a duplicate answer, or one addressed to a previous process of the
+//! same member id is dropped, like the SDK dropping an abandoned HTTP exchange. The client lease runs from
+//! the *send* of the last accepted heartbeat (invariant 4): no shard is read once it has run out.
 //!
-//! Two reporting styles: Spring-style (a shard given up is reported DRAINING once, then REVOKED until an
-//! answer confirms it) and Python-style (given-up shards are simply left out of the report).
+//! Two reporting styles over the same membership: Spring-style is the SDK as it is (a shard given up is
+//! reported DRAINING while its local work lasts — `drain_rounds` requests — then REVOKED until an answer
+//! confirms it); Python-style is a client whose work stops at once and which leaves given-up shards out of
+//! its report (its requests are the membership's with `revokingShards` emptied).
 
 use super::{CLIENT_LEASE_MS, HEARTBEAT_TIMEOUT_MS, TIMING};
 use rsc_group::model::ShardSet;
-use rsc_protocol::wire::{
-    HeartbeatRequest, HeartbeatResponse, HeartbeatStatus, RevokeState, RevokingShardReport,
-    RuntimeConsumerCapacity, ShardId,
-};
+use rsc_member::{Applied, LocalShard, Membership, Outgoing};
+use rsc_protocol::wire::{HeartbeatRequest, HeartbeatResponse, RuntimeConsumerCapacity};
 use std::collections::BTreeMap;
 use std::rc::Rc;
+use std::time::Duration;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Style {
@@ -44,26 +46,30 @@ pub struct Client {
     pub partitioned_until: i64,
     /// Cut off from one replica until then.
     pub cut_from: Option<(usize, i64)>,
-    pub epoch: i64,
-    pub metadata_version: i64,
-    /// Shards of the latest assignment it keeps (read while the lease holds).
-    pub owned: ShardSet,
-    /// Shards given up, with how many more requests report them DRAINING before REVOKED.
-    pub giving_up: BTreeMap<u32, u8>,
-    /// Send time of the last accepted heartbeat.
-    pub renewed_at: i64,
+    /// The member's protocol state, its lease judged on the simulation's clock ([`at`]).
+    pub membership: Membership<Duration>,
+    /// Spring-style: shards draining in the membership, with how many more requests report them DRAINING
+    /// before their local work is over.
+    drain_left: BTreeMap<u32, u8>,
+    /// Appended to request ids: ids stay unique across processes of one member id.
+    request_tag: String,
     pub next_heartbeat: i64,
+    /// A graceful leave has begun (and the member had joined).
     pub leaving: bool,
     /// The replica that answered last.
     pub sticky: usize,
     pub call: Option<Call>,
-    seq: u64,
     pub stale_answers: u64,
     /// Spring-style: how many requests report a given-up shard DRAINING (a slow consumer takes many, and
     /// is fenced at the rebalance timeout).
     pub drain_rounds: u8,
     /// A rolling restart: a new process starts as soon as this one's graceful leave is over.
     pub restart_when_left: bool,
+}
+
+/// The simulation's time (ms, never negative) as the instant a [`Membership`] judges its lease by.
+pub fn at(now: i64) -> Duration {
+    Duration::from_millis(u64::try_from(now).unwrap_or(0))
 }
 
 impl Client {
@@ -75,16 +81,16 @@ impl Client {
             running: true,
             partitioned_until: 0,
             cut_from: None,
-            epoch: 0,
-            metadata_version: 0,
-            owned: ShardSet::new(),
-            giving_up: BTreeMap::new(),
-            renewed_at: i64::MIN / 2,
+            membership: Membership::new_with_clock(
+                id,
+                Duration::from_millis(CLIENT_LEASE_MS as u64),
+            ),
+            drain_left: BTreeMap::new(),
+            request_tag: format!("-p{process}"),
             next_heartbeat: now,
             leaving: false,
             sticky,
             call: None,
-            seq: 0,
             stale_answers: 0,
             drain_rounds: 1,
             restart_when_left: false,
@@ -102,18 +108,13 @@ impl Client {
     /// The process dies: reading stops with it.
     pub fn crash(&mut self) {
         self.running = false;
-        self.owned.clear();
         self.call = None;
-    }
-
-    pub fn lease_valid(&self, now: i64) -> bool {
-        now < self.renewed_at + CLIENT_LEASE_MS
     }
 
     /// Shards this process reads right now.
     pub fn readable(&self, now: i64) -> ShardSet {
-        if self.running && !self.leaving && self.lease_valid(now) {
-            self.owned.clone()
+        if self.running {
+            self.membership.readable(at(now))
         } else {
             ShardSet::new()
         }
@@ -127,63 +128,63 @@ impl Client {
         if self.leaving || !self.running {
             return;
         }
-        if self.epoch == 0 {
+        self.membership.begin_leave();
+        if self.membership.left() {
             self.crash(); // never joined: nothing to give back
             return;
         }
         self.leaving = true;
-        self.epoch = -1;
-        let draining = self.draining_rounds();
-        for s in std::mem::take(&mut self.owned) {
-            self.giving_up.insert(s, draining);
-        }
+        self.track_drains();
         self.next_heartbeat = now;
     }
 
-    fn draining_rounds(&self) -> u8 {
+    /// After the membership changed: Python-style work stops at once; Spring-style work on a shard given
+    /// up lasts `drain_rounds` requests.
+    fn track_drains(&mut self) {
         match self.style {
-            Style::Spring => self.drain_rounds,
-            Style::Python => 0,
+            Style::Python => self.membership.drained_all(),
+            Style::Spring => {
+                let draining = self.membership.draining();
+                self.drain_left.retain(|s, _| draining.contains(s));
+                for &s in draining {
+                    self.drain_left.entry(s).or_insert(self.drain_rounds);
+                }
+            }
         }
     }
 
     fn request(&mut self) -> HeartbeatRequest {
-        self.seq += 1;
-        let revoking = match self.style {
-            Style::Python => Vec::new(),
-            Style::Spring => self
-                .giving_up
-                .iter()
-                .map(|(s, n)| RevokingShardReport {
-                    shard: ShardId::new(*s),
-                    state: if *n > 0 {
-                        RevokeState::Draining
-                    } else {
-                        RevokeState::Revoked
-                    },
-                    in_flight: i64::from(*n > 0),
-                    acked_at: None,
-                })
-                .collect(),
-        };
-        for n in self.giving_up.values_mut() {
-            *n = n.saturating_sub(1);
-        }
-        HeartbeatRequest {
-            protocol_version: 1,
-            request_id: format!("{}-{}-{}", self.id, self.process, self.seq),
-            member_id: self.id.clone(),
-            member_name: None,
-            member_epoch: self.epoch,
-            metadata_version: self.metadata_version,
-            runtime_consumer_capacity: RuntimeConsumerCapacity {
-                runtime_max_concurrency: 1,
-                available_concurrency: 1,
+        let mut req = self.membership.request(
+            Outgoing {
+                capacity: RuntimeConsumerCapacity {
+                    runtime_max_concurrency: 1,
+                    available_concurrency: 1,
+                },
+                request_id_suffix: &self.request_tag,
+                acked_at: None,
             },
-            owned_shards: self.owned.iter().map(|s| ShardId::new(*s)).collect(),
-            revoking_shards: revoking,
-            shard_progress: Vec::new(),
+            |_| LocalShard::default(),
+        );
+        match self.style {
+            Style::Python => req.revoking_shards.clear(),
+            Style::Spring => {
+                // This request reported each of them DRAINING once more.
+                for n in self.drain_left.values_mut() {
+                    *n = n.saturating_sub(1);
+                }
+                let done: Vec<u32> = self
+                    .drain_left
+                    .iter()
+                    .filter(|(_, n)| **n == 0)
+                    .map(|(s, _)| *s)
+                    .collect();
+                for s in done {
+                    self.drain_left.remove(&s);
+                    self.membership.drained(s);
+                }
+            }
         }
+        req
     }
 
     /// What to send now, if anything: a new heartbeat, or the current one again to the next replica after
@@ -204,14 +205,15 @@ impl Client {
         let req = Rc::new(self.request());
         if super::tracing() {
             eprintln!(
-                "t={now} {} p{} -> r{} {} epoch {} owned {:?} revoking {:?}",
+                "t={now} {} p{} -> r{} {} epoch {} owned {:?} draining {:?} released {:?}",
                 self.id,
                 self.process,
                 self.sticky,
                 req.request_id,
                 req.member_epoch,
-                self.owned,
-                self.giving_up
+                self.membership.owned(),
+                self.drain_left,
+                self.membership.released()
             );
         }
         self.call = Some(Call {
@@ -285,97 +287,13 @@ impl Client {
         };
         self.sticky = replica;
         self.next_heartbeat = now + TIMING.heartbeat_interval_ms - jitter;
-        let confirmed: Vec<u32> = call
-            .req
-            .revoking_shards
-            .iter()
-            .filter(|r| r.is_released())
-            .map(|r| r.shard.shard_index)
-            .collect();
-        match resp.status {
-            HeartbeatStatus::Retry => {
+        match self.membership.on_response(at(call.sent_at), resp) {
+            Applied::Retry => {
                 self.next_heartbeat = now + (TIMING.heartbeat_interval_ms / 2).max(50);
             }
-            HeartbeatStatus::Ok if self.leaving => {
-                self.accept_common(&call, resp, &confirmed);
-                if self.giving_up.is_empty() {
-                    self.running = false; // the leave is complete
-                }
-            }
-            HeartbeatStatus::Ok => {
-                self.accept_common(&call, resp, &confirmed);
-                self.epoch = resp.member_epoch;
-                let assigned: ShardSet = shard_set(resp);
-                for s in self
-                    .owned
-                    .difference(&assigned)
-                    .copied()
-                    .collect::<Vec<_>>()
-                {
-                    self.owned.remove(&s);
-                    self.giving_up.insert(s, self.draining_rounds());
-                }
-                self.giving_up.retain(|s, _| !assigned.contains(s));
-                self.owned = assigned;
-            }
-            HeartbeatStatus::SyncMetadata | HeartbeatStatus::RevokePending if !self.leaving => {
-                self.accept_common(&call, resp, &confirmed);
-                self.epoch = resp.member_epoch;
-                let assigned: ShardSet = shard_set(resp);
-                for s in self
-                    .owned
-                    .difference(&assigned)
-                    .copied()
-                    .collect::<Vec<_>>()
-                {
-                    self.owned.remove(&s);
-                    self.giving_up.insert(s, self.draining_rounds());
-                }
-            }
-            HeartbeatStatus::SyncMetadata | HeartbeatStatus::RevokePending => {
-                self.accept_common(&call, resp, &confirmed);
-            }
-            HeartbeatStatus::FencedMemberEpoch
-            | HeartbeatStatus::UnknownMemberId
-            | HeartbeatStatus::InvalidRequest
-            | HeartbeatStatus::UnsupportedProtocol => {
-                if self.leaving {
-                    self.crash(); // nothing is held for us any more: the leave is over
-                    return;
-                }
-                self.owned.clear();
-                self.giving_up.clear();
-                self.epoch = 0;
-                self.renewed_at = i64::MIN / 2;
-                if resp.metadata_version > 0 {
-                    self.metadata_version = resp.metadata_version;
-                }
-            }
+            // The leave is complete, or nothing is held for us any more: the process ends.
+            Applied::Left => self.crash(),
+            Applied::Accepted | Applied::Reset(_) => self.track_drains(),
         }
     }
-
-    fn accept_common(&mut self, call: &Call, resp: &HeartbeatResponse, confirmed: &[u32]) {
-        if resp.metadata_version > 0 {
-            self.metadata_version = resp.metadata_version;
-        }
-        match self.style {
-            Style::Spring => {
-                for s in confirmed {
-                    if self.giving_up.get(s) == Some(&0) {
-                        self.giving_up.remove(s);
-                    }
-                }
-            }
-            Style::Python => self.giving_up.clear(),
-        }
-        self.renewed_at = self.renewed_at.max(call.sent_at);
-    }
-}
-
-fn shard_set(resp: &HeartbeatResponse) -> ShardSet {
-    resp.assignment
-        .assigned_shards
-        .iter()
-        .map(|s| s.shard_index)
-        .collect()
 }

@@ -1,5 +1,5 @@
-//! The simulated members of `rsc bench heartbeat`: the member protocol, one heartbeat, a round over
-//! many members, convergence and the steady phase.
+//! The simulated members of `rsc bench heartbeat`: the SDK's member protocol model with instant drains,
+//! one heartbeat, a round over many members, convergence and the steady phase.
 
 use super::*;
 
@@ -20,90 +20,62 @@ impl Api {
     }
 }
 
-/// One simulated member, following the protocol like the e2e test member.
+/// One simulated member: the SDK's model of the member protocol ([`Membership`]) with work that finishes
+/// at once — a shard given up is reported DRAINING in one heartbeat and REVOKED from the next until the
+/// coordinator confirms it — and the last answer, by which convergence is judged.
 pub(super) struct Member {
-    pub(super) id: String,
     pub(super) group: usize,
-    pub(super) epoch: i64,
-    pub(super) metadata_version: i64,
-    pub(super) owned: Vec<u32>,
-    pub(super) draining: Vec<u32>,
-    pub(super) revoked: Vec<u32>,
-    pub(super) seq: u64,
+    pub(super) membership: Membership,
     pub(super) last: Option<(HeartbeatStatus, AssignmentView)>,
 }
 
+/// The bench reads nothing, so its members hold no client lease.
+const NO_LEASE: Duration = Duration::ZERO;
+
 impl Member {
-    pub(super) fn request(&mut self) -> HeartbeatRequest {
-        self.seq += 1;
-        let mut revoking: Vec<RevokingShardReport> = self
-            .draining
-            .iter()
-            .map(|&s| RevokingShardReport {
-                shard: ShardId::new(s),
-                state: RevokeState::Draining,
-                in_flight: 1,
-                acked_at: None,
-            })
-            .collect();
-        revoking.extend(self.revoked.iter().map(|&s| RevokingShardReport {
-            shard: ShardId::new(s),
-            state: RevokeState::Revoked,
-            in_flight: 0,
-            acked_at: None,
-        }));
-        HeartbeatRequest {
-            protocol_version: 1,
-            request_id: format!("{}-{}", self.id, self.seq),
-            member_id: self.id.clone(),
-            member_name: None,
-            member_epoch: self.epoch,
-            metadata_version: self.metadata_version,
-            runtime_consumer_capacity: RuntimeConsumerCapacity {
-                runtime_max_concurrency: 1,
-                available_concurrency: 1,
-            },
-            owned_shards: self.owned.iter().map(|&s| ShardId::new(s)).collect(),
-            revoking_shards: revoking,
-            shard_progress: vec![],
+    pub(super) fn new(id: &str, group: usize) -> Self {
+        Member {
+            group,
+            membership: Membership::new(id, NO_LEASE),
+            last: None,
         }
     }
 
-    pub(super) fn apply(&mut self, resp: HeartbeatResponse) {
-        // Draining shards finish after one heartbeat; REVOKED is reported once.
-        self.revoked = std::mem::take(&mut self.draining);
-        match resp.status {
-            HeartbeatStatus::Ok => {
-                let assigned: Vec<u32> = resp
-                    .assignment
-                    .assigned_shards
-                    .iter()
-                    .map(|s| s.shard_index)
-                    .collect();
-                for s in self.owned.iter().filter(|s| !assigned.contains(s)) {
-                    self.draining.push(*s);
-                }
-                self.owned = assigned;
-                self.epoch = resp.member_epoch;
-                self.metadata_version = resp.metadata_version;
-            }
-            HeartbeatStatus::FencedMemberEpoch | HeartbeatStatus::UnknownMemberId => {
-                self.owned.clear();
-                self.epoch = 0;
-            }
-            _ => {}
-        }
+    pub(super) fn id(&self) -> &str {
+        self.membership.member_id()
+    }
+
+    pub(super) fn request(&mut self) -> HeartbeatRequest {
+        self.membership.request(
+            Outgoing {
+                capacity: RuntimeConsumerCapacity {
+                    runtime_max_concurrency: 1,
+                    available_concurrency: 1,
+                },
+                request_id_suffix: "",
+                acked_at: None,
+            },
+            |_| LocalShard::default(),
+        )
+    }
+
+    /// Applies the answer to the last request, sent at `sent_at`.
+    pub(super) fn apply(&mut self, sent_at: Instant, resp: HeartbeatResponse) {
+        // The shards that request reported DRAINING have finished: REVOKED from the next one on.
+        self.membership.drained_all();
+        self.membership.on_response(sent_at, &resp);
         self.last = Some((resp.status, resp.assignment));
     }
 
     /// OK, owns exactly what is assigned, nothing pending, nothing being given up.
     pub(super) fn settled(&self) -> bool {
+        let m = &self.membership;
         match &self.last {
             Some((HeartbeatStatus::Ok, a)) => {
                 a.pending_shards.is_empty()
-                    && self.draining.is_empty()
-                    && self.revoked.is_empty()
-                    && a.assigned_shards.len() == self.owned.len()
+                    && m.draining().is_empty()
+                    && m.released().is_empty()
+                    && a.assigned_shards.len() == m.owned().len()
             }
             _ => false,
         }
@@ -129,7 +101,7 @@ pub(super) async fn heartbeat_once(
     let stream = &streams[m.group];
     let path = format!(
         "/coord/v1/streams/{stream}/groups/{stream}/members/{}/heartbeat",
-        m.id
+        m.id()
     );
     let start = Instant::now();
     let result = async {
@@ -154,7 +126,7 @@ pub(super) async fn heartbeat_once(
     match result {
         Ok(resp) => {
             *tally.statuses.entry(resp.status.as_str()).or_default() += 1;
-            m.apply(resp);
+            m.apply(start, resp);
             Some(elapsed)
         }
         Err(e) => {
@@ -210,7 +182,7 @@ pub(super) fn converged(shares: &[Vec<Member>], groups: usize, shards: u32) -> b
         if !m.settled() {
             return false;
         }
-        assigned[m.group] += m.owned.len();
+        assigned[m.group] += m.membership.owned().len();
     }
     assigned.iter().all(|&n| n == shards as usize)
 }

@@ -3,8 +3,8 @@
 //! Phases: create `--groups` streams, join every member and heartbeat until the groups converge (every
 //! member owns exactly its assigned shards, nothing pending, every shard assigned), then measure steady
 //! heartbeats for `--duration` seconds, report, and delete the bench groups (force) whatever happened.
-//! Members follow the protocol as the e2e test member does (given-up shards are reported DRAINING, then
-//! REVOKED), so the steady phase is the real steady path of the coordinator.
+//! Members run the SDK's model of the member protocol (`rsc_client::Membership`; given-up shards are
+//! reported DRAINING, then REVOKED), so the steady phase is the real steady path of the coordinator.
 //!
 //! Split: `member.rs` the simulated members and the phases they run (converge, steady), `cost.rs` what a
 //! run costs (coordinator CPU and memory from /proc, Redis commandstats), tests in `tests.rs`.
@@ -18,9 +18,9 @@ use cost::*;
 use member::*;
 
 use clap::Args;
+use rsc_client::{LocalShard, Membership, Outgoing};
 use rsc_protocol::wire::{
-    AssignmentView, HeartbeatRequest, HeartbeatResponse, HeartbeatStatus, RevokeState,
-    RevokingShardReport, RuntimeConsumerCapacity, ShardId,
+    AssignmentView, HeartbeatRequest, HeartbeatResponse, HeartbeatStatus, RuntimeConsumerCapacity,
 };
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -267,17 +267,7 @@ async fn measure(
     let workers = args.concurrency.min(args.members);
     let mut shares: Vec<Vec<Member>> = (0..workers).map(|_| Vec::new()).collect();
     for i in 0..args.members {
-        shares[i % workers].push(Member {
-            id: format!("m{i}"),
-            group: i % args.groups,
-            epoch: 0,
-            metadata_version: 0,
-            owned: vec![],
-            draining: vec![],
-            revoked: vec![],
-            seq: 0,
-            last: None,
-        });
+        shares[i % workers].push(Member::new(&format!("m{i}"), i % args.groups));
     }
 
     let join_start = Instant::now();

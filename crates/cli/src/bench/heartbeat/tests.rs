@@ -92,3 +92,62 @@ fn parses_commandstats_proc_stat_and_percentiles() {
     assert_eq!(percentile(&v, 1.0), Some(1000));
     assert_eq!(percentile(&[], 0.5), None);
 }
+
+fn answer(
+    status: HeartbeatStatus,
+    epoch: i64,
+    assigned: &[u32],
+    pending: &[u32],
+) -> HeartbeatResponse {
+    let shards = |v: &[u32]| {
+        v.iter()
+            .map(|&s| rsc_protocol::wire::ShardId::new(s))
+            .collect()
+    };
+    HeartbeatResponse {
+        response_to: String::new(),
+        status,
+        member_id: "m0".into(),
+        member_epoch: epoch,
+        heartbeat_interval_ms: 1000,
+        rebalance_timeout_ms: 10_000,
+        group_epoch: epoch,
+        assignment_epoch: epoch,
+        metadata_version: 5,
+        assignment: AssignmentView {
+            assigned_shards: shards(assigned),
+            pending_shards: shards(pending),
+            metadata_version: 5,
+        },
+        message: None,
+    }
+}
+
+#[test]
+fn a_bench_member_reports_a_given_up_shard_draining_once_then_revoked_until_confirmed() {
+    use rsc_protocol::wire::RevokeState;
+    let mut m = Member::new("m0", 0);
+    let now = Instant::now();
+    assert_eq!(m.id(), "m0");
+    let join = m.request();
+    assert_eq!((join.request_id.as_str(), join.member_epoch), ("m0-1", 0));
+    assert!(join.member_name.is_none());
+    m.apply(now, answer(HeartbeatStatus::Ok, 1, &[0, 1], &[2]));
+    assert!(!m.settled(), "a shard is still pending");
+    assert_eq!(m.request().owned_shards.len(), 2);
+    m.apply(now, answer(HeartbeatStatus::Ok, 2, &[0], &[]));
+    let req = m.request();
+    let states: Vec<RevokeState> = req.revoking_shards.iter().map(|r| r.state).collect();
+    assert_eq!(states, vec![RevokeState::Draining]);
+    assert_eq!(req.revoking_shards[0].in_flight, 1);
+    assert!(!m.settled());
+    m.apply(now, answer(HeartbeatStatus::Ok, 2, &[0], &[]));
+    let req = m.request();
+    assert!(req.revoking_shards.iter().all(|r| r.is_released()));
+    assert_eq!(req.revoking_shards.len(), 1);
+    assert!(!m.settled(), "REVOKED not yet confirmed");
+    m.apply(now, answer(HeartbeatStatus::Ok, 2, &[0], &[]));
+    assert!(m.request().revoking_shards.is_empty());
+    assert!(m.settled());
+    assert!(converged(&[vec![m]], 1, 1));
+}

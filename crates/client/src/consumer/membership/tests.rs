@@ -1,7 +1,13 @@
-//! Tests of the SDK's member protocol model: joins, assignments, revocations, reports and fencing.
+//! Tests of how the SDK sets up and uses the member protocol model: its read margin agrees with the read
+//! loop's own lease check, and its requests carry the member name, a random tag and `ackedAt`. The
+//! protocol itself is tested in `rsc-member`.
 
 use super::*;
-use rsc_protocol::wire::AssignmentView;
+use crate::consumer::config::read_lease_left;
+use rsc_member::Applied;
+use rsc_protocol::wire::{AssignmentView, HeartbeatResponse, HeartbeatStatus, ShardId};
+use std::collections::BTreeSet;
+use std::time::Instant;
 
 const LEASE: Duration = Duration::from_secs(10);
 
@@ -12,15 +18,10 @@ fn cap() -> RuntimeConsumerCapacity {
     }
 }
 
-fn resp(
-    status: HeartbeatStatus,
-    epoch: i64,
-    assigned: &[u32],
-    pending: &[u32],
-) -> HeartbeatResponse {
+fn ok(epoch: i64, assigned: &[u32]) -> HeartbeatResponse {
     HeartbeatResponse {
         response_to: "r".into(),
-        status,
+        status: HeartbeatStatus::Ok,
         member_id: "m".into(),
         member_epoch: epoch,
         heartbeat_interval_ms: 3000,
@@ -30,106 +31,28 @@ fn resp(
         metadata_version: epoch + 10,
         assignment: AssignmentView {
             assigned_shards: assigned.iter().map(|&s| ShardId::new(s)).collect(),
-            pending_shards: pending.iter().map(|&s| ShardId::new(s)).collect(),
+            pending_shards: vec![],
             metadata_version: epoch + 10,
         },
         message: None,
     }
 }
 
-fn set(v: &[u32]) -> BTreeSet<u32> {
-    v.iter().copied().collect()
-}
-
 fn joined(assigned: &[u32]) -> (Membership, Instant) {
-    let mut m = Membership::new("m", "m", LEASE);
+    let mut m = new_membership("m", LEASE);
     let t0 = Instant::now();
-    let req = m.request(cap(), |_| LocalShard::default());
-    assert_eq!(req.member_epoch, 0);
-    assert_eq!(req.protocol_version, 1);
-    assert_eq!(
-        m.on_response(t0, &resp(HeartbeatStatus::Ok, 2, assigned, &[])),
-        Applied::Accepted
-    );
+    request(&mut m, cap(), |_| LocalShard::default());
+    assert_eq!(m.on_response(t0, &ok(2, assigned)), Applied::Accepted);
     (m, t0)
 }
 
 #[test]
-fn ok_grants_shards_with_reclaim_and_renews_the_lease() {
-    let (mut m, t0) = joined(&[0, 1]);
-    assert_eq!(m.readable(t0), set(&[0, 1]));
-    assert!(m.take_reclaim(0));
-    assert!(!m.take_reclaim(0), "reclaim happens once");
-    let req = m.request(cap(), |_| LocalShard::default());
-    assert_eq!(req.member_epoch, 2);
-    assert_eq!(req.metadata_version, 12);
-    assert_eq!(req.owned_shards, vec![ShardId::new(0), ShardId::new(1)]);
-}
-
-#[test]
-fn pending_shards_are_not_read_until_assigned() {
-    let (m, t0) = {
-        let mut m = Membership::new("m", "m", LEASE);
-        let t0 = Instant::now();
-        m.request(cap(), |_| LocalShard::default());
-        m.on_response(t0, &resp(HeartbeatStatus::Ok, 2, &[0], &[1, 2]));
-        (m, t0)
-    };
-    assert_eq!(m.readable(t0), set(&[0]));
-}
-
-#[test]
-fn revoked_shard_is_reported_draining_then_revoked_once() {
-    let (mut m, t0) = joined(&[0, 1]);
-    m.request(cap(), |_| LocalShard::default());
-    m.on_response(t0, &resp(HeartbeatStatus::Ok, 3, &[0], &[]));
-    assert_eq!(m.readable(t0), set(&[0]));
-    let req = m.request(cap(), |s| LocalShard {
-        in_flight: if s == 1 { 4 } else { 0 },
-        progress: None,
-    });
-    assert_eq!(req.owned_shards, vec![ShardId::new(0)]);
-    assert_eq!(req.revoking_shards.len(), 1);
-    assert_eq!(req.revoking_shards[0].state, RevokeState::Draining);
-    assert_eq!(req.revoking_shards[0].in_flight, 4);
-    m.on_response(t0, &resp(HeartbeatStatus::Ok, 3, &[0], &[]));
-    m.drained(1);
-    let req = m.request(cap(), |_| LocalShard::default());
-    assert_eq!(req.revoking_shards[0].state, RevokeState::Revoked);
-    assert_eq!(req.revoking_shards[0].in_flight, 0);
-    m.on_response(t0, &resp(HeartbeatStatus::Ok, 3, &[0], &[]));
-    let req = m.request(cap(), |_| LocalShard::default());
-    assert!(
-        req.revoking_shards.is_empty(),
-        "REVOKED is dropped once confirmed"
-    );
-}
-
-#[test]
-fn retry_keeps_state_and_does_not_renew_the_lease() {
-    let (mut m, t0) = joined(&[0]);
-    let later = t0 + Duration::from_secs(8);
-    m.request(cap(), |_| LocalShard::default());
-    assert_eq!(
-        m.on_response(later, &resp(HeartbeatStatus::Retry, 0, &[], &[])),
-        Applied::Retry
-    );
-    assert_eq!(m.owned(), &set(&[0]));
-    assert_eq!(m.epoch(), 2);
-    assert!(m.readable(t0 + Duration::from_secs(9)).contains(&0));
-    assert!(
-        m.readable(t0 + LEASE).is_empty(),
-        "lease counted from the last accepted send"
-    );
-}
-
-#[test]
 fn no_shard_is_readable_within_the_read_margin_of_the_lease_end() {
-    use crate::consumer::config::READ_LEASE_MARGIN;
     let (m, t0) = joined(&[0, 1]);
     let end = t0 + LEASE;
     let tick = Duration::from_millis(1);
-    assert_eq!(m.readable(end - READ_LEASE_MARGIN - tick), set(&[0, 1]));
+    let set: BTreeSet<u32> = [0, 1].into();
+    assert_eq!(m.readable(end - READ_LEASE_MARGIN - tick), set);
     for t in [
         end - READ_LEASE_MARGIN,
         end - READ_LEASE_MARGIN + tick,
@@ -158,135 +81,24 @@ fn no_shard_is_readable_within_the_read_margin_of_the_lease_end() {
 }
 
 #[test]
-fn lease_lapse_fails_closed_and_a_fresh_ok_resumes_without_reclaim() {
+fn requests_carry_the_name_a_random_tag_and_acked_at() {
     let (mut m, t0) = joined(&[0]);
-    assert!(m.take_reclaim(0));
-    let late = t0 + LEASE + Duration::from_millis(1);
-    assert!(m.readable(late).is_empty());
-    let req = m.request(cap(), |_| LocalShard::default());
-    assert_eq!(
-        req.owned_shards,
-        vec![ShardId::new(0)],
-        "still held: report it"
-    );
-    m.on_response(late, &resp(HeartbeatStatus::Ok, 2, &[0], &[]));
-    assert_eq!(m.readable(late), set(&[0]));
-    assert!(!m.take_reclaim(0));
-}
-
-#[test]
-fn sync_metadata_and_revoke_pending_keep_only_owned_assigned_shards() {
-    for status in [
-        HeartbeatStatus::SyncMetadata,
-        HeartbeatStatus::RevokePending,
-    ] {
-        let (mut m, t0) = joined(&[0, 1]);
-        m.request(cap(), |_| LocalShard::default());
-        let later = t0 + Duration::from_secs(5);
-        m.on_response(later, &resp(status, 2, &[1, 5], &[0]));
-        assert_eq!(
-            m.readable(later),
-            set(&[1]),
-            "{status:?}: no new shards, 0 dropped"
-        );
-        assert_eq!(m.draining(), &set(&[0]));
-        assert!(
-            m.lease_valid(later + Duration::from_secs(9)),
-            "lease renewed"
-        );
-    }
-}
-
-#[test]
-fn fencing_like_statuses_stop_everything_and_rejoin_with_epoch_zero() {
-    for status in [
-        HeartbeatStatus::UnknownMemberId,
-        HeartbeatStatus::FencedMemberEpoch,
-        HeartbeatStatus::InvalidRequest,
-        HeartbeatStatus::UnsupportedProtocol,
-    ] {
-        let (mut m, t0) = joined(&[0, 1]);
-        m.request(cap(), |_| LocalShard::default());
-        assert_eq!(
-            m.on_response(t0, &resp(status, 7, &[], &[])),
-            Applied::Reset(status)
-        );
-        assert!(m.readable(t0).is_empty(), "{status:?}");
-        let req = m.request(cap(), |_| LocalShard::default());
-        assert_eq!(req.member_epoch, 0, "{status:?}");
-        assert!(req.owned_shards.is_empty() && req.revoking_shards.is_empty());
-    }
-}
-
-#[test]
-fn every_status_is_handled() {
-    for status in HeartbeatStatus::ALL {
-        let (mut m, t0) = joined(&[0]);
-        m.request(cap(), |_| LocalShard::default());
-        let applied = m.on_response(t0, &resp(status, 2, &[0], &[]));
-        let expect_reading = matches!(
-            status,
-            HeartbeatStatus::Ok
-                | HeartbeatStatus::Retry
-                | HeartbeatStatus::SyncMetadata
-                | HeartbeatStatus::RevokePending
-        );
-        assert_eq!(
-            !m.readable(t0).is_empty(),
-            expect_reading,
-            "{status:?} -> {applied:?}"
-        );
-    }
-}
-
-#[test]
-fn shard_given_back_while_draining_resumes_after_the_drain() {
-    let (mut m, t0) = joined(&[0, 1]);
-    m.request(cap(), |_| LocalShard::default());
-    m.on_response(t0, &resp(HeartbeatStatus::Ok, 3, &[0], &[]));
-    m.request(cap(), |_| LocalShard::default());
-    m.on_response(t0, &resp(HeartbeatStatus::Ok, 4, &[0, 1], &[]));
-    assert_eq!(
-        m.readable(t0),
-        set(&[0]),
-        "1 still drains: one read loop per shard"
-    );
-    m.drained(1);
-    assert_eq!(m.readable(t0), set(&[0, 1]));
-}
-
-#[test]
-fn graceful_leave_drains_reports_and_completes() {
-    let (mut m, t0) = joined(&[0, 1]);
-    m.begin_leave();
-    assert!(m.readable(t0).is_empty());
-    let req = m.request(cap(), |_| LocalShard::default());
-    assert_eq!(req.member_epoch, -1);
-    assert!(req.owned_shards.is_empty());
-    assert_eq!(req.revoking_shards.len(), 2);
+    let a = request(&mut m, cap(), |_| LocalShard::default());
+    let b = request(&mut m, cap(), |_| LocalShard::default());
+    assert_eq!(a.member_name.as_deref(), Some("m"));
+    let (a_id, b_id) = (a.request_id.as_str(), b.request_id.as_str());
     assert!(
-        req.revoking_shards
-            .iter()
-            .all(|r| r.state == RevokeState::Draining)
+        a_id.starts_with("m-2-") && b_id.starts_with("m-3-"),
+        "{a_id} {b_id}"
     );
-    assert_eq!(
-        m.on_response(t0, &resp(HeartbeatStatus::Ok, -1, &[], &[])),
-        Applied::Accepted
-    );
+    assert_eq!(a_id.len(), "m-2-".len() + 8, "{a_id}");
+    m.on_response(t0, &ok(3, &[]));
     m.drained(0);
-    m.drained(1);
-    let req = m.request(cap(), |_| LocalShard::default());
-    assert!(req.revoking_shards.iter().all(|r| r.is_released()));
-    assert_eq!(
-        m.on_response(t0, &resp(HeartbeatStatus::Ok, -1, &[], &[])),
-        Applied::Left
+    let req = request(&mut m, cap(), |_| LocalShard::default());
+    let acked_at = req.revoking_shards[0].acked_at.as_deref().unwrap_or("");
+    assert!(
+        time::OffsetDateTime::parse(acked_at, &time::format_description::well_known::Rfc3339)
+            .is_ok(),
+        "{acked_at:?}"
     );
-    assert!(m.left());
-}
-
-#[test]
-fn leave_before_join_is_immediate() {
-    let mut m = Membership::new("m", "m", LEASE);
-    m.begin_leave();
-    assert!(m.left());
 }
