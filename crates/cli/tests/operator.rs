@@ -422,3 +422,112 @@ fn bad_input_gets_one_line_and_a_non_zero_exit() {
     );
     assert_eq!(stderr(&o).lines().count(), 1, "{}", text(&o));
 }
+
+#[test]
+fn rollback_and_force_complete_ask_first_then_end_the_migration_and_wait_for_it() {
+    let redis = RedisServer::start();
+    let server = start_rsc(&redis);
+    let dir = tempfile::tempdir().unwrap();
+    let url = server.url();
+    login(&url, dir.path());
+    let created = rsc(
+        &url,
+        dir.path(),
+        &["apply", "-f", "/dev/stdin", "--auto-approve"],
+        Some("[[stream]]\nprefix = \"inv\"\nshards = 4\ngroups = [\"inv\", \"audit\"]\n"),
+    );
+    assert!(created.status.success(), "{}", text(&created));
+    let none = rsc(
+        &url,
+        dir.path(),
+        &["rollback", "inv", "--reason", "x", "--yes"],
+        None,
+    );
+    assert_eq!(none.status.code(), Some(1), "{}", text(&none));
+    assert!(
+        stderr(&none).contains("no active migration"),
+        "{}",
+        text(&none)
+    );
+
+    // A scale-in stays in progress for the drain grace (60 s), so it can be ended by hand.
+    let scale = rsc(
+        &url,
+        dir.path(),
+        &["scale", "inv", "--shards", "3", "--reason", "too many"],
+        None,
+    );
+    assert!(scale.status.success(), "{}", text(&scale));
+    let unconfirmed = rsc(
+        &url,
+        dir.path(),
+        &["rollback", "inv", "--reason", "wrong count"],
+        None,
+    );
+    assert_eq!(unconfirmed.status.code(), Some(1), "{}", text(&unconfirmed));
+    assert!(
+        stderr(&unconfirmed).contains("nothing was sent"),
+        "{}",
+        text(&unconfirmed)
+    );
+    let rollback = rsc(
+        &url,
+        dir.path(),
+        &[
+            "rollback",
+            "inv",
+            "--reason",
+            "wrong count",
+            "--yes",
+            "--wait",
+            "--wait-timeout",
+            "60s",
+        ],
+        None,
+    );
+    assert!(rollback.status.success(), "{}", text(&rollback));
+    assert!(
+        stdout(&rollback).contains("ROLLED_BACK"),
+        "{}",
+        text(&rollback)
+    );
+
+    let scale = rsc(
+        &url,
+        dir.path(),
+        &["scale", "inv", "--shards", "2", "--reason", "shrink"],
+        None,
+    );
+    assert!(scale.status.success(), "{}", text(&scale));
+    let forced = rsc(
+        &url,
+        dir.path(),
+        &[
+            "force-complete",
+            "inv",
+            "--reason",
+            "abandon",
+            "--yes",
+            "--wait",
+            "--wait-timeout",
+            "60s",
+            "--output",
+            "json",
+        ],
+        None,
+    );
+    assert!(forced.status.success(), "{}", text(&forced));
+    let answer: serde_json::Value = serde_json::from_slice(&forced.stdout).unwrap();
+    assert_eq!(answer["ended"], true, "{answer}");
+    assert_eq!(answer["answer"]["state"], "FORCE_COMPLETED", "{answer}");
+    let groups = rsc(&url, dir.path(), &["groups", "--output", "json"], None);
+    let groups: serde_json::Value = serde_json::from_slice(&groups.stdout).unwrap();
+    assert!(
+        groups
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|g| g["shardCount"] == 2),
+        "{groups}"
+    );
+}
