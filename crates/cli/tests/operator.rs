@@ -302,6 +302,8 @@ fn describe_and_upgrade_check_show_the_protocol_version_members_joined_with() {
             request_id: "join-1".into(),
             member_id: "worker-1".into(),
             member_name: None,
+            client_name: Some("ops-test".into()),
+            client_version: Some("9.9.9".into()),
             member_epoch: 0,
             metadata_version: 0,
             runtime_consumer_capacity: RuntimeConsumerCapacity {

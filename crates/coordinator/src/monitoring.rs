@@ -53,6 +53,8 @@ impl Coordinator {
                     state: m.state.as_str().to_owned(),
                     member_epoch: m.member_epoch,
                     protocol_version: m.protocol_version,
+                    client_name: m.client_name.clone(),
+                    client_version: m.client_version.clone(),
                     metadata_version: int("metadataVersion").unwrap_or(0),
                     runtime_max_concurrency: max,
                     active_consumer_workers: (max - available).max(0),

@@ -55,6 +55,8 @@ fn steady_request(g: &Group) -> HeartbeatRequest {
         request_id: "r-1".into(),
         member_id: m.member_id.clone(),
         member_name: None,
+        client_name: None,
+        client_version: None,
         member_epoch: m.member_epoch,
         metadata_version: g.metadata_version,
         runtime_consumer_capacity: RuntimeConsumerCapacity {

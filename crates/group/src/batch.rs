@@ -176,6 +176,8 @@ mod tests {
             request_id: format!("join-{member}"),
             member_id: member.to_owned(),
             member_name: None,
+            client_name: None,
+            client_version: None,
             member_epoch: 0,
             metadata_version: 0,
             owned_shards: vec![],

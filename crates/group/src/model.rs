@@ -120,6 +120,11 @@ pub struct Member {
     /// The coord/v1 protocol version this incarnation joined with (0: joined before it was recorded).
     #[serde(default)]
     pub protocol_version: i64,
+    /// The client library's name and version the joining request named (rsc's optional fields), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_version: Option<String>,
     /// Shards the member may read now.
     pub assigned: ShardSet,
     /// Shards taken from the member that it has not released yet, with the member epoch at which the
@@ -151,6 +156,8 @@ impl Member {
             join_confirmed: false,
             join_metadata_version: 0,
             protocol_version: 0,
+            client_name: None,
+            client_version: None,
             assigned: ShardSet::new(),
             revoking: BTreeMap::new(),
             reported_owned: ShardSet::new(),

@@ -128,6 +128,8 @@ fn request(member: &str, epoch: i64, version: i64, owned: &[u32]) -> HeartbeatRe
         request_id: format!("{member}-{epoch}-{version}"),
         member_id: member.into(),
         member_name: None,
+        client_name: None,
+        client_version: None,
         member_epoch: epoch,
         metadata_version: version,
         runtime_consumer_capacity: RuntimeConsumerCapacity {

@@ -25,6 +25,8 @@ fn request(member: &str, epoch: i64, owned: &[u32], draining: &[u32]) -> Heartbe
         request_id: format!("{member}-{epoch}"),
         member_id: member.into(),
         member_name: None,
+        client_name: None,
+        client_version: None,
         member_epoch: epoch,
         metadata_version: 0,
         runtime_consumer_capacity: RuntimeConsumerCapacity {

@@ -72,6 +72,8 @@ pub enum Applied {
 pub struct Membership<I = Instant> {
     member_id: String,
     member_name: Option<String>,
+    client_name: Option<String>,
+    client_version: Option<String>,
     /// The epoch to send next: 0 = join, -1 = leaving.
     epoch: i64,
     metadata_version: i64,
@@ -112,6 +114,8 @@ impl<I: Moment> Membership<I> {
         Membership {
             member_id: member_id.to_owned(),
             member_name: None,
+            client_name: None,
+            client_version: None,
             epoch: 0,
             metadata_version: 0,
             owned: BTreeSet::new(),
@@ -132,6 +136,14 @@ impl<I: Moment> Membership<I> {
     /// Sends `memberName` with every request (none by default).
     pub fn with_member_name(mut self, name: &str) -> Self {
         self.member_name = Some(name.to_owned());
+        self
+    }
+
+    /// Sends the client library's name and version with every request (rsc's optional `clientName` /
+    /// `clientVersion`; none by default). The coordinator records them when the member joins.
+    pub fn with_client(mut self, name: &str, version: &str) -> Self {
+        self.client_name = Some(name.to_owned());
+        self.client_version = Some(version.to_owned());
         self
     }
 
@@ -295,6 +307,8 @@ impl<I: Moment> Membership<I> {
             request_id: format!("{}-{}{}", self.member_id, self.seq, out.request_id_suffix),
             member_id: self.member_id.clone(),
             member_name: self.member_name.clone(),
+            client_name: self.client_name.clone(),
+            client_version: self.client_version.clone(),
             member_epoch: self.epoch,
             metadata_version: self.metadata_version,
             runtime_consumer_capacity: out.capacity,

@@ -196,6 +196,20 @@ pub fn validate_heartbeat_request(req: &HeartbeatRequest) -> Result<(), Validati
             format!("must be at most {MAX_ID_LEN} bytes"),
         ));
     }
+    for (field, value) in [
+        ("clientName", &req.client_name),
+        ("clientVersion", &req.client_version),
+    ] {
+        if let Some(v) = value {
+            validate_text(field, v, false)?;
+            if v.len() > MAX_ID_LEN {
+                return Err(ValidationError::field_rule(
+                    field,
+                    format!("must be at most {MAX_ID_LEN} bytes"),
+                ));
+            }
+        }
+    }
     if req.metadata_version < 0 {
         return Err(ValidationError::field_rule(
             "metadataVersion",

@@ -157,6 +157,13 @@ pub struct HeartbeatRequest {
     pub member_id: String,
     #[serde(default)]
     pub member_name: Option<String>,
+    /// rsc extension, optional: the client library's name and version (e.g. `rsc-client`, `0.1.0`), recorded
+    /// when the member joins so operators can check versions before an upgrade. Clients of the coord/v1
+    /// contract that do not send them are unaffected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_version: Option<String>,
     pub member_epoch: i64,
     pub metadata_version: i64,
     pub runtime_consumer_capacity: RuntimeConsumerCapacity,

@@ -233,6 +233,7 @@ pub async fn describe(args: DescribeArgs) -> Result<ExitCode, Failure> {
             s(&m, "state").to_owned(),
             n(&m, "memberEpoch"),
             n(&m, "protocolVersion"),
+            client_text(&m),
             age(now, s(&m, "lastHeartbeatAt")),
             left(now, s(&m, "memberLeaseExpiresAt")),
             shards_text(m.get("currentAssignment")),
@@ -404,7 +405,7 @@ pub async fn upgrade_check(args: UpgradeCheckArgs) -> Result<ExitCode, Failure> 
             if v < min || v > max {
                 outside.push(json!({
                     "streamPrefix": p, "consumerGroup": c, "memberId": s(&m, "memberId"),
-                    "protocolVersion": v,
+                    "protocolVersion": v, "client": client_text(&m),
                 }));
             }
         }
@@ -432,13 +433,14 @@ pub async fn upgrade_check(args: UpgradeCheckArgs) -> Result<ExitCode, Failure> 
                 println!("COMPATIBLE: every live member speaks a version the target supports");
             } else {
                 println!("NOT COMPATIBLE: upgrade these clients first");
-                let mut t = Table::new(&["STREAM", "GROUP", "MEMBER", "PROTOCOL"]);
+                let mut t = Table::new(&["STREAM", "GROUP", "MEMBER", "PROTOCOL", "CLIENT"]);
                 for o in &outside {
                     t.row(vec![
                         s(o, "streamPrefix").into(),
                         s(o, "consumerGroup").into(),
                         s(o, "memberId").into(),
                         n(o, "protocolVersion"),
+                        s(o, "client").into(),
                     ]);
                 }
                 print!("{}", t.render());
@@ -479,6 +481,15 @@ fn version_text(v: Option<&Value>) -> String {
             .unwrap_or("?")
             .to_owned(),
         _ => "?".to_owned(),
+    }
+}
+
+/// `name/version` of the client library a member joined with ("" when it did not say).
+fn client_text(m: &Value) -> String {
+    match (s(m, "clientName"), s(m, "clientVersion")) {
+        ("", _) => String::new(),
+        (name, "") => name.to_owned(),
+        (name, v) => format!("{name}/{v}"),
     }
 }
 

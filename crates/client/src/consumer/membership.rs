@@ -13,6 +13,7 @@ use std::time::Duration;
 pub(crate) fn new_membership(member_id: &str, lease: Duration) -> Membership {
     Membership::new(member_id, lease)
         .with_member_name(member_id)
+        .with_client("rsc-client", env!("CARGO_PKG_VERSION"))
         .with_read_margin(READ_LEASE_MARGIN)
 }
 

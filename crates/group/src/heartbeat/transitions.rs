@@ -38,6 +38,8 @@ pub(super) fn join(
     let mut m = Member::new(&req.member_id, &name, now_ms);
     m.owner = joiner.map(str::to_owned);
     m.protocol_version = req.protocol_version;
+    m.client_name.clone_from(&req.client_name);
+    m.client_version.clone_from(&req.client_version);
     next.members.insert(req.member_id.clone(), m);
     bump.apply(next);
     g.rebalance(Rebalance::Target, now_ms, timing);

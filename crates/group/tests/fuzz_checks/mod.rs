@@ -280,6 +280,8 @@ impl Run {
             request_id: format!("{id}-{}", self.seq),
             member_id: id.to_owned(),
             member_name: (c.below(2) == 0).then(|| format!("{id}-name")),
+            client_name: None,
+            client_version: None,
             member_epoch,
             metadata_version: (g.metadata_version + c.below(3) as i64 - 1).max(0),
             runtime_consumer_capacity: RuntimeConsumerCapacity {

@@ -271,10 +271,18 @@ fn heartbeat() -> HeartbeatRequest {
 fn heartbeat_rules_name_the_field_path() {
     assert_eq!(validate_heartbeat_request(&heartbeat()), Ok(()));
     type Edit = fn(&mut HeartbeatRequest);
-    let cases: [(Edit, &str); 10] = [
+    let cases: [(Edit, &str); 12] = [
         (
             |r| r.protocol_version = 0,
             "protocolVersion: must be at least 1",
+        ),
+        (
+            |r| r.client_name = Some("c".repeat(201)),
+            "clientName: must be at most 200 bytes",
+        ),
+        (
+            |r| r.client_version = Some("v".repeat(201)),
+            "clientVersion: must be at most 200 bytes",
         ),
         (
             |r| r.request_id = " ".into(),

@@ -152,6 +152,11 @@ pub struct MemberMetadata {
     /// The coord/v1 protocol version the member joined with (0: joined before rsc recorded it).
     #[serde(default)]
     pub protocol_version: i64,
+    /// The client library the member joined with, as it named itself (null when it did not).
+    #[serde(default)]
+    pub client_name: Option<String>,
+    #[serde(default)]
+    pub client_version: Option<String>,
     pub metadata_version: i64,
     pub runtime_max_concurrency: i64,
     pub active_consumer_workers: i64,
