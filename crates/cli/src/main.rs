@@ -100,22 +100,26 @@ fn main() -> ExitCode {
         Command::HashPassword => hash_password::run(),
         Command::Demo(args) => demo::run(args),
         Command::Bench(args) => bench::run(args),
-        Command::Login(args) => operator::run(operator::login::login(args)),
-        Command::Logout(args) => operator::run(operator::login::logout(args)),
-        Command::Health(t) => operator::run(operator::show::health(t)),
-        Command::Groups(t) => operator::run(operator::show::groups(t)),
-        Command::Describe(args) => operator::run(operator::show::describe(args)),
-        Command::Scale(args) => operator::run(operator::change::scale(args)),
-        Command::Rollback(args) => operator::run(operator::change::rollback(args)),
-        Command::ForceComplete(args) => operator::run(operator::change::force_complete(args)),
-        Command::Audit(args) => operator::run(operator::audit::audit(args)),
-        Command::Plan(args) => operator::run(operator::apply::plan(args)),
-        Command::Apply(args) => operator::run(operator::apply::apply(args)),
-        Command::Version(t) => operator::run(operator::show::version(t)),
-        Command::UpgradeCheck(args) => operator::run(operator::show::upgrade_check(args)),
-        Command::Backup(args) => backup::run_verb("backup", backup::take::run(args)),
-        Command::Restore(args) => backup::run_verb("restore", backup::restore::run(args)),
-        Command::Doctor(args) => backup::run_verb("doctor", backup::doctor::run(args)),
+        Command::Login(args) => operator::run("login", operator::login::login(args)),
+        Command::Logout(args) => operator::run("logout", operator::login::logout(args)),
+        Command::Health(t) => operator::run("health", operator::show::health(t)),
+        Command::Groups(t) => operator::run("groups", operator::show::groups(t)),
+        Command::Describe(args) => operator::run("describe", operator::show::describe(args)),
+        Command::Scale(args) => operator::run("scale", operator::change::scale(args)),
+        Command::Rollback(args) => operator::run("rollback", operator::change::rollback(args)),
+        Command::ForceComplete(args) => {
+            operator::run("force-complete", operator::change::force_complete(args))
+        }
+        Command::Audit(args) => operator::run("audit", operator::audit::audit(args)),
+        Command::Plan(args) => operator::run("plan", operator::apply::plan(args)),
+        Command::Apply(args) => operator::run("apply", operator::apply::apply(args)),
+        Command::Version(t) => operator::run("version", operator::show::version(t)),
+        Command::UpgradeCheck(args) => {
+            operator::run("upgrade-check", operator::show::upgrade_check(args))
+        }
+        Command::Backup(args) => operator::run("backup", backup::take::run(args)),
+        Command::Restore(args) => operator::run("restore", backup::restore::run(args)),
+        Command::Doctor(args) => operator::run("doctor", backup::doctor::run(args)),
         Command::Serve {
             listen,
             redis_url,

@@ -148,15 +148,15 @@ mod tests {
         assert_eq!(header.key_prefix, "kp");
         assert_eq!(content, sample());
         let truncated = &text[..text.len() - 10];
-        assert!(decode(truncated).unwrap_err().0.contains("truncated"));
+        assert!(decode(truncated).unwrap_err().message.contains("truncated"));
         let edited = text.replace("\\\"a\\\":1", "\\\"a\\\":2");
         assert_ne!(edited, text);
-        assert!(decode(&edited).unwrap_err().0.contains("checksum"));
+        assert!(decode(&edited).unwrap_err().message.contains("checksum"));
         assert!(decode("").is_err());
         assert!(
             decode(&text.replace("\"version\":1", "\"version\":2"))
                 .unwrap_err()
-                .0
+                .message
                 .contains("version 2")
         );
     }

@@ -9,9 +9,8 @@ mod file;
 pub mod restore;
 pub mod take;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use rsc_store::{RedisTopology, Store};
-use std::process::ExitCode;
 use std::time::Duration;
 
 pub use doctor::DoctorArgs;
@@ -24,14 +23,7 @@ pub const DEFAULT_KEY_PREFIX: &str = "redis-stream:coord";
 /// Bound for connecting to Redis and for every command.
 const REDIS_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// How results are printed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Output {
-    /// Human-readable lines.
-    Text,
-    /// One JSON document (a summary) on stdout.
-    Json,
-}
+pub use crate::operator::{Failure, Output};
 
 /// The Redis a verb talks to.
 #[derive(Args, Debug, Clone)]
@@ -42,40 +34,6 @@ pub struct RedisArgs {
     /// The coordinator's coordinator.store.key-prefix.
     #[arg(long, default_value = DEFAULT_KEY_PREFIX)]
     pub key_prefix: String,
-}
-
-/// A failure of a verb: one line on stderr, exit 1.
-#[derive(Debug)]
-pub struct Failure(pub String);
-
-impl Failure {
-    pub fn new(text: impl Into<String>) -> Failure {
-        Failure(text.into())
-    }
-}
-
-/// Runs an async verb on a current-thread runtime and turns its outcome into an exit code.
-pub fn run_verb<F>(verb: &str, fut: F) -> ExitCode
-where
-    F: std::future::Future<Output = Result<ExitCode, Failure>>,
-{
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("rsc {verb}: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(fut) {
-        Ok(code) => code,
-        Err(Failure(text)) => {
-            eprintln!("rsc {verb}: {}", one_line(&text));
-            ExitCode::FAILURE
-        }
-    }
 }
 
 /// Connects to the Redis of `url`; errors name the URL with its credentials redacted.
@@ -117,10 +75,6 @@ pub fn scrub(text: &str, url: &str) -> String {
         }
     }
     out
-}
-
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]

@@ -187,7 +187,7 @@ pub async fn apply(args: ApplyArgs) -> Result<ExitCode, Failure> {
         };
         match session.mutate(method, &segments, &body).await {
             Ok((_, request_id)) => {
-                if args.target.output == Output::Table {
+                if args.target.output == Output::Text {
                     println!("{change}: done (request id {request_id})");
                 }
                 applied.push(json!({"change": change.to_string(), "requestId": request_id}));

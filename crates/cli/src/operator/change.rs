@@ -124,7 +124,7 @@ pub async fn scale(args: ScaleArgs) -> Result<ExitCode, Failure> {
             print_json(&json!({"requestId": request_id, "answer": answer}))
         }
         Output::Json => {}
-        Output::Table => println!(
+        Output::Text => println!(
             "Scale of {} to {} shards accepted (request id {request_id}); migrations: {}",
             args.stream,
             args.shards,
@@ -242,7 +242,7 @@ async fn end_migration(
             print_json(&json!({"requestId": request_id, "answer": answer}))
         }
         Output::Json => {}
-        Output::Table => println!(
+        Output::Text => println!(
             "{verb} of migration {id} of {} accepted (request id {request_id}); state {}",
             args.stream,
             s(&answer, "state")
@@ -379,7 +379,7 @@ async fn wait(
     goal: Goal,
     timeout: Duration,
 ) -> Result<ExitCode, Failure> {
-    let tty = std::io::stdout().is_terminal() && session.target.output == Output::Table;
+    let tty = std::io::stdout().is_terminal() && session.target.output == Output::Text;
     let bars = MultiProgress::new();
     let style =
         ProgressStyle::with_template("{prefix:>16} [{bar:30}] {pos}/{len} shards owned  {msg}")
@@ -411,7 +411,7 @@ async fn wait(
                 bar.set_length(p.target);
                 bar.set_position(p.converged);
                 bar.set_message(msg.clone());
-            } else if session.target.output == Output::Table {
+            } else if session.target.output == Output::Text {
                 let line = format!("{group}: {}/{} shards owned  {msg}", p.converged, p.target);
                 if last_line.get(group.as_str()) != Some(&line) {
                     println!("{line}");
@@ -432,7 +432,7 @@ async fn wait(
                 .map(|(g, _)| *g)
                 .collect();
             if failed.is_empty() {
-                if session.target.output == Output::Table {
+                if session.target.output == Output::Text {
                     println!("Done: every group ended the migration as asked");
                 }
                 return Ok(ExitCode::SUCCESS);

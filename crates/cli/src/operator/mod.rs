@@ -39,13 +39,16 @@ pub struct Target {
     )]
     pub coordinator: Vec<String>,
     /// Output format.
-    #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
+    #[arg(long, short = 'o', value_enum, default_value_t = Output::Text)]
     pub output: Output,
 }
 
+/// How results are printed (every operator verb, and backup, restore and doctor).
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Output {
-    Table,
+    /// Human-readable tables and lines.
+    Text,
+    /// JSON on stdout, for scripts.
     Json,
 }
 
@@ -77,8 +80,9 @@ impl From<String> for Failure {
     }
 }
 
-/// Runs an async verb on a small runtime and turns its result into an exit code.
-pub fn run<F>(verb: F) -> ExitCode
+/// Runs an async verb on a current-thread runtime and turns its outcome into an exit code; a failure is one
+/// line on stderr, `rsc <verb>: <what went wrong>`.
+pub fn run<F>(verb: &str, fut: F) -> ExitCode
 where
     F: std::future::Future<Output = Result<ExitCode, Failure>>,
 {
@@ -88,14 +92,15 @@ where
     {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("rsc: cannot start: {e}");
+            eprintln!("rsc {verb}: cannot start the async runtime: {e}");
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(verb) {
+    match runtime.block_on(fut) {
         Ok(code) => code,
         Err(f) => {
-            eprintln!("rsc: {}", f.message);
+            let line = f.message.split_whitespace().collect::<Vec<_>>().join(" ");
+            eprintln!("rsc {verb}: {line}");
             ExitCode::from(f.code)
         }
     }

@@ -36,7 +36,7 @@ pub async fn health(target: Target) -> Result<ExitCode, Failure> {
     let status = s(&h, "status").to_owned();
     match target.output {
         Output::Json => print_json(&h),
-        Output::Table => {
+        Output::Text => {
             println!("{status}  coordinator {}", s(&h, "coordinatorId"));
             let mut t = Table::new(&["COMPONENT", "STATUS", "DETAIL"]);
             if let Some(components) = h.get("components").and_then(Value::as_object) {
@@ -131,7 +131,7 @@ pub async fn groups(target: Target) -> Result<ExitCode, Failure> {
                 })
                 .collect(),
         )),
-        Output::Table => {
+        Output::Text => {
             let mut t = Table::new(&[
                 "STREAM",
                 "GROUP",
@@ -310,7 +310,7 @@ pub async fn version(target: Target) -> Result<ExitCode, Failure> {
             "rsc": local,
             "coordinator": remote.as_ref().ok(),
         })),
-        Output::Table => {
+        Output::Text => {
             println!(
                 "rsc {}  coord/v1 protocol versions {}..={}",
                 env!("CARGO_PKG_VERSION"),
@@ -416,7 +416,7 @@ pub async fn upgrade_check(args: UpgradeCheckArgs) -> Result<ExitCode, Failure> 
             "targetRange": {"min": min, "max": max}, "liveMembers": live_total,
             "membersByProtocolVersion": by_version, "outsideRange": outside, "compatible": ok,
         })),
-        Output::Table => {
+        Output::Text => {
             let counts: Vec<String> = by_version
                 .iter()
                 .map(|(v, c)| format!("v{v}: {c}"))
