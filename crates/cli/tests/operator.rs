@@ -533,3 +533,81 @@ fn rollback_and_force_complete_ask_first_then_end_the_migration_and_wait_for_it(
         "{groups}"
     );
 }
+
+#[test]
+fn audit_follow_prints_records_as_they_arrive() {
+    let redis = RedisServer::start();
+    let server = start_rsc(&redis);
+    let dir = tempfile::tempdir().unwrap();
+    let url = server.url();
+    login(&url, dir.path());
+    let mut follow = Command::new(env!("CARGO_BIN_EXE_rsc"))
+        .args(["audit", "--stream", "live", "--follow", "--output", "json"])
+        .env("RSC_COORDINATOR", &url)
+        .env("RSC_CONFIG_DIR", dir.path())
+        .env_remove("RSC_TOKEN")
+        .env_remove("RSC_USERNAME")
+        .env_remove("RSC_PASSWORD")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = follow.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let next_with_reason = |reason: &str| -> serde_json::Value {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let line = rx
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("no record with reason {reason:?} within 20 s"));
+            let r: serde_json::Value =
+                serde_json::from_str(&line).expect("one JSON record per line");
+            if r["reason"] == reason {
+                return r;
+            }
+        }
+    };
+    let apply = |file: &str, reason: &str| {
+        let o = rsc(
+            &url,
+            dir.path(),
+            &[
+                "apply",
+                "-f",
+                "/dev/stdin",
+                "--auto-approve",
+                "--reason",
+                reason,
+            ],
+            Some(file),
+        );
+        assert!(o.status.success(), "{}", text(&o));
+    };
+    apply(
+        "[[stream]]\nprefix = \"live\"\nshards = 2\ngroups = [\"live\"]\n",
+        "first",
+    );
+    next_with_reason("first");
+    // The follower has printed what existed; a record made now must arrive through its polling.
+    apply(
+        "[[stream]]\nprefix = \"live\"\nshards = 2\ngroups = [\"live\", \"late\"]\n",
+        "followed",
+    );
+    let record = next_with_reason("followed");
+    let _ = follow.kill();
+    let _ = follow.wait();
+    assert_eq!(record["action"], "CREATE_GROUP", "{record}");
+    assert_eq!(record["consumerGroup"], "late", "{record}");
+}
