@@ -47,11 +47,30 @@ impl Coordinator {
                     };
                     self.clock.observe(now);
                     let keys = self.keys(name);
-                    let lapsed: BTreeSet<String> = match self.store.lapsed_members(&keys, now).await
-                    {
-                        Ok(l) => l.into_iter().collect(),
+                    let mut lapsed: BTreeSet<String> =
+                        match self.store.lapsed_members(&keys, now).await {
+                            Ok(l) => l.into_iter().collect(),
+                            Err(e) => return self.note_store_error(&e),
+                        };
+                    // A live member whose lease entry is gone (a lost or evicted lease set) can never be
+                    // renewed: it is lapsed too, or it would hold its shards forever.
+                    let live: Vec<String> = base
+                        .group
+                        .members
+                        .values()
+                        .filter(|m| m.state.is_live())
+                        .map(|m| m.member_id.clone())
+                        .collect();
+                    match self.store.members_without_lease(&keys, &live).await {
+                        Ok(missing) => {
+                            for m in &missing {
+                                tracing::warn!(group = %name, member = %m,
+                                    "member has no lease entry in Redis (lease set lost?): treated as lapsed");
+                            }
+                            lapsed.extend(missing);
+                        }
                         Err(e) => return self.note_store_error(&e),
-                    };
+                    }
                     flow.on_observed(base, now, &lapsed)
                 }
                 ReconcileStep::Commit {

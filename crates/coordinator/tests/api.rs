@@ -763,6 +763,61 @@ async fn another_members_heartbeat_has_a_lapsed_lease_expired_without_waiting_fo
     running.shutdown().await.unwrap();
 }
 
+/// A lost lease set (evicted, or metadata restored by hand without it) must not leave members that can never
+/// lapse: the reconciler treats a live member with no lease entry as lapsed, so its shards move on.
+#[tokio::test]
+async fn a_live_member_whose_lease_entry_is_gone_is_expired_and_its_shards_move() {
+    let redis = RedisServer::start();
+    let mut config = test_config(&redis.url());
+    // Long enough that only expiry (not the rebalance timeout) can free a's shards within the wait below.
+    config.coordinator.rebalance_timeout = rsc_coordinator::config::Dur(Duration::from_secs(600));
+    let (running, api) = coordinator(config).await;
+    api.create_stream("lost", 4).await;
+    let mut a = Member::new("a");
+    for _ in 0..3 {
+        let r = api.heartbeat("lost", "lost", &a).await;
+        a.adopt(&r);
+    }
+    assert_eq!(a.owned(), vec![0, 1, 2, 3]);
+    let deleted = redis_cmd(
+        &redis.url(),
+        &[
+            "DEL",
+            &rsc_protocol::names::group_leases_key("redis-stream:coord", "lost", "lost"),
+        ],
+    )
+    .await;
+    assert_eq!(deleted, redis::Value::Int(1), "the lease set existed");
+    // a stops; the reconciler must expire it although no deadline of it is left to lapse.
+    wait_for("a expired", Duration::from_secs(10), || {
+        let api = api.clone();
+        async move {
+            let m = api
+                .send(
+                    "GET",
+                    "/coord/v1/monitoring/streams/lost/groups/lost/members",
+                    None,
+                )
+                .await;
+            (m.body["members"][0]["state"] == "EXPIRED").then_some(())
+        }
+    })
+    .await;
+    let b = Member::new("b");
+    let b = wait_for("b owns every shard", Duration::from_secs(10), || {
+        let api = api.clone();
+        let mut bb = b.clone();
+        async move {
+            let r = api.heartbeat("lost", "lost", &bb).await;
+            bb.adopt(&r);
+            (bb.owned().len() == 4).then_some(bb)
+        }
+    })
+    .await;
+    assert_eq!(b.owned(), vec![0, 1, 2, 3]);
+    running.shutdown().await.unwrap();
+}
+
 #[tokio::test]
 async fn expired_members_lose_their_shards_and_delete_needs_force() {
     let redis = RedisServer::start();

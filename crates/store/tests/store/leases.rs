@@ -9,6 +9,7 @@ use crate::fixtures::{group, set_lease};
 on_both_topologies!(
     lease_deadlines_come_from_redis_time,
     lapsed_members_include_the_deadline,
+    live_members_without_a_lease_entry_are_found,
     leases_and_progress_of_a_big_group_are_read_whole_in_pages,
 );
 
@@ -85,6 +86,42 @@ async fn lease_deadlines_come_from_redis_time(store: &Store, name: &str) {
     assert!(
         (local_ms - redis_ms).abs() < 5_000,
         "local {local_ms} vs redis {redis_ms}"
+    );
+}
+
+async fn live_members_without_a_lease_entry_are_found(store: &Store, name: &str) {
+    let keys = group(name);
+    let live = |ids: &[&str]| ids.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    set_lease(store, &keys, "a", 100).await;
+    set_lease(store, &keys, "b", 10_000_000_000_000).await;
+    assert!(
+        store
+            .members_without_lease(&keys, &live(&["a", "b"]))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        store
+            .members_without_lease(&keys, &[])
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        store
+            .members_without_lease(&keys, &live(&["a", "b", "c", "d"]))
+            .await
+            .unwrap(),
+        ["c", "d"]
+    );
+    let _: i64 = crate::fixtures::raw(store, redis::cmd("DEL").arg(&keys.leases)).await;
+    assert_eq!(
+        store
+            .members_without_lease(&keys, &live(&["a", "b"]))
+            .await
+            .unwrap(),
+        ["a", "b"]
     );
 }
 
