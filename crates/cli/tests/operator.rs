@@ -62,6 +62,55 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// A redis-server, a real `rsc serve` on it, and a credentials directory of the test's own.
+struct Fixture {
+    _redis: RedisServer,
+    _server: RscProcess,
+    dir: tempfile::TempDir,
+    url: String,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let redis = RedisServer::start();
+        let server = start_rsc(&redis);
+        let url = server.url();
+        Fixture {
+            _redis: redis,
+            _server: server,
+            dir: tempfile::tempdir().unwrap(),
+            url,
+        }
+    }
+
+    /// [`Fixture::new`], logged in as the bootstrap admin.
+    fn logged_in() -> Self {
+        let f = Fixture::new();
+        login(&f.url, f.dir.path());
+        f
+    }
+
+    fn run(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        rsc(&self.url, self.dir.path(), args, stdin)
+    }
+
+    /// `rsc apply` of a desired-state file given inline; asserts it succeeded.
+    fn apply(&self, file: &str, reason: &str) {
+        let o = self.run(
+            &[
+                "apply",
+                "-f",
+                "/dev/stdin",
+                "--auto-approve",
+                "--reason",
+                reason,
+            ],
+            Some(file),
+        );
+        assert!(o.status.success(), "{}", text(&o));
+    }
+}
+
 fn login(url: &str, dir: &Path) {
     let o = rsc(
         url,
@@ -74,11 +123,9 @@ fn login(url: &str, dir: &Path) {
 
 #[test]
 fn login_stores_a_private_token_that_later_verbs_use_and_logout_revokes_it() {
-    let redis = RedisServer::start();
-    let server = start_rsc(&redis);
-    let dir = tempfile::tempdir().unwrap();
-    let url = server.url();
-    let before = rsc(&url, dir.path(), &["health"], None);
+    let f = Fixture::new();
+    let (dir, url) = (&f.dir, f.url.clone());
+    let before = f.run(&["health"], None);
     assert_eq!(before.status.code(), Some(1), "{}", text(&before));
     assert!(stderr(&before).contains("rsc login"), "{}", text(&before));
 
@@ -103,11 +150,11 @@ fn login_stores_a_private_token_that_later_verbs_use_and_logout_revokes_it() {
         .expect("a token stored under the coordinator URL")
         .to_owned();
 
-    let health = rsc(&url, dir.path(), &["health"], None);
+    let health = f.run(&["health"], None);
     assert!(health.status.success(), "{}", text(&health));
     assert!(stdout(&health).starts_with("UP"), "{}", text(&health));
 
-    let out = rsc(&url, dir.path(), &["logout"], None);
+    let out = f.run(&["logout"], None);
     assert!(out.status.success(), "{}", text(&out));
     assert!(stdout(&out).contains("revoked"), "{}", text(&out));
     // The token itself no longer works, and nothing is stored any more.
@@ -135,7 +182,7 @@ fn login_stores_a_private_token_that_later_verbs_use_and_logout_revokes_it() {
         ),
     )
     .unwrap();
-    let expired = rsc(&url, dir.path(), &["groups"], None);
+    let expired = f.run(&["groups"], None);
     assert_eq!(expired.status.code(), Some(1), "{}", text(&expired));
     assert!(
         stderr(&expired).contains("expired") && stderr(&expired).contains("run rsc login"),
@@ -146,20 +193,17 @@ fn login_stores_a_private_token_that_later_verbs_use_and_logout_revokes_it() {
 
 #[test]
 fn plan_apply_plan_then_scale_wait_and_find_it_all_in_the_audit_log() {
-    let redis = RedisServer::start();
-    let server = start_rsc(&redis);
-    let dir = tempfile::tempdir().unwrap();
-    let url = server.url();
-    login(&url, dir.path());
+    let f = Fixture::logged_in();
+    let dir = &f.dir;
     let desired = dir.path().join("desired.toml");
     std::fs::write(
         &desired,
         "[[stream]]\nprefix = \"orders\"\nshards = 4\ngroups = [\"orders\", \"billing\"]\n",
     )
     .unwrap();
-    let f = desired.to_str().unwrap();
+    let file = desired.to_str().unwrap();
 
-    let plan = rsc(&url, dir.path(), &["plan", "-f", f], None);
+    let plan = f.run(&["plan", "-f", file], None);
     assert_eq!(plan.status.code(), Some(2), "{}", text(&plan));
     assert!(
         stdout(&plan).contains("+ create stream orders (4 shards) with group orders/orders"),
@@ -172,7 +216,7 @@ fn plan_apply_plan_then_scale_wait_and_find_it_all_in_the_audit_log() {
         text(&plan)
     );
 
-    let no_tty = rsc(&url, dir.path(), &["apply", "-f", f], None);
+    let no_tty = f.run(&["apply", "-f", file], None);
     assert_eq!(
         no_tty.status.code(),
         Some(1),
@@ -185,13 +229,11 @@ fn plan_apply_plan_then_scale_wait_and_find_it_all_in_the_audit_log() {
         text(&no_tty)
     );
 
-    let apply = rsc(
-        &url,
-        dir.path(),
+    let apply = f.run(
         &[
             "apply",
             "-f",
-            f,
+            file,
             "--auto-approve",
             "--reason",
             "first deploy",
@@ -206,13 +248,11 @@ fn plan_apply_plan_then_scale_wait_and_find_it_all_in_the_audit_log() {
         .collect();
     assert_eq!(ids.len(), 2, "{}", text(&apply));
 
-    let again = rsc(&url, dir.path(), &["plan", "-f", f], None);
+    let again = f.run(&["plan", "-f", file], None);
     assert_eq!(again.status.code(), Some(0), "{}", text(&again));
     assert!(stdout(&again).contains("No changes"), "{}", text(&again));
 
-    let scale = rsc(
-        &url,
-        dir.path(),
+    let scale = f.run(
         &[
             "scale",
             "orders",
@@ -233,7 +273,7 @@ fn plan_apply_plan_then_scale_wait_and_find_it_all_in_the_audit_log() {
         text(&scale)
     );
 
-    let groups = rsc(&url, dir.path(), &["groups", "--output", "json"], None);
+    let groups = f.run(&["groups", "--output", "json"], None);
     assert!(groups.status.success(), "{}", text(&groups));
     let groups: serde_json::Value = serde_json::from_slice(&groups.stdout).unwrap();
     let counts: Vec<u64> = groups
@@ -244,7 +284,7 @@ fn plan_apply_plan_then_scale_wait_and_find_it_all_in_the_audit_log() {
         .collect();
     assert_eq!(counts, [6, 6]);
     // The file now differs from the coordinator: plan shows a scale back.
-    let drift = rsc(&url, dir.path(), &["plan", "-f", f], None);
+    let drift = f.run(&["plan", "-f", file], None);
     assert_eq!(drift.status.code(), Some(2), "{}", text(&drift));
     assert!(
         stdout(&drift).contains("~ scale orders 6 -> 4"),
@@ -252,12 +292,7 @@ fn plan_apply_plan_then_scale_wait_and_find_it_all_in_the_audit_log() {
         text(&drift)
     );
 
-    let audit = rsc(
-        &url,
-        dir.path(),
-        &["audit", "--stream", "orders", "--output", "json"],
-        None,
-    );
+    let audit = f.run(&["audit", "--stream", "orders", "--output", "json"], None);
     assert!(audit.status.success(), "{}", text(&audit));
     let records: serde_json::Value = serde_json::from_slice(&audit.stdout).unwrap();
     let records = records.as_array().unwrap();
@@ -279,18 +314,12 @@ fn plan_apply_plan_then_scale_wait_and_find_it_all_in_the_audit_log() {
 
 #[test]
 fn describe_and_upgrade_check_show_the_protocol_version_members_joined_with() {
-    let redis = RedisServer::start();
-    let server = start_rsc(&redis);
-    let dir = tempfile::tempdir().unwrap();
-    let url = server.url();
-    login(&url, dir.path());
-    let created = rsc(
-        &url,
-        dir.path(),
-        &["apply", "-f", "/dev/stdin", "--auto-approve"],
-        Some("[[stream]]\nprefix = \"pay\"\nshards = 2\ngroups = [\"pay\"]\n"),
+    let f = Fixture::logged_in();
+    let url = f.url.clone();
+    f.apply(
+        "[[stream]]\nprefix = \"pay\"\nshards = 2\ngroups = [\"pay\"]\n",
+        "test set-up",
     );
-    assert!(created.status.success(), "{}", text(&created));
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let client = CoordinatorClient::builder([url.clone()])
@@ -320,7 +349,7 @@ fn describe_and_upgrade_check_show_the_protocol_version_members_joined_with() {
             .unwrap();
         assert_eq!(r.status, HeartbeatStatus::Ok);
     });
-    let describe = rsc(&url, dir.path(), &["describe", "pay", "pay"], None);
+    let describe = f.run(&["describe", "pay", "pay"], None);
     assert!(describe.status.success(), "{}", text(&describe));
     let line = stdout(&describe)
         .lines()
@@ -334,19 +363,14 @@ fn describe_and_upgrade_check_show_the_protocol_version_members_joined_with() {
         "state and protocol version: {line}"
     );
 
-    let ok = rsc(&url, dir.path(), &["upgrade-check"], None);
+    let ok = f.run(&["upgrade-check"], None);
     assert!(ok.status.success(), "{}", text(&ok));
     assert!(
         stdout(&ok).contains("1 live members (v1: 1)"),
         "{}",
         text(&ok)
     );
-    let not_ok = rsc(
-        &url,
-        dir.path(),
-        &["upgrade-check", "--target-version-range", "2..3"],
-        None,
-    );
+    let not_ok = f.run(&["upgrade-check", "--target-version-range", "2..3"], None);
     assert_eq!(not_ok.status.code(), Some(1), "{}", text(&not_ok));
     assert!(
         stdout(&not_ok).contains("NOT COMPATIBLE") && stdout(&not_ok).contains("worker-1"),
@@ -354,7 +378,7 @@ fn describe_and_upgrade_check_show_the_protocol_version_members_joined_with() {
         text(&not_ok)
     );
 
-    let version = rsc(&url, dir.path(), &["version"], None);
+    let version = f.run(&["version"], None);
     assert!(version.status.success(), "{}", text(&version));
     assert!(
         stdout(&version).contains("coordinator 0.1.0"),
@@ -365,11 +389,8 @@ fn describe_and_upgrade_check_show_the_protocol_version_members_joined_with() {
 
 #[test]
 fn bad_input_gets_one_line_and_a_non_zero_exit() {
-    let redis = RedisServer::start();
-    let server = start_rsc(&redis);
-    let dir = tempfile::tempdir().unwrap();
-    let url = server.url();
-    login(&url, dir.path());
+    let f = Fixture::logged_in();
+    let dir = &f.dir;
     let cases: [(&str, &str); 3] = [
         (
             "[[stream]]\nprefix = \"o\"\nshard = 8\ngroups = [\"o\"]\n",
@@ -387,30 +408,15 @@ fn bad_input_gets_one_line_and_a_non_zero_exit() {
     for (file, expected) in cases {
         let path = dir.path().join("bad.toml");
         std::fs::write(&path, file).unwrap();
-        let o = rsc(
-            &url,
-            dir.path(),
-            &["plan", "-f", path.to_str().unwrap()],
-            None,
-        );
+        let o = f.run(&["plan", "-f", path.to_str().unwrap()], None);
         assert_eq!(o.status.code(), Some(1), "{}", text(&o));
         assert!(stderr(&o).contains(expected), "{expected}: {}", text(&o));
         assert_eq!(stderr(&o).lines().count(), 1, "one line: {}", text(&o));
     }
-    let big = rsc(
-        &url,
-        dir.path(),
-        &["scale", "o", "--shards", "20000", "--reason", "x"],
-        None,
-    );
+    let big = f.run(&["scale", "o", "--shards", "20000", "--reason", "x"], None);
     assert_eq!(big.status.code(), Some(1), "{}", text(&big));
     assert!(stderr(&big).contains("maximum"), "{}", text(&big));
-    let missing = rsc(
-        &url,
-        dir.path(),
-        &["scale", "nope", "--shards", "2", "--reason", "x"],
-        None,
-    );
+    let missing = f.run(&["scale", "nope", "--shards", "2", "--reason", "x"], None);
     assert_eq!(missing.status.code(), Some(1), "{}", text(&missing));
     assert!(stderr(&missing).contains("HTTP 404"), "{}", text(&missing));
 
@@ -427,24 +433,12 @@ fn bad_input_gets_one_line_and_a_non_zero_exit() {
 
 #[test]
 fn rollback_and_force_complete_ask_first_then_end_the_migration_and_wait_for_it() {
-    let redis = RedisServer::start();
-    let server = start_rsc(&redis);
-    let dir = tempfile::tempdir().unwrap();
-    let url = server.url();
-    login(&url, dir.path());
-    let created = rsc(
-        &url,
-        dir.path(),
-        &["apply", "-f", "/dev/stdin", "--auto-approve"],
-        Some("[[stream]]\nprefix = \"inv\"\nshards = 4\ngroups = [\"inv\", \"audit\"]\n"),
+    let f = Fixture::logged_in();
+    f.apply(
+        "[[stream]]\nprefix = \"inv\"\nshards = 4\ngroups = [\"inv\", \"audit\"]\n",
+        "test set-up",
     );
-    assert!(created.status.success(), "{}", text(&created));
-    let none = rsc(
-        &url,
-        dir.path(),
-        &["rollback", "inv", "--reason", "x", "--yes"],
-        None,
-    );
+    let none = f.run(&["rollback", "inv", "--reason", "x", "--yes"], None);
     assert_eq!(none.status.code(), Some(1), "{}", text(&none));
     assert!(
         stderr(&none).contains("no active migration"),
@@ -453,28 +447,19 @@ fn rollback_and_force_complete_ask_first_then_end_the_migration_and_wait_for_it(
     );
 
     // A scale-in stays in progress for the drain grace (60 s), so it can be ended by hand.
-    let scale = rsc(
-        &url,
-        dir.path(),
+    let scale = f.run(
         &["scale", "inv", "--shards", "3", "--reason", "too many"],
         None,
     );
     assert!(scale.status.success(), "{}", text(&scale));
-    let unconfirmed = rsc(
-        &url,
-        dir.path(),
-        &["rollback", "inv", "--reason", "wrong count"],
-        None,
-    );
+    let unconfirmed = f.run(&["rollback", "inv", "--reason", "wrong count"], None);
     assert_eq!(unconfirmed.status.code(), Some(1), "{}", text(&unconfirmed));
     assert!(
         stderr(&unconfirmed).contains("nothing was sent"),
         "{}",
         text(&unconfirmed)
     );
-    let rollback = rsc(
-        &url,
-        dir.path(),
+    let rollback = f.run(
         &[
             "rollback",
             "inv",
@@ -494,16 +479,12 @@ fn rollback_and_force_complete_ask_first_then_end_the_migration_and_wait_for_it(
         text(&rollback)
     );
 
-    let scale = rsc(
-        &url,
-        dir.path(),
+    let scale = f.run(
         &["scale", "inv", "--shards", "2", "--reason", "shrink"],
         None,
     );
     assert!(scale.status.success(), "{}", text(&scale));
-    let forced = rsc(
-        &url,
-        dir.path(),
+    let forced = f.run(
         &[
             "force-complete",
             "inv",
@@ -522,7 +503,7 @@ fn rollback_and_force_complete_ask_first_then_end_the_migration_and_wait_for_it(
     let answer: serde_json::Value = serde_json::from_slice(&forced.stdout).unwrap();
     assert_eq!(answer["ended"], true, "{answer}");
     assert_eq!(answer["answer"]["state"], "FORCE_COMPLETED", "{answer}");
-    let groups = rsc(&url, dir.path(), &["groups", "--output", "json"], None);
+    let groups = f.run(&["groups", "--output", "json"], None);
     let groups: serde_json::Value = serde_json::from_slice(&groups.stdout).unwrap();
     assert!(
         groups
@@ -536,11 +517,8 @@ fn rollback_and_force_complete_ask_first_then_end_the_migration_and_wait_for_it(
 
 #[test]
 fn audit_follow_prints_records_as_they_arrive() {
-    let redis = RedisServer::start();
-    let server = start_rsc(&redis);
-    let dir = tempfile::tempdir().unwrap();
-    let url = server.url();
-    login(&url, dir.path());
+    let f = Fixture::logged_in();
+    let (dir, url) = (&f.dir, f.url.clone());
     let mut follow = Command::new(env!("CARGO_BIN_EXE_rsc"))
         .args(["audit", "--stream", "live", "--follow", "--output", "json"])
         .env("RSC_COORDINATOR", &url)
@@ -579,29 +557,13 @@ fn audit_follow_prints_records_as_they_arrive() {
             }
         }
     };
-    let apply = |file: &str, reason: &str| {
-        let o = rsc(
-            &url,
-            dir.path(),
-            &[
-                "apply",
-                "-f",
-                "/dev/stdin",
-                "--auto-approve",
-                "--reason",
-                reason,
-            ],
-            Some(file),
-        );
-        assert!(o.status.success(), "{}", text(&o));
-    };
-    apply(
+    f.apply(
         "[[stream]]\nprefix = \"live\"\nshards = 2\ngroups = [\"live\"]\n",
         "first",
     );
     next_with_reason("first");
     // The follower has printed what existed; a record made now must arrive through its polling.
-    apply(
+    f.apply(
         "[[stream]]\nprefix = \"live\"\nshards = 2\ngroups = [\"live\", \"late\"]\n",
         "followed",
     );

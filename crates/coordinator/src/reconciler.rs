@@ -53,23 +53,26 @@ impl Coordinator {
                             Err(e) => return self.note_store_error(&e),
                         };
                     // A live member whose lease entry is gone (a lost or evicted lease set) can never be
-                    // renewed: it is lapsed too, or it would hold its shards forever.
-                    let live: Vec<String> = base
-                        .group
-                        .members
-                        .values()
-                        .filter(|m| m.state.is_live())
-                        .map(|m| m.member_id.clone())
-                        .collect();
-                    match self.store.members_without_lease(&keys, &live).await {
-                        Ok(missing) => {
-                            for m in &missing {
-                                tracing::warn!(group = %name, member = %m,
-                                    "member has no lease entry in Redis (lease set lost?): treated as lapsed");
-                            }
-                            lapsed.extend(missing);
-                        }
+                    // renewed: it is lapsed too, or it would hold its shards forever. One ZCARD tells whether
+                    // any is missing; only then are the live members looked up.
+                    let live = base.group.members.values().filter(|m| m.state.is_live());
+                    let live_count = live.clone().count();
+                    let entries = match self.store.lease_count(&keys).await {
+                        Ok(n) => n,
                         Err(e) => return self.note_store_error(&e),
+                    };
+                    if entries < live_count {
+                        let ids: Vec<&str> = live.map(|m| m.member_id.as_str()).collect();
+                        match self.store.members_without_lease(&keys, &ids).await {
+                            Ok(missing) => {
+                                for m in &missing {
+                                    tracing::warn!(group = %name, member = %m,
+                                        "member has no lease entry in Redis (lease set lost?): treated as lapsed");
+                                }
+                                lapsed.extend(missing);
+                            }
+                            Err(e) => return self.note_store_error(&e),
+                        }
                     }
                     flow.on_observed(base, now, &lapsed)
                 }

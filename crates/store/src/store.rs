@@ -303,38 +303,38 @@ impl Store {
             .map_err(|e| on_group_key(&keys.leases, e))
     }
 
-    /// Which of `live` (the members the aggregate lists as live) have no lease entry at all — a lease set
-    /// lost or evicted. Such a member is as good as lapsed: nobody can renew what is not there, and the
-    /// compare-and-set's lapsed condition holds for it. One ZCARD when every live member has an entry (the
-    /// coordinator removes a member's lease whenever it stops being live, so the set holds no others);
-    /// one ZMSCORE of the live members otherwise.
-    pub async fn members_without_lease(
-        &self,
-        keys: &GroupKeys,
-        live: &[String],
-    ) -> Result<Vec<String>, StoreError> {
-        if live.is_empty() {
-            return Ok(Vec::new());
-        }
-        let count: usize = redis::cmd("ZCARD")
+    /// How many lease entries the group has (ZCARD). The coordinator removes a member's lease whenever the
+    /// member stops being live, so fewer entries than live members means some live member has none.
+    pub async fn lease_count(&self, keys: &GroupKeys) -> Result<usize, StoreError> {
+        redis::cmd("ZCARD")
             .arg(&keys.leases)
             .query_async(&mut self.connection())
             .await
-            .map_err(|e| on_group_key(&keys.leases, e))?;
-        if count >= live.len() {
+            .map_err(|e| on_group_key(&keys.leases, e))
+    }
+
+    /// Which of `members` have no lease entry at all (ZMSCORE) — a lease set lost or evicted. Such a member
+    /// is as good as lapsed: nobody can renew what is not there, and the compare-and-set's lapsed condition
+    /// holds for it.
+    pub async fn members_without_lease(
+        &self,
+        keys: &GroupKeys,
+        members: &[&str],
+    ) -> Result<Vec<String>, StoreError> {
+        if members.is_empty() {
             return Ok(Vec::new());
         }
         let scores: Vec<Option<f64>> = redis::cmd("ZMSCORE")
             .arg(&keys.leases)
-            .arg(live)
+            .arg(members)
             .query_async(&mut self.connection())
             .await
             .map_err(|e| on_group_key(&keys.leases, e))?;
-        Ok(live
+        Ok(members
             .iter()
             .zip(scores)
             .filter(|(_, score)| score.is_none())
-            .map(|(m, _)| m.clone())
+            .map(|(m, _)| (*m).to_owned())
             .collect())
     }
 

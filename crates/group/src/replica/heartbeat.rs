@@ -218,10 +218,11 @@ impl<S: Snapshot> HeartbeatFlow<S> {
                 .is_some_and(|c| self.recorded_revision == Some(c.revision()));
         self.notes.rebalance_regression |= decision.signals.rebalance_regression;
         self.notes.epochs_exhausted |= decision.signals.epochs_exhausted;
-        if let Some(base) = cached.clone()
+        if let Some(base) = &cached
             && let Some(mut signal) =
                 member_signal(base.group(), &self.member_id, req, &decision.signals)
         {
+            let base = base.clone();
             // Rollback evidence is acted on only when decided on state known to be current (a stale cache
             // can make a member look ahead).
             if !fresh {

@@ -91,12 +91,12 @@ async fn lease_deadlines_come_from_redis_time(store: &Store, name: &str) {
 
 async fn live_members_without_a_lease_entry_are_found(store: &Store, name: &str) {
     let keys = group(name);
-    let live = |ids: &[&str]| ids.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     set_lease(store, &keys, "a", 100).await;
     set_lease(store, &keys, "b", 10_000_000_000_000).await;
+    assert_eq!(store.lease_count(&keys).await.unwrap(), 2);
     assert!(
         store
-            .members_without_lease(&keys, &live(&["a", "b"]))
+            .members_without_lease(&keys, &["a", "b"])
             .await
             .unwrap()
             .is_empty()
@@ -110,15 +110,16 @@ async fn live_members_without_a_lease_entry_are_found(store: &Store, name: &str)
     );
     assert_eq!(
         store
-            .members_without_lease(&keys, &live(&["a", "b", "c", "d"]))
+            .members_without_lease(&keys, &["a", "b", "c", "d"])
             .await
             .unwrap(),
         ["c", "d"]
     );
     let _: i64 = crate::fixtures::raw(store, redis::cmd("DEL").arg(&keys.leases)).await;
+    assert_eq!(store.lease_count(&keys).await.unwrap(), 0);
     assert_eq!(
         store
-            .members_without_lease(&keys, &live(&["a", "b"]))
+            .members_without_lease(&keys, &["a", "b"])
             .await
             .unwrap(),
         ["a", "b"]
