@@ -145,10 +145,6 @@ impl<S: Snapshot> HeartbeatFlow<S> {
         (flow, step)
     }
 
-    pub fn member_id(&self) -> &str {
-        &self.member_id
-    }
-
     /// What was seen while handling the request.
     pub fn notes(&self) -> Notes {
         self.notes
