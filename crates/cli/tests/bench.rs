@@ -248,3 +248,57 @@ fn heartbeat_measures_the_coordinator_on_its_port_and_never_reports_an_unmeasure
     let s = summary(&out, "heartbeats_per_sec");
     positive(&s, "redis_cmds_per_heartbeat");
 }
+
+/// Two replicas on one Redis: the members are spread over both, each replica is reported with its own
+/// heartbeats and CPU (the process on its port), and Redis's CPU and script time per heartbeat are measured.
+#[test]
+fn heartbeat_over_two_replicas_reports_each_of_them() {
+    let redis = RedisServer::start();
+    let a = start_rsc(&redis.url());
+    let b = start_rsc(&redis.url());
+    let coordinators = format!("{},{}", a.url(), b.url());
+    let out = run_bench(&[
+        "heartbeat",
+        "--coordinator",
+        &coordinators,
+        "--redis-url",
+        &redis.url(),
+        "--members",
+        "6",
+        "--groups",
+        "2",
+        "--shards",
+        "2",
+        "--duration",
+        "1",
+        "--concurrency",
+        "2",
+    ]);
+    let s = summary(&out, "heartbeats_per_sec");
+    assert_eq!(s["replicas"], "2", "{s:?}");
+    positive(&s, "cpu_ms_per_1k");
+    positive(&s, "redis_cpu_ms_per_1k");
+    positive(&s, "redis_script_us_per_heartbeat");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for (i, rsc) in [(1, &a), (2, &b)] {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("replica={i} ")))
+            .unwrap_or_else(|| panic!("no line for replica {i} in:\n{stdout}"));
+        let figures: BTreeMap<String, String> = line
+            .split_whitespace()
+            .filter_map(|kv| kv.split_once('='))
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+        positive(&figures, "heartbeats_per_sec");
+        positive(&figures, "cpu_ms_per_1k");
+        assert!(
+            stdout.contains(&format!(
+                "{} (pid {})",
+                rsc.url(),
+                rsc.pid().expect("running")
+            )),
+            "{stdout}"
+        );
+    }
+}

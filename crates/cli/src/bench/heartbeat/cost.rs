@@ -1,12 +1,21 @@
-//! What a `rsc bench heartbeat` run costs: coordinator CPU and memory read from /proc (the process found
-//! by its listening port), and Redis commands from INFO commandstats.
+//! What a `rsc bench heartbeat` run costs: each replica's CPU and memory read from /proc (the process
+//! found by its listening port), Redis commands and script time from INFO commandstats, Redis CPU from
+//! INFO cpu.
 
 use super::*;
 
-/// `INFO commandstats` as command → calls.
+/// One command's counters in `INFO commandstats`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct CmdStat {
+    pub(super) calls: u64,
+    /// Microseconds Redis spent executing it (for a script: the whole script, its inner commands included).
+    pub(super) usec: u64,
+}
+
+/// `INFO commandstats` as command → counters.
 pub(super) async fn commandstats(
     conn: &mut redis::aio::MultiplexedConnection,
-) -> Result<BTreeMap<String, u64>, String> {
+) -> Result<CommandStats, String> {
     let info: String = redis::cmd("INFO")
         .arg("commandstats")
         .query_async(conn)
@@ -15,7 +24,7 @@ pub(super) async fn commandstats(
     Ok(parse_commandstats(&info))
 }
 
-pub(super) fn parse_commandstats(info: &str) -> BTreeMap<String, u64> {
+pub(super) fn parse_commandstats(info: &str) -> CommandStats {
     let mut out = BTreeMap::new();
     for line in info.lines() {
         let Some(rest) = line.trim().strip_prefix("cmdstat_") else {
@@ -24,15 +33,39 @@ pub(super) fn parse_commandstats(info: &str) -> BTreeMap<String, u64> {
         let Some((name, fields)) = rest.split_once(':') else {
             continue;
         };
-        if let Some(calls) = fields
-            .split(',')
-            .find_map(|f| f.strip_prefix("calls="))
-            .and_then(|c| c.parse::<u64>().ok())
-        {
-            out.insert(name.to_string(), calls);
+        let field = |key: &str| {
+            fields
+                .split(',')
+                .find_map(|f| f.strip_prefix(key))
+                .and_then(|c| c.parse::<u64>().ok())
+        };
+        if let Some(calls) = field("calls=") {
+            let usec = field("usec=").unwrap_or(0);
+            out.insert(name.to_string(), CmdStat { calls, usec });
         }
     }
     out
+}
+
+/// CPU seconds the Redis server has used (`used_cpu_user + used_cpu_sys` of `INFO cpu`).
+pub(super) async fn redis_cpu_seconds(
+    conn: &mut redis::aio::MultiplexedConnection,
+) -> Result<f64, String> {
+    let info: String = redis::cmd("INFO")
+        .arg("cpu")
+        .query_async(conn)
+        .await
+        .map_err(|e| format!("INFO cpu: {e}"))?;
+    parse_redis_cpu(&info).ok_or_else(|| "INFO cpu has no used_cpu_user/used_cpu_sys".to_owned())
+}
+
+pub(super) fn parse_redis_cpu(info: &str) -> Option<f64> {
+    let get = |key: &str| {
+        info.lines()
+            .find_map(|l| l.trim().strip_prefix(key)?.strip_prefix(':'))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+    };
+    Some(get("used_cpu_user")? + get("used_cpu_sys")?)
 }
 
 /// utime+stime of a process in seconds, from /proc/<pid>/stat.
@@ -172,11 +205,13 @@ pub(super) fn socket_inode(link: &str) -> Option<u64> {
 pub(super) struct RedisCost {
     pub(super) commands_per_heartbeat: f64,
     pub(super) evalsha_per_heartbeat: f64,
+    /// Microseconds Redis spent running scripts (EVALSHA/EVAL, inner commands included) per heartbeat.
+    pub(super) script_usec_per_heartbeat: f64,
     pub(super) top: Vec<(String, u64)>,
 }
 
-/// `INFO commandstats` as command → calls.
-type CommandStats = BTreeMap<String, u64>;
+/// `INFO commandstats` as command → counters.
+pub(super) type CommandStats = BTreeMap<String, CmdStat>;
 
 /// The Redis cost of the steady phase, or why it is unknown: no --redis-url, or a Redis that saw none of the
 /// coordinator's heartbeat scripts (so not the coordinator's: a zero it did not measure).
@@ -188,14 +223,15 @@ pub(super) fn redis_cost(
     let Some((before, after)) = stats else {
         return Err("pass --redis-url with the coordinator's Redis to count them".to_owned());
     };
+    let get = |stats: &CommandStats, name: &str| stats.get(name).copied().unwrap_or_default();
     let delta = |name: &str| {
-        after
-            .get(name)
-            .copied()
-            .unwrap_or(0)
-            .saturating_sub(before.get(name).copied().unwrap_or(0))
+        get(after, name)
+            .calls
+            .saturating_sub(get(before, name).calls)
     };
+    let usec = |name: &str| get(after, name).usec.saturating_sub(get(before, name).usec);
     let scripts = delta("evalsha") + delta("eval");
+    let script_usec = usec("evalsha") + usec("eval");
     if scripts == 0 {
         return Err(format!(
             "the Redis at {} ran no heartbeat script during the run: is it the coordinator's Redis?",
@@ -218,6 +254,7 @@ pub(super) fn redis_cost(
     Ok(RedisCost {
         commands_per_heartbeat: total as f64 / heartbeats as f64,
         evalsha_per_heartbeat: scripts as f64 / heartbeats as f64,
+        script_usec_per_heartbeat: script_usec as f64 / heartbeats as f64,
         top,
     })
 }

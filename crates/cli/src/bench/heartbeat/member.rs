@@ -1,18 +1,34 @@
 //! The simulated members of `rsc bench heartbeat`: the SDK's member protocol model with instant drains,
-//! one heartbeat, a round over many members, convergence and the steady phase.
+//! one heartbeat, a round over many members, convergence and the steady phase. Each member talks to one
+//! coordinator replica (as behind a load balancer that keeps a connection), so several replicas share the
+//! load of every group.
 
 use super::*;
 
-/// HTTP access to the coordinator.
+/// HTTP access to the coordinator replicas.
 pub(super) struct Api {
     pub(super) http: reqwest::Client,
-    pub(super) base: String,
+    /// One base URL per replica (no trailing `/`); admin calls go to the first.
+    pub(super) bases: Vec<String>,
     pub(super) auth: Option<(String, String)>,
 }
 
 impl Api {
+    /// A request to the first replica (creating and deleting the bench groups).
     pub(super) fn req(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
-        let r = self.http.request(method, format!("{}{path}", self.base));
+        self.req_at(0, method, path)
+    }
+
+    /// A request to replica `replica` (an index into `bases`).
+    pub(super) fn req_at(
+        &self,
+        replica: usize,
+        method: reqwest::Method,
+        path: &str,
+    ) -> reqwest::RequestBuilder {
+        let r = self
+            .http
+            .request(method, format!("{}{path}", self.bases[replica]));
         match &self.auth {
             Some((u, p)) => r.basic_auth(u, Some(p)),
             None => r,
@@ -25,6 +41,8 @@ impl Api {
 /// coordinator confirms it — and the last answer, by which convergence is judged.
 pub(super) struct Member {
     pub(super) group: usize,
+    /// The replica this member sends its heartbeats to.
+    pub(super) replica: usize,
     pub(super) membership: Membership,
     pub(super) last: Option<(HeartbeatStatus, AssignmentView)>,
 }
@@ -33,9 +51,10 @@ pub(super) struct Member {
 const NO_LEASE: Duration = Duration::ZERO;
 
 impl Member {
-    pub(super) fn new(id: &str, group: usize) -> Self {
+    pub(super) fn new(id: &str, group: usize, replica: usize) -> Self {
         Member {
             group,
+            replica,
             membership: Membership::new(id, NO_LEASE),
             last: None,
         }
@@ -85,10 +104,20 @@ impl Member {
 /// Outcome of one worker's share of a phase.
 #[derive(Default)]
 pub(super) struct Tally {
-    pub(super) latencies_us: Vec<u32>,
+    /// Latency of each successful heartbeat, by replica index.
+    pub(super) latencies_us: BTreeMap<usize, Vec<u32>>,
     pub(super) statuses: BTreeMap<&'static str, u64>,
     pub(super) errors: u64,
+    /// Failed requests by replica index.
+    pub(super) errors_by_replica: BTreeMap<usize, u64>,
     pub(super) first_error: Option<String>,
+}
+
+impl Tally {
+    /// Successful heartbeats, all replicas together.
+    pub(super) fn successes(&self) -> u64 {
+        self.latencies_us.values().map(|v| v.len() as u64).sum()
+    }
 }
 
 pub(super) async fn heartbeat_once(
@@ -106,7 +135,7 @@ pub(super) async fn heartbeat_once(
     let start = Instant::now();
     let result = async {
         let r = api
-            .req(reqwest::Method::POST, &path)
+            .req_at(m.replica, reqwest::Method::POST, &path)
             .json(&body)
             .send()
             .await
@@ -131,6 +160,7 @@ pub(super) async fn heartbeat_once(
         }
         Err(e) => {
             tally.errors += 1;
+            *tally.errors_by_replica.entry(m.replica).or_default() += 1;
             tally.first_error.get_or_insert(e);
             None
         }
@@ -166,7 +196,12 @@ pub(super) async fn round(
 }
 
 pub(super) fn merge(into: &mut Tally, from: Tally) {
-    into.latencies_us.extend(from.latencies_us);
+    for (replica, lat) in from.latencies_us {
+        into.latencies_us.entry(replica).or_default().extend(lat);
+    }
+    for (replica, n) in from.errors_by_replica {
+        *into.errors_by_replica.entry(replica).or_default() += n;
+    }
     for (k, v) in from.statuses {
         *into.statuses.entry(k).or_default() += v;
     }
@@ -226,9 +261,12 @@ pub(super) async fn steady(
                 let n = share.len();
                 let m = &mut share[i % n];
                 i += 1;
+                let replica = m.replica;
                 if let Some(d) = heartbeat_once(&api, &streams, m, &mut tally).await {
                     tally
                         .latencies_us
+                        .entry(replica)
+                        .or_default()
                         .push(d.as_micros().min(u32::MAX as u128) as u32);
                 }
             }

@@ -6,16 +6,23 @@
 //! Members run the SDK's model of the member protocol (`rsc_client::Membership`; given-up shards are
 //! reported DRAINING, then REVOKED), so the steady phase is the real steady path of the coordinator.
 //!
+//! With several `--coordinator` URLs (replicas of one coordinator on one Redis) each member talks to one
+//! replica, a group's members spread over all of them, and each replica's throughput, latency, CPU and
+//! memory is reported next to the totals.
+//!
 //! Split: `member.rs` the simulated members and the phases they run (converge, steady), `cost.rs` what a
-//! run costs (coordinator CPU and memory from /proc, Redis commandstats), tests in `tests.rs`.
+//! run costs (replica CPU and memory from /proc, Redis commandstats and CPU), `report.rs` the printed
+//! figures, tests in `tests.rs`.
 
 mod cost;
 mod member;
+mod report;
 #[cfg(test)]
 mod tests;
 
 use cost::*;
 use member::*;
+use report::*;
 
 use clap::Args;
 use rsc_client::{LocalShard, Membership, Outgoing};
@@ -33,14 +40,16 @@ const MAX_GROUPS: usize = 1_000;
 const MAX_SHARDS: u32 = 10_000;
 const MAX_DURATION_SECS: u64 = 3_600;
 const MAX_CONCURRENCY: usize = 4_096;
+const MAX_REPLICAS: usize = 16;
 /// How long the join-and-converge phase may take before the run gives up.
 const CONVERGE_TIMEOUT: Duration = Duration::from_secs(180);
 
 #[derive(Args, Debug, Clone)]
 pub struct HeartbeatArgs {
-    /// Coordinator base URL (loopback only).
-    #[arg(long, default_value = "http://127.0.0.1:8080")]
-    pub coordinator: String,
+    /// Coordinator base URL (loopback only). Several replicas as a comma-separated list: each member talks
+    /// to one of them (a group's members are spread over all), and each is reported on its own.
+    #[arg(long, default_value = "http://127.0.0.1:8080", value_delimiter = ',')]
+    pub coordinator: Vec<String>,
     /// Redis the coordinator uses; read for INFO commandstats deltas (loopback only). Without it the Redis
     /// commands per heartbeat are reported as unknown.
     #[arg(long)]
@@ -69,9 +78,10 @@ pub struct HeartbeatArgs {
     /// Heartbeat requests in flight at once.
     #[arg(long, default_value_t = 64)]
     pub concurrency: usize,
-    /// PID of the coordinator process, for CPU time (default: the process listening on --coordinator's port).
-    #[arg(long)]
-    pub coordinator_pid: Option<u32>,
+    /// PID of each coordinator process, for CPU time, in --coordinator's order (comma-separated; default:
+    /// the process listening on each URL's port).
+    #[arg(long, value_delimiter = ',')]
+    pub coordinator_pid: Vec<u32>,
 }
 
 impl HeartbeatArgs {
@@ -102,10 +112,32 @@ impl HeartbeatArgs {
         if self.username.is_some() != self.password.is_some() {
             return Err("give both --username and --password (or RSC_USERNAME and RSC_PASSWORD), or neither".into());
         }
-        if !is_loopback_url(&self.coordinator) {
-            return Err(
-                "--coordinator must be a loopback URL (127.0.0.1, ::1 or localhost)".into(),
-            );
+        if self.coordinator.is_empty() || self.coordinator.len() > MAX_REPLICAS {
+            return Err(format!(
+                "--coordinator takes 1..={MAX_REPLICAS} comma-separated URLs"
+            ));
+        }
+        if let Some(bad) = self.coordinator.iter().find(|u| !is_loopback_url(u)) {
+            return Err(format!(
+                "--coordinator {bad:?} must be a loopback URL (127.0.0.1, ::1 or localhost)"
+            ));
+        }
+        let mut urls: Vec<&str> = self
+            .coordinator
+            .iter()
+            .map(|u| u.trim_end_matches('/'))
+            .collect();
+        urls.sort_unstable();
+        if urls.windows(2).any(|w| w[0] == w[1]) {
+            return Err("--coordinator lists the same URL twice".into());
+        }
+        if !self.coordinator_pid.is_empty() && self.coordinator_pid.len() != self.coordinator.len()
+        {
+            return Err(format!(
+                "--coordinator-pid needs one PID per --coordinator URL ({} given for {})",
+                self.coordinator_pid.len(),
+                self.coordinator.len()
+            ));
         }
         if self
             .redis_url
@@ -157,15 +189,6 @@ pub fn run(args: HeartbeatArgs) -> ExitCode {
     }
 }
 
-/// The value at quantile `q` (0..=1) of a sorted slice (nearest rank).
-fn percentile(sorted: &[u32], q: f64) -> Option<u32> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let rank = (q * sorted.len() as f64).ceil() as usize;
-    Some(sorted[rank.clamp(1, sorted.len()) - 1])
-}
-
 async fn bench(args: HeartbeatArgs) -> Result<(), String> {
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(args.concurrency)
@@ -174,7 +197,11 @@ async fn bench(args: HeartbeatArgs) -> Result<(), String> {
         .map_err(|e| format!("HTTP client: {e}"))?;
     let api = Arc::new(Api {
         http,
-        base: args.coordinator.trim_end_matches('/').to_string(),
+        bases: args
+            .coordinator
+            .iter()
+            .map(|u| u.trim_end_matches('/').to_string())
+            .collect(),
         auth: args.username.clone().zip(args.password.clone()),
     });
     let mut conn = match &args.redis_url {
@@ -199,10 +226,11 @@ async fn bench(args: HeartbeatArgs) -> Result<(), String> {
             .collect(),
     );
     println!(
-        "rsc bench heartbeat: {} members, {} groups x {} shards, {}s, concurrency {}, rate {}",
+        "rsc bench heartbeat: {} members, {} groups x {} shards, {} replica(s), {}s, concurrency {}, rate {}",
         args.members,
         args.groups,
         args.shards,
+        args.coordinator.len(),
         args.duration,
         args.concurrency,
         args.rate
@@ -263,11 +291,14 @@ async fn measure(
         created.push(s.clone());
     }
 
-    // Members are dealt round-robin to groups, and groups' members round-robin to workers.
+    // Members are dealt round-robin to groups, each group's members round-robin to replicas (so every
+    // replica serves every group), and members round-robin to workers.
     let workers = args.concurrency.min(args.members);
+    let replicas = args.coordinator.len();
     let mut shares: Vec<Vec<Member>> = (0..workers).map(|_| Vec::new()).collect();
     for i in 0..args.members {
-        shares[i % workers].push(Member::new(&format!("m{i}"), i % args.groups));
+        let (group, replica) = placement(i, args.groups, replicas);
+        shares[i % workers].push(Member::new(&format!("m{i}"), group, replica));
     }
 
     let join_start = Instant::now();
@@ -305,16 +336,13 @@ async fn measure(
         );
     }
 
-    let pid = find_coordinator_pid(args.coordinator_pid, &args.coordinator);
-    if let Err(e) = &pid {
-        println!("coordinator CPU: unknown ({e})");
-    }
-    let pid = pid.ok();
-    let cpu_before = pid.and_then(cpu_seconds);
-    let stats_before = match conn.as_deref_mut() {
-        Some(c) => Some(commandstats(c).await?),
-        None => None,
-    };
+    let pids: Vec<Result<u32, String>> = args
+        .coordinator
+        .iter()
+        .enumerate()
+        .map(|(i, url)| find_coordinator_pid(args.coordinator_pid.get(i).copied(), url))
+        .collect();
+    let before = Snapshot::take(&pids, conn.as_deref_mut()).await?;
 
     let (tally, elapsed) = steady(
         api,
@@ -325,92 +353,34 @@ async fn measure(
     )
     .await;
 
-    let cpu_after = pid.and_then(cpu_seconds);
-    let rss_mib = pid.and_then(resident_mib);
-    let stats_after = match conn {
-        Some(c) => Some(commandstats(c).await?),
-        None => None,
-    };
+    let after = Snapshot::take(&pids, conn).await?;
+    let rss: Vec<Option<f64>> = pids
+        .iter()
+        .map(|p| p.as_ref().ok().copied().and_then(resident_mib))
+        .collect();
 
-    let heartbeats = tally.latencies_us.len() as u64;
-    if heartbeats == 0 {
+    if tally.successes() == 0 {
         return Err(format!(
             "no heartbeat succeeded in the steady phase ({} errors; first: {})",
             tally.errors,
             tally.first_error.unwrap_or_default()
         ));
     }
-    let mut lat = tally.latencies_us;
-    lat.sort_unstable();
-    let ms = |q: f64| percentile(&lat, q).map_or(0.0, |us| us as f64 / 1000.0);
-    let per_sec = heartbeats as f64 / elapsed.as_secs_f64();
-
-    let redis_cost = redis_cost(
-        stats_before.as_ref().zip(stats_after.as_ref()),
-        heartbeats,
-        args.redis_url.as_deref(),
-    );
-
-    let cpu_ms_per_1k = match (cpu_before, cpu_after) {
-        (Some(b), Some(a)) => Some((a - b) * 1000.0 / (heartbeats as f64 / 1000.0)),
-        _ => None,
-    };
-
-    println!(
-        "steady: {heartbeats} heartbeats in {:.2}s, {} failed",
-        elapsed.as_secs_f64(),
-        tally.errors
-    );
-    if let Some(e) = &tally.first_error {
-        println!("  first failure: {e}");
-    }
-    let statuses: Vec<String> = tally
-        .statuses
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
-    println!("  statuses: {}", statuses.join(" "));
-    println!("throughput: {per_sec:.0} heartbeats/s");
-    println!(
-        "latency ms: p50={:.2} p99={:.2} p99.9={:.2} max={:.2}",
-        ms(0.5),
-        ms(0.99),
-        ms(0.999),
-        ms(1.0)
-    );
-    let cmds_per_hb = match &redis_cost {
-        Ok(cost) => {
-            println!(
-                "redis: {:.3} commands/heartbeat (INFO commandstats; calls inside scripts count too), {:.3} evalsha/heartbeat",
-                cost.commands_per_heartbeat, cost.evalsha_per_heartbeat
-            );
-            let top: Vec<String> = cost
-                .top
-                .iter()
-                .take(8)
-                .map(|(k, d)| format!("{k}={d}"))
-                .collect();
-            println!("  command deltas: {}", top.join(" "));
-            format!("{:.3}", cost.commands_per_heartbeat)
-        }
-        Err(why) => {
-            println!("redis: commands/heartbeat unknown ({why})");
-            "unknown".to_owned()
-        }
-    };
-    match (pid, cpu_ms_per_1k) {
-        (Some(p), Some(c)) => println!(
-            "coordinator CPU (pid {p}): {:.3} s per 1,000 heartbeats",
-            c / 1000.0
-        ),
-        _ => println!("coordinator CPU: unknown"),
-    }
-    let rss = rss_mib.map_or("unknown".to_string(), |m| format!("{m:.1}"));
-    println!("coordinator resident memory (VmRSS) after the steady phase: {rss} MiB");
-    println!(
-        "heartbeats_per_sec={per_sec:.0} p99_ms={:.2} redis_cmds_per_heartbeat={cmds_per_hb} cpu_ms_per_1k={} rss_mib={rss}",
-        ms(0.99),
-        cpu_ms_per_1k.map_or("unknown".to_string(), |c| format!("{c:.1}"))
-    );
+    print_report(Run {
+        urls: &args.coordinator,
+        pids,
+        rss,
+        before,
+        after,
+        tally,
+        elapsed,
+        redis_url: args.redis_url.as_deref(),
+    });
     Ok(())
+}
+
+/// Member `i`'s group and replica: groups round-robin, and within a group its members round-robin over
+/// the replicas.
+pub(super) fn placement(i: usize, groups: usize, replicas: usize) -> (usize, usize) {
+    (i % groups, (i / groups) % replicas)
 }

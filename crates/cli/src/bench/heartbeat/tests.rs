@@ -17,12 +17,12 @@ fn defaults_and_bounds() {
     assert_eq!(t.a.groups, 10);
     assert_eq!(t.a.shards, 12);
     assert_eq!(t.a.concurrency, 64);
-    assert_eq!(t.a.coordinator, "http://127.0.0.1:8080");
+    assert_eq!(t.a.coordinator, vec!["http://127.0.0.1:8080".to_owned()]);
     let mut a = t.a.clone();
     a.username = None;
     a.password = None;
     assert!(a.validate().is_ok());
-    a.coordinator = "http://10.0.0.1:8080".into();
+    a.coordinator = vec!["http://10.0.0.1:8080".into()];
     assert!(a.validate().is_err());
     let t = T::try_parse_from(["t", "--members", "0"]).unwrap();
     assert!(t.a.validate().is_err());
@@ -47,7 +47,12 @@ fn the_coordinator_is_found_by_its_listening_port() {
 
 #[test]
 fn redis_cost_is_unknown_rather_than_an_unmeasured_zero() {
-    let before: BTreeMap<String, u64> = [("evalsha".to_owned(), 10), ("info".to_owned(), 3)].into();
+    let stat = |calls, usec| CmdStat { calls, usec };
+    let before: CommandStats = [
+        ("evalsha".to_owned(), stat(10, 100)),
+        ("info".to_owned(), stat(3, 9)),
+    ]
+    .into();
     let same = before.clone();
     assert!(
         redis_cost(None, 100, None)
@@ -59,10 +64,15 @@ fn redis_cost_is_unknown_rather_than_an_unmeasured_zero() {
             .unwrap_err()
             .contains("is it the coordinator's Redis?")
     );
-    let after: BTreeMap<String, u64> = [("evalsha".to_owned(), 110), ("info".to_owned(), 4)].into();
+    let after: CommandStats = [
+        ("evalsha".to_owned(), stat(110, 1100)),
+        ("info".to_owned(), stat(4, 12)),
+    ]
+    .into();
     let cost = redis_cost(Some((&before, &after)), 100, None).unwrap();
     assert_eq!(cost.commands_per_heartbeat, 1.0);
     assert_eq!(cost.evalsha_per_heartbeat, 1.0);
+    assert_eq!(cost.script_usec_per_heartbeat, 10.0);
 }
 
 #[test]
@@ -79,8 +89,12 @@ fn loopback_urls() {
 fn parses_commandstats_proc_stat_and_percentiles() {
     let info = "# Commandstats\r\ncmdstat_evalsha:calls=10,usec=5,usec_per_call=0.5\r\ncmdstat_hget:calls=3,usec=1\r\n";
     let s = parse_commandstats(info);
-    assert_eq!(s.get("evalsha"), Some(&10));
-    assert_eq!(s.get("hget"), Some(&3));
+    assert_eq!(s.get("evalsha"), Some(&CmdStat { calls: 10, usec: 5 }));
+    assert_eq!(s.get("hget"), Some(&CmdStat { calls: 3, usec: 1 }));
+    let cpu =
+        "# CPU\r\nused_cpu_sys:1.250000\r\nused_cpu_user:2.500000\r\nused_cpu_sys_children:9.0\r\n";
+    assert_eq!(parse_redis_cpu(cpu), Some(3.75));
+    assert_eq!(parse_redis_cpu("# CPU\r\n"), None);
     let stat = "42 (rsc serve) S 1 2 3 4 5 6 7 8 9 10 100 20 0 0";
     assert_eq!(parse_cpu_ticks(stat), Some(120));
     let status = "Name:\trsc\nVmHWM:\t  9000 kB\nVmRSS:\t  8192 kB\n";
@@ -126,7 +140,7 @@ fn answer(
 #[test]
 fn a_bench_member_reports_a_given_up_shard_draining_once_then_revoked_until_confirmed() {
     use rsc_protocol::wire::RevokeState;
-    let mut m = Member::new("m0", 0);
+    let mut m = Member::new("m0", 0, 0);
     let now = Instant::now();
     assert_eq!(m.id(), "m0");
     let join = m.request();
@@ -150,4 +164,47 @@ fn a_bench_member_reports_a_given_up_shard_draining_once_then_revoked_until_conf
     assert!(m.request().revoking_shards.is_empty());
     assert!(m.settled());
     assert!(converged(&[vec![m]], 1, 1));
+}
+
+#[test]
+fn several_replicas_each_serve_every_group() {
+    let t = T::try_parse_from([
+        "t",
+        "--coordinator",
+        "http://127.0.0.1:8080,http://127.0.0.1:8081/,http://localhost:8082",
+    ])
+    .unwrap();
+    assert_eq!(t.a.coordinator.len(), 3);
+    assert!(t.a.validate().is_ok());
+    // Ten members in two groups over two replicas: each group has members on both replicas.
+    let placed: Vec<(usize, usize)> = (0..10).map(|i| placement(i, 2, 2)).collect();
+    for group in 0..2 {
+        for replica in 0..2 {
+            let n = placed.iter().filter(|p| **p == (group, replica)).count();
+            assert!(n >= 2, "group {group} replica {replica}: {placed:?}");
+        }
+    }
+    assert!(placed.iter().all(|&(_, r)| r < 2));
+    // One replica: everything on it.
+    assert!((0..10).all(|i| placement(i, 3, 1).1 == 0));
+
+    let bad = |args: &[&str]| {
+        let mut all = vec!["t"];
+        all.extend_from_slice(args);
+        T::try_parse_from(all).unwrap().a.validate().unwrap_err()
+    };
+    assert!(bad(&["--coordinator", "http://127.0.0.1:1,http://10.1.1.1:2"]).contains("10.1.1.1"));
+    assert!(
+        bad(&["--coordinator", "http://127.0.0.1:1,http://127.0.0.1:1/"])
+            .contains("same URL twice")
+    );
+    assert!(
+        bad(&[
+            "--coordinator",
+            "http://127.0.0.1:1,http://127.0.0.1:2",
+            "--coordinator-pid",
+            "42"
+        ])
+        .contains("one PID per --coordinator URL")
+    );
 }
