@@ -14,6 +14,7 @@
 //! - [`security`]: login, tokens, roles, scoped principals, audit records, rate limits.
 //! - [`access`]: route access levels, shared by [`api`] (which declares them) and [`security`] (which enforces
 //!   them).
+//! - [`console`]: the web console's embedded page, scripts and styles (served at `/console`).
 //! - [`api`]: the HTTP router built from the route table, and every handler. [`server`]: start-up and graceful shutdown.
 
 pub mod access;
@@ -23,6 +24,7 @@ pub mod batch;
 pub mod cache;
 pub mod clock;
 pub mod config;
+pub mod console;
 pub mod coordinator;
 pub mod domain_error;
 pub mod durability;

@@ -161,7 +161,14 @@ async fn every_route_rejects_callers_without_the_right_credentials_role_or_scope
     let read_token = token_of(&api, "reader", USER_PASSWORD).await;
 
     // Routes that may be public, and nothing else.
-    let public = ["loginCoordinatorApi", "healthz", "readyz", "getIndex"];
+    let public = [
+        "loginCoordinatorApi",
+        "healthz",
+        "readyz",
+        "getIndex",
+        "getConsole",
+        "getConsoleAsset",
+    ];
     let callers: Vec<(&str, Auth)> = vec![
         ("none", Auth::None),
         ("bad token", Auth::Bearer(format!("rsc_{}", "B".repeat(43)))),

@@ -276,6 +276,22 @@ pub fn table() -> Vec<RouteSpec> {
         route!(GET, "/", "getIndex", Public, None, get(handlers::index)),
         route!(
             GET,
+            "/console",
+            "getConsole",
+            Public,
+            None,
+            get(crate::console::page)
+        ),
+        route!(
+            GET,
+            "/console/{asset}",
+            "getConsoleAsset",
+            Public,
+            None,
+            get(crate::console::asset)
+        ),
+        route!(
+            GET,
             "/healthz",
             "healthz",
             Public,
