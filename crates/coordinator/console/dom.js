@@ -96,4 +96,10 @@ export function say(text, kind) {
   const s = document.getElementById("status");
   s.textContent = text || "";
   s.className = "status" + (kind ? " " + kind : "");
+  if (kind === "ok") {
+    // A confirmation stays long enough to be read, then goes (unless something else replaced it).
+    setTimeout(() => {
+      if (s.textContent === text) say("");
+    }, 10000);
+  }
 }
