@@ -219,6 +219,14 @@ pub fn table() -> Vec<RouteSpec> {
         ),
         route!(
             GET,
+            mg!("/shards/{shard_index}/messages"),
+            "getStreamShardMessages",
+            Read,
+            None,
+            get(observability::shard_messages)
+        ),
+        route!(
+            GET,
             "/metrics",
             "getPrometheusMetrics",
             Read,
