@@ -239,6 +239,13 @@ async fn an_operator_creates_watches_scales_browses_audits_and_signs_out() {
     // Messages of shard 0: newest first, JSON payloads pretty-printed, paged.
     b.click("[data-shard=\"0\"] a").await;
     b.wait_css(".record pre.payload.json").await;
+    b.select("#page-size", "10").await;
+    b.wait_for(
+        "a page of 10",
+        "return document.querySelectorAll('.record').length === 10",
+        WAIT,
+    )
+    .await;
     let first = b.text(".record pre.payload").await;
     assert!(
         first.contains("\"orderId\": \"o-0-14\"") && first.contains('\n'),

@@ -11,6 +11,22 @@ const FIELDS = [
   ["action", "Action"],
 ];
 
+/** The audited actions (the route table's), offered as suggestions for the action filter. */
+const ACTIONS = [
+  "CREATE_STREAM",
+  "CREATE_GROUP",
+  "DELETE_GROUP",
+  "SCALE_STREAM",
+  "SCALE_GROUP",
+  "ROLLBACK_MIGRATION",
+  "FORCE_COMPLETE_MIGRATION",
+  "RECREATE_GROUP",
+  "DISMISS_ROLLBACK_SUSPICION",
+  "LOGIN",
+  "REVOKE_TOKEN",
+];
+const OUTCOMES = ["", "SUCCESS", "FAILED", "FORBIDDEN", "UNAUTHORIZED"];
+
 export function mount(el, _args, params) {
   const inputs = {};
   const results = h("div#audit-results");
@@ -27,9 +43,18 @@ export function mount(el, _args, params) {
       },
     },
     FIELDS.map(([k, label]) => {
-      inputs[k] = h("input", { id: "audit-" + k, name: k, value: params.get(k) || "", autocomplete: "off" });
+      inputs[k] = h("input", { id: "audit-" + k, name: k, value: params.get(k) || "", autocomplete: "off", list: k === "action" ? "audit-actions" : undefined });
       return h("span.field", {}, h("label", { for: "audit-" + k }, label), inputs[k]);
     }),
+    h("datalist#audit-actions", {}, ACTIONS.map((a) => h("option", { value: a }))),
+    (() => {
+      inputs.outcome = h(
+        "select#audit-outcome",
+        { name: "outcome" },
+        OUTCOMES.map((o) => h("option", { value: o, selected: (params.get("outcome") || "") === o }, o || "any")),
+      );
+      return h("span.field", {}, h("label", { for: "audit-outcome" }, "Outcome"), inputs.outcome);
+    })(),
     (() => {
       inputs.since = h("input#audit-since", { type: "datetime-local", value: params.get("since") || "" });
       inputs.until = h("input#audit-until", { type: "datetime-local", value: params.get("until") || "" });
@@ -43,6 +68,7 @@ export function mount(el, _args, params) {
     refresh: async () => {
       const q = { limit: 200 };
       for (const [k] of FIELDS) if (inputs[k].value.trim()) q[k] = inputs[k].value.trim();
+      if (inputs.outcome.value) q.outcome = inputs.outcome.value;
       for (const k of ["since", "until"]) if (inputs[k].value) q[k] = new Date(inputs[k].value).toISOString();
       const r = await get("/coord/v1/monitoring/audit", q);
       const rows = (r.records || []).map((a) => ({

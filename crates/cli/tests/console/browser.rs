@@ -187,10 +187,22 @@ impl Browser {
         e.send_keys(text).await.expect("typing");
     }
 
+    /// Chooses the option `value` of the select `css`.
+    pub async fn select(&self, css: &str, value: &str) {
+        self.wait_css(css).await;
+        self.c()
+            .find(Locator::Css(css))
+            .await
+            .expect("element")
+            .select_by_value(value)
+            .await
+            .unwrap_or_else(|e| panic!("select {value} in {css}: {e}"));
+    }
+
     /// Saves a screenshot of the whole page as `<name>.png` (the window grows to the page's height for it).
     pub async fn screenshot(&self, name: &str) {
         let height = self
-            .js("return Math.min(2400, Math.max(900, document.documentElement.scrollHeight))")
+            .js("return Math.min(1600, Math.max(900, document.documentElement.scrollHeight))")
             .await
             .as_u64()
             .unwrap_or(900) as u32;
