@@ -328,7 +328,7 @@ fn hash_password(password: &str) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_reader_sees_no_admin_actions_and_a_revoked_token_returns_to_sign_in() {
+async fn a_reader_sees_no_admin_actions_and_a_revoked_or_expired_token_returns_to_sign_in() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("rsc.toml");
     std::fs::write(
@@ -399,5 +399,47 @@ async fn a_reader_sees_no_admin_actions_and_a_revoked_token_returns_to_sign_in()
     )
     .await;
     b.screenshot("09-session-ended").await;
+
+    // Signed in again, the token expires (its record in Redis now says so): back to the sign-in form too.
+    b.fill("#login-password", READER_PASSWORD).await;
+    b.click("#login-submit").await;
+    b.wait_css("#shard-grid").await;
+    let token = b
+        .js("return sessionStorage.getItem('rsc.console.token')")
+        .await;
+    expire_token(&redis.url(), token.as_str().expect("a new token")).await;
+    b.wait_for(
+        "the sign-in form after the token expired",
+        "const v = document.querySelector('#login-view'); \
+         return v && !v.hidden && document.querySelector('#login-message').innerText.includes('session has ended')",
+        WAIT,
+    )
+    .await;
     b.close().await;
+}
+
+/// Moves a token's expiry into the past, as if its time had run out.
+async fn expire_token(redis_url: &str, token: &str) {
+    use sha2::{Digest, Sha256};
+    let digest: String = Sha256::digest(token.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let key = rsc_protocol::names::token_key("redis-stream:coord", &digest);
+    let client = redis::Client::open(redis_url).unwrap();
+    let mut con = client.get_multiplexed_async_connection().await.unwrap();
+    let record: String = redis::cmd("GET")
+        .arg(&key)
+        .query_async(&mut con)
+        .await
+        .expect("the token's record");
+    let mut record: Value = serde_json::from_str(&record).expect("a JSON token record");
+    record["expiresMs"] = json!(1000);
+    let () = redis::cmd("SET")
+        .arg(&key)
+        .arg(record.to_string())
+        .arg("KEEPTTL")
+        .query_async(&mut con)
+        .await
+        .unwrap();
 }
