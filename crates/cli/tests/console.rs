@@ -130,13 +130,18 @@ async fn produce(redis_url: &str, prefix: &str, shard: u32, count: usize) {
     }
 }
 
+/// Signs in with the keyboard only: the username field has focus, Tab moves on, Enter submits.
 async fn sign_in(b: &Browser, url: &str, user: &str, password: &str) {
     b.goto(&format!("{url}/console")).await;
     b.wait_css("#login-view:not([hidden]) #login-username")
         .await;
-    b.fill("#login-username", user).await;
-    b.fill("#login-password", password).await;
-    b.click("#login-submit").await;
+    b.wait_for(
+        "focus on the username field",
+        "return document.activeElement && document.activeElement.id === 'login-username'",
+        WAIT,
+    )
+    .await;
+    b.keys(&format!("{user}\u{E004}{password}\u{E007}")).await;
     b.wait_css("#groups-table").await;
 }
 
@@ -158,6 +163,7 @@ async fn an_operator_creates_watches_scales_browses_audits_and_signs_out() {
     b.goto(&format!("{url}/console")).await;
     b.wait_css("#login-view:not([hidden])").await;
     b.screenshot("01-sign-in").await;
+    b.assert_accessible("01-sign-in").await;
     sign_in(&b, &url, "admin", ADMIN_PASSWORD).await;
 
     // Create the stream from the console: the dialog names the action and needs a reason.
@@ -194,6 +200,7 @@ async fn an_operator_creates_watches_scales_browses_audits_and_signs_out() {
     )
     .await;
     b.screenshot("02-overview").await;
+    b.assert_accessible("02-overview").await;
 
     // The group page: converged (STABLE, every shard owned once), with the triage facts beside the data.
     b.click("[data-group=\"orders/orders\"] a").await;
@@ -208,6 +215,7 @@ async fn an_operator_creates_watches_scales_browses_audits_and_signs_out() {
     let triage = b.text("#rebalance-triage").await;
     assert!(triage.contains("2 of 2 members live"), "{triage}");
     b.screenshot("03-group").await;
+    b.assert_accessible("03-group").await;
 
     // Scale in from the console, with a reason; watch the migration drain and finish.
     b.click("#scale").await;
@@ -235,6 +243,7 @@ async fn an_operator_creates_watches_scales_browses_audits_and_signs_out() {
     )
     .await;
     b.screenshot("05-migration-finished").await;
+    b.assert_accessible("05-migration-finished").await;
 
     // Messages of shard 0: newest first, JSON payloads pretty-printed, paged.
     b.click("[data-shard=\"0\"] a").await;
@@ -266,6 +275,7 @@ async fn an_operator_creates_watches_scales_browses_audits_and_signs_out() {
     )
     .await;
     b.screenshot("06-messages").await;
+    b.assert_accessible("06-messages").await;
 
     // The scale in the audit log, found with a filter.
     b.click("#nav-audit").await;
@@ -280,6 +290,7 @@ async fn an_operator_creates_watches_scales_browses_audits_and_signs_out() {
     )
     .await;
     b.screenshot("07-audit").await;
+    b.assert_accessible("07-audit").await;
 
     // Sign out: back to the sign-in form, and the token no longer works.
     let token = b
@@ -365,6 +376,7 @@ async fn a_reader_sees_no_admin_actions_and_a_revoked_or_expired_token_returns_t
         assert!(!b.exists(admin).await, "a READ user sees no {admin}");
     }
     b.screenshot("08-read-only").await;
+    b.assert_accessible("08-read-only").await;
 
     // The coordinator refuses the action anyway.
     let token = b

@@ -179,12 +179,52 @@ impl Browser {
             .unwrap_or_else(|e| panic!("click {css}: {e}"));
     }
 
+    /// Types `keys` (WebDriver key codes allowed: \u{E004} Tab, \u{E007} Enter) into the focused element.
+    pub async fn keys(&self, keys: &str) {
+        let focused = self.c().active_element().await.expect("a focused element");
+        focused.send_keys(keys).await.expect("typing");
+    }
+
     /// Replaces the value of the input `css` by typing `text`.
     pub async fn fill(&self, css: &str, text: &str) {
         self.wait_css(css).await;
         let e = self.c().find(Locator::Css(css)).await.expect("element");
         e.clear().await.expect("clear");
         e.send_keys(text).await.expect("typing");
+    }
+
+    /// Checks the page's basic accessibility: every form control has a label, every button and link says
+    /// what it does, every table has a caption, the page has one main heading, and every visible text has a
+    /// contrast of at least 4.5:1 against its background (3:1 for large text; WCAG AA).
+    pub async fn assert_accessible(&self, page: &str) {
+        let problems = self
+            .js(
+                "const p = []; \
+                 for (const e of document.querySelectorAll('input, select, textarea')) { \
+                   if (e.type === 'hidden' || e.closest('[hidden]') || e.closest('dialog:not([open])')) continue; \
+                   if (e.labels.length === 0 && !e.getAttribute('aria-label')) p.push('unlabelled ' + (e.id || e.outerHTML)); } \
+                 for (const e of document.querySelectorAll('button, a[href]')) { \
+                   if (e.closest('[hidden]') || e.closest('dialog:not([open])')) continue; \
+                   if (!(e.innerText || '').trim() && !e.getAttribute('aria-label')) p.push('nameless ' + e.outerHTML); } \
+                 for (const t of document.querySelectorAll('table')) if (!t.caption) p.push('table without caption ' + t.id); \
+                 const h1 = [...document.querySelectorAll('h1')].filter((h) => !h.closest('[hidden]')); \
+                 if (h1.length !== 1) p.push(h1.length + ' main headings'); \
+                 const rgb = (c) => (c.match(/[\\d.]+/g) || []).map(Number); \
+                 const lum = (c) => { const v = rgb(c).slice(0, 3).map((x) => { x /= 255; return x <= 0.03928 ? x / 12.92 : Math.pow((x + 0.055) / 1.055, 2.4); }); \
+                   return 0.2126 * v[0] + 0.7152 * v[1] + 0.0722 * v[2]; }; \
+                 const bg = (e) => { for (; e; e = e.parentElement) { const c = getComputedStyle(e).backgroundColor; const a = rgb(c); \
+                   if (a.length === 3 || (a.length === 4 && a[3] > 0.5)) return c; } return 'rgb(255, 255, 255)'; }; \
+                 for (const e of document.querySelectorAll('body *')) { \
+                   if (e.closest('[hidden]') || e.closest('dialog:not([open])') || e.disabled || !e.getClientRects().length) continue; \
+                   if (![...e.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim())) continue; \
+                   const st = getComputedStyle(e); const l1 = lum(st.color), l2 = lum(bg(e)); \
+                   const ratio = (Math.max(l1, l2) + 0.05) / (Math.min(l1, l2) + 0.05); \
+                   const large = parseFloat(st.fontSize) >= 24 || (parseFloat(st.fontSize) >= 18.6 && Number(st.fontWeight) >= 700); \
+                   if (ratio < (large ? 3 : 4.5)) p.push('contrast ' + ratio.toFixed(2) + ' of ' + e.tagName + ' ' + e.textContent.trim().slice(0, 30)); } \
+                 return p;",
+            )
+            .await;
+        assert_eq!(problems, json!([]), "accessibility of {page}");
     }
 
     /// Chooses the option `value` of the select `css`.
