@@ -17,6 +17,9 @@ use rsc_protocol::wire::resharding::MigrationList;
 use serde_json::Value;
 use std::collections::HashMap;
 
+/// A consumer's reported (last delivered id, last acknowledged id) of a shard.
+type ConsumerIds = (Option<String>, Option<String>);
+
 /// Offsets of groups with more shards than this are refused (ask per shard via the messages API instead).
 pub const MAX_OFFSET_SHARDS: usize = 4096;
 
@@ -118,6 +121,12 @@ impl Coordinator {
                 owners.entry(*s).or_default().push(m.member_id.clone());
             }
         }
+        let slot_map = self
+            .metrics
+            .time_store("cluster_slots", self.store.cluster_slot_owners())
+            .await
+            .map_err(CoordError::from)?;
+        let consumer_ids = self.consumer_ids(name, &owners).await?;
         let mut rows = Vec::with_capacity(shards.len());
         let (mut length, mut pending, mut lag, mut memory) = (0i64, 0i64, Some(0i64), 0i64);
         let mut memory_known = true;
@@ -145,24 +154,28 @@ impl Coordinator {
                 Some(m) => memory += m,
                 None => memory_known = o.exists && memory_known,
             }
+            let node = slot_map
+                .as_deref()
+                .and_then(|m| rsc_store::owner_of(m, o.redis_slot));
+            let consumer = consumer_ids.get(&s);
             rows.push(ShardOffsetsView {
                 stream_prefix: g.stream_prefix.clone(),
                 consumer_group: g.consumer_group.clone(),
                 shard: ShardId::new(s),
                 stream_key: o.stream_key,
                 redis_slot: o.redis_slot,
-                redis_node_endpoint: None,
-                redis_node_id: None,
-                redis_slot_range_start: None,
-                redis_slot_range_end: None,
+                redis_node_endpoint: node.map(|n| n.endpoint.clone()),
+                redis_node_id: node.and_then(|n| n.node_id.clone()),
+                redis_slot_range_start: node.map(|n| n.start),
+                redis_slot_range_end: node.map(|n| n.end),
                 stream_exists: o.exists,
                 stream_length: o.stream_length,
                 first_record_id: o.first_record_id,
                 last_record_id: o.last_record_id,
                 last_generated_id: o.last_generated_id,
                 group_last_delivered_id: o.group_last_delivered_id,
-                consumer_last_delivered_id: None,
-                consumer_last_acked_id: None,
+                consumer_last_delivered_id: consumer.and_then(|c| c.0.clone()),
+                consumer_last_acked_id: consumer.and_then(|c| c.1.clone()),
                 entries_read: o.entries_read,
                 pending_count: o.pending_count.unwrap_or(0),
                 lag: o.lag,
@@ -181,5 +194,51 @@ impl Coordinator {
             total_memory_usage_bytes: memory,
             memory_usage_known: memory_known,
         })
+    }
+
+    /// Per shard, the last delivered and acknowledged ids its consumer reported (from the progress hash in
+    /// Redis): the report of a live owner of the shard when there is one, else any member's.
+    async fn consumer_ids(
+        &self,
+        name: &GroupName,
+        owners: &HashMap<u32, Vec<String>>,
+    ) -> Result<HashMap<u32, ConsumerIds>, CoordError> {
+        let progress = self
+            .metrics
+            .time_store("progress", self.store.progress_all(&self.keys(name)))
+            .await
+            .map_err(CoordError::from)?;
+        let mut out: HashMap<u32, (bool, ConsumerIds)> = HashMap::new();
+        for (member_id, doc) in progress {
+            let Ok(doc) = serde_json::from_str::<Value>(&doc) else {
+                continue;
+            };
+            for p in doc
+                .get("shardProgress")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let Some(shard) = p
+                    .get("shard")
+                    .and_then(|s| s.get("shardIndex"))
+                    .and_then(Value::as_u64)
+                    .and_then(|s| u32::try_from(s).ok())
+                else {
+                    continue;
+                };
+                let id = |k: &str| p.get(k).and_then(Value::as_str).map(str::to_owned);
+                let owner = owners.get(&shard).is_some_and(|o| o.contains(&member_id));
+                let ids = (id("lastDeliveredId"), id("lastAckedId"));
+                match out.get(&shard) {
+                    Some((true, _)) => {}
+                    Some((false, _)) if !owner => {}
+                    _ => {
+                        out.insert(shard, (owner, ids));
+                    }
+                }
+            }
+        }
+        Ok(out.into_iter().map(|(s, (_, ids))| (s, ids)).collect())
     }
 }

@@ -6,7 +6,7 @@
 //! - [`monitoring`]: members, assignments, health. [`views`]: contract response shapes.
 //! - [`reshard`]: online scale-out/in with drain, rollback and force-complete.
 //! - [`metrics`]: Prometheus `/metrics`, kept current by a background task ([`metrics_refresh`]). [`inspect`]: consumption,
-//!   offsets ([`offsets`]), migrations and durability views. [`durability`]: metadata-rollback suspicion,
+//!   offsets ([`offsets`]), migrations and durability views; [`messages`]: the message browser. [`durability`]: metadata-rollback suspicion,
 //!   fail-closed mutations and the recreate repair.
 //! - [`provision`]: shard streams and Redis consumer groups.
 //! - [`domain_error`]: what operations fail with; [`error`]: the HTTP shape of a failure (the API maps one
@@ -14,6 +14,7 @@
 //! - [`security`]: login, tokens, roles, scoped principals, audit records, rate limits.
 //! - [`access`]: route access levels, shared by [`api`] (which declares them) and [`security`] (which enforces
 //!   them).
+//! - [`console`]: the web console's embedded page, scripts and styles (served at `/console`).
 //! - [`api`]: the HTTP router built from the route table, and every handler. [`server`]: start-up and graceful shutdown.
 
 pub mod access;
@@ -23,6 +24,7 @@ pub mod batch;
 pub mod cache;
 pub mod clock;
 pub mod config;
+pub mod console;
 pub mod coordinator;
 pub mod domain_error;
 pub mod durability;
@@ -31,6 +33,7 @@ pub mod error;
 pub mod heartbeat;
 pub mod http_server;
 pub mod inspect;
+pub mod messages;
 pub mod metrics;
 pub mod metrics_refresh;
 pub mod monitoring;

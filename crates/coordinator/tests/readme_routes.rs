@@ -47,7 +47,8 @@ fn served() -> BTreeSet<Row> {
                 .replace("{stream_prefix}", "{p}")
                 .replace("{consumer_group}", "{g}")
                 .replace("{member_id}", "{memberId}")
-                .replace("{resharding_id}", "{reshardingId}");
+                .replace("{resharding_id}", "{reshardingId}")
+                .replace("{shard_index}", "{shardIndex}");
             let access = match spec.access {
                 Access::Public => "public",
                 Access::Read => "READ",

@@ -234,6 +234,7 @@ fn hostile_paths(path: &str) -> Vec<String> {
             .replace("{consumer_group}", PREFIX)
             .replace("{member_id}", "m1")
             .replace("{resharding_id}", "r1")
+            .replace("{shard_index}", "0")
     };
     let segments = [
         "%2F",
@@ -262,6 +263,7 @@ fn hostile_paths(path: &str) -> Vec<String> {
         "{consumer_group}",
         "{member_id}",
         "{resharding_id}",
+        "{shard_index}",
     ] {
         if !path.contains(param) {
             continue;
@@ -420,7 +422,8 @@ async fn every_route_answers_hostile_input_with_a_json_4xx_and_never_5xx() {
             .replace("{stream_prefix}", PREFIX)
             .replace("{consumer_group}", PREFIX)
             .replace("{member_id}", "m1")
-            .replace("{resharding_id}", "r1");
+            .replace("{resharding_id}", "r1")
+            .replace("{shard_index}", "0");
         let body = template(spec.operation_id).to_string();
         let mut requests = hostile_bodies(method, &path, spec.operation_id);
         for p in hostile_paths(spec.path) {

@@ -161,7 +161,14 @@ async fn every_route_rejects_callers_without_the_right_credentials_role_or_scope
     let read_token = token_of(&api, "reader", USER_PASSWORD).await;
 
     // Routes that may be public, and nothing else.
-    let public = ["loginCoordinatorApi", "healthz", "readyz", "getIndex"];
+    let public = [
+        "loginCoordinatorApi",
+        "healthz",
+        "readyz",
+        "getIndex",
+        "getConsole",
+        "getConsoleAsset",
+    ];
     let callers: Vec<(&str, Auth)> = vec![
         ("none", Auth::None),
         ("bad token", Auth::Bearer(format!("rsc_{}", "B".repeat(43)))),
@@ -377,7 +384,8 @@ async fn every_method_on_every_route_is_refused_without_credentials_and_changes_
             .replace("{consumer_group}", "g")
             .replace("{member_id}", "m")
             .replace("{resharding_id}", "reshard-x")
-            .replace("{migration_id}", "reshard-x");
+            .replace("{migration_id}", "reshard-x")
+            .replace("{shard_index}", "0");
         // A routing read with an observation far above the stored version: raising a suspicion is a change.
         let concrete = if concrete.ends_with("/producer-routing") {
             format!("{concrete}?observedMetadataVersion=1000000")

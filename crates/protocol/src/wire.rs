@@ -7,6 +7,7 @@
 //! [`resharding`] and [`auth`].
 
 pub mod auth;
+pub mod browse;
 pub mod monitoring;
 pub mod resharding;
 

@@ -8,7 +8,8 @@
 //! those operations.
 //!
 //! Every other kind of record the coordinator keeps in Redis has its own typed API here, one module
-//! each: the group index (`index.rs`), stream records (`streams.rs`), shard streams (`shards.rs`),
+//! each: the group index (`index.rs`), stream records (`streams.rs`), shard streams (`shards.rs`) and their
+//! records page by page (`messages.rs`), the cluster's slot map (`topology.rs`),
 //! bearer tokens (`tokens.rs`), the audit streams (`audit.rs`), rate-limit windows and the sign-in
 //! throttle (`limits.rs`), the bootstrap admin hash (`bootstrap.rs`), backup and restore of the records
 //! that define groups and streams (`backup.rs`) and what Redis says about itself for `rsc doctor`
@@ -25,6 +26,7 @@ mod error;
 mod index;
 mod keys;
 mod limits;
+mod messages;
 mod metadata;
 mod outcome;
 mod reply;
@@ -33,6 +35,7 @@ mod shards;
 mod store;
 mod streams;
 mod tokens;
+mod topology;
 
 pub use audit::AuditEntry;
 pub use backup::{RestoreOutcome, RestoredHash};
@@ -42,9 +45,11 @@ pub use error::StoreError;
 pub use index::{IndexEntry, IndexState};
 pub use keys::GroupKeys;
 pub use limits::{ThrottleBudgets, ThrottleKeys, ThrottleReason, ThrottleVerdict, WindowCount};
+pub use messages::{PageDirection, StreamRecord};
 pub use metadata::{LAYOUT_VERSION, SCHEMA_VERSION};
 pub use outcome::{
     CasOutcome, CasWrite, CreateOutcome, DeleteOutcome, HeartbeatOutcome, StoredGroup,
 };
 pub use shards::{ConsumerGroupInfo, RetireOutcome, StreamInfo, parse_stream_id};
 pub use store::Store;
+pub use topology::{SlotOwner, owner_of};

@@ -220,3 +220,23 @@ impl<S: Send + Sync> FromRequestParts<S> for StreamPrefix {
         Ok(StreamPrefix(prefix))
     }
 }
+
+/// A shard's path: the group and its `{shard_index}`, a non-negative integer (whether the group has that
+/// shard is the operation's check).
+pub struct ShardPath(pub GroupName, pub u32);
+
+impl<S: Send + Sync> FromRequestParts<S> for ShardPath {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let mut params = path_params(parts, state).await?;
+        let name = group_name(&mut params)?;
+        let raw = param(&mut params, "shard_index");
+        let index = raw.parse::<u32>().map_err(|_| {
+            ApiError::invalid(format!(
+                "shardIndex: {raw:?} is not a shard index (an integer from 0 to the group's shard count - 1)"
+            ))
+        })?;
+        Ok(ShardPath(name, index))
+    }
+}

@@ -1,8 +1,8 @@
 //! Handlers for operator visibility: the group summary with its durability state, consumption, offsets,
-//! migrations, producer routing with the producer's observed metadataVersion, and the audited repairs
+//! migrations, a shard's messages page by page, producer routing with the producer's observed metadataVersion, and the audited repairs
 //! "recreate as a new group lifecycle" and "dismiss a rollback suspicion".
 
-use super::extract::{AdminJson, Group};
+use super::extract::{AdminJson, Group, ShardPath};
 use crate::coordinator::Coordinator;
 use crate::durability::{DismissSuspicionRequest, RecreateGroupRequest};
 use crate::error::ApiError;
@@ -35,6 +35,18 @@ pub async fn migrations(State(c): Coord, Group(name): Group) -> Result<Response,
 
 pub async fn offsets(State(c): Coord, Group(name): Group) -> Result<Response, ApiError> {
     Ok(ok(c.offsets(&name).await?))
+}
+
+/// `GET …/shards/{shard_index}/messages?direction=&cursor=&limit=`: one page of a shard's records.
+pub async fn shard_messages(
+    State(c): Coord,
+    ShardPath(name, shard): ShardPath,
+    query: Result<Query<BTreeMap<String, String>>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Query(params) =
+        query.map_err(|e| ApiError::invalid(format!("query string: {}", e.body_text())))?;
+    let page = crate::messages::PageQuery::parse(&params)?;
+    Ok(ok(c.shard_messages(&name, shard, &page).await?))
 }
 
 /// Parses `observedMetadataVersion` (optional, an integer in `0..=2^53-1`).

@@ -219,6 +219,14 @@ pub fn table() -> Vec<RouteSpec> {
         ),
         route!(
             GET,
+            mg!("/shards/{shard_index}/messages"),
+            "getStreamShardMessages",
+            Read,
+            None,
+            get(observability::shard_messages)
+        ),
+        route!(
+            GET,
             "/metrics",
             "getPrometheusMetrics",
             Read,
@@ -274,6 +282,22 @@ pub fn table() -> Vec<RouteSpec> {
             get(super::auth::audit_log)
         ),
         route!(GET, "/", "getIndex", Public, None, get(handlers::index)),
+        route!(
+            GET,
+            "/console",
+            "getConsole",
+            Public,
+            None,
+            get(crate::console::page)
+        ),
+        route!(
+            GET,
+            "/console/{asset}",
+            "getConsoleAsset",
+            Public,
+            None,
+            get(crate::console::asset)
+        ),
         route!(
             GET,
             "/healthz",

@@ -250,8 +250,8 @@ pub struct StreamShardOffsetsResponse {
     pub memory_usage_known: bool,
 }
 
-/// One shard of `GET …/offsets`. The Redis node fields are always `null` (rsc does not ask the cluster
-/// topology here), as are the consumer-side ids (see consumption).
+/// One shard of `GET …/offsets`. The Redis node fields come from `CLUSTER SLOTS` in cluster mode (`null` on
+/// standalone Redis); the consumer-side ids are those the shard's owner last reported (`null` until it has).
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ShardOffsetsView {

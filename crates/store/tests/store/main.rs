@@ -36,6 +36,7 @@ mod heartbeat;
 mod hot_path;
 mod leases;
 mod limits;
+mod messages;
 mod security_records;
 mod shards;
 mod stream_records;

@@ -1,0 +1,182 @@
+// Admin actions (WRITE principals only; the coordinator refuses them for anyone else anyway). Each one
+// opens a confirmation dialog that names its target and requires a reason; the requester recorded in the
+// audit log is the signed-in user.
+
+import { h, say } from "/console/dom.js";
+import { groupPath, post, del } from "/console/api.js";
+
+let session = { username: "", roles: [], streamPrefixes: [] };
+
+export function setSession(s) {
+  session = s || { username: "", roles: [], streamPrefixes: [] };
+}
+
+export function username() {
+  return session.username;
+}
+
+/** Whether the principal may change `prefix` (any stream when no prefix is given). */
+export function canWrite(prefix) {
+  const roles = session.roles || [];
+  if (!roles.includes("WRITE") && !roles.includes("ADMIN")) return false;
+  const scopes = session.streamPrefixes || [];
+  if (scopes.length === 0 || prefix === undefined) return true;
+  return scopes.some((p) => (p.endsWith("*") ? prefix.startsWith(p.slice(0, -1)) : prefix === p));
+}
+
+/**
+ * Opens the confirmation dialog. `fields` are extra inputs ({id, label, type, value, min, required});
+ * `run(values, reason)` performs the action and returns a message; the dialog stays open on failure,
+ * showing the coordinator's error.
+ */
+export function confirmAction({ title, text, fields, okLabel, run, done }) {
+  const dlg = document.getElementById("confirm");
+  const form = document.getElementById("confirm-form");
+  const reason = document.getElementById("confirm-reason");
+  const error = document.getElementById("confirm-error");
+  const ok = document.getElementById("confirm-ok");
+  document.getElementById("confirm-title").textContent = title;
+  document.getElementById("confirm-text").textContent = text;
+  const holder = document.getElementById("confirm-fields");
+  holder.replaceChildren();
+  const inputs = {};
+  for (const f of fields || []) {
+    const id = "confirm-field-" + f.id;
+    let input;
+    if (f.type === "checkbox") {
+      input = h("input", { id, type: "checkbox", checked: f.value });
+      holder.append(h("label.check", { for: id }, input, " " + f.label));
+    } else {
+      input = h("input", { id, type: f.type || "text", value: f.value, min: f.min, required: f.required, autocomplete: "off" });
+      holder.append(h("label", { for: id }, f.label), input);
+    }
+    inputs[f.id] = input;
+  }
+  reason.value = "";
+  error.textContent = "";
+  ok.textContent = okLabel;
+  ok.disabled = false;
+  const previous = document.activeElement;
+
+  const close = () => {
+    form.onsubmit = null;
+    document.getElementById("confirm-cancel").onclick = null;
+    dlg.close();
+    if (previous && previous.isConnected) previous.focus();
+  };
+  document.getElementById("confirm-cancel").onclick = close;
+  form.onsubmit = async (ev) => {
+    ev.preventDefault();
+    const values = {};
+    for (const f of fields || []) {
+      const input = inputs[f.id];
+      values[f.id] = f.type === "checkbox" ? input.checked : input.value.trim();
+      if (f.required && values[f.id] === "") {
+        error.textContent = f.label + " is required.";
+        input.focus();
+        return;
+      }
+    }
+    if (reason.value.trim() === "") {
+      error.textContent = "A reason is required: it is recorded in the audit log with your name.";
+      reason.focus();
+      return;
+    }
+    ok.disabled = true;
+    error.textContent = "";
+    try {
+      const message = await run(values, reason.value.trim());
+      close();
+      say(message, "ok");
+      if (done) done();
+    } catch (e) {
+      error.textContent = e.message;
+      ok.disabled = false;
+    }
+  };
+  dlg.showModal();
+  const first = holder.querySelector("input") || reason;
+  first.focus();
+}
+
+function body(reason, extra) {
+  return Object.assign({ requestedBy: session.username, reason }, extra || {});
+}
+
+export function createStream(done) {
+  confirmAction({
+    title: "Create a stream",
+    text: "Creates the stream and its first consumer group (named like the stream), and provisions its shard streams in Redis.",
+    fields: [
+      { id: "prefix", label: "Stream prefix", required: true },
+      { id: "shards", label: "Initial shard count", type: "number", value: "4", min: "1", required: true },
+    ],
+    okLabel: "Create stream",
+    run: async (v, reason) => {
+      await post("/coord/v1/streams/" + encodeURIComponent(v.prefix), body(reason, { initialShardCount: Number(v.shards) }));
+      return "Created stream " + v.prefix + ".";
+    },
+    done,
+  });
+}
+
+export function createGroup(done, prefix) {
+  confirmAction({
+    title: "Create a consumer group",
+    text: "Adds a consumer group to a stream (the stream is created too when it does not exist).",
+    fields: [
+      { id: "prefix", label: "Stream prefix", value: prefix || "", required: true },
+      { id: "group", label: "Consumer group", required: true },
+    ],
+    okLabel: "Create group",
+    run: async (v, reason) => {
+      await post(groupPath(v.prefix, v.group), body(reason));
+      return "Created group " + v.group + " on stream " + v.prefix + ".";
+    },
+    done,
+  });
+}
+
+export function scale(p, g, current, done) {
+  confirmAction({
+    title: "Scale stream " + p,
+    text: "Scales stream \u201c" + p + "\u201d from " + current + " shards: every consumer group of the stream moves together, online. Producer routing switches at once; removed shards are drained before they are retired.",
+    fields: [{ id: "target", label: "Target shard count for " + p, type: "number", value: String(current), min: "0", required: true }],
+    okLabel: "Scale " + p,
+    run: async (v, reason) => {
+      const m = await post(groupPath(p, g) + "/scale", body(reason, { targetShardCount: Number(v.target) }));
+      return "Scale of " + p + " to " + v.target + " shards started (" + m.reshardingId + ", " + m.state + ").";
+    },
+    done,
+  });
+}
+
+export function migrationAction(kind, p, g, id, done) {
+  const rollback = kind === "rollback";
+  confirmAction({
+    title: (rollback ? "Roll back migration " : "Force-complete migration ") + id,
+    text: rollback
+      ? "Rolls back migration " + id + " of stream \u201c" + p + "\u201d: the shard count returns to where it was."
+      : "Ends migration " + id + " of stream \u201c" + p + "\u201d without waiting for its drain: unread records on removed shards may be left behind.",
+    okLabel: rollback ? "Roll back " + id : "Force-complete " + id,
+    run: async (_v, reason) => {
+      const m = await post(groupPath(p, g) + "/migrations/" + encodeURIComponent(id) + "/" + kind, body(reason));
+      return "Migration " + id + " is now " + m.state + ".";
+    },
+    done,
+  });
+}
+
+export function deleteGroup(p, g, done) {
+  confirmAction({
+    title: "Delete group " + g + " of stream " + p,
+    text: "Deletes the coordinator metadata of group \u201c" + g + "\u201d on stream \u201c" + p + "\u201d. Its Redis streams and their records are kept. Members that are still active must be stopped first, or tick \u201cforce\u201d.",
+    fields: [{ id: "force", label: "Force (delete although members are active)", type: "checkbox", value: false }],
+    okLabel: "Delete " + p + "/" + g,
+    run: async (v, reason) => {
+      await del(groupPath(p, g), body(reason, { force: v.force }));
+      return "Deleted group " + g + " of stream " + p + ".";
+    },
+    done,
+  });
+}
