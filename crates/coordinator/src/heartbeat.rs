@@ -107,10 +107,33 @@ impl Coordinator {
                 "the body's memberId {:?} differs from the path's {m:?}; send the same id in both",
                 req.member_id
             ),
+            HeartbeatStatus::InvalidRequest if req.member_epoch == -2 => "memberEpoch -2 (a temporary leave) \
+                is only valid with a groupInstanceId: send it with the member's static identity, or leave with -1"
+                .to_owned(),
             HeartbeatStatus::InvalidRequest => format!(
-                "memberEpoch {} is not valid: send 0 to join, -1 to leave, or the memberEpoch of the last answer",
+                "memberEpoch {} is not valid: send 0 to join, -1 to leave (-2 to leave temporarily, with a \
+                 groupInstanceId), or the memberEpoch of the last answer",
                 req.member_epoch
             ),
+            HeartbeatStatus::FencedInstanceId => {
+                let instance = req.group_instance_id.as_deref().unwrap_or_default();
+                let holder = cached
+                    .as_ref()
+                    .and_then(|c| c.group.active_instance(instance))
+                    .map(|h| h.member_id.clone());
+                match holder {
+                    Some(h) => format!(
+                        "groupInstanceId {instance:?} is held by the live member {h:?}; a second process with the \
+                         same static identity is refused: give each process its own groupInstanceId, or wait until \
+                         {h:?} leaves or its lease ({ttl}) lapses (then this member's join takes over its reserved \
+                         shards); nothing was stored"
+                    ),
+                    None => format!(
+                        "groupInstanceId {instance:?} is held by another live member; give each process its own \
+                         groupInstanceId, or join again once that member has left or its lease ({ttl}) has lapsed"
+                    ),
+                }
+            }
             HeartbeatStatus::UnknownMemberId => match &cached {
                 Some(_) => format!(
                     "member {m:?} is not in group {name} (it was never there with this epoch, it was forgotten \
