@@ -146,12 +146,12 @@ fn static_member_grace_defaults_to_twice_the_lease_and_is_set_by_file_or_env() {
     assert_eq!(c.static_member_grace().ms(), 30_000);
     let c = load(
         None,
-        &env(&[("COORDINATOR_MEMBER_LEASE_TTL", "4s")]),
+        &env(&[("COORDINATOR_MEMBER_LEASE_TTL", "8s")]),
         &Overrides::default(),
     )
     .unwrap()
     .coordinator;
-    assert_eq!(c.static_member_grace().ms(), 8_000);
+    assert_eq!(c.static_member_grace().ms(), 16_000);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("rsc.toml");
     std::fs::write(
