@@ -107,8 +107,9 @@ impl Coordinator {
                 "the body's memberId {:?} differs from the path's {m:?}; send the same id in both",
                 req.member_id
             ),
-            HeartbeatStatus::InvalidRequest if req.member_epoch == -2 => "memberEpoch -2 (a temporary leave) \
-                is only valid with a groupInstanceId: send it with the member's static identity, or leave with -1"
+            HeartbeatStatus::InvalidRequest if req.member_epoch == -2 => "memberEpoch -2 is not valid without a \
+                groupInstanceId: -2 is a static member's temporary leave; send the member's groupInstanceId with it, \
+                or leave with -1"
                 .to_owned(),
             HeartbeatStatus::InvalidRequest => format!(
                 "memberEpoch {} is not valid: send 0 to join, -1 to leave (-2 to leave temporarily, with a \
