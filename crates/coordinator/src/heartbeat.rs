@@ -168,12 +168,13 @@ impl Coordinator {
                         };
                         format!("member {m:?} was fenced: {why}; {REJOIN}")
                     }
-                    Some(MemberState::Leaving) if req.member_epoch != -1 => format!(
+                    Some(MemberState::Leaving) if req.member_epoch >= 0 => format!(
                         "member {m:?} has left the group (its memberEpoch -1 was accepted); {REJOIN}"
                     ),
-                    Some(_) if req.member_epoch == -1 => format!(
-                        "this leave (memberEpoch -1, metadataVersion {}) is older than the current incarnation of \
+                    Some(_) if req.member_epoch < 0 => format!(
+                        "this leave (memberEpoch {}, metadataVersion {}) is older than the current incarnation of \
                          member {m:?}: it came from an earlier process with this id and was ignored",
+                        req.member_epoch,
                         req.metadata_version
                     ),
                     Some(_) => format!(

@@ -484,10 +484,17 @@ impl World {
         let g = &self.store.group;
         // A consumer refused because the other consumer with its instance id is the active member reads
         // nothing and stays out (the misconfiguration persists; the coordinator must not let both in).
+        // (Only while the holder is another running consumer's process: a replacement refused because its own
+        // crashed predecessor has not lapsed yet is not converged.)
         let refused = |c: &Client| {
             c.instance.as_deref().is_some_and(|i| {
-                g.active_instance(i)
-                    .is_some_and(|holder| holder.member_id != c.id)
+                g.active_instance(i).is_some_and(|holder| {
+                    holder.member_id != c.id
+                        && self
+                            .clients
+                            .iter()
+                            .any(|o| o.running && o.id == holder.member_id)
+                })
             })
         };
         if let Some(c) = self
