@@ -62,7 +62,13 @@ pub fn tick(
                 now_ms + timing.static_member_grace_ms,
                 ReservationReason::LeaseLapsed,
             );
-            report.reserved.push(instance);
+            if next
+                .static_reservations
+                .iter()
+                .any(|r| r.group_instance_id == instance)
+            {
+                report.reserved.push(instance);
+            }
         }
         let Some(m) = next.members.get_mut(id) else {
             continue;
