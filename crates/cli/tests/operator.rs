@@ -333,6 +333,7 @@ fn describe_and_upgrade_check_show_the_protocol_version_members_joined_with() {
             member_name: None,
             client_name: Some("ops-test".into()),
             client_version: Some("9.9.9".into()),
+            group_instance_id: None,
             member_epoch: 0,
             metadata_version: 0,
             runtime_consumer_capacity: RuntimeConsumerCapacity {

@@ -188,7 +188,7 @@ impl CoordinatorClient {
     /// let c = rsc_client::CoordinatorClient::new(["http://127.0.0.1:8080"])?;
     /// let req = HeartbeatRequest {
     ///     protocol_version: 1, request_id: "r1".into(), member_id: "m1".into(), member_name: None,
-    ///     client_name: None, client_version: None,
+    ///     client_name: None, client_version: None, group_instance_id: None,
     ///     member_epoch: 0, metadata_version: 0,
     ///     runtime_consumer_capacity: RuntimeConsumerCapacity { runtime_max_concurrency: 1, available_concurrency: 1 },
     ///     owned_shards: vec![], revoking_shards: vec![], shard_progress: vec![],

@@ -42,6 +42,8 @@ pub struct CoordinatorConfig {
     pub shutdown_grace: Dur,
     #[serde(rename = "loop")]
     pub reconciler: LoopConfig,
+    /// Consumer-group behaviour: static membership.
+    pub group: GroupConfig,
     pub store: StoreConfig,
     pub streams: StreamsConfig,
     pub defaults: DefaultsConfig,
@@ -86,6 +88,24 @@ impl Default for HttpConfig {
 pub struct LoopConfig {
     pub enabled: bool,
     pub tick_interval: Dur,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct GroupConfig {
+    /// How long a static member's target (members that send `groupInstanceId`) stays reserved after it
+    /// stopped — its lease lapsed, or it left with `memberEpoch` -2 — for a member joining with the same
+    /// instance id. Unset: twice `member-lease-ttl`. `0` turns reservations off.
+    pub static_member_grace: Option<Dur>,
+}
+
+impl CoordinatorConfig {
+    /// The static-member grace in effect (see [`GroupConfig::static_member_grace`]).
+    pub fn static_member_grace(&self) -> Dur {
+        self.group
+            .static_member_grace
+            .unwrap_or(Dur(self.member_lease_ttl.0 * 2))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -135,6 +155,7 @@ impl Default for CoordinatorConfig {
             stale_member_retention: Dur::from_secs(600),
             shutdown_grace: Dur::from_secs(10),
             reconciler: LoopConfig::default(),
+            group: GroupConfig::default(),
             store: StoreConfig::default(),
             streams: StreamsConfig::default(),
             defaults: DefaultsConfig::default(),

@@ -64,6 +64,7 @@ impl Coordinator {
             rebalance_timeout_ms: config.rebalance_timeout.ms(),
             stale_member_retention_ms: config.stale_member_retention.ms(),
             hold_margin_ms: 1_000,
+            static_member_grace_ms: config.static_member_grace().ms(),
         };
         Arc::new(Coordinator {
             config,

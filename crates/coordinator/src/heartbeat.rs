@@ -107,10 +107,34 @@ impl Coordinator {
                 "the body's memberId {:?} differs from the path's {m:?}; send the same id in both",
                 req.member_id
             ),
+            HeartbeatStatus::InvalidRequest if req.member_epoch == -2 => "memberEpoch -2 is not valid without a \
+                groupInstanceId: -2 is a static member's temporary leave; send the member's groupInstanceId with it, \
+                or leave with -1"
+                .to_owned(),
             HeartbeatStatus::InvalidRequest => format!(
-                "memberEpoch {} is not valid: send 0 to join, -1 to leave, or the memberEpoch of the last answer",
+                "memberEpoch {} is not valid: send 0 to join, -1 to leave (-2 to leave temporarily, with a \
+                 groupInstanceId), or the memberEpoch of the last answer",
                 req.member_epoch
             ),
+            HeartbeatStatus::FencedInstanceId => {
+                let instance = req.group_instance_id.as_deref().unwrap_or_default();
+                let holder = cached
+                    .as_ref()
+                    .and_then(|c| c.group.active_instance(instance))
+                    .map(|h| h.member_id.clone());
+                match holder {
+                    Some(h) => format!(
+                        "groupInstanceId {instance:?} is held by the live member {h:?}; a second process with the \
+                         same static identity is refused: give each process its own groupInstanceId, or wait until \
+                         {h:?} leaves or its lease ({ttl}) lapses (then this member's join takes over its reserved \
+                         shards); nothing was stored"
+                    ),
+                    None => format!(
+                        "groupInstanceId {instance:?} is held by another live member; give each process its own \
+                         groupInstanceId, or join again once that member has left or its lease ({ttl}) has lapsed"
+                    ),
+                }
+            }
             HeartbeatStatus::UnknownMemberId => match &cached {
                 Some(_) => format!(
                     "member {m:?} is not in group {name} (it was never there with this epoch, it was forgotten \
@@ -144,12 +168,13 @@ impl Coordinator {
                         };
                         format!("member {m:?} was fenced: {why}; {REJOIN}")
                     }
-                    Some(MemberState::Leaving) if req.member_epoch != -1 => format!(
+                    Some(MemberState::Leaving) if req.member_epoch >= 0 => format!(
                         "member {m:?} has left the group (its memberEpoch -1 was accepted); {REJOIN}"
                     ),
-                    Some(_) if req.member_epoch == -1 => format!(
-                        "this leave (memberEpoch -1, metadataVersion {}) is older than the current incarnation of \
+                    Some(_) if req.member_epoch < 0 => format!(
+                        "this leave (memberEpoch {}, metadataVersion {}) is older than the current incarnation of \
                          member {m:?}: it came from an earlier process with this id and was ignored",
+                        req.member_epoch,
                         req.metadata_version
                     ),
                     Some(_) => format!(

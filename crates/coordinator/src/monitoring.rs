@@ -10,8 +10,8 @@ use rsc_protocol::wire::ShardId;
 use rsc_protocol::wire::monitoring::{
     AssignmentsResponse, CompatibilityResponse, CoordinationVersion, DepartedMember,
     DurabilityHealth, HealthComponents, HealthResponse, HoldView, MemberMetadata, ReconcilerHealth,
-    RedisHealth, ReleaseVersion, RevokeProgress, SuspectedGroupHealth, TimingDefaults,
-    VersionRange,
+    RedisHealth, ReleaseVersion, ReservationView, RevokeProgress, SuspectedGroupHealth,
+    TimingDefaults, VersionRange,
 };
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -55,6 +55,7 @@ impl Coordinator {
                     protocol_version: m.protocol_version,
                     client_name: m.client_name.clone(),
                     client_version: m.client_version.clone(),
+                    group_instance_id: m.group_instance_id.clone(),
                     metadata_version: int("metadataVersion").unwrap_or(0),
                     runtime_max_concurrency: max,
                     active_consumer_workers: (max - available).max(0),
@@ -130,6 +131,17 @@ impl Coordinator {
                 reason: h.reason.clone(),
             })
             .collect();
+        let static_reservations = g
+            .static_reservations
+            .iter()
+            .map(|r| ReservationView {
+                group_instance_id: r.group_instance_id.clone(),
+                member_id: r.member_id.clone(),
+                shards: shard_ids(&r.shards),
+                until: iso_ms(r.until_ms),
+                reason: r.reason.as_str().to_owned(),
+            })
+            .collect();
         Ok(AssignmentsResponse {
             target_assignment: target,
             current_assignments: current,
@@ -137,6 +149,7 @@ impl Coordinator {
             revoke_progress,
             departed_members: departed,
             holds,
+            static_reservations,
             invariant_violations: rsc_group::invariants::check(g),
         })
     }

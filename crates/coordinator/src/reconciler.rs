@@ -93,6 +93,12 @@ impl Coordinator {
                         Stats::bump(&self.stats.members_fenced);
                         tracing::warn!(group = %name, member = %m, "member fenced at rebalance timeout");
                     }
+                    for i in &report.reserved {
+                        tracing::info!(group = %name, group_instance_id = %i, "static member's shards reserved for its instance");
+                    }
+                    for i in &report.reservations_lapsed {
+                        tracing::info!(group = %name, group_instance_id = %i, "static member's reservation lapsed; its shards are rebalanced");
+                    }
                     return;
                 }
                 ReconcileStep::Done(None) => return,

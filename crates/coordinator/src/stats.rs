@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 #[derive(Debug, Default)]
 pub struct Stats {
-    heartbeats: [AtomicU64; 8],
+    heartbeats: [AtomicU64; HeartbeatStatus::ALL.len()],
     pub state_conflicts: AtomicU64,
     pub member_expired: AtomicU64,
     pub members_fenced: AtomicU64,

@@ -57,6 +57,7 @@ fn steady_request(g: &Group) -> HeartbeatRequest {
         member_name: None,
         client_name: None,
         client_version: None,
+        group_instance_id: None,
         member_epoch: m.member_epoch,
         metadata_version: g.metadata_version,
         runtime_consumer_capacity: RuntimeConsumerCapacity {

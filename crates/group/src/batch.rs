@@ -178,6 +178,7 @@ mod tests {
             member_name: None,
             client_name: None,
             client_version: None,
+            group_instance_id: None,
             member_epoch: 0,
             metadata_version: 0,
             owned_shards: vec![],

@@ -64,16 +64,68 @@ pub fn check(g: &Group) -> Vec<String> {
             }
         }
     }
+    let reserved = g.reserved_shards();
     if g.members.values().any(|m| m.state == MemberState::Active) {
         for s in g.assignable_shards() {
-            if !target_owner.contains_key(&s) {
+            if !target_owner.contains_key(&s) && !reserved.contains(&s) {
                 violations.push(format!(
                     "shard {s} has no target owner although active members exist"
                 ));
             }
         }
     }
+    static_members(g, &target_owner, &mut violations);
     violations
+}
+
+/// Static membership: a reserved shard is in no target and in one reservation; an instance id has at most
+/// one active member, and no reservation while it has one.
+fn static_members(g: &Group, target_owner: &BTreeMap<u32, &str>, violations: &mut Vec<String>) {
+    let mut reserved_for: BTreeMap<u32, &str> = BTreeMap::new();
+    let mut instances = std::collections::BTreeSet::new();
+    for r in &g.static_reservations {
+        if !instances.insert(r.group_instance_id.as_str()) {
+            violations.push(format!(
+                "groupInstanceId {} has two reservations",
+                r.group_instance_id
+            ));
+        }
+        if let Some(m) = g.active_instance(&r.group_instance_id) {
+            violations.push(format!(
+                "groupInstanceId {} is reserved although {} holds it",
+                r.group_instance_id, m.member_id
+            ));
+        }
+        for s in &r.shards {
+            if let Some(other) = reserved_for.insert(*s, &r.group_instance_id) {
+                violations.push(format!(
+                    "shard {s} is reserved for both {other} and {}",
+                    r.group_instance_id
+                ));
+            }
+            if let Some(owner) = target_owner.get(s) {
+                violations.push(format!(
+                    "shard {s} is reserved for {} but in the target of {owner}",
+                    r.group_instance_id
+                ));
+            }
+        }
+    }
+    let mut active: BTreeMap<&str, &str> = BTreeMap::new();
+    for m in g
+        .members
+        .values()
+        .filter(|m| m.state == MemberState::Active)
+    {
+        if let Some(i) = m.group_instance_id.as_deref()
+            && let Some(other) = active.insert(i, &m.member_id)
+        {
+            violations.push(format!(
+                "groupInstanceId {i} is held by two active members, {other} and {}",
+                m.member_id
+            ));
+        }
+    }
 }
 
 /// Spread of assigned-shard counts among active members once converged (max − min).

@@ -125,6 +125,10 @@ pub struct Member {
     pub client_name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_version: Option<String>,
+    /// The static identity (`groupInstanceId`) this incarnation joined with; None for a dynamic member (and
+    /// in aggregates written before static membership). See [`Reservation`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_instance_id: Option<String>,
     /// Shards the member may read now.
     pub assigned: ShardSet,
     /// Shards taken from the member that it has not released yet, with the member epoch at which the
@@ -158,6 +162,7 @@ impl Member {
             protocol_version: 0,
             client_name: None,
             client_version: None,
+            group_instance_id: None,
             assigned: ShardSet::new(),
             revoking: BTreeMap::new(),
             reported_owned: ShardSet::new(),
@@ -193,6 +198,42 @@ pub struct Hold {
     pub reason: String,
 }
 
+/// Why a static member's target is reserved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ReservationReason {
+    /// The member's lease lapsed (it crashed or was cut off) and it was expired.
+    LeaseLapsed,
+    /// The member left with `memberEpoch` -2 ("temporarily", e.g. for a restart).
+    TemporaryLeave,
+}
+
+impl ReservationReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReservationReason::LeaseLapsed => "LEASE_LAPSED",
+            ReservationReason::TemporaryLeave => "TEMPORARY_LEAVE",
+        }
+    }
+}
+
+/// The target of a static member that stopped, kept for its `groupInstanceId` until `until_ms` (static
+/// membership, as Kafka's KIP-345): no other member's target contains these shards meanwhile, and a member
+/// that joins with the same `groupInstanceId` before then gets them back as its target, so a restart moves
+/// no shard. Grants still go through revoke-before-assign: a shard the stopped incarnation may still read
+/// (a temporary leave not yet released) is granted only once released, and a lapsed incarnation has
+/// stopped reading before it was expired (invariant 4). Past `until_ms` the shards are rebalanced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Reservation {
+    pub group_instance_id: String,
+    /// The incarnation that stopped.
+    pub member_id: String,
+    pub shards: ShardSet,
+    pub until_ms: i64,
+    pub reason: ReservationReason,
+}
+
 /// An open metadata-correction round (a member saw a newer metadataVersion than Redis holds).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -226,6 +267,9 @@ pub struct Group {
     pub target_assignments: BTreeMap<String, ShardSet>,
     #[serde(default)]
     pub holds: Vec<Hold>,
+    /// Targets reserved for static members that stopped (at most one per `groupInstanceId`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub static_reservations: Vec<Reservation>,
     #[serde(default)]
     pub metadata_correction: Option<MetadataCorrection>,
     /// Shards beyond `shard_count` that a scale-in (or a rolled-back scale-out) removed from routing but that
@@ -275,6 +319,7 @@ impl Group {
             members: BTreeMap::new(),
             target_assignments: BTreeMap::new(),
             holds: Vec::new(),
+            static_reservations: Vec::new(),
             metadata_correction: None,
             draining_shards: ShardSet::new(),
             migrations: Vec::new(),
@@ -292,6 +337,22 @@ impl Group {
         let mut shards: ShardSet = (0..self.shard_count).collect();
         shards.extend(self.draining_shards.iter().copied());
         shards
+    }
+
+    /// Shards reserved for static members that stopped: in no member's target until claimed or lapsed.
+    pub fn reserved_shards(&self) -> ShardSet {
+        self.static_reservations
+            .iter()
+            .flat_map(|r| r.shards.iter().copied())
+            .collect()
+    }
+
+    /// The active member that holds `group_instance_id`, if any.
+    pub fn active_instance(&self, group_instance_id: &str) -> Option<&Member> {
+        self.members.values().find(|m| {
+            m.state == MemberState::Active
+                && m.group_instance_id.as_deref() == Some(group_instance_id)
+        })
     }
 
     /// The target set of a member (empty if it has none).

@@ -44,8 +44,15 @@ pub fn bump_epochs(g: &mut Group) -> Result<(), EpochOverflow> {
 ///
 /// It runs on every join and leave, so at thousands of members it must not rebuild the target map: it
 /// borrows the member ids, and only entries whose target changed (or new members) are written.
+///
+/// Shards reserved for a stopped static member (`Group::static_reservations`) are left out: no other member's
+/// target changes when a static member stops, and none when it comes back for them.
 pub fn recompute_target(g: &mut Group, now_ms: i64, timing: &Timing) {
-    let shards = g.assignable_shards();
+    let mut shards = g.assignable_shards();
+    if !g.static_reservations.is_empty() {
+        let reserved = g.reserved_shards();
+        shards.retain(|s| !reserved.contains(s));
+    }
     // `members` is keyed by member id, so this is ascending.
     let members: Vec<&str> = g
         .members

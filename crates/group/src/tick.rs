@@ -5,13 +5,15 @@
 //! - rebalance timeout: a member that has not released revoked shards in time is FENCED and its shards are
 //!   held until its last lease has certainly run out;
 //! - holds whose time has come are dropped, so their shards can be granted;
+//! - a static member whose lease lapsed leaves its target reserved for its `groupInstanceId` for the
+//!   static-member grace; reservations past it are dropped and their shards rebalanced;
 //! - terminal members are forgotten after the retention period.
 //!
 //! Every time condition is returned with the transition (`not_before_ms`, `must_be_lapsed`) so the store can
 //! check it against Redis time atomically with the write.
 
-use crate::heartbeat::{Transition, fence_member};
-use crate::model::{EpochOverflow, Group, MemberState, incremented};
+use crate::heartbeat::{Transition, fence_member, reserve};
+use crate::model::{EpochOverflow, Group, MemberState, ReservationReason, incremented};
 use crate::rebalance::{bump_epochs, recompute_target, settle};
 use crate::timing::Timing;
 use std::collections::BTreeSet;
@@ -23,6 +25,9 @@ pub struct TickReport {
     pub fenced: Vec<String>,
     pub holds_released: usize,
     pub pruned: Vec<String>,
+    /// Static members' reservations made (lease lapsed) and dropped (grace over), by `groupInstanceId`.
+    pub reserved: Vec<String>,
+    pub reservations_lapsed: Vec<String>,
 }
 
 /// Advances `g` to `now_ms`. `lapsed`: members whose lease has lapsed according to Redis.
@@ -45,6 +50,29 @@ pub fn tick(
         if !m.state.is_live() {
             continue;
         }
+        let instance = m
+            .group_instance_id
+            .clone()
+            .filter(|_| m.state == MemberState::Active && timing.static_member_grace_ms > 0);
+        if let Some(instance) = instance {
+            reserve(
+                &mut next,
+                &instance,
+                id,
+                now_ms + timing.static_member_grace_ms,
+                ReservationReason::LeaseLapsed,
+            );
+            if next
+                .static_reservations
+                .iter()
+                .any(|r| r.group_instance_id == instance)
+            {
+                report.reserved.push(instance);
+            }
+        }
+        let Some(m) = next.members.get_mut(id) else {
+            continue;
+        };
         m.state = MemberState::Expired;
         m.state_changed_at_ms = now_ms;
         m.member_epoch = incremented("memberEpoch", m.member_epoch)?;
@@ -86,6 +114,18 @@ pub fn tick(
         }
     });
     report.holds_released = before - next.holds.len();
+
+    next.static_reservations.retain(|r| {
+        if r.until_ms <= now_ms {
+            t.not_before_ms = t.not_before_ms.max(r.until_ms);
+            report.reservations_lapsed.push(r.group_instance_id.clone());
+            false
+        } else {
+            true
+        }
+    });
+    // The grace is over: the shards are rebalanced over the active members, as for any departure.
+    membership_changed |= !report.reservations_lapsed.is_empty();
 
     let retention = timing.stale_member_retention_ms;
     let prunable: Vec<(String, i64)> = next

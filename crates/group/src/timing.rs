@@ -14,6 +14,9 @@ pub struct Timing {
     /// Extra time a fenced incarnation's shards stay held beyond its lease TTL, covering the error of the
     /// coordinator's estimate of Redis time.
     pub hold_margin_ms: i64,
+    /// How long a static member's target stays reserved for its `groupInstanceId` after it stopped (its
+    /// lease lapsed, or it left with epoch -2). 0 = no reservations.
+    pub static_member_grace_ms: i64,
 }
 
 impl Default for Timing {
@@ -24,6 +27,7 @@ impl Default for Timing {
             rebalance_timeout_ms: 60_000,
             stale_member_retention_ms: 600_000,
             hold_margin_ms: 1_000,
+            static_member_grace_ms: 30_000,
         }
     }
 }

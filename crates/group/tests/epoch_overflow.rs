@@ -27,6 +27,7 @@ const T: Timing = Timing {
     rebalance_timeout_ms: 1_500,
     stale_member_retention_ms: 5_000,
     hold_margin_ms: 100,
+    static_member_grace_ms: 0,
 };
 
 const MEMBERS: [&str; 4] = ["a", "b", "c", "d"];
@@ -130,6 +131,7 @@ fn request(member: &str, epoch: i64, version: i64, owned: &[u32]) -> HeartbeatRe
         member_name: None,
         client_name: None,
         client_version: None,
+        group_instance_id: None,
         member_epoch: epoch,
         metadata_version: version,
         runtime_consumer_capacity: RuntimeConsumerCapacity {

@@ -17,6 +17,7 @@ const T: Timing = Timing {
     rebalance_timeout_ms: 20_000,
     stale_member_retention_ms: 600_000,
     hold_margin_ms: 500,
+    static_member_grace_ms: 0,
 };
 
 fn request(member: &str, epoch: i64, owned: &[u32], draining: &[u32]) -> HeartbeatRequest {
@@ -27,6 +28,7 @@ fn request(member: &str, epoch: i64, owned: &[u32], draining: &[u32]) -> Heartbe
         member_name: None,
         client_name: None,
         client_version: None,
+        group_instance_id: None,
         member_epoch: epoch,
         metadata_version: 0,
         runtime_consumer_capacity: RuntimeConsumerCapacity {

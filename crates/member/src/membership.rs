@@ -18,8 +18,12 @@
 //! - New shards start only on `OK`. `SYNC_METADATA`/`REVOKE_PENDING` keep only shards already read.
 //! - A shard taken away is reported `DRAINING` (with its in-flight count) until the caller says it has
 //!   drained, then `REVOKED` with 0 in flight until an accepted response confirms it.
-//! - `UNKNOWN_MEMBER_ID`, `FENCED_MEMBER_EPOCH`, `INVALID_REQUEST` and `UNSUPPORTED_PROTOCOL` stop
-//!   everything at once and rejoin with epoch 0. `RETRY` changes nothing and renews nothing.
+//! - `UNKNOWN_MEMBER_ID`, `FENCED_MEMBER_EPOCH`, `INVALID_REQUEST`, `UNSUPPORTED_PROTOCOL` and rsc's
+//!   `FENCED_INSTANCE_ID` (another live member holds this member's `groupInstanceId`) stop everything at once
+//!   and rejoin with epoch 0. `RETRY` changes nothing and renews nothing.
+//! - A static member (one with a `groupInstanceId`) may leave temporarily
+//!   ([`Membership::begin_temporary_leave`], epoch -2): the coordinator then keeps its shards reserved for a
+//!   member with the same instance id for its static-member grace.
 
 use crate::moment::Moment;
 use rsc_protocol::PROTOCOL_VERSION_MAX;
@@ -74,7 +78,8 @@ pub struct Membership<I = Instant> {
     member_name: Option<String>,
     client_name: Option<String>,
     client_version: Option<String>,
-    /// The epoch to send next: 0 = join, -1 = leaving.
+    group_instance_id: Option<String>,
+    /// The epoch to send next: 0 = join, -1 = leaving (-2 = leaving temporarily).
     epoch: i64,
     metadata_version: i64,
     /// Shards of the latest assignment that this member keeps (may read while the lease holds).
@@ -116,6 +121,7 @@ impl<I: Moment> Membership<I> {
             member_name: None,
             client_name: None,
             client_version: None,
+            group_instance_id: None,
             epoch: 0,
             metadata_version: 0,
             owned: BTreeSet::new(),
@@ -147,6 +153,16 @@ impl<I: Moment> Membership<I> {
         self
     }
 
+    /// Sends rsc's `groupInstanceId` with every request: the member's static identity (none by default).
+    pub fn with_group_instance_id(mut self, id: &str) -> Self {
+        self.group_instance_id = Some(id.to_owned());
+        self
+    }
+
+    pub fn group_instance_id(&self) -> Option<&str> {
+        self.group_instance_id.as_deref()
+    }
+
     /// No shard is [`readable`](Self::readable) once no more than `margin` is left on the lease (zero by
     /// default: readable while the lease runs). A runtime whose read loops refuse to read within a
     /// margin of the lease end sets the same margin here, so it never starts a loop only to stop it.
@@ -159,7 +175,7 @@ impl<I: Moment> Membership<I> {
         &self.member_id
     }
 
-    /// The epoch the next request carries: 0 to join, -1 while leaving.
+    /// The epoch the next request carries: 0 to join, -1 while leaving (-2 while leaving temporarily).
     pub fn epoch(&self) -> i64 {
         self.epoch
     }
@@ -245,6 +261,22 @@ impl<I: Moment> Membership<I> {
 
     /// Starts a graceful leave: stop reading everything; the next heartbeats carry epoch -1.
     pub fn begin_leave(&mut self) {
+        self.leave_with(-1);
+    }
+
+    /// Starts a temporary leave (a static member's restart): as [`begin_leave`](Self::begin_leave), but the
+    /// next heartbeats carry epoch -2, so the coordinator keeps this member's shards reserved for its
+    /// `groupInstanceId`. Without an instance id it is a plain leave.
+    pub fn begin_temporary_leave(&mut self) {
+        let epoch = if self.group_instance_id.is_some() {
+            -2
+        } else {
+            -1
+        };
+        self.leave_with(epoch);
+    }
+
+    fn leave_with(&mut self, leave_epoch: i64) {
         if self.leaving {
             return;
         }
@@ -253,7 +285,7 @@ impl<I: Moment> Membership<I> {
         self.draining.extend(owned);
         self.needs_reclaim.clear();
         if self.epoch != 0 {
-            self.epoch = -1;
+            self.epoch = leave_epoch;
         }
     }
 
@@ -309,6 +341,7 @@ impl<I: Moment> Membership<I> {
             member_name: self.member_name.clone(),
             client_name: self.client_name.clone(),
             client_version: self.client_version.clone(),
+            group_instance_id: self.group_instance_id.clone(),
             member_epoch: self.epoch,
             metadata_version: self.metadata_version,
             runtime_consumer_capacity: out.capacity,
@@ -369,7 +402,8 @@ impl<I: Moment> Membership<I> {
             HeartbeatStatus::UnknownMemberId
             | HeartbeatStatus::FencedMemberEpoch
             | HeartbeatStatus::InvalidRequest
-            | HeartbeatStatus::UnsupportedProtocol => {
+            | HeartbeatStatus::UnsupportedProtocol
+            | HeartbeatStatus::FencedInstanceId => {
                 let was_leaving = self.leaving;
                 self.reset(resp);
                 if was_leaving {

@@ -120,6 +120,40 @@ pub fn validate_member_id(value: &str) -> Result<(), ValidationError> {
     validate_name(MEMBER_ID, value)
 }
 
+/// Wire field name of the static member identity.
+pub const GROUP_INSTANCE_ID: &str = "groupInstanceId";
+
+/// Checks a static member identity (`groupInstanceId`): 1 to [`MAX_ID_LEN`] bytes of ASCII letters,
+/// digits, `.`, `_` and `-` (a Kubernetes pod name fits; so does the SDK's `<id>-m<n>` for several members in
+/// one process).
+pub fn validate_group_instance_id(value: &str) -> Result<(), ValidationError> {
+    if value.is_empty() {
+        return Err(ValidationError::Blank {
+            field: GROUP_INSTANCE_ID,
+        });
+    }
+    if value.len() > MAX_ID_LEN {
+        return Err(ValidationError::TooLong {
+            field: GROUP_INSTANCE_ID,
+            max: MAX_ID_LEN,
+            actual: value.len(),
+        });
+    }
+    if let Some(c) = value
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+    {
+        return Err(ValidationError::field_rule(
+            GROUP_INSTANCE_ID,
+            format!(
+                "may contain only ASCII letters, digits, '.', '_' and '-' (found {:?})",
+                c
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Checks a shard count in `min..=MAX_SHARD_COUNT` and returns it as `u32`.
 pub fn validate_shard_count(field: &'static str, n: i64, min: i64) -> Result<u32, ValidationError> {
     let max = i64::from(MAX_SHARD_COUNT);
@@ -209,6 +243,9 @@ pub fn validate_heartbeat_request(req: &HeartbeatRequest) -> Result<(), Validati
                 ));
             }
         }
+    }
+    if let Some(id) = &req.group_instance_id {
+        validate_group_instance_id(id)?;
     }
     if req.metadata_version < 0 {
         return Err(ValidationError::field_rule(

@@ -59,7 +59,9 @@ where
     Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
-/// The eight heartbeat outcomes (coord/v1 contract). Nothing else may ever be sent.
+/// The heartbeat outcomes: the eight of the coord/v1 contract, plus rsc's `FENCED_INSTANCE_ID`, which is
+/// only ever sent in answer to a request carrying rsc's optional `groupInstanceId` (clients of the contract
+/// that do not send one never see it). Nothing else may ever be sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum HeartbeatStatus {
@@ -71,10 +73,14 @@ pub enum HeartbeatStatus {
     FencedMemberEpoch,
     UnsupportedProtocol,
     InvalidRequest,
+    /// Another live member holds the `groupInstanceId` this request claims (static membership): the
+    /// request is refused (rejected shape, nothing stored); the member keeps nothing and may try to join
+    /// again once the other one has left or its lease has lapsed.
+    FencedInstanceId,
 }
 
 impl HeartbeatStatus {
-    pub const ALL: [HeartbeatStatus; 8] = [
+    pub const ALL: [HeartbeatStatus; 9] = [
         HeartbeatStatus::Ok,
         HeartbeatStatus::Retry,
         HeartbeatStatus::SyncMetadata,
@@ -83,6 +89,7 @@ impl HeartbeatStatus {
         HeartbeatStatus::FencedMemberEpoch,
         HeartbeatStatus::UnsupportedProtocol,
         HeartbeatStatus::InvalidRequest,
+        HeartbeatStatus::FencedInstanceId,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -95,6 +102,7 @@ impl HeartbeatStatus {
             HeartbeatStatus::FencedMemberEpoch => "FENCED_MEMBER_EPOCH",
             HeartbeatStatus::UnsupportedProtocol => "UNSUPPORTED_PROTOCOL",
             HeartbeatStatus::InvalidRequest => "INVALID_REQUEST",
+            HeartbeatStatus::FencedInstanceId => "FENCED_INSTANCE_ID",
         }
     }
 }
@@ -165,6 +173,13 @@ pub struct HeartbeatRequest {
     pub client_name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_version: Option<String>,
+    /// rsc extension, optional: the member's static identity (static membership, as Kafka's
+    /// `group.instance.id`). A member that stops (its lease lapses, or it leaves with `memberEpoch` -2,
+    /// "temporarily") keeps its target reserved for the group's static-member grace; a member joining with
+    /// the same id within it gets the same shards back. Read when a member joins (and on a `-2` leave);
+    /// clients of the coord/v1 contract that do not send it are unaffected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_instance_id: Option<String>,
     pub member_epoch: i64,
     pub metadata_version: i64,
     pub runtime_consumer_capacity: RuntimeConsumerCapacity,
@@ -368,7 +383,7 @@ mod tests {
     }
 
     #[test]
-    fn response_statuses_are_exactly_the_eight_contract_strings() {
+    fn response_statuses_are_exactly_the_eight_contract_strings_and_fenced_instance_id() {
         let names: Vec<String> = HeartbeatStatus::ALL
             .iter()
             .map(|s| {
@@ -389,7 +404,8 @@ mod tests {
                 "UNKNOWN_MEMBER_ID",
                 "FENCED_MEMBER_EPOCH",
                 "UNSUPPORTED_PROTOCOL",
-                "INVALID_REQUEST"
+                "INVALID_REQUEST",
+                "FENCED_INSTANCE_ID"
             ]
         );
         for s in HeartbeatStatus::ALL {

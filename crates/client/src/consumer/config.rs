@@ -40,6 +40,14 @@ pub struct ConsumerConfig {
     pub member_id: String,
     /// Logical members in this process; with N > 1 they are `<member_id>-m0 … -m{N-1}` (default 1).
     pub concurrency: usize,
+    /// Static membership: the member's stable identity across restarts (`groupInstanceId`; with N > 1
+    /// members, `<id>-m0 … -m{N-1}`). A static member that stops — it crashes, or shuts down, which then is
+    /// a temporary leave — keeps its shards reserved on the coordinator for `coordinator.group.static-member-grace`,
+    /// and a process started with the same instance id within it gets the same shards back, so a rolling
+    /// restart moves no shard. Two live processes must never share one: the second is refused
+    /// (`FENCED_INSTANCE_ID`) until the first has gone. Default: `RSC_GROUP_INSTANCE_ID` if set, else none
+    /// (a dynamic member); [`ConsumerConfig::group_instance_id_from_pod_name`] takes the pod name.
+    pub group_instance_id: Option<String>,
     /// Handler workers per member: how many of its shards are handled at once (default 1). A member owning
     /// more shards than workers gives them turns in FIFO order.
     pub workers: usize,
@@ -82,6 +90,9 @@ impl ConsumerConfig {
             redis_url: redis_url.into(),
             member_id: identity::default_member_id(),
             concurrency: 1,
+            group_instance_id: std::env::var("RSC_GROUP_INSTANCE_ID")
+                .ok()
+                .filter(|v| !v.is_empty()),
             workers: 1,
             batch_size: 10,
             poll_timeout: Duration::from_millis(250),
@@ -103,6 +114,37 @@ impl ConsumerConfig {
     pub fn member_id(mut self, id: impl Into<String>) -> Self {
         self.member_id = id.into();
         self
+    }
+
+    /// Makes the members static with this instance id (see [`ConsumerConfig::group_instance_id`]).
+    ///
+    /// ```
+    /// let cfg = rsc_client::ConsumerConfig::new("orders", "redis://127.0.0.1:6379")
+    ///     .member_id("10.0.0.7")
+    ///     .group_instance_id("orders-worker-0");
+    /// assert_eq!(cfg.group_instance_id_of("10.0.0.7").as_deref(), Some("orders-worker-0"));
+    /// ```
+    pub fn group_instance_id(mut self, id: impl Into<String>) -> Self {
+        self.group_instance_id = Some(id.into());
+        self
+    }
+
+    /// Makes the members static with the pod name as instance id (`HOSTNAME`, which Kubernetes sets to the
+    /// pod name; stable across restarts in a StatefulSet). Left as it was when `HOSTNAME` is not set.
+    pub fn group_instance_id_from_pod_name(mut self) -> Self {
+        if let Some(name) = std::env::var("HOSTNAME").ok().filter(|v| !v.is_empty()) {
+            self.group_instance_id = Some(name);
+        }
+        self
+    }
+
+    /// The instance id of one of [`ConsumerConfig::member_ids`] (None: dynamic members).
+    pub fn group_instance_id_of(&self, member_id: &str) -> Option<String> {
+        let base = self.group_instance_id.as_deref()?;
+        let i = self.member_ids().iter().position(|m| m == member_id)?;
+        identity::member_ids(base, self.concurrency)
+            .into_iter()
+            .nth(i)
     }
 
     /// Number of logical members in this process.
@@ -170,6 +212,12 @@ impl ConsumerConfig {
             rsc_protocol::validate::validate_member_id(&id)
                 .map_err(|e| ClientError::InvalidConfig(e.to_string()))?;
         }
+        if let Some(base) = &self.group_instance_id {
+            for id in identity::member_ids(base, self.concurrency) {
+                rsc_protocol::validate::validate_group_instance_id(&id)
+                    .map_err(|e| ClientError::InvalidConfig(e.to_string()))?;
+            }
+        }
         if !(1..=1024).contains(&self.concurrency) {
             return bad(format!(
                 "concurrency must be 1..=1024, got {}",
@@ -234,6 +282,23 @@ mod tests {
         let e = base.clone().member_id("").validate().unwrap_err();
         assert!(e.to_string().contains("memberId"), "{e}");
         assert!(base.clone().consumer_group("a:b").validate().is_err());
+    }
+
+    #[test]
+    fn static_instance_ids_follow_the_member_ids_and_are_validated() {
+        let base = ConsumerConfig::new("orders", "redis://127.0.0.1:6379").member_id("m");
+        assert_eq!(base.clone().group_instance_id_of("m"), None);
+        let one = base.clone().group_instance_id("pod-a");
+        assert_eq!(one.group_instance_id_of("m").as_deref(), Some("pod-a"));
+        assert_eq!(one.group_instance_id_of("other"), None);
+        let three = one.clone().concurrency(3);
+        assert_eq!(
+            three.group_instance_id_of("m-m2").as_deref(),
+            Some("pod-a-m2")
+        );
+        assert!(three.validate().is_ok());
+        let e = base.group_instance_id("pod a").validate().unwrap_err();
+        assert!(e.to_string().contains("groupInstanceId"), "{e}");
     }
 
     #[test]

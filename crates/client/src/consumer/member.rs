@@ -66,7 +66,11 @@ impl<H: Handler> Member<H> {
         } = observers;
         let (lease_tx, _) = watch::channel(None);
         Member {
-            membership: new_membership(&id, config.assignment_lease),
+            membership: new_membership(
+                &id,
+                config.assignment_lease,
+                config.group_instance_id_of(&id).as_deref(),
+            ),
             workers: Arc::new(Semaphore::new(config.workers)),
             id,
             config,
@@ -98,7 +102,8 @@ impl<H: Handler> Member<H> {
         let mut leave_deadline: Option<Instant> = None;
         loop {
             if *shutdown.borrow() && !self.membership.leaving() {
-                self.membership.begin_leave();
+                // A static member leaves temporarily (-2): its shards stay reserved for its restart.
+                self.membership.begin_temporary_leave();
                 leave_deadline = Some(Instant::now() + self.config.shutdown_timeout);
                 self.reconcile();
             }
@@ -134,7 +139,7 @@ impl<H: Handler> Member<H> {
                     changed = shutdown.changed(), if !self.membership.leaving() => {
                         if changed.is_err() {
                             // The consumer handle is gone: leave as if asked to.
-                            self.membership.begin_leave();
+                            self.membership.begin_temporary_leave();
                             leave_deadline = Some(Instant::now() + self.config.shutdown_timeout);
                             self.reconcile();
                         }

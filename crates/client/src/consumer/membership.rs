@@ -2,7 +2,8 @@
 //! here as `rsc_client::Membership`): the member's name is its id, no shard counts as readable within
 //! the read loops' own margin of the lease end ([`READ_LEASE_MARGIN`]), and every heartbeat carries a
 //! random request-id tag (ids stay unique across restarts of one member id) and `ackedAt` from the wall
-//! clock. The protocol itself — statuses, reports, lease — is all in `Membership`.
+//! clock. A static member (`ConsumerConfig::group_instance_id`) sends its `groupInstanceId` with every
+//! heartbeat and leaves temporarily (epoch -2) on shutdown. The protocol itself — statuses, reports, lease — is all in `Membership`.
 
 use super::config::READ_LEASE_MARGIN;
 use rsc_member::{LocalShard, Membership, Outgoing};
@@ -10,11 +11,20 @@ use rsc_protocol::wire::{HeartbeatRequest, RuntimeConsumerCapacity};
 use std::time::Duration;
 
 /// The membership of one managed-consumer member.
-pub(crate) fn new_membership(member_id: &str, lease: Duration) -> Membership {
-    Membership::new(member_id, lease)
+/// `group_instance_id`: the member's static identity, if it has one (`ConsumerConfig::group_instance_id`).
+pub(crate) fn new_membership(
+    member_id: &str,
+    lease: Duration,
+    group_instance_id: Option<&str>,
+) -> Membership {
+    let m = Membership::new(member_id, lease)
         .with_member_name(member_id)
         .with_client("rsc-client", env!("CARGO_PKG_VERSION"))
-        .with_read_margin(READ_LEASE_MARGIN)
+        .with_read_margin(READ_LEASE_MARGIN);
+    match group_instance_id {
+        Some(id) => m.with_group_instance_id(id),
+        None => m,
+    }
 }
 
 /// The next heartbeat of `m`. `local(shard)` gives the runtime's in-flight count and progress.

@@ -189,7 +189,8 @@ impl Consumer {
     }
 
     /// Stops reading, finishes in-flight work, reports DRAINING then REVOKED, and leaves the group
-    /// (epoch -1), within the configured `shutdown_timeout`.
+    /// (epoch -1; a static member, one with a `group_instance_id`, leaves temporarily with -2 so that its
+    /// shards stay reserved for its next process), within the configured `shutdown_timeout`.
     ///
     /// ```no_run
     /// # async fn demo(consumer: rsc_client::Consumer) {

@@ -136,3 +136,47 @@ fn every_known_key_has_an_env_name() {
         "COORDINATOR_STORE_KEY_PREFIX"
     );
 }
+
+#[test]
+fn static_member_grace_defaults_to_twice_the_lease_and_is_set_by_file_or_env() {
+    let c = load(None, &env(&[]), &Overrides::default())
+        .unwrap()
+        .coordinator;
+    assert_eq!(c.group.static_member_grace, None);
+    assert_eq!(c.static_member_grace().ms(), 30_000);
+    let c = load(
+        None,
+        &env(&[("COORDINATOR_MEMBER_LEASE_TTL", "8s")]),
+        &Overrides::default(),
+    )
+    .unwrap()
+    .coordinator;
+    assert_eq!(c.static_member_grace().ms(), 16_000);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rsc.toml");
+    std::fs::write(
+        &path,
+        "[coordinator.group]\nstatic-member-grace = \"45s\"\n",
+    )
+    .unwrap();
+    let c = load(Some(&path), &env(&[]), &Overrides::default())
+        .unwrap()
+        .coordinator;
+    assert_eq!(c.static_member_grace().ms(), 45_000);
+    let c = load(
+        Some(&path),
+        &env(&[("COORDINATOR_GROUP_STATIC_MEMBER_GRACE", "0")]),
+        &Overrides::default(),
+    )
+    .unwrap()
+    .coordinator;
+    assert_eq!(c.static_member_grace().ms(), 0);
+    let err = load(
+        None,
+        &env(&[("COORDINATOR_GROUP_STATIC_MEMBER_GRACE", "soon")]),
+        &Overrides::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("group.static-member-grace"), "{err}");
+}

@@ -194,6 +194,13 @@ impl Member {
         }
     }
 
+    /// A static member: it sends `groupInstanceId` with every request.
+    pub fn with_instance(id: &str, instance: &str) -> Self {
+        let mut m = Member::new(id);
+        m.membership = m.membership.with_group_instance_id(instance);
+        m
+    }
+
     pub fn id(&self) -> &str {
         self.membership.member_id()
     }

@@ -7,6 +7,10 @@
 //!   progress) in one round trip, conditional on the revision it decided on;
 //! - `Outcome::Write`: a new aggregate to compare-and-set, with lease conditions and lease operations.
 //!
+//! Static members (`groupInstanceId`): a join claiming an instance id that another active member holds is
+//! refused (`FENCED_INSTANCE_ID`); a join claiming a reserved one takes the reserved target
+//! ([`Reservation`]); a leave with epoch -2 ("temporary") reserves the leaving member's target.
+//!
 //! Epochs: a request whose epoch lies in `incarnation_epoch..=member_epoch` comes from the current
 //! incarnation and is always answered (a retry after a lost response is never fenced). Its report can only
 //! release shards whose revocation it had already seen (revocation epoch ≤ request epoch).
@@ -23,7 +27,7 @@ mod transitions;
 pub use correction::restate_on_committed;
 pub use draft::Draft;
 pub use respond::{member_response, rejected_response};
-pub use transitions::fence_member;
+pub use transitions::{fence_member, reserve};
 
 use correction::{correction_round, sync_metadata};
 use draft::Rebalance;
@@ -31,8 +35,8 @@ use respond::{exhausted, fenced_reply, rejected, response, restricted_response};
 use transitions::{accept, join, leave};
 
 use crate::model::{
-    EpochOverflow, Group, Hold, Member, MemberState, MetadataCorrection, RevokeReport, ShardSet,
-    incremented,
+    EpochOverflow, Group, Hold, Member, MemberState, MetadataCorrection, Reservation,
+    ReservationReason, RevokeReport, ShardSet, incremented,
 };
 use crate::rebalance::{bumped, recompute_target, settle};
 use crate::timing::Timing;
@@ -216,7 +220,18 @@ pub fn decide_in_place(
     if let Some(d) = precheck(path_member_id, req, timing) {
         return d;
     }
-    let d = decide_existing(g, req, joiner, now_ms, timing);
+    // A temporary leave (epoch -2, static members) is a leave (-1) that also reserves the member's target.
+    let leave_req;
+    let (req, temporary) = if req.member_epoch == -2 {
+        leave_req = HeartbeatRequest {
+            member_epoch: -1,
+            ..req.clone()
+        };
+        (&leave_req, true)
+    } else {
+        (req, false)
+    };
+    let d = decide_existing(g, req, joiner, now_ms, timing, temporary);
     if g.metadata_correction.is_some() {
         // A correction round's decisions read revocations: while one is open (or this request opened it),
         // nothing stays deferred, so the next decision sees the aggregate rebalanced.
@@ -238,6 +253,7 @@ fn decide_existing(
     joiner: Option<&str>,
     now_ms: i64,
     timing: &Timing,
+    temporary: bool,
 ) -> Decision {
     // A copy of the member record (not a borrow of `g`), so that the decision can change `g` in place.
     let Some(member) = g.members.get(&req.member_id).cloned() else {
@@ -261,7 +277,7 @@ fn decide_existing(
         {
             fenced_reply(g, member, req, timing)
         }
-        (-1, MemberState::Active) => leave(g, member, req, now_ms, timing),
+        (-1, MemberState::Active) => leave(g, member, req, now_ms, timing, temporary),
         (-1, MemberState::Leaving) => accept(g, member, req, now_ms, timing, false),
         (_, MemberState::Leaving) => fenced_reply(g, member, req, timing),
         (e, MemberState::Active) if e < member.incarnation_epoch => {
@@ -281,7 +297,10 @@ fn precheck(path_member_id: &str, req: &HeartbeatRequest, timing: &Timing) -> Op
             false,
         ));
     }
-    if req.member_id != path_member_id || req.member_epoch < -1 {
+    // -2 (a temporary leave) only from a static member: the contract's clients never send it.
+    let bad_epoch =
+        req.member_epoch < -2 || (req.member_epoch == -2 && req.group_instance_id.is_none());
+    if req.member_id != path_member_id || bad_epoch {
         return Some(rejected(
             req,
             timing,

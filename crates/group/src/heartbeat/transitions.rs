@@ -11,6 +11,13 @@ pub(super) fn join(
     now_ms: i64,
     timing: &Timing,
 ) -> Decision {
+    if let Some(instance) = &req.group_instance_id
+        && g.active_instance(instance)
+            .is_some_and(|m| m.member_id != req.member_id)
+    {
+        // Another live process claims this static identity: refused until it leaves or lapses.
+        return rejected(req, timing, HeartbeatStatus::FencedInstanceId, true);
+    }
     let Ok(bump) = bumped(g) else {
         return exhausted(req, timing);
     };
@@ -40,7 +47,21 @@ pub(super) fn join(
     m.protocol_version = req.protocol_version;
     m.client_name.clone_from(&req.client_name);
     m.client_version.clone_from(&req.client_version);
+    m.group_instance_id.clone_from(&req.group_instance_id);
     next.members.insert(req.member_id.clone(), m);
+    if let Some(instance) = &req.group_instance_id
+        && let Some(i) = next
+            .static_reservations
+            .iter()
+            .position(|r| r.group_instance_id == *instance)
+    {
+        // The reserved target becomes this member's previous target, so the sticky assignor keeps it.
+        let r = next.static_reservations.remove(i);
+        let assignable = next.assignable_shards();
+        let shards: ShardSet = r.shards.intersection(&assignable).copied().collect();
+        next.target_assignments
+            .insert(req.member_id.clone(), shards);
+    }
     bump.apply(next);
     g.rebalance(Rebalance::Target, now_ms, timing);
     let next = g.written();
@@ -62,12 +83,14 @@ pub(super) fn join(
 }
 
 /// Graceful leave (epoch -1): the member gives up its target; what it holds is released by its reports.
+/// `temporary` (epoch -2): a static member's target is also reserved for its `groupInstanceId`.
 pub(super) fn leave(
     g: &mut Draft<'_>,
     member: &Member,
     req: &HeartbeatRequest,
     now_ms: i64,
     timing: &Timing,
+    temporary: bool,
 ) -> Decision {
     let Ok(bump) = bumped(g) else {
         return exhausted(req, timing);
@@ -91,6 +114,18 @@ pub(super) fn leave(
     let Some(next) = g.write() else {
         return probe_write(req, timing, signals);
     };
+    if temporary
+        && timing.static_member_grace_ms > 0
+        && let Some(instance) = &member.group_instance_id
+    {
+        reserve(
+            next,
+            instance,
+            &member.member_id,
+            now_ms + timing.static_member_grace_ms,
+            ReservationReason::TemporaryLeave,
+        );
+    }
     next.members.insert(m.member_id.clone(), m);
     bump.apply(next);
     g.rebalance(Rebalance::Target, now_ms, timing);
@@ -380,4 +415,28 @@ pub(super) fn fence_member_at(
     m.revoking.clear();
     m.reported_revoking.clear();
     m.rebalance_deadline_ms = None;
+}
+
+/// Reserves `member_id`'s current target for `instance` until `until_ms` (replacing an older reservation of
+/// the same instance). The caller recomputes the target, which then leaves these shards out.
+pub fn reserve(
+    g: &mut Group,
+    instance: &str,
+    member_id: &str,
+    until_ms: i64,
+    reason: ReservationReason,
+) {
+    let shards = g.target_of(member_id);
+    g.static_reservations
+        .retain(|r| r.group_instance_id != instance);
+    if shards.is_empty() {
+        return;
+    }
+    g.static_reservations.push(Reservation {
+        group_instance_id: instance.to_owned(),
+        member_id: member_id.to_owned(),
+        shards,
+        until_ms,
+        reason,
+    });
 }

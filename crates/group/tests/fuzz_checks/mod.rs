@@ -29,6 +29,7 @@ const TIMING: Timing = Timing {
     rebalance_timeout_ms: 1_500,
     stale_member_retention_ms: 5_000,
     hold_margin_ms: 50,
+    static_member_grace_ms: 0,
 };
 
 /// Member ids the script picks from (a small set, so members meet each other's shards).
@@ -282,6 +283,7 @@ impl Run {
             member_name: (c.below(2) == 0).then(|| format!("{id}-name")),
             client_name: None,
             client_version: None,
+            group_instance_id: None,
             member_epoch,
             metadata_version: (g.metadata_version + c.below(3) as i64 - 1).max(0),
             runtime_consumer_capacity: RuntimeConsumerCapacity {

@@ -157,7 +157,7 @@ pub fn response(store: &SimStore, req: &HeartbeatRequest, resp: &HeartbeatRespon
         .map(|s| s.shard_index)
         .collect();
     match resp.status {
-        HeartbeatStatus::Ok if req.member_epoch == -1 => {
+        HeartbeatStatus::Ok if req.member_epoch < 0 => {
             assert!(
                 assigned.is_empty() && m.is_none_or(|m| m.state != MemberState::Active),
                 "invariant 2: a leave was answered OK but {} is stored as {m:?}",
@@ -208,6 +208,13 @@ pub fn response(store: &SimStore, req: &HeartbeatRequest, resp: &HeartbeatRespon
                 );
             }
         }
+        // Only a join can be refused for its instance id: a member already in keeps being answered.
+        HeartbeatStatus::FencedInstanceId => assert!(
+            req.member_epoch == 0 && req.group_instance_id.is_some(),
+            "invariant 5: FENCED_INSTANCE_ID for {} at epoch {}",
+            req.member_id,
+            req.member_epoch
+        ),
         HeartbeatStatus::Retry
         | HeartbeatStatus::InvalidRequest
         | HeartbeatStatus::UnsupportedProtocol => {}

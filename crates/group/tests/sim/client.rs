@@ -11,6 +11,11 @@
 //! reported DRAINING while its local work lasts — `drain_rounds` requests — then REVOKED until an answer
 //! confirms it); Python-style is a client whose work stops at once and which leaves given-up shards out of
 //! its report (its requests are the membership's with `revokingShards` emptied).
+//!
+//! A static consumer (`instance`: its `groupInstanceId`) is a process that gets a new member id on every
+//! start (`<base>.p<process>`, as a pod gets a new IP) and keeps its instance id; its rolling restart is a
+//! temporary leave (epoch -2). Two consumers may be given the same instance id (a misconfiguration the
+//! coordinator must refuse).
 
 use super::{CLIENT_LEASE_MS, HEARTBEAT_TIMEOUT_MS, TIMING};
 use rsc_group::model::ShardSet;
@@ -37,7 +42,12 @@ pub struct Call {
 }
 
 pub struct Client {
+    /// The member id of the current process.
     pub id: String,
+    /// The id this consumer was created with (a static consumer's processes derive theirs from it).
+    pub base: String,
+    /// Static membership: the `groupInstanceId` every process of this consumer sends.
+    pub instance: Option<String>,
     pub style: Style,
     /// Incremented on every (re)start; answers to an older process are ignored.
     pub process: u64,
@@ -73,18 +83,34 @@ pub fn at(now: i64) -> Duration {
 }
 
 impl Client {
-    pub fn new(id: &str, style: Style, process: u64, sticky: usize, now: i64) -> Self {
+    pub fn new(
+        base: &str,
+        instance: Option<&str>,
+        style: Style,
+        process: u64,
+        sticky: usize,
+        now: i64,
+    ) -> Self {
+        let id = match instance {
+            Some(_) => format!("{base}.p{process}"),
+            None => base.to_owned(),
+        };
+        let membership =
+            Membership::new_with_clock(&id, Duration::from_millis(CLIENT_LEASE_MS as u64));
+        let membership = match instance {
+            Some(i) => membership.with_group_instance_id(i),
+            None => membership,
+        };
         Client {
-            id: id.to_owned(),
+            id,
+            base: base.to_owned(),
+            instance: instance.map(str::to_owned),
             style,
             process,
             running: true,
             partitioned_until: 0,
             cut_from: None,
-            membership: Membership::new_with_clock(
-                id,
-                Duration::from_millis(CLIENT_LEASE_MS as u64),
-            ),
+            membership,
             drain_left: BTreeMap::new(),
             request_tag: format!("-p{process}"),
             next_heartbeat: now,
@@ -97,10 +123,18 @@ impl Client {
         }
     }
 
-    /// A new process under the same member id (the old one is gone).
+    /// A new process under the same member id (the old one is gone); a static consumer's new process has
+    /// a new member id and the same instance id.
     pub fn restart(&mut self, now: i64) {
         let (stale, rounds) = (self.stale_answers, self.drain_rounds);
-        *self = Client::new(&self.id, self.style, self.process + 1, self.sticky, now);
+        *self = Client::new(
+            &self.base,
+            self.instance.as_deref(),
+            self.style,
+            self.process + 1,
+            self.sticky,
+            now,
+        );
         self.stale_answers = stale;
         self.drain_rounds = rounds;
     }
@@ -124,11 +158,16 @@ impl Client {
         self.partitioned_until <= now && self.cut_from.is_none_or(|(r, u)| r != replica || u <= now)
     }
 
-    pub fn begin_leave(&mut self, now: i64) {
+    /// A graceful leave; `temporary`: a static consumer's restart (epoch -2, its target stays reserved).
+    pub fn begin_leave(&mut self, now: i64, temporary: bool) {
         if self.leaving || !self.running {
             return;
         }
-        self.membership.begin_leave();
+        if temporary {
+            self.membership.begin_temporary_leave();
+        } else {
+            self.membership.begin_leave();
+        }
         if self.membership.left() {
             self.crash(); // never joined: nothing to give back
             return;

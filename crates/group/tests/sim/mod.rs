@@ -25,6 +25,7 @@ pub const TIMING: Timing = Timing {
     rebalance_timeout_ms: 1_500,
     stale_member_retention_ms: 5_000,
     hold_margin_ms: 50,
+    static_member_grace_ms: 1_000,
 };
 /// Client-side lease: shorter than the member lease TTL by a safety margin (invariant 4).
 pub const CLIENT_LEASE_MS: i64 = 400;

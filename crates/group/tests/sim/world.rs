@@ -4,6 +4,13 @@
 //! scale, roll back or force-complete a migration or deliver drain evidence; the network drops, delays,
 //! duplicates and reorders messages as the scenario's profile says. Then the faults stop, and the group must
 //! converge: every consumer reads exactly its target, every shard is read, spread ≤ 1, migrations finished.
+//!
+//! Static membership: in some scenarios some consumers are static (a `groupInstanceId`; each process a new
+//! member id), so crashes and restarts reclaim reserved shards within the grace or find them rebalanced
+//! past it, and rolling restarts are temporary leaves; in some, two consumers share one instance id, and
+//! the one that is refused must never become an active member while the other is. These choices come from
+//! a second generator seeded from the scenario's seed, so scenarios without static members are exactly
+//! those of the same seed before static membership existed.
 
 use super::checks;
 use super::client::{Client, Style};
@@ -37,10 +44,15 @@ pub struct Profile {
     pub resharding: bool,
     /// Replicas commit queued writes in batches (group commit).
     pub batching: bool,
+    /// Per mille: each consumer is static (has a `groupInstanceId`).
+    pub static_members: u64,
+    /// The second consumer is given the first one's instance id (when both are static).
+    pub duplicate_instance: bool,
 }
 
 impl Profile {
-    fn draw(rng: &mut Rng) -> Self {
+    /// `statics` draws the static-membership choices (apart, so that other draws do not change).
+    fn draw(rng: &mut Rng, statics: &mut Rng) -> Self {
         let max_long = rng.range(200, 1_500);
         Profile {
             members: 1 + rng.below(6) as usize,
@@ -62,6 +74,8 @@ impl Profile {
             replica_pause: rng.pick(&[0, 10, 30]),
             resharding: rng.chance(600),
             batching: rng.chance(500),
+            static_members: statics.pick(&[0, 0, 500, 1_000]),
+            duplicate_instance: statics.chance(250),
         }
     }
 }
@@ -79,6 +93,11 @@ pub struct Summary {
     pub replica_pauses: u64,
     pub replica: Stats,
     pub writes: u64,
+    /// Static membership: reservations taken back by a restarted instance, lapsed past the grace, and
+    /// joins refused because another live member held the instance id.
+    pub reservations_claimed: u64,
+    pub reservations_lapsed: u64,
+    pub instance_refusals: u64,
 }
 
 impl Summary {
@@ -92,6 +111,9 @@ impl Summary {
         self.replica_crashes += o.replica_crashes;
         self.replica_pauses += o.replica_pauses;
         self.writes += o.writes;
+        self.reservations_claimed += o.reservations_claimed;
+        self.reservations_lapsed += o.reservations_lapsed;
+        self.instance_refusals += o.instance_refusals;
         self.replica.heartbeats += o.replica.heartbeats;
         self.replica.conflicts += o.replica.conflicts;
         self.replica.retries += o.replica.retries;
@@ -118,24 +140,40 @@ impl World {
     pub fn new(seed: u64) -> Self {
         let now = 1_000_000;
         let mut rng = Rng::new(seed);
-        let profile = Profile::draw(&mut rng);
+        let mut statics = Rng::new(seed ^ 0x5747_4943);
+        let profile = Profile::draw(&mut rng, &mut statics);
         let replicas = (0..profile.replicas)
             .map(|i| Replica::new(i, rng.range(80, 120), now, profile.batching))
             .collect();
-        let clients = (0..profile.members)
+        let mut clients = (0..profile.members)
             .map(|i| {
                 let style = if rng.chance(500) {
                     Style::Spring
                 } else {
                     Style::Python
                 };
-                let mut c = Client::new(&format!("m{i}"), style, 0, i % profile.replicas, now);
+                let instance = statics
+                    .chance(profile.static_members)
+                    .then(|| format!("inst{i}"));
+                let mut c = Client::new(
+                    &format!("m{i}"),
+                    instance.as_deref(),
+                    style,
+                    0,
+                    i % profile.replicas,
+                    now,
+                );
                 if rng.chance(200) {
                     c.drain_rounds = 25; // slower than the rebalance timeout: fenced
                 }
                 c
             })
-            .collect();
+            .collect::<Vec<Client>>();
+        if profile.duplicate_instance && clients.len() >= 2 && clients[0].instance.is_some() {
+            let shared = clients[0].instance.clone();
+            let c = &clients[1];
+            clients[1] = Client::new(&c.base, shared.as_deref(), c.style, 0, c.sticky, now);
+        }
         World {
             store: SimStore::new(Group::new("s", "g", profile.shards, now, "lc")),
             net: Network::new(profile.net),
@@ -235,6 +273,9 @@ impl World {
                         c.stale_answers += 1;
                         continue;
                     }
+                    if resp.status == rsc_protocol::wire::HeartbeatStatus::FencedInstanceId {
+                        self.summary.instance_refusals += 1;
+                    }
                     let jitter = self.rng.range(0, 10);
                     c.on_response(ep.replica, &resp, self.now, jitter);
                 }
@@ -286,6 +327,16 @@ impl World {
                 );
             }
             checks::write(&rec, &self.clients);
+            for r in &rec.old.static_reservations {
+                if rec.new.static_reservations.contains(r) {
+                    continue;
+                }
+                if rec.new.active_instance(&r.group_instance_id).is_some() {
+                    self.summary.reservations_claimed += 1;
+                } else {
+                    self.summary.reservations_lapsed += 1;
+                }
+            }
         }
     }
 
@@ -300,9 +351,11 @@ impl World {
             0..=9 if c.running => c.crash(),
             10..=24 if !c.running => c.restart(now),
             25..=34 if c.running => c.partitioned_until = now + 200 + (roll as i64 % 7) * 150,
-            35..=39 if c.running => c.begin_leave(now),
+            35..=39 if c.running => c.begin_leave(now, false),
             60..=64 if c.running && !c.leaving => {
-                c.begin_leave(now);
+                // A rolling restart: a static consumer leaves temporarily.
+                let temporary = c.instance.is_some();
+                c.begin_leave(now, temporary);
                 c.restart_when_left = true;
             }
             // A restart under the same id while the old process is already gone.
@@ -429,10 +482,35 @@ impl World {
     /// Every running consumer reads exactly its target, every shard is read, spread ≤ 1, nothing drains.
     pub fn converged(&self) -> Result<(), String> {
         let g = &self.store.group;
+        // A consumer refused because the other consumer with its instance id is the active member reads
+        // nothing and stays out (the misconfiguration persists; the coordinator must not let both in).
+        // (Only while the holder is another running consumer's process: a replacement refused because its own
+        // crashed predecessor has not lapsed yet is not converged.)
+        let refused = |c: &Client| {
+            c.instance.as_deref().is_some_and(|i| {
+                g.active_instance(i).is_some_and(|holder| {
+                    holder.member_id != c.id
+                        && self
+                            .clients
+                            .iter()
+                            .any(|o| o.running && o.id == holder.member_id)
+                })
+            })
+        };
+        if let Some(c) = self
+            .clients
+            .iter()
+            .find(|c| refused(c) && !c.readable(self.now).is_empty())
+        {
+            return Err(format!(
+                "{} reads although its instance id is held by another",
+                c.id
+            ));
+        }
         let active: Vec<&Client> = self
             .clients
             .iter()
-            .filter(|c| c.running && !c.leaving)
+            .filter(|c| c.running && !c.leaving && !refused(c))
             .collect();
         if let Some(c) = self.clients.iter().find(|c| c.running && c.leaving) {
             return Err(format!("{}'s graceful leave never completes", c.id));

@@ -179,6 +179,7 @@ fn fencing_like_statuses_stop_everything_and_rejoin_with_epoch_zero() {
         HeartbeatStatus::FencedMemberEpoch,
         HeartbeatStatus::InvalidRequest,
         HeartbeatStatus::UnsupportedProtocol,
+        HeartbeatStatus::FencedInstanceId,
     ] {
         let (mut m, t0) = joined(&[0, 1]);
         m.request(out(), |_| LocalShard::default());
@@ -403,4 +404,24 @@ fn a_repeated_assignment_changes_nothing_and_a_changed_one_is_applied() {
     assert_eq!(m.owned(), &set(&[1, 2]));
     assert_eq!(m.draining(), &set(&[0]));
     assert_eq!(m.epoch(), 3);
+}
+
+#[test]
+fn a_static_member_sends_its_instance_id_and_leaves_temporarily_with_epoch_minus_two() {
+    let (m, t0) = joined(&[0, 1]);
+    let mut m = m.with_group_instance_id("pod-a");
+    let req = m.request(out(), |_| LocalShard::default());
+    assert_eq!(req.group_instance_id.as_deref(), Some("pod-a"));
+    m.begin_temporary_leave();
+    assert!(m.readable(t0).is_empty());
+    let req = m.request(out(), |_| LocalShard::default());
+    assert_eq!(req.member_epoch, -2);
+    assert_eq!(req.group_instance_id.as_deref(), Some("pod-a"));
+    // Without an instance id a temporary leave is a plain one.
+    let (mut plain, _) = joined(&[0]);
+    plain.begin_temporary_leave();
+    assert_eq!(
+        plain.request(out(), |_| LocalShard::default()).member_epoch,
+        -1
+    );
 }

@@ -271,10 +271,22 @@ fn heartbeat() -> HeartbeatRequest {
 fn heartbeat_rules_name_the_field_path() {
     assert_eq!(validate_heartbeat_request(&heartbeat()), Ok(()));
     type Edit = fn(&mut HeartbeatRequest);
-    let cases: [(Edit, &str); 12] = [
+    let cases: [(Edit, &str); 15] = [
         (
             |r| r.protocol_version = 0,
             "protocolVersion: must be at least 1",
+        ),
+        (
+            |r| r.group_instance_id = Some(String::new()),
+            "groupInstanceId: must not be blank",
+        ),
+        (
+            |r| r.group_instance_id = Some("i".repeat(201)),
+            "groupInstanceId: must be at most 200 bytes of UTF-8 (got 201)",
+        ),
+        (
+            |r| r.group_instance_id = Some("pod 1".into()),
+            "groupInstanceId: may contain only ASCII letters, digits, '.', '_' and '-' (found ' ')",
         ),
         (
             |r| r.client_name = Some("c".repeat(201)),

@@ -157,6 +157,9 @@ pub struct MemberMetadata {
     pub client_name: Option<String>,
     #[serde(default)]
     pub client_version: Option<String>,
+    /// rsc: the static identity the member joined with (`groupInstanceId`; null for a dynamic member).
+    #[serde(default)]
+    pub group_instance_id: Option<String>,
     pub metadata_version: i64,
     pub runtime_max_concurrency: i64,
     pub active_consumer_workers: i64,
@@ -184,7 +187,24 @@ pub struct AssignmentsResponse {
     pub departed_members: BTreeMap<String, DepartedMember>,
     /// rsc: shards held back from assignment until an old incarnation's lease has run out.
     pub holds: Vec<HoldView>,
+    /// rsc: targets kept for static members that stopped (lease lapsed, or a temporary leave), by
+    /// `groupInstanceId`: a member joining with that id before `until` gets exactly these shards back.
+    pub static_reservations: Vec<ReservationView>,
     pub invariant_violations: Vec<String>,
+}
+
+/// A static member's reserved target (`staticReservations` of the assignments view).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReservationView {
+    pub group_instance_id: String,
+    /// The incarnation that stopped.
+    pub member_id: String,
+    pub shards: Vec<ShardId>,
+    /// When the reservation lapses and its shards are rebalanced over the other members.
+    pub until: String,
+    /// `LEASE_LAPSED` or `TEMPORARY_LEAVE`.
+    pub reason: String,
 }
 
 /// A shard being revoked from a member, with what the member last reported about it.

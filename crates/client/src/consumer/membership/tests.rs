@@ -39,7 +39,7 @@ fn ok(epoch: i64, assigned: &[u32]) -> HeartbeatResponse {
 }
 
 fn joined(assigned: &[u32]) -> (Membership, Instant) {
-    let mut m = new_membership("m", LEASE);
+    let mut m = new_membership("m", LEASE, None);
     let t0 = Instant::now();
     request(&mut m, cap(), |_| LocalShard::default());
     assert_eq!(m.on_response(t0, &ok(2, assigned)), Applied::Accepted);
