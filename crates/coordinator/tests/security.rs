@@ -161,7 +161,18 @@ async fn every_route_rejects_callers_without_the_right_credentials_role_or_scope
     let read_token = token_of(&api, "reader", USER_PASSWORD).await;
 
     // Routes that may be public, and nothing else.
-    let public = ["loginCoordinatorApi", "healthz", "readyz", "getIndex"];
+    // Reviewed: sign-in, probes, the index, and the API's description (the OpenAPI document and its reference
+    // page describe routes, never data).
+    let public = [
+        "loginCoordinatorApi",
+        "healthz",
+        "readyz",
+        "getIndex",
+        "getOpenApiJson",
+        "getOpenApiYaml",
+        "getApiReference",
+        "getApiReferenceFile",
+    ];
     let callers: Vec<(&str, Auth)> = vec![
         ("none", Auth::None),
         ("bad token", Auth::Bearer(format!("rsc_{}", "B".repeat(43)))),
