@@ -71,6 +71,8 @@ impl Coordinator {
             .heartbeat_inner(name, member_id, req, caller(principal))
             .await?;
         self.stats.count_heartbeat(response.status);
+        self.metrics
+            .count_heartbeat(&name.stream_prefix, &name.consumer_group, response.status);
         if response.status != HeartbeatStatus::Ok && response.message.is_none() {
             response.message = Some(self.explain(name, member_id, req, &response).await);
         }

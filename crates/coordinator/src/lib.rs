@@ -6,7 +6,7 @@
 //! - [`monitoring`]: members, assignments, health. [`views`]: contract response shapes.
 //! - [`reshard`]: online scale-out/in with drain, rollback and force-complete.
 //! - [`metrics`]: Prometheus `/metrics`, kept current by a background task ([`metrics_refresh`]). [`inspect`]: consumption,
-//!   offsets ([`offsets`]), migrations and durability views; [`messages`]: the message browser. [`durability`]: metadata-rollback suspicion,
+//!   offsets ([`offsets`]), migrations and durability views; [`messages`]: the message browser; [`grafana`]: the Grafana data routes' rows. [`durability`]: metadata-rollback suspicion,
 //!   fail-closed mutations and the recreate repair.
 //! - [`provision`]: shard streams and Redis consumer groups.
 //! - [`domain_error`]: what operations fail with; [`error`]: the HTTP shape of a failure (the API maps one
@@ -30,6 +30,7 @@ pub mod domain_error;
 pub mod durability;
 pub mod duration;
 pub mod error;
+pub mod grafana;
 pub mod heartbeat;
 pub mod http_server;
 pub mod inspect;

@@ -111,6 +111,12 @@ impl Coordinator {
             }
             match self.index_entries().await {
                 Ok(entries) => {
+                    self.metrics.retain_groups(
+                        &entries
+                            .iter()
+                            .map(|e| (e.stream_prefix.clone(), e.consumer_group.clone()))
+                            .collect(),
+                    );
                     for e in entries.iter().filter(|e| e.state == IndexState::Live) {
                         let name = GroupName::new(&e.stream_prefix, &e.consumer_group);
                         match self.observe_group(&name).await {
@@ -198,7 +204,7 @@ impl Coordinator {
                             &g.stream_prefix,
                             &g.consumer_group,
                             s,
-                            false,
+                            true,
                         ),
                     )
                     .await;

@@ -87,6 +87,8 @@ impl Coordinator {
                 ReconcileStep::Done(Some(report)) => {
                     for m in &report.expired {
                         Stats::bump(&self.stats.member_expired);
+                        self.metrics
+                            .count_expired(&name.stream_prefix, &name.consumer_group);
                         tracing::info!(group = %name, member = %m, "member lease expired");
                     }
                     for m in &report.fenced {

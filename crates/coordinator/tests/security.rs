@@ -161,6 +161,8 @@ async fn every_route_rejects_callers_without_the_right_credentials_role_or_scope
     let read_token = token_of(&api, "reader", USER_PASSWORD).await;
 
     // Routes that may be public, and nothing else.
+    // Reviewed: sign-in, probes, the index, and the API's description (the OpenAPI document and its reference
+    // page describe routes, never data).
     let public = [
         "loginCoordinatorApi",
         "healthz",
@@ -168,6 +170,10 @@ async fn every_route_rejects_callers_without_the_right_credentials_role_or_scope
         "getIndex",
         "getConsole",
         "getConsoleAsset",
+        "getOpenApiJson",
+        "getOpenApiYaml",
+        "getApiReference",
+        "getApiReferenceFile",
     ];
     let callers: Vec<(&str, Auth)> = vec![
         ("none", Auth::None),

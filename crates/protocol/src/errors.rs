@@ -57,6 +57,41 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
+    /// Every code (the OpenAPI document lists them as the error body's `errorCode` values).
+    pub const ALL: &'static [ErrorCode] = &[
+        ErrorCode::GroupAlreadyExists,
+        ErrorCode::StreamPrefixAlreadyExists,
+        ErrorCode::GroupNotFound,
+        ErrorCode::StreamNotFound,
+        ErrorCode::GroupHasActiveMembers,
+        ErrorCode::ActiveMigrationExists,
+        ErrorCode::MetadataSyncInProgress,
+        ErrorCode::MigrationNotFound,
+        ErrorCode::RollbackNotAllowed,
+        ErrorCode::StateVersionConflict,
+        ErrorCode::RedisNotConfigured,
+        ErrorCode::RedisStreamProvisioningFailed,
+        ErrorCode::CoordinatorTerminating,
+        ErrorCode::RateLimitExceeded,
+        ErrorCode::InvalidRequest,
+        ErrorCode::MetadataCorrupt,
+        ErrorCode::MetadataMissing,
+        ErrorCode::MetadataRollbackSuspected,
+        ErrorCode::MigrationAlreadyEnded,
+        ErrorCode::RedisUnavailable,
+        ErrorCode::EpochsExhausted,
+        ErrorCode::MemberOwnedByAnotherPrincipal,
+        ErrorCode::NotFound,
+        ErrorCode::Unauthorized,
+        ErrorCode::Forbidden,
+        ErrorCode::PayloadTooLarge,
+        ErrorCode::UnsupportedMediaType,
+        ErrorCode::MethodNotAllowed,
+        ErrorCode::RequestTimeout,
+        ErrorCode::TooManyConnections,
+        ErrorCode::Internal,
+    ];
+
     /// The HTTP status this code is answered with.
     pub fn http_status(self) -> u16 {
         use ErrorCode::*;

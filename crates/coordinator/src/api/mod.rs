@@ -4,9 +4,11 @@
 pub mod auth;
 pub mod error;
 pub mod extract;
+pub mod grafana;
 pub mod handlers;
 pub mod metrics;
 pub mod observability;
+pub mod openapi;
 pub mod routes;
 
 pub use crate::access::MatchedRoute;

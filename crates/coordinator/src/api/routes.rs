@@ -227,6 +227,70 @@ pub fn table() -> Vec<RouteSpec> {
         ),
         route!(
             GET,
+            "/coord/v1/monitoring/grafana/groups",
+            "listGrafanaGroups",
+            Read,
+            None,
+            get(super::grafana::groups)
+        ),
+        route!(
+            GET,
+            "/coord/v1/monitoring/grafana/options/streams",
+            "listGrafanaStreamOptions",
+            Read,
+            None,
+            get(super::grafana::stream_options)
+        ),
+        route!(
+            GET,
+            "/coord/v1/monitoring/grafana/options/consumer-groups",
+            "listGrafanaConsumerGroupOptions",
+            Read,
+            None,
+            get(super::grafana::group_options)
+        ),
+        route!(
+            GET,
+            "/coord/v1/monitoring/grafana/options/shards",
+            "listGrafanaShardOptions",
+            Read,
+            None,
+            get(super::grafana::shard_options)
+        ),
+        route!(
+            GET,
+            "/coord/v1/monitoring/grafana/members",
+            "listGrafanaMemberRows",
+            Read,
+            None,
+            get(super::grafana::members)
+        ),
+        route!(
+            GET,
+            "/coord/v1/monitoring/grafana/shards",
+            "listGrafanaShardRows",
+            Read,
+            None,
+            get(super::grafana::shards)
+        ),
+        route!(
+            GET,
+            "/coord/v1/monitoring/grafana/assignments",
+            "listGrafanaAssignmentRows",
+            Read,
+            None,
+            get(super::grafana::assignments)
+        ),
+        route!(
+            GET,
+            "/coord/v1/monitoring/grafana/messages",
+            "listGrafanaMessageRows",
+            Read,
+            None,
+            get(super::grafana::messages)
+        ),
+        route!(
+            GET,
             "/metrics",
             "getPrometheusMetrics",
             Read,
@@ -297,6 +361,38 @@ pub fn table() -> Vec<RouteSpec> {
             Public,
             None,
             get(crate::console::asset)
+        ),
+        route!(
+            GET,
+            "/v3/api-docs",
+            "getOpenApiJson",
+            Public,
+            None,
+            get(super::openapi::api_docs_json)
+        ),
+        route!(
+            GET,
+            "/openapi.yaml",
+            "getOpenApiYaml",
+            Public,
+            None,
+            get(super::openapi::api_docs_yaml)
+        ),
+        route!(
+            GET,
+            "/docs",
+            "getApiReference",
+            Public,
+            None,
+            get(super::openapi::docs_index)
+        ),
+        route!(
+            GET,
+            "/docs/{*file}",
+            "getApiReferenceFile",
+            Public,
+            None,
+            get(super::openapi::docs_file)
         ),
         route!(
             GET,

@@ -63,6 +63,12 @@ pub struct Metrics {
     redis_connection_failures: Family<Labels, Counter>,
     rebalances: Counter,
     rebalance_duration: Histogram,
+    /// `heartbeat_total{stream,group,status}`: per group (`none`/`none` for a heartbeat to an unknown group).
+    group_heartbeats: Family<Labels, Counter>,
+    /// `member_expired_total{stream,group}`.
+    group_expired: Family<Labels, Counter>,
+    /// Groups with series in the two families above, so that a deleted group's series can be removed.
+    counted_groups: std::sync::Mutex<std::collections::BTreeSet<(String, String)>>,
     snapshot: RwLock<Option<Arc<snapshot::Snapshot>>>,
 }
 
@@ -112,8 +118,23 @@ impl Metrics {
              emptying",
             rebalance_duration.clone(),
         );
+        let group_heartbeats = Family::<Labels, Counter>::default();
+        let group_expired = Family::<Labels, Counter>::default();
+        registry.register(
+            format!("{PREFIX}_heartbeat"),
+            "Heartbeats answered, by group and status (stream and group are none for an unknown group)",
+            group_heartbeats.clone(),
+        );
+        registry.register(
+            format!("{PREFIX}_member_expired"),
+            "Members expired because their lease lapsed, by group",
+            group_expired.clone(),
+        );
         Metrics {
             registry,
+            group_heartbeats,
+            group_expired,
+            counted_groups: Default::default(),
             api_requests,
             api_duration,
             redis_duration,
@@ -139,6 +160,66 @@ impl Metrics {
                     .observe((after.updated_at_ms - start).max(0) as f64 / 1000.0);
             }
             _ => {}
+        }
+    }
+
+    /// Counts one answered heartbeat of a group. `UNKNOWN_MEMBER_ID` is counted under `none`/`none`: it is
+    /// the answer for groups that do not exist, whose names must not become label values.
+    pub fn count_heartbeat(&self, stream: &str, group: &str, status: HeartbeatStatus) {
+        let (stream, group) = if status == HeartbeatStatus::UnknownMemberId {
+            ("none", "none")
+        } else {
+            (stream, group)
+        };
+        self.note_group(stream, group);
+        self.group_heartbeats
+            .get_or_create(&vec![
+                ("stream", stream.to_owned()),
+                ("group", group.to_owned()),
+                ("status", status.as_str().to_owned()),
+            ])
+            .inc();
+    }
+
+    /// Counts one member expiry in a group.
+    pub fn count_expired(&self, stream: &str, group: &str) {
+        self.note_group(stream, group);
+        self.group_expired
+            .get_or_create(&vec![
+                ("stream", stream.to_owned()),
+                ("group", group.to_owned()),
+            ])
+            .inc();
+    }
+
+    fn note_group(&self, stream: &str, group: &str) {
+        if let Ok(mut seen) = self.counted_groups.lock()
+            && !seen.contains(&(stream.to_owned(), group.to_owned()))
+        {
+            seen.insert((stream.to_owned(), group.to_owned()));
+        }
+    }
+
+    /// Removes the per-group counter series of groups that no longer exist (`live`: every live group), as the
+    /// gauges of a deleted group disappear from the next snapshot.
+    pub fn retain_groups(&self, live: &std::collections::BTreeSet<(String, String)>) {
+        let Ok(mut seen) = self.counted_groups.lock() else {
+            return;
+        };
+        let gone: Vec<(String, String)> = seen
+            .iter()
+            .filter(|g| !live.contains(*g) && g.0 != "none")
+            .cloned()
+            .collect();
+        for (stream, group) in gone {
+            let base = vec![("stream", stream.clone()), ("group", group.clone())];
+            self.group_expired.remove(&base);
+            for status in HeartbeatStatus::ALL {
+                let mut labels = base.clone();
+                labels.push(("status", status.as_str().to_owned()));
+                self.group_heartbeats.remove(&labels);
+            }
+            seen.remove(&(stream, group));
         }
     }
 
@@ -239,17 +320,6 @@ fn bounded_method(method: &str) -> &'static str {
 /// The coordinator's cumulative counters, as a registry built for one scrape.
 fn counters(stats: &Stats) -> Registry {
     let mut r = Registry::default();
-    let heartbeats = Family::<Labels, Counter>::default();
-    for status in HeartbeatStatus::ALL {
-        heartbeats
-            .get_or_create(&vec![("status", status.as_str().to_owned())])
-            .inc_by(stats.heartbeats(status));
-    }
-    r.register(
-        format!("{PREFIX}_heartbeat"),
-        "Heartbeats answered, by status",
-        heartbeats,
-    );
     let routing = Family::<Labels, Counter>::default();
     for (status, counter) in [
         ("SUCCESS", &stats.routing_success),
@@ -264,12 +334,7 @@ fn counters(stats: &Stats) -> Registry {
         "Producer routing requests, by status",
         routing,
     );
-    let plain: [(&str, &str, &std::sync::atomic::AtomicU64); 12] = [
-        (
-            "member_expired",
-            "Members expired because their lease lapsed",
-            &stats.member_expired,
-        ),
+    let plain: [(&str, &str, &std::sync::atomic::AtomicU64); 11] = [
         (
             "member_fenced",
             "Members fenced (stale report or rebalance timeout)",
@@ -342,15 +407,17 @@ mod tests {
     fn the_exposition_names_every_counter_with_its_total_suffix() {
         let m = Metrics::new();
         let stats = Stats::default();
-        stats.count_heartbeat(HeartbeatStatus::Ok);
-        Stats::bump(&stats.member_expired);
+        m.count_heartbeat("orders", "orders", HeartbeatStatus::Ok);
+        m.count_heartbeat("nope", "nope", HeartbeatStatus::UnknownMemberId);
+        m.count_expired("orders", "orders");
         m.observe_request("GET", "/coord/v1/monitoring/health", 200, 0.01);
         m.observe_request("BREW", "unmatched", 404, 0.01);
         m.observe_redis("load", 0.001, true);
         let text = m.render(&stats);
         for needle in [
-            "redis_stream_coord_heartbeat_total{status=\"OK\"} 1",
-            "redis_stream_coord_member_expired_total 1",
+            "redis_stream_coord_heartbeat_total{stream=\"orders\",group=\"orders\",status=\"OK\"} 1",
+            "redis_stream_coord_heartbeat_total{stream=\"none\",group=\"none\",status=\"UNKNOWN_MEMBER_ID\"} 1",
+            "redis_stream_coord_member_expired_total{stream=\"orders\",group=\"orders\"} 1",
             "redis_stream_coord_producer_routing_request_total{status=\"ERROR\"} 0",
             "redis_stream_coord_api_request_total{method=\"GET\",route=\"/coord/v1/monitoring/health\",status=\"200\"} 1",
             "redis_stream_coord_api_request_total{method=\"OTHER\",route=\"unmatched\",status=\"404\"} 1",

@@ -219,7 +219,7 @@ fn group_series(
     }
     g.set(
         "members",
-        "Members by state (total, ACTIVE, LEAVING, EXPIRED, FENCED)",
+        "Members by state, spelled as the contract does (total, active, leaving, expired, fenced)",
         with(&[("state", "total".to_owned())]),
         grp.members.len() as f64,
     );
@@ -231,8 +231,8 @@ fn group_series(
     ] {
         g.set(
             "members",
-            "Members by state (total, ACTIVE, LEAVING, EXPIRED, FENCED)",
-            with(&[("state", state.as_str().to_owned())]),
+            "Members by state, spelled as the contract does (total, active, leaving, expired, fenced)",
+            with(&[("state", state.as_str().to_ascii_lowercase())]),
             by_state.get(state.as_str()).copied().unwrap_or(0) as f64,
         );
     }
@@ -428,6 +428,14 @@ fn group_series(
                 "Entries delivered to the group but not acknowledged (XINFO GROUPS pending)",
                 sl(),
                 p as f64,
+            );
+        }
+        if let Some(bytes) = s.memory_usage_bytes {
+            g.set(
+                "shard_memory_usage_bytes",
+                "Memory the shard stream uses in Redis (MEMORY USAGE)",
+                sl(),
+                bytes as f64,
             );
         }
         if let Some(l) = s.lag {

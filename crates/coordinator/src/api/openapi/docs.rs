@@ -1,0 +1,91 @@
+//! The document's routes: `GET /v3/api-docs` (JSON), `GET /openapi.yaml`, and the API reference page at
+//! `GET /docs` — Swagger UI embedded in the binary (utoipa-swagger-ui, `vendored`), so it works with no
+//! network. The page loads `/v3/api-docs` from the same server. All are public routes of the route table
+//! (the document describes the API, not its data), passing the guard like every route.
+
+use crate::api::extract::ApiPath;
+use crate::error::ApiError;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use rsc_protocol::errors::ErrorCode;
+use std::sync::{Arc, OnceLock};
+use utoipa_swagger_ui::Config;
+
+/// Where the page loads the document from.
+const DOC_URL: &str = "/v3/api-docs";
+
+fn unavailable(e: &str) -> ApiError {
+    ApiError::new(
+        ErrorCode::Internal,
+        format!("the OpenAPI document could not be built: {e}"),
+    )
+}
+
+fn text(content_type: &'static str, body: impl Into<axum::body::Body>) -> Response {
+    let mut r = (StatusCode::OK, body.into()).into_response();
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r
+}
+
+/// `GET /v3/api-docs`.
+pub async fn api_docs_json() -> Result<Response, ApiError> {
+    let doc = super::cached().as_ref().map_err(|e| unavailable(e))?;
+    let json = doc
+        .to_pretty_json()
+        .map_err(|e| unavailable(&e.to_string()))?;
+    Ok(text("application/json", json))
+}
+
+/// `GET /openapi.yaml`.
+pub async fn api_docs_yaml() -> Result<Response, ApiError> {
+    let doc = super::cached().as_ref().map_err(|e| unavailable(e))?;
+    let yaml = doc.to_yaml().map_err(|e| unavailable(&e.to_string()))?;
+    Ok(text("application/yaml", yaml))
+}
+
+fn config() -> Arc<Config<'static>> {
+    static CONFIG: OnceLock<Arc<Config<'static>>> = OnceLock::new();
+    CONFIG
+        .get_or_init(|| Arc::new(Config::from(DOC_URL)))
+        .clone()
+}
+
+/// One embedded file of the page, or a JSON 404.
+fn file(path: &str) -> Result<Response, ApiError> {
+    let not_found = || {
+        ApiError::new(
+            ErrorCode::NotFound,
+            format!("the API reference page has no file {path:?}; open /docs"),
+        )
+    };
+    let f = utoipa_swagger_ui::serve(path, config())
+        .map_err(|_| not_found())?
+        .ok_or_else(not_found)?;
+    let mut bytes = f.bytes.into_owned();
+    if path.is_empty() {
+        // Served at /docs (no trailing slash): the page's relative asset links resolve under /docs/.
+        let html =
+            String::from_utf8_lossy(&bytes).replacen("<head>", "<head><base href=\"/docs/\">", 1);
+        bytes = html.into_bytes();
+    }
+    let mut r = (StatusCode::OK, bytes).into_response();
+    if let Ok(v) = HeaderValue::from_str(&f.content_type) {
+        r.headers_mut().insert(header::CONTENT_TYPE, v);
+    }
+    if f.gzpipped {
+        r.headers_mut()
+            .insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+    }
+    Ok(r)
+}
+
+/// `GET /docs`: the page.
+pub async fn docs_index() -> Result<Response, ApiError> {
+    file("")
+}
+
+/// `GET /docs/{*file}`: its scripts and styles.
+pub async fn docs_file(ApiPath(path): ApiPath<String>) -> Result<Response, ApiError> {
+    file(&path)
+}
