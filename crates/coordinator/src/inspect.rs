@@ -9,6 +9,8 @@ use crate::durability::views::{MonitoringGroupView, durability_view};
 use crate::offsets::read_shard;
 use crate::views::{group_response, migration_response};
 use rsc_group::migration::Migration;
+use rsc_protocol::names::shard_stream_key;
+use rsc_protocol::slot::redis_slot;
 use rsc_protocol::wire::ShardId;
 use rsc_protocol::wire::monitoring::{
     ConsumerShardProgress, ConsumptionResponse, ShardOffsetsView, StreamShardOffsetsResponse,
@@ -118,6 +120,22 @@ impl Coordinator {
                 owners.entry(*s).or_default().push(m.member_id.clone());
             }
         }
+        // Which master serves each shard stream (cluster only): one CLUSTER SLOTS for the whole view.
+        let slots: Vec<u16> = shards
+            .iter()
+            .map(|&s| redis_slot(shard_stream_key(&g.stream_prefix, s).as_bytes()))
+            .collect();
+        let mut locations = self
+            .store
+            .shard_locations(&slots)
+            .await
+            .map_err(|e| {
+                CoordError::RedisUnavailable(format!(
+                    "Redis is unavailable: {}; retry later",
+                    crate::error::store_error_text(&e)
+                ))
+            })?
+            .into_iter();
         let mut rows = Vec::with_capacity(shards.len());
         let (mut length, mut pending, mut lag, mut memory) = (0i64, 0i64, Some(0i64), 0i64);
         let mut memory_known = true;
@@ -135,6 +153,7 @@ impl Coordinator {
                         crate::error::store_error_text(&e)
                     ))
                 })?;
+            let location = locations.next().flatten();
             length += o.stream_length;
             pending += o.pending_count.unwrap_or(0);
             lag = match (lag, o.lag) {
@@ -151,10 +170,10 @@ impl Coordinator {
                 shard: ShardId::new(s),
                 stream_key: o.stream_key,
                 redis_slot: o.redis_slot,
-                redis_node_endpoint: None,
-                redis_node_id: None,
-                redis_slot_range_start: None,
-                redis_slot_range_end: None,
+                redis_node_endpoint: location.as_ref().map(|l| l.node_endpoint.clone()),
+                redis_node_id: location.as_ref().and_then(|l| l.node_id.clone()),
+                redis_slot_range_start: location.as_ref().map(|l| l.slot_range.0),
+                redis_slot_range_end: location.as_ref().map(|l| l.slot_range.1),
                 stream_exists: o.exists,
                 stream_length: o.stream_length,
                 first_record_id: o.first_record_id,

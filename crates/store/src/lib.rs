@@ -8,7 +8,7 @@
 //! those operations.
 //!
 //! Every other kind of record the coordinator keeps in Redis has its own typed API here, one module
-//! each: the group index (`index.rs`), stream records (`streams.rs`), shard streams (`shards.rs`),
+//! each: the group index (`index.rs`), stream records (`streams.rs`), shard streams (`shards.rs`) and where they live in a cluster (`locations.rs`),
 //! bearer tokens (`tokens.rs`), the audit streams (`audit.rs`), rate-limit windows and the sign-in
 //! throttle (`limits.rs`), the bootstrap admin hash (`bootstrap.rs`), backup and restore of the records
 //! that define groups and streams (`backup.rs`) and what Redis says about itself for `rsc doctor`
@@ -25,6 +25,7 @@ mod error;
 mod index;
 mod keys;
 mod limits;
+mod locations;
 mod metadata;
 mod outcome;
 mod reply;
@@ -42,6 +43,7 @@ pub use error::StoreError;
 pub use index::{IndexEntry, IndexState};
 pub use keys::GroupKeys;
 pub use limits::{ThrottleBudgets, ThrottleKeys, ThrottleReason, ThrottleVerdict, WindowCount};
+pub use locations::ShardLocation;
 pub use metadata::{LAYOUT_VERSION, SCHEMA_VERSION};
 pub use outcome::{
     CasOutcome, CasWrite, CreateOutcome, DeleteOutcome, HeartbeatOutcome, StoredGroup,
