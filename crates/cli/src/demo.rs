@@ -31,6 +31,8 @@ pub struct DemoArgs {
     /// Redis (data plane) URL.
     #[arg(long, env = "RSC_REDIS_URL", default_value = "redis://127.0.0.1:6379")]
     redis_url: String,
+    #[command(flatten)]
+    cluster: crate::redis_args::ClusterArgs,
     /// Username; with a password, the demo logs in (no credentials are sent when none are given).
     #[arg(long, env = "RSC_USERNAME")]
     username: Option<String>,
@@ -89,6 +91,13 @@ pub fn run(args: DemoArgs) -> ExitCode {
 }
 
 async fn demo(args: DemoArgs) -> ExitCode {
+    let redis = match args.cluster.target(&args.redis_url) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("rsc demo: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let credentials = match (&args.username, &args.password) {
         (Some(u), Some(p)) => Some(Credentials::new(u.clone(), p.clone())),
         (None, None) => None,
@@ -163,6 +172,7 @@ async fn demo(args: DemoArgs) -> ExitCode {
         }
     };
     let consumer_config = ConsumerConfig::new(&args.stream, &args.redis_url)
+        .redis(redis.clone())
         .member_id(format!("rsc-demo-{run_id}"))
         .concurrency(args.members as usize)
         .batch_size(50);
@@ -170,15 +180,15 @@ async fn demo(args: DemoArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => {
             eprintln!(
-                "rsc demo: cannot start consumers: {e}\n  Is Redis reachable at {}? Pass --redis-url URL.",
-                args.redis_url
+                "rsc demo: cannot start consumers: {e}\n  Is Redis reachable at {}? Pass --redis-url URL (or --redis-cluster-nodes host:port,…).",
+                redis.describe()
             );
             return ExitCode::FAILURE;
         }
     };
     let producer = match Producer::connect(
         coord.clone(),
-        ProducerConfig::new(&args.stream, &args.redis_url),
+        ProducerConfig::new(&args.stream, &args.redis_url).redis(redis.clone()),
     )
     .await
     {

@@ -9,6 +9,7 @@ mod demo;
 mod hash_password;
 mod memory;
 mod operator;
+mod redis_args;
 
 use clap::{Parser, Subcommand};
 use rsc_coordinator::config::{self, Overrides};

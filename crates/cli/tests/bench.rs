@@ -2,7 +2,7 @@
 //! against a real `rsc serve` and redis-server: each run finishes, prints its summary line with parseable figures, and removes its
 //! shard streams. They check behaviour, never timing.
 
-use rsc_testkit::{RedisServer, RscBuilder, RscProcess};
+use rsc_testkit::{RedisCluster, RedisServer, RscBuilder, RscProcess};
 use std::collections::BTreeMap;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -148,6 +148,47 @@ fn dataplane_prints_ratios_and_removes_its_streams() {
             !exists(&redis.url(), &format!("{stream}:{shard}")),
             "{stream}:{shard} left behind"
         );
+    }
+}
+
+#[test]
+fn dataplane_runs_on_a_redis_cluster_with_redis_cluster_nodes() {
+    let cluster = RedisCluster::start();
+    let nodes = cluster.node_addresses().join(",");
+    let rsc = RscBuilder::new(env!("CARGO_BIN_EXE_rsc"), "redis://127.0.0.1:1")
+        .fast_timings(Duration::from_secs(3), Duration::from_secs(10))
+        .admin_password(ADMIN_PASSWORD)
+        .env("COORDINATOR_REDIS_CLUSTER_NODES", nodes.clone())
+        .start();
+    let out = run_bench(&[
+        "dataplane",
+        "--coordinator",
+        &rsc.url(),
+        "--redis-cluster-nodes",
+        &nodes,
+        "--shards",
+        "3",
+        "--count",
+        "300",
+        "--rounds",
+        "1",
+        "--batch",
+        "10",
+        "--producers",
+        "2",
+        "--members",
+        "2",
+        "--assignment-lease-ms",
+        "1800",
+    ]);
+    let s = summary(&out, "producer_ratio");
+    positive(&s, "raw_xadd_per_sec");
+    positive(&s, "sdk_consume_per_sec");
+    let stream = announced_stream(&out);
+    for shard in 0..3 {
+        let key = format!("{stream}:{shard}");
+        let owner = &cluster.nodes()[cluster.node_index_for_key(&key)];
+        assert!(!exists(&owner.url(), &key), "{key} left behind");
     }
 }
 

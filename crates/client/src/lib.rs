@@ -48,6 +48,7 @@ pub mod coordinator;
 pub mod error;
 pub mod identity;
 pub mod producer;
+pub mod redis_target;
 pub(crate) mod routing;
 
 pub use admin::{AdminClient, AdminError};
@@ -60,6 +61,7 @@ pub use coordinator::{CoordinatorClient, CoordinatorClientBuilder, CreateStream}
 pub use error::ClientError;
 pub use identity::default_member_id;
 pub use producer::{Producer, ProducerConfig, ProducerStats, Published, Record};
+pub use redis_target::{DataConn, RedisTarget};
 /// The HTTP method of [`CoordinatorClient::send_json`].
 pub use reqwest::Method;
 pub use rsc_member::{Applied, LocalShard, Membership, Moment, Outgoing};

@@ -8,6 +8,7 @@
 
 use crate::coordinator::CoordinatorClient;
 use crate::error::ClientError;
+use crate::redis_target::{ConnectOptions, DataConn, RedisTarget};
 use crate::routing::{Lookup, Offer, RoutingCache, route};
 use rsc_protocol::wire::ProducerRoutingResponse;
 use std::sync::{Arc, Mutex, Weak};
@@ -21,8 +22,9 @@ pub struct ProducerConfig {
     pub stream_prefix: String,
     /// The coordinator group whose routing is used (default: the stream prefix).
     pub consumer_group: String,
-    /// Redis (data plane) URL, e.g. `redis://127.0.0.1:6379`.
-    pub redis_url: String,
+    /// The Redis the shard streams live on (data plane): a standalone URL, e.g. `redis://127.0.0.1:6379`,
+    /// or a Redis Cluster ([`ProducerConfig::redis`]).
+    pub redis: RedisTarget,
     /// How often routing is refreshed while the coordinator answers (default 5 s).
     pub refresh_interval: Duration,
     /// How long a fetched routing table may be used without a successful refresh (default 60 s).
@@ -47,11 +49,17 @@ impl ProducerConfig {
         ProducerConfig {
             consumer_group: stream_prefix.clone(),
             stream_prefix,
-            redis_url: redis_url.into(),
+            redis: RedisTarget::Standalone(redis_url.into()),
             refresh_interval: Duration::from_secs(5),
             routing_lease: Duration::from_secs(60),
             max_len: Some(100_000),
         }
+    }
+
+    /// Writes to this Redis instead of the URL given to [`ProducerConfig::new`], e.g. a Redis Cluster.
+    pub fn redis(mut self, target: RedisTarget) -> Self {
+        self.redis = target;
+        self
     }
 
     /// Use the routing of this coordinator group instead of the one named like the prefix.
@@ -83,6 +91,7 @@ impl ProducerConfig {
             .map_err(|e| ClientError::InvalidConfig(e.to_string()))?;
         rsc_protocol::validate::validate_consumer_group(&self.consumer_group)
             .map_err(|e| ClientError::InvalidConfig(e.to_string()))?;
+        self.redis.validate()?;
         if self.refresh_interval.is_zero() || self.routing_lease <= self.refresh_interval {
             return Err(ClientError::InvalidConfig(format!(
                 "routing lease ({:?}) must be longer than the refresh interval ({:?}), and both positive",
@@ -156,7 +165,7 @@ pub struct Producer {
 struct Inner {
     coord: CoordinatorClient,
     config: ProducerConfig,
-    conn: redis::aio::ConnectionManager,
+    conn: DataConn,
     cache: Mutex<RoutingCache>,
     /// See `ProducerStats::stale_route_writes`.
     stale_route_writes: std::sync::atomic::AtomicU64,
@@ -188,15 +197,16 @@ impl Producer {
         config: ProducerConfig,
     ) -> Result<Producer, ClientError> {
         config.validate()?;
-        let client = redis::Client::open(config.redis_url.as_str())
-            .map_err(|e| ClientError::InvalidConfig(format!("redis URL is not usable: {e}")))?;
-        let conn = redis::aio::ConnectionManager::new_with_config(
-            client,
-            redis::aio::ConnectionManagerConfig::new()
-                .set_response_timeout(Some(Duration::from_secs(5)))
-                .set_connection_timeout(Some(Duration::from_secs(2))),
-        )
-        .await?;
+        let conn = config
+            .redis
+            .endpoint()?
+            .connect(ConnectOptions {
+                connect_timeout: Duration::from_secs(2),
+                response_timeout: Duration::from_secs(5),
+                reconnect_retries: None,
+                max_reconnect_delay: None,
+            })
+            .await?;
         let inner = Arc::new(Inner {
             coord,
             config,
@@ -271,19 +281,20 @@ impl Producer {
         let mut todo: Vec<usize> = (0..records.len()).collect();
         for attempt in 0..2 {
             let table = self.inner.table().await?;
-            let mut pipe = redis::pipe();
+            let mut cmds = Vec::with_capacity(todo.len());
             let mut routed = Vec::with_capacity(todo.len());
             for &i in &todo {
                 let (shard, stream_key) =
                     route(&table, &records[i].key).ok_or_else(|| ClientError::NoShards {
                         stream_prefix: self.inner.config.stream_prefix.clone(),
                     })?;
-                pipe.add_command(xadd(stream_key, self.inner.config.max_len, &records[i]));
+                cmds.push((
+                    stream_key.to_owned(),
+                    xadd(stream_key, self.inner.config.max_len, &records[i]),
+                ));
                 routed.push((i, shard, stream_key.to_owned()));
             }
-            let mut conn = self.inner.conn.clone();
-            let replies: Result<Vec<Option<String>>, redis::RedisError> =
-                pipe.query_async(&mut conn).await;
+            let replies = send_xadds(&self.inner.conn, cmds).await;
             match replies {
                 Ok(ids) => {
                     let mut missing = Vec::new();
@@ -462,6 +473,61 @@ async fn refresh_loop(inner: Weak<Inner>) {
         if let Err(e) = i.refresh(Some(seen)).await {
             tracing::debug!(error = %e, "background routing refresh failed; using cached routing while its lease lasts");
         }
+    }
+}
+
+/// Sends the XADDs in one pipelined round trip; on a Redis Cluster one pipeline per stream key (a pipeline
+/// must stay within one slot), all at once. Replies in input order.
+async fn send_xadds(
+    conn: &DataConn,
+    cmds: Vec<(String, redis::Cmd)>,
+) -> redis::RedisResult<Vec<Option<String>>> {
+    if !conn.is_cluster() {
+        let mut pipe = redis::pipe();
+        for (_, cmd) in cmds {
+            pipe.add_command(cmd);
+        }
+        let mut c = conn.clone();
+        return pipe.query_async(&mut c).await;
+    }
+    let count = cmds.len();
+    let mut by_key: std::collections::BTreeMap<String, (Vec<usize>, redis::Pipeline)> =
+        std::collections::BTreeMap::new();
+    for (i, (key, cmd)) in cmds.into_iter().enumerate() {
+        let (indexes, pipe) = by_key
+            .entry(key)
+            .or_insert_with(|| (Vec::new(), redis::pipe()));
+        indexes.push(i);
+        pipe.add_command(cmd);
+    }
+    let mut tasks = tokio::task::JoinSet::new();
+    for (indexes, pipe) in by_key.into_values() {
+        let mut c = conn.clone();
+        tasks.spawn(async move {
+            let ids: redis::RedisResult<Vec<Option<String>>> = pipe.query_async(&mut c).await;
+            (indexes, ids)
+        });
+    }
+    let mut out = vec![None; count];
+    let mut failure = None;
+    while let Some(joined) = tasks.join_next().await {
+        match joined {
+            Ok((indexes, Ok(ids))) => {
+                for (i, id) in indexes.into_iter().zip(ids) {
+                    out[i] = id;
+                }
+            }
+            Ok((_, Err(e))) => failure = Some(e),
+            Err(e) => {
+                failure = Some(redis::RedisError::from(std::io::Error::other(
+                    e.to_string(),
+                )))
+            }
+        }
+    }
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(out),
     }
 }
 

@@ -15,6 +15,9 @@ use std::path::Path;
 use std::time::Duration;
 
 pub use crate::duration::Dur;
+pub use redis_options::RedisConfig;
+
+pub mod redis_options;
 
 /// The whole configuration file: everything lives under `[coordinator]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -33,6 +36,8 @@ pub struct CoordinatorConfig {
     pub redis_url: String,
     /// When non-empty, connect to a Redis Cluster through these node URLs instead of `redis-url`.
     pub redis_cluster_nodes: Vec<String>,
+    /// Redis options beyond the address: the cluster node map (`redis.rs`).
+    pub redis: RedisConfig,
     pub redis_connect_timeout: Dur,
     pub heartbeat_interval: Dur,
     pub member_lease_ttl: Dur,
@@ -148,6 +153,7 @@ impl Default for CoordinatorConfig {
             listen: "127.0.0.1:8080".to_owned(),
             redis_url: "redis://127.0.0.1:6379".to_owned(),
             redis_cluster_nodes: Vec::new(),
+            redis: RedisConfig::default(),
             redis_connect_timeout: Dur(Duration::from_secs(3)),
             heartbeat_interval: Dur::from_secs(3),
             member_lease_ttl: Dur::from_secs(15),
@@ -381,6 +387,14 @@ fn env_overrides(env: &BTreeMap<String, String>) -> Result<Dict, ConfigError> {
         .collect();
     let mut root = Dict::new();
     for (name, raw) in env.iter().filter(|(n, _)| n.starts_with("COORDINATOR_")) {
+        if name == redis_options::NODE_MAP_ENV {
+            insert_path(
+                &mut root,
+                redis_options::NODE_MAP_KEY,
+                redis_options::node_map_from_env(raw).map_err(ConfigError)?,
+            );
+            continue;
+        }
         let Some(key) = keys.get(name) else {
             let known: Vec<&String> = keys.keys().collect();
             return Err(ConfigError(format!(
@@ -494,6 +508,7 @@ fn validate(c: &Config) -> Result<(), ConfigError> {
             format!("{:?} must start with redis:// or rediss://", k.redis_url),
         );
     }
+    redis_options::validate(&k.redis, !k.redis_cluster_nodes.is_empty()).map_err(ConfigError)?;
     crate::security::config::validate(&k.api, &k.audit).map_err(ConfigError)?;
     for (key, d) in [
         ("http.header-read-timeout", k.http.header_read_timeout),

@@ -57,7 +57,10 @@ pub async fn start(config: Config) -> Result<Running, ServeError> {
     let topology = if c.redis_cluster_nodes.is_empty() {
         RedisTopology::Standalone(c.redis_url.clone())
     } else {
-        RedisTopology::Cluster(c.redis_cluster_nodes.clone())
+        RedisTopology::Cluster {
+            nodes: c.redis_cluster_nodes.clone(),
+            node_map: c.redis.cluster_node_map.clone(),
+        }
     };
     let store = Store::connect(&topology, c.redis_connect_timeout.0)
         .await

@@ -6,10 +6,11 @@
 //! is in use behind `redis::aio::ConnectionLike`, so every store module runs its commands through
 //! the same handle in either topology (and tests can inspect Redis through it).
 
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
-use redis::cluster::ClusterClient;
+use redis::cluster::{ClusterClient, NodeAddress};
 use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 
@@ -20,8 +21,14 @@ use crate::error::StoreError;
 pub enum RedisTopology {
     /// One Redis server, e.g. `redis://127.0.0.1:6379`.
     Standalone(String),
-    /// Seed nodes of a Redis Cluster; the rest are discovered.
-    Cluster(Vec<String>),
+    /// A Redis Cluster.
+    Cluster {
+        /// Seed nodes (`redis://host:port` or `host:port`); the rest are discovered.
+        nodes: Vec<String>,
+        /// Announced `host:port` → `host:port` to connect to instead (clusters behind NAT). Redirects keep
+        /// naming announced addresses; each is mapped when connecting.
+        node_map: BTreeMap<String, String>,
+    },
 }
 
 impl RedisTopology {
@@ -29,9 +36,42 @@ impl RedisTopology {
     pub fn describe(&self) -> String {
         match self {
             RedisTopology::Standalone(url) => url.clone(),
-            RedisTopology::Cluster(nodes) => nodes.join(","),
+            RedisTopology::Cluster { nodes, .. } => nodes.join(","),
         }
     }
+
+    /// A cluster reached through `nodes`, with no address mapping.
+    pub fn cluster(nodes: Vec<String>) -> Self {
+        RedisTopology::Cluster {
+            nodes,
+            node_map: BTreeMap::new(),
+        }
+    }
+}
+
+/// `host:port` → `redis://host:port`; URLs are kept.
+fn seed_url(node: &str) -> String {
+    if node.contains("://") {
+        node.to_owned()
+    } else {
+        format!("redis://{node}")
+    }
+}
+
+/// The node map as the cluster client takes it; the first entry that is not `host:port` is named.
+fn parse_node_map(
+    pairs: &BTreeMap<String, String>,
+) -> Result<HashMap<NodeAddress, NodeAddress>, String> {
+    let address = |text: &str| -> Result<NodeAddress, String> {
+        let parsed: Option<NodeAddress> = text.trim().parse().ok();
+        parsed
+            .filter(|a| !a.host().is_empty() && a.port() != 0)
+            .ok_or_else(|| format!("cluster node map entry {text:?} is not host:port"))
+    };
+    pairs
+        .iter()
+        .map(|(announced, reachable)| Ok((address(announced)?, address(reachable)?)))
+        .collect()
 }
 
 /// A clonable, multiplexed connection to the configured topology.
@@ -100,10 +140,21 @@ impl RedisConn {
                         .map_err(unreachable)?;
                     Ok(Inner::Standalone(manager))
                 }
-                RedisTopology::Cluster(nodes) => {
-                    let client = ClusterClient::builder(nodes.iter().map(String::as_str))
+                RedisTopology::Cluster { nodes, node_map } => {
+                    let map =
+                        parse_node_map(node_map).map_err(|message| StoreError::InvalidUrl {
+                            url: url.clone(),
+                            source: redis::RedisError::from((
+                                redis::ErrorKind::InvalidClientConfig,
+                                "invalid cluster node map",
+                                message,
+                            )),
+                        })?;
+                    let seeds: Vec<String> = nodes.iter().map(|n| seed_url(n)).collect();
+                    let client = ClusterClient::builder(seeds.iter().map(String::as_str))
                         .connection_timeout(timeout)
                         .response_timeout(timeout)
+                        .node_address_map(map)
                         .build()
                         .map_err(|source| StoreError::InvalidUrl {
                             url: url.clone(),

@@ -9,6 +9,7 @@
 //! and it never skips silently when `redis-server` is missing.
 
 mod cluster;
+mod cluster_ops;
 mod ports;
 mod proxy;
 mod resp;
@@ -17,7 +18,8 @@ mod server;
 mod stats;
 mod watchdog;
 
-pub use cluster::RedisCluster;
+pub use cluster::{RedisCluster, RedisClusterBuilder};
+pub use cluster_ops::SlotMigration;
 pub use ports::free_port;
 pub use proxy::LoopbackProxy;
 pub use rsc::{RscBuilder, RscProcess, healthy};

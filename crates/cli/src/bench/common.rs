@@ -2,7 +2,7 @@
 //! client, the coordinator's timing, and cleanup of a bench stream (group metadata and shard streams).
 
 use clap::Args;
-use rsc_client::{Auth, CoordinatorClient, Credentials};
+use rsc_client::{Auth, CoordinatorClient, Credentials, RedisTarget};
 use std::time::Duration;
 
 /// Where the coordinator and Redis are, and how to authenticate.
@@ -14,6 +14,9 @@ pub struct Target {
     /// Redis (data plane) URL the coordinator uses (loopback only).
     #[arg(long, default_value = "redis://127.0.0.1:6379")]
     pub redis_url: String,
+    /// Redis Cluster instead of --redis-url (`rsc bench dataplane` only).
+    #[command(flatten)]
+    pub cluster: crate::redis_args::ClusterArgs,
     /// User name for HTTP Basic (needs write access to create and delete the bench stream's group).
     #[arg(long, env = "RSC_USERNAME")]
     pub username: Option<String>,
@@ -36,7 +39,19 @@ impl Target {
         if !super::heartbeat::is_loopback_url(&self.redis_url) {
             return Err("--redis-url must be a loopback URL (127.0.0.1, ::1 or localhost)".into());
         }
-        Ok(())
+        for node in &self.cluster.redis_cluster_nodes {
+            if !super::heartbeat::is_loopback_url(&format!("redis://{node}")) {
+                return Err(format!(
+                    "--redis-cluster-nodes: {node} is not a loopback address (127.0.0.1, ::1 or localhost)"
+                ));
+            }
+        }
+        self.redis().map(drop)
+    }
+
+    /// The data plane: the cluster when `--redis-cluster-nodes` is given, else `--redis-url`.
+    pub fn redis(&self) -> Result<RedisTarget, String> {
+        self.cluster.target(&self.redis_url)
     }
 
     fn credentials(&self) -> Option<Credentials> {
@@ -77,17 +92,17 @@ impl Target {
         let keys: Vec<String> = (0..shards)
             .map(|i| rsc_protocol::names::shard_stream_key(prefix, i))
             .collect();
-        let deleted: Result<i64, String> = async {
-            let client = redis::Client::open(self.redis_url.as_str()).map_err(|e| e.to_string())?;
-            let mut conn = client
-                .get_multiplexed_async_connection()
-                .await
-                .map_err(|e| e.to_string())?;
-            redis::cmd("DEL")
-                .arg(&keys)
-                .query_async(&mut conn)
-                .await
-                .map_err(|e| e.to_string())
+        // One DEL per key: on a cluster the shard streams live in different slots.
+        let deleted: Result<(), String> = async {
+            let mut conn = self.redis()?.connect().await.map_err(|e| e.to_string())?;
+            for key in &keys {
+                let _: i64 = redis::cmd("DEL")
+                    .arg(key)
+                    .query_async(&mut conn)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            Ok(())
         }
         .await;
         if let Err(e) = deleted {

@@ -66,6 +66,12 @@ pub struct FailoverWorkerArgs {
 impl FailoverArgs {
     pub fn validate(&self) -> Result<(), String> {
         self.target.validate()?;
+        if !self.target.cluster.redis_cluster_nodes.is_empty() {
+            return Err(
+                "rsc bench failover runs on a standalone Redis (--redis-url); --redis-cluster-nodes is for rsc bench dataplane"
+                    .into(),
+            );
+        }
         if self.workers < 2 || self.workers > MAX_WORKERS {
             return Err(format!("--workers must be 2..={MAX_WORKERS}"));
         }

@@ -246,7 +246,17 @@ pub async fn describe(args: DescribeArgs) -> Result<ExitCode, Failure> {
         print!("{}", t.render());
     }
     println!();
-    let mut t = Table::new(&["SHARD", "STREAM-KEY", "OWNER", "PENDING", "LAG", "DRAINING"]);
+    // NODE: the Redis Cluster master serving the shard stream (shard streams spread over the masters);
+    // empty on a standalone Redis.
+    let mut t = Table::new(&[
+        "SHARD",
+        "STREAM-KEY",
+        "NODE",
+        "OWNER",
+        "PENDING",
+        "LAG",
+        "DRAINING",
+    ]);
     for sh in offsets
         .get("shards")
         .and_then(Value::as_array)
@@ -268,6 +278,10 @@ pub async fn describe(args: DescribeArgs) -> Result<ExitCode, Failure> {
                 sh.get("shard").cloned().unwrap_or(Value::Null),
             ]))),
             s(&sh, "streamKey").to_owned(),
+            sh.get("redisNodeEndpoint")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
             owners,
             n(&sh, "pendingCount"),
             n(&sh, "lag"),

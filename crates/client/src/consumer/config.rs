@@ -10,6 +10,7 @@
 
 use crate::error::ClientError;
 use crate::identity;
+use crate::redis_target::RedisTarget;
 use std::time::{Duration, Instant};
 
 /// Guard kept between the end of a blocking read and the lease deadline.
@@ -34,8 +35,9 @@ pub struct ConsumerConfig {
     pub stream_prefix: String,
     /// The coordinator group, which is also the Redis consumer group (default: the stream prefix).
     pub consumer_group: String,
-    /// Redis (data plane) URL, e.g. `redis://127.0.0.1:6379`.
-    pub redis_url: String,
+    /// The Redis the shard streams live on (data plane): a standalone URL, e.g. `redis://127.0.0.1:6379`,
+    /// or a Redis Cluster ([`ConsumerConfig::redis`]).
+    pub redis: RedisTarget,
     /// Member id, also the Redis consumer name (default: pod IP or host name, see [`crate::default_member_id`]).
     pub member_id: String,
     /// Logical members in this process; with N > 1 they are `<member_id>-m0 … -m{N-1}` (default 1).
@@ -87,7 +89,7 @@ impl ConsumerConfig {
         ConsumerConfig {
             consumer_group: stream_prefix.clone(),
             stream_prefix,
-            redis_url: redis_url.into(),
+            redis: RedisTarget::Standalone(redis_url.into()),
             member_id: identity::default_member_id(),
             concurrency: 1,
             group_instance_id: std::env::var("RSC_GROUP_INSTANCE_ID")
@@ -102,6 +104,19 @@ impl ConsumerConfig {
             shutdown_timeout: Duration::from_secs(30),
             ack_after_handle: false,
         }
+    }
+
+    /// Reads from this Redis instead of the URL given to [`ConsumerConfig::new`], e.g. a Redis Cluster.
+    ///
+    /// ```
+    /// use rsc_client::{ConsumerConfig, RedisTarget};
+    /// let cfg = ConsumerConfig::new("orders", "unused")
+    ///     .redis(RedisTarget::cluster(["127.0.0.1:7000", "127.0.0.1:7001"]));
+    /// assert!(cfg.validate().is_ok());
+    /// ```
+    pub fn redis(mut self, target: RedisTarget) -> Self {
+        self.redis = target;
+        self
     }
 
     /// The coordinator / Redis consumer group.
@@ -208,6 +223,7 @@ impl ConsumerConfig {
             .map_err(|e| ClientError::InvalidConfig(e.to_string()))?;
         rsc_protocol::validate::validate_consumer_group(&self.consumer_group)
             .map_err(|e| ClientError::InvalidConfig(e.to_string()))?;
+        self.redis.validate()?;
         for id in self.member_ids() {
             rsc_protocol::validate::validate_member_id(&id)
                 .map_err(|e| ClientError::InvalidConfig(e.to_string()))?;

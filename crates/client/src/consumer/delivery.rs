@@ -43,7 +43,7 @@ pub struct Delivery {
     pub(crate) member_id: String,
     pub(crate) group: String,
     /// The batch's connection; it reconnects by itself, so a retried ack works after a Redis restart.
-    pub(crate) conn: redis::aio::ConnectionManager,
+    pub(crate) conn: crate::redis_target::DataConn,
     pub(crate) local: Arc<ShardLocal>,
 }
 

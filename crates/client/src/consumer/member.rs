@@ -13,6 +13,7 @@ use super::events::{ConsumerEvent, EventSink, MemberSnapshot};
 use super::membership::{new_membership, request};
 use super::reader::ReaderCtx;
 use crate::coordinator::CoordinatorClient;
+use crate::redis_target::Endpoint;
 use rsc_member::{Applied, LocalShard, Membership};
 use rsc_protocol::wire::{HeartbeatStatus, RuntimeConsumerCapacity, ShardId, ShardProgressReport};
 use std::collections::HashMap;
@@ -33,7 +34,7 @@ pub(crate) struct Member<H> {
     id: String,
     config: Arc<ConsumerConfig>,
     coord: CoordinatorClient,
-    client: redis::Client,
+    client: Endpoint,
     handler: Arc<H>,
     membership: Membership,
     readers: HashMap<u32, watch::Sender<bool>>,
@@ -55,7 +56,7 @@ impl<H: Handler> Member<H> {
         id: String,
         config: Arc<ConsumerConfig>,
         coord: CoordinatorClient,
-        client: redis::Client,
+        client: Endpoint,
         handler: Arc<H>,
         observers: Observers,
     ) -> Self {

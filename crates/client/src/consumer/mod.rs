@@ -15,13 +15,14 @@ pub(crate) mod reader;
 
 use crate::coordinator::CoordinatorClient;
 use crate::error::ClientError;
+use crate::redis_target::ConnectOptions;
 use config::ConsumerConfig;
 use delivery::Delivery;
 use events::{EventSink, MemberSnapshot};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -120,10 +121,16 @@ impl Consumer {
         events: Option<EventSink>,
     ) -> Result<Consumer, ClientError> {
         config.validate()?;
-        let client = redis::Client::open(config.redis_url.as_str())
-            .map_err(|e| ClientError::InvalidConfig(format!("redis URL is not usable: {e}")))?;
+        let client = config.redis.endpoint()?;
         // Fail fast on an unreachable Redis rather than joining a group we cannot read.
-        let mut probe = client.get_multiplexed_async_connection().await?;
+        let mut probe = client
+            .connect(ConnectOptions {
+                connect_timeout: Duration::from_secs(2),
+                response_timeout: Duration::from_secs(5),
+                reconnect_retries: Some(0),
+                max_reconnect_delay: None,
+            })
+            .await?;
         let _: String = redis::cmd("PING").query_async(&mut probe).await?;
         drop(probe);
         let config = Arc::new(config);

@@ -11,8 +11,8 @@ use super::Handler;
 use super::config::{LEASE_GUARD, read_lease_left};
 use super::delivery::{Delivery, ShardLocal};
 use super::events::{ConsumerEvent, EventSink, StopReason};
+use crate::redis_target::{ConnectOptions, DataConn, Endpoint};
 use redis::AsyncCommands;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::streams::{StreamAutoClaimReply, StreamId, StreamReadOptions, StreamReadReply};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -27,7 +27,7 @@ pub(crate) struct ReaderCtx<H> {
     pub stream_key: String,
     pub shard: u32,
     pub reclaim: bool,
-    pub client: redis::Client,
+    pub client: Endpoint,
     pub handler: Arc<H>,
     pub local: Arc<ShardLocal>,
     pub stop: watch::Receiver<bool>,
@@ -113,7 +113,7 @@ impl<H: Handler> ReaderCtx<H> {
     }
 
     async fn read_loop(&mut self) -> StopReason {
-        let mut conn: Option<ConnectionManager> = None;
+        let mut conn: Option<DataConn> = None;
         let mut cursor: Option<String> = self.reclaim.then(|| "0-0".to_owned());
         let mut idle = IDLE_BACKOFF_MIN;
         let mut error_backoff = IDLE_BACKOFF_MIN;
@@ -212,19 +212,21 @@ impl<H: Handler> ReaderCtx<H> {
     /// A new connection for this loop and the deliveries of its batches, or None if the loop was told to
     /// stop first.
     ///
-    /// It is a [`ConnectionManager`]: the loop still drops it and makes a new one (with its own backoff)
-    /// after a failed read, but a [`Delivery`] keeps the one of its batch, and that one must reconnect by
-    /// itself so that an application retrying an ack after a Redis restart succeeds. The manager makes few
-    /// attempts of its own per failure: retrying is the loop's backoff or the application's.
-    async fn connect_unless_stopped(&self) -> Option<redis::RedisResult<ConnectionManager>> {
-        let cfg = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(Duration::from_secs(2)))
-            .set_response_timeout(Some(self.poll_timeout + Duration::from_secs(5)))
-            .set_number_of_retries(1)
-            .set_max_delay(ERROR_BACKOFF_MAX);
+    /// It is a [`DataConn`] (standalone: a connection manager; cluster: a cluster connection): the loop
+    /// still drops it and makes a new one (with its own backoff) after a failed read, but a [`Delivery`]
+    /// keeps the one of its batch, and that one must reconnect by itself so that an application retrying an
+    /// ack after a Redis restart (or a cluster failover) succeeds. A standalone manager makes few attempts
+    /// of its own per failure: retrying is the loop's backoff or the application's.
+    async fn connect_unless_stopped(&self) -> Option<redis::RedisResult<DataConn>> {
+        let options = ConnectOptions {
+            connect_timeout: Duration::from_secs(2),
+            response_timeout: self.poll_timeout + Duration::from_secs(5),
+            reconnect_retries: Some(1),
+            max_reconnect_delay: Some(ERROR_BACKOFF_MAX),
+        };
         let mut stop = self.stop.clone();
         tokio::select! {
-            c = ConnectionManager::new_with_config(self.client.clone(), cfg) => Some(c),
+            c = self.client.connect(options) => Some(c),
             _ = stop.wait_for(|s| *s) => None,
         }
     }
@@ -232,7 +234,7 @@ impl<H: Handler> ReaderCtx<H> {
     /// One XAUTOCLAIM page from `start`: (next cursor, entries claimed by this member).
     async fn autoclaim(
         &self,
-        mut c: ConnectionManager,
+        mut c: DataConn,
         start: &str,
     ) -> redis::RedisResult<(String, Vec<StreamId>)> {
         let reply: StreamAutoClaimReply = redis::cmd("XAUTOCLAIM")
@@ -251,7 +253,7 @@ impl<H: Handler> ReaderCtx<H> {
     /// One XREADGROUP of new entries, blocking up to `block` (None = do not block).
     async fn read_new(
         &self,
-        mut c: ConnectionManager,
+        mut c: DataConn,
         block: Option<Duration>,
     ) -> redis::RedisResult<Vec<StreamId>> {
         let mut opts = StreamReadOptions::default()
@@ -284,7 +286,7 @@ impl<H: Handler> ReaderCtx<H> {
     /// so does this member's own next loop of the shard ([`ShardLocal::left_pending`]).
     async fn handle_batch(
         &self,
-        conn: &ConnectionManager,
+        conn: &DataConn,
         entries: Vec<StreamId>,
         reclaimed: bool,
     ) -> Handled {
@@ -304,7 +306,7 @@ impl<H: Handler> ReaderCtx<H> {
     }
 
     /// One XACK for `ids`; the local progress follows it.
-    async fn ack_all(&self, conn: &ConnectionManager, ids: &[String]) -> redis::RedisResult<()> {
+    async fn ack_all(&self, conn: &DataConn, ids: &[String]) -> redis::RedisResult<()> {
         let mut c = conn.clone();
         let removed: i64 = redis::cmd("XACK")
             .arg(&self.stream_key)
@@ -321,7 +323,7 @@ impl<H: Handler> ReaderCtx<H> {
     /// The handler part of [`Self::handle_batch`]; with `ack_after_handle`, collects the ids it handled.
     async fn hand_over(
         &self,
-        conn: &ConnectionManager,
+        conn: &DataConn,
         entries: Vec<StreamId>,
         reclaimed: bool,
         handled_ids: &mut Vec<String>,

@@ -53,7 +53,7 @@ async fn connecting_to_nothing_fails_fast_with_advice() {
     let url = server.url();
     server.kill();
     assert_unreachable_fast(RedisTopology::Standalone(url.clone())).await;
-    assert_unreachable_fast(RedisTopology::Cluster(vec![url])).await;
+    assert_unreachable_fast(RedisTopology::cluster(vec![url])).await;
 }
 
 #[tokio::test]

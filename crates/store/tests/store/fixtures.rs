@@ -37,7 +37,7 @@ pub fn cluster() -> &'static RedisCluster {
 
 /// A store connected to the shared cluster (each test gets its own connection).
 pub async fn cluster_store() -> Store {
-    Store::connect(&RedisTopology::Cluster(cluster().node_urls()), TIMEOUT)
+    Store::connect(&RedisTopology::cluster(cluster().node_urls()), TIMEOUT)
         .await
         .expect("connect to the test cluster")
 }

@@ -2,17 +2,23 @@
 //! batching they share.
 
 use super::*;
+use std::collections::BTreeMap;
+
+/// A data-plane connection (standalone or cluster).
+async fn connect(target: &RedisTarget) -> Result<DataConn, String> {
+    target
+        .connect()
+        .await
+        .map_err(|e| format!("connecting to Redis: {e}"))
+}
 
 /// Waits until no entry of the bench stream is pending (the SDK's last XACKs landed).
 pub(super) async fn wait_acked(
-    client: &redis::Client,
+    client: &RedisTarget,
     prefix: &str,
     shards: u32,
 ) -> Result<(), String> {
-    let mut conn = client
-        .get_multiplexed_async_connection()
-        .await
-        .map_err(|e| format!("connecting to Redis: {e}"))?;
+    let mut conn = connect(client).await?;
     let deadline = Instant::now() + PHASE_TIMEOUT;
     loop {
         let mut pending = 0;
@@ -103,7 +109,7 @@ where
 pub(super) async fn produce_raw(
     args: &DataplaneArgs,
     coord: &CoordinatorClient,
-    redis_client: &redis::Client,
+    redis_client: &RedisTarget,
     prefix: &str,
 ) -> Result<f64, String> {
     let routing = coord
@@ -118,10 +124,7 @@ pub(super) async fn produce_raw(
             .collect(),
     );
     let shard_count = routing.shard_count;
-    let conn = redis_client
-        .get_multiplexed_async_connection()
-        .await
-        .map_err(|e| format!("connecting to Redis: {e}"))?;
+    let conn = connect(redis_client).await?;
     let payload = vec![b'x'; args.payload];
     let work: Vec<_> = (0..args.producers)
         .map(|t| {
@@ -130,11 +133,16 @@ pub(super) async fn produce_raw(
             let keys = keys.clone();
             async move {
                 for batch in batches {
-                    let mut pipe = redis::pipe();
+                    // One pipeline per batch; on a cluster one per shard stream (a pipeline stays in
+                    // one slot), sent one after the other.
+                    let mut pipes: BTreeMap<u32, redis::Pipeline> = BTreeMap::new();
                     for r in &batch {
                         let shard = rsc_protocol::routing::shard_for_key(&r.key, shard_count)
                             .ok_or("no shards")?;
-                        let cmd = pipe
+                        let group = if conn.is_cluster() { shard } else { 0 };
+                        let cmd = pipes
+                            .entry(group)
+                            .or_insert_with(redis::pipe)
                             .cmd("XADD")
                             .arg(&keys[shard as usize])
                             .arg("NOMKSTREAM")
@@ -143,12 +151,14 @@ pub(super) async fn produce_raw(
                             cmd.arg(f.as_str()).arg(v.as_slice());
                         }
                     }
-                    let ids: Vec<Option<String>> = pipe
-                        .query_async(&mut conn)
-                        .await
-                        .map_err(|e| format!("raw XADD: {e}"))?;
-                    if ids.iter().any(Option::is_none) {
-                        return Err("raw XADD found a shard stream missing".to_string());
+                    for pipe in pipes.values() {
+                        let ids: Vec<Option<String>> = pipe
+                            .query_async(&mut conn)
+                            .await
+                            .map_err(|e| format!("raw XADD: {e}"))?;
+                        if ids.iter().any(Option::is_none) {
+                            return Err("raw XADD found a shard stream missing".to_string());
+                        }
                     }
                 }
                 Ok(())
@@ -167,7 +177,9 @@ pub(super) async fn produce_sdk(
     let producer = Arc::new(
         Producer::connect(
             coord.clone(),
-            ProducerConfig::new(prefix, &args.target.redis_url).max_len(None),
+            ProducerConfig::new(prefix, &args.target.redis_url)
+                .redis(args.target.redis()?)
+                .max_len(None),
         )
         .await
         .map_err(|e| format!("starting the SDK producer: {e}"))?,
@@ -196,16 +208,13 @@ pub(super) async fn produce_sdk(
 /// shard is exhausted; `batch_ack`: one XACK per batch instead of one per entry.
 pub(super) async fn consume_raw(
     args: &DataplaneArgs,
-    redis_client: &redis::Client,
+    redis_client: &RedisTarget,
     prefix: &str,
     total: u64,
     batch_ack: bool,
 ) -> Result<f64, String> {
     let group = format!("raw-{}", if batch_ack { "batch-ack" } else { "entry-ack" });
-    let mut setup = redis_client
-        .get_multiplexed_async_connection()
-        .await
-        .map_err(|e| format!("connecting to Redis: {e}"))?;
+    let mut setup = connect(redis_client).await?;
     let mut loops = Vec::new();
     for shard in 0..args.shards {
         let key = rsc_protocol::names::shard_stream_key(prefix, shard);
@@ -218,10 +227,7 @@ pub(super) async fn consume_raw(
             .await
             .map_err(|e| format!("XGROUP CREATE {key} {group}: {e}"))?;
         // Its own connection, as each SDK read loop has.
-        let conn = redis_client
-            .get_multiplexed_async_connection()
-            .await
-            .map_err(|e| format!("connecting to Redis: {e}"))?;
+        let conn = connect(redis_client).await?;
         loops.push((key, conn));
     }
     let consumed = Arc::new(AtomicU64::new(0));

@@ -40,8 +40,8 @@ use super::common::{self, Target};
 use clap::Args;
 use redis::streams::{StreamReadOptions, StreamReadReply};
 use rsc_client::{
-    Consumer, ConsumerConfig, CoordinatorClient, CreateStream, Delivery, Producer, ProducerConfig,
-    Record,
+    Consumer, ConsumerConfig, CoordinatorClient, CreateStream, DataConn, Delivery, Producer,
+    ProducerConfig, Record, RedisTarget,
 };
 use std::collections::BTreeSet;
 use std::process::ExitCode;
@@ -216,8 +216,7 @@ async fn measure(
     coord: &CoordinatorClient,
     prefix: &str,
 ) -> Result<(), String> {
-    let redis_client = redis::Client::open(args.target.redis_url.as_str())
-        .map_err(|e| format!("--redis-url: {e}"))?;
+    let redis_client = args.target.redis()?;
     let total = args.count * 2 * u64::from(args.rounds);
 
     // The SDK consumer joins first and converges with its handler held at a gate.
@@ -242,6 +241,7 @@ async fn measure(
         }
     };
     let config = ConsumerConfig::new(prefix, &args.target.redis_url)
+        .redis(redis_client.clone())
         .member_id(prefix.to_owned())
         .concurrency(args.members)
         .workers(args.shards as usize)

@@ -69,7 +69,12 @@ fn test_reader(
         stream_key: STREAM.into(),
         shard: 0,
         reclaim: false,
-        client: client.clone(),
+        client: crate::redis_target::RedisTarget::standalone(format!(
+            "redis://{}",
+            client.get_connection_info().addr()
+        ))
+        .endpoint()
+        .expect("test redis target"),
         handler: Arc::new(move |d: Delivery| {
             let _ = tx.send(d);
             std::future::ready(())

@@ -1,0 +1,86 @@
+//! The data-plane Redis flags `rsc demo` and `rsc bench dataplane` share besides `--redis-url`: Redis
+//! Cluster seed nodes and the map from the addresses cluster nodes announce to reachable ones (the SDK's
+//! `RedisTarget`; the coordinator's `coordinator.redis-cluster-nodes` and `coordinator.redis.cluster-node-map`).
+
+use clap::Args;
+use rsc_client::RedisTarget;
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct ClusterArgs {
+    /// Redis Cluster seed nodes, `host:port,…`; when given, the data plane is this cluster and
+    /// --redis-url is not used.
+    #[arg(long, env = "RSC_REDIS_CLUSTER_NODES", value_delimiter = ',')]
+    pub redis_cluster_nodes: Vec<String>,
+    /// For a cluster behind NAT: `announced-host:port=reachable-host:port,…` (the address a node
+    /// announces in CLUSTER SLOTS and redirects → the address to connect to).
+    #[arg(long, env = "RSC_REDIS_CLUSTER_NODE_MAP", value_delimiter = ',')]
+    pub redis_cluster_node_map: Vec<String>,
+}
+
+impl ClusterArgs {
+    /// The data plane: the cluster when nodes are given, else the standalone `url`. Checked without
+    /// connecting; the message names the flag.
+    pub fn target(&self, url: &str) -> Result<RedisTarget, String> {
+        let nodes: Vec<String> = self
+            .redis_cluster_nodes
+            .iter()
+            .map(|n| n.trim().to_owned())
+            .filter(|n| !n.is_empty())
+            .collect();
+        if nodes.is_empty() {
+            if !self.redis_cluster_node_map.is_empty() {
+                return Err(
+                    "--redis-cluster-node-map applies to a Redis Cluster only: give --redis-cluster-nodes too"
+                        .into(),
+                );
+            }
+            return Ok(RedisTarget::standalone(url));
+        }
+        let mut pairs = Vec::new();
+        for pair in &self.redis_cluster_node_map {
+            let Some((announced, reachable)) = pair.split_once('=') else {
+                return Err(format!(
+                    "--redis-cluster-node-map: {pair:?} is not announced-host:port=reachable-host:port"
+                ));
+            };
+            pairs.push((announced.trim().to_owned(), reachable.trim().to_owned()));
+        }
+        let target = RedisTarget::cluster(nodes).node_map(pairs);
+        target
+            .validate()
+            .map_err(|e| format!("--redis-cluster-nodes / --redis-cluster-node-map: {e}"))?;
+        Ok(target)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nodes_select_the_cluster_and_a_map_needs_nodes() {
+        let none = ClusterArgs::default();
+        assert_eq!(
+            none.target("redis://h:1"),
+            Ok(RedisTarget::standalone("redis://h:1"))
+        );
+        let map_only = ClusterArgs {
+            redis_cluster_node_map: vec!["a:1=b:2".into()],
+            ..ClusterArgs::default()
+        };
+        assert!(map_only.target("redis://h:1").is_err());
+        let cluster = ClusterArgs {
+            redis_cluster_nodes: vec!["127.0.0.1:7000".into()],
+            redis_cluster_node_map: vec!["10.0.0.1:7000=127.0.0.1:7000".into()],
+        };
+        assert!(matches!(
+            cluster.target("unused"),
+            Ok(RedisTarget::Cluster { nodes, node_map }) if nodes.len() == 1 && node_map.len() == 1
+        ));
+        let bad = ClusterArgs {
+            redis_cluster_nodes: vec!["127.0.0.1:7000".into()],
+            redis_cluster_node_map: vec!["nonsense".into()],
+        };
+        assert!(bad.target("unused").unwrap_err().contains("nonsense"));
+    }
+}

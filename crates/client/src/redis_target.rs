@@ -1,0 +1,299 @@
+//! Where the SDK's data plane lives, and the one place the SDK connects to it: one standalone Redis (a
+//! URL) or a Redis Cluster (seed nodes, plus a map from the addresses nodes announce to the addresses this
+//! process can reach them at, for clusters behind NAT or port forwarding).
+//!
+//! A cluster connection follows MOVED and ASK redirects and refreshes its slot map by itself, so a slot
+//! migrating between masters or a replica promoted in a failover is ridden out by a retry inside the
+//! connection. The shard streams of one stream hash by their own keys (`<prefix>:<i>`, no hash tag), so
+//! they spread over the masters; a pipeline, which must stay within one slot, is split per stream key by
+//! the producer ([`DataConn::is_cluster`]).
+
+use crate::error::ClientError;
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::{ClusterClient, NodeAddress};
+use redis::cluster_async::ClusterConnection;
+use redis::{Cmd, Pipeline, RedisFuture, Value};
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+/// The Redis the shard streams live on.
+///
+/// ```
+/// use rsc_client::RedisTarget;
+/// let standalone = RedisTarget::standalone("redis://127.0.0.1:6379");
+/// let cluster = RedisTarget::cluster(["10.0.0.1:7000", "10.0.0.2:7000"])
+///     .node_map([("10.0.0.1:7000", "127.0.0.1:17000")]);
+/// assert!(cluster.validate().is_ok());
+/// assert_eq!(standalone.describe(), "redis://127.0.0.1:6379");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RedisTarget {
+    /// One Redis server, e.g. `redis://127.0.0.1:6379`.
+    Standalone(String),
+    /// A Redis Cluster.
+    Cluster {
+        /// Seed nodes (`host:port` or `redis://host:port`); the rest are discovered.
+        nodes: Vec<String>,
+        /// Announced address (`host:port`, as in `CLUSTER SLOTS`) → address to connect to instead.
+        /// Redirects still name announced addresses; each is mapped when connecting.
+        node_map: BTreeMap<String, String>,
+    },
+}
+
+/// Timeouts and retries of one connection.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ConnectOptions {
+    pub connect_timeout: Duration,
+    pub response_timeout: Duration,
+    /// Standalone: reconnect attempts behind one failed command (None: the library's default).
+    pub reconnect_retries: Option<usize>,
+    /// Standalone: longest delay between reconnect attempts.
+    pub max_reconnect_delay: Option<Duration>,
+}
+
+impl RedisTarget {
+    /// One standalone Redis.
+    pub fn standalone(url: impl Into<String>) -> Self {
+        RedisTarget::Standalone(url.into())
+    }
+
+    /// A Redis Cluster reached through these seed nodes, with no address mapping.
+    pub fn cluster<I, S>(nodes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        RedisTarget::Cluster {
+            nodes: nodes.into_iter().map(Into::into).collect(),
+            node_map: BTreeMap::new(),
+        }
+    }
+
+    /// Adds `announced → reachable` address pairs (`host:port` each); no effect on a standalone target.
+    pub fn node_map<I, A, R>(mut self, pairs: I) -> Self
+    where
+        I: IntoIterator<Item = (A, R)>,
+        A: Into<String>,
+        R: Into<String>,
+    {
+        if let RedisTarget::Cluster { node_map, .. } = &mut self {
+            node_map.extend(pairs.into_iter().map(|(a, r)| (a.into(), r.into())));
+        }
+        self
+    }
+
+    /// The address(es) for messages: the URL, or the seed nodes joined with commas.
+    pub fn describe(&self) -> String {
+        match self {
+            RedisTarget::Standalone(url) => url.clone(),
+            RedisTarget::Cluster { nodes, .. } => nodes.join(","),
+        }
+    }
+
+    /// Checks the URL, the seed nodes and the node map without connecting.
+    pub fn validate(&self) -> Result<(), ClientError> {
+        self.endpoint().map(|_| ())
+    }
+
+    /// A connection to the target (2 s to connect, 5 s per reply), e.g. for an application's own reads
+    /// and writes next to the SDK's. On a cluster it follows redirects; keep each pipeline within one slot.
+    pub async fn connect(&self) -> Result<DataConn, ClientError> {
+        Ok(self
+            .endpoint()?
+            .connect(ConnectOptions {
+                connect_timeout: Duration::from_secs(2),
+                response_timeout: Duration::from_secs(5),
+                reconnect_retries: None,
+                max_reconnect_delay: None,
+            })
+            .await?)
+    }
+
+    /// The parsed form a connection is made from.
+    pub(crate) fn endpoint(&self) -> Result<Endpoint, ClientError> {
+        let invalid = |what: String| ClientError::InvalidConfig(what);
+        match self {
+            RedisTarget::Standalone(url) => redis::Client::open(url.as_str())
+                .map(Endpoint::Standalone)
+                .map_err(|e| invalid(format!("redis URL {url:?} is not usable: {e}"))),
+            RedisTarget::Cluster { nodes, node_map } => {
+                if nodes.is_empty() {
+                    return Err(invalid(
+                        "a Redis Cluster needs at least one seed node (host:port)".into(),
+                    ));
+                }
+                let seeds = nodes.iter().map(|n| seed_url(n)).collect::<Vec<_>>();
+                for (node, url) in nodes.iter().zip(&seeds) {
+                    redis::Client::open(url.as_str()).map_err(|e| {
+                        invalid(format!("redis cluster node {node:?} is not usable: {e}"))
+                    })?;
+                }
+                let map = parse_node_map(node_map).map_err(invalid)?;
+                Ok(Endpoint::Cluster { seeds, map })
+            }
+        }
+    }
+}
+
+/// `host:port` → `redis://host:port`; URLs are kept.
+fn seed_url(node: &str) -> String {
+    if node.contains("://") {
+        node.to_owned()
+    } else {
+        format!("redis://{node}")
+    }
+}
+
+/// Parses `announced → reachable` pairs, naming the first bad entry.
+pub fn parse_node_map(
+    pairs: &BTreeMap<String, String>,
+) -> Result<HashMap<NodeAddress, NodeAddress>, String> {
+    let address = |text: &str| -> Result<NodeAddress, String> {
+        let parsed: Option<NodeAddress> = text.trim().parse().ok();
+        parsed
+            .filter(|a| !a.host().is_empty() && a.port() != 0)
+            .ok_or_else(|| format!("cluster node map entry {text:?} is not host:port"))
+    };
+    pairs
+        .iter()
+        .map(|(announced, reachable)| Ok((address(announced)?, address(reachable)?)))
+        .collect()
+}
+
+/// A validated target, ready to connect (cheap to clone).
+#[derive(Clone)]
+pub(crate) enum Endpoint {
+    Standalone(redis::Client),
+    Cluster {
+        seeds: Vec<String>,
+        map: HashMap<NodeAddress, NodeAddress>,
+    },
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Endpoint::Standalone(_) => f.write_str("Endpoint::Standalone"),
+            Endpoint::Cluster { seeds, .. } => write!(f, "Endpoint::Cluster({})", seeds.join(",")),
+        }
+    }
+}
+
+impl Endpoint {
+    /// A new connection (standalone: a reconnecting manager; cluster: a cluster connection that follows
+    /// redirects and reconnects per node).
+    pub(crate) async fn connect(&self, o: ConnectOptions) -> redis::RedisResult<DataConn> {
+        match self {
+            Endpoint::Standalone(client) => {
+                let mut cfg = ConnectionManagerConfig::new()
+                    .set_connection_timeout(Some(o.connect_timeout))
+                    .set_response_timeout(Some(o.response_timeout));
+                if let Some(n) = o.reconnect_retries {
+                    cfg = cfg.set_number_of_retries(n);
+                }
+                if let Some(d) = o.max_reconnect_delay {
+                    cfg = cfg.set_max_delay(d);
+                }
+                let manager = ConnectionManager::new_with_config(client.clone(), cfg).await?;
+                Ok(DataConn(Inner::Standalone(manager)))
+            }
+            Endpoint::Cluster { seeds, map } => {
+                let client = ClusterClient::builder(seeds.iter().map(String::as_str))
+                    .connection_timeout(o.connect_timeout)
+                    .response_timeout(o.response_timeout)
+                    .node_address_map(map.clone())
+                    .build()?;
+                let conn = client.get_async_connection().await?;
+                Ok(DataConn(Inner::Cluster(conn)))
+            }
+        }
+    }
+}
+
+/// A multiplexed connection to the target, standalone or cluster; cheap to clone.
+#[derive(Clone)]
+pub struct DataConn(Inner);
+
+#[derive(Clone)]
+enum Inner {
+    Standalone(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl DataConn {
+    /// Whether this is a cluster connection (a pipeline must then stay within one slot).
+    pub fn is_cluster(&self) -> bool {
+        matches!(self.0, Inner::Cluster(_))
+    }
+}
+
+impl std::fmt::Debug for DataConn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.is_cluster() {
+            "DataConn(cluster)"
+        } else {
+            "DataConn(standalone)"
+        })
+    }
+}
+
+impl ConnectionLike for DataConn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match &mut self.0 {
+            Inner::Standalone(c) => c.req_packed_command(cmd),
+            Inner::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match &mut self.0 {
+            Inner::Standalone(c) => c.req_packed_commands(pipeline, offset, count),
+            Inner::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match &self.0 {
+            Inner::Standalone(c) => c.get_db(),
+            Inner::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_node_map_entry_is_named() {
+        let target = RedisTarget::cluster(["127.0.0.1:7000"]).node_map([("10.0.0.1", "x:1")]);
+        let err = target.validate().expect_err("no port").to_string();
+        assert!(err.contains("\"10.0.0.1\""), "{err}");
+        assert!(
+            RedisTarget::cluster(Vec::<String>::new())
+                .validate()
+                .is_err()
+        );
+        assert!(RedisTarget::standalone("http://x").validate().is_err());
+    }
+
+    #[test]
+    fn seeds_accept_host_port_and_urls() {
+        assert_eq!(seed_url("127.0.0.1:7000"), "redis://127.0.0.1:7000");
+        assert_eq!(seed_url("redis://h:1"), "redis://h:1");
+        let map = parse_node_map(&BTreeMap::from([(
+            "10.0.0.1:7000".to_owned(),
+            "127.0.0.1:17000".to_owned(),
+        )]))
+        .expect("valid");
+        assert_eq!(
+            map.get(&NodeAddress::new("10.0.0.1", 7000)),
+            Some(&NodeAddress::new("127.0.0.1", 17000))
+        );
+    }
+}
