@@ -68,7 +68,8 @@ pub struct Metrics {
     /// `member_expired_total{stream,group}`.
     group_expired: Family<Labels, Counter>,
     /// Groups with series in the two families above, so that a deleted group's series can be removed.
-    counted_groups: std::sync::Mutex<std::collections::BTreeSet<(String, String)>>,
+    counted_groups:
+        std::sync::Mutex<std::collections::BTreeMap<String, std::collections::BTreeSet<String>>>,
     snapshot: RwLock<Option<Arc<snapshot::Snapshot>>>,
 }
 
@@ -193,10 +194,15 @@ impl Metrics {
     }
 
     fn note_group(&self, stream: &str, group: &str) {
+        // Looked up by reference: a group already noted (every heartbeat but its group's first) allocates nothing.
         if let Ok(mut seen) = self.counted_groups.lock()
-            && !seen.contains(&(stream.to_owned(), group.to_owned()))
+            && !seen
+                .get(stream)
+                .is_some_and(|groups| groups.contains(group))
         {
-            seen.insert((stream.to_owned(), group.to_owned()));
+            seen.entry(stream.to_owned())
+                .or_default()
+                .insert(group.to_owned());
         }
     }
 
@@ -208,8 +214,8 @@ impl Metrics {
         };
         let gone: Vec<(String, String)> = seen
             .iter()
-            .filter(|g| !live.contains(*g) && g.0 != "none")
-            .cloned()
+            .flat_map(|(stream, groups)| groups.iter().map(|g| (stream.clone(), g.clone())))
+            .filter(|g| !live.contains(g) && g.0 != "none")
             .collect();
         for (stream, group) in gone {
             let base = vec![("stream", stream.clone()), ("group", group.clone())];
@@ -219,7 +225,12 @@ impl Metrics {
                 labels.push(("status", status.as_str().to_owned()));
                 self.group_heartbeats.remove(&labels);
             }
-            seen.remove(&(stream, group));
+            if let Some(groups) = seen.get_mut(&stream) {
+                groups.remove(&group);
+                if groups.is_empty() {
+                    seen.remove(&stream);
+                }
+            }
         }
     }
 
