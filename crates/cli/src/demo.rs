@@ -91,7 +91,11 @@ pub fn run(args: DemoArgs) -> ExitCode {
 }
 
 async fn demo(args: DemoArgs) -> ExitCode {
-    let redis = match args.cluster.target(&args.redis_url) {
+    let (redis, redis_tls) = match args
+        .cluster
+        .target(&args.redis_url)
+        .and_then(|r| Ok((r, args.cluster.tls()?)))
+    {
         Ok(r) => r,
         Err(e) => {
             eprintln!("rsc demo: {e}");
@@ -171,11 +175,15 @@ async fn demo(args: DemoArgs) -> ExitCode {
             }
         }
     };
-    let consumer_config = ConsumerConfig::new(&args.stream, &args.redis_url)
+    let mut consumer_config = ConsumerConfig::new(&args.stream, &args.redis_url)
         .redis(redis.clone())
         .member_id(format!("rsc-demo-{run_id}"))
         .concurrency(args.members as usize)
         .batch_size(50);
+    consumer_config.redis_tls = redis_tls.clone();
+    let mut producer_config =
+        ProducerConfig::new(&args.stream, &args.redis_url).redis(redis.clone());
+    producer_config.redis_tls = redis_tls;
     let consumer = match Consumer::start(coord.clone(), consumer_config, handler).await {
         Ok(c) => c,
         Err(e) => {
@@ -186,12 +194,7 @@ async fn demo(args: DemoArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let producer = match Producer::connect(
-        coord.clone(),
-        ProducerConfig::new(&args.stream, &args.redis_url).redis(redis.clone()),
-    )
-    .await
-    {
+    let producer = match Producer::connect(coord.clone(), producer_config).await {
         Ok(p) => Arc::new(p),
         Err(e) => {
             eprintln!("rsc demo: cannot start the producer: {e}");

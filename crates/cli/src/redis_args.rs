@@ -1,9 +1,12 @@
 //! The data-plane Redis flags `rsc demo` and `rsc bench dataplane` share besides `--redis-url`: Redis
 //! Cluster seed nodes and the map from the addresses cluster nodes announce to reachable ones (the SDK's
-//! `RedisTarget`; the coordinator's `coordinator.redis-cluster-nodes` and `coordinator.redis.cluster-node-map`).
+//! `RedisTarget`; the coordinator's `coordinator.redis-cluster-nodes` and `coordinator.redis.cluster-node-map`),
+//! and the TLS files of a `rediss://` data plane (the SDK's `RedisTls`; the coordinator's
+//! `coordinator.redis.tls.*`).
 
 use clap::Args;
-use rsc_client::RedisTarget;
+use rsc_client::{RedisTarget, RedisTls};
+use std::path::PathBuf;
 
 #[derive(Args, Debug, Clone, Default)]
 pub struct ClusterArgs {
@@ -15,9 +18,35 @@ pub struct ClusterArgs {
     /// announces in CLUSTER SLOTS and redirects → the address to connect to).
     #[arg(long, env = "RSC_REDIS_CLUSTER_NODE_MAP", value_delimiter = ',')]
     pub redis_cluster_node_map: Vec<String>,
+    /// TLS: the CA certificate(s) (PEM) the Redis server's certificate must chain to (default: the
+    /// system's trust store). Needs a rediss:// URL (cluster nodes as host:port).
+    #[arg(long, env = "RSC_REDIS_TLS_CA_FILE")]
+    pub redis_tls_ca_file: Option<PathBuf>,
+    /// TLS: client certificate (PEM) for mutual TLS; needs --redis-tls-key-file.
+    #[arg(long, env = "RSC_REDIS_TLS_CERT_FILE")]
+    pub redis_tls_cert_file: Option<PathBuf>,
+    /// TLS: the client certificate's private key (PEM); needs --redis-tls-cert-file.
+    #[arg(long, env = "RSC_REDIS_TLS_KEY_FILE")]
+    pub redis_tls_key_file: Option<PathBuf>,
 }
 
 impl ClusterArgs {
+    /// The TLS options, `None` when no file is given; a certificate without its key (or a key without its
+    /// certificate) is refused, naming the flags.
+    pub fn tls(&self) -> Result<Option<RedisTls>, String> {
+        let tls = RedisTls {
+            ca_file: self.redis_tls_ca_file.clone(),
+            cert_file: self.redis_tls_cert_file.clone(),
+            key_file: self.redis_tls_key_file.clone(),
+        };
+        if tls == RedisTls::default() {
+            return Ok(None);
+        }
+        tls.check_pairing()
+            .map_err(|e| format!("--redis-tls-cert-file / --redis-tls-key-file: {e}"))?;
+        Ok(Some(tls))
+    }
+
     /// The data plane: the cluster when nodes are given, else the standalone `url`. Checked without
     /// connecting; the message names the flag.
     pub fn target(&self, url: &str) -> Result<RedisTarget, String> {
@@ -72,6 +101,7 @@ mod tests {
         let cluster = ClusterArgs {
             redis_cluster_nodes: vec!["127.0.0.1:7000".into()],
             redis_cluster_node_map: vec!["10.0.0.1:7000=127.0.0.1:7000".into()],
+            ..ClusterArgs::default()
         };
         assert!(matches!(
             cluster.target("unused"),
@@ -80,7 +110,28 @@ mod tests {
         let bad = ClusterArgs {
             redis_cluster_nodes: vec!["127.0.0.1:7000".into()],
             redis_cluster_node_map: vec!["nonsense".into()],
+            ..ClusterArgs::default()
         };
         assert!(bad.target("unused").unwrap_err().contains("nonsense"));
+    }
+
+    #[test]
+    fn tls_flags_come_in_pairs() {
+        assert_eq!(ClusterArgs::default().tls(), Ok(None));
+        let ca = ClusterArgs {
+            redis_tls_ca_file: Some("ca.pem".into()),
+            ..ClusterArgs::default()
+        };
+        assert_eq!(ca.tls(), Ok(Some(RedisTls::new().ca_file("ca.pem"))));
+        let cert_only = ClusterArgs {
+            redis_tls_cert_file: Some("c.pem".into()),
+            ..ClusterArgs::default()
+        };
+        assert!(
+            cert_only
+                .tls()
+                .unwrap_err()
+                .contains("--redis-tls-key-file")
+        );
     }
 }

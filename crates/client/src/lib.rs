@@ -61,7 +61,7 @@ pub use coordinator::{CoordinatorClient, CoordinatorClientBuilder, CreateStream}
 pub use error::ClientError;
 pub use identity::default_member_id;
 pub use producer::{Producer, ProducerConfig, ProducerStats, Published, Record};
-pub use redis_target::{DataConn, RedisTarget};
+pub use redis_target::{DataConn, RedisTarget, RedisTls};
 /// The HTTP method of [`CoordinatorClient::send_json`].
 pub use reqwest::Method;
 pub use rsc_member::{Applied, LocalShard, Membership, Moment, Outgoing};

@@ -8,7 +8,7 @@
 
 use crate::coordinator::CoordinatorClient;
 use crate::error::ClientError;
-use crate::redis_target::{ConnectOptions, DataConn, RedisTarget};
+use crate::redis_target::{ConnectOptions, DataConn, RedisTarget, RedisTls};
 use crate::routing::{Lookup, Offer, RoutingCache, route};
 use rsc_protocol::wire::ProducerRoutingResponse;
 use std::sync::{Arc, Mutex, Weak};
@@ -25,6 +25,8 @@ pub struct ProducerConfig {
     /// The Redis the shard streams live on (data plane): a standalone URL, e.g. `redis://127.0.0.1:6379`,
     /// or a Redis Cluster ([`ProducerConfig::redis`]).
     pub redis: RedisTarget,
+    /// TLS options for a `rediss://` data plane ([`ProducerConfig::redis_tls`]).
+    pub redis_tls: Option<RedisTls>,
     /// How often routing is refreshed while the coordinator answers (default 5 s).
     pub refresh_interval: Duration,
     /// How long a fetched routing table may be used without a successful refresh (default 60 s).
@@ -50,6 +52,7 @@ impl ProducerConfig {
             consumer_group: stream_prefix.clone(),
             stream_prefix,
             redis: RedisTarget::Standalone(redis_url.into()),
+            redis_tls: None,
             refresh_interval: Duration::from_secs(5),
             routing_lease: Duration::from_secs(60),
             max_len: Some(100_000),
@@ -59,6 +62,12 @@ impl ProducerConfig {
     /// Writes to this Redis instead of the URL given to [`ProducerConfig::new`], e.g. a Redis Cluster.
     pub fn redis(mut self, target: RedisTarget) -> Self {
         self.redis = target;
+        self
+    }
+
+    /// Writes over TLS with these options (see [`crate::ConsumerConfig::redis_tls`]).
+    pub fn redis_tls(mut self, tls: RedisTls) -> Self {
+        self.redis_tls = Some(tls);
         self
     }
 
@@ -91,7 +100,7 @@ impl ProducerConfig {
             .map_err(|e| ClientError::InvalidConfig(e.to_string()))?;
         rsc_protocol::validate::validate_consumer_group(&self.consumer_group)
             .map_err(|e| ClientError::InvalidConfig(e.to_string()))?;
-        self.redis.validate()?;
+        self.redis.endpoint_tls(self.redis_tls.as_ref())?;
         if self.refresh_interval.is_zero() || self.routing_lease <= self.refresh_interval {
             return Err(ClientError::InvalidConfig(format!(
                 "routing lease ({:?}) must be longer than the refresh interval ({:?}), and both positive",
@@ -199,14 +208,15 @@ impl Producer {
         config.validate()?;
         let conn = config
             .redis
-            .endpoint()?
+            .endpoint_tls(config.redis_tls.as_ref())?
             .connect(ConnectOptions {
                 connect_timeout: Duration::from_secs(2),
                 response_timeout: Duration::from_secs(5),
                 reconnect_retries: None,
                 max_reconnect_delay: None,
             })
-            .await?;
+            .await
+            .map_err(ClientError::from_connect)?;
         let inner = Arc::new(Inner {
             coord,
             config,

@@ -7,13 +7,18 @@
 //! connection. The shard streams of one stream hash by their own keys (`<prefix>:<i>`, no hash tag), so
 //! they spread over the masters; a pipeline, which must stay within one slot, is split per stream key by
 //! the producer ([`DataConn::is_cluster`]).
+//!
+//! Over TLS (a `rediss://` URL, or cluster seeds given as `host:port`) the options are a [`RedisTls`]:
+//! a CA file and a client certificate for mutual TLS, given to the consumer and producer configs
+//! (`redis_tls`) or to [`RedisTarget::connect_with_tls`]. The server's name is always verified.
 
 use crate::error::ClientError;
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
-use redis::cluster::{ClusterClient, NodeAddress};
+use redis::cluster::{ClusterClient, ClusterConfig};
 use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
-use std::collections::{BTreeMap, HashMap};
+pub use rsc_redis_connect::{RedisTls, parse_node_map};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// The Redis the shard streams live on.
@@ -98,22 +103,37 @@ impl RedisTarget {
     /// A connection to the target (2 s to connect, 5 s per reply), e.g. for an application's own reads
     /// and writes next to the SDK's. On a cluster it follows redirects; keep each pipeline within one slot.
     pub async fn connect(&self) -> Result<DataConn, ClientError> {
-        Ok(self
-            .endpoint()?
+        self.connect_tls(None).await
+    }
+
+    /// [`RedisTarget::connect`] over TLS with these options (a `rediss://` URL, or `host:port` seeds).
+    pub async fn connect_with_tls(&self, tls: &RedisTls) -> Result<DataConn, ClientError> {
+        self.connect_tls(Some(tls)).await
+    }
+
+    async fn connect_tls(&self, tls: Option<&RedisTls>) -> Result<DataConn, ClientError> {
+        self.endpoint_tls(tls)?
             .connect(ConnectOptions {
                 connect_timeout: Duration::from_secs(2),
                 response_timeout: Duration::from_secs(5),
                 reconnect_retries: None,
                 max_reconnect_delay: None,
             })
-            .await?)
+            .await
+            .map_err(ClientError::from_connect)
     }
 
-    /// The parsed form a connection is made from.
+    /// The parsed form a plain-text (or system-trusted `rediss://`) connection is made from.
     pub(crate) fn endpoint(&self) -> Result<Endpoint, ClientError> {
+        self.endpoint_tls(None)
+    }
+
+    /// The parsed form a connection is made from, with TLS options (their files are read now, so a
+    /// missing or malformed one fails here, named).
+    pub(crate) fn endpoint_tls(&self, tls: Option<&RedisTls>) -> Result<Endpoint, ClientError> {
         let invalid = |what: String| ClientError::InvalidConfig(what);
         match self {
-            RedisTarget::Standalone(url) => redis::Client::open(url.as_str())
+            RedisTarget::Standalone(url) => rsc_redis_connect::standalone_client(url, tls)
                 .map(Endpoint::Standalone)
                 .map_err(|e| invalid(format!("redis URL {url:?} is not usable: {e}"))),
             RedisTarget::Cluster { nodes, node_map } => {
@@ -122,42 +142,22 @@ impl RedisTarget {
                         "a Redis Cluster needs at least one seed node (host:port)".into(),
                     ));
                 }
-                let seeds = nodes.iter().map(|n| seed_url(n)).collect::<Vec<_>>();
-                for (node, url) in nodes.iter().zip(&seeds) {
-                    redis::Client::open(url.as_str()).map_err(|e| {
-                        invalid(format!("redis cluster node {node:?} is not usable: {e}"))
-                    })?;
-                }
-                let map = parse_node_map(node_map).map_err(invalid)?;
-                Ok(Endpoint::Cluster { seeds, map })
+                let client = rsc_redis_connect::cluster_builder(nodes, node_map, tls)
+                    .and_then(|b| {
+                        b.build()
+                            .map_err(|source| rsc_redis_connect::ConnectError::Url {
+                                url: nodes.join(","),
+                                source,
+                            })
+                    })
+                    .map_err(|e| invalid(format!("redis cluster nodes are not usable: {e}")))?;
+                Ok(Endpoint::Cluster {
+                    client,
+                    seeds: nodes.join(","),
+                })
             }
         }
     }
-}
-
-/// `host:port` → `redis://host:port`; URLs are kept.
-fn seed_url(node: &str) -> String {
-    if node.contains("://") {
-        node.to_owned()
-    } else {
-        format!("redis://{node}")
-    }
-}
-
-/// Parses `announced → reachable` pairs, naming the first bad entry.
-pub fn parse_node_map(
-    pairs: &BTreeMap<String, String>,
-) -> Result<HashMap<NodeAddress, NodeAddress>, String> {
-    let address = |text: &str| -> Result<NodeAddress, String> {
-        let parsed: Option<NodeAddress> = text.trim().parse().ok();
-        parsed
-            .filter(|a| !a.host().is_empty() && a.port() != 0)
-            .ok_or_else(|| format!("cluster node map entry {text:?} is not host:port"))
-    };
-    pairs
-        .iter()
-        .map(|(announced, reachable)| Ok((address(announced)?, address(reachable)?)))
-        .collect()
 }
 
 /// A validated target, ready to connect (cheap to clone).
@@ -165,8 +165,8 @@ pub fn parse_node_map(
 pub(crate) enum Endpoint {
     Standalone(redis::Client),
     Cluster {
-        seeds: Vec<String>,
-        map: HashMap<NodeAddress, NodeAddress>,
+        client: ClusterClient,
+        seeds: String,
     },
 }
 
@@ -174,7 +174,7 @@ impl std::fmt::Debug for Endpoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Endpoint::Standalone(_) => f.write_str("Endpoint::Standalone"),
-            Endpoint::Cluster { seeds, .. } => write!(f, "Endpoint::Cluster({})", seeds.join(",")),
+            Endpoint::Cluster { seeds, .. } => write!(f, "Endpoint::Cluster({seeds})"),
         }
     }
 }
@@ -197,13 +197,11 @@ impl Endpoint {
                 let manager = ConnectionManager::new_with_config(client.clone(), cfg).await?;
                 Ok(DataConn(Inner::Standalone(manager)))
             }
-            Endpoint::Cluster { seeds, map } => {
-                let client = ClusterClient::builder(seeds.iter().map(String::as_str))
-                    .connection_timeout(o.connect_timeout)
-                    .response_timeout(o.response_timeout)
-                    .node_address_map(map.clone())
-                    .build()?;
-                let conn = client.get_async_connection().await?;
+            Endpoint::Cluster { client, .. } => {
+                let config = ClusterConfig::new()
+                    .set_connection_timeout(o.connect_timeout)
+                    .set_response_timeout(o.response_timeout);
+                let conn = client.get_async_connection_with_config(config).await?;
                 Ok(DataConn(Inner::Cluster(conn)))
             }
         }
@@ -283,17 +281,22 @@ mod tests {
     }
 
     #[test]
-    fn seeds_accept_host_port_and_urls() {
-        assert_eq!(seed_url("127.0.0.1:7000"), "redis://127.0.0.1:7000");
-        assert_eq!(seed_url("redis://h:1"), "redis://h:1");
-        let map = parse_node_map(&BTreeMap::from([(
-            "10.0.0.1:7000".to_owned(),
-            "127.0.0.1:17000".to_owned(),
-        )]))
-        .expect("valid");
-        assert_eq!(
-            map.get(&NodeAddress::new("10.0.0.1", 7000)),
-            Some(&NodeAddress::new("127.0.0.1", 17000))
-        );
+    fn tls_options_need_rediss_and_readable_files() {
+        let tls = RedisTls::new().ca_file("/nonexistent/ca.pem");
+        let plain = RedisTarget::standalone("redis://127.0.0.1:6379")
+            .endpoint_tls(Some(&tls))
+            .unwrap_err()
+            .to_string();
+        assert!(plain.contains("use rediss://"), "{plain}");
+        let missing = RedisTarget::standalone("rediss://127.0.0.1:6379")
+            .endpoint_tls(Some(&tls))
+            .unwrap_err()
+            .to_string();
+        assert!(missing.contains("/nonexistent/ca.pem"), "{missing}");
+        let cluster = RedisTarget::cluster(["127.0.0.1:7000"])
+            .endpoint_tls(Some(&tls))
+            .unwrap_err()
+            .to_string();
+        assert!(cluster.contains("/nonexistent/ca.pem"), "{cluster}");
     }
 }

@@ -15,7 +15,7 @@ use std::path::Path;
 use std::time::Duration;
 
 pub use crate::duration::Dur;
-pub use redis_options::RedisConfig;
+pub use redis_options::{RedisConfig, RedisTlsConfig};
 
 pub mod redis_options;
 
@@ -36,7 +36,7 @@ pub struct CoordinatorConfig {
     pub redis_url: String,
     /// When non-empty, connect to a Redis Cluster through these node URLs instead of `redis-url`.
     pub redis_cluster_nodes: Vec<String>,
-    /// Redis options beyond the address: the cluster node map (`redis.rs`).
+    /// Redis options beyond the address: the cluster node map and TLS (`config/redis_options.rs`).
     pub redis: RedisConfig,
     pub redis_connect_timeout: Dur,
     pub heartbeat_interval: Dur,
@@ -508,7 +508,13 @@ fn validate(c: &Config) -> Result<(), ConfigError> {
             format!("{:?} must start with redis:// or rediss://", k.redis_url),
         );
     }
-    redis_options::validate(&k.redis, !k.redis_cluster_nodes.is_empty()).map_err(ConfigError)?;
+    let addresses = if k.redis_cluster_nodes.is_empty() {
+        std::slice::from_ref(&k.redis_url)
+    } else {
+        &k.redis_cluster_nodes[..]
+    };
+    redis_options::validate(&k.redis, !k.redis_cluster_nodes.is_empty(), addresses)
+        .map_err(ConfigError)?;
     crate::security::config::validate(&k.api, &k.audit).map_err(ConfigError)?;
     for (key, d) in [
         ("http.header-read-timeout", k.http.header_read_timeout),

@@ -62,9 +62,13 @@ pub async fn start(config: Config) -> Result<Running, ServeError> {
             node_map: c.redis.cluster_node_map.clone(),
         }
     };
-    let store = Store::connect(&topology, c.redis_connect_timeout.0)
-        .await
-        .map_err(|e| ServeError::Redis(e.to_string()))?;
+    let store = Store::connect_with_tls(
+        &topology,
+        c.redis.tls.options().as_ref(),
+        c.redis_connect_timeout.0,
+    )
+    .await
+    .map_err(|e| ServeError::Redis(e.to_string()))?;
     let listener = TcpListener::bind(&c.listen)
         .await
         .map_err(|source| ServeError::Bind {

@@ -6,13 +6,14 @@
 //! is in use behind `redis::aio::ConnectionLike`, so every store module runs its commands through
 //! the same handle in either topology (and tests can inspect Redis through it).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
-use redis::cluster::{ClusterClient, NodeAddress};
 use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
+
+use rsc_redis_connect::{RedisTls, cluster_builder, standalone_client, tls_hint};
 
 use crate::error::StoreError;
 
@@ -49,31 +50,6 @@ impl RedisTopology {
     }
 }
 
-/// `host:port` → `redis://host:port`; URLs are kept.
-fn seed_url(node: &str) -> String {
-    if node.contains("://") {
-        node.to_owned()
-    } else {
-        format!("redis://{node}")
-    }
-}
-
-/// The node map as the cluster client takes it; the first entry that is not `host:port` is named.
-fn parse_node_map(
-    pairs: &BTreeMap<String, String>,
-) -> Result<HashMap<NodeAddress, NodeAddress>, String> {
-    let address = |text: &str| -> Result<NodeAddress, String> {
-        let parsed: Option<NodeAddress> = text.trim().parse().ok();
-        parsed
-            .filter(|a| !a.host().is_empty() && a.port() != 0)
-            .ok_or_else(|| format!("cluster node map entry {text:?} is not host:port"))
-    };
-    pairs
-        .iter()
-        .map(|(announced, reachable)| Ok((address(announced)?, address(reachable)?)))
-        .collect()
-}
-
 /// A clonable, multiplexed connection to the configured topology.
 #[derive(Clone)]
 pub struct RedisConn {
@@ -107,26 +83,20 @@ impl RedisConn {
         matches!(self.inner, Inner::Cluster(_))
     }
 
-    /// Connects within `timeout`. The same bound applies to every later command's reply, so a
-    /// stalled Redis surfaces as a (transient) error instead of a hung request.
+    /// Connects within `timeout`, over TLS with `tls` (or for a `rediss://` address). The same bound
+    /// applies to every later command's reply, so a stalled Redis surfaces as a (transient) error
+    /// instead of a hung request. A failed TLS handshake is [`StoreError::Tls`], saying what to check.
     pub(crate) async fn open(
         topology: &RedisTopology,
+        tls: Option<&RedisTls>,
         timeout: Duration,
     ) -> Result<RedisConn, StoreError> {
         let url = topology.describe();
-        let unreachable = |source: redis::RedisError| StoreError::Unreachable {
-            url: url.clone(),
-            source,
-        };
+        let unreachable = |source: redis::RedisError| connect_failure(&url, source);
         let connecting = async {
             match topology {
                 RedisTopology::Standalone(address) => {
-                    let client = redis::Client::open(address.as_str()).map_err(|source| {
-                        StoreError::InvalidUrl {
-                            url: address.clone(),
-                            source,
-                        }
-                    })?;
+                    let client = standalone_client(address, tls)?;
                     // Every command waits for a reconnect in progress, and by default a reconnect retries six
                     // times with a backoff from 100 ms (about 6 s in all): with Redis down, each heartbeat
                     // and each authenticated request hung that long before failing. One retry is enough;
@@ -141,20 +111,9 @@ impl RedisConn {
                     Ok(Inner::Standalone(manager))
                 }
                 RedisTopology::Cluster { nodes, node_map } => {
-                    let map =
-                        parse_node_map(node_map).map_err(|message| StoreError::InvalidUrl {
-                            url: url.clone(),
-                            source: redis::RedisError::from((
-                                redis::ErrorKind::InvalidClientConfig,
-                                "invalid cluster node map",
-                                message,
-                            )),
-                        })?;
-                    let seeds: Vec<String> = nodes.iter().map(|n| seed_url(n)).collect();
-                    let client = ClusterClient::builder(seeds.iter().map(String::as_str))
+                    let client = cluster_builder(nodes, node_map, tls)?
                         .connection_timeout(timeout)
                         .response_timeout(timeout)
-                        .node_address_map(map)
                         .build()
                         .map_err(|source| StoreError::InvalidUrl {
                             url: url.clone(),
@@ -168,11 +127,34 @@ impl RedisConn {
         match tokio::time::timeout(timeout, connecting).await {
             Ok(Ok(inner)) => Ok(RedisConn { inner }),
             Ok(Err(e)) => Err(e),
+            // A plain-text Redis reads a TLS client hello as the start of a command and waits for the
+            // rest, so a TLS client to a plain-text port sees nothing until this timeout.
+            Err(_) if tls.is_some() || url.contains("rediss://") => Err(StoreError::Tls {
+                url: url.clone(),
+                detail: format!(
+                    "no answer to the TLS handshake within {timeout:?}: is this a plain-text Redis port \
+                     (use the TLS port, or redis:// without TLS options), or is it unreachable?"
+                ),
+            }),
             Err(_) => Err(unreachable(redis::RedisError::from(std::io::Error::new(
                 std::io::ErrorKind::TimedOut,
                 format!("no connection within {timeout:?}"),
             )))),
         }
+    }
+}
+
+/// A failure to connect: a TLS failure said as such (with what to check), anything else unreachable.
+pub(crate) fn connect_failure(url: &str, source: redis::RedisError) -> StoreError {
+    match tls_hint(&source) {
+        Some(_) => StoreError::Tls {
+            url: url.to_owned(),
+            detail: rsc_redis_connect::explain(&source),
+        },
+        None => StoreError::Unreachable {
+            url: url.to_owned(),
+            source,
+        },
     }
 }
 

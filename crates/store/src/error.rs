@@ -29,6 +29,16 @@ pub enum StoreError {
         source: redis::RedisError,
     },
 
+    /// The connection options are unusable (a TLS file missing or malformed, TLS options with a plain-text
+    /// address, a bad node map entry); nothing was connected.
+    #[error("{0}")]
+    Connect(#[from] rsc_redis_connect::ConnectError),
+
+    /// The TLS handshake failed: the certificate did not verify, named another host, or the port does
+    /// not speak TLS. The detail says which.
+    #[error("Redis at {url}: TLS connection failed: {detail}")]
+    Tls { url: String, detail: String },
+
     /// A command failed: I/O, timeout, cluster redirection trouble, or a server error.
     #[error("Redis command failed: {0}")]
     Redis(#[from] redis::RedisError),
@@ -64,6 +74,8 @@ impl StoreError {
             StoreError::Unreachable { .. } => true,
             StoreError::Redis(e) => is_transient_redis(e),
             StoreError::InvalidUrl { .. }
+            | StoreError::Connect(_)
+            | StoreError::Tls { .. }
             | StoreError::Corrupt { .. }
             | StoreError::UnknownSchema { .. }
             | StoreError::UnknownLayout { .. }

@@ -37,15 +37,25 @@ impl Store {
     /// `timeout`; the same bound then applies to every command's reply. Fails with
     /// [`StoreError::Unreachable`] if Redis does not answer in time.
     pub async fn connect(topology: &RedisTopology, timeout: Duration) -> Result<Store, StoreError> {
-        let conn = RedisConn::open(topology, timeout).await?;
+        Store::connect_with_tls(topology, None, timeout).await
+    }
+
+    /// [`Store::connect`] with TLS options (a CA file, a client certificate and key) for `rediss://`
+    /// addresses. A file that cannot be used is [`StoreError::Connect`]; a failed handshake (the
+    /// certificate does not verify or names another host, the port is plain text) [`StoreError::Tls`].
+    pub async fn connect_with_tls(
+        topology: &RedisTopology,
+        tls: Option<&rsc_redis_connect::RedisTls>,
+        timeout: Duration,
+    ) -> Result<Store, StoreError> {
+        let conn = RedisConn::open(topology, tls, timeout).await?;
         let store = Store {
             conn,
             scripts: Arc::new(Scripts::new()),
         };
-        let unreachable = |source: redis::RedisError| StoreError::Unreachable {
-            url: topology.describe(),
-            source,
-        };
+        let url = topology.describe();
+        let unreachable =
+            |source: redis::RedisError| crate::connection::connect_failure(&url, source);
         let mut conn = store.conn.clone();
         let () = redis::cmd("PING")
             .query_async::<String>(&mut conn)

@@ -3,7 +3,7 @@
 //!
 //! rsc's store, API and SDK tests run against real Redis rather than mocks, so that scripts,
 //! hash slots, restarts and persistence behave exactly as in production. This crate starts such
-//! servers on free 127.0.0.1 ports with private temp directories and cleans them up on drop, and
+//! servers (also with TLS, on certificates made for the test: [`TlsRedis`]) on free 127.0.0.1 ports with private temp directories and cleans them up on drop, and
 //! reads Redis' own command counters for tests that pin down how many round trips an operation
 //! costs. It is test-only code: it panics with a clear message (and the server log) on failure,
 //! and it never skips silently when `redis-server` is missing.
@@ -16,6 +16,7 @@ mod resp;
 mod rsc;
 mod server;
 mod stats;
+mod tls;
 mod watchdog;
 
 pub use cluster::{RedisCluster, RedisClusterBuilder};
@@ -25,3 +26,4 @@ pub use proxy::LoopbackProxy;
 pub use rsc::{RscBuilder, RscProcess, healthy};
 pub use server::{RedisServer, RedisServerBuilder};
 pub use stats::{command_calls, reset_stats};
+pub use tls::{TlsCerts, TlsRedis};

@@ -46,6 +46,7 @@ impl Target {
                 ));
             }
         }
+        self.cluster.tls()?;
         self.redis().map(drop)
     }
 
@@ -94,7 +95,12 @@ impl Target {
             .collect();
         // One DEL per key: on a cluster the shard streams live in different slots.
         let deleted: Result<(), String> = async {
-            let mut conn = self.redis()?.connect().await.map_err(|e| e.to_string())?;
+            let target = self.redis()?;
+            let mut conn = match self.cluster.tls()? {
+                Some(tls) => target.connect_with_tls(&tls).await,
+                None => target.connect().await,
+            }
+            .map_err(|e| e.to_string())?;
             for key in &keys {
                 let _: i64 = redis::cmd("DEL")
                     .arg(key)

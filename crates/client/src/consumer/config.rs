@@ -10,7 +10,7 @@
 
 use crate::error::ClientError;
 use crate::identity;
-use crate::redis_target::RedisTarget;
+use crate::redis_target::{RedisTarget, RedisTls};
 use std::time::{Duration, Instant};
 
 /// Guard kept between the end of a blocking read and the lease deadline.
@@ -38,6 +38,9 @@ pub struct ConsumerConfig {
     /// The Redis the shard streams live on (data plane): a standalone URL, e.g. `redis://127.0.0.1:6379`,
     /// or a Redis Cluster ([`ConsumerConfig::redis`]).
     pub redis: RedisTarget,
+    /// TLS options for a `rediss://` data plane (CA file, client certificate and key); `None`: plain text,
+    /// or a `rediss://` URL verified with the system's trust store ([`ConsumerConfig::redis_tls`]).
+    pub redis_tls: Option<RedisTls>,
     /// Member id, also the Redis consumer name (default: pod IP or host name, see [`crate::default_member_id`]).
     pub member_id: String,
     /// Logical members in this process; with N > 1 they are `<member_id>-m0 … -m{N-1}` (default 1).
@@ -90,6 +93,7 @@ impl ConsumerConfig {
             consumer_group: stream_prefix.clone(),
             stream_prefix,
             redis: RedisTarget::Standalone(redis_url.into()),
+            redis_tls: None,
             member_id: identity::default_member_id(),
             concurrency: 1,
             group_instance_id: std::env::var("RSC_GROUP_INSTANCE_ID")
@@ -116,6 +120,22 @@ impl ConsumerConfig {
     /// ```
     pub fn redis(mut self, target: RedisTarget) -> Self {
         self.redis = target;
+        self
+    }
+
+    /// Connects to the data plane over TLS with these options (the URL must be `rediss://`; cluster seeds
+    /// given as `host:port` become `rediss://`). The files are read by [`ConsumerConfig::validate`] and at
+    /// start; the server's name is always verified.
+    ///
+    /// ```
+    /// use rsc_client::{ConsumerConfig, RedisTls};
+    /// let cfg = ConsumerConfig::new("orders", "redis://127.0.0.1:6379")
+    ///     .redis_tls(RedisTls::new().ca_file("/nonexistent/ca.pem"));
+    /// let err = cfg.validate().unwrap_err().to_string();
+    /// assert!(err.contains("use rediss://"), "{err}");
+    /// ```
+    pub fn redis_tls(mut self, tls: RedisTls) -> Self {
+        self.redis_tls = Some(tls);
         self
     }
 
@@ -223,7 +243,7 @@ impl ConsumerConfig {
             .map_err(|e| ClientError::InvalidConfig(e.to_string()))?;
         rsc_protocol::validate::validate_consumer_group(&self.consumer_group)
             .map_err(|e| ClientError::InvalidConfig(e.to_string()))?;
-        self.redis.validate()?;
+        self.redis.endpoint_tls(self.redis_tls.as_ref())?;
         for id in self.member_ids() {
             rsc_protocol::validate::validate_member_id(&id)
                 .map_err(|e| ClientError::InvalidConfig(e.to_string()))?;

@@ -121,7 +121,7 @@ impl Consumer {
         events: Option<EventSink>,
     ) -> Result<Consumer, ClientError> {
         config.validate()?;
-        let client = config.redis.endpoint()?;
+        let client = config.redis.endpoint_tls(config.redis_tls.as_ref())?;
         // Fail fast on an unreachable Redis rather than joining a group we cannot read.
         let mut probe = client
             .connect(ConnectOptions {
@@ -130,8 +130,12 @@ impl Consumer {
                 reconnect_retries: Some(0),
                 max_reconnect_delay: None,
             })
-            .await?;
-        let _: String = redis::cmd("PING").query_async(&mut probe).await?;
+            .await
+            .map_err(ClientError::from_connect)?;
+        let _: String = redis::cmd("PING")
+            .query_async(&mut probe)
+            .await
+            .map_err(ClientError::from_connect)?;
         drop(probe);
         let config = Arc::new(config);
         let handler = Arc::new(handler);

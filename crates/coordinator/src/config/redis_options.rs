@@ -5,10 +5,16 @@
 //! Kubernetes service per pod: `{ "10.0.0.5:6379" = "127.0.0.1:16379" }` in TOML, or
 //! `COORDINATOR_REDIS_CLUSTER_NODE_MAP=10.0.0.5:6379=127.0.0.1:16379,…` in the environment. Announced
 //! addresses not in the map are connected to as announced.
+//!
+//! `tls` (`[coordinator.redis.tls]`: `ca-file`, `cert-file`, `key-file`, or `COORDINATOR_REDIS_TLS_CA_FILE`
+//! etc.) are the TLS options of a `rediss://` address: the CA to verify the server with (default: the
+//! system's trust store) and a client certificate with its key for mutual TLS. The server's name is always
+//! verified. The files are read when the coordinator connects, so a missing one fails start-up naming it.
 
 use figment::value::{Dict, Value};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 /// The environment variable of `coordinator.redis.cluster-node-map`.
 pub const NODE_MAP_ENV: &str = "COORDINATOR_REDIS_CLUSTER_NODE_MAP";
@@ -20,6 +26,31 @@ pub const NODE_MAP_KEY: &str = "coordinator.redis.cluster-node-map";
 pub struct RedisConfig {
     /// Announced `host:port` → reachable `host:port` (Redis Cluster only).
     pub cluster_node_map: BTreeMap<String, String>,
+    /// TLS options of a `rediss://` address.
+    pub tls: RedisTlsConfig,
+}
+
+/// `[coordinator.redis.tls]`: PEM files.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct RedisTlsConfig {
+    /// CA certificate(s) the server's certificate must chain to (default: the system's trust store).
+    pub ca_file: Option<PathBuf>,
+    /// Client certificate for mutual TLS (with `key-file`).
+    pub cert_file: Option<PathBuf>,
+    /// The client certificate's private key (with `cert-file`).
+    pub key_file: Option<PathBuf>,
+}
+
+impl RedisTlsConfig {
+    /// The options to connect with; `None` when no file is given.
+    pub fn options(&self) -> Option<rsc_store::RedisTls> {
+        (*self != RedisTlsConfig::default()).then(|| rsc_store::RedisTls {
+            ca_file: self.ca_file.clone(),
+            cert_file: self.cert_file.clone(),
+            key_file: self.key_file.clone(),
+        })
+    }
 }
 
 /// The node map written in the environment as `announced=reachable` pairs separated by commas.
@@ -39,8 +70,11 @@ pub fn node_map_from_env(raw: &str) -> Result<Value, String> {
     Ok(Value::from(map))
 }
 
-/// Checks every entry is `host:port` on both sides, and that a map comes with cluster nodes.
-pub fn validate(c: &RedisConfig, cluster: bool) -> Result<(), String> {
+/// Checks every entry is `host:port` on both sides, and that a map comes with cluster nodes; that a client
+/// certificate comes with its key (and a key with its certificate), and that TLS options go with TLS
+/// addresses (`addresses`: the standalone URL, or the cluster seed nodes).
+pub fn validate(c: &RedisConfig, cluster: bool, addresses: &[String]) -> Result<(), String> {
+    validate_tls(&c.tls, addresses)?;
     if !c.cluster_node_map.is_empty() && !cluster {
         return Err(format!(
             "key `{NODE_MAP_KEY}`: applies to a Redis Cluster only; set coordinator.redis-cluster-nodes too, or remove it"
@@ -53,6 +87,32 @@ pub fn validate(c: &RedisConfig, cluster: bool) -> Result<(), String> {
                     "key `{NODE_MAP_KEY}`: {text:?} (in {announced:?} = {reachable:?}) is not host:port"
                 ));
             }
+        }
+    }
+    Ok(())
+}
+
+const TLS_KEY: &str = "coordinator.redis.tls";
+
+fn validate_tls(tls: &RedisTlsConfig, addresses: &[String]) -> Result<(), String> {
+    match (&tls.cert_file, &tls.key_file) {
+        (Some(_), None) => {
+            return Err(format!(
+                "key `{TLS_KEY}.cert-file`: a client certificate needs its key; set {TLS_KEY}.key-file too"
+            ));
+        }
+        (None, Some(_)) => {
+            return Err(format!(
+                "key `{TLS_KEY}.key-file`: a client key needs its certificate; set {TLS_KEY}.cert-file too"
+            ));
+        }
+        _ => {}
+    }
+    if tls.options().is_some() {
+        if let Some(plain) = addresses.iter().find(|a| a.starts_with("redis://")) {
+            return Err(format!(
+                "key `{TLS_KEY}`: TLS options are set but {plain} is a plain-text address; use rediss:// (or host:port for cluster nodes)"
+            ));
         }
     }
     Ok(())
@@ -85,12 +145,18 @@ mod tests {
         );
         let bad = RedisConfig {
             cluster_node_map: BTreeMap::from([("a:1".into(), "b".into())]),
+            ..RedisConfig::default()
         };
-        assert!(validate(&bad, true).unwrap_err().contains("\"b\""));
+        assert!(validate(&bad, true, &[]).unwrap_err().contains("\"b\""));
         let good = RedisConfig {
             cluster_node_map: BTreeMap::from([("a:1".into(), "b:2".into())]),
+            ..RedisConfig::default()
         };
-        assert!(validate(&good, true).is_ok());
-        assert!(validate(&good, false).unwrap_err().contains("Cluster only"));
+        assert!(validate(&good, true, &[]).is_ok());
+        assert!(
+            validate(&good, false, &[])
+                .unwrap_err()
+                .contains("Cluster only")
+        );
     }
 }

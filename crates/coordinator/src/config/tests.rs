@@ -180,3 +180,116 @@ fn static_member_grace_defaults_to_twice_the_lease_and_is_set_by_file_or_env() {
     .to_string();
     assert!(err.contains("group.static-member-grace"), "{err}");
 }
+
+#[test]
+fn redis_tls_files_come_from_file_or_env_and_need_rediss_and_pairs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rsc.toml");
+    std::fs::write(
+        &path,
+        "[coordinator]\nredis-url = \"rediss://redis.example:6380\"\n[coordinator.redis.tls]\nca-file = \"/etc/rsc/ca.pem\"\n",
+    )
+    .unwrap();
+    let c = load(Some(&path), &env(&[]), &Overrides::default())
+        .unwrap()
+        .coordinator;
+    assert_eq!(
+        c.redis.tls.ca_file.as_deref(),
+        Some(std::path::Path::new("/etc/rsc/ca.pem"))
+    );
+    assert!(c.redis.tls.options().is_some());
+    assert!(
+        load(None, &env(&[]), &Overrides::default())
+            .unwrap()
+            .coordinator
+            .redis
+            .tls
+            .options()
+            .is_none()
+    );
+
+    let c = load(
+        Some(&path),
+        &env(&[
+            ("COORDINATOR_REDIS_TLS_CA_FILE", "/run/ca.pem"),
+            ("COORDINATOR_REDIS_TLS_CERT_FILE", "/run/client.pem"),
+            ("COORDINATOR_REDIS_TLS_KEY_FILE", "/run/client-key.pem"),
+        ]),
+        &Overrides::default(),
+    )
+    .unwrap()
+    .coordinator;
+    let tls = c.redis.tls.options().unwrap();
+    assert_eq!(tls.ca_file.unwrap(), std::path::Path::new("/run/ca.pem"));
+    assert_eq!(
+        tls.cert_file.unwrap(),
+        std::path::Path::new("/run/client.pem")
+    );
+    assert_eq!(
+        tls.key_file.unwrap(),
+        std::path::Path::new("/run/client-key.pem")
+    );
+
+    let err = load(
+        Some(&path),
+        &env(&[("COORDINATOR_REDIS_TLS_CERT_FILE", "/run/client.pem")]),
+        &Overrides::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("coordinator.redis.tls.cert-file") && err.contains("key-file too"),
+        "{err}"
+    );
+    let err = load(
+        Some(&path),
+        &env(&[("COORDINATOR_REDIS_TLS_KEY_FILE", "/run/client-key.pem")]),
+        &Overrides::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("coordinator.redis.tls.key-file"), "{err}");
+
+    let err = load(
+        None,
+        &env(&[("COORDINATOR_REDIS_TLS_CA_FILE", "/run/ca.pem")]),
+        &Overrides::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("redis://127.0.0.1:6379") && err.contains("use rediss://"),
+        "{err}"
+    );
+    let err = load(
+        None,
+        &env(&[
+            ("COORDINATOR_REDIS_TLS_CA_FILE", "/run/ca.pem"),
+            ("COORDINATOR_REDIS_CLUSTER_NODES", "redis://10.0.0.1:7000"),
+        ]),
+        &Overrides::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("use rediss://"), "{err}");
+    assert!(
+        load(
+            None,
+            &env(&[
+                ("COORDINATOR_REDIS_TLS_CA_FILE", "/run/ca.pem"),
+                ("COORDINATOR_REDIS_CLUSTER_NODES", "10.0.0.1:7000"),
+            ]),
+            &Overrides::default(),
+        )
+        .is_ok()
+    );
+
+    let err = load(
+        None,
+        &env(&[("COORDINATOR_REDIS_TLS_CA_FIEL", "/run/ca.pem")]),
+        &Overrides::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("COORDINATOR_REDIS_TLS_CA_FILE"), "{err}");
+}

@@ -4,21 +4,23 @@
 use super::*;
 use std::collections::BTreeMap;
 
-/// A data-plane connection (standalone or cluster).
-async fn connect(target: &RedisTarget) -> Result<DataConn, String> {
-    target
-        .connect()
-        .await
-        .map_err(|e| format!("connecting to Redis: {e}"))
+/// A data-plane connection (standalone or cluster), over TLS with `--redis-tls-*`.
+async fn connect(target: &RedisTarget, tls: Option<&RedisTls>) -> Result<DataConn, String> {
+    match tls {
+        Some(tls) => target.connect_with_tls(tls).await,
+        None => target.connect().await,
+    }
+    .map_err(|e| format!("connecting to Redis: {e}"))
 }
 
 /// Waits until no entry of the bench stream is pending (the SDK's last XACKs landed).
 pub(super) async fn wait_acked(
     client: &RedisTarget,
+    tls: Option<&RedisTls>,
     prefix: &str,
     shards: u32,
 ) -> Result<(), String> {
-    let mut conn = connect(client).await?;
+    let mut conn = connect(client, tls).await?;
     let deadline = Instant::now() + PHASE_TIMEOUT;
     loop {
         let mut pending = 0;
@@ -124,7 +126,7 @@ pub(super) async fn produce_raw(
             .collect(),
     );
     let shard_count = routing.shard_count;
-    let conn = connect(redis_client).await?;
+    let conn = connect(redis_client, args.target.cluster.tls()?.as_ref()).await?;
     let payload = vec![b'x'; args.payload];
     let work: Vec<_> = (0..args.producers)
         .map(|t| {
@@ -177,9 +179,12 @@ pub(super) async fn produce_sdk(
     let producer = Arc::new(
         Producer::connect(
             coord.clone(),
-            ProducerConfig::new(prefix, &args.target.redis_url)
-                .redis(args.target.redis()?)
-                .max_len(None),
+            ProducerConfig {
+                redis_tls: args.target.cluster.tls()?,
+                ..ProducerConfig::new(prefix, &args.target.redis_url)
+                    .redis(args.target.redis()?)
+                    .max_len(None)
+            },
         )
         .await
         .map_err(|e| format!("starting the SDK producer: {e}"))?,
@@ -214,7 +219,7 @@ pub(super) async fn consume_raw(
     batch_ack: bool,
 ) -> Result<f64, String> {
     let group = format!("raw-{}", if batch_ack { "batch-ack" } else { "entry-ack" });
-    let mut setup = connect(redis_client).await?;
+    let mut setup = connect(redis_client, args.target.cluster.tls()?.as_ref()).await?;
     let mut loops = Vec::new();
     for shard in 0..args.shards {
         let key = rsc_protocol::names::shard_stream_key(prefix, shard);
@@ -227,7 +232,7 @@ pub(super) async fn consume_raw(
             .await
             .map_err(|e| format!("XGROUP CREATE {key} {group}: {e}"))?;
         // Its own connection, as each SDK read loop has.
-        let conn = connect(redis_client).await?;
+        let conn = connect(redis_client, args.target.cluster.tls()?.as_ref()).await?;
         loops.push((key, conn));
     }
     let consumed = Arc::new(AtomicU64::new(0));

@@ -41,7 +41,7 @@ use clap::Args;
 use redis::streams::{StreamReadOptions, StreamReadReply};
 use rsc_client::{
     Consumer, ConsumerConfig, CoordinatorClient, CreateStream, DataConn, Delivery, Producer,
-    ProducerConfig, Record, RedisTarget,
+    ProducerConfig, Record, RedisTarget, RedisTls,
 };
 use std::collections::BTreeSet;
 use std::process::ExitCode;
@@ -240,7 +240,7 @@ async fn measure(
             }
         }
     };
-    let config = ConsumerConfig::new(prefix, &args.target.redis_url)
+    let mut config = ConsumerConfig::new(prefix, &args.target.redis_url)
         .redis(redis_client.clone())
         .member_id(prefix.to_owned())
         .concurrency(args.members)
@@ -248,6 +248,7 @@ async fn measure(
         .batch_size(args.batch)
         .ack_after_handle(!ack_each)
         .assignment_lease(Duration::from_millis(args.assignment_lease_ms));
+    config.redis_tls = args.target.cluster.tls()?;
     let consumer = Consumer::start(coord.clone(), config, handler)
         .await
         .map_err(|e| format!("starting the SDK consumer: {e}"))?;
@@ -313,7 +314,7 @@ async fn measure(
         println!("consumer SDK managed consumer ({how}): {sdk_consume:.0} entries/s");
         if !ack_each {
             // The last batches' XACKs follow their handlers: wait until nothing is pending (not timed).
-            wait_acked(&redis_client, prefix, args.shards).await?;
+            wait_acked(&redis_client, args.target.cluster.tls()?.as_ref(), prefix, args.shards).await?;
         }
         Ok::<Rates, String>(Rates {
             raw_produce,
