@@ -108,12 +108,12 @@ fn validate_tls(tls: &RedisTlsConfig, addresses: &[String]) -> Result<(), String
         }
         _ => {}
     }
-    if tls.options().is_some() {
-        if let Some(plain) = addresses.iter().find(|a| a.starts_with("redis://")) {
-            return Err(format!(
-                "key `{TLS_KEY}`: TLS options are set but {plain} is a plain-text address; use rediss:// (or host:port for cluster nodes)"
-            ));
-        }
+    if tls.options().is_some()
+        && let Some(plain) = addresses.iter().find(|a| a.starts_with("redis://"))
+    {
+        return Err(format!(
+            "key `{TLS_KEY}`: TLS options are set but {plain} is a plain-text address; use rediss:// (or host:port for cluster nodes)"
+        ));
     }
     Ok(())
 }
