@@ -32,7 +32,7 @@ pub enum StoreError {
     /// The connection options are unusable (a TLS file missing or malformed, TLS options with a plain-text
     /// address, a bad node map entry); nothing was connected.
     #[error("{0}")]
-    Connect(#[from] rsc_redis_connect::ConnectError),
+    Connect(rsc_redis_connect::ConnectError),
 
     /// The TLS handshake failed: the certificate did not verify, named another host, or the port does
     /// not speak TLS. The detail says which.
@@ -63,6 +63,18 @@ pub enum StoreError {
     /// The caller passed an argument the store refuses (e.g. a non-positive lease TTL).
     #[error("invalid argument: {detail}")]
     InvalidArgument { detail: String },
+}
+
+impl From<rsc_redis_connect::ConnectError> for StoreError {
+    /// A bad address stays [`StoreError::InvalidUrl`]; TLS and node-map problems are [`StoreError::Connect`].
+    fn from(e: rsc_redis_connect::ConnectError) -> Self {
+        match e {
+            rsc_redis_connect::ConnectError::Url { url, source } => {
+                StoreError::InvalidUrl { url, source }
+            }
+            other => StoreError::Connect(other),
+        }
+    }
 }
 
 impl StoreError {
