@@ -4,7 +4,8 @@
 //! Keys mirror the contract's property names (`coordinator.store.key-prefix`, …); an environment variable is
 //! the upper-case form with `.` and `-` turned into `_` (`COORDINATOR_MEMBER_LEASE_TTL=3s`). Durations accept
 //! `500ms`, `3s`, `10m`, `7d` or a number of milliseconds. Unknown keys and bad values fail start-up with a
-//! message naming the key.
+//! message naming the key. The reference implementation's variables (`SPRING_DATA_REDIS_*`, `SERVER_PORT`,
+//! its `COORDINATOR_*` spellings) are translated by `reference_env.rs`, below rsc's own variables.
 
 use figment::Figment;
 use figment::providers::{Format, Serialized, Toml};
@@ -18,6 +19,7 @@ pub use crate::duration::Dur;
 pub use redis_options::{RedisConfig, RedisTlsConfig};
 
 pub mod redis_options;
+pub mod reference_env;
 
 /// The whole configuration file: everything lives under `[coordinator]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -239,7 +241,8 @@ pub struct Overrides {
     pub redis_url: Option<String>,
 }
 
-/// Loads the configuration: defaults < TOML file < `COORDINATOR_*` env < overrides; then validates it.
+/// Loads the configuration: defaults < TOML file < the reference's variables < `COORDINATOR_*` env <
+/// overrides; then validates it.
 pub fn load(
     file: Option<&Path>,
     env: &BTreeMap<String, String>,
@@ -255,7 +258,19 @@ pub fn load(
         }
         figment = figment.merge(Toml::file(path));
     }
-    figment = figment.merge(Named::new(SOURCE_ENV, env_overrides(env)?));
+    // The reference implementation's variables (SPRING_DATA_REDIS_*, SERVER_PORT, …), below rsc's own.
+    let reference = reference_env::translate(env, overrides).map_err(ConfigError)?;
+    for warning in &reference.warnings {
+        tracing::warn!("{warning}");
+    }
+    if let Some(mapped) = reference.summary() {
+        tracing::info!("reference environment variables mapped: {mapped}");
+    }
+    figment = figment.merge(Named::new(SOURCE_REFERENCE, reference.document()));
+    figment = figment.merge(Named::new(
+        SOURCE_ENV,
+        env_overrides(env, &reference.consumed)?,
+    ));
     // The bootstrap admin's password from the environment (never logged; `Secret` hides it in Debug output).
     if let Some(pw) = env.get("RSC_ADMIN_PASSWORD").filter(|p| !p.is_empty()) {
         figment = figment.merge(Named::key(
@@ -287,6 +302,9 @@ pub fn load(
 
 /// The name the `COORDINATOR_*` variables' provider reports, so that an error can name the variable.
 const SOURCE_ENV: &str = "COORDINATOR_* environment variables";
+/// The name of the provider of the reference implementation's variables (see `reference_env.rs`).
+const SOURCE_REFERENCE: &str =
+    "the reference's environment variables (SPRING_DATA_REDIS_*, SERVER_PORT, …)";
 
 /// A provider of one document (or one key) under a name a user recognises. figment names its own
 /// `Serialized` and tuple providers after their Rust type, which is what an error message would then show.
@@ -379,14 +397,21 @@ pub fn env_name(key: &str) -> String {
         .collect()
 }
 
-/// Builds a nested override document from `COORDINATOR_*` variables; unknown ones are an error.
-fn env_overrides(env: &BTreeMap<String, String>) -> Result<Dict, ConfigError> {
+/// Builds a nested override document from `COORDINATOR_*` variables; unknown ones are an error, except the
+/// reference's that `reference_env` handled (`consumed`).
+fn env_overrides(
+    env: &BTreeMap<String, String>,
+    consumed: &std::collections::BTreeSet<String>,
+) -> Result<Dict, ConfigError> {
     let keys: BTreeMap<String, String> = known_keys()
         .into_iter()
         .map(|k| (env_name(&k), k))
         .collect();
     let mut root = Dict::new();
-    for (name, raw) in env.iter().filter(|(n, _)| n.starts_with("COORDINATOR_")) {
+    for (name, raw) in env
+        .iter()
+        .filter(|(n, _)| n.starts_with("COORDINATOR_") && !consumed.contains(*n))
+    {
         if name == redis_options::NODE_MAP_ENV {
             insert_path(
                 &mut root,

@@ -155,9 +155,28 @@ pub async fn start(config: Config) -> Result<Running, ServeError> {
 
 fn topology_name(c: &crate::config::CoordinatorConfig) -> String {
     if c.redis_cluster_nodes.is_empty() {
-        c.redis_url.clone()
+        without_password(&c.redis_url)
     } else {
-        c.redis_cluster_nodes.join(",")
+        let nodes: Vec<String> = c
+            .redis_cluster_nodes
+            .iter()
+            .map(|n| without_password(n))
+            .collect();
+        nodes.join(",")
+    }
+}
+
+/// A Redis URL for the log: a password in it (`redis://user:pw@host`) replaced by `***`.
+fn without_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let Some((userinfo, host)) = rest.rsplit_once('@') else {
+        return url.to_owned();
+    };
+    match userinfo.split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
+        None => url.to_owned(),
     }
 }
 

@@ -21,6 +21,8 @@ pub struct RscBuilder {
     port: Option<u16>,
     env: Vec<(String, String)>,
     log: Option<PathBuf>,
+    /// Pass `--listen` and `--redis-url` (off when the environment gives the addresses).
+    address_flags: bool,
 }
 
 impl RscBuilder {
@@ -33,6 +35,7 @@ impl RscBuilder {
             port: None,
             env: vec![("RSC_LOG".into(), "warn".into())],
             log: None,
+            address_flags: true,
         }
     }
 
@@ -61,6 +64,13 @@ impl RscBuilder {
                 format!("{}ms", rebalance_timeout.as_millis()),
             )
             .env("COORDINATOR_LOOP_TICK_INTERVAL", "100ms")
+    }
+
+    /// Pass neither `--listen` nor `--redis-url`: the test's environment gives both addresses, and must make
+    /// the process listen on 127.0.0.1 at [`RscProcess::port`] (set with [`RscBuilder::port`]).
+    pub fn address_by_env(mut self) -> Self {
+        self.address_flags = false;
+        self
     }
 
     /// Listen on this port (default: a free one).
@@ -228,17 +238,19 @@ impl RscProcess {
             .open(&self.log)
             .expect("rsc log file");
         let mut cmd = Command::new(&self.builder.bin);
-        cmd.args([
-            "serve",
-            "--listen",
-            &format!("127.0.0.1:{}", self.port),
-            "--redis-url",
-            &self.builder.redis_url,
-        ])
-        .env_remove("RSC_ADMIN_PASSWORD")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(stderr);
+        cmd.arg("serve");
+        if self.builder.address_flags {
+            cmd.args([
+                "--listen",
+                &format!("127.0.0.1:{}", self.port),
+                "--redis-url",
+                &self.builder.redis_url,
+            ]);
+        }
+        cmd.env_remove("RSC_ADMIN_PASSWORD")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr);
         for (k, v) in &self.builder.env {
             cmd.env(k, v);
         }
