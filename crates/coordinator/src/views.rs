@@ -6,10 +6,11 @@ use rsc_group::model::{Group, MemberState};
 use rsc_protocol::names::{shard_stream_key, stream_key_pattern};
 use rsc_protocol::slot::redis_slot;
 use rsc_protocol::wire::resharding::MigrationResponse;
-use rsc_protocol::wire::{GroupResponse, ProducerRoutingResponse, RoutingShard};
+use rsc_protocol::wire::{GroupResponse, MigrationView, ProducerRoutingResponse, RoutingShard};
 use std::collections::BTreeMap;
 
-/// GroupResponse (coord/v1 contract).
+/// GroupResponse (coord/v1 contract). `activeMigration` is the stream's migration as this group adopted it
+/// (its group-local state and shard counts), null once it ended for the group or before the group adopted it.
 pub fn group_response(g: &Group) -> GroupResponse {
     let target_assignment_summary: BTreeMap<String, usize> = g
         .members
@@ -38,7 +39,7 @@ pub fn group_response(g: &Group) -> GroupResponse {
         assignment_epoch: g.assignment_epoch,
         metadata_version: g.metadata_version,
         shard_count: g.shard_count,
-        active_migration: None,
+        active_migration: g.active_migration().map(migration_view),
         target_assignment_summary,
         current_assignment_summary,
     }
@@ -63,6 +64,18 @@ pub fn routing_response(g: &Group) -> ProducerRoutingResponse {
         shard_count: g.shard_count,
         stream_key_pattern: stream_key_pattern(&g.stream_prefix),
         shards,
+    }
+}
+
+/// The contract's Migration object as GroupResponse carries it (§3.3).
+fn migration_view(m: &Migration) -> MigrationView {
+    MigrationView {
+        resharding_id: m.resharding_id.clone(),
+        from_shard_count: m.from_shard_count,
+        to_shard_count: m.to_shard_count,
+        state: m.state.as_str().to_owned(),
+        created_at: iso_ms(m.created_at_ms),
+        updated_at: iso_ms(m.updated_at_ms),
     }
 }
 

@@ -1,7 +1,8 @@
 //! The Grafana data routes (`/coord/v1/monitoring/grafana/*`) against a real redis-server: the contract's
 //! row shapes, variable options, 400 on missing required parameters, paging of message rows (one shard and
-//! every shard merged) that walks every record exactly once both ways, exact record search, and stream
-//! scopes (rows of other streams hidden; naming one is 403).
+//! every shard merged) that walks every record exactly once both ways, the `__rsc_last__` / `__rsc_tail__:<n>`
+//! cursors (a tail page and the walk on from it), exact record search, and stream scopes (rows of other
+//! streams hidden; naming one is 403).
 
 mod support;
 
@@ -51,8 +52,19 @@ async fn beat(api: &Api, m: &mut Member) {
 
 /// Walks message rows with `query` (plus direction and limit), returning (shard, record id) in order.
 async fn walk(api: &Api, query: &str, direction: &str, limit: u32) -> Vec<(u64, String)> {
+    walk_from(api, query, direction, limit, None).await
+}
+
+/// Like [`walk`], starting at the cursor `start`.
+async fn walk_from(
+    api: &Api,
+    query: &str,
+    direction: &str,
+    limit: u32,
+    start: Option<&str>,
+) -> Vec<(u64, String)> {
     let mut out = Vec::new();
-    let mut cursor: Option<String> = None;
+    let mut cursor: Option<String> = start.map(str::to_owned);
     for _ in 0..100 {
         let mut path = format!("messages?{query}&direction={direction}&limit={limit}");
         if let Some(c) = &cursor {
@@ -251,7 +263,7 @@ async fn grafana_routes_answer_the_contract_rows_page_messages_and_respect_scope
         "messages?streamPrefix=gf&consumerGroup=gf&shardIndex=x",
         "messages?streamPrefix=gf&consumerGroup=gf&cursor=nope",
         "messages?streamPrefix=gf&consumerGroup=gf&shardIndex=all&cursor=all%3A9%3D1-0",
-        "messages?streamPrefix=gf&consumerGroup=gf&cursor=__rsc_last__",
+        "messages?streamPrefix=gf&consumerGroup=gf&cursor=__rsc_tail__%3Ax",
         "messages?streamPrefix=gf&consumerGroup=gf&limit=0",
         "messages?streamPrefix=gf&consumerGroup=gf&direction=UP",
     ] {
@@ -301,5 +313,138 @@ async fn grafana_routes_answer_the_contract_rows_page_messages_and_respect_scope
     );
     let ids: BTreeSet<&String> = written.iter().map(|(_, id)| id).collect();
     assert_eq!(ids.len(), 9);
+    running.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn last_and_tail_cursors_page_from_the_end_and_walk_on_to_it() {
+    let redis = RedisServer::start();
+    let url = redis.url();
+    let (running, api) = coordinator(config(&url)).await;
+    assert_eq!(api.create_stream("gf", 3).await.status, 201);
+    let mut conn = redis_conn(&url).await;
+    let base = 1_767_225_600_000u64;
+    // Shard 0: 7 records. Shards 1 and 2: records whose ids equal some of shard 0's (ties between shards).
+    let mut merged: Vec<((u64, u64), u64, String)> = Vec::new();
+    for (shard, offsets) in [
+        (0u64, vec![0, 1, 2, 3, 4, 5, 6]),
+        (1, vec![0, 2, 3]),
+        (2, vec![1, 2, 7]),
+    ] {
+        for o in offsets {
+            let id: String = redis::cmd("XADD")
+                .arg(format!("gf:{shard}"))
+                .arg(format!("{}-1", base + o))
+                .arg("payload")
+                .arg(format!("s{shard}-{o}"))
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            merged.push(((base + o, 1), shard, id));
+        }
+    }
+    merged.sort();
+    let merged: Vec<(u64, String)> = merged.into_iter().map(|(_, s, id)| (s, id)).collect();
+    let shard0: Vec<(u64, String)> = merged.iter().filter(|(s, _)| *s == 0).cloned().collect();
+    let q = "streamPrefix=gf&consumerGroup=gf";
+
+    // The last page of one shard, each way: full, in the page's order, with nothing after it.
+    let last = rows(
+        &api,
+        &format!("messages?{q}&direction=FORWARD&limit=3&cursor=__rsc_last__"),
+    )
+    .await;
+    let ids: Vec<&str> = last
+        .iter()
+        .map(|r| r["recordId"].as_str().unwrap())
+        .collect();
+    let newest: Vec<&str> = shard0[4..].iter().map(|(_, id)| id.as_str()).collect();
+    assert_eq!(ids, newest);
+    for r in &last {
+        assert_eq!(r["pageNextCursor"], Value::Null, "{r}");
+        assert_eq!(r["pageDirection"], "FORWARD");
+        assert_eq!(r["pageTotalMessages"], 7);
+    }
+    let last = rows(
+        &api,
+        &format!("messages?{q}&direction=BACKWARD&limit=3&cursor=__rsc_last__"),
+    )
+    .await;
+    let ids: Vec<&str> = last
+        .iter()
+        .map(|r| r["recordId"].as_str().unwrap())
+        .collect();
+    let oldest: Vec<&str> = shard0[..3]
+        .iter()
+        .rev()
+        .map(|(_, id)| id.as_str())
+        .collect();
+    assert_eq!(ids, oldest);
+    assert_eq!(last[0]["pageNextCursor"], Value::Null);
+
+    // From `__rsc_tail__:<n>` the walk goes on to the end: exactly the records of the last n + 1 pages.
+    for (selector, all) in [("0", &shard0), ("all", &merged)] {
+        let query = format!("{q}&shardIndex={selector}");
+        for limit in [2u32, 3] {
+            for n in 0..6usize {
+                let cursor = format!("__rsc_tail__:{n}");
+                let start = all.len().saturating_sub((n + 1) * limit as usize);
+                let expected: Vec<(u64, String)> = if n * (limit as usize) < all.len() {
+                    all[start..].to_vec()
+                } else {
+                    Vec::new()
+                };
+                let forward = walk_from(&api, &query, "FORWARD", limit, Some(&cursor)).await;
+                assert_eq!(
+                    forward, expected,
+                    "{selector} FORWARD limit={limit} {cursor}"
+                );
+                let mut reversed: Vec<(u64, String)> = all.iter().rev().cloned().collect();
+                reversed = if n * (limit as usize) < all.len() {
+                    reversed[start..].to_vec()
+                } else {
+                    Vec::new()
+                };
+                let backward = walk_from(&api, &query, "BACKWARD", limit, Some(&cursor)).await;
+                assert_eq!(
+                    backward, reversed,
+                    "{selector} BACKWARD limit={limit} {cursor}"
+                );
+            }
+        }
+    }
+    // `__rsc_last__` is `__rsc_tail__:0`.
+    assert_eq!(
+        rows(
+            &api,
+            &format!("messages?{q}&shardIndex=all&limit=4&cursor=__rsc_last__")
+        )
+        .await,
+        rows(
+            &api,
+            &format!("messages?{q}&shardIndex=all&limit=4&cursor=__rsc_tail__%3A0")
+        )
+        .await
+    );
+
+    // Malformed or too deep tails are 400s that say what to send.
+    for cursor in [
+        "__rsc_tail__",
+        "__rsc_tail__%3A",
+        "__rsc_tail__%3A-1",
+        "__rsc_tail__%3Ax",
+        "__rsc_tail__%3A10",
+        "__rsc_first__",
+    ] {
+        let path = format!("{G}/messages?{q}&limit=1000&cursor={cursor}");
+        let r = api.send("GET", &path, None).await;
+        assert_eq!(r.status, 400, "{path}: {}", r.body);
+        assert_eq!(r.body["errorCode"], "INVALID_REQUEST", "{path}");
+        assert!(
+            r.body["message"].as_str().unwrap().contains("__rsc_"),
+            "{path}: {}",
+            r.body
+        );
+    }
     running.shutdown().await.unwrap();
 }

@@ -750,3 +750,59 @@ async fn a_wrong_lag_after_everything_was_delivered_does_not_block_the_drain() {
     h.until_state(&id, "DEPRECATED").await;
     running.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn the_group_reports_its_active_migration_until_it_ends() {
+    let redis = RedisServer::start();
+    let (running, api) = coordinator(test_config(&redis.url())).await;
+    api.create_stream("am", 2).await;
+    let mut h = Harness::new(api.clone(), &redis.url(), "am", 2).await;
+    h.round().await;
+    let routes = [
+        "/coord/v1/streams/am/groups/am",
+        "/coord/v1/monitoring/streams/am/groups/am",
+    ];
+    for path in routes {
+        let r = api.send("GET", path, None).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(r.body["activeMigration"], Value::Null, "{path}: {}", r.body);
+    }
+    let (status, body) = h.scale(4).await;
+    assert_eq!(status, 202, "{body}");
+    let id = body["migrations"][0]["reshardingId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for path in routes {
+        let r = api.send("GET", path, None).await;
+        let m = &r.body["activeMigration"];
+        assert_eq!(m["reshardingId"], id.as_str(), "{path}: {}", r.body);
+        assert_eq!(m["fromShardCount"], 2, "{m}");
+        assert_eq!(m["toShardCount"], 4, "{m}");
+        assert!(
+            m["state"] == "ACTIVE" || m["state"] == "DRAINING",
+            "{path}: {m}"
+        );
+        for key in ["createdAt", "updatedAt"] {
+            assert!(m[key].is_string(), "{path}: {m}");
+        }
+    }
+    let r = api
+        .send(
+            "POST",
+            &format!("/coord/v1/streams/am/groups/am/migrations/{id}/rollback"),
+            Some(json!({"requestedBy": "ops", "reason": "test"})),
+        )
+        .await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    for path in routes {
+        let r = api.send("GET", path, None).await;
+        assert_eq!(
+            r.body["activeMigration"],
+            Value::Null,
+            "ended by the rollback: {path}: {}",
+            r.body
+        );
+    }
+    running.shutdown().await.unwrap();
+}

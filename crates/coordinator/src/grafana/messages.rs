@@ -1,9 +1,8 @@
-//! `grafana/messages`: records of one shard, or of every shard merged by record id, as flat rows. Cursors:
-//! a plain record id for one shard, `all:<i>=<id>,<j>=<id>` for the merged view (each shard's position),
-//! both exclusive as in the message browser. `recordId=<id>` finds that exact record on the selected shards.
-//! The reference's `__rsc_last__` / `__rsc_tail__:<n>` cursors are refused with 400 (walk with
-//! `direction=BACKWARD` instead: its first page is the last one).
+//! `grafana/messages`: records of one shard, or of every shard merged by record id, as flat rows, paged with
+//! the cursors of `cursor.rs` (record ids, merged positions, `__rsc_last__`, `__rsc_tail__:<n>`).
+//! `recordId=<id>` finds that exact record on the selected shards.
 
+use super::cursor::{self, Id, Start};
 use super::{Params, one_group, param};
 use crate::clock::iso_ms;
 use crate::coordinator::Coordinator;
@@ -15,39 +14,6 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
 const ALL_SELECTORS: [&str; 4] = ["all", ".*", "__all", "$__all"];
-
-/// Per selected shard, where its next page starts.
-type Cursors = BTreeMap<u32, Option<(u64, u64)>>;
-
-fn parse_all_cursor(raw: &str, shards: &[u32]) -> Result<Cursors, CoordError> {
-    let mut out: Cursors = shards.iter().map(|s| (*s, None)).collect();
-    let bad = || {
-        CoordError::Invalid(format!(
-            "cursor: {raw:?} is not all:<shard>=<record id>,…; pass the pageNextCursor of the previous page"
-        ))
-    };
-    for part in raw
-        .strip_prefix("all:")
-        .ok_or_else(bad)?
-        .split(',')
-        .filter(|p| !p.is_empty())
-    {
-        let (i, id) = part.split_once('=').ok_or_else(bad)?;
-        let i: u32 = i.parse().map_err(|_| bad())?;
-        let slot = out.get_mut(&i).ok_or_else(bad)?;
-        *slot = Some(parse_cursor(id)?);
-    }
-    Ok(out)
-}
-
-/// The id just before `id` (so an exclusive cursor there reads `id` first), if any.
-fn before(id: (u64, u64)) -> Option<(u64, u64)> {
-    match id {
-        (0, 0) => None,
-        (ms, 0) => Some((ms - 1, u64::MAX)),
-        (ms, seq) => Some((ms, seq - 1)),
-    }
-}
 
 /// `grafana/messages?streamPrefix&consumerGroup&shardIndex&direction&cursor&recordId&limit`.
 pub async fn message_rows(c: &Coordinator, params: &Params) -> Result<Vec<Value>, CoordError> {
@@ -77,26 +43,21 @@ pub async fn message_rows(c: &Coordinator, params: &Params) -> Result<Vec<Value>
         }
         vec![i]
     };
-    let raw_cursor = raw_cursor
-        .map(|c| c.trim().to_owned())
-        .filter(|c| !c.is_empty());
-    let mut cursors: Cursors = match raw_cursor.as_deref() {
-        None => shards.iter().map(|s| (*s, None)).collect(),
-        Some(c) if c.starts_with("__rsc_") => {
-            return Err(CoordError::Invalid(format!(
-                "cursor: {c:?} is not supported; to see the last page ask with direction=BACKWARD"
-            )));
-        }
-        Some(c) if all => parse_all_cursor(c, &shards)?,
-        Some(c) => shards
-            .iter()
-            .map(|s| Ok((*s, Some(parse_cursor(c)?))))
-            .collect::<Result<_, CoordError>>()?,
-    };
     let (direction, limit) = (page.direction, page.limit as usize);
     let exact = match param(params, "recordId") {
         Some(id) => Some(parse_cursor(id)?),
         None => None,
+    };
+    // An exact search ignores the cursor.
+    let start = match exact {
+        Some(_) => Start::At(shards.iter().map(|s| (*s, None)).collect()),
+        None => cursor::parse(raw_cursor.as_deref(), &shards, all, page.limit)?,
+    };
+    // A tail page is read from the other end: `(n + 1) × limit` records per shard, of which the last
+    // `limit` (merged) are the page.
+    let (read_direction, read_count) = match &start {
+        Start::Tail(n) => (reversed(direction), (*n as usize + 1) * limit),
+        Start::At(_) => (direction, limit + 1),
     };
     let mut found: Vec<(u32, StreamRecord)> = Vec::new();
     let mut more = false;
@@ -104,18 +65,23 @@ pub async fn message_rows(c: &Coordinator, params: &Params) -> Result<Vec<Value>
     for s in &shards {
         let key = shard_stream_key(&g.stream_prefix, *s);
         total += c.store.shard_length(&key).await?;
-        let records = match exact {
-            Some(id) => c
+        let records = match (exact, &start) {
+            (Some(id), _) => c
                 .store
-                .shard_records(&key, PageDirection::Forward, before(id), 1)
+                .shard_records(&key, PageDirection::Forward, cursor::before(id), 1)
                 .await?
                 .into_iter()
                 .filter(|r| parse_stream_id(&r.id) == Some(id))
                 .collect(),
-            None => {
+            (None, Start::Tail(_)) => {
+                c.store
+                    .shard_records(&key, read_direction, None, read_count)
+                    .await?
+            }
+            (None, Start::At(positions)) => {
                 let r = c
                     .store
-                    .shard_records(&key, direction, cursors[s], limit + 1)
+                    .shard_records(&key, direction, positions[s], read_count)
                     .await?;
                 more |= r.len() > limit;
                 r
@@ -123,27 +89,42 @@ pub async fn message_rows(c: &Coordinator, params: &Params) -> Result<Vec<Value>
         };
         found.extend(records.into_iter().map(|r| (*s, r)));
     }
-    let id_of = |r: &StreamRecord| parse_stream_id(&r.id).unwrap_or_default();
-    found.sort_by(|(sa, a), (sb, b)| match direction {
-        PageDirection::Forward => (id_of(a), sa).cmp(&(id_of(b), sb)),
-        PageDirection::Backward => (id_of(b), sb).cmp(&(id_of(a), sa)),
+    let key = |(s, r): &(u32, StreamRecord)| (parse_stream_id(&r.id).unwrap_or_default(), *s);
+    found.sort_by(|a, b| match read_direction {
+        PageDirection::Forward => key(a).cmp(&key(b)),
+        PageDirection::Backward => key(b).cmp(&key(a)),
     });
+    if let Start::Tail(n) = start {
+        found.truncate(read_count);
+        found.drain(..found.len().min(n as usize * limit));
+        found.reverse();
+        // The pages after a tail page are the `n` skipped ones.
+        more = n > 0 && !found.is_empty();
+    }
     more |= found.len() > limit;
     found.truncate(limit);
-    for (s, r) in &found {
-        cursors.insert(*s, parse_stream_id(&r.id));
-    }
-    let next = (more && exact.is_none()).then(|| {
-        if all {
-            let parts: Vec<String> = cursors
-                .iter()
-                .filter_map(|(s, c)| c.map(|(ms, seq)| format!("{s}={ms}-{seq}")))
-                .collect();
-            format!("all:{}", parts.join(","))
-        } else {
-            found.last().map(|(_, r)| r.id.clone()).unwrap_or_default()
+    let next = match (found.last(), exact) {
+        (Some(last), None) if more => {
+            let (last_id, last_shard) = key(last);
+            Some(if all {
+                let positions = match &start {
+                    Start::At(positions) => {
+                        let mut positions = positions.clone();
+                        for (s, r) in &found {
+                            positions.insert(*s, parse_stream_id(&r.id));
+                        }
+                        positions
+                    }
+                    Start::Tail(_) => cursor::beyond(&shards, last_id, last_shard, direction),
+                };
+                cursor::format_all(&positions)
+            } else {
+                last.1.id.clone()
+            })
         }
-    });
+        _ => None,
+    };
+    let id_of = |r: &StreamRecord| -> Id { parse_stream_id(&r.id).unwrap_or_default() };
     Ok(found
         .into_iter()
         .map(|(s, r)| {
@@ -165,4 +146,11 @@ pub async fn message_rows(c: &Coordinator, params: &Params) -> Result<Vec<Value>
             })
         })
         .collect())
+}
+
+fn reversed(d: PageDirection) -> PageDirection {
+    match d {
+        PageDirection::Forward => PageDirection::Backward,
+        PageDirection::Backward => PageDirection::Forward,
+    }
 }

@@ -6,6 +6,7 @@
 //! `consumedPerSecond`) come from the difference to this process's previous observation of the group
 //! (`rates.rs`), `null` on the first.
 
+mod cursor;
 mod messages;
 mod rates;
 mod rows;
