@@ -49,6 +49,7 @@ pub mod error;
 pub mod identity;
 pub mod producer;
 pub mod redis_target;
+pub(crate) mod quiesce;
 pub(crate) mod routing;
 
 pub use admin::{AdminClient, AdminError};

@@ -5,9 +5,14 @@
 //! Publish procedure: route with the cached table → `XADD <streamKey> NOMKSTREAM [MAXLEN ~ n] * f v …`.
 //! A nil reply (the stream key is missing: a stale route) or a Redis error triggers one routing refresh and
 //! one retry. Batches are pipelined in one round trip. The producer never creates streams.
+//!
+//! Producer quiesce (a scale with `producerQuiesce`, see [`crate::quiesce`]): while routing carries a quiesce
+//! notice no new publish starts (callers wait, at most [`ProducerConfig::publish_timeout`]); the publishes in
+//! flight finish with their retry, then the producer reports `quiesced` under its producer id.
 
 use crate::coordinator::CoordinatorClient;
 use crate::error::ClientError;
+use crate::quiesce::Gate;
 use crate::redis_target::{ConnectOptions, DataConn, RedisTarget};
 use crate::routing::{Lookup, Offer, RoutingCache, route};
 use rsc_protocol::wire::ProducerRoutingResponse;
@@ -31,6 +36,10 @@ pub struct ProducerConfig {
     pub routing_lease: Duration,
     /// `MAXLEN ~ n` trimming on every XADD (default `Some(100_000)`; `None` = no trimming).
     pub max_len: Option<u64>,
+    /// This producer's stable id, reported to the coordinator (default: generated once per producer).
+    pub producer_id: Option<String>,
+    /// How long a publish call waits to start while a scale has producers quiesced (default 30 s).
+    pub publish_timeout: Duration,
 }
 
 impl ProducerConfig {
@@ -53,7 +62,21 @@ impl ProducerConfig {
             refresh_interval: Duration::from_secs(5),
             routing_lease: Duration::from_secs(60),
             max_len: Some(100_000),
+            producer_id: None,
+            publish_timeout: Duration::from_secs(30),
         }
+    }
+
+    /// A stable id for this producer (1–200 visible ASCII characters), instead of a generated one.
+    pub fn producer_id(mut self, id: impl Into<String>) -> Self {
+        self.producer_id = Some(id.into());
+        self
+    }
+
+    /// How long a publish waits to start while producers are quiesced for a scale.
+    pub fn publish_timeout(mut self, d: Duration) -> Self {
+        self.publish_timeout = d;
+        self
     }
 
     /// Writes to this Redis instead of the URL given to [`ProducerConfig::new`], e.g. a Redis Cluster.
@@ -96,6 +119,13 @@ impl ProducerConfig {
             return Err(ClientError::InvalidConfig(format!(
                 "routing lease ({:?}) must be longer than the refresh interval ({:?}), and both positive",
                 self.routing_lease, self.refresh_interval
+            )));
+        }
+        if let Some(id) = &self.producer_id
+            && (id.is_empty() || id.len() > 200 || !id.bytes().all(|b| b.is_ascii_graphic()))
+        {
+            return Err(ClientError::InvalidConfig(format!(
+                "producer id {id:?} must be 1–200 visible ASCII characters"
             )));
         }
         if self.max_len == Some(0) {
@@ -154,6 +184,10 @@ pub struct ProducerStats {
     /// Writes that found their shard stream missing (`XADD … NOMKSTREAM` answered nil): a stale route, e.g. to
     /// a shard retired by a scale-in. Each was refreshed and retried once.
     pub stale_route_writes: u64,
+    /// Scales this producer paused for (producer quiesce).
+    pub quiesce_pauses: u64,
+    /// Publish calls that waited for a producer quiesce to end.
+    pub publishes_held: u64,
 }
 
 /// A routed producer. Cheap to share (`&self` methods); dropping it stops its background refresher.
@@ -172,6 +206,9 @@ struct Inner {
     /// Serialises refreshes; holds the number of completed fetch attempts.
     refresh_lock: tokio::sync::Mutex<u64>,
     wake_refresher: Notify,
+    /// Producer quiesce: admission of publishes and the in-flight count.
+    gate: Gate,
+    producer_id: String,
 }
 
 impl Drop for Producer {
@@ -207,6 +244,10 @@ impl Producer {
                 max_reconnect_delay: None,
             })
             .await?;
+        let producer_id = config
+            .producer_id
+            .clone()
+            .unwrap_or_else(|| format!("producer-{}", uuid::Uuid::new_v4()));
         let inner = Arc::new(Inner {
             coord,
             config,
@@ -215,6 +256,8 @@ impl Producer {
             stale_route_writes: std::sync::atomic::AtomicU64::new(0),
             refresh_lock: tokio::sync::Mutex::new(0),
             wake_refresher: Notify::new(),
+            gate: Gate::default(),
+            producer_id,
         });
         inner.refresh(None).await?;
         let refresher = tokio::spawn(refresh_loop(Arc::downgrade(&inner)));
@@ -277,6 +320,8 @@ impl Producer {
                 ));
             }
         }
+        // Producer quiesce: wait while a scale has producers paused; counted in flight until done.
+        let _in_flight = self.inner.admit().await?;
         let mut results: Vec<Option<Published>> = vec![None; records.len()];
         let mut todo: Vec<usize> = (0..records.len()).collect();
         for attempt in 0..2 {
@@ -368,7 +413,22 @@ impl Producer {
                 .inner
                 .stale_route_writes
                 .load(std::sync::atomic::Ordering::Relaxed),
+            quiesce_pauses: self
+                .inner
+                .gate
+                .pauses
+                .load(std::sync::atomic::Ordering::Relaxed),
+            publishes_held: self
+                .inner
+                .gate
+                .held
+                .load(std::sync::atomic::Ordering::Relaxed),
         }
+    }
+
+    /// This producer's id, as the coordinator sees it (producer quiesce).
+    pub fn producer_id(&self) -> &str {
+        &self.inner.producer_id
     }
 }
 
@@ -419,19 +479,25 @@ impl Inner {
         let observed = self.cache_lock().highest_version();
         let result = self
             .coord
-            .producer_routing_observed(
+            .producer_routing_as(
                 &self.config.stream_prefix,
                 &self.config.consumer_group,
                 Some(observed),
+                Some(&self.producer_id),
             )
             .await;
         *done += 1;
         match result {
             Ok(table) => {
                 let version = table.metadata_version;
+                let notice = table.quiesce.clone();
+                let routing_version = table.routing_version.unwrap_or(0);
                 let offer = self
                     .cache_lock()
                     .offer(table, started, self.config.routing_lease);
+                if offer == Offer::Accepted {
+                    self.observe_quiesce(notice, routing_version, started);
+                }
                 if offer == Offer::Regressed {
                     tracing::warn!(
                         stream = %self.config.stream_prefix,
@@ -453,16 +519,32 @@ impl Inner {
 }
 
 /// Refreshes routing every refresh interval (or when a publish finds it stale) until the producer is dropped.
+/// While producers are quiesced it polls every [`QUIESCE_POLL`], reports `quiesced` as soon as nothing is in
+/// flight, and resumes publishing on the first routing without the notice.
 async fn refresh_loop(inner: Weak<Inner>) {
     loop {
-        let (interval, seen) = {
+        let (interval, seen, paused) = {
             let Some(i) = inner.upgrade() else { return };
             let seen = *i.refresh_lock.lock().await;
-            (i.config.refresh_interval, seen)
+            let paused = i.gate.paused();
+            let interval = if paused {
+                i.config.refresh_interval.min(QUIESCE_POLL)
+            } else {
+                i.config.refresh_interval
+            };
+            (interval, seen, paused)
         };
         let wake = async {
             if let Some(i) = inner.upgrade() {
-                i.wake_refresher.notified().await;
+                if paused {
+                    // A publish ending may be the last one in flight: report without waiting a poll.
+                    tokio::select! {
+                        _ = i.wake_refresher.notified() => {}
+                        _ = i.gate.changed(interval) => {}
+                    }
+                } else {
+                    i.wake_refresher.notified().await;
+                }
             }
         };
         tokio::select! {
@@ -470,8 +552,81 @@ async fn refresh_loop(inner: Weak<Inner>) {
             _ = wake => {}
         }
         let Some(i) = inner.upgrade() else { return };
+        if paused && i.gate.to_report().is_some() {
+            i.report_quiesced().await;
+            continue;
+        }
         if let Err(e) = i.refresh(Some(seen)).await {
             tracing::debug!(error = %e, "background routing refresh failed; using cached routing while its lease lasts");
+        }
+        i.report_quiesced().await;
+    }
+}
+
+/// How often routing is fetched while producers are quiesced (so publishing resumes promptly).
+const QUIESCE_POLL: Duration = Duration::from_millis(200);
+
+impl Inner {
+    /// Admission of a publish (producer quiesce): waits while paused, bounded by the publish timeout.
+    async fn admit(&self) -> Result<crate::quiesce::InFlight<'_>, ClientError> {
+        self.gate
+            .admit(self.config.publish_timeout)
+            .await
+            .map_err(|p| ClientError::Quiesced {
+                stream_prefix: self.config.stream_prefix.clone(),
+                resharding_id: p.resharding_id,
+                waited: self.config.publish_timeout,
+            })
+    }
+
+    /// Applies a fetched routing answer's quiesce notice, with a log line when a pause begins or ends.
+    fn observe_quiesce(
+        &self,
+        notice: Option<rsc_protocol::wire::quiesce::QuiesceNotice>,
+        routing_version: i64,
+        fetched_at: Instant,
+    ) {
+        let was_paused = self.gate.paused();
+        if self
+            .gate
+            .observe(notice.as_ref(), routing_version, fetched_at)
+            && let Some(n) = &notice
+        {
+            tracing::info!(stream = %self.config.stream_prefix, producer = %self.producer_id,
+                resharding_id = %n.resharding_id, deadline = %n.deadline,
+                "a scale asked producers to quiesce: new publishes wait, those in flight finish");
+        }
+        if was_paused && notice.is_none() {
+            tracing::info!(stream = %self.config.stream_prefix, producer = %self.producer_id,
+                routing_version, "producer quiesce ended: publishing resumes on the new routing");
+        }
+    }
+
+    /// Reports `quiesced` when paused with nothing in flight (once per resharding; retried on failure).
+    async fn report_quiesced(&self) {
+        let Some(p) = self.gate.to_report() else {
+            return;
+        };
+        match self
+            .coord
+            .report_quiesced(
+                &self.config.stream_prefix,
+                &self.producer_id,
+                &p.resharding_id,
+                p.routing_version,
+            )
+            .await
+        {
+            Ok(answer) => {
+                self.gate.reported(&p.resharding_id);
+                tracing::info!(stream = %self.config.stream_prefix, producer = %self.producer_id,
+                    resharding_id = %p.resharding_id, waiting = answer.waiting, "reported quiesced");
+                if !answer.waiting {
+                    self.wake_refresher.notify_one();
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, resharding_id = %p.resharding_id,
+                "quiesced report failed; retried on the next refresh"),
         }
     }
 }

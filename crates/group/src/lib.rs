@@ -23,6 +23,7 @@ pub mod durability;
 pub mod heartbeat;
 pub mod invariants;
 pub mod migration;
+pub mod quiesce;
 pub mod model;
 pub mod rebalance;
 pub mod replica;

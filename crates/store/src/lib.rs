@@ -29,6 +29,7 @@ mod limits;
 mod messages;
 mod metadata;
 mod outcome;
+mod producers;
 mod reply;
 mod scripts;
 mod shards;
@@ -50,6 +51,7 @@ pub use metadata::{LAYOUT_VERSION, SCHEMA_VERSION};
 pub use outcome::{
     CasOutcome, CasWrite, CreateOutcome, DeleteOutcome, HeartbeatOutcome, StoredGroup,
 };
+pub use producers::ProducerEntry;
 pub use shards::{ConsumerGroupInfo, RetireOutcome, StreamInfo, parse_stream_id};
 pub use store::Store;
 pub use topology::{SlotOwner, owner_of};
