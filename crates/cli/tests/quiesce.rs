@@ -33,7 +33,9 @@ fn coordinator(url: &str) -> CoordinatorClient {
 
 async fn create(c: &CoordinatorClient, stream: &str, shards: u32) {
     assert!(matches!(
-        c.create_stream(stream, shards, "quiesce-test").await.unwrap(),
+        c.create_stream(stream, shards, "quiesce-test")
+            .await
+            .unwrap(),
         CreateStream::Created(_)
     ));
 }
@@ -51,7 +53,14 @@ async fn scale(c: &CoordinatorClient, stream: &str, body: Value) -> Result<Value
 
 async fn migration(c: &CoordinatorClient, stream: &str, id: &str) -> Value {
     c.get_json(&[
-        "coord", "v1", "streams", stream, "groups", stream, "migrations", id,
+        "coord",
+        "v1",
+        "streams",
+        stream,
+        "groups",
+        stream,
+        "migrations",
+        id,
     ])
     .await
     .unwrap()
@@ -71,7 +80,10 @@ async fn wait_migration(
         if cond(&m) {
             return m;
         }
-        assert!(Instant::now() < deadline, "migration view never got there: {m}");
+        assert!(
+            Instant::now() < deadline,
+            "migration view never got there: {m}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -132,7 +144,10 @@ async fn a_quiesced_scale_publishes_no_event_to_both_shard_counts_while_publishe
             let mut n = 0u64;
             while !stop.load(Ordering::SeqCst) {
                 let event = format!("p{k}-e{n}");
-                if p.publish(&event, &[("event", event.as_str())]).await.is_err() {
+                if p.publish(&event, &[("event", event.as_str())])
+                    .await
+                    .is_err()
+                {
                     failed.fetch_add(1, Ordering::Relaxed);
                 }
                 n += 1;
@@ -175,8 +190,15 @@ async fn a_quiesced_scale_publishes_no_event_to_both_shard_counts_while_publishe
         m["producerQuiesce"]["waiting"] == json!(false)
     })
     .await;
-    assert_eq!(done["producerQuiesce"]["forcedByTimeout"], json!(false), "{done}");
-    let mut ids: Vec<String> = producers.iter().map(|p| p.producer_id().to_owned()).collect();
+    assert_eq!(
+        done["producerQuiesce"]["forcedByTimeout"],
+        json!(false),
+        "{done}"
+    );
+    let mut ids: Vec<String> = producers
+        .iter()
+        .map(|p| p.producer_id().to_owned())
+        .collect();
     ids.sort();
     let quiesced: Vec<String> =
         serde_json::from_value(done["producerQuiesce"]["quiescedProducers"].clone()).unwrap();
@@ -238,7 +260,11 @@ async fn a_quiesced_scale_publishes_no_event_to_both_shard_counts_while_publishe
         &across[..across.len().min(10)]
     );
     let audit = switch_audit(&c, stream).await;
-    assert_eq!(audit["requestSummary"]["forcedByTimeout"], json!(false), "{audit}");
+    assert_eq!(
+        audit["requestSummary"]["forcedByTimeout"],
+        json!(false),
+        "{audit}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -257,7 +283,15 @@ async fn a_reader_that_never_reports_forces_the_switch_at_the_timeout_and_is_nam
     producer.publish("k", &[("v", "1")]).await.unwrap();
     // A plain client: fetches routing, knows nothing of quiesce (no producerId, never reports).
     let plain = c
-        .get_json(&["coord", "v1", "streams", stream, "groups", stream, "producer-routing"])
+        .get_json(&[
+            "coord",
+            "v1",
+            "streams",
+            stream,
+            "groups",
+            stream,
+            "producer-routing",
+        ])
         .await
         .unwrap();
     assert_eq!(plain["shardCount"], json!(2));
@@ -282,7 +316,11 @@ async fn a_reader_that_never_reports_forces_the_switch_at_the_timeout_and_is_nam
         m["producerQuiesce"]["quiescedProducers"] == json!(["sdk-producer-1"])
     })
     .await;
-    assert_eq!(waiting["producerQuiesce"]["waiting"], json!(true), "{waiting}");
+    assert_eq!(
+        waiting["producerQuiesce"]["waiting"],
+        json!(true),
+        "{waiting}"
+    );
     assert_eq!(
         waiting["producerQuiesce"]["notQuiescedProducers"],
         json!([plain_id])
@@ -297,11 +335,22 @@ async fn a_reader_that_never_reports_forces_the_switch_at_the_timeout_and_is_nam
         started.elapsed() >= Duration::from_millis(2900),
         "switched before the timeout"
     );
-    assert_eq!(done["producerQuiesce"]["forcedByTimeout"], json!(true), "{done}");
-    assert_eq!(done["producerQuiesce"]["notQuiescedProducers"], json!([plain_id]));
+    assert_eq!(
+        done["producerQuiesce"]["forcedByTimeout"],
+        json!(true),
+        "{done}"
+    );
+    assert_eq!(
+        done["producerQuiesce"]["notQuiescedProducers"],
+        json!([plain_id])
+    );
     assert_eq!(done["routingShardCount"], json!(3));
     let audit = switch_audit(&c, stream).await;
-    assert_eq!(audit["requestSummary"]["forcedByTimeout"], json!(true), "{audit}");
+    assert_eq!(
+        audit["requestSummary"]["forcedByTimeout"],
+        json!(true),
+        "{audit}"
+    );
     assert_eq!(audit["requestSummary"]["notQuiesced"], json!([plain_id]));
     let reason = audit["reason"].as_str().unwrap();
     assert!(
@@ -319,7 +368,15 @@ async fn a_reader_that_never_reports_forces_the_switch_at_the_timeout_and_is_nam
     }
     producer.refresh_routing().await.unwrap();
     let after = c
-        .get_json(&["coord", "v1", "streams", stream, "groups", stream, "producer-routing"])
+        .get_json(&[
+            "coord",
+            "v1",
+            "streams",
+            stream,
+            "groups",
+            stream,
+            "producer-routing",
+        ])
         .await
         .unwrap();
     assert_eq!(after["shardCount"], json!(3));
@@ -334,7 +391,10 @@ async fn expect_400(result: Result<Value, ClientError>, mentions: &str) {
             message,
         }) => {
             assert_eq!(code, "INVALID_REQUEST");
-            assert!(message.contains(mentions), "{message:?} should mention {mentions}");
+            assert!(
+                message.contains(mentions),
+                "{message:?} should mention {mentions}"
+            );
         }
         other => panic!("expected 400 mentioning {mentions}, got {other:?}"),
     }
@@ -346,9 +406,7 @@ async fn bad_quiesce_requests_are_refused_with_400() {
     let rsc = start_rsc(&redis.url());
     let c = coordinator(&rsc.url());
     create(&c, "v", 2).await;
-    let base = |q: Value| {
-        json!({"targetShardCount": 3, "requestedBy": "t", "reason": "r", "producerQuiesce": q})
-    };
+    let base = |q: Value| json!({"targetShardCount": 3, "requestedBy": "t", "reason": "r", "producerQuiesce": q});
     for (q, mentions) in [
         (json!({}), "producerQuiesce.timeoutMs: is required"),
         (json!({"timeoutMs": 0}), "must be positive"),
@@ -361,7 +419,15 @@ async fn bad_quiesce_requests_are_refused_with_400() {
     }
     // Nothing was recorded by the refused scales.
     let routing = c
-        .get_json(&["coord", "v1", "streams", "v", "groups", "v", "producer-routing"])
+        .get_json(&[
+            "coord",
+            "v1",
+            "streams",
+            "v",
+            "groups",
+            "v",
+            "producer-routing",
+        ])
         .await
         .unwrap();
     assert_eq!(routing["shardCount"], json!(2));
@@ -386,7 +452,10 @@ async fn bad_quiesce_requests_are_refused_with_400() {
     )
     .await;
     expect_400(
-        report(json!({"producerId": "has space", "reshardingId": "r", "observedRoutingVersion": 1})).await,
+        report(
+            json!({"producerId": "has space", "reshardingId": "r", "observedRoutingVersion": 1}),
+        )
+        .await,
         "producerId",
     )
     .await;
@@ -403,7 +472,15 @@ async fn bad_quiesce_requests_are_refused_with_400() {
     expect_400(
         c.send_json(
             Method::GET,
-            &["coord", "v1", "streams", "v", "groups", "v", "producer-routing"],
+            &[
+                "coord",
+                "v1",
+                "streams",
+                "v",
+                "groups",
+                "v",
+                "producer-routing",
+            ],
             &[("producerId", "x".repeat(201))],
             None,
             None,

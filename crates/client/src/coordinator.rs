@@ -257,8 +257,13 @@ impl CoordinatorClient {
         consumer_group: &str,
         observed_metadata_version: Option<i64>,
     ) -> Result<ProducerRoutingResponse, ClientError> {
-        self.producer_routing_as(stream_prefix, consumer_group, observed_metadata_version, None)
-            .await
+        self.producer_routing_as(
+            stream_prefix,
+            consumer_group,
+            observed_metadata_version,
+            None,
+        )
+        .await
     }
 
     /// [`CoordinatorClient::producer_routing_observed`] naming the producer (`producerId`), so that a scale
@@ -328,7 +333,14 @@ impl CoordinatorClient {
             resharding_id: Some(resharding_id.to_owned()),
             observed_routing_version: Some(routing_version),
         };
-        let segments = ["coord", "v1", "streams", stream_prefix, "producers", "quiesced"];
+        let segments = [
+            "coord",
+            "v1",
+            "streams",
+            stream_prefix,
+            "producers",
+            "quiesced",
+        ];
         let (status, bytes) = self
             .call(
                 Method::POST,

@@ -48,8 +48,8 @@ pub mod coordinator;
 pub mod error;
 pub mod identity;
 pub mod producer;
-pub mod redis_target;
 pub(crate) mod quiesce;
+pub mod redis_target;
 pub(crate) mod routing;
 
 pub use admin::{AdminClient, AdminError};

@@ -208,7 +208,10 @@ mod tests {
         assert_eq!(g.held.load(Ordering::Relaxed), 1);
         drop(first);
         let report = g.to_report().expect("quiesced now");
-        assert_eq!((report.resharding_id.as_str(), report.routing_version), ("r1", 4));
+        assert_eq!(
+            (report.resharding_id.as_str(), report.routing_version),
+            ("r1", 4)
+        );
         g.reported("r1");
         assert_eq!(g.to_report(), None);
         // The same notice again is the same pause.

@@ -166,7 +166,9 @@ mod tests {
             }
         );
         // Nobody seen at all: nothing to wait for.
-        assert!(matches!(decide(&q, &[], 1_000, 5_000), Decision::Switch(o) if !o.forced_by_timeout));
+        assert!(
+            matches!(decide(&q, &[], 1_000, 5_000), Decision::Switch(o) if !o.forced_by_timeout)
+        );
     }
 
     #[test]

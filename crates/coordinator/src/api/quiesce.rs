@@ -7,7 +7,6 @@ use crate::coordinator::Coordinator;
 use crate::error::ApiError;
 use crate::security::guard::ClientAddr;
 use crate::security::principal::Principal;
-use axum::Extension;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};

@@ -28,8 +28,8 @@ mod quiesce;
 mod record;
 mod views;
 
-use views::migration_state_in_groups;
 pub use quiesce::{QuiesceView, SWITCH_AUDIT_ACTION, validate_producer_id};
+use views::migration_state_in_groups;
 pub use views::{MigrationDetail, RemovedShard};
 
 use crate::cache::{Cached, GroupName};

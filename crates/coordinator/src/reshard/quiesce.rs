@@ -68,9 +68,7 @@ pub(super) fn requested_timeout(req: &ScaleRequest) -> Result<Option<i64>, Coord
 
 /// A producer id as reported: 1–200 visible ASCII characters.
 pub fn validate_producer_id(field: &str, id: &str) -> Result<(), CoordError> {
-    if id.is_empty()
-        || id.len() > MAX_PRODUCER_ID_LEN
-        || !id.bytes().all(|b| b.is_ascii_graphic())
+    if id.is_empty() || id.len() > MAX_PRODUCER_ID_LEN || !id.bytes().all(|b| b.is_ascii_graphic())
     {
         return Err(CoordError::invalid(format!(
             "{field}: {id:?} must be 1–{MAX_PRODUCER_ID_LEN} visible ASCII characters (no spaces)"
@@ -155,7 +153,13 @@ impl Coordinator {
                 .producer_quiesced(&seen, &quiesced, &producer, &rid, version, now)
                 .await
                 .map_err(CoordError::from)?;
-            tracing::info!(stream = prefix, producer, resharding_id = rid, routing_version = version, "producer quiesced");
+            tracing::info!(
+                stream = prefix,
+                producer,
+                resharding_id = rid,
+                routing_version = version,
+                "producer quiesced"
+            );
             if let Some(m) = stream.record.active_migration.clone() {
                 let groups = self.stream_groups(prefix).await?;
                 let switched = self.activate(prefix, stream, &m, &groups).await?;
@@ -262,10 +266,7 @@ impl Coordinator {
         summary.insert("forcedByTimeout".into(), outcome.forced_by_timeout.into());
         summary.insert("notQuiesced".into(), outcome.not_quiesced.clone().into());
         summary.insert("quiesced".into(), outcome.quiesced.clone().into());
-        summary.insert(
-            "targetShardCount".into(),
-            migration.to_shard_count.into(),
-        );
+        summary.insert("targetShardCount".into(), migration.to_shard_count.into());
         let record = AuditRecord {
             id: None,
             timestamp: crate::clock::iso_ms(outcome.decided_at_ms),
@@ -351,6 +352,8 @@ impl Coordinator {
 fn waiting_quiesce(record: &StreamRecord, now_ms: i64) -> Option<&ProducerQuiesce> {
     let m = record.active_migration.as_ref()?;
     let q = record.producer_quiesce.as_ref()?;
-    (m.state == MigrationState::Preparing && q.resharding_id == m.resharding_id && q.is_waiting(now_ms))
-        .then_some(q)
+    (m.state == MigrationState::Preparing
+        && q.resharding_id == m.resharding_id
+        && q.is_waiting(now_ms))
+    .then_some(q)
 }

@@ -8,7 +8,13 @@ on_both_topologies!(producer_sightings_and_reports);
 async fn producer_sightings_and_reports(store: &Store, name: &str) {
     let seen = format!("rsc-test:{{{name}}}:producers:seen");
     let quiesced = format!("rsc-test:{{{name}}}:producers:quiesced");
-    assert!(store.producers(&seen, &quiesced).await.expect("read").is_empty());
+    assert!(
+        store
+            .producers(&seen, &quiesced)
+            .await
+            .expect("read")
+            .is_empty()
+    );
     store.producer_seen(&seen, "p1", 100).await.expect("seen");
     store.producer_seen(&seen, "p2", 110).await.expect("seen");
     store
