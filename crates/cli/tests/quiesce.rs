@@ -1,17 +1,19 @@
 //! Producer quiesce (a scale with `producerQuiesce`) against the real `rsc` binary and real redis-server:
 //! SDK producers publishing continuously through a proxy that cuts their Redis connections (so publishes
-//! are retried, some after Redis had already taken them) across a quiesced scale publish no event to both
-//! the old and the new shard count; a reader that never reports (a plain HTTP routing fetch) forces the
+//! are retried after Redis had already taken them) across a quiesced scale publish no event to both the old
+//! and the new shard count, while without quiesce the same retries do; a reader that never reports (a plain HTTP routing fetch) forces the
 //! switch at the timeout, and the migration view and the audit name it; bad requests are 400s.
 
 use rsc_client::{
     ClientError, CoordinatorClient, CreateStream, Credentials, Method, Producer, ProducerConfig,
+    Record, RetryPolicy,
 };
+use rsc_protocol::routing::shard_for_key;
 use rsc_testkit::{LoopbackProxy, RedisServer, RscBuilder, RscProcess};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const ADMIN_PASSWORD: &str = "quiesce-test-admin-password";
@@ -115,113 +117,167 @@ async fn switch_audit(c: &CoordinatorClient, stream: &str) -> Value {
     records[0].clone()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_quiesced_scale_publishes_no_event_to_both_shard_counts_while_publishes_are_retried() {
+/// What a run of [`scale_under_retries`] found in the shard streams.
+struct Written {
+    /// Events written more than once (a retry of a publish Redis had already taken).
+    retried_twice: usize,
+    /// Events written to two different shard streams: published under both shard counts.
+    across: Vec<String>,
+}
+
+/// Whether Redis (read directly, not through the proxy) holds `event` on its shard of 4.
+async fn applied(conn: &mut redis::aio::MultiplexedConnection, stream: &str, event: &str) -> bool {
+    let shard = shard_for_key(event.as_bytes(), 4).unwrap();
+    let entries: redis::streams::StreamRangeReply = redis::cmd("XREVRANGE")
+        .arg(format!("{stream}:{shard}"))
+        .arg("+")
+        .arg("-")
+        .arg("COUNT")
+        .arg(20)
+        .query_async(conn)
+        .await
+        .unwrap();
+    entries
+        .ids
+        .iter()
+        .any(|e| e.get::<String>("event").as_deref() == Some(event))
+}
+
+/// Three SDK producers publish continuously (each call with a retry window: [`Producer::publish_retrying`])
+/// through a proxy that delays every chunk 300 ms. Once Redis holds producer 0's current event but its
+/// answer is still in the proxy, the stream is scaled 4 → 8 (with producer quiesce or without), then the
+/// proxy cuts every connection and refuses new ones for 500 ms, so the producers retry publishes Redis
+/// already took. Event keys are chosen to live on different shards under 4 and 8 shards.
+/// Then every shard stream is read back.
+async fn scale_under_retries(stream: &str, quiesce: bool) -> Written {
     let redis = RedisServer::start();
     let rsc = start_rsc(&redis.url());
     let c = coordinator(&rsc.url());
-    let stream = "quiesced";
     create(&c, stream, 4).await;
-    // The producers reach Redis through a proxy: every chunk delayed, every connection cut now and then,
-    // so XADDs in flight fail (some after Redis appended them) and the SDK refreshes routing and retries.
-    let proxy = LoopbackProxy::start(redis.port()).await;
-    proxy.set_latency(Duration::from_millis(40));
+    let proxy = Arc::new(LoopbackProxy::start(redis.port()).await);
+    proxy.set_latency(Duration::from_millis(300));
     let data_url = format!("redis://127.0.0.1:{}", proxy.port());
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
     let mut producers = Vec::new();
-    for _ in 0..3 {
-        producers.push(Arc::new(
+    let mut current = Vec::new();
+    let mut tasks = Vec::new();
+    for k in 0..3 {
+        let p = Arc::new(
             Producer::connect(coordinator(&rsc.url()), producer_config(stream, &data_url))
                 .await
                 .unwrap(),
-        ));
-    }
-    let stop = Arc::new(AtomicBool::new(false));
-    let failed = Arc::new(AtomicU64::new(0));
-    let mut tasks = Vec::new();
-    for (k, p) in producers.iter().enumerate() {
-        let (p, stop, failed) = (p.clone(), stop.clone(), failed.clone());
+        );
+        let now: Arc<Mutex<Option<String>>> = Arc::default();
+        producers.push(p.clone());
+        current.push(now.clone());
+        let stop = stop.clone();
         tasks.push(tokio::spawn(async move {
-            let mut n = 0u64;
-            while !stop.load(Ordering::SeqCst) {
-                let event = format!("p{k}-e{n}");
-                if p.publish(&event, &[("event", event.as_str())])
-                    .await
-                    .is_err()
-                {
-                    failed.fetch_add(1, Ordering::Relaxed);
+            let mut published = 0u64;
+            let policy = RetryPolicy {
+                attempts: 40,
+                backoff: Duration::from_millis(300),
+            };
+            for n in 0.. {
+                if stop.load(Ordering::SeqCst) {
+                    break;
                 }
-                n += 1;
+                let event = format!("p{k}-e{n}");
+                let key = event.as_bytes();
+                if shard_for_key(key, 4) == shard_for_key(key, 8) {
+                    continue;
+                }
+                *now.lock().unwrap() = Some(event.clone());
+                let record = Record::new(&event).field("event", &event);
+                p.publish_retrying(&[record], policy)
+                    .await
+                    .expect("published within the retry window");
+                published += 1;
             }
-            n
+            published
         }));
     }
-    let cuts = Arc::new(AtomicU64::new(0));
-    let injector = {
-        let (stop, cuts) = (stop.clone(), cuts.clone());
-        let proxy = Arc::new(proxy);
-        let p = proxy.clone();
-        (
-            proxy,
-            tokio::spawn(async move {
-                while !stop.load(Ordering::SeqCst) {
-                    tokio::time::sleep(Duration::from_millis(130)).await;
-                    p.cut();
-                    p.heal();
-                    cuts.fetch_add(1, Ordering::Relaxed);
-                }
-            }),
-        )
-    };
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
 
-    let answer = scale(
-        &c,
-        stream,
-        json!({"targetShardCount": 8, "requestedBy": "test", "reason": "quiesced scale",
-               "producerQuiesce": {"timeoutMs": 30000}}),
-    )
-    .await
-    .unwrap();
+    // Wait until Redis took producer 0's current event; while its answer is still in the proxy, scale, then
+    // cut the connections so that the answer is lost and the publish retried.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let event = current[0].lock().unwrap().clone();
+        if let Some(event) = event
+            && applied(&mut conn, stream, &event).await
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "producer 0 never published");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let mut request =
+        json!({"targetShardCount": 8, "requestedBy": "test", "reason": "scale under retries"});
+    if quiesce {
+        request["producerQuiesce"] = json!({"timeoutMs": 30000});
+    }
+    let answer = scale(&c, stream, request).await.unwrap();
+    proxy.cut();
     let id = answer["migrations"][0]["reshardingId"]
         .as_str()
         .unwrap()
         .to_owned();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    proxy.heal();
     let done = wait_migration(&c, stream, &id, Duration::from_secs(25), |m| {
-        m["producerQuiesce"]["waiting"] == json!(false)
+        m["routingShardCount"] == json!(8)
     })
     .await;
-    assert_eq!(
-        done["producerQuiesce"]["forcedByTimeout"],
-        json!(false),
-        "{done}"
-    );
-    let mut ids: Vec<String> = producers
-        .iter()
-        .map(|p| p.producer_id().to_owned())
-        .collect();
-    ids.sort();
-    let quiesced: Vec<String> =
-        serde_json::from_value(done["producerQuiesce"]["quiescedProducers"].clone()).unwrap();
-    assert_eq!(quiesced, ids, "every SDK producer reported quiesced");
-    assert_eq!(done["routingShardCount"], json!(8));
+    if quiesce {
+        assert_eq!(done["producerQuiesce"]["waiting"], json!(false), "{done}");
+        assert_eq!(
+            done["producerQuiesce"]["forcedByTimeout"],
+            json!(false),
+            "{done}"
+        );
+        let mut ids: Vec<String> = producers
+            .iter()
+            .map(|p| p.producer_id().to_owned())
+            .collect();
+        ids.sort();
+        let quiesced: Vec<String> =
+            serde_json::from_value(done["producerQuiesce"]["quiescedProducers"].clone()).unwrap();
+        assert_eq!(quiesced, ids, "every SDK producer reported quiesced");
+    }
 
-    // Publishing resumes on the new routing; then stop everything.
-    let before: u64 = producers.iter().map(|p| p.stats().publishes_held).sum();
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Publishing resumes on the new routing; then stop.
+    let resumed_from = producers[0].stats();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while producers[0].stats() == resumed_from {
+        assert!(
+            Instant::now() < deadline,
+            "producer 0 never published again"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
     stop.store(true, Ordering::SeqCst);
     let mut published = 0;
     for t in tasks {
         published += t.await.unwrap();
     }
-    injector.1.await.unwrap();
+    let held: u64 = producers.iter().map(|p| p.stats().publishes_held).sum();
     for p in &producers {
-        assert_eq!(p.stats().quiesce_pauses, 1, "each producer paused once");
+        assert_eq!(
+            p.stats().quiesce_pauses,
+            u64::from(quiesce),
+            "each producer paused once with quiesce, never without"
+        );
     }
-    assert!(before > 0, "callers waited while producers were quiesced");
+    assert_eq!(
+        held > 0,
+        quiesce,
+        "callers waited while producers were quiesced"
+    );
 
     // Every entry of every shard stream, old and new: event id → stream keys it was written to.
-    let client = redis::Client::open(redis.url()).unwrap();
-    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
     let mut seen: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for shard in 0..8 {
         let key = format!("{stream}:{shard}");
@@ -238,32 +294,41 @@ async fn a_quiesced_scale_publishes_no_event_to_both_shard_counts_while_publishe
         }
     }
     let retried_twice: usize = seen.values().filter(|keys| keys.len() > 1).count();
-    let across: Vec<(&String, BTreeSet<&String>)> = seen
+    let across: Vec<String> = seen
         .iter()
-        .map(|(e, keys)| (e, keys.iter().collect::<BTreeSet<_>>()))
-        .filter(|(_, keys)| keys.len() > 1)
+        .filter(|(_, keys)| keys.iter().collect::<BTreeSet<_>>().len() > 1)
+        .map(|(e, keys)| format!("{e}: {keys:?}"))
         .collect();
     eprintln!(
-        "published {published} events ({} failed), {} cuts, {} events written twice by a retry, {} in two shard streams",
-        failed.load(Ordering::Relaxed),
-        cuts.load(Ordering::Relaxed),
-        retried_twice,
+        "quiesce={quiesce}: published {published} events, {held} publish calls held, {retried_twice} events written \
+         twice by a retry, {} under both shard counts",
         across.len()
     );
+    if quiesce {
+        let audit = switch_audit(&c, stream).await;
+        assert_eq!(
+            audit["requestSummary"]["forcedByTimeout"],
+            json!(false),
+            "{audit}"
+        );
+    }
+    Written {
+        retried_twice,
+        across,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_quiesced_scale_publishes_no_event_to_both_shard_counts_while_publishes_are_retried() {
+    let w = scale_under_retries("quiesced", true).await;
     assert!(
-        retried_twice > 0,
+        w.retried_twice > 0,
         "the injected cuts made the SDK retry publishes Redis had already taken"
     );
     assert!(
-        across.is_empty(),
+        w.across.is_empty(),
         "events published under both shard counts: {:?}",
-        &across[..across.len().min(10)]
-    );
-    let audit = switch_audit(&c, stream).await;
-    assert_eq!(
-        audit["requestSummary"]["forcedByTimeout"],
-        json!(false),
-        "{audit}"
+        &w.across[..w.across.len().min(10)]
     );
 }
 
@@ -328,9 +393,10 @@ async fn a_reader_that_never_reports_forces_the_switch_at_the_timeout_and_is_nam
     assert_eq!(waiting["routingShardCount"], json!(2));
 
     let done = wait_migration(&c, stream, &id, Duration::from_secs(10), |m| {
-        m["producerQuiesce"]["waiting"] == json!(false)
+        m["routingShardCount"] == json!(3)
     })
     .await;
+    assert_eq!(done["producerQuiesce"]["waiting"], json!(false), "{done}");
     assert!(
         started.elapsed() >= Duration::from_millis(2900),
         "switched before the timeout"
@@ -494,4 +560,16 @@ async fn bad_quiesce_requests_are_refused_with_400() {
         .await
         .unwrap();
     assert_eq!(idle["waiting"], json!(false));
+}
+
+/// The control: the same producers, retries and scale without producer quiesce do publish events under both
+/// shard counts, so the check above can fail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn without_quiesce_the_same_retries_publish_events_under_both_shard_counts() {
+    let w = scale_under_retries("unquiesced", false).await;
+    assert!(w.retried_twice > 0, "the injected cuts made the SDK retry");
+    assert!(
+        !w.across.is_empty(),
+        "expected retries across the switch to publish some event under both shard counts"
+    );
 }

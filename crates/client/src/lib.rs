@@ -61,7 +61,7 @@ pub use consumer::{Consumer, Handler, ShutdownReport};
 pub use coordinator::{CoordinatorClient, CoordinatorClientBuilder, CreateStream};
 pub use error::ClientError;
 pub use identity::default_member_id;
-pub use producer::{Producer, ProducerConfig, ProducerStats, Published, Record};
+pub use producer::{Producer, ProducerConfig, ProducerStats, Published, Record, RetryPolicy};
 pub use redis_target::{DataConn, RedisTarget};
 /// The HTTP method of [`CoordinatorClient::send_json`].
 pub use reqwest::Method;

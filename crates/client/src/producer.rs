@@ -20,6 +20,10 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
+mod quiesced;
+pub use quiesced::RetryPolicy;
+use quiesced::refresh_loop;
+
 /// Producer settings.
 #[derive(Debug, Clone)]
 pub struct ProducerConfig {
@@ -312,6 +316,13 @@ impl Producer {
     /// # Ok(()) }
     /// ```
     pub async fn publish_batch(&self, records: &[Record]) -> Result<Vec<Published>, ClientError> {
+        // Producer quiesce: wait while a scale has producers paused; counted in flight until done.
+        let _in_flight = self.inner.admit().await?;
+        self.publish_admitted(records).await
+    }
+
+    /// [`Producer::publish_batch`] once admitted (see `producer/quiesced.rs`).
+    async fn publish_admitted(&self, records: &[Record]) -> Result<Vec<Published>, ClientError> {
         for r in records {
             if r.fields.is_empty() {
                 return Err(ClientError::InvalidConfig(
@@ -320,8 +331,6 @@ impl Producer {
                 ));
             }
         }
-        // Producer quiesce: wait while a scale has producers paused; counted in flight until done.
-        let _in_flight = self.inner.admit().await?;
         let mut results: Vec<Option<Published>> = vec![None; records.len()];
         let mut todo: Vec<usize> = (0..records.len()).collect();
         for attempt in 0..2 {
@@ -514,119 +523,6 @@ impl Inner {
                 }
                 Err(e)
             }
-        }
-    }
-}
-
-/// Refreshes routing every refresh interval (or when a publish finds it stale) until the producer is dropped.
-/// While producers are quiesced it polls every [`QUIESCE_POLL`], reports `quiesced` as soon as nothing is in
-/// flight, and resumes publishing on the first routing without the notice.
-async fn refresh_loop(inner: Weak<Inner>) {
-    loop {
-        let (interval, seen, paused) = {
-            let Some(i) = inner.upgrade() else { return };
-            let seen = *i.refresh_lock.lock().await;
-            let paused = i.gate.paused();
-            let interval = if paused {
-                i.config.refresh_interval.min(QUIESCE_POLL)
-            } else {
-                i.config.refresh_interval
-            };
-            (interval, seen, paused)
-        };
-        let wake = async {
-            if let Some(i) = inner.upgrade() {
-                if paused {
-                    // A publish ending may be the last one in flight: report without waiting a poll.
-                    tokio::select! {
-                        _ = i.wake_refresher.notified() => {}
-                        _ = i.gate.changed(interval) => {}
-                    }
-                } else {
-                    i.wake_refresher.notified().await;
-                }
-            }
-        };
-        tokio::select! {
-            _ = tokio::time::sleep(interval) => {}
-            _ = wake => {}
-        }
-        let Some(i) = inner.upgrade() else { return };
-        if paused && i.gate.to_report().is_some() {
-            i.report_quiesced().await;
-            continue;
-        }
-        if let Err(e) = i.refresh(Some(seen)).await {
-            tracing::debug!(error = %e, "background routing refresh failed; using cached routing while its lease lasts");
-        }
-        i.report_quiesced().await;
-    }
-}
-
-/// How often routing is fetched while producers are quiesced (so publishing resumes promptly).
-const QUIESCE_POLL: Duration = Duration::from_millis(200);
-
-impl Inner {
-    /// Admission of a publish (producer quiesce): waits while paused, bounded by the publish timeout.
-    async fn admit(&self) -> Result<crate::quiesce::InFlight<'_>, ClientError> {
-        self.gate
-            .admit(self.config.publish_timeout)
-            .await
-            .map_err(|p| ClientError::Quiesced {
-                stream_prefix: self.config.stream_prefix.clone(),
-                resharding_id: p.resharding_id,
-                waited: self.config.publish_timeout,
-            })
-    }
-
-    /// Applies a fetched routing answer's quiesce notice, with a log line when a pause begins or ends.
-    fn observe_quiesce(
-        &self,
-        notice: Option<rsc_protocol::wire::quiesce::QuiesceNotice>,
-        routing_version: i64,
-        fetched_at: Instant,
-    ) {
-        let was_paused = self.gate.paused();
-        if self
-            .gate
-            .observe(notice.as_ref(), routing_version, fetched_at)
-            && let Some(n) = &notice
-        {
-            tracing::info!(stream = %self.config.stream_prefix, producer = %self.producer_id,
-                resharding_id = %n.resharding_id, deadline = %n.deadline,
-                "a scale asked producers to quiesce: new publishes wait, those in flight finish");
-        }
-        if was_paused && notice.is_none() {
-            tracing::info!(stream = %self.config.stream_prefix, producer = %self.producer_id,
-                routing_version, "producer quiesce ended: publishing resumes on the new routing");
-        }
-    }
-
-    /// Reports `quiesced` when paused with nothing in flight (once per resharding; retried on failure).
-    async fn report_quiesced(&self) {
-        let Some(p) = self.gate.to_report() else {
-            return;
-        };
-        match self
-            .coord
-            .report_quiesced(
-                &self.config.stream_prefix,
-                &self.producer_id,
-                &p.resharding_id,
-                p.routing_version,
-            )
-            .await
-        {
-            Ok(answer) => {
-                self.gate.reported(&p.resharding_id);
-                tracing::info!(stream = %self.config.stream_prefix, producer = %self.producer_id,
-                    resharding_id = %p.resharding_id, waiting = answer.waiting, "reported quiesced");
-                if !answer.waiting {
-                    self.wake_refresher.notify_one();
-                }
-            }
-            Err(e) => tracing::warn!(error = %e, resharding_id = %p.resharding_id,
-                "quiesced report failed; retried on the next refresh"),
         }
     }
 }
