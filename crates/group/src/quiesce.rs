@@ -158,7 +158,7 @@ mod tests {
     fn producers_outside_the_window_and_old_reports_do_not_count_as_quiesced() {
         let q = ProducerQuiesce::new("r2", 10_000, 1_000);
         // "gone" was last seen long ago: ignored. "old" quiesced for an earlier resharding: pending.
-        let s = [seen("gone", 0, None), seen("old", 1_900, Some("r1"))];
+        let s = [seen("gone", 0, None), seen("old", 7_900, Some("r1"))];
         assert_eq!(
             decide(&q, &s, 8_000, 5_000),
             Decision::Wait {

@@ -72,6 +72,7 @@ fn observed_version(params: &BTreeMap<String, String>) -> Result<Option<i64>, Ap
 /// a failed routing request, like every other refusal after the query was read.
 pub async fn producer_routing(
     State(c): Coord,
+    method: axum::http::Method,
     principal: Option<Extension<Arc<Principal>>>,
     addr: Option<Extension<crate::security::guard::ClientAddr>>,
     group: Result<Group, ApiError>,
@@ -92,8 +93,10 @@ pub async fn producer_routing(
         return Err(e.into());
     }
     // Seen before routing is read, so a scale's switch decision made after its quiesce flag was set counts
-    // this reader (reshard/quiesce.rs).
-    c.note_producer_seen(&name.stream_prefix, &reader).await;
+    // this reader (reshard/quiesce.rs). A HEAD only probes the route: no producer behind it.
+    if method != axum::http::Method::HEAD {
+        c.note_producer_seen(&name.stream_prefix, &reader).await;
+    }
     let mut routing = c.producer_routing(&name).await?;
     c.add_quiesce_notice(&name.stream_prefix, &mut routing)
         .await?;
