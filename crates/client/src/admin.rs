@@ -212,11 +212,29 @@ impl AdminClient {
         target: u32,
         reason: &str,
     ) -> Result<Applied<ScaleAnswer>, AdminError> {
+        self.scale_stream_quiesced(stream_prefix, target, reason, None)
+            .await
+    }
+
+    /// [`AdminClient::scale_stream`] with producer quiesce: routing switches once every producer seen in the
+    /// coordinator's refresh window reported `quiesced`, or after `quiesce_timeout` (None: no quiesce).
+    pub async fn scale_stream_quiesced(
+        &self,
+        stream_prefix: &str,
+        target: u32,
+        reason: &str,
+        quiesce_timeout: Option<std::time::Duration>,
+    ) -> Result<Applied<ScaleAnswer>, AdminError> {
         let body = ScaleRequest {
             target_shard_count: Some(i64::from(target)),
             requested_by: Some(self.requested_by.clone()),
             reason: Some(reason.to_owned()),
             deprecated_after: None,
+            producer_quiesce: quiesce_timeout.map(|t| {
+                rsc_protocol::wire::quiesce::ProducerQuiesceRequest {
+                    timeout_ms: Some(i64::try_from(t.as_millis()).unwrap_or(i64::MAX)),
+                }
+            }),
         };
         self.mutate(
             Method::POST,

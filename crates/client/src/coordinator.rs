@@ -14,6 +14,7 @@ use transport::*;
 use crate::auth::{Auth, Credentials, TokenState};
 use crate::error::{ClientError, TransportError};
 use reqwest::{Method, StatusCode, Url};
+use rsc_protocol::wire::quiesce::{ProducerQuiescedRequest, ProducerQuiescedResponse};
 use rsc_protocol::wire::{
     CreateStreamRequest, CreateStreamResponse, HeartbeatRequest, HeartbeatResponse,
     ProducerRoutingResponse,
@@ -256,11 +257,32 @@ impl CoordinatorClient {
         consumer_group: &str,
         observed_metadata_version: Option<i64>,
     ) -> Result<ProducerRoutingResponse, ClientError> {
-        let query: Vec<(&str, String)> = observed_metadata_version
+        self.producer_routing_as(
+            stream_prefix,
+            consumer_group,
+            observed_metadata_version,
+            None,
+        )
+        .await
+    }
+
+    /// [`CoordinatorClient::producer_routing_observed`] naming the producer (`producerId`), so that a scale
+    /// with producer quiesce waits for it (see the producer's quiesce).
+    pub async fn producer_routing_as(
+        &self,
+        stream_prefix: &str,
+        consumer_group: &str,
+        observed_metadata_version: Option<i64>,
+        producer_id: Option<&str>,
+    ) -> Result<ProducerRoutingResponse, ClientError> {
+        let mut query: Vec<(&str, String)> = observed_metadata_version
             .filter(|v| *v > 0)
             .map(|v| ("observedMetadataVersion", v.to_string()))
             .into_iter()
             .collect();
+        if let Some(id) = producer_id {
+            query.push(("producerId", id.to_owned()));
+        }
         let segments = [
             "coord",
             "v1",
@@ -294,6 +316,41 @@ impl CoordinatorClient {
             )));
         }
         Ok(routing)
+    }
+
+    /// Reports that `producer_id` has stopped publishing for `resharding_id` holding routing version
+    /// `routing_version` (`POST /coord/v1/streams/{p}/producers/quiesced`; needs READ). Answers whether the
+    /// scale still waits.
+    pub async fn report_quiesced(
+        &self,
+        stream_prefix: &str,
+        producer_id: &str,
+        resharding_id: &str,
+        routing_version: i64,
+    ) -> Result<ProducerQuiescedResponse, ClientError> {
+        let body = ProducerQuiescedRequest {
+            producer_id: Some(producer_id.to_owned()),
+            resharding_id: Some(resharding_id.to_owned()),
+            observed_routing_version: Some(routing_version),
+        };
+        let segments = [
+            "coord",
+            "v1",
+            "streams",
+            stream_prefix,
+            "producers",
+            "quiesced",
+        ];
+        let (status, bytes) = self
+            .call(
+                Method::POST,
+                &segments,
+                &[],
+                Some(&body),
+                self.inner.request_timeout,
+            )
+            .await?;
+        decode(status, &bytes)
     }
 
     /// Creates a stream with `shard_count` shards and its consumer group of the same name

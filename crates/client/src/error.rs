@@ -49,6 +49,15 @@ pub enum ClientError {
         consumer_group: String,
         reason: String,
     },
+    /// A scale had producers quiesced for longer than the publish timeout: the publish did not start.
+    #[error(
+        "publishing to {stream_prefix} is paused while scale {resharding_id} waits for producers to quiesce; waited {waited:?}"
+    )]
+    Quiesced {
+        stream_prefix: String,
+        resharding_id: String,
+        waited: std::time::Duration,
+    },
     /// The stream currently has zero shards: there is nowhere to publish (fails closed).
     #[error("stream {stream_prefix} has no shards (shardCount 0); nothing can be published")]
     NoShards { stream_prefix: String },
@@ -72,6 +81,7 @@ impl ClientError {
         match self {
             ClientError::Unreachable(_)
             | ClientError::RoutingUnavailable { .. }
+            | ClientError::Quiesced { .. }
             | ClientError::StreamMissing { .. } => true,
             ClientError::Api { status, .. } => *status == 429 || *status >= 500 || *status == 409,
             ClientError::Redis(e) => {

@@ -48,6 +48,7 @@ pub mod coordinator;
 pub mod error;
 pub mod identity;
 pub mod producer;
+pub(crate) mod quiesce;
 pub mod redis_target;
 pub(crate) mod routing;
 
@@ -60,7 +61,7 @@ pub use consumer::{Consumer, Handler, ShutdownReport};
 pub use coordinator::{CoordinatorClient, CoordinatorClientBuilder, CreateStream};
 pub use error::ClientError;
 pub use identity::default_member_id;
-pub use producer::{Producer, ProducerConfig, ProducerStats, Published, Record};
+pub use producer::{Producer, ProducerConfig, ProducerStats, Published, Record, RetryPolicy};
 pub use redis_target::{DataConn, RedisTarget, RedisTls};
 /// The HTTP method of [`CoordinatorClient::send_json`].
 pub use reqwest::Method;

@@ -5,15 +5,24 @@
 //! Publish procedure: route with the cached table → `XADD <streamKey> NOMKSTREAM [MAXLEN ~ n] * f v …`.
 //! A nil reply (the stream key is missing: a stale route) or a Redis error triggers one routing refresh and
 //! one retry. Batches are pipelined in one round trip. The producer never creates streams.
+//!
+//! Producer quiesce (a scale with `producerQuiesce`, see [`crate::quiesce`]): while routing carries a quiesce
+//! notice no new publish starts (callers wait, at most [`ProducerConfig::publish_timeout`]); the publishes in
+//! flight finish with their retry, then the producer reports `quiesced` under its producer id.
 
 use crate::coordinator::CoordinatorClient;
 use crate::error::ClientError;
+use crate::quiesce::Gate;
 use crate::redis_target::{ConnectOptions, DataConn, RedisTarget, RedisTls};
 use crate::routing::{Lookup, Offer, RoutingCache, route};
 use rsc_protocol::wire::ProducerRoutingResponse;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
+
+mod quiesced;
+pub use quiesced::RetryPolicy;
+use quiesced::refresh_loop;
 
 /// Producer settings.
 #[derive(Debug, Clone)]
@@ -33,6 +42,10 @@ pub struct ProducerConfig {
     pub routing_lease: Duration,
     /// `MAXLEN ~ n` trimming on every XADD (default `Some(100_000)`; `None` = no trimming).
     pub max_len: Option<u64>,
+    /// This producer's stable id, reported to the coordinator (default: generated once per producer).
+    pub producer_id: Option<String>,
+    /// How long a publish call waits to start while a scale has producers quiesced (default 30 s).
+    pub publish_timeout: Duration,
 }
 
 impl ProducerConfig {
@@ -56,7 +69,21 @@ impl ProducerConfig {
             refresh_interval: Duration::from_secs(5),
             routing_lease: Duration::from_secs(60),
             max_len: Some(100_000),
+            producer_id: None,
+            publish_timeout: Duration::from_secs(30),
         }
+    }
+
+    /// A stable id for this producer (1–200 visible ASCII characters), instead of a generated one.
+    pub fn producer_id(mut self, id: impl Into<String>) -> Self {
+        self.producer_id = Some(id.into());
+        self
+    }
+
+    /// How long a publish waits to start while producers are quiesced for a scale.
+    pub fn publish_timeout(mut self, d: Duration) -> Self {
+        self.publish_timeout = d;
+        self
     }
 
     /// Writes to this Redis instead of the URL given to [`ProducerConfig::new`], e.g. a Redis Cluster.
@@ -105,6 +132,13 @@ impl ProducerConfig {
             return Err(ClientError::InvalidConfig(format!(
                 "routing lease ({:?}) must be longer than the refresh interval ({:?}), and both positive",
                 self.routing_lease, self.refresh_interval
+            )));
+        }
+        if let Some(id) = &self.producer_id
+            && (id.is_empty() || id.len() > 200 || !id.bytes().all(|b| b.is_ascii_graphic()))
+        {
+            return Err(ClientError::InvalidConfig(format!(
+                "producer id {id:?} must be 1–200 visible ASCII characters"
             )));
         }
         if self.max_len == Some(0) {
@@ -163,6 +197,10 @@ pub struct ProducerStats {
     /// Writes that found their shard stream missing (`XADD … NOMKSTREAM` answered nil): a stale route, e.g. to
     /// a shard retired by a scale-in. Each was refreshed and retried once.
     pub stale_route_writes: u64,
+    /// Scales this producer paused for (producer quiesce).
+    pub quiesce_pauses: u64,
+    /// Publish calls that waited for a producer quiesce to end.
+    pub publishes_held: u64,
 }
 
 /// A routed producer. Cheap to share (`&self` methods); dropping it stops its background refresher.
@@ -181,6 +219,9 @@ struct Inner {
     /// Serialises refreshes; holds the number of completed fetch attempts.
     refresh_lock: tokio::sync::Mutex<u64>,
     wake_refresher: Notify,
+    /// Producer quiesce: admission of publishes and the in-flight count.
+    gate: Gate,
+    producer_id: String,
 }
 
 impl Drop for Producer {
@@ -217,6 +258,10 @@ impl Producer {
             })
             .await
             .map_err(ClientError::from_connect)?;
+        let producer_id = config
+            .producer_id
+            .clone()
+            .unwrap_or_else(|| format!("producer-{}", uuid::Uuid::new_v4()));
         let inner = Arc::new(Inner {
             coord,
             config,
@@ -225,6 +270,8 @@ impl Producer {
             stale_route_writes: std::sync::atomic::AtomicU64::new(0),
             refresh_lock: tokio::sync::Mutex::new(0),
             wake_refresher: Notify::new(),
+            gate: Gate::default(),
+            producer_id,
         });
         inner.refresh(None).await?;
         let refresher = tokio::spawn(refresh_loop(Arc::downgrade(&inner)));
@@ -279,6 +326,13 @@ impl Producer {
     /// # Ok(()) }
     /// ```
     pub async fn publish_batch(&self, records: &[Record]) -> Result<Vec<Published>, ClientError> {
+        // Producer quiesce: wait while a scale has producers paused; counted in flight until done.
+        let _in_flight = self.inner.admit().await?;
+        self.publish_admitted(records).await
+    }
+
+    /// [`Producer::publish_batch`] once admitted (see `producer/quiesced.rs`).
+    async fn publish_admitted(&self, records: &[Record]) -> Result<Vec<Published>, ClientError> {
         for r in records {
             if r.fields.is_empty() {
                 return Err(ClientError::InvalidConfig(
@@ -378,7 +432,22 @@ impl Producer {
                 .inner
                 .stale_route_writes
                 .load(std::sync::atomic::Ordering::Relaxed),
+            quiesce_pauses: self
+                .inner
+                .gate
+                .pauses
+                .load(std::sync::atomic::Ordering::Relaxed),
+            publishes_held: self
+                .inner
+                .gate
+                .held
+                .load(std::sync::atomic::Ordering::Relaxed),
         }
+    }
+
+    /// This producer's id, as the coordinator sees it (producer quiesce).
+    pub fn producer_id(&self) -> &str {
+        &self.inner.producer_id
     }
 }
 
@@ -429,19 +498,25 @@ impl Inner {
         let observed = self.cache_lock().highest_version();
         let result = self
             .coord
-            .producer_routing_observed(
+            .producer_routing_as(
                 &self.config.stream_prefix,
                 &self.config.consumer_group,
                 Some(observed),
+                Some(&self.producer_id),
             )
             .await;
         *done += 1;
         match result {
             Ok(table) => {
                 let version = table.metadata_version;
+                let notice = table.quiesce.clone();
+                let routing_version = table.routing_version.unwrap_or(0);
                 let offer = self
                     .cache_lock()
                     .offer(table, started, self.config.routing_lease);
+                if offer == Offer::Accepted {
+                    self.observe_quiesce(notice, routing_version, started);
+                }
                 if offer == Offer::Regressed {
                     tracing::warn!(
                         stream = %self.config.stream_prefix,
@@ -458,30 +533,6 @@ impl Inner {
                 }
                 Err(e)
             }
-        }
-    }
-}
-
-/// Refreshes routing every refresh interval (or when a publish finds it stale) until the producer is dropped.
-async fn refresh_loop(inner: Weak<Inner>) {
-    loop {
-        let (interval, seen) = {
-            let Some(i) = inner.upgrade() else { return };
-            let seen = *i.refresh_lock.lock().await;
-            (i.config.refresh_interval, seen)
-        };
-        let wake = async {
-            if let Some(i) = inner.upgrade() {
-                i.wake_refresher.notified().await;
-            }
-        };
-        tokio::select! {
-            _ = tokio::time::sleep(interval) => {}
-            _ = wake => {}
-        }
-        let Some(i) = inner.upgrade() else { return };
-        if let Err(e) = i.refresh(Some(seen)).await {
-            tracing::debug!(error = %e, "background routing refresh failed; using cached routing while its lease lasts");
         }
     }
 }

@@ -131,6 +131,8 @@ mod tests {
                     redis_slot: 0,
                 })
                 .collect(),
+            routing_version: None,
+            quiesce: None,
         }
     }
 

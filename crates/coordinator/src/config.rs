@@ -133,6 +133,9 @@ pub struct StreamsConfig {
     /// starts to count: producers may keep writing with the routing they cached for as long as their routing
     /// lease lasts, so set it at least to the longest producer routing lease (the SDK's default is 60 s).
     pub drain_grace: Dur,
+    /// A scale with `producerQuiesce` waits for the producers that fetched routing within this window (set
+    /// it at least to the longest producer refresh interval; the SDK's default is 5 s).
+    pub producer_refresh_window: Dur,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -197,6 +200,7 @@ impl Default for StreamsConfig {
             provisioning_enabled: true,
             retire_removed_shards: true,
             drain_grace: Dur::from_secs(60),
+            producer_refresh_window: Dur::from_secs(30),
         }
     }
 }
@@ -493,6 +497,12 @@ fn validate(c: &Config) -> Result<(), ConfigError> {
     }
     if k.rebalance_timeout.0.is_zero() {
         return fail("rebalance-timeout", "must be greater than zero".into());
+    }
+    if k.streams.producer_refresh_window.0.is_zero() {
+        return fail(
+            "streams.producer-refresh-window",
+            "must be greater than zero".into(),
+        );
     }
     if k.reconciler.tick_interval.0.is_zero() {
         return fail("loop.tick-interval", "must be greater than zero".into());

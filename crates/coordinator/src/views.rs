@@ -64,6 +64,8 @@ pub fn routing_response(g: &Group) -> ProducerRoutingResponse {
         shard_count: g.shard_count,
         stream_key_pattern: stream_key_pattern(&g.stream_prefix),
         shards,
+        routing_version: None,
+        quiesce: None,
     }
 }
 

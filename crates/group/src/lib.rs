@@ -24,6 +24,7 @@ pub mod heartbeat;
 pub mod invariants;
 pub mod migration;
 pub mod model;
+pub mod quiesce;
 pub mod rebalance;
 pub mod replica;
 pub mod stream;

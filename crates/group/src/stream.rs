@@ -31,6 +31,10 @@ pub struct StreamRecord {
     /// None in records written before this field: see [`StreamRecord::provisioned_upto`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provisioned_shard_count: Option<u32>,
+    /// The producer quiesce of the latest scale that asked for one (`quiesce.rs`): waiting while that
+    /// scale is PREPARING, then its outcome.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub producer_quiesce: Option<crate::quiesce::ProducerQuiesce>,
     pub created_at_ms: i64,
     pub updated_at_ms: i64,
 }
@@ -46,6 +50,7 @@ impl StreamRecord {
             active_migration: None,
             history: Vec::new(),
             provisioned_shard_count: Some(shard_count),
+            producer_quiesce: None,
             created_at_ms: now_ms,
             updated_at_ms: now_ms,
         }

@@ -116,6 +116,18 @@ pub fn stream_record_key(key_prefix: &str, stream_prefix: &str) -> String {
     format!("{key_prefix}:{{{stream_prefix}}}:stream")
 }
 
+/// When each producer of a stream last fetched routing (hash: producer id → epoch ms), in the stream's hash
+/// tag: `<keyPrefix>:{<streamPrefix>}:producers:seen`.
+pub fn producers_seen_key(key_prefix: &str, stream_prefix: &str) -> String {
+    format!("{key_prefix}:{{{stream_prefix}}}:producers:seen")
+}
+
+/// The quiesce each producer of a stream last reported (hash: producer id → report), beside
+/// [`producers_seen_key`]: `<keyPrefix>:{<streamPrefix>}:producers:quiesced`.
+pub fn producers_quiesced_key(key_prefix: &str, stream_prefix: &str) -> String {
+    format!("{key_prefix}:{{{stream_prefix}}}:producers:quiesced")
+}
+
 fn group_scoped_key(
     key_prefix: &str,
     stream_prefix: &str,

@@ -9,6 +9,7 @@
 pub mod auth;
 pub mod browse;
 pub mod monitoring;
+pub mod quiesce;
 pub mod resharding;
 
 use serde::{Deserialize, Deserializer, Serialize};
@@ -299,6 +300,12 @@ pub struct ProducerRoutingResponse {
     pub shard_count: u32,
     pub stream_key_pattern: String,
     pub shards: Vec<RoutingShard>,
+    /// rsc: the stream's routing version (bumped on every switch and rollback).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub routing_version: Option<i64>,
+    /// rsc: present while a scale waits for producers to quiesce (`wire::quiesce`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quiesce: Option<quiesce::QuiesceNotice>,
 }
 
 /// `POST /coord/v1/streams/{p}/scale` and the compatibility `POST …/groups/{g}/scale`.
@@ -314,6 +321,9 @@ pub struct ScaleRequest {
     /// Informational only (coord/v1 contract).
     #[serde(default)]
     pub deprecated_after: Option<String>,
+    /// rsc: switch routing only once producers have quiesced, or at this timeout (`wire::quiesce`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub producer_quiesce: Option<quiesce::ProducerQuiesceRequest>,
 }
 
 /// Body of rollback and force-complete requests.
@@ -348,6 +358,7 @@ impl AdminBody for ScaleRequest {
         "requestedBy",
         "reason",
         "deprecatedAfter",
+        "producerQuiesce",
     ];
 }
 

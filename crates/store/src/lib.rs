@@ -29,6 +29,7 @@ mod limits;
 mod messages;
 mod metadata;
 mod outcome;
+mod producers;
 mod reply;
 mod scripts;
 mod shards;
@@ -51,6 +52,7 @@ pub use outcome::{
     CasOutcome, CasWrite, CreateOutcome, DeleteOutcome, HeartbeatOutcome, StoredGroup,
 };
 pub use rsc_redis_connect::RedisTls;
+pub use producers::ProducerEntry;
 pub use shards::{ConsumerGroupInfo, RetireOutcome, StreamInfo, parse_stream_id};
 pub use store::Store;
 pub use topology::{SlotOwner, owner_of};

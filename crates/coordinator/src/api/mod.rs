@@ -9,6 +9,7 @@ pub mod handlers;
 pub mod metrics;
 pub mod observability;
 pub mod openapi;
+pub mod quiesce;
 pub mod routes;
 
 pub use crate::access::MatchedRoute;

@@ -50,11 +50,7 @@ pub async fn shard_messages(
 }
 
 /// Parses `observedMetadataVersion` (optional, an integer in `0..=2^53-1`).
-fn observed_version(
-    query: Result<Query<BTreeMap<String, String>>, QueryRejection>,
-) -> Result<Option<i64>, ApiError> {
-    let Query(params) =
-        query.map_err(|e| ApiError::invalid(format!("query string: {}", e.body_text())))?;
+fn observed_version(params: &BTreeMap<String, String>) -> Result<Option<i64>, ApiError> {
     match params.get("observedMetadataVersion") {
         None => Ok(None),
         Some(raw) => match raw.trim().parse::<i64>() {
@@ -76,12 +72,17 @@ fn observed_version(
 /// a failed routing request, like every other refusal after the query was read.
 pub async fn producer_routing(
     State(c): Coord,
+    method: axum::http::Method,
     principal: Option<Extension<Arc<Principal>>>,
+    addr: Option<Extension<crate::security::guard::ClientAddr>>,
     group: Result<Group, ApiError>,
     query: Result<Query<BTreeMap<String, String>>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let principal = principal.as_ref().map(|Extension(p)| &**p);
-    let observed = observed_version(query)?;
+    let Query(params) =
+        query.map_err(|e| ApiError::invalid(format!("query string: {}", e.body_text())))?;
+    let observed = observed_version(&params)?;
+    let reader = super::quiesce::routing_reader(&params, principal, addr.as_ref().map(|a| &a.0))?;
     let Group(name) = group.inspect_err(|_| crate::stats::Stats::bump(&c.stats.routing_error))?;
     if let Some(observed) = observed
         && let Err(e) = c
@@ -91,7 +92,14 @@ pub async fn producer_routing(
         crate::stats::Stats::bump(&c.stats.routing_error);
         return Err(e.into());
     }
-    let routing = c.producer_routing(&name).await?;
+    // Seen before routing is read, so a scale's switch decision made after its quiesce flag was set counts
+    // this reader (reshard/quiesce.rs). A HEAD only probes the route: no producer behind it.
+    if method != axum::http::Method::HEAD {
+        c.note_producer_seen(&name.stream_prefix, &reader).await;
+    }
+    let mut routing = c.producer_routing(&name).await?;
+    c.add_quiesce_notice(&name.stream_prefix, &mut routing)
+        .await?;
     Ok((StatusCode::OK, axum::Json(routing)).into_response())
 }
 

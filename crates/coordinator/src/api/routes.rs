@@ -3,7 +3,7 @@
 //! access level; cross-cutting layers (authentication, audit, rate limits) look the matched route up here
 //! instead of being wired into handlers.
 
-use super::{handlers, observability};
+use super::{handlers, observability, quiesce};
 use crate::coordinator::Coordinator;
 use axum::http::Method;
 use axum::routing::{MethodRouter, delete, get, post};
@@ -120,6 +120,14 @@ pub fn table() -> Vec<RouteSpec> {
             Write,
             Some("SCALE_STREAM"),
             post(handlers::scale_stream)
+        ),
+        route!(
+            POST,
+            "/coord/v1/streams/{stream_prefix}/producers/quiesced",
+            "reportProducerQuiesced",
+            Read,
+            None,
+            post(quiesce::producer_quiesced)
         ),
         route!(
             POST,

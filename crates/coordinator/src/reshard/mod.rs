@@ -15,15 +15,20 @@
 //!    migration; when every group is done the stream's migration ends and removed shard streams are retired
 //!    (and the record stops counting the keys that are gone as its own).
 //!
+//! With `producerQuiesce`, step 3 waits until the producers seen in the last refresh window have quiesced,
+//! or the quiesce times out (`quiesce.rs`).
+//!
 //! Split by concern: `record.rs` the stream record and group updates, `ops.rs` the scale / rollback /
 //! force-complete operations, `drain.rs` drain evidence and migration completion, `views.rs` the
 //! responses (the contract's in `rsc_protocol::wire::resharding`, the migration detail here).
 
 mod drain;
 mod ops;
+mod quiesce;
 mod record;
 mod views;
 
+pub use quiesce::{QuiesceView, SWITCH_AUDIT_ACTION, validate_producer_id};
 use views::migration_state_in_groups;
 pub use views::{MigrationDetail, RemovedShard};
 

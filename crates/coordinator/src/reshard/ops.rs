@@ -22,6 +22,7 @@ impl Coordinator {
         validate::validate_text("requestedBy", &requested_by, true)?;
         let reason = req.reason.clone().unwrap_or_default();
         validate::validate_text("reason", &reason, true)?;
+        let quiesce_timeout = quiesce::requested_timeout(req)?;
         self.ensure_running()?;
         let groups = self.stream_groups(prefix).await?;
         if groups.is_empty() {
@@ -91,6 +92,9 @@ impl Coordinator {
                     let mut next = stream.record.clone();
                     // The new keys were checked above: from now on they are the coordinator's.
                     next.provisioned_shard_count = Some(next.provisioned_upto().max(target));
+                    next.producer_quiesce = quiesce_timeout.map(|t| {
+                        rsc_group::quiesce::ProducerQuiesce::new(&m.resharding_id, t, now)
+                    });
                     next.active_migration = Some(m);
                     match self.write_stream(prefix, &stream, next).await? {
                         Some(s) => stream = s,
@@ -144,7 +148,14 @@ impl Coordinator {
             }
         }
         for _ in 0..MAX_CAS_ATTEMPTS {
+            let outcome = match self.quiesce_gate(prefix, &stream.record, migration).await? {
+                quiesce::Gate::Open(outcome) => outcome,
+                quiesce::Gate::Closed => return Ok(stream),
+            };
             let mut next = stream.record.clone();
+            if let (Some(o), Some(q)) = (&outcome, next.producer_quiesce.as_mut()) {
+                q.outcome = Some(o.clone());
+            }
             let Some(m) = next.active_migration.as_mut() else {
                 return Ok(stream);
             };
@@ -159,7 +170,12 @@ impl Coordinator {
             next.routing_version =
                 rsc_group::model::incremented("routingVersion", next.routing_version)?;
             match self.write_stream(prefix, &stream, next).await? {
-                Some(s) => return Ok(s),
+                Some(s) => {
+                    if let Some(o) = &outcome {
+                        self.audit_quiesce_switch(prefix, migration, o).await;
+                    }
+                    return Ok(s);
+                }
                 None => {
                     stream = self
                         .load_stream(prefix)

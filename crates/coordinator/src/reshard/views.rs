@@ -18,6 +18,9 @@ pub struct MigrationDetail {
     pub routing_shard_count: u32,
     pub consumers_converged: bool,
     pub removed_shards: Vec<RemovedShard>,
+    /// The scale's producer quiesce, when it asked for one (`quiesce.rs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub producer_quiesce: Option<super::QuiesceView>,
 }
 
 /// One removed or draining shard of a migration: what Redis and the members say about it.
@@ -148,6 +151,9 @@ impl Coordinator {
             });
         }
         let now = self.clock.now_ms();
+        let producer_quiesce = self
+            .quiesce_view(&name.stream_prefix, stream.as_ref(), id)
+            .await;
         Ok(MigrationDetail {
             migration: migration_response(&m),
             age_seconds: (now - m.created_at_ms) as f64 / 1000.0,
@@ -159,6 +165,7 @@ impl Coordinator {
                 .map_or(g.shard_count, |s| s.record.shard_count),
             consumers_converged: g.state != rsc_group::model::GroupState::Reconciling,
             removed_shards: shards,
+            producer_quiesce,
         })
     }
 }

@@ -82,6 +82,7 @@ pub struct Repeats {
 /// query string, such as a `?password=` added by mistake, is dropped).
 pub const KNOWN_QUERY_PARAMS: &[&str] = &[
     "observedMetadataVersion",
+    "producerId",
     "streamPrefix",
     "consumerGroup",
     "principal",

@@ -37,6 +37,7 @@ mod hot_path;
 mod leases;
 mod limits;
 mod messages;
+mod producers;
 mod security_records;
 mod shards;
 mod stream_records;

@@ -71,6 +71,7 @@ pub fn document(routes: &[RouteSpec]) -> Result<OpenApi, String> {
         "tags": [
             {"name": "admin", "description": "streams, groups, scaling and repairs (WRITE, audited)"},
             {"name": "members", "description": "the heartbeat protocol"},
+            {"name": "producers", "description": "producer quiesce reports (READ)"},
             {"name": "monitoring", "description": "read-only views (READ)"},
             {"name": "grafana", "description": "rows for Grafana's JSON API data source (READ)"},
             {"name": "auth", "description": "sign-in, tokens, session"},

@@ -136,11 +136,18 @@ pub fn describe(operation_id: &str) -> Option<Operation> {
         }
         "getCoordinatorGroup" => read("A group", "GroupResponse"),
         "getProducerRoutingMetadata" => Operation {
-            query: &[(
-                "observedMetadataVersion",
-                false,
-                "the highest metadataVersion this producer saw",
-            )],
+            query: &[
+                (
+                    "observedMetadataVersion",
+                    false,
+                    "the highest metadataVersion this producer saw",
+                ),
+                (
+                    "producerId",
+                    false,
+                    "the producer's stable id (a scale with producerQuiesce waits for it)",
+                ),
+            ],
             errors: &[400, 404, 409],
             ..read(
                 "Producer routing: every shard's stream key and slot",
@@ -148,6 +155,17 @@ pub fn describe(operation_id: &str) -> Option<Operation> {
             )
         },
         "getReshardingMigration" => read("One migration", "Migration"),
+        "reportProducerQuiesced" => Operation {
+            tag: "producers",
+            body: Body::Json(
+                "ProducerQuiescedRequest: producerId, reshardingId, observedRoutingVersion; unknown fields are refused",
+            ),
+            errors: &[400, 404, 408, 413],
+            ..read(
+                "A producer has stopped publishing for a quiesced scale",
+                "ProducerQuiescedResponse",
+            )
+        },
         "sendConsumerHeartbeat" => Operation {
             tag: "members",
             body: Body::Json(

@@ -1,0 +1,46 @@
+//! The producer side of a scale's producer quiesce: `POST /coord/v1/streams/{p}/producers/quiesced` (a
+//! producer says it has stopped publishing for a resharding), and who a routing fetch is from (its
+//! `producerId` query parameter, or for clients that send none, their principal and address).
+
+use super::extract::{AdminJson, StreamPrefix};
+use crate::coordinator::Coordinator;
+use crate::error::ApiError;
+use crate::security::guard::ClientAddr;
+use crate::security::principal::Principal;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use rsc_protocol::wire::quiesce::ProducerQuiescedRequest;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// `POST /coord/v1/streams/{p}/producers/quiesced`: READ (what routing readers hold), not audited.
+pub async fn producer_quiesced(
+    State(c): State<Arc<Coordinator>>,
+    StreamPrefix(prefix): StreamPrefix,
+    AdminJson(req): AdminJson<ProducerQuiescedRequest>,
+) -> Result<Response, ApiError> {
+    let answer = c.producer_quiesced(&prefix, &req).await?;
+    Ok((StatusCode::OK, axum::Json(answer)).into_response())
+}
+
+/// Who fetched routing: the `producerId` it sent (checked), else `unidentified:<principal>@<address>` so
+/// that a client that ignores quiesce is still named in the migration view and the audit.
+pub fn routing_reader(
+    params: &BTreeMap<String, String>,
+    principal: Option<&Principal>,
+    addr: Option<&ClientAddr>,
+) -> Result<String, ApiError> {
+    if let Some(id) = params.get("producerId") {
+        crate::reshard::validate_producer_id("producerId", id)?;
+        return Ok(id.clone());
+    }
+    let who = principal.map_or("anonymous", |p| p.username.as_str());
+    let addr = addr.map_or("unknown", |a| a.0.as_str());
+    let id: String = format!("unidentified:{who}@{addr}")
+        .chars()
+        .filter(|c| c.is_ascii_graphic())
+        .take(200)
+        .collect();
+    Ok(id)
+}
