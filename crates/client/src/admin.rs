@@ -158,6 +158,7 @@ impl AdminClient {
     ) -> Result<Applied<CreateStreamResponse>, AdminError> {
         let body = CreateStreamRequest {
             initial_shard_count: Some(i64::from(shard_count)),
+            ordering: None,
             requested_by: Some(self.requested_by.clone()),
             reason: Some(reason.to_owned()),
         };
@@ -180,6 +181,7 @@ impl AdminClient {
     ) -> Result<Applied<GroupResponse>, AdminError> {
         let body = CreateStreamRequest {
             initial_shard_count: shard_count.map(i64::from),
+            ordering: None,
             requested_by: Some(self.requested_by.clone()),
             reason: Some(reason.to_owned()),
         };

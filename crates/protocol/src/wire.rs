@@ -226,6 +226,9 @@ pub struct HeartbeatResponse {
 pub struct CreateStreamRequest {
     #[serde(default)]
     pub initial_shard_count: Option<i64>,
+    /// `KEY`: per-key order across scales (rsc's addition; absent or `NONE`: at-least-once only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ordering: Option<crate::ordering::Ordering>,
     #[serde(default)]
     pub requested_by: Option<String>,
     #[serde(default)]

@@ -18,6 +18,10 @@ pub struct MigrationDetail {
     pub routing_shard_count: u32,
     pub consumers_converged: bool,
     pub removed_shards: Vec<RemovedShard>,
+    /// Ordered streams: the stream's ordering option, and this group's child shards that no member may
+    /// read yet, with what each parent they wait for still holds for this group.
+    pub ordering: &'static str,
+    pub ordering_gates: Vec<super::OrderingGate>,
 }
 
 /// One removed or draining shard of a migration: what Redis and the members say about it.
@@ -159,6 +163,10 @@ impl Coordinator {
                 .map_or(g.shard_count, |s| s.record.shard_count),
             consumers_converged: g.state != rsc_group::model::GroupState::Reconciling,
             removed_shards: shards,
+            ordering: stream
+                .as_ref()
+                .map_or("NONE", |s| s.record.ordering.as_str()),
+            ordering_gates: self.ordering_gates_view(g).await,
         })
     }
 }
