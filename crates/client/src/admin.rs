@@ -228,6 +228,26 @@ impl AdminClient {
         .await
     }
 
+    /// `POST /coord/v1/streams/{p}/ordering` (rsc's addition): `KEY` keeps per-key order across scales.
+    pub async fn set_stream_ordering(
+        &self,
+        stream_prefix: &str,
+        ordering: rsc_protocol::ordering::Ordering,
+        reason: &str,
+    ) -> Result<Applied<rsc_protocol::wire::OrderingResponse>, AdminError> {
+        let body = rsc_protocol::wire::OrderingRequest {
+            ordering: Some(ordering),
+            requested_by: Some(self.requested_by.clone()),
+            reason: Some(reason.to_owned()),
+        };
+        self.mutate(
+            Method::POST,
+            &["coord", "v1", "streams", stream_prefix, "ordering"],
+            &body,
+        )
+        .await
+    }
+
     /// `GET /coord/v1/streams/{p}/groups/{g}`; `Ok(None)` when the coordinator answers 404.
     pub async fn group(
         &self,

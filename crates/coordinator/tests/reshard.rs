@@ -814,6 +814,19 @@ async fn an_ordered_scale_grants_children_only_after_their_parents_drained() {
     );
     let (status, body) = h.scale(3).await;
     assert_eq!(status, 409, "a migration is active: {body}");
+    let set = |ordering: &'static str| {
+        let api = api.clone();
+        async move {
+            api.send(
+                "POST",
+                "/coord/v1/streams/o/ordering",
+                Some(json!({"ordering": ordering, "requestedBy": "t", "reason": "t"})),
+            )
+            .await
+        }
+    };
+    let r = set("NONE").await;
+    assert_eq!(r.status, 409, "the gates were decided with KEY: {}", r.body);
 
     // Consumers catch up on the parents: the gates open, the children are read, the migration ends.
     h.consuming = true;
@@ -834,5 +847,19 @@ async fn an_ordered_scale_grants_children_only_after_their_parents_drained() {
         .send("GET", "/coord/v1/streams/o/groups/o/producer-routing", None)
         .await;
     assert_eq!(routing.body["shardCount"], 8);
+    let r = api
+        .send(
+            "POST",
+            "/coord/v1/streams/o/ordering",
+            Some(json!({"ordering": "KEY", "requestedBy": "t"})),
+        )
+        .await;
+    assert_eq!(r.status, 400, "reason is required: {}", r.body);
+    // With ordering NONE the same scale is an ordinary (at-least-once) one.
+    let r = set("NONE").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["ordering"], "NONE");
+    let (status, body) = h.scale(3).await;
+    assert_eq!(status, 202, "{body}");
     running.shutdown().await.unwrap();
 }

@@ -9,6 +9,7 @@
 
 use super::*;
 use rsc_protocol::ordering::{Ordering, ordered_scale_supported};
+use rsc_protocol::wire::{OrderingRequest, OrderingResponse};
 use serde::Serialize;
 
 /// One gated child shard of a group, and what each parent it waits for still holds for that group.
@@ -41,6 +42,30 @@ pub(super) fn check_ordered_scale(record: &StreamRecord, target: u32) -> Result<
 }
 
 impl Coordinator {
+    /// `POST /coord/v1/streams/{p}/ordering`: validates the body, then sets the option.
+    pub async fn change_stream_ordering(
+        &self,
+        prefix: &str,
+        req: &OrderingRequest,
+    ) -> Result<OrderingResponse, CoordError> {
+        validate::validate_text(
+            "requestedBy",
+            req.requested_by.as_deref().unwrap_or(""),
+            true,
+        )?;
+        validate::validate_text("reason", req.reason.as_deref().unwrap_or(""), true)?;
+        let Some(ordering) = req.ordering else {
+            return Err(CoordError::invalid(
+                "ordering: is required (\"KEY\" or \"NONE\")",
+            ));
+        };
+        let s = self.set_stream_ordering(prefix, ordering).await?;
+        Ok(OrderingResponse {
+            stream_prefix: prefix.to_owned(),
+            ordering: s.record.ordering,
+        })
+    }
+
     /// Sets the stream's ordering option (compare-and-set on the stream record). Refused while a migration
     /// is active: its gates were decided with the option it started with.
     pub async fn set_stream_ordering(
