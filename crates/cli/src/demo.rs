@@ -1,6 +1,8 @@
 //! `rsc demo`: a first-run tour. It creates a demo stream, starts three consumer members (rsc-client's managed
 //! consumer) and a routed producer, shows members, their shards and throughput live, and ends with one
-//! line: `published=N acked=M duplicates=D lost=L`.
+//! line: `published=N acked=M duplicates=D lost=L`. With `--scale 4,8,…` it creates the stream with the first
+//! count and scales it through the others while running; with `--ordered` the stream keeps per-key order
+//! (`ordering: KEY`). Either adds `order_violations=V` to the line (`demo_order.rs`).
 //!
 //! Every message carries this run's id and a sequence number, so the tally ignores leftovers of earlier
 //! runs on the same stream: `acked` counts distinct messages of this run acknowledged, `duplicates` extra
@@ -54,6 +56,15 @@ pub struct DemoArgs {
     /// Stop after this many seconds and print the summary (default: run until Ctrl-C).
     #[arg(long)]
     duration: Option<u64>,
+    /// Keep per-key order across scales (sets the stream's ordering to KEY) and count order violations.
+    #[arg(long)]
+    ordered: bool,
+    /// Shard counts: the stream is created with the first, then scaled to each next one (e.g. 4,8,3,6).
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(0..=1024))]
+    scale: Vec<u32>,
+    /// Seconds between the scales of --scale.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    scale_every: u64,
 }
 
 /// What the handler saw: per sequence number of this run, how many times it was acknowledged.
@@ -122,8 +133,9 @@ async fn demo(args: DemoArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let initial_shards = args.scale.first().copied().unwrap_or(args.shards).max(1);
     match coord
-        .create_stream(&args.stream, args.shards, "rsc demo")
+        .create_stream(&args.stream, initial_shards, "rsc demo")
         .await
     {
         Ok(CreateStream::Created(r)) => {
@@ -157,17 +169,36 @@ async fn demo(args: DemoArgs) -> ExitCode {
         }
     }
 
+    if args.ordered
+        && let Err(e) = crate::demo_order::make_ordered(&coord, &args.stream).await
+    {
+        eprintln!(
+            "rsc demo: cannot make stream {:?} ordered: {e}",
+            args.stream
+        );
+        return ExitCode::FAILURE;
+    }
+    let checks_order = args.ordered || !args.scale.is_empty();
+
     let run_id = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
     let tally = Arc::new(Tally::default());
+    let order = Arc::new(crate::demo_order::OrderCheck::default());
     let handler_tally = tally.clone();
+    let handler_order = order.clone();
     let handler_run = run_id.clone();
     let handler = move |d: Delivery| {
         let tally = handler_tally.clone();
+        let order = handler_order.clone();
         let run = handler_run.clone();
         async move {
             let seq = (d.field_str("run") == Some(run.as_str()))
                 .then(|| d.field_str("seq").and_then(|s| s.parse::<u64>().ok()))
                 .flatten();
+            if let Some(seq) = seq
+                && let Some(k) = d.field_str("k").and_then(|k| k.parse::<u64>().ok())
+            {
+                order.handled(k, seq);
+            }
             if d.ack().await.is_ok()
                 && let Some(seq) = seq
             {
@@ -183,7 +214,6 @@ async fn demo(args: DemoArgs) -> ExitCode {
     consumer_config.redis_tls = redis_tls.clone();
     let mut producer_config =
         ProducerConfig::new(&args.stream, &args.redis_url).redis(redis.clone());
-    producer_config.redis_tls = redis_tls;
     let consumer = match Consumer::start(coord.clone(), consumer_config, handler).await {
         Ok(c) => c,
         Err(e) => {
@@ -194,6 +224,12 @@ async fn demo(args: DemoArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    producer_config.redis_tls = redis_tls;
+    if args.scale.len() > 1 {
+        // Scaling while publishing: pick up each new routing within half a second (order holds for records
+        // published with current routing; see the README's "Ordered streams").
+        producer_config = producer_config.refresh_interval(Duration::from_millis(500));
+    }
     let producer = match Producer::connect(coord.clone(), producer_config).await {
         Ok(p) => Arc::new(p),
         Err(e) => {
@@ -212,6 +248,15 @@ async fn demo(args: DemoArgs) -> ExitCode {
         published.clone(),
         stop.clone(),
     ));
+
+    let scaling = (args.scale.len() > 1).then(|| {
+        tokio::spawn(crate::demo_order::scale_through(
+            coord.clone(),
+            args.stream.clone(),
+            args.scale[1..].to_vec(),
+            Duration::from_secs(args.scale_every),
+        ))
+    });
 
     let started = Instant::now();
     let end = args.duration.map(|s| started + Duration::from_secs(s));
@@ -249,6 +294,9 @@ async fn demo(args: DemoArgs) -> ExitCode {
     }
 
     stop.store(true, Ordering::Relaxed);
+    if let Some(s) = scaling {
+        s.abort();
+    }
     let _ = producing.await;
     let published = published.load(Ordering::Relaxed);
     // Give the consumers a bounded time to acknowledge what is still in the stream.
@@ -267,8 +315,15 @@ async fn demo(args: DemoArgs) -> ExitCode {
     let acked = acks.len() as u64;
     let duplicates: u64 = acks.values().map(|&n| u64::from(n.saturating_sub(1))).sum();
     let lost = (0..published).filter(|s| !acks.contains_key(s)).count() as u64;
-    println!("published={published} acked={acked} duplicates={duplicates} lost={lost}");
-    if lost == 0 {
+    let violations = order.violations();
+    if checks_order {
+        println!(
+            "published={published} acked={acked} duplicates={duplicates} lost={lost} order_violations={violations}"
+        );
+    } else {
+        println!("published={published} acked={acked} duplicates={duplicates} lost={lost}");
+    }
+    if lost == 0 && (!args.ordered || violations == 0) {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
@@ -294,6 +349,7 @@ async fn produce(
             .map(|s| {
                 Record::new(format!("customer-{}", s % 64))
                     .field("run", &run_id)
+                    .field("k", (s % 64).to_string())
                     .field("seq", s.to_string())
                     .field("payload", format!("demo message {s}"))
             })

@@ -6,6 +6,7 @@
 mod backup;
 mod bench;
 mod demo;
+mod demo_order;
 mod hash_password;
 mod memory;
 mod operator;

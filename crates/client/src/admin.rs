@@ -158,6 +158,7 @@ impl AdminClient {
     ) -> Result<Applied<CreateStreamResponse>, AdminError> {
         let body = CreateStreamRequest {
             initial_shard_count: Some(i64::from(shard_count)),
+            ordering: None,
             requested_by: Some(self.requested_by.clone()),
             reason: Some(reason.to_owned()),
         };
@@ -180,6 +181,7 @@ impl AdminClient {
     ) -> Result<Applied<GroupResponse>, AdminError> {
         let body = CreateStreamRequest {
             initial_shard_count: shard_count.map(i64::from),
+            ordering: None,
             requested_by: Some(self.requested_by.clone()),
             reason: Some(reason.to_owned()),
         };
@@ -239,6 +241,26 @@ impl AdminClient {
         self.mutate(
             Method::POST,
             &["coord", "v1", "streams", stream_prefix, "scale"],
+            &body,
+        )
+        .await
+    }
+
+    /// `POST /coord/v1/streams/{p}/ordering` (rsc's addition): `KEY` keeps per-key order across scales.
+    pub async fn set_stream_ordering(
+        &self,
+        stream_prefix: &str,
+        ordering: rsc_protocol::ordering::Ordering,
+        reason: &str,
+    ) -> Result<Applied<rsc_protocol::wire::OrderingResponse>, AdminError> {
+        let body = rsc_protocol::wire::OrderingRequest {
+            ordering: Some(ordering),
+            requested_by: Some(self.requested_by.clone()),
+            reason: Some(reason.to_owned()),
+        };
+        self.mutate(
+            Method::POST,
+            &["coord", "v1", "streams", stream_prefix, "ordering"],
             &body,
         )
         .await

@@ -374,6 +374,7 @@ impl CoordinatorClient {
     ) -> Result<CreateStream, ClientError> {
         let body = CreateStreamRequest {
             initial_shard_count: Some(i64::from(shard_count)),
+            ordering: None,
             requested_by: Some(requested_by.to_owned()),
             reason: Some("created by the rsc SDK".to_owned()),
         };

@@ -54,6 +54,9 @@ impl Coordinator {
             )));
         }
         let g = self.create(&name, shard_count, &entries, true).await?;
+        if let Some(ordering) = req.ordering {
+            self.set_stream_ordering(prefix, ordering).await?;
+        }
         Ok(CreateStreamResponse {
             stream_prefix: prefix.to_owned(),
             shard_count: g.group.shard_count,
@@ -116,6 +119,10 @@ impl Coordinator {
         let g = self
             .create(name, shard_count, &entries, first_of_prefix)
             .await?;
+        if let Some(ordering) = req.ordering {
+            self.set_stream_ordering(&name.stream_prefix, ordering)
+                .await?;
+        }
         Ok(group_response(&g.group))
     }
 

@@ -806,3 +806,116 @@ async fn the_group_reports_its_active_migration_until_it_ends() {
     }
     running.shutdown().await.unwrap();
 }
+
+/// Ordered streams: a child shard of a scale-out is read by nobody until this group consumed its parent's
+/// records from before the switch; the migration view shows who waits for whom; a scale an ordered stream
+/// cannot keep order across is refused.
+#[tokio::test]
+async fn an_ordered_scale_grants_children_only_after_their_parents_drained() {
+    let redis = RedisServer::start();
+    let (running, api) = coordinator(test_config(&redis.url())).await;
+    let bad = api
+        .send(
+            "POST",
+            "/coord/v1/streams/bad",
+            Some(json!({"initialShardCount": 4, "requestedBy": "t", "reason": "t", "ordering": "SOMETIMES"})),
+        )
+        .await;
+    assert_eq!(bad.status, 400, "{}", bad.body);
+    assert_eq!(bad.body["errorCode"], "INVALID_REQUEST");
+    let r = api
+        .send(
+            "POST",
+            "/coord/v1/streams/o",
+            Some(json!({"initialShardCount": 4, "requestedBy": "t", "reason": "t", "ordering": "KEY"})),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let mut h = Harness::new(api.clone(), &redis.url(), "o", 2).await;
+    h.consuming = false;
+    for _ in 0..3 {
+        h.round().await;
+    }
+    h.produce(200).await;
+
+    let (status, body) = h.scale(8).await;
+    assert_eq!(status, 202, "{body}");
+    let id = body["migrations"][0]["reshardingId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    h.produce(100).await;
+    // Parents hold unconsumed pre-switch records: no member may read a child, however long we wait.
+    let past_grace = std::time::Instant::now() + Duration::from_millis(600);
+    while std::time::Instant::now() < past_grace {
+        h.round().await;
+        let owned: BTreeSet<u32> = h.members.iter().flat_map(|m| m.owned()).collect();
+        assert_eq!(
+            owned,
+            (0..4).collect(),
+            "children 4..7 wait; survivors keep being read"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let m = h.migration(&id).await;
+    assert_eq!(m["ordering"], "KEY", "{m}");
+    assert_eq!(m["state"], "ACTIVE", "cannot finish while gated: {m}");
+    let gates = m["orderingGates"].as_array().unwrap();
+    assert_eq!(gates.len(), 4, "{m}");
+    assert_eq!(gates[0]["childShard"], 4);
+    assert_eq!(gates[0]["waitingFor"][0]["shardIndex"], 0);
+    assert!(
+        gates[0]["waitingFor"][0]["lag"].as_i64().unwrap() > 0,
+        "what is left in the parent: {m}"
+    );
+    let (status, body) = h.scale(3).await;
+    assert_eq!(status, 409, "a migration is active: {body}");
+    let set = |ordering: &'static str| {
+        let api = api.clone();
+        async move {
+            api.send(
+                "POST",
+                "/coord/v1/streams/o/ordering",
+                Some(json!({"ordering": ordering, "requestedBy": "t", "reason": "t"})),
+            )
+            .await
+        }
+    };
+    let r = set("NONE").await;
+    assert_eq!(r.status, 409, "the gates were decided with KEY: {}", r.body);
+
+    // Consumers catch up on the parents: the gates open, the children are read, the migration ends.
+    h.consuming = true;
+    h.until_state(&id, "DEPRECATED").await;
+    h.until_all_acked().await;
+    let owned: BTreeSet<u32> = h.members.iter().flat_map(|m| m.owned()).collect();
+    assert_eq!(owned, (0..8).collect());
+    assert_eq!(h.migration(&id).await["orderingGates"], json!([]));
+
+    // 8 -> 3 would make surviving shards receive keys from others: refused, nothing recorded.
+    let (status, body) = h.scale(3).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("ordering NONE"),
+        "{body}"
+    );
+    let routing = api
+        .send("GET", "/coord/v1/streams/o/groups/o/producer-routing", None)
+        .await;
+    assert_eq!(routing.body["shardCount"], 8);
+    let r = api
+        .send(
+            "POST",
+            "/coord/v1/streams/o/ordering",
+            Some(json!({"ordering": "KEY", "requestedBy": "t"})),
+        )
+        .await;
+    assert_eq!(r.status, 400, "reason is required: {}", r.body);
+    // With ordering NONE the same scale is an ordinary (at-least-once) one.
+    let r = set("NONE").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["ordering"], "NONE");
+    let (status, body) = h.scale(3).await;
+    assert_eq!(status, 202, "{body}");
+    running.shutdown().await.unwrap();
+}

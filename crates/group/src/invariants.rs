@@ -37,6 +37,12 @@ pub fn check(g: &Group) -> Vec<String> {
                 m.member_id
             ));
         }
+        if let Some(s) = m.assigned.iter().find(|s| g.ordering_gates.contains_key(s)) {
+            violations.push(format!(
+                "member {} is assigned shard {s}, gated until its parents {:?} drained",
+                m.member_id, g.ordering_gates[s]
+            ));
+        }
         if m.state == MemberState::Active
             && m.assigned
                 .iter()

@@ -10,6 +10,7 @@
 //! - [`heartbeat`]: the heartbeat decision procedure. [`batch`]: several decided transitions as one write.
 //! - [`tick`]: time-driven transitions (lease expiry, rebalance timeout, holds, pruning).
 //! - [`migration`]: resharding as a group sees it (adopt, drain, rollback, force-complete).
+//! - [`ordering`]: per-key order across a scale: gates on child shards until their parents drained.
 //! - [`stream`]: the stream record that owns the shard count and routing.
 //! - [`durability`]: suspecting a metadata rollback, failing closed, and the repairs (new lifecycle).
 //! - [`replica`]: what a coordinator replica does with a heartbeat, a queue of writes and a reconciler pass,
@@ -25,6 +26,7 @@ pub mod invariants;
 pub mod migration;
 pub mod model;
 pub mod quiesce;
+pub mod ordering;
 pub mod rebalance;
 pub mod replica;
 pub mod stream;

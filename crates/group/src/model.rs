@@ -276,6 +276,10 @@ pub struct Group {
     /// stay assigned until Redis shows their backlog consumed and acknowledged.
     #[serde(default)]
     pub draining_shards: ShardSet,
+    /// Ordered streams only: child shards no member may be granted yet, each with the parents that may
+    /// still hold records from before the switch for this group (see `ordering.rs`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ordering_gates: BTreeMap<u32, ShardSet>,
     /// The group's resharding migrations, oldest first (bounded history; see `migration.rs`).
     #[serde(default)]
     pub migrations: Vec<crate::migration::Migration>,
@@ -322,6 +326,7 @@ impl Group {
             static_reservations: Vec::new(),
             metadata_correction: None,
             draining_shards: ShardSet::new(),
+            ordering_gates: BTreeMap::new(),
             migrations: Vec::new(),
             active_migration_id: None,
             rollback_suspicion: None,

@@ -140,6 +140,8 @@ impl<'m, V> AscendingMap<'m, V> {
 /// revoking but is now meant to keep, and grants free target shards. Updates member epochs and group state.
 pub fn settle(g: &mut Group, now_ms: i64, timing: &Timing) {
     let epoch = g.assignment_epoch;
+    // Ordered streams: gated children are granted to nobody, and revoked from whoever holds them.
+    let gated = crate::ordering::gated_shards(g);
     let mut held = ShardSet::new();
     for h in &g.holds {
         held.extend(h.shards.iter().copied());
@@ -150,7 +152,9 @@ pub fn settle(g: &mut Group, now_ms: i64, timing: &Timing) {
     let mut targets = AscendingMap::new(&g.target_assignments);
     for m in g.members.values_mut().filter(|m| m.state.is_live()) {
         let target = if m.state == MemberState::Active {
-            targets.get(&m.member_id).cloned().unwrap_or_default()
+            let mut t = targets.get(&m.member_id).cloned().unwrap_or_default();
+            t.retain(|s| !gated.contains(s));
+            t
         } else {
             ShardSet::new()
         };
@@ -201,7 +205,7 @@ pub fn settle(g: &mut Group, now_ms: i64, timing: &Timing) {
         };
         let mut granted = false;
         for &s in target {
-            if !m.assigned.contains(&s) && !held.contains(&s) {
+            if !m.assigned.contains(&s) && !held.contains(&s) && !gated.contains(&s) {
                 m.assigned.insert(s);
                 held.insert(s);
                 granted = true;

@@ -11,6 +11,7 @@
 //! scale-in would retire it, data and all), exactly as a create refuses existing keys.
 
 use crate::migration::{MAX_HISTORY, Migration, MigrationState};
+use rsc_protocol::ordering::Ordering;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,6 +36,10 @@ pub struct StreamRecord {
     /// scale is PREPARING, then its outcome.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub producer_quiesce: Option<crate::quiesce::ProducerQuiesce>,
+    /// `KEY`: a scale keeps per-key order (child shards wait for their parents, `ordering.rs`); `NONE`
+    /// (absent in records written before the option): at-least-once only.
+    #[serde(default, skip_serializing_if = "Ordering::is_none")]
+    pub ordering: Ordering,
     pub created_at_ms: i64,
     pub updated_at_ms: i64,
 }
@@ -51,6 +56,7 @@ impl StreamRecord {
             history: Vec::new(),
             provisioned_shard_count: Some(shard_count),
             producer_quiesce: None,
+            ordering: Ordering::None,
             created_at_ms: now_ms,
             updated_at_ms: now_ms,
         }

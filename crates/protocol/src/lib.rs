@@ -4,11 +4,13 @@
 //! - [`errors`]: the error catalogue (`errorCode` → HTTP status) and the error body.
 //! - [`routing`]: the producer routing hash (MurmurHash3 x86_32 with the rejection step).
 //! - [`slot`]: the Redis Cluster slot of a key (CRC16/XMODEM with hash tags).
+//! - [`ordering`]: per-key order across a scale: the old shards a new shard's keys come from.
 //! - [`names`]: Redis key naming for shard streams and coordinator metadata.
 //! - [`validate`]: identifier and shard-count validation with field-naming errors.
 
 pub mod errors;
 pub mod names;
+pub mod ordering;
 pub mod routing;
 pub mod slot;
 pub mod validate;

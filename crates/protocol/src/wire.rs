@@ -227,6 +227,9 @@ pub struct HeartbeatResponse {
 pub struct CreateStreamRequest {
     #[serde(default)]
     pub initial_shard_count: Option<i64>,
+    /// `KEY`: per-key order across scales (rsc's addition; absent or `NONE`: at-least-once only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ordering: Option<crate::ordering::Ordering>,
     #[serde(default)]
     pub requested_by: Option<String>,
     #[serde(default)]
@@ -326,6 +329,26 @@ pub struct ScaleRequest {
     pub producer_quiesce: Option<quiesce::ProducerQuiesceRequest>,
 }
 
+/// `POST /coord/v1/streams/{p}/ordering` (rsc's addition): change a stream's ordering option.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OrderingRequest {
+    #[serde(default)]
+    pub ordering: Option<crate::ordering::Ordering>,
+    #[serde(default)]
+    pub requested_by: Option<String>,
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// Answer of `POST /coord/v1/streams/{p}/ordering`: the stream's option as now stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OrderingResponse {
+    pub stream_prefix: String,
+    pub ordering: crate::ordering::Ordering,
+}
+
 /// Body of rollback and force-complete requests.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -345,7 +368,8 @@ pub trait AdminBody {
 }
 
 impl AdminBody for CreateStreamRequest {
-    const FIELDS: &'static [&'static str] = &["initialShardCount", "requestedBy", "reason"];
+    const FIELDS: &'static [&'static str] =
+        &["initialShardCount", "requestedBy", "reason", "ordering"];
 }
 
 impl AdminBody for DeleteGroupRequest {
@@ -360,6 +384,10 @@ impl AdminBody for ScaleRequest {
         "deprecatedAfter",
         "producerQuiesce",
     ];
+}
+
+impl AdminBody for OrderingRequest {
+    const FIELDS: &'static [&'static str] = &["ordering", "requestedBy", "reason"];
 }
 
 impl AdminBody for MigrationActionRequest {

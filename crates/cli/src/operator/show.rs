@@ -304,6 +304,25 @@ pub async fn describe(args: DescribeArgs) -> Result<ExitCode, Failure> {
             s(&m, "requestedBy"),
             s(&m, "reason")
         );
+        // Ordered streams: which child shards wait for which parents, and what is left in each.
+        for gate in m["orderingGates"].as_array().into_iter().flatten() {
+            let parents: Vec<String> = gate["waitingFor"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|p| {
+                    format!(
+                        "{} (pending {}, lag {})",
+                        p["shardIndex"], p["pending"], p["lag"]
+                    )
+                })
+                .collect();
+            println!(
+                "GATED shard {} waits for {}",
+                gate["childShard"],
+                parents.join(", ")
+            );
+        }
         print_json(&m);
     }
     Ok(ExitCode::SUCCESS)

@@ -12,7 +12,8 @@ use rsc_group::migration::MigrationState;
 use rsc_protocol::validate;
 use rsc_protocol::wire::monitoring::{GroupList, MemberList};
 use rsc_protocol::wire::{
-    CreateStreamRequest, DeleteGroupRequest, HeartbeatRequest, MigrationActionRequest, ScaleRequest,
+    CreateStreamRequest, DeleteGroupRequest, HeartbeatRequest, MigrationActionRequest,
+    OrderingRequest, ScaleRequest,
 };
 use serde::Serialize;
 use std::sync::Arc;
@@ -191,6 +192,17 @@ pub async fn scale_stream(
     Ok(ok(
         StatusCode::ACCEPTED,
         c.scale_stream(&prefix, &req).await?,
+    ))
+}
+
+pub async fn set_ordering(
+    State(c): Coord,
+    StreamPrefix(prefix): StreamPrefix,
+    AdminJson(req): AdminJson<OrderingRequest>,
+) -> Result<Response, ApiError> {
+    Ok(ok(
+        StatusCode::OK,
+        c.change_stream_ordering(&prefix, &req).await?,
     ))
 }
 

@@ -131,6 +131,14 @@ pub fn table() -> Vec<RouteSpec> {
         ),
         route!(
             POST,
+            "/coord/v1/streams/{stream_prefix}/ordering",
+            "setStreamOrdering",
+            Write,
+            Some("SET_STREAM_ORDERING"),
+            post(handlers::set_ordering)
+        ),
+        route!(
+            POST,
             g!("/scale"),
             "startGroupResharding",
             Write,

@@ -213,6 +213,20 @@ fn group_series(
         base(),
         f64::from(grp.shard_count),
     );
+    g.set(
+        "ordering_gated_shards",
+        "Ordered streams: child shards of this group no member may read yet (their parents still hold records from before the switch)",
+        base(),
+        grp.ordering_gates.len() as f64,
+    );
+    for (child, parents) in &grp.ordering_gates {
+        g.set(
+            "ordering_gate_parents",
+            "Ordered streams: per gated child shard, how many parents it still waits for in this group",
+            with(&[("shard", child.to_string())]),
+            parents.len() as f64,
+        );
+    }
     let mut by_state: BTreeMap<&str, usize> = BTreeMap::new();
     for m in grp.members.values() {
         *by_state.entry(m.state.as_str()).or_default() += 1;

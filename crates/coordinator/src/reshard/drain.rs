@@ -138,6 +138,11 @@ impl Coordinator {
                     .unwrap_or(c)
                 }
             };
+            let c = if c.group.ordering_gates.is_empty() {
+                c
+            } else {
+                self.open_drained_gates(name, c).await
+            };
             if let Some(a) = &active {
                 all_done &= c
                     .group

@@ -20,15 +20,19 @@
 //!
 //! Split by concern: `record.rs` the stream record and group updates, `ops.rs` the scale / rollback /
 //! force-complete operations, `drain.rs` drain evidence and migration completion, `views.rs` the
-//! responses (the contract's in `rsc_protocol::wire::resharding`, the migration detail here).
+//! responses (the contract's in `rsc_protocol::wire::resharding`, the migration detail here), `ordering.rs`
+//! ordered streams (the option, the scales they accept, the evidence that opens a child shard's gate).
 
 mod drain;
 mod ops;
+mod ordering;
 mod quiesce;
 mod record;
 mod views;
 
 pub use quiesce::{QuiesceView, SWITCH_AUDIT_ACTION, validate_producer_id};
+
+pub use ordering::{OrderingGate, ParentProgress};
 use views::migration_state_in_groups;
 pub use views::{MigrationDetail, RemovedShard};
 

@@ -77,6 +77,7 @@ impl Coordinator {
                     return Ok(self.scale_response(prefix, target, &groups, &noops));
                 }
                 None => {
+                    ordering::check_ordered_scale(&stream.record, target)?;
                     self.refuse_foreign_shard_keys(prefix, &stream.record, target)
                         .await?;
                     let now = self.clock.now_ms();

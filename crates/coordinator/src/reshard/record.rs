@@ -201,7 +201,12 @@ impl Coordinator {
             if let Some(m) = &stream.active_migration
                 && m.state == MigrationState::Active
             {
-                changed |= migration::adopt(g, m, now, &timing)?;
+                let from = g.shard_count;
+                let adopted = migration::adopt(g, m, now, &timing)?;
+                if adopted && stream.ordering == rsc_protocol::ordering::Ordering::Key {
+                    rsc_group::ordering::close_gates(g, from, m.to_shard_count, now, &timing);
+                }
+                changed |= adopted;
             }
             Ok(changed)
         })

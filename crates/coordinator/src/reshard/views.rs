@@ -21,6 +21,10 @@ pub struct MigrationDetail {
     /// The scale's producer quiesce, when it asked for one (`quiesce.rs`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub producer_quiesce: Option<super::QuiesceView>,
+    /// Ordered streams: the stream's ordering option, and this group's child shards that no member may
+    /// read yet, with what each parent they wait for still holds for this group.
+    pub ordering: &'static str,
+    pub ordering_gates: Vec<super::OrderingGate>,
 }
 
 /// One removed or draining shard of a migration: what Redis and the members say about it.
@@ -166,6 +170,10 @@ impl Coordinator {
             consumers_converged: g.state != rsc_group::model::GroupState::Reconciling,
             removed_shards: shards,
             producer_quiesce,
+            ordering: stream
+                .as_ref()
+                .map_or("NONE", |s| s.record.ordering.as_str()),
+            ordering_gates: self.ordering_gates_view(g).await,
         })
     }
 }

@@ -12,6 +12,9 @@
 //! 6. Metadata never moves backwards: revisions, versions and epochs only grow; no client knows a newer
 //!    metadataVersion than Redis; no replica reads a revision below one it saw (`replica.rs`); and, since
 //!    the simulated Redis never loses writes, no rollback signal is ever raised on fresh state.
+//!
+//! Ordered streams: no child shard is granted while one of its parents has not shown its pre-switch
+//! records consumed (`children_wait_for_parents`).
 
 use super::client::Client;
 use super::store::{SimStore, WriteRecord, Writer};
@@ -247,4 +250,26 @@ pub fn false_rollback_signal(g: &Group, req: &HeartbeatRequest, s: &Signals) -> 
     };
     assert!(!s.metadata_regression, "invariant 6: {}", detail());
     s.rebalance_regression
+}
+
+/// Ordered streams: a child shard of the current ordered migration is assigned to a member only once every
+/// one of its parents has shown (drain evidence) that this group consumed its pre-switch records.
+pub fn children_wait_for_parents(
+    g: &Group,
+    children: &BTreeMap<u32, ShardSet>,
+    evidenced: &ShardSet,
+) {
+    for m in g.members.values() {
+        for s in &m.assigned {
+            if let Some(parents) = children.get(s) {
+                let waiting: Vec<_> = parents.difference(evidenced).collect();
+                assert!(
+                    waiting.is_empty(),
+                    "ordering: child shard {s} granted to {} while parents {waiting:?} may hold \
+                     pre-switch records",
+                    m.member_id
+                );
+            }
+        }
+    }
 }

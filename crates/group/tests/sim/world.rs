@@ -11,6 +11,11 @@
 //! the one that is refused must never become an active member while the other is. These choices come from
 //! a second generator seeded from the scenario's seed, so scenarios without static members are exactly
 //! those of the same seed before static membership existed.
+//!
+//! Ordered streams: half the scales that `rsc_protocol::ordering` supports for ordered streams close gates on
+//! their child shards (a third generator, so other scenarios are unchanged); drain evidence for the parents
+//! arrives at random, and after every write the world checks that no child shard was granted while one of
+//! its parents had not shown its pre-switch records consumed.
 
 use super::checks;
 use super::client::{Client, Style};
@@ -23,6 +28,7 @@ use rsc_group::heartbeat::Transition;
 use rsc_group::invariants;
 use rsc_group::migration::{self, Migration, MigrationState};
 use rsc_group::model::{Group, GroupState, MemberState, ShardSet};
+use rsc_group::ordering;
 use rsc_protocol::wire::HeartbeatRequest;
 use std::rc::Rc;
 
@@ -98,6 +104,9 @@ pub struct Summary {
     pub reservations_claimed: u64,
     pub reservations_lapsed: u64,
     pub instance_refusals: u64,
+    /// Ordered scales whose children were gated, and gates opened by drain evidence.
+    pub ordered_scales: u64,
+    pub gates_opened: u64,
 }
 
 impl Summary {
@@ -114,6 +123,8 @@ impl Summary {
         self.reservations_claimed += o.reservations_claimed;
         self.reservations_lapsed += o.reservations_lapsed;
         self.instance_refusals += o.instance_refusals;
+        self.ordered_scales += o.ordered_scales;
+        self.gates_opened += o.gates_opened;
         self.replica.heartbeats += o.replica.heartbeats;
         self.replica.conflicts += o.replica.conflicts;
         self.replica.retries += o.replica.retries;
@@ -134,6 +145,11 @@ pub struct World {
     net: Network,
     seq: u64,
     summary: Summary,
+    /// Ordered scales: their own generator; the children of the current ordered migration with their
+    /// parents, and the parents whose drain evidence has arrived since it was adopted.
+    orng: Rng,
+    children: std::collections::BTreeMap<u32, ShardSet>,
+    evidenced: ShardSet,
 }
 
 impl World {
@@ -184,6 +200,9 @@ impl World {
             clients,
             seq: 0,
             summary: Summary::default(),
+            orng: Rng::new(seed ^ 0x4f52_4445),
+            children: Default::default(),
+            evidenced: ShardSet::new(),
         }
     }
 
@@ -327,6 +346,7 @@ impl World {
                 );
             }
             checks::write(&rec, &self.clients);
+            checks::children_wait_for_parents(&rec.new, &self.children, &self.evidenced);
             for r in &rec.old.static_reservations {
                 if rec.new.static_reservations.contains(r) {
                     continue;
@@ -387,6 +407,13 @@ impl World {
         let changed = match roll {
             0..=4 => {
                 let to = self.rng.below(25) as u32;
+                // Ordered scales: half of them doubled from a power of two (what ordered streams support).
+                let ordered = self.orng.chance(500);
+                let to = if ordered && g.shard_count.is_power_of_two() && self.orng.chance(500) {
+                    g.shard_count * 2
+                } else {
+                    to
+                };
                 self.seq += 1;
                 let m = Migration {
                     resharding_id: format!("reshard-{}", self.seq),
@@ -402,14 +429,31 @@ impl World {
                     completed_at_ms: None,
                     end_reason: None,
                 };
-                migration::adopt(&mut g, &m, now, &TIMING).expect("small epochs")
+                let from = g.shard_count;
+                let adopted = migration::adopt(&mut g, &m, now, &TIMING).expect("small epochs");
+                self.children.clear();
+                if adopted
+                    && ordered
+                    && rsc_protocol::ordering::ordered_scale_supported(from, to).is_ok()
+                {
+                    if ordering::close_gates(&mut g, from, to, now, &TIMING) {
+                        self.summary.ordered_scales += 1;
+                    }
+                    self.children = g.ordering_gates.clone();
+                    self.evidenced.clear();
+                }
+                adopted
             }
             5..=6 => match g.active_migration_id.clone() {
-                Some(id) => migration::rollback(&mut g, &id, "sim", now, &TIMING).unwrap_or(false),
+                Some(id) => {
+                    self.children.clear();
+                    migration::rollback(&mut g, &id, "sim", now, &TIMING).unwrap_or(false)
+                }
                 None => false,
             },
             7 => match g.active_migration_id.clone() {
                 Some(id) => {
+                    self.children.clear();
                     migration::force_complete(&mut g, &id, "sim", now, &TIMING).unwrap_or(false)
                 }
                 None => false,
@@ -422,6 +466,20 @@ impl World {
                     .expect("non-empty");
                 migration::release_drained(&mut g, &[pick].into_iter().collect(), now, &TIMING)
                     .expect("small epochs")
+            }
+            81..=200 if !g.ordering_gates.is_empty() => {
+                let waited = ordering::waited_parents(&g);
+                let pick = *waited
+                    .iter()
+                    .nth(self.orng.below(waited.len() as u64) as usize)
+                    .expect("non-empty");
+                self.evidenced.insert(pick);
+                let before = g.ordering_gates.len();
+                let opened =
+                    ordering::open_gates(&mut g, &[pick].into_iter().collect(), now, &TIMING)
+                        .expect("small epochs");
+                self.summary.gates_opened += (before - g.ordering_gates.len()) as u64;
+                opened
             }
             _ => false,
         };
@@ -459,12 +517,19 @@ impl World {
 
     /// Drain evidence keeps arriving after faults stop.
     pub fn drain_everything(&mut self) {
-        if self.store.group.draining_shards.is_empty() {
+        if self.store.group.draining_shards.is_empty() && self.store.group.ordering_gates.is_empty()
+        {
             return;
         }
         let mut g = (*self.store.group).clone();
         let all = g.draining_shards.clone();
-        if migration::release_drained(&mut g, &all, self.now, &TIMING).expect("small epochs") {
+        let waited = ordering::waited_parents(&g);
+        self.evidenced.extend(waited.iter().copied());
+        let released =
+            migration::release_drained(&mut g, &all, self.now, &TIMING).expect("small epochs");
+        let opened =
+            ordering::open_gates(&mut g, &waited, self.now, &TIMING).expect("small epochs");
+        if released || opened {
             let t = Transition::new(g);
             self.store
                 .write_operator(t.group.expect("a group"), self.now);

@@ -109,6 +109,11 @@ pub fn describe(operation_id: &str) -> Option<Operation> {
             201,
             "StreamCreateResponse",
         ),
+        "setStreamOrdering" => admin(
+            "Set a stream's ordering option (KEY: per-key order across scales)",
+            200,
+            "OrderingResponse",
+        ),
         "createCoordinatorGroup" => admin("Add a consumer group to a stream", 201, "GroupResponse"),
         "deleteCoordinatorGroup" => admin(
             "Delete a group's coordinator metadata",
