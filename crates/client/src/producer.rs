@@ -21,8 +21,10 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 mod quiesced;
+mod record;
 pub use quiesced::RetryPolicy;
 use quiesced::refresh_loop;
+pub use record::{Published, Record};
 
 /// Producer settings.
 #[derive(Debug, Clone)]
@@ -148,43 +150,6 @@ impl ProducerConfig {
         }
         Ok(())
     }
-}
-
-/// One record to publish: a partition key and its fields.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Record {
-    pub key: Vec<u8>,
-    pub fields: Vec<(String, Vec<u8>)>,
-}
-
-impl Record {
-    /// A record with partition `key` and no fields yet.
-    ///
-    /// ```
-    /// let r = rsc_client::Record::new("order-123").field("payload", "{\"total\":42}");
-    /// assert_eq!(r.fields.len(), 1);
-    /// ```
-    pub fn new(key: impl AsRef<[u8]>) -> Self {
-        Record {
-            key: key.as_ref().to_vec(),
-            fields: Vec::new(),
-        }
-    }
-
-    /// Adds a field.
-    pub fn field(mut self, name: impl Into<String>, value: impl AsRef<[u8]>) -> Self {
-        self.fields.push((name.into(), value.as_ref().to_vec()));
-        self
-    }
-}
-
-/// Where a record went.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Published {
-    pub shard: u32,
-    pub stream_key: String,
-    /// The stream entry id Redis assigned.
-    pub id: String,
 }
 
 /// Counters of a producer.

@@ -51,8 +51,8 @@ pub use metadata::{LAYOUT_VERSION, SCHEMA_VERSION};
 pub use outcome::{
     CasOutcome, CasWrite, CreateOutcome, DeleteOutcome, HeartbeatOutcome, StoredGroup,
 };
-pub use rsc_redis_connect::RedisTls;
 pub use producers::ProducerEntry;
+pub use rsc_redis_connect::RedisTls;
 pub use shards::{ConsumerGroupInfo, RetireOutcome, StreamInfo, parse_stream_id};
 pub use store::Store;
 pub use topology::{SlotOwner, owner_of};
