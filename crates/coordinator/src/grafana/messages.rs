@@ -64,23 +64,23 @@ pub async fn message_rows(c: &Coordinator, params: &Params) -> Result<Vec<Value>
     let mut total = 0i64;
     for s in &shards {
         let key = shard_stream_key(&g.stream_prefix, *s);
-        total += c.store.shard_length(&key).await?;
+        total += c.store().shard_length(&key).await?;
         let records = match (exact, &start) {
             (Some(id), _) => c
-                .store
+                .store()
                 .shard_records(&key, PageDirection::Forward, cursor::before(id), 1)
                 .await?
                 .into_iter()
                 .filter(|r| parse_stream_id(&r.id) == Some(id))
                 .collect(),
             (None, Start::Tail(_)) => {
-                c.store
+                c.store()
                     .shard_records(&key, read_direction, None, read_count)
                     .await?
             }
             (None, Start::At(positions)) => {
                 let r = c
-                    .store
+                    .store()
                     .shard_records(&key, direction, positions[s], read_count)
                     .await?;
                 more |= r.len() > limit;

@@ -36,13 +36,13 @@ struct Ownership {
 }
 
 async fn ownership(c: &Coordinator, name: &GroupName) -> Result<Ownership, CoordError> {
-    let members = c.members(name).await?;
+    let members = c.monitoring().members(name).await?;
     let live: BTreeSet<String> = members
         .iter()
         .filter(|m| matches!(m.state.as_str(), "ACTIVE" | "STARTING" | "LEAVING"))
         .map(|m| m.member_id.clone())
         .collect();
-    let a = serde_json::to_value(c.assignments(name).await?).unwrap_or(Value::Null);
+    let a = serde_json::to_value(c.monitoring().assignments(name).await?).unwrap_or(Value::Null);
     Ok(Ownership {
         target: owners_by_shard(&a["targetAssignment"], &live),
         current: owners_by_shard(&a["currentAssignments"], &live),
@@ -60,10 +60,10 @@ pub async fn group_rows(c: &Coordinator, names: &[GroupName]) -> Result<Vec<Valu
     for name in names {
         let cached = c.require_group(name).await?;
         let g = &cached.group;
-        let members = c.members(name).await?;
+        let members = c.monitoring().members(name).await?;
         let active = members.iter().filter(|m| m.state == "ACTIVE").count();
         let own = ownership(c, name).await?;
-        let offsets = c.offsets(name).await?;
+        let offsets = c.monitoring().offsets(name).await?;
         let current: usize = own.current.values().map(Vec::len).sum();
         let target: usize = own.target.values().map(Vec::len).sum();
         let revoking: usize = own.revoking.values().map(Vec::len).sum();
@@ -106,7 +106,8 @@ fn member_row(name: &GroupName, m: &MemberMetadata) -> Value {
 
 /// `members`: one row per member of one group.
 pub async fn member_rows(c: &Coordinator, name: &GroupName) -> Result<Vec<Value>, CoordError> {
-    Ok(c.members(name)
+    Ok(c.monitoring()
+        .members(name)
         .await?
         .iter()
         .map(|m| member_row(name, m))
@@ -117,7 +118,7 @@ pub async fn member_rows(c: &Coordinator, name: &GroupName) -> Result<Vec<Value>
 pub async fn shard_rows(c: &Coordinator, names: &[GroupName]) -> Result<Vec<Value>, CoordError> {
     let mut out = Vec::new();
     for name in names {
-        let offsets = c.offsets(name).await?;
+        let offsets = c.monitoring().offsets(name).await?;
         let own = ownership(c, name).await?;
         let shard_count = c.require_group(name).await?.group.shard_count;
         for row in &offsets.shards {
