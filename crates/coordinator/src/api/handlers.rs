@@ -139,10 +139,20 @@ struct IndexLinks {
     metrics: &'static str,
 }
 
-/// The answer of the probes.
-#[derive(Serialize)]
-struct ProbeStatus {
-    status: &'static str,
+/// The answer of the probes (`/healthz`, and `/readyz` with 200 or 503).
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ProbeStatus {
+    #[schema(inline)]
+    status: ProbeState,
+}
+
+/// UP (`/healthz`), READY (`/readyz` 200) or NOT_READY (`/readyz` 503: terminating or Redis unreachable).
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ProbeState {
+    Up,
+    Ready,
+    NotReady,
 }
 
 /// `GET /`: what this server is and where to go next. Public, so it says nothing a route list in the README
@@ -171,7 +181,12 @@ pub async fn index() -> Response {
 
 /// Liveness probe: the process answers. Reveals nothing else.
 pub async fn healthz() -> Response {
-    ok(StatusCode::OK, ProbeStatus { status: "UP" })
+    ok(
+        StatusCode::OK,
+        ProbeStatus {
+            status: ProbeState::Up,
+        },
+    )
 }
 
 /// Readiness probe: not while terminating, not while Redis is unreachable. Reveals nothing beyond that.
@@ -181,12 +196,17 @@ pub async fn readyz(State(c): Coord) -> Response {
             .await
             .is_ok_and(|r| r.is_ok());
     if redis_ok {
-        ok(StatusCode::OK, ProbeStatus { status: "READY" })
+        ok(
+            StatusCode::OK,
+            ProbeStatus {
+                status: ProbeState::Ready,
+            },
+        )
     } else {
         ok(
             StatusCode::SERVICE_UNAVAILABLE,
             ProbeStatus {
-                status: "NOT_READY",
+                status: ProbeState::NotReady,
             },
         )
     }
