@@ -180,7 +180,10 @@ mod tests {
         assert_eq!(fenced_children(8, 3), BTreeSet::from([0, 1, 2]));
         assert_eq!(fenced_children(3, 6), BTreeSet::from([0, 1, 2]));
         assert_eq!(fenced_children(8, 4), BTreeSet::from([0, 1, 2, 3]));
-        assert!(fenced_children(4, 8).is_empty(), "4 -> 8 only withholds new shards");
+        assert!(
+            fenced_children(4, 8).is_empty(),
+            "4 -> 8 only withholds new shards"
+        );
         assert!(gates(8, 3)[&0].contains(&1) && gates(8, 3)[&1].contains(&0));
         // No deadlock: every parent is an old shard, and an old shard is never withheld (a child among
         // the old shards is fenced), so every parent can be consumed up to its switch point.

@@ -208,7 +208,9 @@ fn without_the_fence_a_scale_in_breaks_order() {
         let ops = [Op::Publish(0), Op::Switch, Op::Publish(0), Op::Consume(j)];
         let unfenced = World::new(Rule::Unfenced, vec![key.clone()], from, to).run(&ops);
         assert!(
-            unfenced.as_ref().is_err_and(|e| e.contains("while #0 was next")),
+            unfenced
+                .as_ref()
+                .is_err_and(|e| e.contains("while #0 was next")),
             "{from} -> {to}: {unfenced:?}"
         );
         assert_eq!(
