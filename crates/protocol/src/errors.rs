@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 /// Every `errorCode` rsc can answer with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ErrorCode {
     GroupAlreadyExists,
@@ -156,6 +157,7 @@ pub fn http_status_name(code: u16) -> &'static str {
 
 /// The coordinator error body: `{status, errorCode, message}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ErrorBody {
     pub status: String,

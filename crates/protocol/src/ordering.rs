@@ -45,6 +45,7 @@ use std::collections::{BTreeMap, BTreeSet};
 /// A stream's ordering option (`ordering` at create, or changed later): `NONE` (at-least-once, the
 /// default) or `KEY` (records of one partition key are consumed in publish order across a scale).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Ordering {
     #[default]

@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 
 /// A shard of a stream, serialised as `{"shardIndex": n}`; a bare integer is accepted on input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ShardId {
     pub shard_index: u32,
@@ -64,6 +65,7 @@ where
 /// only ever sent in answer to a request carrying rsc's optional `groupInstanceId` (clients of the contract
 /// that do not send one never see it). Nothing else may ever be sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum HeartbeatStatus {
     Ok,
@@ -110,6 +112,7 @@ impl HeartbeatStatus {
 
 /// How far a member has got with giving up a shard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum RevokeState {
     Revoking,
@@ -118,6 +121,7 @@ pub enum RevokeState {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct RuntimeConsumerCapacity {
     pub runtime_max_concurrency: i64,
@@ -125,6 +129,7 @@ pub struct RuntimeConsumerCapacity {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct RevokingShardReport {
     pub shard: ShardId,
@@ -143,6 +148,7 @@ impl RevokingShardReport {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ShardProgressReport {
     pub shard: ShardId,
@@ -160,6 +166,7 @@ pub struct ShardProgressReport {
 
 /// Body of `POST …/members/{memberId}/heartbeat` (coord/v1 contract).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct HeartbeatRequest {
     pub protocol_version: i64,
@@ -194,6 +201,7 @@ pub struct HeartbeatRequest {
 
 /// `assignment` of a heartbeat response: what the member may read now and what is promised but blocked.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct AssignmentView {
     pub assigned_shards: Vec<ShardId>,
@@ -203,6 +211,7 @@ pub struct AssignmentView {
 
 /// Heartbeat response; always HTTP 200, every field always present (coord/v1 contract).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct HeartbeatResponse {
     pub response_to: String,
@@ -229,6 +238,7 @@ pub struct HeartbeatResponse {
 
 /// `POST /coord/v1/streams/{p}` and the compatibility `POST …/groups/{g}`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateStreamRequest {
     #[serde(default)]
@@ -243,6 +253,7 @@ pub struct CreateStreamRequest {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct CreateStreamResponse {
     pub stream_prefix: String,
@@ -252,6 +263,7 @@ pub struct CreateStreamResponse {
 
 /// `DELETE …/groups/{g}` body.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DeleteGroupRequest {
     #[serde(default)]
@@ -264,6 +276,7 @@ pub struct DeleteGroupRequest {
 
 /// A resharding migration as shown to clients (coord/v1 contract).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct MigrationView {
     pub resharding_id: String,
@@ -276,6 +289,7 @@ pub struct MigrationView {
 
 /// GroupResponse (coord/v1 contract).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct GroupResponse {
     pub stream_prefix: String,
@@ -292,6 +306,7 @@ pub struct GroupResponse {
 
 /// One entry of producer routing.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct RoutingShard {
     pub shard_index: u32,
@@ -301,6 +316,7 @@ pub struct RoutingShard {
 
 /// `GET …/producer-routing` (coord/v1 contract).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ProducerRoutingResponse {
     pub stream_prefix: String,
@@ -319,6 +335,7 @@ pub struct ProducerRoutingResponse {
 
 /// `POST /coord/v1/streams/{p}/scale` and the compatibility `POST …/groups/{g}/scale`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ScaleRequest {
     #[serde(default)]
@@ -337,6 +354,7 @@ pub struct ScaleRequest {
 
 /// `POST /coord/v1/streams/{p}/ordering` (rsc's addition): change a stream's ordering option.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OrderingRequest {
     #[serde(default)]
@@ -349,6 +367,7 @@ pub struct OrderingRequest {
 
 /// Answer of `POST /coord/v1/streams/{p}/ordering`: the stream's option as now stored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct OrderingResponse {
     pub stream_prefix: String,
@@ -357,6 +376,7 @@ pub struct OrderingResponse {
 
 /// Body of rollback and force-complete requests.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MigrationActionRequest {
     #[serde(default)]

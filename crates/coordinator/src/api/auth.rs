@@ -109,23 +109,23 @@ fn role_names(principal: &Principal) -> Vec<String> {
 }
 
 /// The answer to revoking one token.
-#[derive(Serialize)]
-struct Revoked {
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct Revoked {
     revoked: bool,
 }
 
 /// The answer to revoking every token of a user.
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct RevokedAll {
+pub struct RevokedAll {
     revoked: bool,
     revoked_count: usize,
     username: String,
 }
 
 /// `GET /coord/v1/monitoring/audit`: the records, newest first.
-#[derive(Serialize)]
-struct AuditRecords {
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct AuditRecords {
     records: Vec<crate::security::audit::AuditRecord>,
 }
 

@@ -119,8 +119,8 @@ pub async fn assignments(State(c): Coord, Group(name): Group) -> Result<Response
 }
 
 /// `GET /`: what this server is and where to go next.
-#[derive(Serialize)]
-struct Index {
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct Index {
     name: &'static str,
     description: &'static str,
     version: &'static str,
@@ -129,8 +129,8 @@ struct Index {
     documentation: &'static str,
 }
 
-#[derive(Serialize)]
-struct IndexLinks {
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct IndexLinks {
     liveness: &'static str,
     readiness: &'static str,
     login: &'static str,

@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 
 /// `metadataDurability` of a group: suspicion (with who raised it), the last dismissal and an open
 /// correction round.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DurabilityView {
     /// `SUSPECTED_ROLLBACK` or `OK`.
@@ -23,7 +23,7 @@ pub struct DurabilityView {
     pub metadata_correction: Option<CorrectionView>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SuspicionView {
     pub signals: Vec<&'static str>,
@@ -40,7 +40,7 @@ pub struct SuspicionView {
     pub mutations_blocked: bool,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DismissalView {
     pub principal: String,
@@ -55,7 +55,7 @@ pub struct DismissalView {
     pub evidence: Vec<EvidenceView>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CorrectionView {
     pub target_metadata_version: i64,
@@ -66,7 +66,7 @@ pub struct CorrectionView {
 }
 
 /// One piece of rollback evidence: what, by whom, when.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EvidenceView {
     pub signal: &'static str,
@@ -78,7 +78,7 @@ pub struct EvidenceView {
 }
 
 /// `GET /coord/v1/monitoring/streams/{p}/groups/{g}`: GroupResponse plus `metadataDurability`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MonitoringGroupView {
     #[serde(flatten)]
@@ -87,7 +87,7 @@ pub struct MonitoringGroupView {
 }
 
 /// The answer to `POST …/durability/dismiss`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DismissResponse {
     pub stream_prefix: String,
@@ -96,7 +96,7 @@ pub struct DismissResponse {
 }
 
 /// The answer to `POST …/recreate`: the new lifecycle's GroupResponse with both lifecycle ids.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RecreateResponse {
     #[serde(flatten)]

@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AuditRecord {
     /// The Redis stream entry id (set when read back).
@@ -55,6 +55,7 @@ pub struct AuditRecord {
     pub requested_by: Option<String>,
     pub reason: Option<String>,
     /// `initialShardCount`, `targetShardCount`, `force` when present in the body.
+    #[schema(value_type = Object)]
     pub request_summary: Map<String, Value>,
     /// The username a failed sign-in named (never its password); None for everything else.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -66,7 +67,7 @@ pub struct AuditRecord {
 }
 
 /// How many refused requests one summary record stands for.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Repeats {
     /// Requests in the window, the first included.

@@ -4,6 +4,7 @@ use serde::Serialize;
 
 /// `POST /coord/v1/auth/login` (LoginResponse).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct LoginResponse {
     pub access_token: String,
@@ -18,6 +19,7 @@ pub struct LoginResponse {
 /// `GET /coord/v1/monitoring/session`: the caller as the coordinator sees it. `authMethod`,
 /// `streamPrefixes` and `expiresAt` are rsc's additions.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct SessionResponse {
     pub authenticated: bool,

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 /// One page of records, newest first (`BACKWARD`, the default) or oldest first (`FORWARD`).
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct StreamMessagesPageResponse {
     pub stream_prefix: String,
@@ -23,6 +24,7 @@ pub struct StreamMessagesPageResponse {
 
 /// One record of a shard stream.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct StreamMessageRecord {
     pub stream_prefix: String,

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 /// `GET /coord/v1/monitoring/health`.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct HealthResponse {
     /// `UP`, `DEGRADED` or `DOWN`.
@@ -26,6 +27,7 @@ pub struct HealthResponse {
 
 /// rsc: the components health checks.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct HealthComponents {
     pub redis: RedisHealth,
@@ -34,6 +36,7 @@ pub struct HealthComponents {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct RedisHealth {
     pub status: String,
@@ -41,6 +44,7 @@ pub struct RedisHealth {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ReconcilerHealth {
     pub status: String,
@@ -48,6 +52,7 @@ pub struct ReconcilerHealth {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct DurabilityHealth {
     pub status: String,
@@ -57,6 +62,7 @@ pub struct DurabilityHealth {
 
 /// A group suspected of a metadata rollback, as health lists it.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct SuspectedGroupHealth {
     pub stream_prefix: String,
@@ -67,6 +73,7 @@ pub struct SuspectedGroupHealth {
 
 /// `GET /coord/v1/monitoring/compatibility`.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct CompatibilityResponse {
     pub current_coordination_version: i64,
@@ -80,12 +87,14 @@ pub struct CompatibilityResponse {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct VersionRange {
     pub min: i64,
     pub max: i64,
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct CoordinationVersion {
     pub version: i64,
@@ -99,6 +108,7 @@ pub struct CoordinationVersion {
 
 /// A release version, spelled out and as text.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReleaseVersion {
     pub major: u32,
     pub minor: u32,
@@ -122,6 +132,7 @@ impl ReleaseVersion {
 
 /// Durations as ISO-8601 (`PT3S`).
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct TimingDefaults {
     pub heartbeat_interval: String,
@@ -131,18 +142,21 @@ pub struct TimingDefaults {
 
 /// `GET /coord/v1/monitoring/groups`.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct GroupList {
     pub groups: Vec<GroupResponse>,
 }
 
 /// `GET …/members`.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MemberList {
     pub members: Vec<MemberMetadata>,
 }
 
 /// One entry of `GET …/members` (MemberMetadata).
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct MemberMetadata {
     pub member_id: String,
@@ -171,11 +185,13 @@ pub struct MemberMetadata {
     pub rebalance_timeout_ms: i64,
     pub rebalance_deadline_at: Option<String>,
     /// The member's last `shardProgress` report, as it sent it.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<Object>>))]
     pub shard_progress: Value,
 }
 
 /// `GET …/assignments`.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct AssignmentsResponse {
     pub target_assignment: BTreeMap<String, Vec<ShardId>>,
@@ -195,6 +211,7 @@ pub struct AssignmentsResponse {
 
 /// A static member's reserved target (`staticReservations` of the assignments view).
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ReservationView {
     pub group_instance_id: String,
@@ -209,6 +226,7 @@ pub struct ReservationView {
 
 /// A shard being revoked from a member, with what the member last reported about it.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct RevokeProgress {
     pub shard: ShardId,
@@ -217,6 +235,7 @@ pub struct RevokeProgress {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct DepartedMember {
     pub state: String,
@@ -225,6 +244,7 @@ pub struct DepartedMember {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct HoldView {
     pub member_id: String,
@@ -235,12 +255,14 @@ pub struct HoldView {
 
 /// `GET …/consumption`.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ConsumptionResponse {
     pub progress: Vec<ConsumerShardProgress>,
 }
 
 /// One member's progress on one shard, as the member reported it (values it did not send are `null`).
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ConsumerShardProgress {
     pub stream_prefix: String,
@@ -249,15 +271,20 @@ pub struct ConsumerShardProgress {
     pub member_name: String,
     pub member_state: String,
     pub shard: ShardId,
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub stream_key: Value,
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub last_delivered_id: Value,
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub last_acked_id: Value,
     pub pending_count: i64,
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub updated_at: Value,
 }
 
 /// `GET …/offsets`.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct StreamShardOffsetsResponse {
     pub stream_prefix: String,
@@ -273,6 +300,7 @@ pub struct StreamShardOffsetsResponse {
 /// One shard of `GET …/offsets`. The Redis node fields come from `CLUSTER SLOTS` in cluster mode (`null` on
 /// standalone Redis); the consumer-side ids are those the shard's owner last reported (`null` until it has).
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ShardOffsetsView {
     pub stream_prefix: String,

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// `"producerQuiesce": {"timeoutMs": …}` in a scale request.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ProducerQuiesceRequest {
     /// How long to wait for producers before switching anyway (1 ms … 10 minutes).
@@ -15,6 +16,7 @@ pub struct ProducerQuiesceRequest {
 
 /// `quiesce` in the routing answer while a scale waits for producers to stop.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct QuiesceNotice {
     pub resharding_id: String,
@@ -26,6 +28,7 @@ pub struct QuiesceNotice {
 
 /// `POST /coord/v1/streams/{p}/producers/quiesced`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ProducerQuiescedRequest {
     /// The producer's stable id (1–200 printable characters).
@@ -41,6 +44,7 @@ pub struct ProducerQuiescedRequest {
 
 /// The answer to a quiesced report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ProducerQuiescedResponse {
     pub producer_id: String,

@@ -5,6 +5,7 @@ use serde::Serialize;
 
 /// The contract's Migration object, with the phase timestamps rsc also keeps.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct MigrationResponse {
     pub resharding_id: String,
@@ -27,6 +28,7 @@ pub struct MigrationResponse {
 /// `POST /coord/v1/streams/{p}/scale` (StreamScaleResponse): one migration per affected group, in the
 /// order of `affectedConsumerGroups`, each naming its group.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ScaleResponse {
     pub stream_prefix: String,
@@ -37,6 +39,7 @@ pub struct ScaleResponse {
 
 /// `GET …/migrations`: every migration the group keeps, oldest first, and the active one's id.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct MigrationList {
     pub migrations: Vec<MigrationResponse>,

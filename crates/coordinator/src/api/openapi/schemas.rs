@@ -1,24 +1,47 @@
-//! The component schemas the document takes from typed answers (`utoipa::ToSchema`): the Grafana rows and
-//! the probes' status. An operation whose `wire_type` names one of them answers `$ref` to it (`items` of an
-//! array for the Grafana routes); the others are still described in words.
+//! The component schemas the document takes from the typed answers (`utoipa::ToSchema`): the coord/v1 wire
+//! types of `rsc-protocol` (derived behind its `openapi` feature), the coordinator's own views, the Grafana
+//! rows and the probes' status. An operation answers `$ref` to the component its `wire_type` names
+//! (`items` of an array for the Grafana routes); `tests/openapi_schemas.rs` fails for a JSON answer left
+//! without one.
 
-use crate::api::handlers::ProbeStatus;
+use crate::api::auth::{AuditRecords, Revoked, RevokedAll};
+use crate::api::handlers::{Index, ProbeStatus};
+use crate::durability::views::{DismissResponse, MonitoringGroupView};
 use crate::grafana::{
     GrafanaAssignmentRow, GrafanaGroupRow, GrafanaMemberRow, GrafanaMessageRow, GrafanaOption,
     GrafanaShardRow,
+};
+use rsc_protocol::wire::monitoring::{
+    AssignmentsResponse, CompatibilityResponse, ConsumptionResponse, GroupList, HealthResponse,
+    MemberList, StreamShardOffsetsResponse,
+};
+use rsc_protocol::wire::resharding::{MigrationList, MigrationResponse, ScaleResponse};
+use rsc_protocol::wire::{
+    CreateStreamResponse, GroupResponse, HeartbeatResponse, OrderingResponse,
+    ProducerRoutingResponse,
 };
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
 /// (name, schema) of `T` and of the schemas it refers to.
 fn add<T: ToSchema>(out: &mut Map<String, Value>) {
+    let name = T::name().into_owned();
+    add_as::<T>(out, &name);
+}
+
+/// [`add`], under the name the operation table uses for it (the contract's name where the Rust type's
+/// differs, e.g. `StreamCreateResponse` for `CreateStreamResponse`).
+fn add_as<T: ToSchema>(out: &mut Map<String, Value>, name: &str) {
     let mut nested = Vec::new();
     T::schemas(&mut nested);
-    for (name, schema) in nested {
-        out.insert(name, serde_json::to_value(schema).unwrap_or(Value::Null));
+    for (nested_name, schema) in nested {
+        out.insert(
+            nested_name,
+            serde_json::to_value(schema).unwrap_or(Value::Null),
+        );
     }
     out.insert(
-        T::name().into_owned(),
+        name.to_owned(),
         serde_json::to_value(T::schema()).unwrap_or(Value::Null),
     );
 }
@@ -33,6 +56,39 @@ pub fn typed() -> Map<String, Value> {
     add::<GrafanaAssignmentRow>(&mut out);
     add::<GrafanaMessageRow>(&mut out);
     add::<ProbeStatus>(&mut out);
+    add::<Index>(&mut out);
+    add::<HeartbeatResponse>(&mut out);
+    add::<GroupResponse>(&mut out);
+    add::<GroupList>(&mut out);
+    add::<MemberList>(&mut out);
+    add::<AssignmentsResponse>(&mut out);
+    add::<CompatibilityResponse>(&mut out);
+    add::<ConsumptionResponse>(&mut out);
+    add::<HealthResponse>(&mut out);
+    add::<StreamShardOffsetsResponse>(&mut out);
+    add::<rsc_protocol::wire::browse::StreamMessagesPageResponse>(&mut out);
+    add::<rsc_protocol::wire::auth::LoginResponse>(&mut out);
+    add::<rsc_protocol::wire::auth::SessionResponse>(&mut out);
+    add::<rsc_protocol::wire::quiesce::ProducerQuiescedResponse>(&mut out);
+    add::<ProducerRoutingResponse>(&mut out);
+    add::<OrderingResponse>(&mut out);
+    add::<MigrationList>(&mut out);
+    add::<MonitoringGroupView>(&mut out);
+    add_as::<CreateStreamResponse>(&mut out, "StreamCreateResponse");
+    add_as::<ScaleResponse>(&mut out, "StreamScaleResponse");
+    add_as::<MigrationResponse>(&mut out, "Migration");
+    add_as::<DismissResponse>(&mut out, "MetadataDurability");
+    add_as::<AuditRecords>(&mut out, "AuditPage");
+    add::<Revoked>(&mut out);
+    add::<RevokedAll>(&mut out);
+    // One token, or every token of a user: two shapes.
+    out.insert(
+        "RevokeResponse".to_owned(),
+        serde_json::json!({"oneOf": [
+            {"$ref": "#/components/schemas/Revoked"},
+            {"$ref": "#/components/schemas/RevokedAll"}
+        ]}),
+    );
     out
 }
 
