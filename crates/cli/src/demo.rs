@@ -256,7 +256,10 @@ async fn demo(args: DemoArgs) -> ExitCode {
 
     let scaling = (args.scale.len() > 1).then(|| {
         let (coord, stream) = (coord.clone(), args.stream.clone());
-        let (targets, every) = (args.scale[1..].to_vec(), Duration::from_secs(args.scale_every));
+        let (targets, every) = (
+            args.scale[1..].to_vec(),
+            Duration::from_secs(args.scale_every),
+        );
         if args.quiesce {
             tokio::spawn(crate::demo_quiesce::scale_through_quiesced(
                 coord, stream, targets, every,

@@ -2,14 +2,15 @@
 //! - an SDK producer holding routing from before a scale is refused by the shard's routing boundary, refreshes
 //!   and lands on the key's new shard exactly once; a plain XADD to an old shard after the switch is counted
 //!   (`unorderedAppendsAfterSwitch` in the migration view, and the gauge), a guarded publish is not;
+//! - the same on a Redis Cluster (the boundary key lies in its stream's slot);
 //! - `rsc scale --quiesce-timeout` sends `producerQuiesce`, and the quiesced switch is counted by outcome;
 //! - `rsc demo --quiesce --scale …` scales with producer quiesce and ends with `lost=0`.
 
 use rsc_client::{
-    CoordinatorClient, CreateStream, Credentials, Method, Producer, ProducerConfig,
+    CoordinatorClient, CreateStream, Credentials, Method, Producer, ProducerConfig, RedisTarget,
 };
 use rsc_protocol::routing::shard_for_key;
-use rsc_testkit::{RedisServer, RscBuilder, RscProcess};
+use rsc_testkit::{RedisCluster, RedisServer, RscBuilder, RscProcess};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::process::Command;
@@ -35,14 +36,23 @@ fn coordinator(url: &str) -> CoordinatorClient {
 
 async fn create(c: &CoordinatorClient, stream: &str, shards: u32) {
     assert!(matches!(
-        c.create_stream(stream, shards, "guarded-test").await.unwrap(),
+        c.create_stream(stream, shards, "guarded-test")
+            .await
+            .unwrap(),
         CreateStream::Created(_)
     ));
 }
 
 async fn migration(c: &CoordinatorClient, stream: &str, id: &str) -> Value {
     c.get_json(&[
-        "coord", "v1", "streams", stream, "groups", stream, "migrations", id,
+        "coord",
+        "v1",
+        "streams",
+        stream,
+        "groups",
+        stream,
+        "migrations",
+        id,
     ])
     .await
     .unwrap()
@@ -133,7 +143,9 @@ async fn a_stale_sdk_producer_is_refused_after_a_scale_and_lands_once_on_the_new
             Method::POST,
             &["coord", "v1", "streams", stream, "scale"],
             &[],
-            Some(&json!({"targetShardCount": 4, "requestedBy": "test", "reason": "guarded publish"})),
+            Some(
+                &json!({"targetShardCount": 4, "requestedBy": "test", "reason": "guarded publish"}),
+            ),
             None,
         )
         .await
@@ -190,6 +202,72 @@ async fn a_stale_sdk_producer_is_refused_after_a_scale_and_lands_once_on_the_new
         ),
     )
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_cluster_a_stale_sdk_producer_is_refused_and_lands_on_the_new_shard() {
+    let cluster = RedisCluster::start();
+    let mut b = RscBuilder::new(env!("CARGO_BIN_EXE_rsc"), "redis://127.0.0.1:1")
+        .fast_timings(Duration::from_secs(3), Duration::from_secs(10))
+        .admin_password(ADMIN_PASSWORD)
+        .env(
+            "COORDINATOR_REDIS_CLUSTER_NODES",
+            cluster.node_addresses().join(","),
+        );
+    let map = cluster.node_map();
+    if !map.is_empty() {
+        let pairs: Vec<String> = map.iter().map(|(a, r)| format!("{a}={r}")).collect();
+        b = b.env("COORDINATOR_REDIS_CLUSTER_NODE_MAP", pairs.join(","));
+    }
+    let rsc = b.start();
+    let c = coordinator(&rsc.url());
+    let stream = "guardedcluster";
+    create(&c, stream, 2).await;
+    let stale = Producer::connect(
+        coordinator(&rsc.url()),
+        ProducerConfig::new(stream, "unused")
+            .redis(RedisTarget::cluster(cluster.node_addresses()).node_map(map))
+            .refresh_interval(Duration::from_secs(60))
+            .routing_lease(Duration::from_secs(120))
+            .max_len(None),
+    )
+    .await
+    .unwrap();
+    let moving = (0..)
+        .map(|i| format!("moving-{i}"))
+        .find(|k| shard_for_key(k.as_bytes(), 4).unwrap() >= 2)
+        .unwrap();
+    let old_shard = shard_for_key(moving.as_bytes(), 2).unwrap();
+    let before = stale.publish(&moving, &[("n", "before")]).await.unwrap();
+    assert_eq!(before.shard, old_shard);
+    let answer = c
+        .send_json(
+            Method::POST,
+            &["coord", "v1", "streams", stream, "scale"],
+            &[],
+            Some(&json!({"targetShardCount": 4, "requestedBy": "test", "reason": "guarded"})),
+            None,
+        )
+        .await
+        .unwrap();
+    let id = answer["migrations"][0]["reshardingId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let after = stale.publish(&moving, &[("n", "after")]).await.unwrap();
+    assert_eq!(after.shard, shard_for_key(moving.as_bytes(), 4).unwrap());
+    assert_eq!(stale.stats().stale_routing_refusals, 1);
+    // Nothing reached the old shard after the switch.
+    let m = migration(&c, stream, &id).await;
+    let old = m["switchedShards"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|s| s["shardIndex"] == json!(old_shard))
+        .cloned()
+        .unwrap_or_else(|| panic!("old shard {old_shard} in the view: {m}"));
+    assert_eq!(old["appendedAfterSwitch"], json!(0), "{m}");
+    assert_eq!(old["unorderedAppendsAfterSwitch"], json!(0), "{m}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -265,7 +343,14 @@ async fn rsc_scale_quiesce_timeout_asks_for_producer_quiesce_and_the_switch_is_c
     // A timeout out of range is refused by the CLI before anything is sent.
     let bad = Command::new(env!("CARGO_BIN_EXE_rsc"))
         .args([
-            "scale", stream, "--shards", "4", "--reason", "x", "--quiesce-timeout", "11m",
+            "scale",
+            stream,
+            "--shards",
+            "4",
+            "--reason",
+            "x",
+            "--quiesce-timeout",
+            "11m",
         ])
         .env("RSC_COORDINATOR", rsc.url())
         .env("RSC_USERNAME", "admin")

@@ -54,8 +54,8 @@ pub use outcome::{
     CasOutcome, CasWrite, CreateOutcome, DeleteOutcome, HeartbeatOutcome, StoredGroup,
 };
 pub use producers::ProducerEntry;
-pub use rsc_redis_connect::RedisTls;
 pub use routing_floor::{AppendReply, SwitchPoint, guarded_append};
+pub use rsc_redis_connect::RedisTls;
 pub use shards::{ConsumerGroupInfo, RetireOutcome, StreamInfo, parse_stream_id};
 pub use store::Store;
 pub use topology::{SlotOwner, owner_of};

@@ -46,7 +46,9 @@ impl AppendReply {
         };
         match v {
             Value::Nil => Ok(AppendReply::StreamMissing),
-            Value::Array(items) if items.len() == 2 && text(&items[0]).as_deref() == Some("stale") => {
+            Value::Array(items)
+                if items.len() == 2 && text(&items[0]).as_deref() == Some("stale") =>
+            {
                 match &items[1] {
                     Value::Int(floor) => Ok(AppendReply::StaleRouting { floor: *floor }),
                     other => Err(unexpected(format!("boundary {other:?}"))),
@@ -140,11 +142,13 @@ impl Store {
             .key(routing_key)
             .invoke_async(&mut self.connection())
             .await?;
-        Ok(reply.map(|(floor, switch_id, appended, guarded)| SwitchPoint {
-            floor,
-            switch_id,
-            appended,
-            guarded,
-        }))
+        Ok(
+            reply.map(|(floor, switch_id, appended, guarded)| SwitchPoint {
+                floor,
+                switch_id,
+                appended,
+                guarded,
+            }),
+        )
     }
 }

@@ -118,10 +118,7 @@ pub async fn scale(args: ScaleArgs) -> Result<ExitCode, Failure> {
         )));
     }
     let session = Session::open(&args.target)?;
-    let body = scale_body(
-        &args,
-        &session.requested_by(args.requested_by.as_deref()),
-    )?;
+    let body = scale_body(&args, &session.requested_by(args.requested_by.as_deref()))?;
     let (answer, request_id) = session
         .mutate(
             Method::POST,

@@ -82,7 +82,12 @@ impl Producer {
                             }
                             AppendReply::StaleRouting { floor } => {
                                 self.inner.stale_routing_refusals.fetch_add(1, Relaxed);
-                                tracing::debug!(stream_key, floor, routing_version = version, "append refused: routing older than the shard's boundary; refreshing");
+                                tracing::debug!(
+                                    stream_key,
+                                    floor,
+                                    routing_version = version,
+                                    "append refused: routing older than the shard's boundary; refreshing"
+                                );
                                 if last {
                                     return Err(ClientError::StaleRouting {
                                         stream_key,
@@ -127,9 +132,7 @@ async fn send_appends(
     let decode = |values: Vec<redis::Value>| -> Result<Vec<AppendReply>, ClientError> {
         values
             .iter()
-            .map(|v| {
-                AppendReply::from_value(v).map_err(|e| ClientError::Protocol(e.to_string()))
-            })
+            .map(|v| AppendReply::from_value(v).map_err(|e| ClientError::Protocol(e.to_string())))
             .collect()
     };
     if !conn.is_cluster() {

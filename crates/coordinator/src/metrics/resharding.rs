@@ -22,7 +22,10 @@ impl Metrics {
         self.quiesce_switches
             .get_or_create(&vec![
                 ("stream", stream.to_owned()),
-                ("outcome", quiesce_outcome_label(forced_by_timeout).to_owned()),
+                (
+                    "outcome",
+                    quiesce_outcome_label(forced_by_timeout).to_owned(),
+                ),
             ])
             .inc();
     }

@@ -79,7 +79,9 @@ impl Coordinator {
                     appended_after_switch: p.appended,
                 }),
                 Ok(None) => {}
-                Err(e) => tracing::debug!(key, error = %store_error_text(&e), "switch point unavailable"),
+                Err(e) => {
+                    tracing::debug!(key, error = %store_error_text(&e), "switch point unavailable")
+                }
             }
         }
         out
@@ -107,7 +109,10 @@ impl Coordinator {
             (None, _) => return,
         };
         let cap = self.config.metrics.max_shard_series;
-        for s in self.switched_shards(prefix, m.from_shard_count.min(cap)).await {
+        for s in self
+            .switched_shards(prefix, m.from_shard_count.min(cap))
+            .await
+        {
             self.metrics.set_unordered_appends(
                 prefix,
                 s.shard_index,

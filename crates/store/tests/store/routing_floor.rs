@@ -35,24 +35,65 @@ async fn guarded_append_refuses_stale_routing(store: &Store, name: &str) {
     }
 
     // No stream yet: NOMKSTREAM, nothing created.
-    assert_eq!(append(store, &old, 1, "0").await, AppendReply::StreamMissing);
+    assert_eq!(
+        append(store, &old, 1, "0").await,
+        AppendReply::StreamMissing
+    );
     for k in [&old, &new] {
-        let _: String = raw(store, redis::cmd("XADD").arg(k).arg("*").arg("n").arg("seed")).await;
+        let _: String = raw(
+            store,
+            redis::cmd("XADD").arg(k).arg("*").arg("n").arg("seed"),
+        )
+        .await;
     }
     // No boundary yet: any version appends; nothing is counted.
-    assert!(matches!(append(store, &old, 1, "1").await, AppendReply::Appended(_)));
+    assert!(matches!(
+        append(store, &old, 1, "1").await,
+        AppendReply::Appended(_)
+    ));
     assert_eq!(
-        store.appends_after_switch(&old, &routing_old).await.expect("read"),
+        store
+            .appends_after_switch(&old, &routing_old)
+            .await
+            .expect("read"),
         None
     );
 
     // The switch to routing version 2 raises the boundary on both shards; repeating it changes nothing.
-    assert!(store.raise_routing_floor(&old, &routing_old, 2).await.expect("raise"));
-    assert!(store.raise_routing_floor(&new, &routing_new, 2).await.expect("raise"));
-    assert!(!store.raise_routing_floor(&old, &routing_old, 2).await.expect("again"));
-    assert!(!store.raise_routing_floor(&old, &routing_old, 1).await.expect("lower"));
-    let last: Vec<(String, Vec<(String, String)>)> =
-        raw(store, redis::cmd("XREVRANGE").arg(&old).arg("+").arg("-").arg("COUNT").arg(1)).await;
+    assert!(
+        store
+            .raise_routing_floor(&old, &routing_old, 2)
+            .await
+            .expect("raise")
+    );
+    assert!(
+        store
+            .raise_routing_floor(&new, &routing_new, 2)
+            .await
+            .expect("raise")
+    );
+    assert!(
+        !store
+            .raise_routing_floor(&old, &routing_old, 2)
+            .await
+            .expect("again")
+    );
+    assert!(
+        !store
+            .raise_routing_floor(&old, &routing_old, 1)
+            .await
+            .expect("lower")
+    );
+    let last: Vec<(String, Vec<(String, String)>)> = raw(
+        store,
+        redis::cmd("XREVRANGE")
+            .arg(&old)
+            .arg("+")
+            .arg("-")
+            .arg("COUNT")
+            .arg(1),
+    )
+    .await;
     let switch = store
         .appends_after_switch(&old, &routing_old)
         .await
@@ -86,17 +127,32 @@ async fn guarded_append_refuses_stale_routing(store: &Store, name: &str) {
     assert_eq!(got[0].1, vec![("n".to_string(), "stale".to_string())]);
 
     // A guarded append to the old shard with current routing is not a plain append; a plain XADD is.
-    assert!(matches!(append(store, &old, 2, "current").await, AppendReply::Appended(_)));
-    let _: String = raw(store, redis::cmd("XADD").arg(&old).arg("*").arg("n").arg("plain")).await;
+    assert!(matches!(
+        append(store, &old, 2, "current").await,
+        AppendReply::Appended(_)
+    ));
+    let _: String = raw(
+        store,
+        redis::cmd("XADD").arg(&old).arg("*").arg("n").arg("plain"),
+    )
+    .await;
     let after = store
         .appends_after_switch(&old, &routing_old)
         .await
         .expect("read")
         .expect("a switch point");
-    assert_eq!((after.appended, after.guarded, after.plain_appends()), (2, 1, 1));
+    assert_eq!(
+        (after.appended, after.guarded, after.plain_appends()),
+        (2, 1, 1)
+    );
 
     // The next switch starts counting afresh.
-    assert!(store.raise_routing_floor(&old, &routing_old, 3).await.expect("raise"));
+    assert!(
+        store
+            .raise_routing_floor(&old, &routing_old, 3)
+            .await
+            .expect("raise")
+    );
     let next = store
         .appends_after_switch(&old, &routing_old)
         .await
