@@ -18,6 +18,15 @@ pub struct ClusterArgs {
     /// announces in CLUSTER SLOTS and redirects → the address to connect to).
     #[arg(long, env = "RSC_REDIS_CLUSTER_NODE_MAP", value_delimiter = ',')]
     pub redis_cluster_node_map: Vec<String>,
+    /// The TLS files of a `rediss://` data plane.
+    #[command(flatten)]
+    pub tls: TlsArgs,
+}
+
+/// `--redis-tls-ca-file`, `--redis-tls-cert-file`, `--redis-tls-key-file` (also `rsc bench heartbeat`'s, for
+/// its `--redis-url`).
+#[derive(Args, Debug, Clone, Default)]
+pub struct TlsArgs {
     /// TLS: the CA certificate(s) (PEM) the Redis server's certificate must chain to (default: the
     /// system's trust store). Needs a rediss:// URL (cluster nodes as host:port).
     #[arg(long, env = "RSC_REDIS_TLS_CA_FILE")]
@@ -30,7 +39,7 @@ pub struct ClusterArgs {
     pub redis_tls_key_file: Option<PathBuf>,
 }
 
-impl ClusterArgs {
+impl TlsArgs {
     /// The TLS options, `None` when no file is given; a certificate without its key (or a key without its
     /// certificate) is refused, naming the flags.
     pub fn tls(&self) -> Result<Option<RedisTls>, String> {
@@ -46,7 +55,13 @@ impl ClusterArgs {
             .map_err(|e| format!("--redis-tls-cert-file / --redis-tls-key-file: {e}"))?;
         Ok(Some(tls))
     }
+}
 
+impl ClusterArgs {
+    /// The TLS options ([`TlsArgs::tls`]).
+    pub fn tls(&self) -> Result<Option<RedisTls>, String> {
+        self.tls.tls()
+    }
     /// The data plane: the cluster when nodes are given, else the standalone `url`. Checked without
     /// connecting; the message names the flag.
     pub fn target(&self, url: &str) -> Result<RedisTarget, String> {
@@ -119,12 +134,18 @@ mod tests {
     fn tls_flags_come_in_pairs() {
         assert_eq!(ClusterArgs::default().tls(), Ok(None));
         let ca = ClusterArgs {
-            redis_tls_ca_file: Some("ca.pem".into()),
+            tls: TlsArgs {
+                redis_tls_ca_file: Some("ca.pem".into()),
+                ..TlsArgs::default()
+            },
             ..ClusterArgs::default()
         };
         assert_eq!(ca.tls(), Ok(Some(RedisTls::new().ca_file("ca.pem"))));
         let cert_only = ClusterArgs {
-            redis_tls_cert_file: Some("c.pem".into()),
+            tls: TlsArgs {
+                redis_tls_cert_file: Some("c.pem".into()),
+                ..TlsArgs::default()
+            },
             ..ClusterArgs::default()
         };
         assert!(

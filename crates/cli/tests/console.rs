@@ -3,8 +3,11 @@
 //! model the SDK runs, heartbeating), scales the stream with a reason and watches the migration finish,
 //! browses a shard's messages, finds the scale in the audit log and signs out (the token stops working);
 //! a READ user sees no admin buttons (and the coordinator refuses the action anyway), and a revoked token
-//! returns the page to the sign-in form. Screenshots of each page go to `target/console-screenshots/`.
+//! returns the page to the sign-in form. The other admin actions (create group, rollback, force-complete,
+//! delete group) are in `console/admin.rs`. Screenshots of each page go to `target/console-screenshots/`.
 
+#[path = "console/admin.rs"]
+mod admin;
 #[path = "console/browser.rs"]
 mod browser;
 

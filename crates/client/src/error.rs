@@ -35,7 +35,7 @@ pub enum ClientError {
     Protocol(String),
     /// The TLS connection to Redis failed: the server's certificate did not verify or named another host,
     /// the server wanted a client certificate, or the port does not speak TLS (the message says which).
-    #[error("redis TLS connection failed: {0}")]
+    #[error("redis: {0}")]
     RedisTls(String),
     /// A Redis command failed.
     #[error("redis error: {0}")]
@@ -102,16 +102,6 @@ impl ClientError {
                     || e.is_cluster_error()
             }
             _ => false,
-        }
-    }
-
-    /// A failed connection to Redis: [`ClientError::RedisTls`] when it is a TLS failure, else
-    /// [`ClientError::Redis`].
-    pub(crate) fn from_connect(e: redis::RedisError) -> ClientError {
-        if rsc_redis_connect::tls_hint(&e).is_some() {
-            ClientError::RedisTls(rsc_redis_connect::explain(&e))
-        } else {
-            ClientError::Redis(e)
         }
     }
 

@@ -224,14 +224,13 @@ impl Producer {
         let conn = config
             .redis
             .endpoint_tls(config.redis_tls.as_ref())?
-            .connect(ConnectOptions {
+            .connect_checked(ConnectOptions {
                 connect_timeout: Duration::from_secs(2),
                 response_timeout: Duration::from_secs(5),
                 reconnect_retries: None,
                 max_reconnect_delay: None,
             })
-            .await
-            .map_err(ClientError::from_connect)?;
+            .await?;
         let producer_id = config
             .producer_id
             .clone()

@@ -113,14 +113,13 @@ impl RedisTarget {
 
     async fn connect_tls(&self, tls: Option<&RedisTls>) -> Result<DataConn, ClientError> {
         self.endpoint_tls(tls)?
-            .connect(ConnectOptions {
+            .connect_checked(ConnectOptions {
                 connect_timeout: Duration::from_secs(2),
                 response_timeout: Duration::from_secs(5),
                 reconnect_retries: None,
                 max_reconnect_delay: None,
             })
             .await
-            .map_err(ClientError::from_connect)
     }
 
     /// The parsed form a plain-text (or system-trusted `rediss://`) connection is made from.
@@ -134,7 +133,10 @@ impl RedisTarget {
         let invalid = |what: String| ClientError::InvalidConfig(what);
         match self {
             RedisTarget::Standalone(url) => rsc_redis_connect::standalone_client(url, tls)
-                .map(Endpoint::Standalone)
+                .map(|client| Endpoint::Standalone {
+                    client,
+                    url: url.clone(),
+                })
                 .map_err(|e| invalid(format!("redis URL {url:?} is not usable: {e}"))),
             RedisTarget::Cluster { nodes, node_map } => {
                 if nodes.is_empty() {
@@ -154,6 +156,7 @@ impl RedisTarget {
                 Ok(Endpoint::Cluster {
                     client,
                     seeds: nodes.join(","),
+                    tls: tls.is_some() || nodes.iter().any(|n| n.starts_with("rediss://")),
                 })
             }
         }
@@ -165,28 +168,74 @@ impl RedisTarget {
 #[allow(clippy::large_enum_variant)]
 #[derive(Clone)]
 pub(crate) enum Endpoint {
-    Standalone(redis::Client),
+    Standalone {
+        client: redis::Client,
+        url: String,
+    },
     Cluster {
         client: ClusterClient,
         seeds: String,
+        /// Whether the seeds are reached over TLS.
+        tls: bool,
     },
 }
 
 impl std::fmt::Debug for Endpoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Endpoint::Standalone(_) => f.write_str("Endpoint::Standalone"),
+            Endpoint::Standalone { .. } => f.write_str("Endpoint::Standalone"),
             Endpoint::Cluster { seeds, .. } => write!(f, "Endpoint::Cluster({seeds})"),
         }
     }
 }
 
 impl Endpoint {
+    /// A failed connection (or first command) as the SDK reports it: a TLS failure, or over TLS a
+    /// handshake that got no answer (a plain-text Redis behind `rediss://`), is [`ClientError::RedisTls`]
+    /// naming the address and what to check; anything else [`ClientError::Redis`].
+    pub(crate) fn connect_error(&self, e: redis::RedisError) -> ClientError {
+        let address = match self {
+            Endpoint::Standalone { url, .. } => url.as_str(),
+            Endpoint::Cluster { seeds, .. } => seeds.as_str(),
+        };
+        match rsc_redis_connect::explain_connect(address, &e, self.is_tls()) {
+            Some(text) => ClientError::RedisTls(text),
+            None => ClientError::Redis(e),
+        }
+    }
+
+    /// [`Endpoint::connect`] with a failure said by [`Endpoint::connect_error`]. Over TLS it is bounded by
+    /// the connect and response timeouts together: the connect timeout does not cover the handshake, and
+    /// a plain-text Redis behind `rediss://` never answers one (it reads the client hello as the start of
+    /// an inline command and waits for its end).
+    pub(crate) async fn connect_checked(&self, o: ConnectOptions) -> Result<DataConn, ClientError> {
+        if !self.is_tls() {
+            return self.connect(o).await.map_err(|e| self.connect_error(e));
+        }
+        let bound = o.connect_timeout + o.response_timeout;
+        match tokio::time::timeout(bound, self.connect(o)).await {
+            Ok(result) => result.map_err(|e| self.connect_error(e)),
+            Err(_) => Err(
+                self.connect_error(redis::RedisError::from(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("no TLS connection within {bound:?}"),
+                ))),
+            ),
+        }
+    }
+
+    fn is_tls(&self) -> bool {
+        match self {
+            Endpoint::Standalone { url, .. } => url.starts_with("rediss://"),
+            Endpoint::Cluster { tls, .. } => *tls,
+        }
+    }
+
     /// A new connection (standalone: a reconnecting manager; cluster: a cluster connection that follows
     /// redirects and reconnects per node).
     pub(crate) async fn connect(&self, o: ConnectOptions) -> redis::RedisResult<DataConn> {
         match self {
-            Endpoint::Standalone(client) => {
+            Endpoint::Standalone { client, .. } => {
                 let mut cfg = ConnectionManagerConfig::new()
                     .set_connection_timeout(Some(o.connect_timeout))
                     .set_response_timeout(Some(o.response_timeout));

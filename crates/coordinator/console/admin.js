@@ -26,6 +26,8 @@ export function canWrite(prefix) {
 
 /**
  * Opens the confirmation dialog. `fields` are extra inputs ({id, label, type, value, min, required});
+ * `title`, `text` and `okLabel` are strings, or functions of the fields' current values (re-evaluated as
+ * the user types, so a dialog whose target is typed in names it before it is confirmed);
  * `run(values, reason)` performs the action and returns a message; the dialog stays open on failure,
  * showing the coordinator's error.
  */
@@ -35,8 +37,6 @@ export function confirmAction({ title, text, fields, okLabel, run, done }) {
   const reason = document.getElementById("confirm-reason");
   const error = document.getElementById("confirm-error");
   const ok = document.getElementById("confirm-ok");
-  document.getElementById("confirm-title").textContent = title;
-  document.getElementById("confirm-text").textContent = text;
   const holder = document.getElementById("confirm-fields");
   holder.replaceChildren();
   const inputs = {};
@@ -52,14 +52,27 @@ export function confirmAction({ title, text, fields, okLabel, run, done }) {
     }
     inputs[f.id] = input;
   }
+  const current = () => {
+    const values = {};
+    for (const f of fields || []) values[f.id] = f.type === "checkbox" ? inputs[f.id].checked : inputs[f.id].value.trim();
+    return values;
+  };
+  const label = (x) => (typeof x === "function" ? x(current()) : x);
+  const name = () => {
+    document.getElementById("confirm-title").textContent = label(title);
+    document.getElementById("confirm-text").textContent = label(text);
+    ok.textContent = label(okLabel);
+  };
+  holder.oninput = name;
+  name();
   reason.value = "";
   error.textContent = "";
-  ok.textContent = okLabel;
   ok.disabled = false;
   const previous = document.activeElement;
 
   const close = () => {
     form.onsubmit = null;
+    holder.oninput = null;
     document.getElementById("confirm-cancel").onclick = null;
     dlg.close();
     if (previous && previous.isConnected) previous.focus();
@@ -67,13 +80,11 @@ export function confirmAction({ title, text, fields, okLabel, run, done }) {
   document.getElementById("confirm-cancel").onclick = close;
   form.onsubmit = async (ev) => {
     ev.preventDefault();
-    const values = {};
+    const values = current();
     for (const f of fields || []) {
-      const input = inputs[f.id];
-      values[f.id] = f.type === "checkbox" ? input.checked : input.value.trim();
       if (f.required && values[f.id] === "") {
         error.textContent = f.label + " is required.";
-        input.focus();
+        inputs[f.id].focus();
         return;
       }
     }
@@ -103,15 +114,21 @@ function body(reason, extra) {
   return Object.assign({ requestedBy: session.username, reason }, extra || {});
 }
 
+/** "“name”", or `fallback` while the name is still empty. */
+function quoted(name, fallback) {
+  return name ? "\u201c" + name + "\u201d" : fallback;
+}
+
 export function createStream(done) {
   confirmAction({
-    title: "Create a stream",
-    text: "Creates the stream and its first consumer group (named like the stream), and provisions its shard streams in Redis.",
+    title: (v) => "Create stream " + quoted(v.prefix, "(type its prefix)"),
+    text: (v) =>
+      "Creates stream " + quoted(v.prefix, "(no prefix yet)") + " with " + (v.shards || "?") + " shards and its first consumer group (named like the stream), and provisions its shard streams in Redis.",
     fields: [
       { id: "prefix", label: "Stream prefix", required: true },
       { id: "shards", label: "Initial shard count", type: "number", value: "4", min: "1", required: true },
     ],
-    okLabel: "Create stream",
+    okLabel: (v) => (v.prefix ? "Create stream " + v.prefix : "Create stream"),
     run: async (v, reason) => {
       await post("/coord/v1/streams/" + encodeURIComponent(v.prefix), body(reason, { initialShardCount: Number(v.shards) }));
       return "Created stream " + v.prefix + ".";
@@ -122,13 +139,14 @@ export function createStream(done) {
 
 export function createGroup(done, prefix) {
   confirmAction({
-    title: "Create a consumer group",
-    text: "Adds a consumer group to a stream (the stream is created too when it does not exist).",
+    title: (v) => "Create group " + quoted(v.group, "(type its name)") + " on stream " + quoted(v.prefix, "(type its prefix)"),
+    text: (v) =>
+      "Adds consumer group " + quoted(v.group, "(no name yet)") + " to stream " + quoted(v.prefix, "(no prefix yet)") + " (the stream is created too when it does not exist).",
     fields: [
       { id: "prefix", label: "Stream prefix", value: prefix || "", required: true },
       { id: "group", label: "Consumer group", required: true },
     ],
-    okLabel: "Create group",
+    okLabel: (v) => (v.prefix && v.group ? "Create group " + v.prefix + "/" + v.group : "Create group"),
     run: async (v, reason) => {
       await post(groupPath(v.prefix, v.group), body(reason));
       return "Created group " + v.group + " on stream " + v.prefix + ".";

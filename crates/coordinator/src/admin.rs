@@ -7,7 +7,8 @@
 //! a provisioning failure leaves no metadata behind.
 
 use crate::cache::{Cached, GroupName};
-use crate::coordinator::{Coordinator, MAX_CAS_ATTEMPTS};
+use crate::coordinator::Admin;
+use crate::coordinator::MAX_CAS_ATTEMPTS;
 use crate::domain_error::CoordError;
 use crate::error::store_error_text;
 use crate::provision::{existing_keys, provision};
@@ -22,7 +23,7 @@ use rsc_protocol::wire::{
 use rsc_store::DeleteOutcome;
 use rsc_store::{IndexEntry, IndexState};
 
-impl Coordinator {
+impl Admin<'_> {
     /// `POST /coord/v1/streams/{p}`: creates the stream's first group, named after the prefix (a valid
     /// prefix, `api/extract.rs::StreamPrefix`, that must also be a valid group name).
     pub async fn create_stream(
@@ -55,7 +56,9 @@ impl Coordinator {
         }
         let g = self.create(&name, shard_count, &entries, true).await?;
         if let Some(ordering) = req.ordering {
-            self.set_stream_ordering(prefix, ordering).await?;
+            self.resharding()
+                .set_stream_ordering(prefix, ordering)
+                .await?;
         }
         Ok(CreateStreamResponse {
             stream_prefix: prefix.to_owned(),
@@ -91,6 +94,7 @@ impl Coordinator {
         });
         let stream_count = match sibling {
             Some(_) => self
+                .resharding()
                 .load_stream(&name.stream_prefix)
                 .await?
                 .map(|s| s.record.shard_count),
@@ -120,7 +124,8 @@ impl Coordinator {
             .create(name, shard_count, &entries, first_of_prefix)
             .await?;
         if let Some(ordering) = req.ordering {
-            self.set_stream_ordering(&name.stream_prefix, ordering)
+            self.resharding()
+                .set_stream_ordering(&name.stream_prefix, ordering)
                 .await?;
         }
         Ok(group_response(&g.group))
@@ -136,7 +141,7 @@ impl Coordinator {
             validate::validate_text("reason", reason, false)?;
         }
         match req.initial_shard_count {
-            None => Ok(self.config.defaults.initial_shard_count),
+            None => Ok(self.config().defaults.initial_shard_count),
             Some(n) => Ok(validate::validate_shard_count("initialShardCount", n, 1)?),
         }
     }
@@ -155,8 +160,8 @@ impl Coordinator {
                 && e.consumer_group == name.consumer_group
                 && e.state == IndexState::Creating
         });
-        if first_of_prefix && !resuming && self.config.streams.provisioning_enabled {
-            let found = existing_keys(&self.store, &name.stream_prefix, shard_count)
+        if first_of_prefix && !resuming && self.config().streams.provisioning_enabled {
+            let found = existing_keys(self.store(), &name.stream_prefix, shard_count)
                 .await
                 .map_err(|e| {
                     CoordError::RedisUnavailable(format!(
@@ -174,9 +179,9 @@ impl Coordinator {
             }
         }
         self.put_index(name, IndexState::Creating).await?;
-        if self.config.streams.provisioning_enabled {
+        if self.config().streams.provisioning_enabled {
             provision(
-                &self.store,
+                self.store(),
                 &name.stream_prefix,
                 &name.consumer_group,
                 0..shard_count,
@@ -188,7 +193,7 @@ impl Coordinator {
                 ))
             })?;
         }
-        let now = self.clock.now_ms();
+        let now = self.clock().now_ms();
         let lifecycle = uuid::Uuid::new_v4().to_string();
         let group = Group::new(
             &name.stream_prefix,
@@ -201,9 +206,13 @@ impl Coordinator {
             Some(cached) => {
                 self.put_index(name, IndexState::Live).await?;
                 if first_of_prefix {
-                    self.reset_stream(&name.stream_prefix, shard_count).await?;
+                    self.resharding()
+                        .reset_stream(&name.stream_prefix, shard_count)
+                        .await?;
                 } else {
-                    self.ensure_stream(&name.stream_prefix, shard_count).await?;
+                    self.resharding()
+                        .ensure_stream(&name.stream_prefix, shard_count)
+                        .await?;
                 }
                 tracing::info!(stream = ?name.stream_prefix, group = ?name.consumer_group, shard_count, "group created");
                 Ok(cached)
@@ -216,68 +225,6 @@ impl Coordinator {
                 )))
             }
         }
-    }
-
-    pub(crate) async fn put_index(
-        &self,
-        name: &GroupName,
-        state: IndexState,
-    ) -> Result<(), CoordError> {
-        let entry = IndexEntry {
-            stream_prefix: name.stream_prefix.clone(),
-            consumer_group: name.consumer_group.clone(),
-            state,
-        };
-        self.store
-            .group_index_put(&self.index_key(), &self.keys(name).metadata, &entry)
-            .await
-            .map_err(|e| {
-                self.note_store_error(&e);
-                CoordError::from(e)
-            })
-    }
-
-    /// Loads a group for an admin or monitoring request, fresh from Redis; unknown → 404. `name` is valid:
-    /// the API's path extractor (`api/extract.rs`) validated it, or it came from the group index.
-    pub async fn require_group(&self, name: &GroupName) -> Result<Cached, CoordError> {
-        match self.load(name).await? {
-            Some(c) => Ok(c),
-            None => Err(self.missing_group_error(name).await),
-        }
-    }
-
-    /// 404 for a group that never existed (saying whether its stream does, and how to create what is
-    /// missing); fail closed (409) for one the index says should exist.
-    async fn missing_group_error(&self, name: &GroupName) -> CoordError {
-        let entries = self.index_entries().await.unwrap_or_default();
-        let listed_live = entries.iter().any(|e| {
-            e.stream_prefix == name.stream_prefix
-                && e.consumer_group == name.consumer_group
-                && e.state == IndexState::Live
-        });
-        if listed_live {
-            CoordError::MetadataMissing(format!(
-                "metadata key {} of a live group is missing from Redis; it is never rebuilt from heartbeats — \
-                     restore it from backup, or delete and recreate the group as a new lifecycle",
-                self.keys(name).metadata
-            ))
-        } else {
-            CoordError::group_not_found(
-                &name.stream_prefix,
-                &name.consumer_group,
-                &live_groups_of(&entries, &name.stream_prefix),
-            )
-        }
-    }
-
-    /// [`CoordError::group_not_found`] with the stream's live groups read from the index.
-    pub(crate) async fn group_not_found(&self, name: &GroupName) -> CoordError {
-        let entries = self.index_entries().await.unwrap_or_default();
-        CoordError::group_not_found(
-            &name.stream_prefix,
-            &name.consumer_group,
-            &live_groups_of(&entries, &name.stream_prefix),
-        )
     }
 
     pub async fn get_group(&self, name: &GroupName) -> Result<GroupResponse, CoordError> {
@@ -300,7 +247,7 @@ impl Coordinator {
         let force = req.force.unwrap_or(false);
         for _ in 0..MAX_CAS_ATTEMPTS {
             let base = self.require_group(name).await?;
-            self.ensure_mutable(&base.group)?;
+            self.durability().ensure_mutable(&base.group)?;
             let active: Vec<&str> = base
                 .group
                 .members
@@ -315,7 +262,7 @@ impl Coordinator {
                 )));
             }
             let outcome = self
-                .store
+                .store()
                 .delete(&self.keys(name), base.revision)
                 .await
                 .map_err(|e| {
@@ -325,16 +272,18 @@ impl Coordinator {
             match outcome {
                 DeleteOutcome::Deleted => {
                     let _ = self
-                        .store
+                        .store()
                         .group_index_remove(&self.index_key(), &self.keys(name).metadata)
                         .await;
-                    self.cache.forget(name);
-                    self.forget_stream_if_unused(&name.stream_prefix).await;
+                    self.cache().forget(name);
+                    self.resharding()
+                        .forget_stream_if_unused(&name.stream_prefix)
+                        .await;
                     tracing::info!(stream = ?name.stream_prefix, group = ?name.consumer_group, force, "group deleted");
                     return Ok(group_response(&base.group));
                 }
                 DeleteOutcome::Conflict { .. } => {
-                    Stats::bump(&self.stats.state_conflicts);
+                    Stats::bump(&self.stats().state_conflicts);
                     continue;
                 }
             }
@@ -351,8 +300,8 @@ impl Coordinator {
     ) -> Result<ProducerRoutingResponse, CoordError> {
         let result = self.producer_routing_inner(name).await;
         match &result {
-            Ok(_) => Stats::bump(&self.stats.routing_success),
-            Err(_) => Stats::bump(&self.stats.routing_error),
+            Ok(_) => Stats::bump(&self.stats().routing_success),
+            Err(_) => Stats::bump(&self.stats().routing_error),
         }
         result
     }
@@ -364,18 +313,21 @@ impl Coordinator {
         let mut cached = self.require_group(name).await?;
         // Routing always reflects the stream record: bring the group in line first if a scale, rollback or
         // force-complete has not reached it yet, so every group of a stream routes identically.
-        if let Some(stream) = self.load_stream(&name.stream_prefix).await?
+        if let Some(stream) = self.resharding().load_stream(&name.stream_prefix).await?
             && (stream.record.shard_count != cached.group.shard_count
                 || stream.record.active_migration.as_ref().is_some_and(|m| {
                     m.state != rsc_group::migration::MigrationState::Preparing
                         && cached.group.migration(&m.resharding_id).is_none()
                 }))
         {
-            cached = self.sync_group_to_stream(name, &stream.record).await?;
+            cached = self
+                .resharding()
+                .sync_group_to_stream(name, &stream.record)
+                .await?;
         }
-        if self.config.streams.provisioning_enabled && cached.group.shard_count > 0 {
+        if self.config().streams.provisioning_enabled && cached.group.shard_count > 0 {
             provision(
-                &self.store,
+                self.store(),
                 &name.stream_prefix,
                 &name.consumer_group,
                 0..cached.group.shard_count,
@@ -409,13 +361,4 @@ impl Coordinator {
         }
         Ok(out)
     }
-}
-
-/// The live consumer groups of a stream, as the index lists them.
-fn live_groups_of(entries: &[IndexEntry], prefix: &str) -> Vec<String> {
-    entries
-        .iter()
-        .filter(|e| e.stream_prefix == prefix && e.state == IndexState::Live)
-        .map(|e| e.consumer_group.clone())
-        .collect()
 }

@@ -3,14 +3,23 @@
 //! `load` (fail closed on anything unreadable) and `commit` (compare-and-set a decided transition).
 //!
 //! Requests flow one way: route → validate → load group (cache or store) → pure transition → CAS write →
-//! response derived from what was written. The operations themselves live in `heartbeat`, `admin` and
-//! `reconciler`.
+//! response derived from what was written. The operations themselves live in services
+//! ([`services`]), borrowed from the runtime: `heartbeats()`, `admin()`, `reconciler()`, `resharding()`,
+//! `monitoring()` and `durability()`.
 
 use crate::cache::{Cached, GroupCache, GroupName};
 use crate::clock::{RedisClock, iso_ms};
 use crate::config::CoordinatorConfig;
 use crate::domain_error::CoordError;
+pub(crate) mod queues;
+pub(crate) mod reconciler_state;
+mod services;
+
+pub use services::{Admin, Durability, Heartbeats, Monitoring, Reconciler, Resharding};
+
 use crate::stats::Stats;
+use queues::TransitionQueues;
+use reconciler_state::ReconcilerState;
 use rsc_group::heartbeat::Transition;
 use rsc_group::model::{AggregateError, Group};
 use rsc_group::replica::CommitResult;
@@ -18,28 +27,29 @@ use rsc_group::timing::Timing;
 use rsc_protocol::names;
 use rsc_store::{CasOutcome, CasWrite, GroupKeys, Store, StoreError};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// How many times a transition is re-decided after losing a compare-and-set before giving up (the replica
 /// core's bound, used by the admin operations' own retry loops too).
 pub use rsc_group::replica::MAX_CAS_ATTEMPTS;
 
+/// The shared runtime every service works through. Its fields are private: services reach them through
+/// the read accessors below, and each service's own state (the heartbeat queues, the reconciler's wake-up)
+/// is reachable only through that service ([`services`]).
 pub struct Coordinator {
-    pub config: CoordinatorConfig,
-    pub timing: Timing,
-    pub store: Store,
-    pub clock: RedisClock,
-    pub cache: GroupCache,
-    pub stats: Stats,
+    config: CoordinatorConfig,
+    timing: Timing,
+    store: Store,
+    clock: RedisClock,
+    cache: GroupCache,
+    stats: Stats,
     /// Prometheus metrics (event metrics plus the background gauge snapshot).
-    pub metrics: crate::metrics::Metrics,
+    metrics: crate::metrics::Metrics,
     terminating: AtomicBool,
-    /// Redis time of the reconciler's last completed pass (0 = never).
-    pub last_reconcile_ms: AtomicI64,
-    /// Heartbeats waiting to write, per group (`queues.rs`, committed by `batch.rs`).
-    pub transitions: crate::queues::TransitionQueues,
-    /// Groups the reconciler should visit before its next tick (`urgent.rs`, visited by `reconciler.rs`).
-    pub urgent: crate::urgent::Urgent,
+    /// The heartbeat service's state: heartbeats waiting to write, per group.
+    heartbeat_queues: TransitionQueues,
+    /// The reconciler service's state: groups to visit early, its wake-up and its last pass.
+    reconciler_state: ReconcilerState,
 }
 
 /// The result of trying to commit one transition.
@@ -75,10 +85,67 @@ impl Coordinator {
             stats: Stats::default(),
             metrics: crate::metrics::Metrics::new(),
             terminating: AtomicBool::new(false),
-            last_reconcile_ms: AtomicI64::new(0),
-            transitions: crate::queues::TransitionQueues::default(),
-            urgent: crate::urgent::Urgent::default(),
+            heartbeat_queues: TransitionQueues::default(),
+            reconciler_state: ReconcilerState::default(),
         })
+    }
+
+    pub fn config(&self) -> &CoordinatorConfig {
+        &self.config
+    }
+
+    pub fn timing(&self) -> &Timing {
+        &self.timing
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub fn clock(&self) -> &RedisClock {
+        &self.clock
+    }
+
+    pub fn cache(&self) -> &GroupCache {
+        &self.cache
+    }
+
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    pub fn metrics(&self) -> &crate::metrics::Metrics {
+        &self.metrics
+    }
+
+    /// The hot path: heartbeats, their group commit and its queues.
+    pub fn heartbeats(&self) -> Heartbeats<'_> {
+        Heartbeats::new(self, &self.heartbeat_queues)
+    }
+
+    /// Time-driven work: lease expiry, rebalance deadlines, drains, urgent visits.
+    pub fn reconciler(&self) -> Reconciler<'_> {
+        Reconciler::new(self, &self.reconciler_state)
+    }
+
+    /// Creating, reading, listing and deleting streams and groups; producer routing.
+    pub fn admin(&self) -> Admin<'_> {
+        Admin::new(self)
+    }
+
+    /// Online scale-out/in with drain, rollback, force-complete, ordering and producer quiesce.
+    pub fn resharding(&self) -> Resharding<'_> {
+        Resharding::new(self)
+    }
+
+    /// Read-only views: members, assignments, health, consumption, offsets, messages, metrics refresh.
+    pub fn monitoring(&self) -> Monitoring<'_> {
+        Monitoring::new(self)
+    }
+
+    /// Metadata-rollback suspicion, fail-closed mutations and the recreate repair.
+    pub fn durability(&self) -> Durability<'_> {
+        Durability::new(self)
     }
 
     pub fn keys(&self, name: &GroupName) -> GroupKeys {
@@ -129,7 +196,11 @@ impl Coordinator {
             };
             if let Err(r) = self.cache.put(name, again.clone()) {
                 // Counted once and recorded in the aggregate as a rollback suspicion (durability.rs).
-                return Ok(Some(self.on_revision_regression(name, again, &r).await));
+                return Ok(Some(
+                    self.durability()
+                        .on_revision_regression(name, again, &r)
+                        .await,
+                ));
             }
             return Ok(Some(again));
         }

@@ -22,7 +22,8 @@
 pub mod views;
 
 use crate::cache::{Cached, GroupName, RevisionRegression};
-use crate::coordinator::{Commit, Coordinator, MAX_CAS_ATTEMPTS};
+use crate::coordinator::Durability;
+use crate::coordinator::{Commit, MAX_CAS_ATTEMPTS};
 use crate::domain_error::CoordError;
 use crate::metrics::snapshot::SuspectedGroup;
 use crate::security::principal::Principal;
@@ -95,7 +96,7 @@ impl rsc_protocol::wire::AdminBody for RecreateGroupRequest {
     ];
 }
 
-impl Coordinator {
+impl Durability<'_> {
     /// Records `signal` in the group's aggregate unless it brings nothing new, or its principal has used up
     /// its budget of suspicions. Returns the written state.
     pub async fn record_suspicion(
@@ -104,7 +105,7 @@ impl Coordinator {
         base: &Cached,
         signal: &Signal,
     ) -> Option<Cached> {
-        let next = durability::record(&base.group, signal, self.clock.now_ms())?;
+        let next = durability::record(&base.group, signal, self.clock().now_ms())?;
         if let Some(principal) = &signal.principal
             && !self.within_suspicion_budget(name, principal).await
         {
@@ -113,7 +114,7 @@ impl Coordinator {
         let t = Transition::new(next);
         match self.commit(name, base, t).await {
             Ok(Commit::Written(c)) => {
-                Stats::bump(&self.stats.rollback_suspicions);
+                Stats::bump(&self.stats().rollback_suspicions);
                 tracing::error!(
                     stream = ?name.stream_prefix, group = ?name.consumer_group,
                     signal = ?durability::describe(signal), principal = ?signal.principal,
@@ -129,9 +130,11 @@ impl Coordinator {
     /// Counts one suspicion raised by `principal` in its Redis window; false (not recorded, counted, logged)
     /// once it has raised [`SUSPICIONS_PER_PRINCIPAL`] in the window, or when the window cannot be read.
     async fn within_suspicion_budget(&self, name: &GroupName, principal: &str) -> bool {
-        let key =
-            names::suspicion_limit_key(&self.config.store.key_prefix, &window::key_part(principal));
-        let within = match window::hit(&self.store, &key, SUSPICION_WINDOW_MS).await {
+        let key = names::suspicion_limit_key(
+            &self.config().store.key_prefix,
+            &window::key_part(principal),
+        );
+        let within = match window::hit(self.store(), &key, SUSPICION_WINDOW_MS).await {
             Ok(c) => c.count <= SUSPICIONS_PER_PRINCIPAL,
             Err(e) => {
                 tracing::warn!(error = %e, "could not count a rollback suspicion; not recorded");
@@ -139,7 +142,7 @@ impl Coordinator {
             }
         };
         if !within {
-            Stats::bump(&self.stats.rollback_observations_ignored);
+            Stats::bump(&self.stats().rollback_observations_ignored);
             tracing::warn!(
                 stream = ?name.stream_prefix, group = ?name.consumer_group, principal = ?principal,
                 limit = SUSPICIONS_PER_PRINCIPAL, window_ms = SUSPICION_WINDOW_MS,
@@ -169,18 +172,18 @@ impl Coordinator {
             && d.suspicion.kinds.contains(&SignalKind::StoreRevision)
             && i64::try_from(r.seen).is_ok_and(|seen| seen <= d.suspicion.highest_observed_revision)
         {
-            self.cache
+            self.cache()
                 .accept_revision(name, &cached.group.lifecycle_id, cached.revision);
             return cached;
         }
-        Stats::bump(&self.stats.revision_regressions);
+        Stats::bump(&self.stats().revision_regressions);
         tracing::error!(group = ?self.keys(name).metadata, seen = r.seen, found = r.found,
             "store revision went backwards: Redis metadata was rolled back");
         let signal = Signal {
             kind: SignalKind::StoreRevision,
             observed: i64::try_from(r.seen).unwrap_or(i64::MAX),
             stored: i64::try_from(r.found).unwrap_or(i64::MAX),
-            source: format!("coordinator {}", self.config.id),
+            source: format!("coordinator {}", self.config().id),
             principal: None,
         };
         self.record_suspicion(name, &cached, &signal)
@@ -210,11 +213,11 @@ impl Coordinator {
         if observed <= base.group.metadata_version {
             return Ok(());
         }
-        Stats::bump(&self.stats.metadata_regressions);
+        Stats::bump(&self.stats().metadata_regressions);
         let stored = base.group.metadata_version;
         let note = match principal {
             Some(p) if !may_raise_suspicion(p) => {
-                Stats::bump(&self.stats.rollback_observations_ignored);
+                Stats::bump(&self.stats().rollback_observations_ignored);
                 tracing::warn!(
                     stream = ?name.stream_prefix, group = ?name.consumer_group, principal = ?p.username,
                     observed, stored,
@@ -266,11 +269,11 @@ impl Coordinator {
             .map(expected_instant)
             .transpose()?;
         self.ensure_running()?;
-        let lock = self.cache.lock_for(name);
+        let lock = self.cache().lock_for(name);
         let _guard = lock.lock().await;
         for _ in 0..MAX_CAS_ATTEMPTS {
             let base = self.require_group(name).await?;
-            let now = self.clock.now_ms();
+            let now = self.clock().now_ms();
             let next = match durability::dismiss(
                 &base.group,
                 expected,
@@ -322,13 +325,18 @@ impl Coordinator {
     pub async fn suspected_groups(
         &self,
     ) -> Result<(Vec<SuspectedGroup>, &'static str), CoordError> {
-        if let Some(s) = self.metrics.snapshot() {
-            let max_age = self.config.metrics.refresh_interval.ms().saturating_mul(3);
+        if let Some(s) = self.metrics().snapshot() {
+            let max_age = self
+                .config()
+                .metrics
+                .refresh_interval
+                .ms()
+                .saturating_mul(3);
             // Not once a group this replica caches turned suspected (or was repaired) after the pass began:
             // health must say so at once, not at the next refresh.
             if s.complete
-                && s.durability_generation == self.cache.durability_generation()
-                && self.clock.now_ms() - s.taken_at_ms <= max_age.max(1_000)
+                && s.durability_generation == self.cache().durability_generation()
+                && self.clock().now_ms() - s.taken_at_ms <= max_age.max(1_000)
             {
                 return Ok((s.suspected.clone(), "background check"));
             }
@@ -380,7 +388,7 @@ impl Coordinator {
             0,
         )?;
         self.ensure_running()?;
-        let lock = self.cache.lock_for(name);
+        let lock = self.cache().lock_for(name);
         let _guard = lock.lock().await;
         for _ in 0..MAX_CAS_ATTEMPTS {
             let base = match self.load(name).await {
@@ -405,9 +413,9 @@ impl Coordinator {
             if base.is_none() && !self.listed_live(name).await? {
                 return Err(self.group_not_found(name).await);
             }
-            if self.config.streams.provisioning_enabled {
+            if self.config().streams.provisioning_enabled {
                 crate::provision::provision(
-                    &self.store,
+                    self.store(),
                     &name.stream_prefix,
                     &name.consumer_group,
                     0..shard_count,
@@ -415,7 +423,7 @@ impl Coordinator {
                 .await
                 .map_err(|e| CoordError::ProvisioningFailed(e.to_string()))?;
             }
-            let now = self.clock.now_ms();
+            let now = self.clock().now_ms();
             let lifecycle = uuid::Uuid::new_v4().to_string();
             let old = base.as_ref().map(|b| &*b.group);
             let next = durability::new_lifecycle(
@@ -440,7 +448,7 @@ impl Coordinator {
                 Some(b) => {
                     let mut t = Transition::new(next);
                     let mut gone: BTreeSet<String> = b.group.members.keys().cloned().collect();
-                    if let Ok(leases) = self.store.leases(&self.keys(name)).await {
+                    if let Ok(leases) = self.store().leases(&self.keys(name)).await {
                         gone.extend(leases.into_iter().map(|(m, _)| m));
                     }
                     t.remove = gone.into_iter().collect();

@@ -8,7 +8,7 @@
 //! Steady heartbeats (nothing in the aggregate changes) cost exactly one Redis round trip: a script that
 //! checks the revision the decision was made on, checks and renews the member's lease and stores its progress.
 //! Anything else is a transition, committed by compare-and-set together with the group's other waiting
-//! transitions (`batch.rs`). A lost race or a moved revision means "decide again on fresh state", a bounded
+//! transitions (`heartbeat/batch.rs`). A lost race or a moved revision means "decide again on fresh state", a bounded
 //! number of times; infrastructure
 //! trouble is answered with `RETRY` (HTTP 200), which both reference clients treat as "keep state, try again"
 //! and which never renews a client's lease.
@@ -18,8 +18,10 @@
 //! reads the aggregate the decision is made on, so it costs no Redis round trip; the steady path's revision
 //! check covers it like everything else in the aggregate. Unauthenticated heartbeats record and check nothing.
 
+mod batch;
+
 use crate::cache::{Cached, GroupName};
-use crate::coordinator::Coordinator;
+use crate::coordinator::Heartbeats;
 use crate::domain_error::CoordError;
 use crate::security::principal::Principal;
 use crate::security::roles::Role;
@@ -57,7 +59,7 @@ pub fn caller(principal: Option<&Principal>) -> Caller<'_> {
     }
 }
 
-impl Coordinator {
+impl Heartbeats<'_> {
     /// Handles one validated heartbeat from `principal` (None when heartbeats are not authenticated). A
     /// contract response (HTTP 200), or 403 when the member belongs to another principal.
     pub async fn heartbeat(
@@ -70,8 +72,8 @@ impl Coordinator {
         let mut response = self
             .heartbeat_inner(name, member_id, req, caller(principal))
             .await?;
-        self.stats.count_heartbeat(response.status);
-        self.metrics
+        self.stats().count_heartbeat(response.status);
+        self.metrics()
             .count_heartbeat(&name.stream_prefix, &name.consumer_group, response.status);
         if response.status != HeartbeatStatus::Ok && response.message.is_none() {
             response.message = Some(self.explain(name, member_id, req, &response).await);
@@ -91,9 +93,9 @@ impl Coordinator {
     ) -> String {
         const REJOIN: &str =
             "stop reading every shard and send the next heartbeat with memberEpoch 0 to rejoin";
-        let ttl = human_ms(self.timing.member_lease_ttl_ms);
+        let ttl = human_ms(self.timing().member_lease_ttl_ms);
         let m = path_member_id;
-        let cached = self.cache.get(name);
+        let cached = self.cache().get(name);
         let member = cached
             .as_ref()
             .and_then(|c| c.group.members.get(path_member_id));
@@ -159,7 +161,7 @@ impl Coordinator {
                         let why = match why {
                             Some("rebalance timeout") => format!(
                                 "it did not release the shards taken from it within the rebalance timeout ({})",
-                                human_ms(self.timing.rebalance_timeout_ms)
+                                human_ms(self.timing().rebalance_timeout_ms)
                             ),
                             Some("ownership report outside its grants") => {
                                 "it reported reading shards it had not been given".to_owned()
@@ -213,7 +215,7 @@ impl Coordinator {
     /// what is missing (an admin call; a heartbeat never creates anything).
     async fn explain_missing_group(&self, name: &GroupName) -> String {
         let (p, g) = (&name.stream_prefix, &name.consumer_group);
-        match self.load_stream(p).await {
+        match self.resharding().load_stream(p).await {
             Ok(Some(_)) => format!(
                 "stream {p:?} exists but has no consumer group {g:?}; an admin creates it with \
                  POST /coord/v1/streams/{p}/groups/{g}, then members join with memberEpoch 0"
@@ -242,17 +244,17 @@ impl Coordinator {
         req: &HeartbeatRequest,
         caller: Caller<'_>,
     ) -> Result<HeartbeatResponse, CoordError> {
-        let (mut flow, mut step) = HeartbeatFlow::<Cached>::start(member_id, caller, &self.timing);
+        let (mut flow, mut step) = HeartbeatFlow::<Cached>::start(member_id, caller, self.timing());
         let mut unreadable = None;
         let response = loop {
             step = match step {
                 Step::Read | Step::Reload => {
                     if matches!(step, Step::Reload) {
-                        self.cache.invalidate(name);
+                        self.cache().invalidate(name);
                     }
                     match self.cached_or_load(name).await {
                         Ok((cached, fresh)) => {
-                            flow.on_read(req, Ok(cached), fresh, self.clock.now_ms())
+                            flow.on_read(req, Ok(cached), fresh, self.clock().now_ms())
                         }
                         Err(CoordError::MetadataCorrupt(why)) => {
                             tracing::error!(error = %why, "heartbeat refused: group metadata unreadable");
@@ -272,7 +274,10 @@ impl Coordinator {
                     flow.on_confirmed(req, confirmation)
                 }
                 Step::RecordSuspicion { base, signal } => {
-                    let written = self.record_suspicion(name, &base, &signal).await;
+                    let written = self
+                        .durability()
+                        .record_suspicion(name, &base, &signal)
+                        .await;
                     flow.on_recorded(req, written.map(|c| c.revision))
                 }
                 Step::Renew(base) => {
@@ -284,7 +289,7 @@ impl Coordinator {
                     flow.on_batch(req, reply)
                 }
                 Step::Reconcile => {
-                    self.reconcile_group(name).await;
+                    self.reconciler().reconcile_group(name).await;
                     flow.on_reconciled(req)
                 }
                 Step::Answer(response) => break response,
@@ -317,7 +322,7 @@ impl Coordinator {
         req: &HeartbeatRequest,
         why: &str,
     ) -> HeartbeatResponse {
-        let mut r = rejected_response(req, &self.timing, HeartbeatStatus::UnknownMemberId);
+        let mut r = rejected_response(req, self.timing(), HeartbeatStatus::UnknownMemberId);
         r.message = Some(format!(
             "group {name} fails closed: {why}; nothing is rebuilt from heartbeats, so keep retrying \
              with memberEpoch 0 until an operator repairs it"
@@ -328,10 +333,10 @@ impl Coordinator {
     /// Counts and logs what the flow saw (each at most once per request).
     fn count_notes(&self, name: &GroupName, member_id: &str, notes: Notes) {
         if notes.metadata_regression {
-            Stats::bump(&self.stats.metadata_regressions);
+            Stats::bump(&self.stats().metadata_regressions);
         }
         if notes.rebalance_regression {
-            Stats::bump(&self.stats.rebalance_regressions);
+            Stats::bump(&self.stats().rebalance_regressions);
         }
         if notes.epochs_exhausted {
             tracing::error!(group = ?name, member_id = ?member_id,
@@ -351,17 +356,17 @@ impl Coordinator {
         member_id: &str,
         req: &HeartbeatRequest,
     ) -> Renewal {
-        let json = progress_json(req, self.clock.now_ms());
+        let json = progress_json(req, self.clock().now_ms());
         let keys = self.keys(name);
         let outcome = self
-            .metrics
+            .metrics()
             .time_store(
                 "heartbeat",
-                self.store.heartbeat(
+                self.store().heartbeat(
                     &keys,
                     base.revision,
                     member_id,
-                    self.timing.member_lease_ttl_ms,
+                    self.timing().member_lease_ttl_ms,
                     json.as_deref(),
                 ),
             )
@@ -371,27 +376,27 @@ impl Coordinator {
                 now_ms,
                 others_lapsed,
             }) => {
-                self.clock.observe(now_ms);
+                self.clock().observe(now_ms);
                 if others_lapsed {
                     // Expire it now rather than at the next reconciler tick: the shards move sooner.
-                    self.reconcile_soon(name);
+                    self.reconciler().reconcile_soon(name);
                 }
                 Renewal::Renewed
             }
             Ok(HeartbeatOutcome::Conflict { current, now_ms }) => {
-                self.clock.observe(now_ms);
+                self.clock().observe(now_ms);
                 // Usually another request of this replica has already cached the revision Redis holds (a batch
                 // just committed): decide again on it. Reload only when the cache is really behind.
                 let cache_current =
-                    current.is_some() && self.cache.get(name).map(|c| c.revision) == current;
+                    current.is_some() && self.cache().get(name).map(|c| c.revision) == current;
                 if !cache_current {
-                    self.cache.invalidate(name);
+                    self.cache().invalidate(name);
                 }
                 Renewal::Conflict
             }
             Ok(HeartbeatOutcome::LeaseLapsed { now_ms }) => {
                 // The lease ran out before this heartbeat arrived: expire the member, then answer on that state.
-                self.clock.observe(now_ms);
+                self.clock().observe(now_ms);
                 Renewal::LeaseLapsed
             }
             Err(e) => {

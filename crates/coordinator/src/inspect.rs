@@ -3,7 +3,7 @@
 //! summary with its metadata-durability state. Read-only; every value comes from Redis at request time.
 
 use crate::cache::GroupName;
-use crate::coordinator::Coordinator;
+use crate::coordinator::Monitoring;
 use crate::domain_error::CoordError;
 use crate::durability::views::{MonitoringGroupView, durability_view};
 use crate::offsets::read_shard;
@@ -23,7 +23,7 @@ type ConsumerIds = (Option<String>, Option<String>);
 /// Offsets of groups with more shards than this are refused (ask per shard via the messages API instead).
 pub const MAX_OFFSET_SHARDS: usize = 4096;
 
-impl Coordinator {
+impl Monitoring<'_> {
     /// `GET /coord/v1/monitoring/streams/{p}/groups/{g}`: GroupResponse plus `metadataDurability`.
     pub async fn monitoring_group(
         &self,
@@ -41,8 +41,8 @@ impl Coordinator {
         let c = self.require_group(name).await?;
         let g = &c.group;
         let progress = self
-            .metrics
-            .time_store("progress", self.store.progress_all(&self.keys(name)))
+            .metrics()
+            .time_store("progress", self.store().progress_all(&self.keys(name)))
             .await
             .map_err(CoordError::from)?;
         let mut rows = Vec::new();
@@ -122,8 +122,8 @@ impl Coordinator {
             }
         }
         let slot_map = self
-            .metrics
-            .time_store("cluster_slots", self.store.cluster_slot_owners())
+            .metrics()
+            .time_store("cluster_slots", self.store().cluster_slot_owners())
             .await
             .map_err(CoordError::from)?;
         let consumer_ids = self.consumer_ids(name, &owners).await?;
@@ -132,10 +132,10 @@ impl Coordinator {
         let mut memory_known = true;
         for s in shards {
             let o = self
-                .metrics
+                .metrics()
                 .time_store(
                     "xinfo",
-                    read_shard(&self.store, &g.stream_prefix, &g.consumer_group, s, true),
+                    read_shard(self.store(), &g.stream_prefix, &g.consumer_group, s, true),
                 )
                 .await
                 .map_err(|e| {
@@ -204,8 +204,8 @@ impl Coordinator {
         owners: &HashMap<u32, Vec<String>>,
     ) -> Result<HashMap<u32, ConsumerIds>, CoordError> {
         let progress = self
-            .metrics
-            .time_store("progress", self.store.progress_all(&self.keys(name)))
+            .metrics()
+            .time_store("progress", self.store().progress_all(&self.keys(name)))
             .await
             .map_err(CoordError::from)?;
         let mut out: HashMap<u32, (bool, ConsumerIds)> = HashMap::new();

@@ -5,7 +5,7 @@
 
 use crate::cache::GroupName;
 use crate::clock::iso_ms;
-use crate::coordinator::Coordinator;
+use crate::coordinator::Monitoring;
 use crate::domain_error::CoordError;
 use rsc_protocol::names::shard_stream_key;
 use rsc_protocol::wire::ShardId;
@@ -103,7 +103,7 @@ pub fn record_view(
     }
 }
 
-impl Coordinator {
+impl Monitoring<'_> {
     /// `GET …/shards/{i}/messages`: one page of the shard stream's records. The shard must be one of the
     /// group's (`0..shardCount`, or a shard a scale-in still drains), else `Invalid`.
     pub async fn shard_messages(
@@ -124,10 +124,10 @@ impl Coordinator {
         let key = shard_stream_key(&g.stream_prefix, shard);
         // One record more than asked tells whether another page follows.
         let mut records = self
-            .metrics
+            .metrics()
             .time_store(
                 "xrange",
-                self.store.shard_records(
+                self.store().shard_records(
                     &key,
                     query.direction,
                     query.cursor,

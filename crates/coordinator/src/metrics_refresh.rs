@@ -12,23 +12,23 @@
 
 use crate::cache::GroupName;
 use crate::coordinator::Coordinator;
+use crate::coordinator::Monitoring;
 use crate::domain_error::CoordError;
 use crate::metrics::snapshot::{self, GroupObservation, HealthObservation};
 use rsc_store::IndexState;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::sync::watch;
 
 /// Runs until `stop` turns true.
 pub async fn run(c: Arc<Coordinator>, mut stop: watch::Receiver<bool>) {
-    let mut ticker = tokio::time::interval(c.config.metrics.refresh_interval.0);
+    let mut ticker = tokio::time::interval(c.config().metrics.refresh_interval.0);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
-            _ = ticker.tick() => c.refresh_metrics().await,
+            _ = ticker.tick() => c.monitoring().refresh_metrics().await,
             _ = stop.changed() => return,
         }
         if *stop.borrow() {
@@ -39,11 +39,11 @@ pub async fn run(c: Arc<Coordinator>, mut stop: watch::Receiver<bool>) {
 
 /// The reconciler's state for health: `UP`, `STALLED` or `DISABLED`, and its last run (Redis ms, 0 = never).
 pub fn reconciler_state(c: &Coordinator) -> (&'static str, i64) {
-    let last = c.last_reconcile_ms.load(Ordering::Relaxed);
-    let tick_ms = c.config.reconciler.tick_interval.ms();
-    let state = if !c.config.reconciler.enabled {
+    let last = c.reconciler().last_pass_ms();
+    let tick_ms = c.config().reconciler.tick_interval.ms();
+    let state = if !c.config().reconciler.enabled {
         "DISABLED"
-    } else if last > 0 && c.clock.now_ms() - last <= (tick_ms * 5).max(5_000) {
+    } else if last > 0 && c.clock().now_ms() - last <= (tick_ms * 5).max(5_000) {
         "UP"
     } else {
         "STALLED"
@@ -65,14 +65,17 @@ pub fn overall_status(
     }
 }
 
-impl Coordinator {
+impl Monitoring<'_> {
     /// One PING, timed and bounded: `UP`, `SLOW` (answered later than `coordinator.health.redis-timeout`) or
     /// `DOWN`, with a detail for people.
     pub async fn probe_redis(&self) -> (&'static str, String) {
-        let timeout = self.config.health.redis_timeout.0;
+        let timeout = self.config().health.redis_timeout.0;
         let bound = timeout.max(Duration::from_millis(50)) * 4;
-        let ping =
-            tokio::time::timeout(bound, self.metrics.time_store("ping", self.store.ping())).await;
+        let ping = tokio::time::timeout(
+            bound,
+            self.metrics().time_store("ping", self.store().ping()),
+        )
+        .await;
         match ping {
             Ok(Ok(rtt)) if rtt <= timeout => ("UP", format!("PING {} ms", rtt.as_millis())),
             Ok(Ok(rtt)) => (
@@ -85,7 +88,7 @@ impl Coordinator {
             ),
             Ok(Err(e)) => ("DOWN", e.to_string()),
             Err(_) => {
-                self.metrics
+                self.metrics()
                     .observe_redis("ping", bound.as_secs_f64(), true);
                 ("DOWN", "PING timed out".to_owned())
             }
@@ -94,24 +97,24 @@ impl Coordinator {
 
     /// Rebuilds the gauge snapshot once.
     pub async fn refresh_metrics(&self) {
-        let durability_generation = self.cache.durability_generation();
+        let durability_generation = self.cache().durability_generation();
         let (redis, _) = self.probe_redis().await;
         let redis_up = redis != "DOWN";
-        let mut now = self.clock.now_ms();
+        let mut now = self.clock().now_ms();
         let mut groups = Vec::new();
         let mut complete = redis_up;
         if redis_up {
             if let Ok(t) = self
-                .metrics
-                .time_store("time", self.store.server_time_ms())
+                .metrics()
+                .time_store("time", self.store().server_time_ms())
                 .await
             {
-                self.clock.observe(t);
+                self.clock().observe(t);
                 now = t;
             }
             match self.index_entries().await {
                 Ok(entries) => {
-                    self.metrics.retain_groups(
+                    self.metrics().retain_groups(
                         &entries
                             .iter()
                             .map(|e| (e.stream_prefix.clone(), e.consumer_group.clone()))
@@ -144,9 +147,9 @@ impl Coordinator {
             reconciler_age_seconds: (last > 0).then(|| (now - last).max(0) as f64 / 1000.0),
         };
         let (id, config, ttl) = (
-            self.config.id.clone(),
-            self.config.metrics.clone(),
-            self.timing.member_lease_ttl_ms,
+            self.config().id.clone(),
+            self.config().metrics.clone(),
+            self.timing().member_lease_ttl_ms,
         );
         let built = tokio::task::spawn_blocking(move || {
             snapshot::build(now, &id, &config, ttl, &health, &groups, complete)
@@ -155,7 +158,7 @@ impl Coordinator {
         match built {
             Ok(mut snap) => {
                 snap.durability_generation = durability_generation;
-                self.metrics.install(snap)
+                self.metrics().install(snap)
             }
             Err(e) => {
                 tracing::error!(error = %e, "building the metrics snapshot failed; the last one stays")
@@ -172,14 +175,14 @@ impl Coordinator {
         };
         let keys = self.keys(name);
         let leases: HashMap<String, i64> = self
-            .metrics
-            .time_store("leases", self.store.leases(&keys))
+            .metrics()
+            .time_store("leases", self.store().leases(&keys))
             .await?
             .into_iter()
             .collect();
         let stored = self
-            .metrics
-            .time_store("progress", self.store.progress_all(&keys))
+            .metrics()
+            .time_store("progress", self.store().progress_all(&keys))
             .await?;
         let progress: HashMap<String, Value> = tokio::task::spawn_blocking(move || {
             stored
@@ -191,16 +194,16 @@ impl Coordinator {
         .map_err(|e| CoordError::Internal(format!("parsing member progress failed: {e}")))?;
         let g = &cached.group;
         let shard_ids = g.assignable_shards();
-        let shards = if shard_ids.len() <= self.config.metrics.max_shard_series as usize {
+        let shards = if shard_ids.len() <= self.config().metrics.max_shard_series as usize {
             let mut rows = Vec::with_capacity(shard_ids.len());
             let mut ok = true;
             for s in shard_ids {
                 let read = self
-                    .metrics
+                    .metrics()
                     .time_store(
                         "xinfo",
                         crate::offsets::read_shard(
-                            &self.store,
+                            self.store(),
                             &g.stream_prefix,
                             &g.consumer_group,
                             s,

@@ -3,7 +3,7 @@
 
 use crate::cache::GroupName;
 use crate::clock::iso_ms;
-use crate::coordinator::Coordinator;
+use crate::coordinator::Monitoring;
 use crate::domain_error::CoordError;
 use rsc_group::model::MemberState;
 use rsc_protocol::wire::ShardId;
@@ -20,19 +20,19 @@ fn shard_ids<'a>(it: impl IntoIterator<Item = &'a u32>) -> Vec<ShardId> {
     it.into_iter().map(|s| ShardId::new(*s)).collect()
 }
 
-impl Coordinator {
+impl Monitoring<'_> {
     pub async fn members(&self, name: &GroupName) -> Result<Vec<MemberMetadata>, CoordError> {
         let cached = self.require_group(name).await?;
         let keys = self.keys(name);
         let leases: HashMap<String, i64> = self
-            .store
+            .store()
             .leases(&keys)
             .await
             .map_err(CoordError::from)?
             .into_iter()
             .collect();
         let progress: HashMap<String, Value> = self
-            .store
+            .store()
             .progress_all(&keys)
             .await
             .map_err(CoordError::from)?
@@ -64,7 +64,7 @@ impl Coordinator {
                     revoking: shard_ids(m.revoking.keys()),
                     last_heartbeat_at: int("lastHeartbeatAtMs").map(iso_ms),
                     member_lease_expires_at: leases.get(&m.member_id).map(|d| iso_ms(*d)),
-                    rebalance_timeout_ms: self.timing.rebalance_timeout_ms,
+                    rebalance_timeout_ms: self.timing().rebalance_timeout_ms,
                     rebalance_deadline_at: m.rebalance_deadline_ms.map(iso_ms),
                     shard_progress: p
                         .and_then(|p| p.get("shardProgress"))
@@ -167,7 +167,7 @@ impl Coordinator {
         let (durability, suspected, checked_by) = if redis == "DOWN" {
             ("UNKNOWN", Vec::new(), "not checked: Redis is down")
         } else {
-            match self.suspected_groups().await {
+            match self.durability().suspected_groups().await {
                 Ok((list, how)) if list.is_empty() => ("UP", list, how),
                 Ok((list, how)) => ("SUSPECTED_ROLLBACK", list, how),
                 Err(_) => ("UNKNOWN", Vec::new(), "groups could not be read"),
@@ -193,7 +193,7 @@ impl Coordinator {
             .collect();
         HealthResponse {
             status: status.to_owned(),
-            coordinator_id: self.config.id.clone(),
+            coordinator_id: self.config().id.clone(),
             redis: redis.to_owned(),
             loop_state: loop_state.to_owned(),
             terminating: self.is_terminating(),
@@ -253,9 +253,9 @@ impl Coordinator {
                 minimum_supported_until: ReleaseVersion::new(1, 0, 0),
                 removed_in: None,
                 timing_defaults: TimingDefaults {
-                    heartbeat_interval: seconds(self.timing.heartbeat_interval_ms),
-                    member_lease_ttl: seconds(self.timing.member_lease_ttl_ms),
-                    rebalance_timeout: seconds(self.timing.rebalance_timeout_ms),
+                    heartbeat_interval: seconds(self.timing().heartbeat_interval_ms),
+                    member_lease_ttl: seconds(self.timing().member_lease_ttl_ms),
+                    rebalance_timeout: seconds(self.timing().rebalance_timeout_ms),
                 },
             }],
             coordinator_version: env!("CARGO_PKG_VERSION").to_owned(),

@@ -7,48 +7,37 @@
 //! the same script, so concurrent passes at worst lose a race and try again next tick.
 
 use crate::cache::GroupName;
+use crate::coordinator::Reconciler;
 use crate::coordinator::{Coordinator, commit_result};
 use crate::stats::Stats;
 use rsc_group::replica::reconcile::{ReconcileFlow, ReconcileStep};
-use rsc_store::{IndexEntry, IndexState};
+use rsc_store::IndexState;
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::sync::watch;
 
-impl Coordinator {
-    /// All groups the index lists, with their index state, sorted by stream prefix then group.
-    pub async fn index_entries(&self) -> Result<Vec<IndexEntry>, crate::domain_error::CoordError> {
-        self.store
-            .group_index_list(&self.index_key())
-            .await
-            .map_err(|e| {
-                self.note_store_error(&e);
-                crate::domain_error::CoordError::from(e)
-            })
-    }
-
+impl Reconciler<'_> {
     /// One reconciliation of one group, driving the replica core's pass (`rsc_group::replica::reconcile`).
     /// Errors are logged and retried on the next tick.
     pub async fn reconcile_group(&self, name: &GroupName) {
-        let lock = self.cache.lock_for(name);
+        let lock = self.cache().lock_for(name);
         let _guard = lock.lock().await;
-        let (mut flow, mut step) = ReconcileFlow::start(&self.timing);
+        let (mut flow, mut step) = ReconcileFlow::start(self.timing());
         loop {
             step = match step {
                 ReconcileStep::Read => {
                     flow.on_read(self.current_or_load(name).await.ok().flatten())
                 }
                 ReconcileStep::Observe(base) => {
-                    let now = match self.store.server_time_ms().await {
+                    let now = match self.store().server_time_ms().await {
                         Ok(now) => now,
                         Err(e) => return self.note_store_error(&e),
                     };
-                    self.clock.observe(now);
+                    self.clock().observe(now);
                     let keys = self.keys(name);
                     let mut lapsed: BTreeSet<String> =
-                        match self.store.lapsed_members(&keys, now).await {
+                        match self.store().lapsed_members(&keys, now).await {
                             Ok(l) => l.into_iter().collect(),
                             Err(e) => return self.note_store_error(&e),
                         };
@@ -57,13 +46,13 @@ impl Coordinator {
                     // any is missing; only then are the live members looked up.
                     let live = base.group.members.values().filter(|m| m.state.is_live());
                     let live_count = live.clone().count();
-                    let entries = match self.store.lease_count(&keys).await {
+                    let entries = match self.store().lease_count(&keys).await {
                         Ok(n) => n,
                         Err(e) => return self.note_store_error(&e),
                     };
                     if entries < live_count {
                         let ids: Vec<&str> = live.map(|m| m.member_id.as_str()).collect();
-                        match self.store.members_without_lease(&keys, &ids).await {
+                        match self.store().members_without_lease(&keys, &ids).await {
                             Ok(missing) => {
                                 for m in &missing {
                                     tracing::warn!(group = %name, member = %m,
@@ -86,13 +75,13 @@ impl Coordinator {
                 }
                 ReconcileStep::Done(Some(report)) => {
                     for m in &report.expired {
-                        Stats::bump(&self.stats.member_expired);
-                        self.metrics
+                        Stats::bump(&self.stats().member_expired);
+                        self.metrics()
                             .count_expired(&name.stream_prefix, &name.consumer_group);
                         tracing::info!(group = %name, member = %m, "member lease expired");
                     }
                     for m in &report.fenced {
-                        Stats::bump(&self.stats.members_fenced);
+                        Stats::bump(&self.stats().members_fenced);
                         tracing::warn!(group = %name, member = %m, "member fenced at rebalance timeout");
                     }
                     for i in &report.reserved {
@@ -113,17 +102,12 @@ impl Coordinator {
 
     /// Asks the reconciler to visit `name` now (a heartbeat saw another member's lease lapsed).
     pub fn reconcile_soon(&self, name: &GroupName) {
-        let mut groups = self.urgent.groups.lock().unwrap_or_else(|p| p.into_inner());
-        if groups.insert(name.clone()) {
-            self.urgent.wake.notify_one();
-        }
+        self.state().mark_urgent(name);
     }
 
-    /// Reconciles every group asked for by [`Coordinator::reconcile_soon`] since the last time.
+    /// Reconciles every group asked for by [`Reconciler::reconcile_soon`] since the last time.
     async fn reconcile_urgent(&self) {
-        let groups =
-            std::mem::take(&mut *self.urgent.groups.lock().unwrap_or_else(|p| p.into_inner()));
-        for name in &groups {
+        for name in &self.state().take_urgent() {
             self.reconcile_group(name).await;
         }
     }
@@ -140,10 +124,14 @@ impl Coordinator {
             prefixes.insert(e.stream_prefix.clone());
         }
         for prefix in prefixes {
-            self.reconcile_stream(&prefix).await;
+            self.resharding().reconcile_stream(&prefix).await;
         }
-        self.last_reconcile_ms
-            .store(self.clock.now_ms(), Ordering::Relaxed);
+        self.state().note_pass(self.clock().now_ms());
+    }
+
+    /// Redis time of the last completed pass over every group (0 = never).
+    pub fn last_pass_ms(&self) -> i64 {
+        self.state().last_pass_ms()
     }
 }
 
@@ -155,7 +143,7 @@ const URGENT_MIN_GAP: Duration = Duration::from_millis(100);
 /// until `stop` turns true.
 pub async fn run(coordinator: Arc<Coordinator>, mut stop: watch::Receiver<bool>) {
     let interval = coordinator
-        .config
+        .config()
         .reconciler
         .tick_interval
         .0
@@ -164,9 +152,9 @@ pub async fn run(coordinator: Arc<Coordinator>, mut stop: watch::Receiver<bool>)
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
-            _ = ticker.tick() => coordinator.reconcile_all().await,
-            _ = coordinator.urgent.wake.notified() => {
-                coordinator.reconcile_urgent().await;
+            _ = ticker.tick() => coordinator.reconciler().reconcile_all().await,
+            _ = coordinator.reconciler().state().woken() => {
+                coordinator.reconciler().reconcile_urgent().await;
                 tokio::time::sleep(URGENT_MIN_GAP).await;
             }
             _ = stop.changed() => return,

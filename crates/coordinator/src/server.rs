@@ -77,19 +77,19 @@ pub async fn start(config: Config) -> Result<Running, ServeError> {
         })?;
     let addr = listener.local_addr()?;
     let coordinator = Coordinator::new(config.coordinator.clone(), store);
-    let cc = &coordinator.config;
+    let cc = coordinator.config();
     let security = crate::security::Security::start(
         &cc.api,
         &cc.audit,
         &cc.store.key_prefix,
         &cc.id,
-        &coordinator.store,
+        coordinator.store(),
     )
     .await
     .map_err(|e| ServeError::Security(e.message().to_owned()))?;
     let (stop_tx, stop_rx) = watch::channel(false);
 
-    let reconciler = if coordinator.config.reconciler.enabled {
+    let reconciler = if coordinator.config().reconciler.enabled {
         Some(tokio::spawn(crate::reconciler::run(
             coordinator.clone(),
             stop_rx.clone(),
@@ -106,10 +106,10 @@ pub async fn start(config: Config) -> Result<Running, ServeError> {
         .await
         .map_err(|(addr, source)| ServeError::Bind { addr, source })?;
     let app = crate::api::router(coordinator.clone(), security);
-    let grace = coordinator.config.shutdown_grace.0;
+    let grace = coordinator.config().shutdown_grace.0;
     let task_coordinator = coordinator.clone();
     let mut stop_signal = stop_rx.clone();
-    let http = coordinator.config.http.clone();
+    let http = coordinator.config().http.clone();
     let task = tokio::spawn(async move {
         let shutdown = async move {
             while !*stop_signal.borrow() {
@@ -143,7 +143,7 @@ pub async fn start(config: Config) -> Result<Running, ServeError> {
         }
         result
     });
-    tracing::info!(%addr, id = %coordinator.config.id, redis = ?topology_name(&coordinator.config), "rsc coordinator listening");
+    tracing::info!(%addr, id = %coordinator.config().id, redis = ?topology_name(coordinator.config()), "rsc coordinator listening");
     Ok(Running {
         addr,
         metrics_addr,

@@ -537,7 +537,7 @@ async fn a_reconciler_pass_reads_the_aggregate_only_when_its_revision_moved() {
 
     // Nothing due, cache current: one HGET of the revision, no read of the aggregate, nothing written.
     rsc_testkit::reset_stats(&redis.url()).await;
-    first.coordinator.reconcile_group(&name).await;
+    first.coordinator.reconciler().reconcile_group(&name).await;
     let calls = rsc_testkit::command_calls(&redis.url()).await;
     assert_eq!(reads(&calls), (1, 0), "{calls:?}");
     assert!(
@@ -549,7 +549,7 @@ async fn a_reconciler_pass_reads_the_aggregate_only_when_its_revision_moved() {
     let r = other_api.heartbeat("tick", "tick", &Member::new("b")).await;
     assert_eq!(r["status"], "OK", "{r}");
     rsc_testkit::reset_stats(&redis.url()).await;
-    first.coordinator.reconcile_group(&name).await;
+    first.coordinator.reconciler().reconcile_group(&name).await;
     let calls = rsc_testkit::command_calls(&redis.url()).await;
     assert_eq!(reads(&calls), (1, 1), "{calls:?}");
     first.shutdown().await.unwrap();
@@ -568,7 +568,7 @@ async fn joins_waiting_on_one_group_are_committed_together_in_one_write() {
     let name = rsc_coordinator::cache::GroupName::new("batch", "batch");
 
     // Hold the group's lock, as a long write would, while 20 members join: they all queue up.
-    let lock = coordinator.cache.lock_for(&name);
+    let lock = coordinator.cache().lock_for(&name);
     let held = lock.lock().await;
     let joins: Vec<_> = (0..20)
         .map(|i| {
@@ -580,7 +580,7 @@ async fn joins_waiting_on_one_group_are_committed_together_in_one_write() {
         })
         .collect();
     wait_for("20 joins queued", Duration::from_secs(20), || {
-        let queued = coordinator.transitions.queued(&name);
+        let queued = coordinator.heartbeats().queued(&name);
         async move { (queued == 20).then_some(()) }
     })
     .await;
@@ -618,11 +618,11 @@ async fn joins_waiting_on_one_group_are_committed_together_in_one_write() {
         "twenty joins, one compare-and-set"
     );
     assert_eq!(
-        rsc_coordinator::stats::Stats::get(&coordinator.stats.transition_batches),
+        rsc_coordinator::stats::Stats::get(&coordinator.stats().transition_batches),
         1
     );
     assert_eq!(
-        rsc_coordinator::stats::Stats::get(&coordinator.stats.batched_transitions),
+        rsc_coordinator::stats::Stats::get(&coordinator.stats().batched_transitions),
         20
     );
     // Every member is in the group, each answer was true when it was sent.

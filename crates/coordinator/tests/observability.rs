@@ -546,7 +546,7 @@ async fn health_is_down_and_readiness_fails_when_redis_stops() {
     redis.stop();
     // The health report itself (the API route sits behind authentication, which needs Redis for tokens).
     let health = wait_for("health DOWN", WAIT, || async {
-        let h = running.coordinator.health().await;
+        let h = running.coordinator.monitoring().health().await;
         (h["status"] == "DOWN").then_some(h)
     })
     .await;

@@ -12,6 +12,6 @@ mod nodes;
 mod tls;
 
 pub use build::{ConnectError, cluster_builder, standalone_client};
-pub use explain::{explain, tls_hint};
+pub use explain::{connect_hint, explain, explain_connect, tls_hint};
 pub use nodes::{parse_node_map, seed_url};
 pub use tls::{ENV_CA_FILE, ENV_CERT_FILE, ENV_KEY_FILE, RedisTls, TlsError};

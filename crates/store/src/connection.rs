@@ -13,7 +13,7 @@ use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 
-use rsc_redis_connect::{RedisTls, cluster_builder, standalone_client, tls_hint};
+use rsc_redis_connect::{RedisTls, cluster_builder, connect_hint, standalone_client};
 
 use crate::error::StoreError;
 
@@ -92,7 +92,8 @@ impl RedisConn {
         timeout: Duration,
     ) -> Result<RedisConn, StoreError> {
         let url = topology.describe();
-        let unreachable = |source: redis::RedisError| connect_failure(&url, source);
+        let over_tls = tls.is_some() || url.contains("rediss://");
+        let unreachable = |source: redis::RedisError| connect_failure(&url, source, over_tls);
         let connecting = async {
             match topology {
                 RedisTopology::Standalone(address) => {
@@ -129,13 +130,14 @@ impl RedisConn {
             Ok(Err(e)) => Err(e),
             // A plain-text Redis reads a TLS client hello as the start of a command and waits for the
             // rest, so a TLS client to a plain-text port sees nothing until this timeout.
-            Err(_) if tls.is_some() || url.contains("rediss://") => Err(StoreError::Tls {
-                url: url.clone(),
-                detail: format!(
-                    "no answer to the TLS handshake within {timeout:?}: is this a plain-text Redis port \
-                     (use the TLS port, or redis:// without TLS options), or is it unreachable?"
-                ),
-            }),
+            Err(_) if over_tls => Err(connect_failure(
+                &url,
+                redis::RedisError::from(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("no answer within {timeout:?}"),
+                )),
+                true,
+            )),
             Err(_) => Err(unreachable(redis::RedisError::from(std::io::Error::new(
                 std::io::ErrorKind::TimedOut,
                 format!("no connection within {timeout:?}"),
@@ -144,12 +146,13 @@ impl RedisConn {
     }
 }
 
-/// A failure to connect: a TLS failure said as such (with what to check), anything else unreachable.
-pub(crate) fn connect_failure(url: &str, source: redis::RedisError) -> StoreError {
-    match tls_hint(&source) {
-        Some(_) => StoreError::Tls {
+/// A failure to connect: a TLS failure said as such (with what to check; over TLS a timeout is one too,
+/// since a plain-text Redis may wait for the rest of a "command"), anything else unreachable.
+pub(crate) fn connect_failure(url: &str, source: redis::RedisError, over_tls: bool) -> StoreError {
+    match connect_hint(&source, over_tls) {
+        Some(hint) => StoreError::Tls {
             url: url.to_owned(),
-            detail: rsc_redis_connect::explain(&source),
+            detail: format!("{hint} ({source})"),
         },
         None => StoreError::Unreachable {
             url: url.to_owned(),

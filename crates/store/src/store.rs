@@ -54,8 +54,9 @@ impl Store {
             scripts: Arc::new(Scripts::new()),
         };
         let url = topology.describe();
+        let over_tls = tls.is_some() || url.contains("rediss://");
         let unreachable =
-            |source: redis::RedisError| crate::connection::connect_failure(&url, source);
+            |source: redis::RedisError| crate::connection::connect_failure(&url, source, over_tls);
         let mut conn = store.conn.clone();
         let () = redis::cmd("PING")
             .query_async::<String>(&mut conn)

@@ -5,14 +5,16 @@
 //! one hash slot; groups spread over nodes), and the SDK must ride out what happens to a real
 //! cluster (slots migrating, a replica promoted). Cluster-enabled `redis-server` nodes are started
 //! on free loopback ports and joined by hand (`CLUSTER ADDSLOTSRANGE`, `MEET`, `REPLICATE`), and the
-//! handle waits until every node reports `cluster_state:ok` and every replica is in sync. Slot
-//! migration and failover are in `cluster_ops.rs`.
+//! handle waits until every node reports `cluster_state:ok` and every replica is in sync. With
+//! [`RedisClusterBuilder::tls`] every node is TLS-only (the cluster bus and replication over TLS too).
+//! Slot migration and failover are in `cluster_ops.rs`.
 
 use std::time::{Duration, Instant};
 
 use crate::ports;
-use crate::resp::{self, Reply};
+use crate::resp::Reply;
 use crate::server::RedisServer;
+use crate::tls::TlsCerts;
 
 /// Number of master nodes.
 const MASTERS: usize = 3;
@@ -30,6 +32,7 @@ const ANNOUNCED_IP: &str = "127.0.0.2";
 pub struct RedisClusterBuilder {
     replicas: bool,
     unreachable_announce: bool,
+    tls: bool,
 }
 
 impl RedisClusterBuilder {
@@ -47,13 +50,33 @@ impl RedisClusterBuilder {
         self
     }
 
+    /// TLS only, on certificates made for the cluster ([`RedisCluster::certs`]): every node has a TLS port
+    /// and no plain-text one (`--port 0`), and talks to the others over TLS (`--tls-cluster yes`,
+    /// `--tls-replication yes`, with the client certificate of [`TlsCerts`]); clients need no certificate. [`RedisCluster::node_addresses`] are the TLS
+    /// ports.
+    pub fn tls(mut self) -> Self {
+        self.tls = true;
+        self
+    }
+
     /// Starts the nodes, forms the cluster and waits until it is healthy. Panics with the node logs
     /// if any step fails.
     pub fn start(self) -> RedisCluster {
         let count = if self.replicas { MASTERS * 2 } else { MASTERS };
+        let certs = self.tls.then(TlsCerts::generate);
         let nodes: Vec<RedisServer> = (0..count)
             .map(|_| {
                 let mut builder = RedisServer::builder().cluster_node();
+                if let Some(certs) = &certs {
+                    // The cluster bus always wants a client certificate from the connecting node.
+                    let client_cert = certs.client_cert_file().display().to_string();
+                    let client_key = certs.client_key_file().display().to_string();
+                    builder = builder
+                        .tls_only(certs.server_args(false))
+                        .args(["--tls-cluster", "yes", "--tls-replication", "yes"])
+                        .args(["--tls-client-cert-file", &client_cert])
+                        .args(["--tls-client-key-file", &client_key]);
+                }
                 if self.unreachable_announce {
                     builder = builder.args(["--bind", "127.0.0.1", ANNOUNCED_IP]);
                 }
@@ -76,7 +99,11 @@ impl RedisClusterBuilder {
                 announced.push(format!("{ANNOUNCED_IP}:{port}"));
             }
         }
-        let cluster = RedisCluster { nodes, announced };
+        let cluster = RedisCluster {
+            nodes,
+            announced,
+            certs,
+        };
         cluster.form(self.replicas);
         cluster.wait_healthy();
         cluster
@@ -90,6 +117,8 @@ pub struct RedisCluster {
     pub(crate) nodes: Vec<RedisServer>,
     /// `host:port` each node announces, when it announces an unreachable one.
     announced: Vec<String>,
+    /// The certificates of a TLS cluster.
+    certs: Option<TlsCerts>,
 }
 
 impl RedisCluster {
@@ -103,7 +132,14 @@ impl RedisCluster {
         RedisClusterBuilder::default()
     }
 
-    /// `redis://127.0.0.1:PORT` of every node (the masters first): reachable seed addresses.
+    /// The certificates of a cluster started with [`RedisClusterBuilder::tls`] (the CA to verify the
+    /// nodes with: [`TlsCerts::ca_file`]); `None` for a plain-text cluster.
+    pub fn certs(&self) -> Option<&TlsCerts> {
+        self.certs.as_ref()
+    }
+
+    /// `redis://127.0.0.1:PORT` (`rediss://` on a TLS cluster) of every node (the masters first):
+    /// reachable seed addresses.
     pub fn node_urls(&self) -> Vec<String> {
         self.nodes.iter().map(RedisServer::url).collect()
     }
@@ -136,7 +172,7 @@ impl RedisCluster {
     pub fn node_index_for_key(&self, key: &str) -> usize {
         let mut replies = Vec::new();
         for (index, node) in self.nodes.iter().enumerate() {
-            match resp::query(node.port(), &["EXISTS", key], Duration::from_secs(2)) {
+            match node.query(&["EXISTS", key], Duration::from_secs(2)) {
                 Ok(Reply::Text(_)) => return index,
                 other => replies.push(format!("{}: {other:?}", node.port())),
             }
@@ -214,7 +250,7 @@ impl RedisCluster {
         let replicas = self.nodes.len() - MASTERS;
         for (index, node) in self.nodes.iter().enumerate() {
             loop {
-                let info = resp::query(node.port(), &["CLUSTER", "INFO"], Duration::from_secs(2));
+                let info = node.query(&["CLUSTER", "INFO"], Duration::from_secs(2));
                 let listing = cluster_nodes(node);
                 let slaves = listing
                     .lines()
@@ -262,7 +298,7 @@ fn replica_in_sync(node: &RedisServer) -> bool {
 /// One command on a fresh connection to `node` (the redis crate, blocking: the test kit's own RESP
 /// reader does not keep array contents).
 pub(crate) fn admin(node: &RedisServer, args: &[&str]) -> redis::RedisResult<redis::Value> {
-    let client = redis::Client::open(node.url())?;
+    let client = redis::Client::open(node.admin_url())?;
     let mut conn = client.get_connection_with_timeout(Duration::from_secs(2))?;
     conn.set_read_timeout(Some(Duration::from_secs(10)))?;
     let mut cmd = redis::cmd(args[0]);

@@ -2,10 +2,12 @@
 //!
 //! Readiness polling, `CLUSTER INFO` and `SHUTDOWN` must work before (or without) an async runtime
 //! and must not depend on the client library under test, so the few commands the test kit itself
-//! sends go over a plain `std::net::TcpStream` with short timeouts.
+//! sends go over a plain `std::net::TcpStream` (a Unix socket for a TLS-only server) with short timeouts.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
 use std::time::Duration;
 
 /// One reply from the server, reduced to what the test kit needs.
@@ -35,6 +37,21 @@ pub(crate) fn query(port: u16, args: &[&str], timeout: Duration) -> Result<Reply
     stream
         .write_all(&encode(args))
         .map_err(|e| format!("write to {addr}: {e}"))?;
+    let mut reader = BufReader::new(stream);
+    read_reply(&mut reader)
+}
+
+/// [`query`] over the Unix socket at `path` (a TLS-only server's plain-text administration).
+pub(crate) fn query_unix(path: &Path, args: &[&str], timeout: Duration) -> Result<Reply, String> {
+    let stream =
+        UnixStream::connect(path).map_err(|e| format!("connect {}: {e}", path.display()))?;
+    stream
+        .set_read_timeout(Some(timeout))
+        .and_then(|()| stream.set_write_timeout(Some(timeout)))
+        .map_err(|e| format!("set timeouts: {e}"))?;
+    (&stream)
+        .write_all(&encode(args))
+        .map_err(|e| format!("write to {}: {e}", path.display()))?;
     let mut reader = BufReader::new(stream);
     read_reply(&mut reader)
 }

@@ -2,7 +2,8 @@
 //!
 //! Tests of the store, the API and the SDK run against real Redis so that restarts, persistence
 //! and cluster mode can be exercised. Every server gets a free port on 127.0.0.1, a fresh temp
-//! directory (data, AOF, log) and no RDB snapshots. It is killed when the handle is dropped, so a
+//! directory (data, AOF, log) and no RDB snapshots; a TLS-only server has a TLS port and no plain-text
+//! one (the test kit administers it over a Unix socket). It is killed when the handle is dropped, so a
 //! failing test never leaves a server behind. This is test code: failures panic with a message
 //! that says what went wrong, including the tail of the server's log.
 
@@ -29,6 +30,7 @@ const BIND_ATTEMPTS: usize = 5;
 pub struct RedisServerBuilder {
     appendonly: bool,
     cluster_node: bool,
+    tls_only: bool,
     extra_args: Vec<String>,
 }
 
@@ -49,6 +51,20 @@ impl RedisServerBuilder {
     {
         self.extra_args.extend(args.into_iter().map(Into::into));
         self
+    }
+
+    /// TLS only: the server listens on a TLS port (`--tls-port`) and no plain-text TCP port (`--port 0`),
+    /// so nothing reaches it over plain text by accident. `tls_args` are the certificate options
+    /// (`--tls-cert-file` …, see [`crate::TlsCerts`]). [`RedisServer::port`] is then the TLS port and
+    /// [`RedisServer::url`] a `rediss://` URL; the test kit itself talks to the server over a Unix socket
+    /// in its data directory ([`RedisServer::unix_socket`]).
+    pub fn tls_only<I, S>(mut self, tls_args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.tls_only = true;
+        self.args(tls_args)
     }
 
     /// Makes this server a cluster-enabled node (used by [`crate::RedisCluster`]).
@@ -117,12 +133,41 @@ impl RedisServer {
         RedisServerBuilder::default()
     }
 
-    /// `redis://127.0.0.1:PORT`.
+    /// `redis://127.0.0.1:PORT` (`rediss://` for a TLS-only server).
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
+        let scheme = if self.options.tls_only {
+            "rediss"
+        } else {
+            "redis"
+        };
+        format!("{scheme}://127.0.0.1:{}", self.port)
     }
 
-    /// The loopback port the server listens on (stable across [`Self::restart`]).
+    /// The Unix socket of a TLS-only server (plain text, for looking at the data from a test without
+    /// TLS, e.g. `redis-cli -s`); `None` for a plain-text server.
+    pub fn unix_socket(&self) -> Option<PathBuf> {
+        self.options.tls_only.then(|| self.socket_path())
+    }
+
+    /// A URL the test kit's own administration uses: the Unix socket of a TLS-only server, else
+    /// [`Self::url`].
+    pub(crate) fn admin_url(&self) -> String {
+        match self.unix_socket() {
+            Some(path) => format!("unix://{}", path.display()),
+            None => self.url(),
+        }
+    }
+
+    /// One command from the test kit on a fresh connection (over the Unix socket when TLS-only).
+    pub(crate) fn query(&self, args: &[&str], timeout: Duration) -> Result<Reply, String> {
+        match self.unix_socket() {
+            Some(path) => resp::query_unix(&path, args, timeout),
+            None => resp::query(self.port, args, timeout),
+        }
+    }
+
+    /// The loopback port the server listens on (the TLS port of a TLS-only server; stable across
+    /// [`Self::restart`]).
     pub fn port(&self) -> u16 {
         self.port
     }
@@ -163,7 +208,7 @@ impl RedisServer {
             return;
         };
         // The server closes the connection instead of replying, so an error here is expected.
-        let _ = resp::query(self.port, &["SHUTDOWN", "NOSAVE"], Duration::from_secs(2));
+        let _ = self.query(&["SHUTDOWN", "NOSAVE"], Duration::from_secs(2));
         let deadline = Instant::now() + SHUTDOWN_TIMEOUT;
         while Instant::now() < deadline {
             if !matches!(child.try_wait(), Ok(None)) {
@@ -234,15 +279,24 @@ impl RedisServer {
         self.dir.path().join("redis.log")
     }
 
+    fn socket_path(&self) -> PathBuf {
+        self.dir.path().join("redis.sock")
+    }
+
     fn stderr_path(&self) -> PathBuf {
         self.dir.path().join("stderr.log")
     }
 
     fn command_args(&self) -> Vec<String> {
         let dir = self.dir.path().display().to_string();
+        let (plain_port, tls_port) = if self.options.tls_only {
+            (0, self.port)
+        } else {
+            (self.port, 0)
+        };
         let mut args: Vec<String> = vec![
             "--port".into(),
-            self.port.to_string(),
+            plain_port.to_string(),
             "--bind".into(),
             "127.0.0.1".into(),
             "--dir".into(),
@@ -256,6 +310,16 @@ impl RedisServer {
             "--daemonize".into(),
             "no".into(),
         ];
+        if self.options.tls_only {
+            args.extend([
+                "--tls-port".into(),
+                tls_port.to_string(),
+                "--unixsocket".into(),
+                self.socket_path().display().to_string(),
+                "--unixsocketperm".into(),
+                "700".into(),
+            ]);
+        }
         if self.options.cluster_node {
             args.extend(
                 [
@@ -331,7 +395,7 @@ impl RedisServer {
             if let Some(Ok(Some(status))) = self.child.as_mut().map(Child::try_wait) {
                 return Err(describe_exit(status));
             }
-            match resp::query(self.port, &["PING"], Duration::from_millis(500)) {
+            match self.query(&["PING"], Duration::from_millis(500)) {
                 Ok(Reply::Text(pong)) if pong == "PONG" => return Ok(()),
                 Ok(other) => last = format!("{other:?}"),
                 Err(e) => last = e,

@@ -2,9 +2,10 @@
 //!
 //! [`TlsCerts`] generates, in a temp directory, a CA, a server certificate for `localhost` and
 //! `127.0.0.1` (not `127.0.0.2`, so connecting there is a server-name mismatch), a client certificate for
-//! mutual TLS, and a second, unrelated CA that verifies nothing here. [`TlsRedis`] starts a server with a
-//! TLS port next to its plain-text port (listening on 127.0.0.1 and 127.0.0.2), so one process serves the
-//! working case and the failure cases: a wrong CA, a wrong name, a `rediss://` URL on the plain port.
+//! mutual TLS, and a second, unrelated CA that verifies nothing here. [`TlsRedis`] starts a TLS-only
+//! server (no plain-text port, listening on 127.0.0.1 and 127.0.0.2), so one process serves the working
+//! case and the failure cases: a wrong CA, a wrong name. A plain-text Redis behind a `rediss://` URL is
+//! an ordinary [`RedisServer`]; a TLS cluster is [`crate::RedisClusterBuilder::tls`].
 
 use std::path::{Path, PathBuf};
 
@@ -13,7 +14,7 @@ use rcgen::{
     KeyUsagePurpose,
 };
 
-use crate::{RedisServer, ports};
+use crate::RedisServer;
 
 /// PEM files for a TLS test, in a temp directory removed on drop.
 #[derive(Debug)]
@@ -79,6 +80,23 @@ impl TlsCerts {
         self.path("client-key.pem")
     }
 
+    /// `redis-server` options serving with these certificates (the server certificate, the CA clients
+    /// are checked against, `--tls-auth-clients yes|no`), for [`crate::RedisServerBuilder::tls_only`].
+    /// Cluster nodes and replicas also connect to each other with the server certificate.
+    pub fn server_args(&self, client_certs_required: bool) -> Vec<String> {
+        let file = |name: &str| self.path(name).display().to_string();
+        vec![
+            "--tls-cert-file".to_owned(),
+            file("server.pem"),
+            "--tls-key-file".to_owned(),
+            file("server-key.pem"),
+            "--tls-ca-cert-file".to_owned(),
+            file("ca.pem"),
+            "--tls-auth-clients".to_owned(),
+            if client_certs_required { "yes" } else { "no" }.to_owned(),
+        ]
+    }
+
     /// The directory holding the files.
     pub fn dir(&self) -> &Path {
         self.dir.path()
@@ -103,11 +121,11 @@ fn new_ca(name: &str) -> (rcgen::Certificate, KeyPair) {
     (cert, key)
 }
 
-/// A `redis-server` with a TLS port (and its plain-text port), killed on drop.
+/// A TLS-only `redis-server` (no plain-text port: see [`crate::RedisServerBuilder::tls_only`]), killed on
+/// drop. It listens on 127.0.0.1 and 127.0.0.2, the second being a name its certificate does not carry.
 #[derive(Debug)]
 pub struct TlsRedis {
     server: RedisServer,
-    tls_port: u16,
     certs: TlsCerts,
 }
 
@@ -116,55 +134,33 @@ impl TlsRedis {
     /// certificate signed by the CA (`--tls-auth-clients yes`).
     pub fn start(client_certs_required: bool) -> TlsRedis {
         let certs = TlsCerts::generate();
-        let tls_port = ports::free_port();
-        let file = |name: &str| certs.dir().join(name).display().to_string();
         let server = RedisServer::builder()
-            .args([
-                "--bind".to_owned(),
-                "127.0.0.1".to_owned(),
-                "127.0.0.2".to_owned(),
-                "--tls-port".to_owned(),
-                tls_port.to_string(),
-                "--tls-cert-file".to_owned(),
-                file("server.pem"),
-                "--tls-key-file".to_owned(),
-                file("server-key.pem"),
-                "--tls-ca-cert-file".to_owned(),
-                file("ca.pem"),
-                "--tls-auth-clients".to_owned(),
-                if client_certs_required { "yes" } else { "no" }.to_owned(),
-            ])
+            .tls_only(certs.server_args(client_certs_required))
+            .args(["--bind", "127.0.0.1", "127.0.0.2"])
             .start();
-        TlsRedis {
-            server,
-            tls_port,
-            certs,
-        }
+        TlsRedis { server, certs }
     }
 
     /// `rediss://127.0.0.1:<tls port>` (the name the server certificate carries).
     pub fn url(&self) -> String {
-        format!("rediss://127.0.0.1:{}", self.tls_port)
+        self.server.url()
     }
 
     /// `rediss://127.0.0.2:<tls port>`: the same server under a name its certificate does not carry.
     pub fn url_with_wrong_name(&self) -> String {
-        format!("rediss://127.0.0.2:{}", self.tls_port)
+        format!("rediss://127.0.0.2:{}", self.server.port())
     }
 
-    /// `rediss://` to the plain-text port: a TLS client talking to a server that does not speak TLS.
-    pub fn rediss_url_of_plain_port(&self) -> String {
-        format!("rediss://127.0.0.1:{}", self.server.port())
-    }
-
-    /// `redis://127.0.0.1:<plain port>`, to look at the data without TLS.
-    pub fn plain_url(&self) -> String {
-        self.server.url()
+    /// The Unix socket, to look at the data without TLS (`redis-cli -s`).
+    pub fn unix_socket(&self) -> PathBuf {
+        self.server
+            .unix_socket()
+            .expect("a TLS-only server has a Unix socket")
     }
 
     /// The TLS port.
     pub fn tls_port(&self) -> u16 {
-        self.tls_port
+        self.server.port()
     }
 
     /// The certificates the server was started with.

@@ -168,15 +168,22 @@ impl Browser {
             .to_owned()
     }
 
+    /// Clicks the element `css`. A live refresh may replace the element between finding and clicking it,
+    /// so a failed click is retried on the element found again (within [`WAIT`]).
     pub async fn click(&self, css: &str) {
-        self.wait_css(css).await;
-        self.c()
-            .find(Locator::Css(css))
-            .await
-            .expect("element")
-            .click()
-            .await
-            .unwrap_or_else(|e| panic!("click {css}: {e}"));
+        let deadline = Instant::now() + WAIT;
+        loop {
+            self.wait_css(css).await;
+            let clicked = match self.c().find(Locator::Css(css)).await {
+                Ok(e) => e.click().await,
+                Err(e) => Err(e),
+            };
+            match clicked {
+                Ok(()) => return,
+                Err(e) if Instant::now() >= deadline => panic!("click {css}: {e}"),
+                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
     }
 
     /// Types `keys` (WebDriver key codes allowed: \u{E004} Tab, \u{E007} Enter) into the focused element.

@@ -124,18 +124,17 @@ impl Consumer {
         let client = config.redis.endpoint_tls(config.redis_tls.as_ref())?;
         // Fail fast on an unreachable Redis rather than joining a group we cannot read.
         let mut probe = client
-            .connect(ConnectOptions {
+            .connect_checked(ConnectOptions {
                 connect_timeout: Duration::from_secs(2),
                 response_timeout: Duration::from_secs(5),
                 reconnect_retries: Some(0),
                 max_reconnect_delay: None,
             })
-            .await
-            .map_err(ClientError::from_connect)?;
+            .await?;
         let _: String = redis::cmd("PING")
             .query_async(&mut probe)
             .await
-            .map_err(ClientError::from_connect)?;
+            .map_err(|e| client.connect_error(e))?;
         drop(probe);
         let config = Arc::new(config);
         let handler = Arc::new(handler);

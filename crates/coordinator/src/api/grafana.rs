@@ -12,7 +12,6 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde_json::Value;
 use std::sync::Arc;
 
 type Coord = State<Arc<Coordinator>>;
@@ -39,7 +38,7 @@ fn prepare(
     Ok((params, visible))
 }
 
-fn rows(rows: Vec<Value>) -> Response {
+fn rows<T: serde::Serialize>(rows: Vec<T>) -> Response {
     (StatusCode::OK, axum::Json(rows)).into_response()
 }
 
@@ -79,7 +78,7 @@ pub async fn shard_options(
 pub async fn members(State(c): Coord, who: Caller, q: RawQuery) -> Result<Response, ApiError> {
     let (params, _) = prepare(&who, q)?;
     match grafana::one_group(&params)? {
-        None => Ok(rows(Vec::new())),
+        None => Ok(rows(Vec::<grafana::GrafanaMemberRow>::new())),
         Some(name) => Ok(rows(grafana::member_rows(&c, &name).await?)),
     }
 }

@@ -32,7 +32,7 @@ pub async fn create_stream(
     c.ensure_running()?;
     Ok(ok(
         StatusCode::CREATED,
-        c.create_stream(&prefix, &req).await?,
+        c.admin().create_stream(&prefix, &req).await?,
     ))
 }
 
@@ -42,11 +42,14 @@ pub async fn create_group(
     AdminJson(req): AdminJson<CreateStreamRequest>,
 ) -> Result<Response, ApiError> {
     c.ensure_running()?;
-    Ok(ok(StatusCode::CREATED, c.create_group(&name, &req).await?))
+    Ok(ok(
+        StatusCode::CREATED,
+        c.admin().create_group(&name, &req).await?,
+    ))
 }
 
 pub async fn get_group(State(c): Coord, Group(name): Group) -> Result<Response, ApiError> {
-    Ok(ok(StatusCode::OK, c.get_group(&name).await?))
+    Ok(ok(StatusCode::OK, c.admin().get_group(&name).await?))
 }
 
 pub async fn delete_group(
@@ -55,7 +58,10 @@ pub async fn delete_group(
     AdminJson(req): AdminJson<DeleteGroupRequest>,
 ) -> Result<Response, ApiError> {
     c.ensure_running()?;
-    Ok(ok(StatusCode::OK, c.delete_group(&name, &req).await?))
+    Ok(ok(
+        StatusCode::OK,
+        c.admin().delete_group(&name, &req).await?,
+    ))
 }
 
 /// A heartbeat; the principal is absent when heartbeats are served without authentication.
@@ -70,16 +76,18 @@ pub async fn heartbeat(
     let principal = principal.as_ref().map(|Extension(p)| &**p);
     Ok(ok(
         StatusCode::OK,
-        c.heartbeat(&name, &member_id, &req, principal).await?,
+        c.heartbeats()
+            .heartbeat(&name, &member_id, &req, principal)
+            .await?,
     ))
 }
 
 pub async fn health(State(c): Coord) -> Response {
-    ok(StatusCode::OK, c.health_view().await)
+    ok(StatusCode::OK, c.monitoring().health_view().await)
 }
 
 pub async fn compatibility(State(c): Coord) -> Response {
-    ok(StatusCode::OK, c.compatibility().await)
+    ok(StatusCode::OK, c.monitoring().compatibility().await)
 }
 
 /// Every live group the caller may see: a principal scoped to some stream prefixes sees only those.
@@ -92,7 +100,7 @@ pub async fn list_groups(
     Ok(ok(
         StatusCode::OK,
         GroupList {
-            groups: c.list_groups(visible).await?,
+            groups: c.admin().list_groups(visible).await?,
         },
     ))
 }
@@ -101,13 +109,13 @@ pub async fn members(State(c): Coord, Group(name): Group) -> Result<Response, Ap
     Ok(ok(
         StatusCode::OK,
         MemberList {
-            members: c.members(&name).await?,
+            members: c.monitoring().members(&name).await?,
         },
     ))
 }
 
 pub async fn assignments(State(c): Coord, Group(name): Group) -> Result<Response, ApiError> {
-    Ok(ok(StatusCode::OK, c.assignments(&name).await?))
+    Ok(ok(StatusCode::OK, c.monitoring().assignments(&name).await?))
 }
 
 /// `GET /`: what this server is and where to go next.
@@ -131,10 +139,20 @@ struct IndexLinks {
     metrics: &'static str,
 }
 
-/// The answer of the probes.
-#[derive(Serialize)]
-struct ProbeStatus {
-    status: &'static str,
+/// The answer of the probes (`/healthz`, and `/readyz` with 200 or 503).
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ProbeStatus {
+    #[schema(inline)]
+    status: ProbeState,
+}
+
+/// UP (`/healthz`), READY (`/readyz` 200) or NOT_READY (`/readyz` 503: terminating or Redis unreachable).
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ProbeState {
+    Up,
+    Ready,
+    NotReady,
 }
 
 /// `GET /`: what this server is and where to go next. Public, so it says nothing a route list in the README
@@ -163,22 +181,32 @@ pub async fn index() -> Response {
 
 /// Liveness probe: the process answers. Reveals nothing else.
 pub async fn healthz() -> Response {
-    ok(StatusCode::OK, ProbeStatus { status: "UP" })
+    ok(
+        StatusCode::OK,
+        ProbeStatus {
+            status: ProbeState::Up,
+        },
+    )
 }
 
 /// Readiness probe: not while terminating, not while Redis is unreachable. Reveals nothing beyond that.
 pub async fn readyz(State(c): Coord) -> Response {
     let redis_ok = !c.is_terminating()
-        && tokio::time::timeout(std::time::Duration::from_secs(1), c.store.ping())
+        && tokio::time::timeout(std::time::Duration::from_secs(1), c.store().ping())
             .await
             .is_ok_and(|r| r.is_ok());
     if redis_ok {
-        ok(StatusCode::OK, ProbeStatus { status: "READY" })
+        ok(
+            StatusCode::OK,
+            ProbeStatus {
+                status: ProbeState::Ready,
+            },
+        )
     } else {
         ok(
             StatusCode::SERVICE_UNAVAILABLE,
             ProbeStatus {
-                status: "NOT_READY",
+                status: ProbeState::NotReady,
             },
         )
     }
@@ -191,7 +219,7 @@ pub async fn scale_stream(
 ) -> Result<Response, ApiError> {
     Ok(ok(
         StatusCode::ACCEPTED,
-        c.scale_stream(&prefix, &req).await?,
+        c.resharding().scale_stream(&prefix, &req).await?,
     ))
 }
 
@@ -202,7 +230,7 @@ pub async fn set_ordering(
 ) -> Result<Response, ApiError> {
     Ok(ok(
         StatusCode::OK,
-        c.change_stream_ordering(&prefix, &req).await?,
+        c.resharding().change_stream_ordering(&prefix, &req).await?,
     ))
 }
 
@@ -211,14 +239,20 @@ pub async fn scale_group(
     Group(name): Group,
     AdminJson(req): AdminJson<ScaleRequest>,
 ) -> Result<Response, ApiError> {
-    Ok(ok(StatusCode::ACCEPTED, c.scale_group(&name, &req).await?))
+    Ok(ok(
+        StatusCode::ACCEPTED,
+        c.resharding().scale_group(&name, &req).await?,
+    ))
 }
 
 pub async fn get_migration(
     State(c): Coord,
     MigrationPath(name, id): MigrationPath,
 ) -> Result<Response, ApiError> {
-    Ok(ok(StatusCode::OK, c.migration_detail(&name, &id).await?))
+    Ok(ok(
+        StatusCode::OK,
+        c.resharding().migration_detail(&name, &id).await?,
+    ))
 }
 
 pub async fn rollback_migration(
@@ -227,6 +261,7 @@ pub async fn rollback_migration(
     AdminJson(req): AdminJson<MigrationActionRequest>,
 ) -> Result<Response, ApiError> {
     let m = c
+        .resharding()
         .end_migration(&name, &id, &req, MigrationState::RolledBack)
         .await?;
     Ok(ok(StatusCode::ACCEPTED, m))
@@ -238,6 +273,7 @@ pub async fn force_complete_migration(
     AdminJson(req): AdminJson<MigrationActionRequest>,
 ) -> Result<Response, ApiError> {
     let m = c
+        .resharding()
         .end_migration(&name, &id, &req, MigrationState::ForceCompleted)
         .await?;
     Ok(ok(StatusCode::ACCEPTED, m))

@@ -23,7 +23,7 @@ pub async fn track(State(c): State<Arc<Coordinator>>, req: Request, next: Next) 
         .get::<MatchedPath>()
         .map_or_else(|| UNMATCHED.to_owned(), |m| m.as_str().to_owned());
     let response = next.run(req).await;
-    c.metrics.observe_request(
+    c.metrics().observe_request(
         &method,
         &route,
         response.status().as_u16(),
@@ -34,7 +34,7 @@ pub async fn track(State(c): State<Arc<Coordinator>>, req: Request, next: Next) 
 
 /// `GET /metrics`: the OpenMetrics exposition.
 pub async fn metrics(State(c): State<Arc<Coordinator>>) -> Response {
-    let body = c.metrics.render(&c.stats);
+    let body = c.metrics().render(c.stats());
     let mut resp = (StatusCode::OK, body).into_response();
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -54,7 +54,7 @@ pub async fn spawn_listener(
     c: Arc<Coordinator>,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) -> Result<Option<std::net::SocketAddr>, (String, std::io::Error)> {
-    let listen = c.config.metrics.listen.clone();
+    let listen = c.config().metrics.listen.clone();
     if listen.is_empty() {
         return Ok(None);
     }
@@ -71,7 +71,7 @@ pub async fn spawn_listener(
                 }
             }
         };
-        let http = c.config.http.clone();
+        let http = c.config().http.clone();
         if let Err(e) = crate::http_server::serve(listener, app, http, shutdown).await {
             tracing::warn!(error = %e, "metrics listener stopped");
         }

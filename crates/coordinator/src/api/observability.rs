@@ -22,19 +22,19 @@ fn ok<T: serde::Serialize>(body: T) -> Response {
 }
 
 pub async fn monitoring_group(State(c): Coord, Group(name): Group) -> Result<Response, ApiError> {
-    Ok(ok(c.monitoring_group(&name).await?))
+    Ok(ok(c.monitoring().monitoring_group(&name).await?))
 }
 
 pub async fn consumption(State(c): Coord, Group(name): Group) -> Result<Response, ApiError> {
-    Ok(ok(c.consumption(&name).await?))
+    Ok(ok(c.monitoring().consumption(&name).await?))
 }
 
 pub async fn migrations(State(c): Coord, Group(name): Group) -> Result<Response, ApiError> {
-    Ok(ok(c.migrations(&name).await?))
+    Ok(ok(c.monitoring().migrations(&name).await?))
 }
 
 pub async fn offsets(State(c): Coord, Group(name): Group) -> Result<Response, ApiError> {
-    Ok(ok(c.offsets(&name).await?))
+    Ok(ok(c.monitoring().offsets(&name).await?))
 }
 
 /// `GET …/shards/{shard_index}/messages?direction=&cursor=&limit=`: one page of a shard's records.
@@ -46,7 +46,10 @@ pub async fn shard_messages(
     let Query(params) =
         query.map_err(|e| ApiError::invalid(format!("query string: {}", e.body_text())))?;
     let page = crate::messages::PageQuery::parse(&params)?;
-    Ok(ok(c.shard_messages(&name, shard, &page).await?))
+    Ok(ok(c
+        .monitoring()
+        .shard_messages(&name, shard, &page)
+        .await?))
 }
 
 /// Parses `observedMetadataVersion` (optional, an integer in `0..=2^53-1`).
@@ -83,22 +86,26 @@ pub async fn producer_routing(
         query.map_err(|e| ApiError::invalid(format!("query string: {}", e.body_text())))?;
     let observed = observed_version(&params)?;
     let reader = super::quiesce::routing_reader(&params, principal, addr.as_ref().map(|a| &a.0))?;
-    let Group(name) = group.inspect_err(|_| crate::stats::Stats::bump(&c.stats.routing_error))?;
+    let Group(name) = group.inspect_err(|_| crate::stats::Stats::bump(&c.stats().routing_error))?;
     if let Some(observed) = observed
         && let Err(e) = c
+            .durability()
             .check_producer_observation(&name, observed, principal)
             .await
     {
-        crate::stats::Stats::bump(&c.stats.routing_error);
+        crate::stats::Stats::bump(&c.stats().routing_error);
         return Err(e.into());
     }
     // Seen before routing is read, so a scale's switch decision made after its quiesce flag was set counts
     // this reader (reshard/quiesce.rs). A HEAD only probes the route: no producer behind it.
     if method != axum::http::Method::HEAD {
-        c.note_producer_seen(&name.stream_prefix, &reader).await;
+        c.resharding()
+            .note_producer_seen(&name.stream_prefix, &reader)
+            .await;
     }
-    let mut routing = c.producer_routing(&name).await?;
-    c.add_quiesce_notice(&name.stream_prefix, &mut routing)
+    let mut routing = c.admin().producer_routing(&name).await?;
+    c.resharding()
+        .add_quiesce_notice(&name.stream_prefix, &mut routing)
         .await?;
     Ok((StatusCode::OK, axum::Json(routing)).into_response())
 }
@@ -114,7 +121,10 @@ pub async fn dismiss_suspicion(
     let who = principal
         .as_ref()
         .map_or("anonymous", |Extension(p)| p.username.as_str());
-    Ok(ok(c.dismiss_suspicion(&name, &req, who).await?))
+    Ok(ok(c
+        .durability()
+        .dismiss_suspicion(&name, &req, who)
+        .await?))
 }
 
 /// `POST …/recreate`: WRITE, audited.
@@ -124,5 +134,5 @@ pub async fn recreate_group(
     AdminJson(req): AdminJson<RecreateGroupRequest>,
 ) -> Result<Response, ApiError> {
     c.ensure_running()?;
-    Ok(ok(c.recreate_group(&name, &req).await?))
+    Ok(ok(c.durability().recreate_group(&name, &req).await?))
 }

@@ -20,7 +20,7 @@ pub async fn producer_quiesced(
     StreamPrefix(prefix): StreamPrefix,
     AdminJson(req): AdminJson<ProducerQuiescedRequest>,
 ) -> Result<Response, ApiError> {
-    let answer = c.producer_quiesced(&prefix, &req).await?;
+    let answer = c.resharding().producer_quiesced(&prefix, &req).await?;
     Ok((StatusCode::OK, axum::Json(answer)).into_response())
 }
 

@@ -293,3 +293,37 @@ fn redis_tls_files_come_from_file_or_env_and_need_rediss_and_pairs() {
     .to_string();
     assert!(err.contains("COORDINATOR_REDIS_TLS_CA_FILE"), "{err}");
 }
+
+#[test]
+fn the_admin_password_comes_from_rsc_admin_password_and_env_keys_work() {
+    let env: BTreeMap<String, String> = [
+        ("RSC_ADMIN_PASSWORD", "from-the-environment"),
+        ("COORDINATOR_API_ADMIN_PASSWORD", "from-a-config-key"),
+        ("COORDINATOR_API_AUTHENTICATE_MEMBER_API", "false"),
+        ("COORDINATOR_API_TRUSTED_PROXIES", "10.0.0.0/8, 127.0.0.1"),
+        ("COORDINATOR_API_RATE_LIMIT_ADMIN_MUTATIONS_PER_MINUTE", "5"),
+    ]
+    .iter()
+    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+    .collect();
+    let c = load(None, &env, &Overrides::default())
+        .unwrap()
+        .coordinator
+        .api;
+    assert_eq!(
+        c.admin_password,
+        Some(crate::security::config::Secret(
+            "from-the-environment".into()
+        ))
+    );
+    assert!(!c.authenticate_member_api);
+    assert_eq!(c.trusted_proxies, ["10.0.0.0/8", "127.0.0.1"]);
+    assert_eq!(c.rate_limit.admin_mutations_per_minute, 5);
+    let short: BTreeMap<String, String> =
+        [("RSC_ADMIN_PASSWORD".to_owned(), "short".to_owned())].into();
+    let err = load(None, &short, &Overrides::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("coordinator.api.admin-password"), "{err}");
+    assert!(!err.contains("short"), "the secret is not echoed: {err}");
+}

@@ -3,6 +3,7 @@
 //! `recordId=<id>` finds that exact record on the selected shards.
 
 use super::cursor::{self, Id, Start};
+use super::types::GrafanaMessageRow;
 use super::{Params, one_group, param};
 use crate::clock::iso_ms;
 use crate::coordinator::Coordinator;
@@ -10,13 +11,15 @@ use crate::domain_error::CoordError;
 use crate::messages::{PageQuery, direction_name, parse_cursor};
 use rsc_protocol::names::shard_stream_key;
 use rsc_store::{PageDirection, StreamRecord, parse_stream_id};
-use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
 const ALL_SELECTORS: [&str; 4] = ["all", ".*", "__all", "$__all"];
 
 /// `grafana/messages?streamPrefix&consumerGroup&shardIndex&direction&cursor&recordId&limit`.
-pub async fn message_rows(c: &Coordinator, params: &Params) -> Result<Vec<Value>, CoordError> {
+pub async fn message_rows(
+    c: &Coordinator,
+    params: &Params,
+) -> Result<Vec<GrafanaMessageRow>, CoordError> {
     let Some(name) = one_group(params)? else {
         return Ok(Vec::new());
     };
@@ -64,23 +67,23 @@ pub async fn message_rows(c: &Coordinator, params: &Params) -> Result<Vec<Value>
     let mut total = 0i64;
     for s in &shards {
         let key = shard_stream_key(&g.stream_prefix, *s);
-        total += c.store.shard_length(&key).await?;
+        total += c.store().shard_length(&key).await?;
         let records = match (exact, &start) {
             (Some(id), _) => c
-                .store
+                .store()
                 .shard_records(&key, PageDirection::Forward, cursor::before(id), 1)
                 .await?
                 .into_iter()
                 .filter(|r| parse_stream_id(&r.id) == Some(id))
                 .collect(),
             (None, Start::Tail(_)) => {
-                c.store
+                c.store()
                     .shard_records(&key, read_direction, None, read_count)
                     .await?
             }
             (None, Start::At(positions)) => {
                 let r = c
-                    .store
+                    .store()
                     .shard_records(&key, direction, positions[s], read_count)
                     .await?;
                 more |= r.len() > limit;
@@ -134,16 +137,23 @@ pub async fn message_rows(c: &Coordinator, params: &Params) -> Result<Vec<Value>
                 .iter()
                 .map(|(k, v)| (k.as_str(), v.as_str()))
                 .collect();
-            json!({
-                "streamPrefix": g.stream_prefix, "consumerGroup": g.consumer_group,
-                "shardIndex": s, "shardSelector": selector, "shardLabel": format!(":{s}"),
-                "streamKey": shard_stream_key(&g.stream_prefix, s), "recordId": r.id,
-                "payload": fields.get("payload"),
-                "fieldsJson": serde_json::to_string(&fields).unwrap_or_default(),
-                "pageDirection": direction_name(direction), "pageLimit": limit,
-                "pageNextCursor": next, "pageTotalMessages": total,
-                "recordTimestampMs": ms, "recordTime": iso_ms(ms),
-            })
+            GrafanaMessageRow {
+                stream_prefix: g.stream_prefix.clone(),
+                consumer_group: g.consumer_group.clone(),
+                shard_index: s,
+                shard_selector: selector.clone(),
+                shard_label: format!(":{s}"),
+                stream_key: shard_stream_key(&g.stream_prefix, s),
+                payload: fields.get("payload").map(|p| (*p).to_owned()),
+                fields_json: serde_json::to_string(&fields).unwrap_or_default(),
+                record_id: r.id.clone(),
+                page_direction: direction_name(direction).to_owned(),
+                page_limit: limit,
+                page_next_cursor: next.clone(),
+                page_total_messages: total,
+                record_timestamp_ms: ms,
+                record_time: iso_ms(ms),
+            }
         })
         .collect())
 }

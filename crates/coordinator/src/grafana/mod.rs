@@ -10,15 +10,19 @@ mod cursor;
 mod messages;
 mod rates;
 mod rows;
+mod types;
 
 pub use messages::message_rows;
+pub use types::{
+    GrafanaAssignmentRow, GrafanaGroupRow, GrafanaMemberRow, GrafanaMessageRow, GrafanaOption,
+    GrafanaShardRow,
+};
 
 use crate::cache::GroupName;
 use crate::coordinator::Coordinator;
 use crate::domain_error::CoordError;
 use rsc_protocol::validate;
 use rsc_store::IndexState;
-use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
 /// Which streams the caller may see (`None`: all).
@@ -74,7 +78,7 @@ pub async fn groups(
 pub async fn stream_options(
     c: &Coordinator,
     visible: Visible<'_>,
-) -> Result<Vec<Value>, CoordError> {
+) -> Result<Vec<GrafanaOption>, CoordError> {
     let mut prefixes: Vec<String> = groups(c, visible, None, None)
         .await?
         .into_iter()
@@ -83,7 +87,10 @@ pub async fn stream_options(
     prefixes.dedup();
     Ok(prefixes
         .into_iter()
-        .map(|p| json!({"__text": p, "__value": p}))
+        .map(|p| GrafanaOption {
+            text: p.clone(),
+            value: p,
+        })
         .collect())
 }
 
@@ -92,13 +99,13 @@ pub async fn group_options(
     c: &Coordinator,
     visible: Visible<'_>,
     params: &Params,
-) -> Result<Vec<Value>, CoordError> {
+) -> Result<Vec<GrafanaOption>, CoordError> {
     Ok(groups(c, visible, param(params, "streamPrefix"), None)
         .await?
         .into_iter()
-        .map(|g| {
-            json!({"__text": format!("{} / {}", g.stream_prefix, g.consumer_group),
-                   "__value": g.consumer_group})
+        .map(|g| GrafanaOption {
+            text: format!("{} / {}", g.stream_prefix, g.consumer_group),
+            value: g.consumer_group,
         })
         .collect())
 }
@@ -114,7 +121,10 @@ pub fn one_group(params: &Params) -> Result<Option<GroupName>, CoordError> {
 }
 
 /// `options/shards?streamPrefix&consumerGroup`.
-pub async fn shard_options(c: &Coordinator, params: &Params) -> Result<Vec<Value>, CoordError> {
+pub async fn shard_options(
+    c: &Coordinator,
+    params: &Params,
+) -> Result<Vec<GrafanaOption>, CoordError> {
     let Some(name) = one_group(params)? else {
         return Ok(Vec::new());
     };
@@ -123,7 +133,10 @@ pub async fn shard_options(c: &Coordinator, params: &Params) -> Result<Vec<Value
         .group
         .assignable_shards()
         .into_iter()
-        .map(|i| json!({"__text": format!(":{i}"), "__value": i.to_string()}))
+        .map(|i| GrafanaOption {
+            text: format!(":{i}"),
+            value: i.to_string(),
+        })
         .collect())
 }
 

@@ -2,11 +2,14 @@
 //! JSON API dashboards expect (owner lists as comma-joined strings).
 
 use super::rates;
+use super::types::{
+    GrafanaAssignmentRow, GrafanaGroupRow, GrafanaMemberRow, GrafanaShardRow, ShardRef,
+};
 use crate::cache::GroupName;
 use crate::coordinator::Coordinator;
 use crate::domain_error::CoordError;
 use rsc_protocol::wire::monitoring::MemberMetadata;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Owners per shard: shard → member ids, from a `{memberId: [ShardId | {shard: ShardId}]}` map.
@@ -36,13 +39,13 @@ struct Ownership {
 }
 
 async fn ownership(c: &Coordinator, name: &GroupName) -> Result<Ownership, CoordError> {
-    let members = c.members(name).await?;
+    let members = c.monitoring().members(name).await?;
     let live: BTreeSet<String> = members
         .iter()
         .filter(|m| matches!(m.state.as_str(), "ACTIVE" | "STARTING" | "LEAVING"))
         .map(|m| m.member_id.clone())
         .collect();
-    let a = serde_json::to_value(c.assignments(name).await?).unwrap_or(Value::Null);
+    let a = serde_json::to_value(c.monitoring().assignments(name).await?).unwrap_or(Value::Null);
     Ok(Ownership {
         target: owners_by_shard(&a["targetAssignment"], &live),
         current: owners_by_shard(&a["currentAssignments"], &live),
@@ -55,15 +58,18 @@ fn joined(map: &BTreeMap<u64, Vec<String>>, shard: u64) -> String {
 }
 
 /// `groups`: one row per group.
-pub async fn group_rows(c: &Coordinator, names: &[GroupName]) -> Result<Vec<Value>, CoordError> {
+pub async fn group_rows(
+    c: &Coordinator,
+    names: &[GroupName],
+) -> Result<Vec<GrafanaGroupRow>, CoordError> {
     let mut out = Vec::with_capacity(names.len());
     for name in names {
         let cached = c.require_group(name).await?;
         let g = &cached.group;
-        let members = c.members(name).await?;
+        let members = c.monitoring().members(name).await?;
         let active = members.iter().filter(|m| m.state == "ACTIVE").count();
         let own = ownership(c, name).await?;
-        let offsets = c.offsets(name).await?;
+        let offsets = c.monitoring().offsets(name).await?;
         let current: usize = own.current.values().map(Vec::len).sum();
         let target: usize = own.target.values().map(Vec::len).sum();
         let revoking: usize = own.revoking.values().map(Vec::len).sum();
@@ -72,41 +78,57 @@ pub async fn group_rows(c: &Coordinator, names: &[GroupName]) -> Result<Vec<Valu
             offsets.total_stream_length,
             offsets.total_lag,
         );
-        out.push(json!({
-            "streamPrefix": g.stream_prefix, "consumerGroup": g.consumer_group,
-            "state": crate::views::group_response(g).state,
-            "groupEpoch": g.group_epoch, "assignmentEpoch": g.assignment_epoch,
-            "metadataVersion": g.metadata_version, "shardCount": g.shard_count,
-            "activeMembers": active, "totalMembers": members.len(),
-            "currentShards": current, "targetShards": target,
-            "assignedShardRatio": format!("{current} / {}", g.shard_count),
-            "revokingShards": revoking,
-            "totalStreamLength": offsets.total_stream_length,
-            "totalPendingCount": offsets.total_pending_count,
-            "totalLag": offsets.total_lag,
-            "producedPerSecond": produced, "consumedPerSecond": consumed,
-            "totalMemoryUsageBytes": offsets.total_memory_usage_bytes,
-            "memoryUsageKnown": offsets.memory_usage_known,
-        }));
+        out.push(GrafanaGroupRow {
+            stream_prefix: g.stream_prefix.clone(),
+            consumer_group: g.consumer_group.clone(),
+            state: crate::views::group_response(g).state,
+            group_epoch: g.group_epoch,
+            assignment_epoch: g.assignment_epoch,
+            metadata_version: g.metadata_version,
+            shard_count: g.shard_count,
+            active_members: active,
+            total_members: members.len(),
+            current_shards: current,
+            target_shards: target,
+            assigned_shard_ratio: format!("{current} / {}", g.shard_count),
+            revoking_shards: revoking,
+            total_stream_length: offsets.total_stream_length,
+            total_pending_count: offsets.total_pending_count,
+            total_lag: offsets.total_lag,
+            produced_per_second: produced,
+            consumed_per_second: consumed,
+            total_memory_usage_bytes: offsets.total_memory_usage_bytes,
+            memory_usage_known: offsets.memory_usage_known,
+        });
     }
     Ok(out)
 }
 
-fn member_row(name: &GroupName, m: &MemberMetadata) -> Value {
-    json!({
-        "streamPrefix": name.stream_prefix, "consumerGroup": name.consumer_group,
-        "memberId": m.member_id, "memberName": m.member_name, "state": m.state,
-        "memberEpoch": m.member_epoch, "metadataVersion": m.metadata_version,
-        "currentShardCount": m.current_assignment.len(), "revokingShardCount": m.revoking.len(),
-        "runtimeMaxConcurrency": m.runtime_max_concurrency,
-        "activeConsumerWorkers": m.active_consumer_workers,
-        "lastHeartbeatAt": m.last_heartbeat_at, "memberLeaseExpiresAt": m.member_lease_expires_at,
-    })
+fn member_row(name: &GroupName, m: &MemberMetadata) -> GrafanaMemberRow {
+    GrafanaMemberRow {
+        stream_prefix: name.stream_prefix.clone(),
+        consumer_group: name.consumer_group.clone(),
+        member_id: m.member_id.clone(),
+        member_name: m.member_name.clone(),
+        state: m.state.clone(),
+        member_epoch: m.member_epoch,
+        metadata_version: m.metadata_version,
+        current_shard_count: m.current_assignment.len(),
+        revoking_shard_count: m.revoking.len(),
+        runtime_max_concurrency: m.runtime_max_concurrency,
+        active_consumer_workers: m.active_consumer_workers,
+        last_heartbeat_at: m.last_heartbeat_at.clone(),
+        member_lease_expires_at: m.member_lease_expires_at.clone(),
+    }
 }
 
 /// `members`: one row per member of one group.
-pub async fn member_rows(c: &Coordinator, name: &GroupName) -> Result<Vec<Value>, CoordError> {
-    Ok(c.members(name)
+pub async fn member_rows(
+    c: &Coordinator,
+    name: &GroupName,
+) -> Result<Vec<GrafanaMemberRow>, CoordError> {
+    Ok(c.monitoring()
+        .members(name)
         .await?
         .iter()
         .map(|m| member_row(name, m))
@@ -114,15 +136,17 @@ pub async fn member_rows(c: &Coordinator, name: &GroupName) -> Result<Vec<Value>
 }
 
 /// `shards`: one row per shard of each group: the offsets row plus owners and the owner state.
-pub async fn shard_rows(c: &Coordinator, names: &[GroupName]) -> Result<Vec<Value>, CoordError> {
+pub async fn shard_rows(
+    c: &Coordinator,
+    names: &[GroupName],
+) -> Result<Vec<GrafanaShardRow>, CoordError> {
     let mut out = Vec::new();
     for name in names {
-        let offsets = c.offsets(name).await?;
+        let offsets = c.monitoring().offsets(name).await?;
         let own = ownership(c, name).await?;
         let shard_count = c.require_group(name).await?.group.shard_count;
         for row in &offsets.shards {
             let i = u64::from(row.shard.shard_index);
-            let mut v = serde_json::to_value(row).unwrap_or(Value::Null);
             let target = joined(&own.target, i);
             let current = joined(&own.current, i);
             let revoking = joined(&own.revoking, i);
@@ -135,26 +159,43 @@ pub async fn shard_rows(c: &Coordinator, names: &[GroupName]) -> Result<Vec<Valu
             } else {
                 "TRANSITIONING"
             };
-            if let Some(o) = v.as_object_mut() {
-                o.insert("shardCount".into(), json!(shard_count));
-                o.insert("shardIndex".into(), json!(i));
-                o.insert("shardLabel".into(), json!(format!(":{i}")));
-                o.insert("lagKnown".into(), json!(row.lag.is_some()));
-                o.insert("producedPerSecond".into(), Value::Null);
-                o.insert("consumedPerSecond".into(), Value::Null);
-                o.insert(
-                    "memoryUsageKnown".into(),
-                    json!(row.memory_usage_bytes.is_some()),
-                );
-                o.insert("targetOwnerMemberIds".into(), json!(target));
-                o.insert("currentOwnerMemberIds".into(), json!(current));
-                o.insert("ownerState".into(), json!(state));
-                o.insert(
-                    "ownerMemberIds".into(),
-                    json!(row.owner_member_ids.join(",")),
-                );
-            }
-            out.push(v);
+            out.push(GrafanaShardRow {
+                stream_prefix: row.stream_prefix.clone(),
+                consumer_group: row.consumer_group.clone(),
+                shard: ShardRef {
+                    shard_index: row.shard.shard_index,
+                },
+                shard_count,
+                shard_index: row.shard.shard_index,
+                shard_label: format!(":{i}"),
+                stream_key: row.stream_key.clone(),
+                redis_slot: row.redis_slot,
+                redis_node_endpoint: row.redis_node_endpoint.clone(),
+                redis_node_id: row.redis_node_id.clone(),
+                redis_slot_range_start: row.redis_slot_range_start,
+                redis_slot_range_end: row.redis_slot_range_end,
+                stream_exists: row.stream_exists,
+                stream_length: row.stream_length,
+                first_record_id: row.first_record_id.clone(),
+                last_record_id: row.last_record_id.clone(),
+                last_generated_id: row.last_generated_id.clone(),
+                group_last_delivered_id: row.group_last_delivered_id.clone(),
+                consumer_last_delivered_id: row.consumer_last_delivered_id.clone(),
+                consumer_last_acked_id: row.consumer_last_acked_id.clone(),
+                entries_read: row.entries_read,
+                pending_count: row.pending_count,
+                lag: row.lag,
+                lag_known: row.lag.is_some(),
+                produced_per_second: None,
+                consumed_per_second: None,
+                memory_usage_bytes: row.memory_usage_bytes,
+                memory_usage_known: row.memory_usage_bytes.is_some(),
+                draining: row.draining,
+                owner_member_ids: row.owner_member_ids.join(","),
+                target_owner_member_ids: target,
+                current_owner_member_ids: current,
+                owner_state: state.to_owned(),
+            });
         }
     }
     Ok(out)
@@ -164,18 +205,21 @@ pub async fn shard_rows(c: &Coordinator, names: &[GroupName]) -> Result<Vec<Valu
 pub async fn assignment_rows(
     c: &Coordinator,
     names: &[GroupName],
-) -> Result<Vec<Value>, CoordError> {
+) -> Result<Vec<GrafanaAssignmentRow>, CoordError> {
     let mut out = Vec::new();
     for name in names {
         let own = ownership(c, name).await?;
         let shards = c.require_group(name).await?.group.assignable_shards();
         for s in shards {
             let i = u64::from(s);
-            out.push(json!({
-                "streamPrefix": name.stream_prefix, "consumerGroup": name.consumer_group,
-                "shardIndex": i, "targetOwners": joined(&own.target, i),
-                "currentOwners": joined(&own.current, i), "revokingOwners": joined(&own.revoking, i),
-            }));
+            out.push(GrafanaAssignmentRow {
+                stream_prefix: name.stream_prefix.clone(),
+                consumer_group: name.consumer_group.clone(),
+                shard_index: s,
+                target_owners: joined(&own.target, i),
+                current_owners: joined(&own.current, i),
+                revoking_owners: joined(&own.revoking, i),
+            });
         }
     }
     Ok(out)

@@ -36,7 +36,7 @@ pub struct SwitchedShard {
 /// How long after a migration ended its old shards' plain appends are still watched (the gauge).
 pub const WATCH_AFTER_END_MS: i64 = 10 * 60 * 1000;
 
-impl Coordinator {
+impl Resharding<'_> {
     /// Raises the boundary of every shard a switch to `record`'s routing touches (old and new) to its
     /// routing version. Best effort per shard: a failure is logged, and the reconciler raises again.
     pub(super) async fn raise_routing_boundaries(&self, prefix: &str, record: &StreamRecord) {
@@ -47,7 +47,7 @@ impl Coordinator {
         for s in 0..upto {
             let key = shard_stream_key(prefix, s);
             if let Err(e) = self
-                .store
+                .store()
                 .raise_routing_floor(
                     &key,
                     &names::shard_routing_key(&key),
@@ -66,7 +66,7 @@ impl Coordinator {
         for s in 0..from {
             let key = shard_stream_key(prefix, s);
             match self
-                .store
+                .store()
                 .appends_after_switch(&key, &names::shard_routing_key(&key))
                 .await
             {
@@ -101,19 +101,19 @@ impl Coordinator {
             (None, Some(m))
                 if m.activated_at_ms.is_some()
                     && m.completed_at_ms.is_some_and(|t| {
-                        self.clock.now_ms().saturating_sub(t) < WATCH_AFTER_END_MS
+                        self.clock().now_ms().saturating_sub(t) < WATCH_AFTER_END_MS
                     }) =>
             {
                 m
             }
             (None, _) => return,
         };
-        let cap = self.config.metrics.max_shard_series;
+        let cap = self.config().metrics.max_shard_series;
         for s in self
             .switched_shards(prefix, m.from_shard_count.min(cap))
             .await
         {
-            self.metrics.set_unordered_appends(
+            self.metrics().set_unordered_appends(
                 prefix,
                 s.shard_index,
                 s.unordered_appends_after_switch,

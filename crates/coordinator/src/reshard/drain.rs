@@ -3,16 +3,16 @@
 
 use super::*;
 
-impl Coordinator {
+impl Resharding<'_> {
     /// XINFO GROUPS evidence for one shard key: length, and pending/lag of `group` (None when unknown).
     pub(super) async fn shard_group_info(&self, key: &str, group: &str) -> ShardInfo {
-        let length = self.store.shard_length(key).await.ok();
+        let length = self.store().shard_length(key).await.ok();
         let mut info = ShardInfo {
             length,
             pending: None,
             lag: None,
         };
-        if let Ok(Some(groups)) = self.store.shard_groups(key).await {
+        if let Ok(Some(groups)) = self.store().shard_groups(key).await {
             for g in &groups {
                 if g.name.as_deref() == Some(group) {
                     info.pending = g.pending;
@@ -25,7 +25,7 @@ impl Coordinator {
 
     /// The stream's `last-generated-id` (`XINFO STREAM`), None when unknown.
     pub(super) async fn last_generated_id(&self, key: &str) -> Option<(u64, u64)> {
-        let info = self.store.shard_stream_info(key).await.ok()??;
+        let info = self.store().shard_stream_info(key).await.ok()??;
         parse_stream_id(info.last_generated_id.as_deref()?)
     }
 
@@ -46,7 +46,7 @@ impl Coordinator {
             .flatten()
             .max()
             .unwrap_or(0);
-        changed.saturating_add(self.config.streams.drain_grace.ms())
+        changed.saturating_add(self.config().streams.drain_grace.ms())
     }
 
     /// Draining shards whose every Redis consumer group has nothing pending and a known lag of 0 (or whose
@@ -54,12 +54,12 @@ impl Coordinator {
     /// entries were deleted) is not evidence: such a shard keeps draining until an operator force-completes.
     pub async fn drained_shards(&self, g: &Group) -> ShardSet {
         let mut drained = ShardSet::new();
-        if self.clock.now_ms() < self.drain_evidence_from_ms(g) {
+        if self.clock().now_ms() < self.drain_evidence_from_ms(g) {
             return drained;
         }
         for &s in &g.draining_shards {
             let key = shard_stream_key(&g.stream_prefix, s);
-            match self.store.shard_groups(&key).await {
+            match self.store().shard_groups(&key).await {
                 Ok(Some(groups)) => {
                     let nothing_pending = groups.iter().all(|x| x.pending == Some(0));
                     let lag_zero = groups.iter().all(|x| x.lag == Some(0));
@@ -130,12 +130,12 @@ impl Coordinator {
                 c
             } else {
                 let drained = self.drained_shards(&c.group).await;
-                let timing = self.timing;
+                let timing = self.timing();
                 if drained.is_empty() {
                     c
                 } else {
                     self.update_group(name, |g, now| {
-                        Ok(migration::release_drained(g, &drained, now, &timing)?)
+                        Ok(migration::release_drained(g, &drained, now, timing)?)
                     })
                     .await
                     .unwrap_or(c)
@@ -175,9 +175,9 @@ impl Coordinator {
                 return;
             }
             let mut next = base.record.clone();
-            next.finish(MigrationState::Deprecated, None, self.clock.now_ms());
+            next.finish(MigrationState::Deprecated, None, self.clock().now_ms());
             if let Ok(Some(_)) = self.write_stream(prefix, &base, next).await {
-                if self.config.streams.retire_removed_shards && active.is_scale_in() {
+                if self.config().streams.retire_removed_shards && active.is_scale_in() {
                     self.retire_shards(prefix, active.to_shard_count..active.from_shard_count)
                         .await;
                     self.forget_retired_keys(prefix).await;
@@ -189,14 +189,14 @@ impl Coordinator {
     }
 }
 
-impl Coordinator {
+impl Resharding<'_> {
     /// Retires removed shard streams (`Store::shard_retire_if_drained`: deleted only if every Redis
     /// consumer group on it has read everything, atomically); a shard that received a late write is kept
     /// and logged.
     async fn retire_shards(&self, prefix: &str, shards: std::ops::Range<u32>) {
         for s in shards {
             let key = shard_stream_key(prefix, s);
-            match self.store.shard_retire_if_drained(&key).await {
+            match self.store().shard_retire_if_drained(&key).await {
                 Ok(RetireOutcome::KeptUnread) => tracing::warn!(
                     key,
                     "removed shard received writes after it drained; kept, not deleted"

@@ -43,7 +43,8 @@ use views::migration_state_in_groups;
 pub use views::{MigrationDetail, RemovedShard};
 
 use crate::cache::{Cached, GroupName};
-use crate::coordinator::{Commit, Coordinator, MAX_CAS_ATTEMPTS};
+use crate::coordinator::Resharding;
+use crate::coordinator::{Commit, MAX_CAS_ATTEMPTS};
 use crate::domain_error::CoordError;
 use crate::error::store_error_text;
 use crate::provision::{existing_shards, provision};

@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl Coordinator {
+impl Resharding<'_> {
     /// `POST /coord/v1/streams/{p}/scale`: scales every group of the stream together.
     pub async fn scale_stream(
         &self,
@@ -33,7 +33,7 @@ impl Coordinator {
         let mut loaded = Vec::new();
         for name in &groups {
             let c = self.require_group(name).await?;
-            self.ensure_mutable(&c.group)?;
+            self.durability().ensure_mutable(&c.group)?;
             if c.group.metadata_correction.is_some() {
                 return Err(CoordError::CorrectionInProgress(format!(
                     "group {} is in a metadata-correction round; scale after it closes",
@@ -60,7 +60,7 @@ impl Coordinator {
                     )));
                 }
                 None if stream.record.shard_count == target => {
-                    let now = self.clock.now_ms();
+                    let now = self.clock().now_ms();
                     let noop = Migration {
                         completed_at_ms: Some(now),
                         ..Migration::new(
@@ -80,7 +80,7 @@ impl Coordinator {
                     ordering::check_ordered_scale(&stream.record, target)?;
                     self.refuse_foreign_shard_keys(prefix, &stream.record, target)
                         .await?;
-                    let now = self.clock.now_ms();
+                    let now = self.clock().now_ms();
                     let m = Migration::new(
                         format!("reshard-{}", uuid::Uuid::new_v4()),
                         stream.record.shard_count,
@@ -140,9 +140,9 @@ impl Coordinator {
         {
             return Ok(stream);
         }
-        if self.config.streams.provisioning_enabled && migration.to_shard_count > 0 {
+        if self.config().streams.provisioning_enabled && migration.to_shard_count > 0 {
             for name in groups {
-                provision(&self.store, prefix, &name.consumer_group, 0..migration.to_shard_count).await.map_err(|e| {
+                provision(self.store(), prefix, &name.consumer_group, 0..migration.to_shard_count).await.map_err(|e| {
                     CoordError::ProvisioningFailed(format!("{e}; the migration stays PREPARING and routing is unchanged — retry the same scale to resume"),
                     )
                 })?;
@@ -163,7 +163,7 @@ impl Coordinator {
             if m.state != MigrationState::Preparing {
                 return Ok(stream);
             }
-            let now = self.clock.now_ms();
+            let now = self.clock().now_ms();
             m.state = MigrationState::Active;
             m.activated_at_ms = Some(now);
             m.updated_at_ms = now;
@@ -174,7 +174,7 @@ impl Coordinator {
                 Some(s) => {
                     self.raise_routing_boundaries(prefix, &s.record).await;
                     if let Some(o) = &outcome {
-                        self.metrics
+                        self.metrics()
                             .count_quiesce_switch(prefix, o.forced_by_timeout);
                         self.audit_quiesce_switch(prefix, migration, o).await;
                     }
@@ -204,10 +204,10 @@ impl Coordinator {
         target: u32,
     ) -> Result<(), CoordError> {
         let ours = record.provisioned_upto();
-        if !self.config.streams.provisioning_enabled || target <= ours {
+        if !self.config().streams.provisioning_enabled || target <= ours {
             return Ok(());
         }
-        let found = existing_shards(&self.store, prefix, ours..target)
+        let found = existing_shards(self.store(), prefix, ours..target)
             .await
             .map_err(|e| {
                 CoordError::RedisUnavailable(format!(
@@ -245,7 +245,7 @@ impl Coordinator {
                 return;
             }
             // Keys still there (kept after late writes, a rolled-back scale-out's shards) stay the coordinator's.
-            let Ok(left) = existing_shards(&self.store, prefix, floor..upto).await else {
+            let Ok(left) = existing_shards(self.store(), prefix, floor..upto).await else {
                 return;
             };
             let keep = left.last().map_or(floor, |s| s + 1);
@@ -292,7 +292,7 @@ impl Coordinator {
         validate::validate_text("reason", &reason, true)?;
         self.ensure_running()?;
         let group = self.require_group(name).await?;
-        self.ensure_mutable(&group.group)?;
+        self.durability().ensure_mutable(&group.group)?;
         let m = group.group.migration(id).cloned();
         let prefix = &name.stream_prefix;
         let stream = self.ensure_stream(prefix, group.group.shard_count).await?;
@@ -357,7 +357,7 @@ impl Coordinator {
                     next.routing_version =
                         rsc_group::model::incremented("routingVersion", next.routing_version)?;
                 }
-                next.finish(final_state, Some(reason.clone()), self.clock.now_ms());
+                next.finish(final_state, Some(reason.clone()), self.clock().now_ms());
                 match self.write_stream(prefix, &base, next).await? {
                     Some(s) => {
                         if end == MigrationState::RolledBack {

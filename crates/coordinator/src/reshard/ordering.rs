@@ -41,7 +41,7 @@ pub(super) fn check_ordered_scale(record: &StreamRecord, target: u32) -> Result<
         .map_err(|why| CoordError::invalid(format!("targetShardCount: {why}")))
 }
 
-impl Coordinator {
+impl Resharding<'_> {
     /// `POST /coord/v1/streams/{p}/ordering`: validates the body, then sets the option.
     pub async fn change_stream_ordering(
         &self,
@@ -90,7 +90,7 @@ impl Coordinator {
             }
             let mut next = base.record.clone();
             next.ordering = ordering;
-            next.updated_at_ms = self.clock.now_ms();
+            next.updated_at_ms = self.clock().now_ms();
             if let Some(s) = self.write_stream(prefix, &base, next).await? {
                 return Ok(s);
             }
@@ -105,12 +105,12 @@ impl Coordinator {
     /// once the drain grace has passed. A shard whose stream is gone holds nothing.
     pub(super) async fn parents_drained_for(&self, g: &Group) -> ShardSet {
         let mut drained = ShardSet::new();
-        if g.ordering_gates.is_empty() || self.clock.now_ms() < self.drain_evidence_from_ms(g) {
+        if g.ordering_gates.is_empty() || self.clock().now_ms() < self.drain_evidence_from_ms(g) {
             return drained;
         }
         for p in rsc_group::ordering::waited_parents(g) {
             let key = shard_stream_key(&g.stream_prefix, p);
-            match self.store.shard_groups(&key).await {
+            match self.store().shard_groups(&key).await {
                 Ok(Some(groups)) => {
                     let Some(mine) = groups
                         .iter()
@@ -149,9 +149,9 @@ impl Coordinator {
         if drained.is_empty() {
             return c;
         }
-        let timing = self.timing;
+        let timing = self.timing();
         self.update_group(name, |g, now| {
-            Ok(rsc_group::ordering::open_gates(g, &drained, now, &timing)?)
+            Ok(rsc_group::ordering::open_gates(g, &drained, now, timing)?)
         })
         .await
         .unwrap_or(c)

@@ -77,9 +77,9 @@ pub fn validate_producer_id(field: &str, id: &str) -> Result<(), CoordError> {
     Ok(())
 }
 
-impl Coordinator {
+impl Resharding<'_> {
     fn producer_keys(&self, prefix: &str) -> (String, String) {
-        let kp = &self.config.store.key_prefix;
+        let kp = &self.config().store.key_prefix;
         (
             names::producers_seen_key(kp, prefix),
             names::producers_quiesced_key(kp, prefix),
@@ -92,8 +92,8 @@ impl Coordinator {
     pub async fn note_producer_seen(&self, prefix: &str, producer: &str) {
         let (seen, _) = self.producer_keys(prefix);
         if let Err(e) = self
-            .store
-            .producer_seen(&seen, producer, self.clock.now_ms())
+            .store()
+            .producer_seen(&seen, producer, self.clock().now_ms())
             .await
         {
             tracing::warn!(stream = prefix, producer, error = %store_error_text(&e), "producer sighting not recorded");
@@ -110,7 +110,7 @@ impl Coordinator {
             return Ok(());
         };
         routing.routing_version = Some(stream.record.routing_version);
-        let now = self.clock.now_ms();
+        let now = self.clock().now_ms();
         routing.quiesce = waiting_quiesce(&stream.record, now).map(|q| QuiesceNotice {
             resharding_id: q.resharding_id.clone(),
             deadline: crate::clock::iso_ms(q.deadline_ms),
@@ -145,11 +145,11 @@ impl Coordinator {
                 "stream {prefix:?} has no consumer groups; nothing to quiesce for"
             )));
         };
-        let now = self.clock.now_ms();
+        let now = self.clock().now_ms();
         let waiting = waiting_quiesce(&stream.record, now).is_some_and(|q| q.resharding_id == rid);
         if waiting {
             let (seen, quiesced) = self.producer_keys(prefix);
-            self.store
+            self.store()
                 .producer_quiesced(&seen, &quiesced, &producer, &rid, version, now)
                 .await
                 .map_err(CoordError::from)?;
@@ -171,7 +171,7 @@ impl Coordinator {
         let still = self
             .load_stream(prefix)
             .await?
-            .and_then(|s| waiting_quiesce(&s.record, self.clock.now_ms()).cloned())
+            .and_then(|s| waiting_quiesce(&s.record, self.clock().now_ms()).cloned())
             .is_some_and(|q| q.resharding_id == rid);
         Ok(ProducerQuiescedResponse {
             producer_id: producer,
@@ -184,13 +184,13 @@ impl Coordinator {
     async fn sightings(&self, prefix: &str) -> Result<Vec<ProducerSighting>, CoordError> {
         let (seen, quiesced) = self.producer_keys(prefix);
         let all = self
-            .store
+            .store()
             .producers(&seen, &quiesced)
             .await
             .map_err(CoordError::from)?;
-        let window = self.config.streams.producer_refresh_window.ms();
+        let window = self.config().streams.producer_refresh_window.ms();
         let horizon = self
-            .clock
+            .clock()
             .now_ms()
             .saturating_sub(window.saturating_mul(FORGET_AFTER_WINDOWS));
         let old: Vec<String> = all
@@ -198,7 +198,7 @@ impl Coordinator {
             .filter(|(_, e)| e.last_seen_ms < horizon)
             .map(|(id, _)| id.clone())
             .collect();
-        if let Err(e) = self.store.producers_forget(&seen, &quiesced, &old).await {
+        if let Err(e) = self.store().producers_forget(&seen, &quiesced, &old).await {
             tracing::debug!(stream = prefix, error = %store_error_text(&e), "old producer sightings not removed");
         }
         Ok(all
@@ -234,8 +234,8 @@ impl Coordinator {
             return Ok(Gate::Open(None));
         };
         let sightings = self.sightings(prefix).await?;
-        let window = self.config.streams.producer_refresh_window.ms();
-        match quiesce::decide(q, &sightings, self.clock.now_ms(), window) {
+        let window = self.config().streams.producer_refresh_window.ms();
+        match quiesce::decide(q, &sightings, self.clock().now_ms(), window) {
             Decision::Wait { pending } => {
                 tracing::debug!(stream = prefix, id = ?q.resharding_id, ?pending, "scale waits for producers to quiesce");
                 Ok(Gate::Closed)
@@ -271,7 +271,7 @@ impl Coordinator {
             id: None,
             timestamp: crate::clock::iso_ms(outcome.decided_at_ms),
             timestamp_ms: outcome.decided_at_ms,
-            coordinator_id: self.config.id.clone(),
+            coordinator_id: self.config().id.clone(),
             action: SWITCH_AUDIT_ACTION.into(),
             outcome: "SUCCESS".into(),
             status: 200,
@@ -300,10 +300,10 @@ impl Coordinator {
         let json = serde_json::to_string(&record).unwrap_or_default();
         tracing::info!(target: "rsc::audit", action = SWITCH_AUDIT_ACTION, stream_prefix = prefix,
             forced_by_timeout = outcome.forced_by_timeout, not_quiesced = ?outcome.not_quiesced, record = %json, "audit");
-        let key = names::audit_stream_key(&self.config.store.key_prefix);
+        let key = names::audit_stream_key(&self.config().store.key_prefix);
         if let Err(e) = self
-            .store
-            .audit_append(&key, self.config.audit.redis_max_entries, &json)
+            .store()
+            .audit_append(&key, self.config().audit.redis_max_entries, &json)
             .await
         {
             tracing::error!(target: "rsc::audit", error = %store_error_text(&e), "audit record of a quiesced switch could not be written to Redis; it exists only in this log");
@@ -322,7 +322,7 @@ impl Coordinator {
             .producer_quiesce
             .as_ref()
             .filter(|q| q.resharding_id == resharding_id)?;
-        let now = self.clock.now_ms();
+        let now = self.clock().now_ms();
         let (quiesced, pending, forced) = match &q.outcome {
             Some(o) => (
                 o.quiesced.clone(),
@@ -331,7 +331,7 @@ impl Coordinator {
             ),
             None => {
                 let sightings = self.sightings(prefix).await.unwrap_or_default();
-                let window = self.config.streams.producer_refresh_window.ms();
+                let window = self.config().streams.producer_refresh_window.ms();
                 let (q2, p) = quiesce::split(q, &sightings, now, window);
                 (q2, p, None)
             }

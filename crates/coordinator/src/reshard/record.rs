@@ -3,15 +3,15 @@
 
 use super::*;
 
-impl Coordinator {
+impl Resharding<'_> {
     /// The key of the stream record of `prefix`.
     pub fn stream_record_key(&self, prefix: &str) -> String {
-        names::stream_record_key(&self.config.store.key_prefix, prefix)
+        names::stream_record_key(&self.config().store.key_prefix, prefix)
     }
 
     pub async fn load_stream(&self, prefix: &str) -> Result<Option<CachedStream>, CoordError> {
         let key = self.stream_record_key(prefix);
-        let Some(stored) = self.store.stream_record_load(&key).await.map_err(|e| {
+        let Some(stored) = self.store().stream_record_load(&key).await.map_err(|e| {
             self.note_store_error(&e);
             CoordError::from(e)
         })?
@@ -37,9 +37,9 @@ impl Coordinator {
             if let Some(s) = self.load_stream(prefix).await? {
                 return Ok(s);
             }
-            let record = StreamRecord::new(prefix, shard_count, self.clock.now_ms());
+            let record = StreamRecord::new(prefix, shard_count, self.clock().now_ms());
             let created = self
-                .store
+                .store()
                 .stream_record_create(
                     &self.stream_record_key(prefix),
                     &record.to_json(),
@@ -70,7 +70,7 @@ impl Coordinator {
             if old.record.shard_count == shard_count && old.record.active_migration.is_none() {
                 return Ok(old);
             }
-            let fresh = StreamRecord::new(prefix, shard_count, self.clock.now_ms());
+            let fresh = StreamRecord::new(prefix, shard_count, self.clock().now_ms());
             if let Some(s) = self.write_stream(prefix, &old, fresh).await? {
                 return Ok(s);
             }
@@ -87,7 +87,7 @@ impl Coordinator {
         }
         if let Ok(Some(s)) = self.load_stream(prefix).await {
             let _ = self
-                .store
+                .store()
                 .stream_record_delete(&self.stream_record_key(prefix), s.revision)
                 .await;
         }
@@ -107,9 +107,9 @@ impl Coordinator {
                 ),
             )
         })?;
-        next.updated_at_ms = self.clock.now_ms();
+        next.updated_at_ms = self.clock().now_ms();
         match self
-            .store
+            .store()
             .stream_record_cas(
                 &self.stream_record_key(prefix),
                 base.revision,
@@ -120,7 +120,7 @@ impl Coordinator {
             .map_err(CoordError::from)?
         {
             CasOutcome::Written { revision, now_ms } => {
-                self.clock.observe(now_ms);
+                self.clock().observe(now_ms);
                 Ok(Some(CachedStream {
                     record: next,
                     revision,
@@ -151,12 +151,12 @@ impl Coordinator {
     where
         F: FnMut(&mut Group, i64) -> Result<bool, CoordError>,
     {
-        let lock = self.cache.lock_for(name);
+        let lock = self.cache().lock_for(name);
         let _guard = lock.lock().await;
         for _ in 0..MAX_CAS_ATTEMPTS {
             let base = self.require_group(name).await?;
             let mut next = (*base.group).clone();
-            let now = self.clock.now_ms();
+            let now = self.clock().now_ms();
             if !change(&mut next, now)? {
                 return Ok(base);
             }
@@ -177,7 +177,7 @@ impl Coordinator {
         name: &GroupName,
         stream: &StreamRecord,
     ) -> Result<Cached, CoordError> {
-        let timing = self.timing;
+        let timing = self.timing();
         self.update_group(name, |g, now| {
             let mut changed = false;
             for ended in &stream.history {
@@ -190,10 +190,10 @@ impl Coordinator {
                 let reason = ended.end_reason.clone().unwrap_or_default();
                 changed |= match ended.state {
                     MigrationState::RolledBack => {
-                        migration::rollback(g, &ended.resharding_id, &reason, now, &timing)?
+                        migration::rollback(g, &ended.resharding_id, &reason, now, timing)?
                     }
                     MigrationState::ForceCompleted | MigrationState::Aborted => {
-                        migration::force_complete(g, &ended.resharding_id, &reason, now, &timing)?
+                        migration::force_complete(g, &ended.resharding_id, &reason, now, timing)?
                     }
                     _ => false,
                 };
@@ -202,9 +202,9 @@ impl Coordinator {
                 && m.state == MigrationState::Active
             {
                 let from = g.shard_count;
-                let adopted = migration::adopt(g, m, now, &timing)?;
+                let adopted = migration::adopt(g, m, now, timing)?;
                 if adopted && stream.ordering == rsc_protocol::ordering::Ordering::Key {
-                    rsc_group::ordering::close_gates(g, from, m.to_shard_count, now, &timing);
+                    rsc_group::ordering::close_gates(g, from, m.to_shard_count, now, timing);
                 }
                 changed |= adopted;
             }

@@ -71,7 +71,7 @@ pub(super) fn migration_state_in_groups(m: &Migration, groups: &[Cached]) -> Str
     }
 }
 
-impl Coordinator {
+impl Resharding<'_> {
     pub(super) fn scale_response(
         &self,
         prefix: &str,
@@ -171,7 +171,7 @@ impl Coordinator {
             }
             _ => Vec::new(),
         };
-        let now = self.clock.now_ms();
+        let now = self.clock().now_ms();
         let producer_quiesce = self
             .quiesce_view(&name.stream_prefix, stream.as_ref(), id)
             .await;

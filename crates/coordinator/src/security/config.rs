@@ -400,38 +400,6 @@ mod tests {
     }
 
     #[test]
-    fn the_admin_password_comes_from_rsc_admin_password_and_env_keys_work() {
-        let env: std::collections::BTreeMap<String, String> = [
-            ("RSC_ADMIN_PASSWORD", "from-the-environment"),
-            ("COORDINATOR_API_ADMIN_PASSWORD", "from-a-config-key"),
-            ("COORDINATOR_API_AUTHENTICATE_MEMBER_API", "false"),
-            ("COORDINATOR_API_TRUSTED_PROXIES", "10.0.0.0/8, 127.0.0.1"),
-            ("COORDINATOR_API_RATE_LIMIT_ADMIN_MUTATIONS_PER_MINUTE", "5"),
-        ]
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect();
-        let c = crate::config::load(None, &env, &Default::default())
-            .unwrap()
-            .coordinator
-            .api;
-        assert_eq!(
-            c.admin_password,
-            Some(Secret("from-the-environment".into()))
-        );
-        assert!(!c.authenticate_member_api);
-        assert_eq!(c.trusted_proxies, ["10.0.0.0/8", "127.0.0.1"]);
-        assert_eq!(c.rate_limit.admin_mutations_per_minute, 5);
-        let short: std::collections::BTreeMap<String, String> =
-            [("RSC_ADMIN_PASSWORD".to_owned(), "short".to_owned())].into();
-        let err = crate::config::load(None, &short, &Default::default())
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("coordinator.api.admin-password"), "{err}");
-        assert!(!err.contains("short"), "the secret is not echoed: {err}");
-    }
-
-    #[test]
     fn defaults_are_secure() {
         let c = ApiConfig::default();
         assert!(c.authenticate_member_api);

@@ -13,9 +13,7 @@ pub(super) struct CmdStat {
 }
 
 /// `INFO commandstats` as command → counters.
-pub(super) async fn commandstats(
-    conn: &mut redis::aio::MultiplexedConnection,
-) -> Result<CommandStats, String> {
+pub(super) async fn commandstats(conn: &mut rsc_client::DataConn) -> Result<CommandStats, String> {
     let info: String = redis::cmd("INFO")
         .arg("commandstats")
         .query_async(conn)
@@ -48,9 +46,7 @@ pub(super) fn parse_commandstats(info: &str) -> CommandStats {
 }
 
 /// CPU seconds the Redis server has used (`used_cpu_user + used_cpu_sys` of `INFO cpu`).
-pub(super) async fn redis_cpu_seconds(
-    conn: &mut redis::aio::MultiplexedConnection,
-) -> Result<f64, String> {
+pub(super) async fn redis_cpu_seconds(conn: &mut rsc_client::DataConn) -> Result<f64, String> {
     let info: String = redis::cmd("INFO")
         .arg("cpu")
         .query_async(conn)

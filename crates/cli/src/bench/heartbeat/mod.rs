@@ -54,6 +54,9 @@ pub struct HeartbeatArgs {
     /// commands per heartbeat are reported as unknown.
     #[arg(long)]
     pub redis_url: Option<String>,
+    /// TLS files for a `rediss://` --redis-url.
+    #[command(flatten)]
+    pub tls: crate::redis_args::TlsArgs,
     /// User name for HTTP Basic (needs the MEMBER role, plus write to create and delete groups).
     #[arg(long, env = "RSC_USERNAME")]
     pub username: Option<String>,
@@ -146,6 +149,9 @@ impl HeartbeatArgs {
         {
             return Err("--redis-url must be a loopback URL (127.0.0.1, ::1 or localhost)".into());
         }
+        if self.tls.tls()?.is_some() && self.redis_url.is_none() {
+            return Err("--redis-tls-* options apply to --redis-url: give it too".into());
+        }
         Ok(())
     }
 }
@@ -206,14 +212,13 @@ async fn bench(args: HeartbeatArgs) -> Result<(), String> {
     });
     let mut conn = match &args.redis_url {
         Some(url) => {
-            let redis =
-                redis::Client::open(url.as_str()).map_err(|e| format!("--redis-url: {e}"))?;
-            Some(
-                redis
-                    .get_multiplexed_async_connection()
-                    .await
-                    .map_err(|e| format!("cannot connect to Redis at {url}: {e}"))?,
-            )
+            let target = rsc_client::RedisTarget::standalone(url.as_str());
+            target.validate().map_err(|e| format!("--redis-url: {e}"))?;
+            let conn = match args.tls.tls()? {
+                Some(tls) => target.connect_with_tls(&tls).await,
+                None => target.connect().await,
+            };
+            Some(conn.map_err(|e| format!("cannot connect to Redis at {url}: {e}"))?)
         }
         None => None,
     };
@@ -273,7 +278,7 @@ async fn measure(
     args: &HeartbeatArgs,
     api: &Arc<Api>,
     streams: &Arc<Vec<String>>,
-    mut conn: Option<&mut redis::aio::MultiplexedConnection>,
+    mut conn: Option<&mut rsc_client::DataConn>,
     created: &mut Vec<String>,
 ) -> Result<(), String> {
     for s in streams.iter() {

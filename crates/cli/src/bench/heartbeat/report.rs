@@ -17,7 +17,7 @@ pub(super) struct Snapshot {
 impl Snapshot {
     pub(super) async fn take(
         pids: &[Result<u32, String>],
-        conn: Option<&mut redis::aio::MultiplexedConnection>,
+        conn: Option<&mut rsc_client::DataConn>,
     ) -> Result<Snapshot, String> {
         let replica_cpu = pids
             .iter()

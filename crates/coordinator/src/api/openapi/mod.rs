@@ -7,6 +7,7 @@
 
 mod docs;
 mod operations;
+mod schemas;
 
 pub use docs::{api_docs_json, api_docs_yaml, docs_file, docs_index};
 
@@ -37,13 +38,14 @@ pub fn cached() -> &'static Result<OpenApi, String> {
 /// Builds the document for `routes`. A route that `operations.rs` does not describe is still listed (with its
 /// access level and error bodies) and marked `x-rsc-undescribed`, which the document's test refuses.
 pub fn document(routes: &[RouteSpec]) -> Result<OpenApi, String> {
+    let typed = schemas::typed();
     let mut paths: Map<String, Value> = Map::new();
     for spec in routes {
         let op = describe(spec.operation_id).unwrap_or_else(|| undescribed(spec));
         let item = paths
             .entry(openapi_path(spec.path))
             .or_insert_with(|| json!({}));
-        let mut o = operation(spec, &op);
+        let mut o = operation(spec, &op, &typed);
         if describe(spec.operation_id).is_none() {
             o["x-rsc-undescribed"] = json!(true);
         }
@@ -61,7 +63,7 @@ pub fn document(routes: &[RouteSpec]) -> Result<OpenApi, String> {
         },
         "paths": paths,
         "components": {
-            "schemas": {"ErrorResponse": error_schema()},
+            "schemas": components(typed),
             "securitySchemes": {
                 "basic": {"type": "http", "scheme": "basic", "description": "username and password"},
                 "bearer": {"type": "http", "scheme": "bearer",
@@ -96,6 +98,7 @@ fn undescribed(spec: &RouteSpec) -> operations::Operation {
         query: &[],
         success: (200, "application/json", "OK"),
         errors: &[400],
+        own_error_bodies: &[],
         reads_redis: true,
     }
 }
@@ -127,7 +130,15 @@ fn param_description(name: &str) -> &'static str {
     }
 }
 
-fn operation(spec: &RouteSpec, op: &operations::Operation) -> Value {
+/// The error body and the typed answers' schemas.
+fn components(typed: Map<String, Value>) -> Value {
+    let mut all = Map::new();
+    all.insert("ErrorResponse".into(), error_schema());
+    all.extend(typed);
+    Value::Object(all)
+}
+
+fn operation(spec: &RouteSpec, op: &operations::Operation, typed: &Map<String, Value>) -> Value {
     let mut params: Vec<Value> = path_params(spec.path)
         .into_iter()
         .map(|p| {
@@ -148,13 +159,18 @@ fn operation(spec: &RouteSpec, op: &operations::Operation) -> Value {
     let (status, media, description) = op.success;
     responses.insert(
         status.to_string(),
-        json!({"description": description, "content": {media: {"schema": success_schema(media, op)}}}),
+        json!({"description": description, "content": {media: {"schema": success_schema(media, op, typed)}}}),
     );
     for code in error_statuses(spec.access, op) {
+        // An operation may answer a status with its own body instead of the error body (`/readyz`'s 503).
+        let (description, body) = match op.own_error_bodies.iter().find(|(c, _, _)| *c == code) {
+            Some((_, schema, description)) => (description.to_string(), *schema),
+            None => (error_description(code), "ErrorResponse"),
+        };
         responses.insert(
             code.to_string(),
-            json!({"description": error_description(code),
-                   "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}}}),
+            json!({"description": description,
+                   "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{body}")}}}}),
         );
     }
     let mut o = json!({
@@ -181,10 +197,9 @@ fn operation(spec: &RouteSpec, op: &operations::Operation) -> Value {
     o
 }
 
-fn success_schema(media: &str, op: &operations::Operation) -> Value {
+fn success_schema(media: &str, op: &operations::Operation, typed: &Map<String, Value>) -> Value {
     match media {
-        "application/json" => json!({"type": if op.array { "array" } else { "object" },
-                                      "description": format!("coord/v1 `{}`", op.wire_type)}),
+        "application/json" => schemas::answer(op.wire_type, op.array, typed),
         _ => json!({"type": "string"}),
     }
 }

@@ -23,6 +23,9 @@ pub struct Operation {
     /// (status, media type, description)
     pub success: (u16, &'static str, &'static str),
     pub errors: &'static [u16],
+    /// (status, component schema, description) of error statuses answered with another body than the
+    /// error body.
+    pub own_error_bodies: &'static [(u16, &'static str, &'static str)],
     pub reads_redis: bool,
 }
 
@@ -52,6 +55,7 @@ fn read(summary: &'static str, wire_type: &'static str) -> Operation {
         query: &[],
         success: (200, JSON, "OK"),
         errors: &[400, 404],
+        own_error_bodies: &[],
         reads_redis: true,
     }
 }
@@ -70,12 +74,15 @@ fn admin(summary: &'static str, status: u16, wire_type: &'static str) -> Operati
             if status == 202 { "accepted" } else { "done" },
         ),
         errors: &[400, 404, 408, 409, 413],
+        own_error_bodies: &[],
         reads_redis: true,
     }
 }
 
+/// A Grafana route: a JSON array of `row` (a typed component schema, `schemas.rs`).
 fn grafana(
     summary: &'static str,
+    row: &'static str,
     query: &'static [(&'static str, bool, &'static str)],
 ) -> Operation {
     Operation {
@@ -83,7 +90,7 @@ fn grafana(
         array: true,
         query,
         errors: &[400],
-        ..read(summary, "Grafana rows")
+        ..read(summary, row)
     }
 }
 
@@ -97,6 +104,7 @@ fn service(summary: &'static str, media: &'static str, what: &'static str) -> Op
         query: &[],
         success: (200, media, what),
         errors: &[],
+        own_error_bodies: &[],
         reads_redis: false,
     }
 }
@@ -275,6 +283,11 @@ pub fn describe(operation_id: &str) -> Option<Operation> {
         "healthz" => service("Liveness", JSON, "ProbeStatus"),
         "readyz" => Operation {
             errors: &[503],
+            own_error_bodies: &[(
+                503,
+                "ProbeStatus",
+                "Service Unavailable — not ready (terminating or Redis unreachable): status NOT_READY",
+            )],
             ..service("Readiness", JSON, "ProbeStatus")
         },
         "getOpenApiJson" => service("This document (JSON)", JSON, "OpenAPI 3.1 document"),
@@ -311,24 +324,36 @@ pub fn describe(operation_id: &str) -> Option<Operation> {
         },
         "listGrafanaGroups" => grafana(
             "One row per group: state, members, shards, totals",
+            "GrafanaGroupRow",
             GRAFANA_FILTER,
         ),
-        "listGrafanaStreamOptions" => grafana("Stream prefixes, as variable options", &[]),
+        "listGrafanaStreamOptions" => {
+            grafana("Stream prefixes, as variable options", "GrafanaOption", &[])
+        }
         "listGrafanaConsumerGroupOptions" => grafana(
             "Consumer groups, as variable options",
+            "GrafanaOption",
             &[("streamPrefix", false, "only this stream")],
         ),
-        "listGrafanaShardOptions" => {
-            grafana("A group's shards, as variable options", GRAFANA_GROUP)
-        }
-        "listGrafanaMemberRows" => grafana("A group's members", GRAFANA_GROUP),
-        "listGrafanaShardRows" => grafana("Per-shard offsets and owners", GRAFANA_FILTER),
+        "listGrafanaShardOptions" => grafana(
+            "A group's shards, as variable options",
+            "GrafanaOption",
+            GRAFANA_GROUP,
+        ),
+        "listGrafanaMemberRows" => grafana("A group's members", "GrafanaMemberRow", GRAFANA_GROUP),
+        "listGrafanaShardRows" => grafana(
+            "Per-shard offsets and owners",
+            "GrafanaShardRow",
+            GRAFANA_FILTER,
+        ),
         "listGrafanaAssignmentRows" => grafana(
             "Target, current and revoking owners per shard",
+            "GrafanaAssignmentRow",
             GRAFANA_FILTER,
         ),
         "listGrafanaMessageRows" => grafana(
             "Records of a shard as rows",
+            "GrafanaMessageRow",
             &[
                 ("streamPrefix", true, "the stream prefix"),
                 ("consumerGroup", true, "the consumer group"),

@@ -1,5 +1,6 @@
-//! The per-group queues of heartbeats waiting to write on this replica (group commit, `batch.rs`): a
-//! request that needs a write joins its group's queue; whoever holds the group's lock takes the queue.
+//! The heartbeat service's own state: the per-group queues of heartbeats waiting to write on this replica
+//! (group commit, `heartbeat/batch.rs`). A request that needs a write joins its group's queue; whoever holds
+//! the group's lock takes the queue.
 
 use crate::cache::GroupName;
 use rsc_group::replica::commit::{BatchReply, MAX_BATCH, Queued};
@@ -8,16 +9,16 @@ use std::sync::Mutex;
 use tokio::sync::oneshot;
 
 /// A request waiting to write, and where to answer it.
-pub type Pending = Queued<oneshot::Sender<BatchReply>>;
+pub(crate) type Pending = Queued<oneshot::Sender<BatchReply>>;
 
 /// The per-group queues of requests waiting to write.
 #[derive(Default)]
-pub struct TransitionQueues {
+pub(crate) struct TransitionQueues {
     queues: Mutex<HashMap<GroupName, Vec<Pending>>>,
 }
 impl TransitionQueues {
     /// Queues a request; false if the queues are unusable (a panic poisoned them).
-    pub fn push(&self, name: &GroupName, p: Pending) -> bool {
+    pub(crate) fn push(&self, name: &GroupName, p: Pending) -> bool {
         match self.queues.lock() {
             Ok(mut q) => {
                 q.entry(name.clone()).or_default().push(p);
@@ -28,13 +29,13 @@ impl TransitionQueues {
     }
 
     /// How many requests of this group are waiting to write.
-    pub fn queued(&self, name: &GroupName) -> usize {
+    pub(crate) fn queued(&self, name: &GroupName) -> usize {
         self.queues
             .lock()
             .map_or(0, |q| q.get(name).map_or(0, Vec::len))
     }
 
-    pub fn take(&self, name: &GroupName) -> Vec<Pending> {
+    pub(crate) fn take(&self, name: &GroupName) -> Vec<Pending> {
         let Ok(mut q) = self.queues.lock() else {
             return Vec::new();
         };

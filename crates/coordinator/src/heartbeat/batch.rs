@@ -14,8 +14,8 @@
 //! the commit. Each answer is sent only once the aggregate it describes is in Redis.
 
 use crate::cache::GroupName;
-use crate::coordinator::{Coordinator, commit_result};
-use crate::queues::Pending;
+use crate::coordinator::queues::Pending;
+use crate::coordinator::{Heartbeats, commit_result};
 use crate::stats::Stats;
 use rsc_group::heartbeat::Caller;
 use rsc_group::replica::CommitResult;
@@ -23,7 +23,12 @@ use rsc_group::replica::commit::{BatchReply, decide_queue, replies};
 use rsc_protocol::wire::HeartbeatRequest;
 use tokio::sync::oneshot;
 
-impl Coordinator {
+impl Heartbeats<'_> {
+    /// How many heartbeats of this group wait to write on this replica (a batch forms from them).
+    pub fn queued(&self, name: &GroupName) -> usize {
+        self.queues().queued(name)
+    }
+
     /// Writes the transition this request needs, together with whatever else of its group is waiting.
     pub(crate) async fn write_batched(
         &self,
@@ -40,10 +45,10 @@ impl Coordinator {
             acts_for_any_member: caller.acts_for_any_member,
             reply_to: tx,
         };
-        if !self.transitions.push(name, pending) {
+        if !self.queues().push(name, pending) {
             return BatchReply::Unavailable;
         }
-        let lock = self.cache.lock_for(name);
+        let lock = self.cache().lock_for(name);
         let _guard = tokio::select! {
             biased;
             answered = &mut rx => return answered.unwrap_or(BatchReply::DecideAgain),
@@ -56,7 +61,7 @@ impl Coordinator {
         // Our request may be behind MAX_BATCH others: keep committing batches until it is answered (nobody
         // else can while we hold the lock).
         loop {
-            let batch = self.transitions.take(name);
+            let batch = self.queues().take(name);
             if batch.is_empty() {
                 break;
             }
@@ -79,12 +84,12 @@ impl Coordinator {
             Ok((None, _)) => return answer_all(batch, || BatchReply::DecideAgain),
             Err(_) => return answer_all(batch, || BatchReply::Unavailable),
         };
-        let now = self.clock.now_ms();
+        let now = self.clock().now_ms();
         // Deciding a big batch on a big group (one copy of the aggregate, then every request in sequence)
         // is real CPU time, kept off the async workers so that Redis replies and steady heartbeats are not
         // starved.
         let group = base.group.clone();
-        let timing = self.timing;
+        let timing = *self.timing();
         let decided = tokio::task::spawn_blocking(move || {
             let decided = decide_queue(&group, batch, now, &timing);
             // The progress documents of the heartbeats the transition accepts, stored with it.
@@ -112,11 +117,11 @@ impl Coordinator {
         let Some(t) = decided.transition else {
             return;
         };
-        self.stats.observe_batch(decided.included.len());
+        self.stats().observe_batch(decided.included.len());
         let result = commit_result(self.commit_with_progress(name, &base, t, progress).await);
         if result == CommitResult::Written {
             for _ in decided.included.iter().filter(|i| i.fenced) {
-                Stats::bump(&self.stats.members_fenced);
+                Stats::bump(&self.stats().members_fenced);
             }
         }
         for (reply_to, reply) in replies(decided.included, &result) {

@@ -1,0 +1,158 @@
+//! The rows the Grafana routes answer, as typed structs: what the routes serialise is what the OpenAPI
+//! document describes (each derives `utoipa::ToSchema`; `api/openapi/schemas.rs` lists them as components).
+//! Owner lists are comma-joined strings and shards are plain indexes, flat as JSON-API dashboards expect.
+
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// A variable option (`options/streams`, `options/consumer-groups`, `options/shards`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct GrafanaOption {
+    /// What the variable shows.
+    #[serde(rename = "__text")]
+    pub text: String,
+    /// What the variable's value is.
+    #[serde(rename = "__value")]
+    pub value: String,
+}
+
+/// A row of `groups`: one per group.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GrafanaGroupRow {
+    pub stream_prefix: String,
+    pub consumer_group: String,
+    /// EMPTY, ASSIGNING, RECONCILING or STABLE.
+    pub state: String,
+    pub group_epoch: i64,
+    pub assignment_epoch: i64,
+    pub metadata_version: i64,
+    pub shard_count: u32,
+    pub active_members: usize,
+    pub total_members: usize,
+    /// Shards live members own now.
+    pub current_shards: usize,
+    /// Shards the target assignment gives live members.
+    pub target_shards: usize,
+    /// "current / shardCount".
+    pub assigned_shard_ratio: String,
+    pub revoking_shards: usize,
+    pub total_stream_length: i64,
+    pub total_pending_count: i64,
+    /// Null when Redis cannot tell.
+    pub total_lag: Option<i64>,
+    /// Null on the group's first observation by this coordinator.
+    pub produced_per_second: Option<f64>,
+    pub consumed_per_second: Option<f64>,
+    pub total_memory_usage_bytes: i64,
+    pub memory_usage_known: bool,
+}
+
+/// A row of `members`: one per member of the group.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GrafanaMemberRow {
+    pub stream_prefix: String,
+    pub consumer_group: String,
+    pub member_id: String,
+    pub member_name: String,
+    /// The member state as the contract spells it (ACTIVE, STARTING, LEAVING, FENCED, EXPIRED, …).
+    pub state: String,
+    pub member_epoch: i64,
+    pub metadata_version: i64,
+    pub current_shard_count: usize,
+    pub revoking_shard_count: usize,
+    pub runtime_max_concurrency: i64,
+    pub active_consumer_workers: i64,
+    pub last_heartbeat_at: Option<String>,
+    pub member_lease_expires_at: Option<String>,
+}
+
+/// A shard as the offsets row names it: `{"shardIndex": n}`.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ShardRef {
+    pub shard_index: u32,
+}
+
+/// A row of `shards`: the offsets row of one shard of a group, plus its owners, flat.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GrafanaShardRow {
+    pub stream_prefix: String,
+    pub consumer_group: String,
+    #[schema(inline)]
+    pub shard: ShardRef,
+    pub shard_count: u32,
+    pub shard_index: u32,
+    /// ":<index>".
+    pub shard_label: String,
+    pub stream_key: String,
+    pub redis_slot: u16,
+    pub redis_node_endpoint: Option<String>,
+    pub redis_node_id: Option<String>,
+    pub redis_slot_range_start: Option<u16>,
+    pub redis_slot_range_end: Option<u16>,
+    pub stream_exists: bool,
+    pub stream_length: i64,
+    pub first_record_id: Option<String>,
+    pub last_record_id: Option<String>,
+    pub last_generated_id: Option<String>,
+    pub group_last_delivered_id: Option<String>,
+    pub consumer_last_delivered_id: Option<String>,
+    pub consumer_last_acked_id: Option<String>,
+    pub entries_read: Option<i64>,
+    pub pending_count: i64,
+    pub lag: Option<i64>,
+    pub lag_known: bool,
+    /// Always null per shard (the rates are per group).
+    pub produced_per_second: Option<f64>,
+    pub consumed_per_second: Option<f64>,
+    pub memory_usage_bytes: Option<i64>,
+    pub memory_usage_known: bool,
+    pub draining: bool,
+    /// Comma-joined member ids.
+    pub owner_member_ids: String,
+    pub target_owner_member_ids: String,
+    pub current_owner_member_ids: String,
+    /// UNASSIGNED, PENDING_ACK, CURRENT or TRANSITIONING.
+    pub owner_state: String,
+}
+
+/// A row of `assignments`: the owners of one shard of a group (live members, comma-joined).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GrafanaAssignmentRow {
+    pub stream_prefix: String,
+    pub consumer_group: String,
+    pub shard_index: u32,
+    pub target_owners: String,
+    pub current_owners: String,
+    pub revoking_owners: String,
+}
+
+/// A row of `messages`: one record of a shard (or of every shard, merged), with the page it is on.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GrafanaMessageRow {
+    pub stream_prefix: String,
+    pub consumer_group: String,
+    pub shard_index: u32,
+    /// The `shardIndex` parameter as given (an index, or the "all shards" selector).
+    pub shard_selector: String,
+    pub shard_label: String,
+    pub stream_key: String,
+    pub record_id: String,
+    /// The record's `payload` field, null when it has none.
+    pub payload: Option<String>,
+    /// Every field of the record as a JSON object, serialised.
+    pub fields_json: String,
+    /// FORWARD or BACKWARD.
+    pub page_direction: String,
+    pub page_limit: usize,
+    /// The cursor of the next page, null on the last one.
+    pub page_next_cursor: Option<String>,
+    pub page_total_messages: i64,
+    pub record_timestamp_ms: i64,
+    pub record_time: String,
+}

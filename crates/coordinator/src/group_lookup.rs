@@ -1,0 +1,92 @@
+//! Looking groups up: the group index (which groups exist, and in which lifecycle state) and loading a
+//! group that a request names, with the 404 or fail-closed answer when it is missing. Every service uses
+//! these, so they belong to the runtime.
+
+use crate::cache::{Cached, GroupName};
+use crate::coordinator::Coordinator;
+use crate::domain_error::CoordError;
+use rsc_store::{IndexEntry, IndexState};
+
+impl Coordinator {
+    /// All groups the index lists, with their index state, sorted by stream prefix then group.
+    pub async fn index_entries(&self) -> Result<Vec<IndexEntry>, CoordError> {
+        self.store()
+            .group_index_list(&self.index_key())
+            .await
+            .map_err(|e| {
+                self.note_store_error(&e);
+                CoordError::from(e)
+            })
+    }
+
+    pub(crate) async fn put_index(
+        &self,
+        name: &GroupName,
+        state: IndexState,
+    ) -> Result<(), CoordError> {
+        let entry = IndexEntry {
+            stream_prefix: name.stream_prefix.clone(),
+            consumer_group: name.consumer_group.clone(),
+            state,
+        };
+        self.store()
+            .group_index_put(&self.index_key(), &self.keys(name).metadata, &entry)
+            .await
+            .map_err(|e| {
+                self.note_store_error(&e);
+                CoordError::from(e)
+            })
+    }
+
+    /// Loads a group for an admin or monitoring request, fresh from Redis; unknown → 404. `name` is valid:
+    /// the API's path extractor (`api/extract.rs`) validated it, or it came from the group index.
+    pub async fn require_group(&self, name: &GroupName) -> Result<Cached, CoordError> {
+        match self.load(name).await? {
+            Some(c) => Ok(c),
+            None => Err(self.missing_group_error(name).await),
+        }
+    }
+
+    /// 404 for a group that never existed (saying whether its stream does, and how to create what is
+    /// missing); fail closed (409) for one the index says should exist.
+    async fn missing_group_error(&self, name: &GroupName) -> CoordError {
+        let entries = self.index_entries().await.unwrap_or_default();
+        let listed_live = entries.iter().any(|e| {
+            e.stream_prefix == name.stream_prefix
+                && e.consumer_group == name.consumer_group
+                && e.state == IndexState::Live
+        });
+        if listed_live {
+            CoordError::MetadataMissing(format!(
+                "metadata key {} of a live group is missing from Redis; it is never rebuilt from heartbeats — \
+                     restore it from backup, or delete and recreate the group as a new lifecycle",
+                self.keys(name).metadata
+            ))
+        } else {
+            CoordError::group_not_found(
+                &name.stream_prefix,
+                &name.consumer_group,
+                &live_groups_of(&entries, &name.stream_prefix),
+            )
+        }
+    }
+
+    /// [`CoordError::group_not_found`] with the stream's live groups read from the index.
+    pub(crate) async fn group_not_found(&self, name: &GroupName) -> CoordError {
+        let entries = self.index_entries().await.unwrap_or_default();
+        CoordError::group_not_found(
+            &name.stream_prefix,
+            &name.consumer_group,
+            &live_groups_of(&entries, &name.stream_prefix),
+        )
+    }
+}
+
+/// The live consumer groups of a stream, as the index lists them.
+fn live_groups_of(entries: &[IndexEntry], prefix: &str) -> Vec<String> {
+    entries
+        .iter()
+        .filter(|e| e.stream_prefix == prefix && e.state == IndexState::Live)
+        .map(|e| e.consumer_group.clone())
+        .collect()
+}

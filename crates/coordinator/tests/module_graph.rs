@@ -1,0 +1,208 @@
+//! The coordinator crate's modules import each other one way: no circle larger than one top-level module
+//! and its submodules (ARCHITECTURE.md, "Inside the coordinator crate"). This test reads every source file,
+//! collects the `crate::<module>` paths it names (comments left out), and fails naming the circle when two
+//! top-level modules reach each other.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn source_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("read src dir") {
+        let path = entry.expect("dir entry").path();
+        if path.is_dir() {
+            source_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The top-level module a file belongs to (`heartbeat/batch.rs` → `heartbeat`), None for `lib.rs`.
+fn top_module(src: &Path, file: &Path) -> Option<String> {
+    let rel = file.strip_prefix(src).expect("file under src");
+    let first = rel
+        .components()
+        .next()?
+        .as_os_str()
+        .to_string_lossy()
+        .into_owned();
+    let name = first.strip_suffix(".rs").unwrap_or(&first).to_owned();
+    (name != "lib").then_some(name)
+}
+
+/// Top-level modules named by `crate::x` or `crate::{x, y::…}` in code (not comments).
+fn imported_modules(text: &str) -> BTreeSet<String> {
+    let code: String = text
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut found = BTreeSet::new();
+    let mut rest = code.as_str();
+    while let Some(at) = rest.find("crate::") {
+        rest = &rest[at + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let mut depth = 1;
+            let end = group
+                .char_indices()
+                .find(|(_, c)| {
+                    match c {
+                        '{' => depth += 1,
+                        '}' => depth -= 1,
+                        _ => {}
+                    }
+                    depth == 0
+                })
+                .map_or(group.len(), |(i, _)| i);
+            let mut depth = 0;
+            let mut item = String::new();
+            for c in group[..end].chars().chain([',']) {
+                match c {
+                    '{' => depth += 1,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        let head: String = item
+                            .trim()
+                            .chars()
+                            .take_while(|c| c.is_alphanumeric() || *c == '_')
+                            .collect();
+                        if !head.is_empty() {
+                            found.insert(head);
+                        }
+                        item.clear();
+                        continue;
+                    }
+                    _ => {}
+                }
+                item.push(c);
+            }
+        } else {
+            let head: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if !head.is_empty() {
+                found.insert(head);
+            }
+        }
+    }
+    found
+}
+
+/// Strongly connected components (Tarjan), each as a sorted list.
+fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    struct Walk<'a> {
+        graph: &'a BTreeMap<String, BTreeSet<String>>,
+        index: BTreeMap<&'a str, usize>,
+        low: BTreeMap<&'a str, usize>,
+        stack: Vec<&'a str>,
+        on_stack: BTreeSet<&'a str>,
+        out: Vec<Vec<String>>,
+    }
+    fn visit<'a>(w: &mut Walk<'a>, v: &'a str) {
+        let i = w.index.len();
+        w.index.insert(v, i);
+        w.low.insert(v, i);
+        w.stack.push(v);
+        w.on_stack.insert(v);
+        for u in w.graph.get(v).into_iter().flatten() {
+            let u = u.as_str();
+            if !w.graph.contains_key(u) {
+                continue;
+            }
+            if !w.index.contains_key(u) {
+                visit(w, u);
+                let lu = w.low[u];
+                let lv = w.low.get_mut(v).expect("visited");
+                *lv = (*lv).min(lu);
+            } else if w.on_stack.contains(u) {
+                let iu = w.index[u];
+                let lv = w.low.get_mut(v).expect("visited");
+                *lv = (*lv).min(iu);
+            }
+        }
+        if w.low[v] == w.index[v] {
+            let mut component = Vec::new();
+            while let Some(x) = w.stack.pop() {
+                w.on_stack.remove(x);
+                component.push(x.to_owned());
+                if x == v {
+                    break;
+                }
+            }
+            component.sort();
+            w.out.push(component);
+        }
+    }
+    let mut w = Walk {
+        graph,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        out: Vec::new(),
+    };
+    for v in graph.keys() {
+        if !w.index.contains_key(v.as_str()) {
+            visit(&mut w, v);
+        }
+    }
+    w.out
+}
+
+#[test]
+fn the_coordinator_crates_modules_form_no_import_circle() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    source_files(&src, &mut files);
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in &files {
+        let Some(module) = top_module(&src, file) else {
+            continue;
+        };
+        let text = std::fs::read_to_string(file).expect("read source");
+        let edges = graph.entry(module.clone()).or_default();
+        edges.extend(imported_modules(&text).into_iter().filter(|m| *m != module));
+    }
+    assert!(
+        graph.len() > 20 && graph.contains_key("coordinator") && graph.contains_key("heartbeat"),
+        "the walk found too few modules: {:?}",
+        graph.keys()
+    );
+    let circles: Vec<_> = circles(&graph)
+        .into_iter()
+        .filter(|c| c.len() > 1)
+        .collect();
+    assert!(
+        circles.is_empty(),
+        "modules that import each other (each list is one circle): {circles:?}"
+    );
+}
+
+#[test]
+fn the_import_reader_sees_grouped_and_plain_paths() {
+    let text =
+        "use crate::a::B;\nuse crate::{c, d::{E, F}};\n// use crate::g;\nlet x = crate::h::f();";
+    let found = imported_modules(text);
+    assert_eq!(
+        found,
+        ["a", "c", "d", "h"].into_iter().map(String::from).collect()
+    );
+    let graph: BTreeMap<String, BTreeSet<String>> = [
+        ("a", vec!["b"]),
+        ("b", vec!["c"]),
+        ("c", vec!["a"]),
+        ("d", vec!["a"]),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.into_iter().map(String::from).collect()))
+    .collect();
+    let big: Vec<_> = circles(&graph)
+        .into_iter()
+        .filter(|c| c.len() > 1)
+        .collect();
+    assert_eq!(
+        big,
+        vec![vec!["a".to_owned(), "b".to_owned(), "c".to_owned()]]
+    );
+}
