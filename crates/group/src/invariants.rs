@@ -37,9 +37,13 @@ pub fn check(g: &Group) -> Vec<String> {
                 m.member_id
             ));
         }
-        if let Some(s) = m.assigned.iter().find(|s| g.ordering_gates.contains_key(s)) {
+        if let Some(s) = m
+            .assigned
+            .iter()
+            .find(|s| g.ordering_gates.contains_key(s) && !g.ordering_fences.contains_key(s))
+        {
             violations.push(format!(
-                "member {} is assigned shard {s}, gated until its parents {:?} drained",
+                "member {} is assigned shard {s}, withheld until its parents {:?} drained",
                 m.member_id, g.ordering_gates[s]
             ));
         }
@@ -53,6 +57,16 @@ pub fn check(g: &Group) -> Vec<String> {
                 m.member_id, g.shard_count
             ));
         }
+    }
+    if let Some(s) = g
+        .ordering_fences
+        .keys()
+        .find(|s| !g.ordering_gates.contains_key(s) || **s >= g.shard_count)
+    {
+        violations.push(format!(
+            "shard {s} is read-fenced but is not a gated child among the {} shards",
+            g.shard_count
+        ));
     }
     let mut target_owner: BTreeMap<u32, &str> = BTreeMap::new();
     for (id, shards) in &g.target_assignments {

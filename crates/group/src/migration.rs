@@ -179,6 +179,7 @@ pub fn adopt(
     let bump = bumped(g)?;
     // Gates of an earlier ordered migration end with it.
     g.ordering_gates.clear();
+    g.ordering_fences.clear();
     // A previous migration still active in this group is superseded by the stream's newer one.
     if let Some(previous) = g.active_migration_id.take()
         && let Some(p) = g.migration_mut(&previous)
@@ -339,6 +340,7 @@ fn end_by_operator(
     g.record(m);
     g.active_migration_id = None;
     g.ordering_gates.clear();
+    g.ordering_fences.clear();
     bump.apply(g);
     recompute_target(g, now_ms, timing);
     g.updated_at_ms = now_ms;

@@ -280,6 +280,10 @@ pub struct Group {
     /// still hold records from before the switch for this group (see `ordering.rs`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub ordering_gates: BTreeMap<u32, ShardSet>,
+    /// Ordered streams only: gated children that survive the scale, granted with a read fence at their
+    /// switch point (the last stream id in the shard at the routing switch) until their gate opens.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ordering_fences: BTreeMap<u32, String>,
     /// The group's resharding migrations, oldest first (bounded history; see `migration.rs`).
     #[serde(default)]
     pub migrations: Vec<crate::migration::Migration>,
@@ -327,6 +331,7 @@ impl Group {
             metadata_correction: None,
             draining_shards: ShardSet::new(),
             ordering_gates: BTreeMap::new(),
+            ordering_fences: BTreeMap::new(),
             migrations: Vec::new(),
             active_migration_id: None,
             rollback_suspicion: None,

@@ -9,20 +9,56 @@
 //! pending, everything delivered) to [`open_gates`], which removes those parents; a child with no parent left
 //! opens and is granted through the usual revoke-before-assign path. Gates are per group, so a slow group
 //! never holds up a fast one. Rollback, force-complete and a superseding migration clear every gate.
+//!
+//! A child that survives the scale (`rsc_protocol::ordering::fenced_children`: it holds its own keys'
+//! pre-switch records and may be a parent itself) is not withheld when its switch point is known: it is
+//! *fenced* (`Group::ordering_fences`, shard → switch point) and granted as usual, and the heartbeat
+//! response carries `readFences` for the fenced shards a member holds: the member hands no record after the
+//! fence to the application until the gate opens, which lifts the fence. A surviving child whose switch
+//! point is unknown stays withheld (safe, but it can wait forever when it is a parent too: the coordinator
+//! refuses such scales, see `ordered_scale_supported`).
 
 use crate::model::{EpochOverflow, Group, ShardSet};
 use crate::rebalance::{bumped, settle};
 use crate::timing::Timing;
+use std::collections::BTreeMap;
 
-/// Shards no member may be granted now (children whose parents may still hold pre-switch records).
+/// Shards no member may be granted now (children whose parents may still hold pre-switch records and
+/// that are not granted with a read fence).
 pub fn gated_shards(g: &Group) -> ShardSet {
-    g.ordering_gates.keys().copied().collect()
+    g.ordering_gates
+        .keys()
+        .filter(|s| !g.ordering_fences.contains_key(s))
+        .copied()
+        .collect()
 }
 
-/// Closes the gates of the migration `g` just adopted (`from → to`) and settles, so that a gated shard
-/// someone holds is revoked at once. Returns whether any gate was closed.
-pub fn close_gates(g: &mut Group, from: u32, to: u32, now_ms: i64, timing: &Timing) -> bool {
+/// The read fences of the shards in `held` (shard → switch point): what a member holding them may not read
+/// past until their gates open.
+pub fn read_fences(g: &Group, held: &ShardSet) -> BTreeMap<u32, String> {
+    g.ordering_fences
+        .iter()
+        .filter(|(s, _)| held.contains(s))
+        .map(|(s, id)| (*s, id.clone()))
+        .collect()
+}
+
+/// Closes the gates of the migration `g` just adopted (`from → to`) and settles, so that a withheld shard
+/// someone holds is revoked at once. A surviving child with a switch point in `switch_points` is fenced
+/// there instead of withheld. Returns whether any gate was closed.
+pub fn close_gates(
+    g: &mut Group,
+    from: u32,
+    to: u32,
+    switch_points: &BTreeMap<u32, String>,
+    now_ms: i64,
+    timing: &Timing,
+) -> bool {
     g.ordering_gates = rsc_protocol::ordering::gates(from, to);
+    g.ordering_fences = rsc_protocol::ordering::fenced_children(from, to)
+        .into_iter()
+        .filter_map(|j| Some((j, switch_points.get(&j)?.clone())))
+        .collect();
     if g.ordering_gates.is_empty() {
         return false;
     }
@@ -51,6 +87,8 @@ pub fn open_gates(
         parents.retain(|p| !drained.contains(p));
     }
     g.ordering_gates.retain(|_, parents| !parents.is_empty());
+    let gates = &g.ordering_gates;
+    g.ordering_fences.retain(|s, _| gates.contains_key(s));
     bump.apply(g);
     settle(g, now_ms, timing);
     g.updated_at_ms = now_ms;
@@ -90,7 +128,8 @@ mod tests {
         );
         let from = g.shard_count;
         assert!(adopt(g, &m, 1, &Timing::default()).unwrap());
-        close_gates(g, from, to, 1, &Timing::default());
+        let points = (0..from).map(|s| (s, format!("{}-0", 100 + s))).collect();
+        close_gates(g, from, to, &points, 1, &Timing::default());
     }
 
     fn assigned(g: &Group) -> ShardSet {
@@ -136,5 +175,76 @@ mod tests {
         settle(&mut g, 3, &Timing::default());
         let a = &g.members["a"];
         assert!(!a.assigned.contains(&1) && a.revoking.contains_key(&1));
+    }
+
+    #[test]
+    fn surviving_children_are_granted_fenced_and_open_without_deadlock() {
+        // 8 -> 3: every old shard is a parent of every new one; 0, 1 and 2 survive and wait for each other.
+        let mut g = group_with_members(8, &["a", "b"]);
+        scale(&mut g, 3);
+        assert_eq!(g.ordering_gates.len(), 3);
+        assert_eq!(
+            g.ordering_fences.keys().copied().collect::<ShardSet>(),
+            ShardSet::from([0, 1, 2])
+        );
+        assert!(gated_shards(&g).is_empty(), "nothing withheld");
+        assert!(
+            ShardSet::from([0, 1, 2]).is_subset(&assigned(&g)),
+            "fenced survivors stay granted"
+        );
+        let a_holds = g.members["a"].assigned.clone();
+        let fences = read_fences(&g, &a_holds);
+        let survivors_a_holds: ShardSet = a_holds.iter().filter(|s| **s < 3).copied().collect();
+        assert!(!survivors_a_holds.is_empty());
+        assert_eq!(
+            fences.keys().copied().collect::<ShardSet>(),
+            survivors_a_holds
+        );
+        assert!(crate::invariants::check(&g).is_empty());
+
+        // Survivors consumed up to their switch points, and the drained shards 3..8: every gate opens.
+        let t = Timing::default();
+        assert!(open_gates(&mut g, &(0..3).collect(), 2, &t).unwrap());
+        assert_eq!(g.ordering_gates.len(), 3, "each still waits for 3..8");
+        assert!(open_gates(&mut g, &(3..8).collect(), 3, &t).unwrap());
+        assert!(g.ordering_gates.is_empty() && g.ordering_fences.is_empty());
+        assert!(
+            read_fences(&g, &(0..3).collect()).is_empty(),
+            "fences lifted"
+        );
+    }
+
+    #[test]
+    fn a_scale_out_fences_survivors_and_withholds_new_shards() {
+        // 3 -> 6: 0..3 survive (fenced), 3..6 are new (withheld until their parents drained).
+        let mut g = group_with_members(3, &["a"]);
+        scale(&mut g, 6);
+        assert_eq!(gated_shards(&g), ShardSet::from([3, 4, 5]));
+        assert_eq!(g.ordering_fences.len(), 3);
+        assert_eq!(assigned(&g), ShardSet::from([0, 1, 2]));
+        assert_eq!(g.ordering_fences[&1], "101-0");
+        assert!(crate::invariants::check(&g).is_empty());
+        assert!(open_gates(&mut g, &(0..3).collect(), 2, &Timing::default()).unwrap());
+        assert!(g.ordering_gates.is_empty());
+        assert_eq!(assigned(&g), (0..6).collect());
+    }
+
+    #[test]
+    fn a_surviving_child_without_a_switch_point_is_withheld() {
+        let mut g = group_with_members(8, &["a"]);
+        let m = Migration::new(
+            "r1".into(),
+            8,
+            3,
+            MigrationState::Active,
+            "t".into(),
+            "t".into(),
+            1,
+        );
+        assert!(adopt(&mut g, &m, 1, &Timing::default()).unwrap());
+        close_gates(&mut g, 8, 3, &BTreeMap::new(), 1, &Timing::default());
+        assert!(g.ordering_fences.is_empty());
+        assert_eq!(gated_shards(&g), ShardSet::from([0, 1, 2]));
+        assert!(crate::invariants::check(&g).is_empty());
     }
 }

@@ -13,6 +13,31 @@
 //!
 //! A new shard is a *child* (a shard whose reads must wait) when it has a parent other than itself: its own
 //! old records are older than anything routed to it since, so only other parents matter.
+//!
+//! ## Surviving children: read fences
+//!
+//! A child that is not an old shard (index `j >= from`) holds nothing from before the switch, so it is
+//! *withheld*: granted to nobody until every parent has drained for the group. A child that survives the
+//! scale (`j < from`, every scale-in and every scale between counts that are not both powers of two) cannot
+//! be withheld: it holds its own keys' pre-switch records, and it may itself be a parent of other children
+//! (8 → 3 makes 0 wait for 1 and 1 wait for 0). Withholding it would deadlock. Such a child is granted
+//! with a **read fence** at its *switch point* `S_j` (the last id in `j` at the routing switch): its owner
+//! consumes `j` up to `S_j` and hands no record after `S_j` to the application until the gate opens (every
+//! other parent drained for this group). Records after the fence that a read already delivered stay
+//! pending, in order, and are handed over (or claimed by the next owner) once the fence is lifted.
+//!
+//! Drain evidence for a parent `p` is bounded by its own switch point: nothing pending up to `S_p` and
+//! last-delivered at or past `S_p`. A fenced parent therefore drains by consuming exactly its pre-switch
+//! records, which its fence allows, and since every parent is an old shard and no old shard is withheld, no
+//! gate can wait on itself ([`fenced_children`]; the model in `tests/ordering_fences.rs` checks per-key
+//! order, no loss and no deadlock over random scales, keys and schedules).
+//!
+//! Soundness needs two things the switch must provide (see ARCHITECTURE.md, "Ordered scales"):
+//! every record appended to `j` before `S_j` was routed with the old routing and every record after it
+//! with the new one (the switch point is taken atomically with the shard's routing boundary, behind which
+//! the guarded publish script refuses old-routing appends), and the owner of a fenced shard learns the fence
+//! before it can read a record past `S_j`. Until the switch provides both, [`ordered_scale_supported`]
+//! keeps refusing scales with surviving children.
 
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -75,6 +100,12 @@ pub fn gates(from: u32, to: u32) -> BTreeMap<u32, BTreeSet<u32>> {
             (!p.is_empty()).then_some((j, p))
         })
         .collect()
+}
+
+/// The children of `from → to` that survive the scale (index below both counts): granted with a read fence
+/// at their switch point instead of withheld, because their own pre-switch records must be consumed.
+pub fn fenced_children(from: u32, to: u32) -> BTreeSet<u32> {
+    gates(from, to).into_keys().filter(|j| *j < from).collect()
 }
 
 /// Why an ordered scale `from → to` cannot keep per-key order by withholding grants alone, or Ok.
@@ -141,6 +172,28 @@ mod tests {
         for (from, to) in [(8, 4), (8, 3), (3, 6), (4, 6), (2, 1)] {
             let err = ordered_scale_supported(from, to).unwrap_err();
             assert!(err.contains("ordering NONE"), "{err}");
+        }
+    }
+
+    #[test]
+    fn surviving_children_are_fenced_and_nothing_deadlocks() {
+        assert_eq!(fenced_children(8, 3), BTreeSet::from([0, 1, 2]));
+        assert_eq!(fenced_children(3, 6), BTreeSet::from([0, 1, 2]));
+        assert_eq!(fenced_children(8, 4), BTreeSet::from([0, 1, 2, 3]));
+        assert!(
+            fenced_children(4, 8).is_empty(),
+            "4 -> 8 only withholds new shards"
+        );
+        assert!(gates(8, 3)[&0].contains(&1) && gates(8, 3)[&1].contains(&0));
+        // No deadlock: every parent is an old shard, and an old shard is never withheld (a child among
+        // the old shards is fenced), so every parent can be consumed up to its switch point.
+        for from in 0..20 {
+            for to in 0..20 {
+                for (j, parents) in gates(from, to) {
+                    assert!(parents.iter().all(|p| *p < from), "{from} -> {to}: {j}");
+                    assert_eq!(j < from, fenced_children(from, to).contains(&j));
+                }
+            }
         }
     }
 

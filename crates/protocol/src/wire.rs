@@ -219,6 +219,12 @@ pub struct HeartbeatResponse {
     /// reference contract: absent on `OK` answers, and clients that do not know it ignore it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// Ordered streams (rsc's addition): for each assigned shard that survived a scale and still waits for
+    /// other parents, its switch point (shard index → stream id). The member hands no record after it to
+    /// the application until the fence is lifted (absent from a later answer). Absent when empty; clients
+    /// that do not know it ignore it and keep at-least-once without per-key order.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub read_fences: BTreeMap<String, String>,
 }
 
 /// `POST /coord/v1/streams/{p}` and the compatibility `POST …/groups/{g}`.

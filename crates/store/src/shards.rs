@@ -1,6 +1,6 @@
 //! Shard streams, the data plane the coordinator provisions and watches: creating a stream with its
 //! Redis consumer group, checking which keys exist, the `XINFO` evidence of how far a group has read
-//! (offsets, drain evidence), and retiring a drained stream.
+//! (offsets, drain evidence, pending entries up to a switch point), and retiring a drained stream.
 //!
 //! Stream names are the caller's (`rsc_protocol::names::shard_stream_key`): shard streams carry no hash
 //! tag, so every call here touches one key. `XINFO` replies are decoded in both RESP2 (flat arrays) and
@@ -166,6 +166,30 @@ impl Store {
                 })
                 .collect(),
         ))
+    }
+
+    /// Whether the Redis consumer group `group` has an entry pending on `key` at or before `end` (an
+    /// extended `XPENDING … - end 1`): the drain evidence of an ordered parent bounded by its switch point.
+    /// None when the stream or the group does not exist.
+    pub async fn shard_pending_up_to(
+        &self,
+        key: &str,
+        group: &str,
+        end: &str,
+    ) -> Result<Option<bool>, StoreError> {
+        let reply: redis::RedisResult<Vec<Value>> = redis::cmd("XPENDING")
+            .arg(key)
+            .arg(group)
+            .arg("-")
+            .arg(end)
+            .arg(1)
+            .query_async(&mut self.connection())
+            .await;
+        match reply {
+            Ok(entries) => Ok(Some(!entries.is_empty())),
+            Err(e) if e.code() == Some("NOGROUP") || is_missing_key(&e) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// `XLEN` (0 when the stream does not exist).

@@ -10,6 +10,7 @@ use super::Handler;
 use super::config::ConsumerConfig;
 use super::delivery::ShardLocal;
 use super::events::{ConsumerEvent, EventSink, MemberSnapshot};
+use super::fence::{self, Fences};
 use super::membership::{new_membership, request};
 use super::reader::ReaderCtx;
 use crate::coordinator::CoordinatorClient;
@@ -41,6 +42,8 @@ pub(crate) struct Member<H> {
     tasks: JoinSet<u32>,
     shards: HashMap<u32, Arc<ShardLocal>>,
     lease_tx: watch::Sender<Option<Instant>>,
+    /// Read fences of ordered streams, as the answers set and lift them.
+    fences_tx: watch::Sender<Fences>,
     workers: Arc<Semaphore>,
     reading_count: Arc<AtomicUsize>,
     handled: Arc<AtomicU64>,
@@ -66,6 +69,7 @@ impl<H: Handler> Member<H> {
             handled,
         } = observers;
         let (lease_tx, _) = watch::channel(None);
+        let (fences_tx, _) = watch::channel(Fences::new());
         Member {
             membership: new_membership(
                 &id,
@@ -82,6 +86,7 @@ impl<H: Handler> Member<H> {
             tasks: JoinSet::new(),
             shards: HashMap::new(),
             lease_tx,
+            fences_tx,
             reading_count: Arc::new(AtomicUsize::new(0)),
             handled,
             wake: Arc::new(Notify::new()),
@@ -191,6 +196,10 @@ impl<H: Handler> Member<H> {
         };
         self.last_status = Some(resp.status);
         let applied = self.membership.on_response(sent_at, &resp);
+        if matches!(applied, Applied::Accepted | Applied::Reset(_)) {
+            self.fences_tx
+                .send_if_modified(|f| fence::apply_answer(f, &resp));
+        }
         self.emit(ConsumerEvent::Heartbeat {
             member_id: self.id.clone(),
             status: resp.status,
@@ -322,6 +331,7 @@ impl<H: Handler> Member<H> {
             ack_after_handle: self.config.ack_after_handle,
             poll_timeout: self.config.poll_timeout,
             events: self.events.clone(),
+            fences: self.fences_tx.subscribe(),
         };
         let wake = self.wake.clone();
         self.tasks.spawn(async move {

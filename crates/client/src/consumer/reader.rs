@@ -6,11 +6,17 @@
 //! the in-flight work reported as DRAINING) and then ends the loop. Workers are a member-wide fair
 //! semaphore: with more shards than workers, a shard holds a worker for one read and its batch, then queues
 //! again behind the others, and reads do not block (so an idle shard never holds a worker for long).
+//!
+//! Ordered streams: while the shard has a read fence ([`super::fence`]), no entry after it goes to the
+//! handler; the loop stops handing over at the first one (it and the rest of the batch stay pending),
+//! waits for the fence to be lifted without holding a worker, and then claims its pending entries again
+//! from the start, so they are handled in stream order.
 
 use super::Handler;
 use super::config::{LEASE_GUARD, read_lease_left};
 use super::delivery::{Delivery, ShardLocal};
 use super::events::{ConsumerEvent, EventSink, StopReason};
+use super::fence::{self, Fences};
 use crate::redis_target::{ConnectOptions, DataConn, Endpoint};
 use redis::AsyncCommands;
 use redis::streams::{StreamAutoClaimReply, StreamId, StreamReadOptions, StreamReadReply};
@@ -41,6 +47,8 @@ pub(crate) struct ReaderCtx<H> {
     pub ack_after_handle: bool,
     pub poll_timeout: Duration,
     pub events: Option<EventSink>,
+    /// The member's read fences (ordered streams); this loop honours the one of its shard.
+    pub fences: watch::Receiver<Fences>,
 }
 
 /// How a batch ended.
@@ -52,6 +60,8 @@ enum Handled {
     LeaseLapsed,
     /// The XACK of handled entries failed.
     AckFailed,
+    /// An entry lies after the shard's read fence: it and the rest wait, pending, until it is lifted.
+    Fenced,
 }
 
 const IDLE_BACKOFF_MIN: Duration = Duration::from_millis(10);
@@ -203,6 +213,13 @@ impl<H: Handler> ReaderCtx<H> {
                         Handled::LeaseLapsed => return StopReason::LeaseExpired,
                         // Ending the loop makes the member start a new one that reclaims them.
                         Handled::AckFailed => return StopReason::Stopped,
+                        Handled::Fenced => {
+                            if let Some(reason) = self.wait_unfenced().await {
+                                return reason;
+                            }
+                            // The held entries are pending under this member: claim them in order.
+                            cursor = Some("0-0".to_owned());
+                        }
                     }
                 }
             }
@@ -268,6 +285,35 @@ impl<H: Handler> ReaderCtx<H> {
         Ok(reply
             .map(|r| r.keys.into_iter().flat_map(|k| k.ids).collect())
             .unwrap_or_default())
+    }
+
+    /// The shard's read fence now, if it has one.
+    fn fence(&self) -> Option<String> {
+        self.fences.borrow().get(&self.shard).cloned()
+    }
+
+    /// Waits until the shard's read fence is lifted (None), or the loop must stop (why).
+    async fn wait_unfenced(&self) -> Option<StopReason> {
+        let mut fences = self.fences.clone();
+        let mut stop = self.stop.clone();
+        loop {
+            if let Some(reason) = self.should_stop() {
+                return Some(reason);
+            }
+            if !fences.borrow_and_update().contains_key(&self.shard) {
+                return None;
+            }
+            tokio::select! {
+                changed = fences.changed() => {
+                    if changed.is_err() {
+                        return Some(StopReason::Stopped);
+                    }
+                }
+                _ = stop.wait_for(|s| *s) => {}
+                // The lease is judged again now and then.
+                _ = tokio::time::sleep(self.poll_timeout) => {}
+            }
+        }
     }
 
     /// Whether the assignment lease has run out. Entries already read are handed to the handler only while
@@ -349,6 +395,13 @@ impl<H: Handler> ReaderCtx<H> {
                 self.local.left_pending.store(true, Ordering::SeqCst);
                 tracing::warn!(member = %self.member_id, shard = self.shard, unhandled = left, "assignment lease lapsed with entries of a batch not yet handled; they stay pending for reclaim");
                 return Handled::LeaseLapsed;
+            }
+            if let Some(f) = self.fence()
+                && fence::beyond(&entry.id, &f)
+            {
+                self.local.in_flight.fetch_sub(left, Ordering::SeqCst);
+                tracing::debug!(member = %self.member_id, shard = self.shard, fence = %f, held = left, "entries after the read fence wait until it is lifted");
+                return Handled::Fenced;
             }
             let ack_id = self.ack_after_handle.then(|| entry.id.clone());
             let delivery = Delivery {

@@ -102,7 +102,8 @@ impl Resharding<'_> {
 
     /// Parents some gate of `g` waits for whose pre-switch records `g`'s Redis consumer group has consumed:
     /// nothing pending and nothing left to deliver (lag 0, or last-delivered at or past the stream's last id),
-    /// once the drain grace has passed. A shard whose stream is gone holds nothing.
+    /// once the drain grace has passed; for a parent read-fenced at a switch point, nothing pending up to
+    /// it and last-delivered at or past it. A shard whose stream is gone holds nothing.
     pub(super) async fn parents_drained_for(&self, g: &Group) -> ShardSet {
         let mut drained = ShardSet::new();
         if g.ordering_gates.is_empty() || self.clock().now_ms() < self.drain_evidence_from_ms(g) {
@@ -118,6 +119,20 @@ impl Resharding<'_> {
                     else {
                         continue;
                     };
+                    // A fenced parent (a surviving child itself) drains by its pre-switch records only:
+                    // its owner holds back what follows its switch point, so a full drain never comes.
+                    if let Some(point) = g.ordering_fences.get(&p) {
+                        let last = mine.last_delivered_id.as_deref().and_then(parse_stream_id);
+                        let delivered =
+                            parse_stream_id(point).is_some_and(|sp| last.is_some_and(|d| d >= sp));
+                        if delivered
+                            && self.pending_up_to(&key, &g.consumer_group, point).await
+                                == Some(false)
+                        {
+                            drained.insert(p);
+                        }
+                        continue;
+                    }
                     if mine.pending != Some(0) {
                         continue;
                     }
@@ -141,6 +156,17 @@ impl Resharding<'_> {
             }
         }
         drained
+    }
+
+    /// Whether `group` has an entry pending on `key` up to `point` (None: unknown, or no such group).
+    async fn pending_up_to(&self, key: &str, group: &str, point: &str) -> Option<bool> {
+        match self.store().shard_pending_up_to(key, group, point).await {
+            Ok(answer) => answer,
+            Err(e) => {
+                tracing::warn!(key, error = %store_error_text(&e), "ordering evidence unavailable");
+                None
+            }
+        }
     }
 
     /// Reconciler step: opens the gates of `name` whose parents drained for it.

@@ -204,7 +204,17 @@ impl Resharding<'_> {
                 let from = g.shard_count;
                 let adopted = migration::adopt(g, m, now, timing)?;
                 if adopted && stream.ordering == rsc_protocol::ordering::Ordering::Key {
-                    rsc_group::ordering::close_gates(g, from, m.to_shard_count, now, timing);
+                    // No switch points are recorded yet: a surviving child stays withheld (the scales
+                    // that have one are refused, see `check_ordered_scale`).
+                    let switch_points = Default::default();
+                    rsc_group::ordering::close_gates(
+                        g,
+                        from,
+                        m.to_shard_count,
+                        &switch_points,
+                        now,
+                        timing,
+                    );
                 }
                 changed |= adopted;
             }

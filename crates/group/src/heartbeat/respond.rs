@@ -55,6 +55,10 @@ pub(super) fn response(
             metadata_version: g.metadata_version,
         },
         message: None,
+        read_fences: crate::ordering::read_fences(g, assigned)
+            .into_iter()
+            .map(|(s, id)| (s.to_string(), id))
+            .collect(),
     }
 }
 
@@ -76,6 +80,7 @@ pub fn rejected_response(
         metadata_version: 0,
         assignment: AssignmentView::default(),
         message: None,
+        read_fences: Default::default(),
     }
 }
 

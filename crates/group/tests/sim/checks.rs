@@ -14,7 +14,9 @@
 //!    the simulated Redis never loses writes, no rollback signal is ever raised on fresh state.
 //!
 //! Ordered streams: no child shard is granted while one of its parents has not shown its pre-switch
-//! records consumed (`children_wait_for_parents`).
+//! records consumed, unless it survived the scale and is granted with its read fence
+//! (`children_wait_for_parents`); a process reading such a child honours a fence once it has applied an
+//! answer written after the gates closed (`clients_honour_fences`).
 
 use super::client::Client;
 use super::store::{SimStore, WriteRecord, Writer};
@@ -253,10 +255,12 @@ pub fn false_rollback_signal(g: &Group, req: &HeartbeatRequest, s: &Signals) -> 
 }
 
 /// Ordered streams: a child shard of the current ordered migration is assigned to a member only once every
-/// one of its parents has shown (drain evidence) that this group consumed its pre-switch records.
+/// one of its parents has shown (drain evidence) that this group consumed its pre-switch records, unless it
+/// survived the scale and is granted with the read fence decided at the scale (`fences`).
 pub fn children_wait_for_parents(
     g: &Group,
     children: &BTreeMap<u32, ShardSet>,
+    fences: &BTreeMap<u32, String>,
     evidenced: &ShardSet,
 ) {
     for m in g.members.values() {
@@ -264,12 +268,45 @@ pub fn children_wait_for_parents(
             if let Some(parents) = children.get(s) {
                 let waiting: Vec<_> = parents.difference(evidenced).collect();
                 assert!(
-                    waiting.is_empty(),
-                    "ordering: child shard {s} granted to {} while parents {waiting:?} may hold \
-                     pre-switch records",
+                    waiting.is_empty()
+                        || (fences.contains_key(s) && g.ordering_fences.get(s) == fences.get(s)),
+                    "ordering: child shard {s} granted to {} without its read fence while parents \
+                     {waiting:?} may hold pre-switch records",
                     m.member_id
                 );
             }
+        }
+    }
+}
+
+/// Ordered streams, the consumers' side: a process that reads a fenced child whose parents may still hold
+/// pre-switch records honours a read fence on it — once it has applied an answer written after the gates
+/// closed (`closed_mv`; before that it cannot know of the scale, and the switch must not let records past
+/// the switch point reach the shard until then: see ARCHITECTURE.md, "Ordered scales").
+pub fn clients_honour_fences(
+    clients: &[Client],
+    now: i64,
+    children: &BTreeMap<u32, ShardSet>,
+    fences: &BTreeMap<u32, String>,
+    evidenced: &ShardSet,
+    closed_mv: i64,
+) {
+    for c in clients.iter().filter(|c| c.answered_mv >= closed_mv) {
+        for s in c.readable(now) {
+            let Some(parents) = children.get(&s) else {
+                continue;
+            };
+            if parents.is_subset(evidenced) {
+                continue;
+            }
+            assert!(
+                fences.contains_key(&s) && c.read_fences.contains_key(&s),
+                "ordering: t={now} {} reads child shard {s} without a read fence while parents {:?} may \
+                 hold pre-switch records (fences {:?})",
+                c.id,
+                parents.difference(evidenced).collect::<Vec<_>>(),
+                c.read_fences
+            );
         }
     }
 }

@@ -12,10 +12,11 @@
 //! a second generator seeded from the scenario's seed, so scenarios without static members are exactly
 //! those of the same seed before static membership existed.
 //!
-//! Ordered streams: half the scales that `rsc_protocol::ordering` supports for ordered streams close gates on
-//! their child shards (a third generator, so other scenarios are unchanged); drain evidence for the parents
-//! arrives at random, and after every write the world checks that no child shard was granted while one of
-//! its parents had not shown its pre-switch records consumed.
+//! Ordered streams: half the scales close gates on their child shards (a third generator, so other
+//! scenarios are unchanged), with a switch point for every old shard, so a surviving child is granted with
+//! a read fence; drain evidence for the parents arrives at random, and after every write the world checks
+//! that no child shard was granted while one of its parents had not shown its pre-switch records consumed,
+//! unless with its fence; after every step, that every process reading such a child honours a fence.
 
 use super::checks;
 use super::client::{Client, Style};
@@ -107,6 +108,8 @@ pub struct Summary {
     /// Ordered scales whose children were gated, and gates opened by drain evidence.
     pub ordered_scales: u64,
     pub gates_opened: u64,
+    /// Surviving children granted with a read fence by ordered scales.
+    pub fenced_children: u64,
 }
 
 impl Summary {
@@ -125,6 +128,7 @@ impl Summary {
         self.instance_refusals += o.instance_refusals;
         self.ordered_scales += o.ordered_scales;
         self.gates_opened += o.gates_opened;
+        self.fenced_children += o.fenced_children;
         self.replica.heartbeats += o.replica.heartbeats;
         self.replica.conflicts += o.replica.conflicts;
         self.replica.retries += o.replica.retries;
@@ -150,6 +154,10 @@ pub struct World {
     orng: Rng,
     children: std::collections::BTreeMap<u32, ShardSet>,
     evidenced: ShardSet,
+    /// The read fences decided at the current ordered scale (surviving children → switch point), and the
+    /// metadata version the gates were closed at.
+    fences: std::collections::BTreeMap<u32, String>,
+    closed_mv: i64,
 }
 
 impl World {
@@ -203,6 +211,8 @@ impl World {
             orng: Rng::new(seed ^ 0x4f52_4445),
             children: Default::default(),
             evidenced: ShardSet::new(),
+            fences: Default::default(),
+            closed_mv: 0,
         }
     }
 
@@ -240,6 +250,14 @@ impl World {
             }
         }
         checks::clients(&self.clients, &self.store, self.now);
+        checks::clients_honour_fences(
+            &self.clients,
+            self.now,
+            &self.children,
+            &self.fences,
+            &self.evidenced,
+            self.closed_mv,
+        );
         for r in &self.replicas {
             assert!(
                 r.cached_revision()
@@ -346,7 +364,12 @@ impl World {
                 );
             }
             checks::write(&rec, &self.clients);
-            checks::children_wait_for_parents(&rec.new, &self.children, &self.evidenced);
+            checks::children_wait_for_parents(
+                &rec.new,
+                &self.children,
+                &self.fences,
+                &self.evidenced,
+            );
             for r in &rec.old.static_reservations {
                 if rec.new.static_reservations.contains(r) {
                     continue;
@@ -407,7 +430,7 @@ impl World {
         let changed = match roll {
             0..=4 => {
                 let to = self.rng.below(25) as u32;
-                // Ordered scales: half of them doubled from a power of two (what ordered streams support).
+                // Ordered scales: half of them doubled from a power of two, the others to any count.
                 let ordered = self.orng.chance(500);
                 let to = if ordered && g.shard_count.is_power_of_two() && self.orng.chance(500) {
                     g.shard_count * 2
@@ -432,14 +455,16 @@ impl World {
                 let from = g.shard_count;
                 let adopted = migration::adopt(&mut g, &m, now, &TIMING).expect("small epochs");
                 self.children.clear();
-                if adopted
-                    && ordered
-                    && rsc_protocol::ordering::ordered_scale_supported(from, to).is_ok()
-                {
-                    if ordering::close_gates(&mut g, from, to, now, &TIMING) {
+                if adopted && ordered {
+                    // Every old shard's switch point (the coordinator records them at the switch).
+                    let points = (0..from).map(|s| (s, format!("{now}-{s}"))).collect();
+                    if ordering::close_gates(&mut g, from, to, &points, now, &TIMING) {
                         self.summary.ordered_scales += 1;
+                        self.summary.fenced_children += g.ordering_fences.len() as u64;
                     }
                     self.children = g.ordering_gates.clone();
+                    self.fences = g.ordering_fences.clone();
+                    self.closed_mv = g.metadata_version;
                     self.evidenced.clear();
                 }
                 adopted

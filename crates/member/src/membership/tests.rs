@@ -43,6 +43,7 @@ fn resp(
             metadata_version: epoch + 10,
         },
         message: None,
+        read_fences: Default::default(),
     }
 }
 

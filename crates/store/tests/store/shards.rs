@@ -7,7 +7,8 @@ use crate::fixtures::raw;
 on_both_topologies!(
     provision_and_xinfo_evidence,
     keys_exist_in_order,
-    retire_only_when_drained
+    retire_only_when_drained,
+    pending_up_to_a_switch_point
 );
 
 async fn provision_and_xinfo_evidence(store: &Store, name: &str) {
@@ -173,4 +174,71 @@ async fn retire_only_when_drained(store: &Store, name: &str) {
         RetireOutcome::Retired
     );
     assert_eq!(store.keys_exist(&[key]).await.expect("exists"), vec![false]);
+}
+
+/// Ordered parents: pending entries are judged only up to the switch point; entries delivered after it
+/// and not acknowledged do not count.
+async fn pending_up_to_a_switch_point(store: &Store, name: &str) {
+    let key = format!("rsc-test-{name}:0");
+    assert_eq!(
+        store
+            .shard_pending_up_to(&key, "g", "1-0")
+            .await
+            .expect("no stream"),
+        None
+    );
+    store.shard_provision(&key, "g").await.expect("provision");
+    assert_eq!(
+        store
+            .shard_pending_up_to(&key, "other", "1-0")
+            .await
+            .expect("no group"),
+        None
+    );
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let id: String = raw(
+            store,
+            redis::cmd("XADD").arg(&key).arg("*").arg("f").arg("v"),
+        )
+        .await;
+        ids.push(id);
+    }
+    let switch_point = ids[1].clone();
+    let k = key.as_str();
+    let up_to = |end: String| async move {
+        store
+            .shard_pending_up_to(k, "g", &end)
+            .await
+            .expect("XPENDING")
+    };
+    assert_eq!(
+        up_to(switch_point.clone()).await,
+        Some(false),
+        "nothing read yet"
+    );
+    let _: redis::Value = raw(
+        store,
+        redis::cmd("XREADGROUP")
+            .arg("GROUP")
+            .arg("g")
+            .arg("c")
+            .arg("STREAMS")
+            .arg(k)
+            .arg(">"),
+    )
+    .await;
+    assert_eq!(up_to(switch_point.clone()).await, Some(true));
+    let acked: i64 = raw(
+        store,
+        redis::cmd("XACK").arg(k).arg("g").arg(&ids[0]).arg(&ids[1]),
+    )
+    .await;
+    assert_eq!(acked, 2);
+    assert_eq!(
+        up_to(switch_point).await,
+        Some(false),
+        "the entry after the switch point is still pending, but not counted"
+    );
+    assert_eq!(up_to(ids[2].clone()).await, Some(true));
 }

@@ -134,6 +134,7 @@ fn answer(
             metadata_version: 5,
         },
         message: None,
+        read_fences: Default::default(),
     }
 }
 

@@ -35,6 +35,7 @@ fn ok(epoch: i64, assigned: &[u32]) -> HeartbeatResponse {
             metadata_version: epoch + 10,
         },
         message: None,
+        read_fences: Default::default(),
     }
 }
 

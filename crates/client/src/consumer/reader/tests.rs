@@ -90,6 +90,7 @@ fn test_reader(
         ack_after_handle: false,
         poll_timeout,
         events: None,
+        fences: watch::channel(Fences::new()).1,
     }
 }
 
@@ -277,4 +278,64 @@ async fn a_delivery_read_before_a_redis_restart_is_acked_on_retry_after_it() {
 
     stop_and_join(&stop_tx, task).await;
     drop(redis_server);
+}
+
+/// Ordered streams: with a read fence on its shard, the loop hands over the entries up to the fence and
+/// none after it (they stay pending); once the fence is lifted it claims them and hands them over in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn entries_after_the_read_fence_wait_pending_until_it_is_lifted() {
+    let redis_server = RedisServer::builder().start();
+    let client = redis::Client::open(redis_server.url()).expect("redis url");
+    let mut c = admin(&client).await;
+    let _: () = c
+        .xgroup_create_mkstream(STREAM, GROUP, "0")
+        .await
+        .expect("XGROUP CREATE");
+    let mut ids = Vec::new();
+    for n in 0..5 {
+        let id: String = c.xadd(STREAM, "*", &[("n", n)]).await.expect("XADD");
+        ids.push(id);
+    }
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (stop_tx, stop) = watch::channel(false);
+    let (_lease_tx, lease) = watch::channel(Some(Instant::now() + Duration::from_secs(3600)));
+    let (fences_tx, fences) = watch::channel(Fences::from([(0, ids[2].clone())]));
+    let mut reader = test_reader(&client, tx, stop, lease, Duration::from_millis(200));
+    reader.fences = fences;
+    let local = reader.local.clone();
+    let task = tokio::spawn(reader.run());
+
+    for id in &ids[..3] {
+        let d = tokio::time::timeout(WAIT, rx.recv())
+            .await
+            .expect("delivered in time")
+            .expect("reader alive");
+        assert_eq!(d.id(), id);
+        assert!(ack_with_retries(&d).await.0);
+    }
+    // The batch of five was read; the loop is done with it once nothing is in flight: the two entries
+    // after the fence were either handed over (and would be in the channel) or held back.
+    let deadline = Instant::now() + WAIT;
+    while local.in_flight.load(Ordering::SeqCst) > 0 {
+        assert!(Instant::now() < deadline, "the batch was never finished");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(
+        rx.try_recv().is_err(),
+        "nothing after the fence handed over"
+    );
+    assert_eq!(pending(&client).await, 2, "held entries stay pending");
+
+    fences_tx.send_replace(Fences::new());
+    for id in &ids[3..] {
+        let d = tokio::time::timeout(WAIT, rx.recv())
+            .await
+            .expect("delivered once the fence is lifted")
+            .expect("reader alive");
+        assert_eq!(d.id(), id, "held entries handed over in order");
+        assert!(d.reclaimed());
+        assert!(ack_with_retries(&d).await.0);
+    }
+    assert_eq!(pending(&client).await, 0);
+    stop_and_join(&stop_tx, task).await;
 }
