@@ -2,7 +2,8 @@
 //! consumer) and a routed producer, shows members, their shards and throughput live, and ends with one
 //! line: `published=N acked=M duplicates=D lost=L`. With `--scale 4,8,…` it creates the stream with the first
 //! count and scales it through the others while running; with `--ordered` the stream keeps per-key order
-//! (`ordering: KEY`). Either adds `order_violations=V` to the line (`demo_order.rs`).
+//! (`ordering: KEY`). Either adds `order_violations=V` to the line (`demo_order.rs`). With `--quiesce` the
+//! scales ask for producer quiesce (`demo_quiesce.rs`).
 //!
 //! Every message carries this run's id and a sequence number, so the tally ignores leftovers of earlier
 //! runs on the same stream: `acked` counts distinct messages of this run acknowledged, `duplicates` extra
@@ -62,6 +63,10 @@ pub struct DemoArgs {
     /// Shard counts: the stream is created with the first, then scaled to each next one (e.g. 4,8,3,6).
     #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(0..=1024))]
     scale: Vec<u32>,
+    /// The scales of --scale ask for producer quiesce (`producerQuiesce`): routing switches once the demo's
+    /// producer has paused and finished its publishes in flight, or after 10 s.
+    #[arg(long)]
+    quiesce: bool,
     /// Seconds between the scales of --scale.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
     scale_every: u64,
@@ -250,12 +255,20 @@ async fn demo(args: DemoArgs) -> ExitCode {
     ));
 
     let scaling = (args.scale.len() > 1).then(|| {
-        tokio::spawn(crate::demo_order::scale_through(
-            coord.clone(),
-            args.stream.clone(),
+        let (coord, stream) = (coord.clone(), args.stream.clone());
+        let (targets, every) = (
             args.scale[1..].to_vec(),
             Duration::from_secs(args.scale_every),
-        ))
+        );
+        if args.quiesce {
+            tokio::spawn(crate::demo_quiesce::scale_through_quiesced(
+                coord, stream, targets, every,
+            ))
+        } else {
+            tokio::spawn(crate::demo_order::scale_through(
+                coord, stream, targets, every,
+            ))
+        }
     });
 
     let started = Instant::now();

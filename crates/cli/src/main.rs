@@ -7,6 +7,7 @@ mod backup;
 mod bench;
 mod demo;
 mod demo_order;
+mod demo_quiesce;
 mod hash_password;
 mod memory;
 mod operator;

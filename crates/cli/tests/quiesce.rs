@@ -2,7 +2,8 @@
 //! SDK producers publishing continuously through a proxy that cuts their Redis connections (so publishes
 //! are retried after Redis had already taken them) across a quiesced scale publish no event to both the old
 //! and the new shard count, while without quiesce the same retries do; a reader that never reports (a plain HTTP routing fetch) forces the
-//! switch at the timeout, and the migration view and the audit name it; bad requests are 400s.
+//! switch at the timeout, and the migration view, the audit and the `quiesce_switch_total` counter say so;
+//! bad requests are 400s.
 
 use rsc_client::{
     ClientError, CoordinatorClient, CreateStream, Credentials, Method, Producer, ProducerConfig,
@@ -422,6 +423,22 @@ async fn a_reader_that_never_reports_forces_the_switch_at_the_timeout_and_is_nam
     assert!(
         reason.contains("forced by timeout") && reason.contains(plain_id),
         "{reason}"
+    );
+    // Counted by outcome (the counter is raised before the audit record is written).
+    let metrics = reqwest::Client::new()
+        .get(format!("{}/metrics", rsc.url()))
+        .basic_auth("admin", Some(ADMIN_PASSWORD))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains(
+            "redis_stream_coord_quiesce_switch_total{stream=\"forced\",outcome=\"forced_by_timeout\"} 1"
+        ),
+        "{metrics}"
     );
     // The SDK producer resumes on the new routing.
     let deadline = Instant::now() + Duration::from_secs(5);

@@ -66,6 +66,16 @@ pub enum ClientError {
         "shard stream {stream_key} does not exist even after a routing refresh; is the group provisioned?"
     )]
     StreamMissing { stream_key: String },
+    /// Every attempt was refused because the routing in use was older than the shard's routing boundary (a
+    /// scale switched routing and the refreshed routing was still the old one). Nothing was written.
+    #[error(
+        "append to {stream_key} refused: routing version {routing_version} is older than the shard's boundary {floor}, even after refreshing routing"
+    )]
+    StaleRouting {
+        stream_key: String,
+        routing_version: i64,
+        floor: i64,
+    },
     /// The client was shut down.
     #[error("the client has been shut down")]
     Shutdown,
@@ -82,7 +92,8 @@ impl ClientError {
             ClientError::Unreachable(_)
             | ClientError::RoutingUnavailable { .. }
             | ClientError::Quiesced { .. }
-            | ClientError::StreamMissing { .. } => true,
+            | ClientError::StreamMissing { .. }
+            | ClientError::StaleRouting { .. } => true,
             ClientError::Api { status, .. } => *status == 429 || *status >= 500 || *status == 409,
             ClientError::Redis(e) => {
                 e.is_io_error()

@@ -2,9 +2,12 @@
 //! (coord/v1 contract), with a routing cache that keeps working through coordinator outages for the length
 //! of its lease (see [`crate::routing`]).
 //!
-//! Publish procedure: route with the cached table → `XADD <streamKey> NOMKSTREAM [MAXLEN ~ n] * f v …`.
-//! A nil reply (the stream key is missing: a stale route) or a Redis error triggers one routing refresh and
-//! one retry. Batches are pipelined in one round trip. The producer never creates streams.
+//! Publish procedure: route with the cached table → a guarded `XADD <streamKey> NOMKSTREAM [MAXLEN ~ n] * f v …`
+//! (`producer/publish.rs`: the store's `guarded_append` script, refused when the routing used is older than
+//! the shard's routing boundary, which the coordinator raises when a scale switches routing). A refusal or a
+//! nil reply (the stream key is missing: a stale route) writes nothing and triggers a routing refresh and a
+//! retry on the right shard; a Redis error one refresh and one retry. Batches are pipelined in one round
+//! trip. The producer never creates streams.
 //!
 //! Producer quiesce (a scale with `producerQuiesce`, see [`crate::quiesce`]): while routing carries a quiesce
 //! notice no new publish starts (callers wait, at most [`ProducerConfig::publish_timeout`]); the publishes in
@@ -20,6 +23,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
+mod publish;
 mod quiesced;
 mod record;
 pub use quiesced::RetryPolicy;
@@ -166,6 +170,9 @@ pub struct ProducerStats {
     pub quiesce_pauses: u64,
     /// Publish calls that waited for a producer quiesce to end.
     pub publishes_held: u64,
+    /// Appends refused because their routing was older than the shard's routing boundary (a scale switched
+    /// routing): nothing was written; each was refreshed and retried on the right shard.
+    pub stale_routing_refusals: u64,
 }
 
 /// A routed producer. Cheap to share (`&self` methods); dropping it stops its background refresher.
@@ -181,6 +188,8 @@ struct Inner {
     cache: Mutex<RoutingCache>,
     /// See `ProducerStats::stale_route_writes`.
     stale_route_writes: std::sync::atomic::AtomicU64,
+    /// See `ProducerStats::stale_routing_refusals`.
+    stale_routing_refusals: std::sync::atomic::AtomicU64,
     /// Serialises refreshes; holds the number of completed fetch attempts.
     refresh_lock: tokio::sync::Mutex<u64>,
     wake_refresher: Notify,
@@ -232,6 +241,7 @@ impl Producer {
             conn,
             cache: Mutex::new(RoutingCache::default()),
             stale_route_writes: std::sync::atomic::AtomicU64::new(0),
+            stale_routing_refusals: std::sync::atomic::AtomicU64::new(0),
             refresh_lock: tokio::sync::Mutex::new(0),
             wake_refresher: Notify::new(),
             gate: Gate::default(),
@@ -276,7 +286,8 @@ impl Producer {
     }
 
     /// Publishes many records in one pipelined round trip (per attempt). Results are in input order.
-    /// Records whose stream was missing are retried once after a routing refresh; if the whole pipeline
+    /// Records whose stream was missing, or refused because a scale switched routing since the routing used,
+    /// are retried after a routing refresh (nothing was written for them); if the whole pipeline
     /// fails with a Redis error it is retried once, so a record may then be written twice (at-least-once).
     ///
     /// ```no_run
@@ -293,79 +304,6 @@ impl Producer {
         // Producer quiesce: wait while a scale has producers paused; counted in flight until done.
         let _in_flight = self.inner.admit().await?;
         self.publish_admitted(records).await
-    }
-
-    /// [`Producer::publish_batch`] once admitted (see `producer/quiesced.rs`).
-    async fn publish_admitted(&self, records: &[Record]) -> Result<Vec<Published>, ClientError> {
-        for r in records {
-            if r.fields.is_empty() {
-                return Err(ClientError::InvalidConfig(
-                    "a record needs at least one field (Redis streams cannot store empty entries)"
-                        .into(),
-                ));
-            }
-        }
-        let mut results: Vec<Option<Published>> = vec![None; records.len()];
-        let mut todo: Vec<usize> = (0..records.len()).collect();
-        for attempt in 0..2 {
-            let table = self.inner.table().await?;
-            let mut cmds = Vec::with_capacity(todo.len());
-            let mut routed = Vec::with_capacity(todo.len());
-            for &i in &todo {
-                let (shard, stream_key) =
-                    route(&table, &records[i].key).ok_or_else(|| ClientError::NoShards {
-                        stream_prefix: self.inner.config.stream_prefix.clone(),
-                    })?;
-                cmds.push((
-                    stream_key.to_owned(),
-                    xadd(stream_key, self.inner.config.max_len, &records[i]),
-                ));
-                routed.push((i, shard, stream_key.to_owned()));
-            }
-            let replies = send_xadds(&self.inner.conn, cmds).await;
-            match replies {
-                Ok(ids) => {
-                    let mut missing = Vec::new();
-                    for ((i, shard, stream_key), id) in routed.into_iter().zip(ids) {
-                        match id {
-                            Some(id) => {
-                                results[i] = Some(Published {
-                                    shard,
-                                    stream_key,
-                                    id,
-                                })
-                            }
-                            None => {
-                                self.inner
-                                    .stale_route_writes
-                                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                                if attempt > 0 {
-                                    return Err(ClientError::StreamMissing { stream_key });
-                                }
-                                missing.push(i);
-                            }
-                        }
-                    }
-                    if missing.is_empty() {
-                        break;
-                    }
-                    todo = missing;
-                }
-                Err(e) if attempt == 0 => {
-                    tracing::warn!(error = %e, "publish failed; refreshing routing and retrying once");
-                }
-                Err(e) => return Err(e.into()),
-            }
-            // A stale route (or a failure): refresh now, then retry the remainder once.
-            self.inner.cache_lock().mark_stale();
-            if let Err(e) = self.inner.refresh(None).await {
-                tracing::warn!(error = %e, "routing refresh after a stale route failed");
-            }
-        }
-        results
-            .into_iter()
-            .map(|r| r.ok_or_else(|| ClientError::Protocol("record left unpublished".into())))
-            .collect()
     }
 
     /// Fetches routing now (e.g. after a scale operation, runbook step 5).
@@ -395,6 +333,10 @@ impl Producer {
             stale_route_writes: self
                 .inner
                 .stale_route_writes
+                .load(std::sync::atomic::Ordering::Relaxed),
+            stale_routing_refusals: self
+                .inner
+                .stale_routing_refusals
                 .load(std::sync::atomic::Ordering::Relaxed),
             quiesce_pauses: self
                 .inner
@@ -499,73 +441,4 @@ impl Inner {
             }
         }
     }
-}
-
-/// Sends the XADDs in one pipelined round trip; on a Redis Cluster one pipeline per stream key (a pipeline
-/// must stay within one slot), all at once. Replies in input order.
-async fn send_xadds(
-    conn: &DataConn,
-    cmds: Vec<(String, redis::Cmd)>,
-) -> redis::RedisResult<Vec<Option<String>>> {
-    if !conn.is_cluster() {
-        let mut pipe = redis::pipe();
-        for (_, cmd) in cmds {
-            pipe.add_command(cmd);
-        }
-        let mut c = conn.clone();
-        return pipe.query_async(&mut c).await;
-    }
-    let count = cmds.len();
-    let mut by_key: std::collections::BTreeMap<String, (Vec<usize>, redis::Pipeline)> =
-        std::collections::BTreeMap::new();
-    for (i, (key, cmd)) in cmds.into_iter().enumerate() {
-        let (indexes, pipe) = by_key
-            .entry(key)
-            .or_insert_with(|| (Vec::new(), redis::pipe()));
-        indexes.push(i);
-        pipe.add_command(cmd);
-    }
-    let mut tasks = tokio::task::JoinSet::new();
-    for (indexes, pipe) in by_key.into_values() {
-        let mut c = conn.clone();
-        tasks.spawn(async move {
-            let ids: redis::RedisResult<Vec<Option<String>>> = pipe.query_async(&mut c).await;
-            (indexes, ids)
-        });
-    }
-    let mut out = vec![None; count];
-    let mut failure = None;
-    while let Some(joined) = tasks.join_next().await {
-        match joined {
-            Ok((indexes, Ok(ids))) => {
-                for (i, id) in indexes.into_iter().zip(ids) {
-                    out[i] = id;
-                }
-            }
-            Ok((_, Err(e))) => failure = Some(e),
-            Err(e) => {
-                failure = Some(redis::RedisError::from(std::io::Error::other(
-                    e.to_string(),
-                )))
-            }
-        }
-    }
-    match failure {
-        Some(e) => Err(e),
-        None => Ok(out),
-    }
-}
-
-/// `XADD <key> NOMKSTREAM [MAXLEN ~ n] * f v …`
-fn xadd(stream_key: &str, max_len: Option<u64>, record: &Record) -> redis::Cmd {
-    let mut cmd = redis::cmd("XADD");
-    cmd.arg(stream_key).arg("NOMKSTREAM");
-    if let Some(n) = max_len {
-        cmd.arg("MAXLEN").arg("~").arg(n);
-    }
-    cmd.arg("*");
-    for (f, v) in &record.fields {
-        cmd.arg(f.as_str()).arg(v.as_slice());
-    }
-    cmd
 }

@@ -16,6 +16,15 @@ pub fn shard_stream_key(stream_prefix: &str, shard: u32) -> String {
     format!("{stream_prefix}:{shard}")
 }
 
+/// The routing boundary of one shard stream (guarded publish): a hash beside the stream,
+/// `<streamKey>:{<streamKey>}:routing`, holding the lowest routing version an SDK producer may append with
+/// (`floor`) and the stream's last id when the boundary was raised (`switchId`). Its hash tag is the whole
+/// stream key, which carries no braces, so it lies in the stream's own Redis Cluster slot and one script may
+/// touch both. It starts with the stream key so that a Redis ACL key pattern `<streamPrefix>:*` covers it.
+pub fn shard_routing_key(stream_key: &str) -> String {
+    format!("{stream_key}:{{{stream_key}}}:routing")
+}
+
 /// The `streamKeyPattern` of the routing response: `<streamPrefix>:{shardIndex}`, where
 /// `{shardIndex}` is literal placeholder text, not a substituted value.
 pub fn stream_key_pattern(stream_prefix: &str) -> String {
@@ -208,6 +217,15 @@ mod tests {
     fn shard_stream_keys_carry_no_hash_tag() {
         assert_eq!(redis_slot(shard_stream_key("orders", 0).as_bytes()), 8578);
         assert_eq!(redis_slot(shard_stream_key("orders", 1).as_bytes()), 12707);
+    }
+
+    #[test]
+    fn a_shard_routing_key_lies_in_its_stream_slot() {
+        for key in ["orders:0", "orders:12", "app:orders:3", "café:7"] {
+            let routing = shard_routing_key(key);
+            assert_eq!(routing, format!("{key}:{{{key}}}:routing"));
+            assert_eq!(redis_slot(routing.as_bytes()), redis_slot(key.as_bytes()));
+        }
     }
 
     #[test]

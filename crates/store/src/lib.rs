@@ -9,7 +9,8 @@
 //!
 //! Every other kind of record the coordinator keeps in Redis has its own typed API here, one module
 //! each: the group index (`index.rs`), stream records (`streams.rs`), shard streams (`shards.rs`) and their
-//! records page by page (`messages.rs`), the cluster's slot map (`topology.rs`),
+//! records page by page (`messages.rs`), the cluster's slot map (`topology.rs`), the
+//! routing boundary of a shard stream for guarded publish (`routing_floor.rs`),
 //! bearer tokens (`tokens.rs`), the audit streams (`audit.rs`), rate-limit windows and the sign-in
 //! throttle (`limits.rs`), the bootstrap admin hash (`bootstrap.rs`), backup and restore of the records
 //! that define groups and streams (`backup.rs`) and what Redis says about itself for `rsc doctor`
@@ -31,6 +32,7 @@ mod metadata;
 mod outcome;
 mod producers;
 mod reply;
+mod routing_floor;
 mod scripts;
 mod shards;
 mod store;
@@ -52,6 +54,7 @@ pub use outcome::{
     CasOutcome, CasWrite, CreateOutcome, DeleteOutcome, HeartbeatOutcome, StoredGroup,
 };
 pub use producers::ProducerEntry;
+pub use routing_floor::{AppendReply, SwitchPoint, guarded_append};
 pub use rsc_redis_connect::RedisTls;
 pub use shards::{ConsumerGroupInfo, RetireOutcome, StreamInfo, parse_stream_id};
 pub use store::Store;

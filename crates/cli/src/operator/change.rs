@@ -1,7 +1,8 @@
 //! `rsc scale`, `rsc rollback`, `rsc force-complete`: admin mutations with a fresh `X-Request-Id`,
 //! `requestedBy` (default: the logged-in user) and a required reason. With `--wait`, a progress bar per
 //! affected group (indicatif; plain lines when stdout is not a terminal) until every group reports the
-//! migration ended as asked; Ctrl-C stops waiting, never the migration.
+//! migration ended as asked; Ctrl-C stops waiting, never the migration. `rsc scale --quiesce-timeout` asks
+//! for producer quiesce (`producerQuiesce: {timeoutMs}`).
 
 use super::{Failure, Output, Session, Target, confirm, now_ms, print_json, s};
 use clap::Args;
@@ -34,6 +35,30 @@ pub struct ScaleArgs {
     /// Give up waiting after this long (e.g. 10m); the migration goes on.
     #[arg(long, default_value = "30m", value_parser = humantime::parse_duration)]
     pub wait_timeout: Duration,
+    /// Quiesce SDK producers before switching routing (`producerQuiesce`): the switch waits until every
+    /// producer seen has quiesced, or this long at most (e.g. 30s; 1 ms to 10 min), then is forced.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub quiesce_timeout: Option<Duration>,
+}
+
+/// The scale request's body: `producerQuiesce.timeoutMs` only with `--quiesce-timeout`.
+fn scale_body(args: &ScaleArgs, requested_by: &str) -> Result<Value, Failure> {
+    let mut body = json!({
+        "targetShardCount": args.shards,
+        "requestedBy": requested_by,
+        "reason": args.reason,
+    });
+    if let Some(t) = args.quiesce_timeout {
+        let ms = t.as_millis();
+        if ms == 0 || ms > 600_000 {
+            return Err(Failure::new(format!(
+                "--quiesce-timeout {} must be between 1ms and 10m",
+                humantime::format_duration(t)
+            )));
+        }
+        body["producerQuiesce"] = json!({ "timeoutMs": ms as u64 });
+    }
+    Ok(body)
 }
 
 #[derive(Args, Debug)]
@@ -93,11 +118,7 @@ pub async fn scale(args: ScaleArgs) -> Result<ExitCode, Failure> {
         )));
     }
     let session = Session::open(&args.target)?;
-    let body = json!({
-        "targetShardCount": args.shards,
-        "requestedBy": session.requested_by(args.requested_by.as_deref()),
-        "reason": args.reason,
-    });
+    let body = scale_body(&args, &session.requested_by(args.requested_by.as_deref()))?;
     let (answer, request_id) = session
         .mutate(
             Method::POST,

@@ -13,6 +13,7 @@
 //! member ids are length-limited by validation and per-group series are capped by configuration.
 
 pub mod config;
+pub mod resharding;
 pub mod snapshot;
 
 pub use config::MetricsConfig;
@@ -21,6 +22,7 @@ use crate::stats::Stats;
 use prometheus_client::encoding::text::{encode_eof, encode_registry};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use rsc_protocol::wire::HeartbeatStatus;
@@ -70,6 +72,10 @@ pub struct Metrics {
     /// Groups with series in the two families above, so that a deleted group's series can be removed.
     counted_groups:
         std::sync::Mutex<std::collections::BTreeMap<String, std::collections::BTreeSet<String>>>,
+    /// `quiesce_switch_total{stream,outcome}` (`resharding.rs`).
+    quiesce_switches: Family<Labels, Counter>,
+    /// `unordered_appends_after_switch{stream,shard}` (`resharding.rs`).
+    unordered_appends: Family<Labels, Gauge>,
     snapshot: RwLock<Option<Arc<snapshot::Snapshot>>>,
 }
 
@@ -131,8 +137,23 @@ impl Metrics {
             "Members expired because their lease lapsed, by group",
             group_expired.clone(),
         );
+        let quiesce_switches = Family::<Labels, Counter>::default();
+        let unordered_appends = Family::<Labels, Gauge>::default();
+        registry.register(
+            format!("{PREFIX}_quiesce_switch"),
+            "Routing switches of scales with producerQuiesce, by stream and outcome (all_quiesced, forced_by_timeout)",
+            quiesce_switches.clone(),
+        );
+        registry.register(
+            format!("{PREFIX}_unordered_appends_after_switch"),
+            "Plain-XADD appends (bypassing guarded publish) to an old shard after the latest routing switch, by \
+             stream and shard: records that keep at-least-once but not per-key order",
+            unordered_appends.clone(),
+        );
         Metrics {
             registry,
+            quiesce_switches,
+            unordered_appends,
             group_heartbeats,
             group_expired,
             counted_groups: Default::default(),

@@ -113,6 +113,9 @@ impl Resharding<'_> {
                 }
             }
         }
+        if let Some(s) = &stream {
+            self.watch_switched_shards(prefix, &s.record).await;
+        }
         let mut all_done = true;
         for name in &groups {
             let synced = match &stream {

@@ -15,14 +15,19 @@
 //!    migration; when every group is done the stream's migration ends and removed shard streams are retired
 //!    (and the record stops counting the keys that are gone as its own).
 //!
+//! Right after step 3 every shard's routing boundary is raised to the new routing version, so SDK producers
+//! still holding the old routing are refused and retry on the right shard (guarded publish, `boundary.rs`).
+//!
 //! With `producerQuiesce`, step 3 waits until the producers seen in the last refresh window have quiesced,
 //! or the quiesce times out (`quiesce.rs`).
 //!
 //! Split by concern: `record.rs` the stream record and group updates, `ops.rs` the scale / rollback /
 //! force-complete operations, `drain.rs` drain evidence and migration completion, `views.rs` the
 //! responses (the contract's in `rsc_protocol::wire::resharding`, the migration detail here), `ordering.rs`
-//! ordered streams (the option, the scales they accept, the evidence that opens a child shard's gate).
+//! ordered streams (the option, the scales they accept, the evidence that opens a child shard's gate),
+//! `boundary.rs` routing boundaries and plain appends after a switch.
 
+mod boundary;
 mod drain;
 mod ops;
 mod ordering;
@@ -32,6 +37,7 @@ mod views;
 
 pub use quiesce::{QuiesceView, SWITCH_AUDIT_ACTION, validate_producer_id};
 
+pub use boundary::SwitchedShard;
 pub use ordering::{OrderingGate, ParentProgress};
 use views::migration_state_in_groups;
 pub use views::{MigrationDetail, RemovedShard};

@@ -172,7 +172,10 @@ impl Resharding<'_> {
                 rsc_group::model::incremented("routingVersion", next.routing_version)?;
             match self.write_stream(prefix, &stream, next).await? {
                 Some(s) => {
+                    self.raise_routing_boundaries(prefix, &s.record).await;
                     if let Some(o) = &outcome {
+                        self.metrics()
+                            .count_quiesce_switch(prefix, o.forced_by_timeout);
                         self.audit_quiesce_switch(prefix, migration, o).await;
                     }
                     return Ok(s);
@@ -357,6 +360,12 @@ impl Resharding<'_> {
                 next.finish(final_state, Some(reason.clone()), self.clock().now_ms());
                 match self.write_stream(prefix, &base, next).await? {
                     Some(s) => {
+                        if end == MigrationState::RolledBack {
+                            // Routing switched back: producers holding the scaled routing are refused too.
+                            let mut switched = s.record.clone();
+                            switched.shard_count = a.from_shard_count.max(a.to_shard_count);
+                            self.raise_routing_boundaries(prefix, &switched).await;
+                        }
                         for g in self.stream_groups(prefix).await? {
                             self.sync_group_to_stream(&g, &s.record).await?;
                         }

@@ -25,6 +25,10 @@ pub struct MigrationDetail {
     /// read yet, with what each parent they wait for still holds for this group.
     pub ordering: &'static str,
     pub ordering_gates: Vec<super::OrderingGate>,
+    /// Guarded publish: the old shards of the stream's latest switch, each with its switch point and the
+    /// plain-XADD appends after it (`unorderedAppendsAfterSwitch`, `boundary.rs`). Empty for a migration
+    /// that is not the stream's latest or has not switched routing.
+    pub switched_shards: Vec<super::SwitchedShard>,
 }
 
 /// One removed or draining shard of a migration: what Redis and the members say about it.
@@ -154,6 +158,19 @@ impl Resharding<'_> {
                     .any(|x| x.state.is_live() && x.revoking.contains_key(&s)),
             });
         }
+        let latest = stream.as_ref().and_then(|s| {
+            s.record
+                .active_migration
+                .as_ref()
+                .or(s.record.history.last())
+        });
+        let switched_shards = match latest {
+            Some(l) if l.resharding_id == m.resharding_id && m.activated_at_ms.is_some() => {
+                self.switched_shards(&name.stream_prefix, m.from_shard_count)
+                    .await
+            }
+            _ => Vec::new(),
+        };
         let now = self.clock().now_ms();
         let producer_quiesce = self
             .quiesce_view(&name.stream_prefix, stream.as_ref(), id)
@@ -174,6 +191,7 @@ impl Resharding<'_> {
                 .as_ref()
                 .map_or("NONE", |s| s.record.ordering.as_str()),
             ordering_gates: self.ordering_gates_view(g).await,
+            switched_shards,
         })
     }
 }

@@ -38,6 +38,7 @@ mod leases;
 mod limits;
 mod messages;
 mod producers;
+mod routing_floor;
 mod security_records;
 mod shards;
 mod stream_records;

@@ -1,0 +1,26 @@
+-- Guarded publish: XADD to a shard stream unless the producer's routing is older than the shard's routing
+-- boundary. KEYS[1] the shard stream, KEYS[2] its routing key (same slot). ARGV[1] the producer's routing
+-- version, ARGV[2] MAXLEN ~ n ('' = no trimming), ARGV[3..] field, value, ...
+-- Returns the new entry id; nil when the stream does not exist (NOMKSTREAM: a stale route); or
+-- {'stale', floor} when the routing version is below the boundary (nothing written).
+-- O(1) besides the XADD itself. Appends made at or above a raised boundary are counted in `guarded`, so
+-- the coordinator can tell plain XADDs after a switch apart from guarded ones.
+local floor = tonumber(redis.call('HGET', KEYS[2], 'floor') or '0')
+if tonumber(ARGV[1]) < floor then
+  return {'stale', floor}
+end
+local args = {'XADD', KEYS[1], 'NOMKSTREAM'}
+if ARGV[2] ~= '' then
+  args[#args + 1] = 'MAXLEN'
+  args[#args + 1] = '~'
+  args[#args + 1] = ARGV[2]
+end
+args[#args + 1] = '*'
+for i = 3, #ARGV do
+  args[#args + 1] = ARGV[i]
+end
+local id = redis.call(unpack(args))
+if id and floor > 0 then
+  redis.call('HINCRBY', KEYS[2], 'guarded', 1)
+end
+return id

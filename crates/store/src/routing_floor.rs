@@ -1,0 +1,154 @@
+//! The routing boundary of a shard stream, for guarded publish (ordered resharding).
+//!
+//! Each shard stream has a routing key beside it in its own slot (`rsc_protocol::names::shard_routing_key`)
+//! holding the lowest routing version an SDK producer may append with. When a scale switches routing the
+//! coordinator raises it on every shard, old and new ([`Store::raise_routing_floor`]), which also records
+//! the switch point. SDK producers append through [`guarded_append`]: a producer whose routing is older
+//! than the boundary is refused, writes nothing, refreshes its routing and retries on the right shard. Plain
+//! XADD clients bypass the script; [`Store::appends_after_switch`] counts what they appended to a shard
+//! after the switch (entries added minus guarded appends: two counters, no scan).
+//!
+//! The SDK builds its appends with [`guarded_append`] and sends them on its own data-plane connection, so the
+//! script text stays here with every other script (`lua/guarded_append.lua`). It is sent with EVAL, whole,
+//! so it works in pipelines, on every cluster node and after a Redis restart without a NOSCRIPT round trip.
+
+use std::sync::LazyLock;
+
+use redis::{Script, Value};
+
+use crate::error::StoreError;
+use crate::store::Store;
+
+const GUARDED_APPEND: &str = include_str!("lua/guarded_append.lua");
+static RAISE_ROUTING_FLOOR: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/raise_routing_floor.lua")));
+static APPENDS_AFTER_SWITCH: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/appends_after_switch.lua")));
+
+/// The answer to one [`guarded_append`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AppendReply {
+    /// Appended with this entry id.
+    Appended(String),
+    /// The stream does not exist (a stale route, e.g. to a retired shard): nothing written.
+    StreamMissing,
+    /// The producer's routing version is below the shard's boundary `floor`: nothing written.
+    StaleRouting { floor: i64 },
+}
+
+impl AppendReply {
+    /// Decodes the script's reply.
+    pub fn from_value(v: &Value) -> Result<AppendReply, StoreError> {
+        let text = |v: &Value| match v {
+            Value::BulkString(b) => String::from_utf8(b.clone()).ok(),
+            Value::SimpleString(s) => Some(s.clone()),
+            _ => None,
+        };
+        match v {
+            Value::Nil => Ok(AppendReply::StreamMissing),
+            Value::Array(items)
+                if items.len() == 2 && text(&items[0]).as_deref() == Some("stale") =>
+            {
+                match &items[1] {
+                    Value::Int(floor) => Ok(AppendReply::StaleRouting { floor: *floor }),
+                    other => Err(unexpected(format!("boundary {other:?}"))),
+                }
+            }
+            other => text(other)
+                .map(AppendReply::Appended)
+                .ok_or_else(|| unexpected(format!("reply {other:?}"))),
+        }
+    }
+}
+
+fn unexpected(detail: String) -> StoreError {
+    StoreError::UnexpectedReply {
+        detail: format!("guarded append: {detail}"),
+    }
+}
+
+/// `EVAL guarded_append.lua 2 <streamKey> <routingKey> <routingVersion> <maxLen or ''> f v …`: an XADD
+/// NOMKSTREAM refused when `routing_version` is below the shard's boundary. Decode with
+/// [`AppendReply::from_value`].
+pub fn guarded_append<'a>(
+    stream_key: &str,
+    routing_key: &str,
+    routing_version: i64,
+    max_len: Option<u64>,
+    fields: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+) -> redis::Cmd {
+    let mut cmd = redis::cmd("EVAL");
+    cmd.arg(GUARDED_APPEND)
+        .arg(2)
+        .arg(stream_key)
+        .arg(routing_key)
+        .arg(routing_version);
+    match max_len {
+        Some(n) => cmd.arg(n),
+        None => cmd.arg(""),
+    };
+    for (f, v) in fields {
+        cmd.arg(f).arg(v);
+    }
+    cmd
+}
+
+/// What a shard received since its boundary was last raised ([`Store::appends_after_switch`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SwitchPoint {
+    /// The boundary: the routing version of the switch.
+    pub floor: i64,
+    /// The stream's last id when the boundary was raised (`0-0`: empty or missing then).
+    pub switch_id: String,
+    /// Entries appended after the switch point.
+    pub appended: i64,
+    /// Of those, appends through guarded publish.
+    pub guarded: i64,
+}
+
+impl SwitchPoint {
+    /// Appends after the switch that bypassed guarded publish (plain XADD).
+    pub fn plain_appends(&self) -> i64 {
+        (self.appended - self.guarded).max(0)
+    }
+}
+
+impl Store {
+    /// Raises the boundary of shard `stream_key` to `floor` if it is lower, recording the switch point.
+    /// Returns whether it was raised (false: already at or above `floor`).
+    pub async fn raise_routing_floor(
+        &self,
+        stream_key: &str,
+        routing_key: &str,
+        floor: i64,
+    ) -> Result<bool, StoreError> {
+        let n: i64 = RAISE_ROUTING_FLOOR
+            .key(stream_key)
+            .key(routing_key)
+            .arg(floor)
+            .invoke_async(&mut self.connection())
+            .await?;
+        Ok(n == 1)
+    }
+
+    /// The shard's switch point and what was appended after it; None when no boundary was ever raised.
+    pub async fn appends_after_switch(
+        &self,
+        stream_key: &str,
+        routing_key: &str,
+    ) -> Result<Option<SwitchPoint>, StoreError> {
+        let reply: Option<(i64, String, i64, i64)> = APPENDS_AFTER_SWITCH
+            .key(stream_key)
+            .key(routing_key)
+            .invoke_async(&mut self.connection())
+            .await?;
+        Ok(
+            reply.map(|(floor, switch_id, appended, guarded)| SwitchPoint {
+                floor,
+                switch_id,
+                appended,
+                guarded,
+            }),
+        )
+    }
+}
