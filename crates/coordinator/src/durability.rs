@@ -60,13 +60,14 @@ impl From<EpochOverflow> for CoordError {
 }
 
 /// Body of `POST …/groups/{g}/durability/dismiss`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DismissSuspicionRequest {
     pub requested_by: Option<String>,
     pub reason: Option<String>,
     /// The suspicion reviewed: its `updatedAt` as the durability view shows it (ISO-8601, or epoch ms). If
     /// evidence arrived since, nothing is dismissed (409). Omitted: whatever is recorded now.
+    #[schema(schema_with = string_or_epoch_ms)]
     pub expected_updated_at: Option<Value>,
 }
 
@@ -74,8 +75,19 @@ impl rsc_protocol::wire::AdminBody for DismissSuspicionRequest {
     const FIELDS: &'static [&'static str] = &["requestedBy", "reason", "expectedUpdatedAt"];
 }
 
+/// `expectedUpdatedAt`'s schema: an ISO-8601 string or epoch milliseconds.
+fn string_or_epoch_ms() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Type};
+    OneOfBuilder::new()
+        .item(ObjectBuilder::new().schema_type(Type::String))
+        .item(ObjectBuilder::new().schema_type(Type::Integer))
+        .item(ObjectBuilder::new().schema_type(Type::Null))
+        .build()
+        .into()
+}
+
 /// Body of `POST …/groups/{g}/recreate`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RecreateGroupRequest {
     pub requested_by: Option<String>,

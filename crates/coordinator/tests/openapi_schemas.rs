@@ -197,6 +197,28 @@ fn every_json_answer_refers_to_a_typed_schema_with_properties() {
     }
     assert_eq!(grafana, 8, "the eight Grafana routes");
     assert!(typed > 30, "JSON answers checked: {typed}");
+    // Every JSON request body names its component too.
+    let mut bodies = 0;
+    for spec in table() {
+        let op = &doc["paths"][spec.path][spec.method.as_str().to_ascii_lowercase()];
+        let body = &op["requestBody"]["content"]["application/json"]["schema"];
+        if body.is_null() {
+            continue;
+        }
+        bodies += 1;
+        assert!(
+            body["$ref"].is_string(),
+            "{} {}: the request body refers to a component: {body}",
+            spec.method,
+            spec.path
+        );
+        assert!(
+            resolve(&doc, body)["properties"].is_object(),
+            "{}: {body} has properties",
+            spec.path
+        );
+    }
+    assert!(bodies >= 12, "request bodies checked: {bodies}");
     // The readiness probe's 503 is its own status body, not the error body.
     assert_eq!(
         doc["paths"]["/readyz"]["get"]["responses"]["503"]["content"]["application/json"]["schema"]

@@ -24,9 +24,9 @@ use std::sync::Arc;
 
 type Sec = Extension<Arc<Security>>;
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct LoginBody {
+pub struct LoginBody {
     #[serde(default)]
     username: Option<String>,
     #[serde(default)]
@@ -154,9 +154,9 @@ async fn password_login(
         .await
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct RevokeBody {
+pub struct RevokeBody {
     token: Option<String>,
     #[serde(default)]
     all: bool,

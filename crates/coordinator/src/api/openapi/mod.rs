@@ -191,8 +191,14 @@ fn operation(spec: &RouteSpec, op: &operations::Operation, typed: &Map<String, V
         _ => json!([{"basic": []}, {"bearer": []}]),
     };
     if let Body::Json(description) = op.body {
+        let schema = match operations::request_type(spec.operation_id) {
+            Some(name) if typed.contains_key(name) => {
+                json!({"$ref": format!("#/components/schemas/{name}")})
+            }
+            _ => json!({"type": "object"}),
+        };
         o["requestBody"] = json!({"required": true, "description": description,
-            "content": {"application/json": {"schema": {"type": "object"}}}});
+            "content": {"application/json": {"schema": schema}}});
     }
     o
 }

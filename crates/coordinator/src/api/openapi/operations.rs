@@ -109,6 +109,26 @@ fn service(summary: &'static str, media: &'static str, what: &'static str) -> Op
     }
 }
 
+/// The component schema of an operation's JSON request body (registered in `schemas.rs`), by operation id.
+pub fn request_type(operation_id: &str) -> Option<&'static str> {
+    Some(match operation_id {
+        "createStreamGroup" | "createCoordinatorGroup" => "CreateStreamRequest",
+        "deleteCoordinatorGroup" => "DeleteGroupRequest",
+        "sendConsumerHeartbeat" => "HeartbeatRequest",
+        "scaleStreamShards" | "startGroupResharding" => "ScaleRequest",
+        "setStreamOrdering" => "OrderingRequest",
+        "rollbackReshardingMigration" | "forceCompleteReshardingMigration" => {
+            "MigrationActionRequest"
+        }
+        "dismissRollbackSuspicion" => "DismissSuspicionRequest",
+        "recreateGroupLifecycle" => "RecreateGroupRequest",
+        "reportProducerQuiesced" => "ProducerQuiescedRequest",
+        "loginCoordinatorApi" => "LoginBody",
+        "revokeAccessToken" => "RevokeBody",
+        _ => return None,
+    })
+}
+
 /// The description of an operation of the route table.
 pub fn describe(operation_id: &str) -> Option<Operation> {
     Some(match operation_id {

@@ -79,6 +79,17 @@ pub fn typed() -> Map<String, Value> {
     add_as::<MigrationResponse>(&mut out, "Migration");
     add_as::<DismissResponse>(&mut out, "MetadataDurability");
     add_as::<AuditRecords>(&mut out, "AuditPage");
+    add::<rsc_protocol::wire::HeartbeatRequest>(&mut out);
+    add::<rsc_protocol::wire::CreateStreamRequest>(&mut out);
+    add::<rsc_protocol::wire::DeleteGroupRequest>(&mut out);
+    add::<rsc_protocol::wire::ScaleRequest>(&mut out);
+    add::<rsc_protocol::wire::OrderingRequest>(&mut out);
+    add::<rsc_protocol::wire::MigrationActionRequest>(&mut out);
+    add::<rsc_protocol::wire::quiesce::ProducerQuiescedRequest>(&mut out);
+    add::<crate::durability::DismissSuspicionRequest>(&mut out);
+    add::<crate::durability::RecreateGroupRequest>(&mut out);
+    add::<crate::api::auth::LoginBody>(&mut out);
+    add::<crate::api::auth::RevokeBody>(&mut out);
     add::<Revoked>(&mut out);
     add::<RevokedAll>(&mut out);
     // One token, or every token of a user: two shapes.
