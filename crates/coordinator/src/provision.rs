@@ -17,8 +17,8 @@ pub struct ProvisionError {
     pub source: StoreError,
 }
 
-/// Creates (idempotently) the shard streams `prefix:i` for `i` in `shards` and the Redis consumer group
-/// `group` on each.
+/// Creates (idempotently) the shard streams `prefix:i` for `i` in `shards`, the Redis consumer group
+/// `group` on each, and each stream's routing key (guarded publish; see `Store::ensure_routing_key`).
 pub async fn provision(
     store: &Store,
     prefix: &str,
@@ -28,6 +28,12 @@ pub async fn provision(
     for shard in shards {
         let key = shard_stream_key(prefix, shard);
         if let Err(source) = store.shard_provision(&key, group).await {
+            return Err(ProvisionError { key, source });
+        }
+        if let Err(source) = store
+            .ensure_routing_key(&rsc_protocol::names::shard_routing_key(&key))
+            .await
+        {
             return Err(ProvisionError { key, source });
         }
     }

@@ -114,6 +114,20 @@ impl SwitchPoint {
 }
 
 impl Store {
+    /// Creates a shard's routing key (no boundary raised) when it is missing. Guarded publish names the
+    /// stream and this key; while Redis Cluster migrates their slot, a script whose keys are not all on one
+    /// side is refused with TRYAGAIN until the migration ends. When both exist they move together (the
+    /// slot's keys go in one MIGRATE), so producers ride out the migration through ASK.
+    pub async fn ensure_routing_key(&self, routing_key: &str) -> Result<(), StoreError> {
+        let _: i64 = redis::cmd("HSETNX")
+            .arg(routing_key)
+            .arg("provisioned")
+            .arg(1)
+            .query_async(&mut self.connection())
+            .await?;
+        Ok(())
+    }
+
     /// Raises the boundary of shard `stream_key` to `floor` if it is lower, recording the switch point.
     /// Returns whether it was raised (false: already at or above `floor`).
     pub async fn raise_routing_floor(

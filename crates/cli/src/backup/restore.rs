@@ -166,6 +166,10 @@ pub async fn run(args: RestoreArgs) -> Result<ExitCode, Failure> {
             .shard_provision(key, group)
             .await
             .map_err(|e| store_failure(&format!("provisioning {key}"), &e, url))?;
+        store
+            .ensure_routing_key(&rsc_protocol::names::shard_routing_key(key))
+            .await
+            .map_err(|e| store_failure(&format!("provisioning {key}"), &e, url))?;
     }
     let mut written = Vec::new();
     let mut unchanged = Vec::new();
