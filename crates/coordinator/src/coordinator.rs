@@ -7,16 +7,16 @@
 //! ([`services`]), borrowed from the runtime: `heartbeats()`, `admin()`, `reconciler()`, `resharding()`,
 //! `monitoring()` and `durability()`.
 
-use crate::cache::{Cached, GroupCache, GroupName};
-use crate::clock::{RedisClock, iso_ms};
-use crate::config::CoordinatorConfig;
-use crate::domain_error::CoordError;
 pub(crate) mod queues;
 pub(crate) mod reconciler_state;
 mod services;
 
 pub use services::{Admin, Durability, Heartbeats, Monitoring, Reconciler, Resharding};
 
+use crate::cache::{Cached, GroupCache, GroupName};
+use crate::clock::{RedisClock, iso_ms};
+use crate::config::CoordinatorConfig;
+use crate::domain_error::CoordError;
 use crate::stats::Stats;
 use queues::TransitionQueues;
 use reconciler_state::ReconcilerState;
