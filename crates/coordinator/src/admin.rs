@@ -203,17 +203,23 @@ impl Admin<'_> {
             &lifecycle,
         );
         match self.create_metadata(name, group).await? {
-            Some(cached) => {
+            Some(_) => {
                 self.put_index(name, IndexState::Live).await?;
-                if first_of_prefix {
+                let stream = if first_of_prefix {
                     self.resharding()
                         .reset_stream(&name.stream_prefix, shard_count)
-                        .await?;
+                        .await?
                 } else {
                     self.resharding()
                         .ensure_stream(&name.stream_prefix, shard_count)
-                        .await?;
-                }
+                        .await?
+                };
+                // The group takes the stream's routing version (and any migration it must take in) before
+                // its first member joins, so every answer carries `routingVersion`.
+                let cached = self
+                    .resharding()
+                    .sync_group_to_stream(name, &stream.record)
+                    .await?;
                 tracing::info!(stream = ?name.stream_prefix, group = ?name.consumer_group, shard_count, "group created");
                 Ok(cached)
             }
@@ -311,9 +317,11 @@ impl Admin<'_> {
         name: &GroupName,
     ) -> Result<ProducerRoutingResponse, CoordError> {
         let mut cached = self.require_group(name).await?;
-        // Routing always reflects the stream record: bring the group in line first if a scale, rollback or
-        // force-complete has not reached it yet, so every group of a stream routes identically.
-        if let Some(stream) = self.resharding().load_stream(&name.stream_prefix).await?
+        // Routing is the stream record's: its shard count and routing version, read together once. The group
+        // is brought in line first if a scale, rollback or force-complete has not reached it yet (on an
+        // ordered stream a switch reaches groups once its switch points are recorded; routing does not wait).
+        let stream = self.resharding().load_stream(&name.stream_prefix).await?;
+        if let Some(stream) = &stream
             && (stream.record.shard_count != cached.group.shard_count
                 || stream.record.active_migration.as_ref().is_some_and(|m| {
                     m.state != rsc_group::migration::MigrationState::Preparing
@@ -325,17 +333,23 @@ impl Admin<'_> {
                 .sync_group_to_stream(name, &stream.record)
                 .await?;
         }
-        if self.config().streams.provisioning_enabled && cached.group.shard_count > 0 {
+        let record = stream.as_ref().map(|s| &s.record);
+        let routed = record.map_or(cached.group.shard_count, |r| r.shard_count);
+        if self.config().streams.provisioning_enabled && routed > 0 {
             provision(
                 self.store(),
                 &name.stream_prefix,
                 &name.consumer_group,
-                0..cached.group.shard_count,
+                0..routed,
             )
             .await
             .map_err(|e| CoordError::ProvisioningFailed(e.to_string()))?;
         }
-        Ok(routing_response(&cached.group))
+        let mut routing = routing_response(&cached.group, record);
+        if let Some(r) = record {
+            self.resharding().add_quiesce_notice(r, &mut routing);
+        }
+        Ok(routing)
     }
 
     /// Every live group, sorted by prefix then group.

@@ -3,6 +3,7 @@
 use crate::clock::iso_ms;
 use rsc_group::migration::Migration;
 use rsc_group::model::{Group, MemberState};
+use rsc_group::stream::StreamRecord;
 use rsc_protocol::names::{shard_stream_key, stream_key_pattern};
 use rsc_protocol::slot::redis_slot;
 use rsc_protocol::wire::resharding::MigrationResponse;
@@ -45,9 +46,11 @@ pub fn group_response(g: &Group) -> GroupResponse {
     }
 }
 
-/// Producer routing (coord/v1 contract): every index `0..shardCount`, ascending, with its cluster slot.
-pub fn routing_response(g: &Group) -> ProducerRoutingResponse {
-    let shards = (0..g.shard_count)
+/// Producer routing (coord/v1 contract): every index `0..shardCount`, ascending, with its cluster slot. The
+/// shard count and routing version are the stream record's (the group's count only when there is none).
+pub fn routing_response(g: &Group, stream: Option<&StreamRecord>) -> ProducerRoutingResponse {
+    let shard_count = stream.map_or(g.shard_count, |s| s.shard_count);
+    let shards = (0..shard_count)
         .map(|i| {
             let stream_key = shard_stream_key(&g.stream_prefix, i);
             RoutingShard {
@@ -61,10 +64,10 @@ pub fn routing_response(g: &Group) -> ProducerRoutingResponse {
         stream_prefix: g.stream_prefix.clone(),
         consumer_group: g.consumer_group.clone(),
         metadata_version: g.metadata_version,
-        shard_count: g.shard_count,
+        shard_count,
         stream_key_pattern: stream_key_pattern(&g.stream_prefix),
         shards,
-        routing_version: None,
+        routing_version: stream.map(|s| s.routing_version),
         quiesce: None,
     }
 }

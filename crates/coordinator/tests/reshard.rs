@@ -95,7 +95,11 @@ impl Harness {
         for m in &self.members {
             for s in m.owned() {
                 let key = format!("{}:{s}", self.prefix);
-                loop {
+                // A fenced shard is consumed up to its fence; what lies after it is delivered but stays pending
+                // (as the SDK consumer holds it back), and is taken up again from this member's own pending
+                // entries (`0`) once the fence is lifted.
+                let fence = m.membership.fences().answered(s).map(str::to_owned);
+                for start in ["0", ">"] {
                     let reply: redis::Value = redis::cmd("XREADGROUP")
                         .arg("GROUP")
                         .arg(&self.prefix)
@@ -104,15 +108,14 @@ impl Harness {
                         .arg(200)
                         .arg("STREAMS")
                         .arg(&key)
-                        .arg(">")
+                        .arg(start)
                         .query_async(&mut self.redis)
                         .await
                         .unwrap();
-                    let entries = entries(&reply);
-                    if entries.is_empty() {
-                        break;
-                    }
-                    for (id, k) in entries {
+                    for (id, k) in entries(&reply) {
+                        if fence.as_deref().is_some_and(|f| rsc_member::beyond(&id, f)) {
+                            continue;
+                        }
                         let _: i64 = redis::cmd("XACK")
                             .arg(&key)
                             .arg(&self.prefix)
@@ -808,8 +811,8 @@ async fn the_group_reports_its_active_migration_until_it_ends() {
 }
 
 /// Ordered streams: a child shard of a scale-out is read by nobody until this group consumed its parent's
-/// records from before the switch; the migration view shows who waits for whom; a scale an ordered stream
-/// cannot keep order across is refused.
+/// records from before the switch; the migration view shows who waits for whom; a scale-in fences the
+/// surviving children at their switch points until every parent drained up to its own.
 #[tokio::test]
 async fn an_ordered_scale_grants_children_only_after_their_parents_drained() {
     let redis = RedisServer::start();
@@ -892,17 +895,77 @@ async fn an_ordered_scale_grants_children_only_after_their_parents_drained() {
     assert_eq!(owned, (0..8).collect());
     assert_eq!(h.migration(&id).await["orderingGates"], json!([]));
 
-    // 8 -> 3 would make surviving shards receive keys from others: refused, nothing recorded.
+    // 8 -> 3: every old shard is a parent of every new one; 0, 1 and 2 survive and are read fenced at their
+    // switch points, so their own pre-switch records are consumed while moved keys' records wait.
+    h.consuming = false;
+    h.produce(300).await;
     let (status, body) = h.scale(3).await;
-    assert_eq!(status, 400, "{body}");
-    assert!(
-        body["message"].as_str().unwrap().contains("ordering NONE"),
-        "{body}"
-    );
+    assert_eq!(status, 202, "{body}");
+    let id = body["migrations"][0]["reshardingId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    h.produce(100).await;
+    let mut fenced = BTreeSet::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while fenced != (0..3).collect() {
+        h.round().await;
+        fenced = h
+            .members
+            .iter()
+            .flat_map(|m| {
+                (0..3).filter(|s| {
+                    m.owned().contains(s) && m.membership.fences().answered(*s).is_some()
+                })
+            })
+            .collect();
+        assert!(
+            std::time::Instant::now() < deadline,
+            "survivors granted fenced: {fenced:?}"
+        );
+    }
+    let m = h.migration(&id).await;
+    let gates = m["orderingGates"].as_array().unwrap();
+    assert_eq!(gates.len(), 3, "{m}");
+    for (j, gate) in gates.iter().enumerate() {
+        assert_eq!(gate["childShard"], j, "{m}");
+        let fence = gate["readFence"]
+            .as_str()
+            .expect("a surviving child is fenced");
+        let owner = h
+            .members
+            .iter()
+            .find(|mm| mm.owned().contains(&(j as u32)))
+            .unwrap();
+        assert_eq!(owner.membership.fences().answered(j as u32), Some(fence));
+        let parents = gate["waitingFor"].as_array().unwrap();
+        assert_eq!(parents.len(), 7, "every other old shard: {m}");
+        assert!(parents.iter().all(|p| p["switchPoint"].is_string()), "{m}");
+    }
+    let routing_version = h.members[0]
+        .membership
+        .fences()
+        .routing_version()
+        .expect("answers carry routingVersion");
     let routing = api
         .send("GET", "/coord/v1/streams/o/groups/o/producer-routing", None)
         .await;
-    assert_eq!(routing.body["shardCount"], 8);
+    assert_eq!(routing.body["shardCount"], 3);
+    assert_eq!(routing.body["routingVersion"], routing_version);
+    // Consumers read up to the fences (and the removed shards wholly): the gates open, the fences lift.
+    h.consuming = true;
+    h.until_state(&id, "DEPRECATED").await;
+    h.until_all_acked().await;
+    assert_eq!(h.migration(&id).await["orderingGates"], json!([]));
+    for mm in &h.members {
+        for s in mm.owned() {
+            assert_eq!(mm.membership.fences().answered(s), None, "fence lifted");
+        }
+    }
+    let routing = api
+        .send("GET", "/coord/v1/streams/o/groups/o/producer-routing", None)
+        .await;
+    assert_eq!(routing.body["shardCount"], 3);
     let r = api
         .send(
             "POST",
@@ -911,11 +974,16 @@ async fn an_ordered_scale_grants_children_only_after_their_parents_drained() {
         )
         .await;
     assert_eq!(r.status, 400, "reason is required: {}", r.body);
-    // With ordering NONE the same scale is an ordinary (at-least-once) one.
+    // With ordering NONE a scale is an ordinary (at-least-once) one: no gates.
     let r = set("NONE").await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.body["ordering"], "NONE");
-    let (status, body) = h.scale(3).await;
+    let (status, body) = h.scale(6).await;
     assert_eq!(status, 202, "{body}");
+    let id = body["migrations"][0]["reshardingId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(h.migration(&id).await["orderingGates"], json!([]));
     running.shutdown().await.unwrap();
 }

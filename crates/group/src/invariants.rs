@@ -40,7 +40,7 @@ pub fn check(g: &Group) -> Vec<String> {
         if let Some(s) = m
             .assigned
             .iter()
-            .find(|s| g.ordering_gates.contains_key(s) && !g.ordering_fences.contains_key(s))
+            .find(|s| crate::ordering::gated_shards(g).contains(s))
         {
             violations.push(format!(
                 "member {} is assigned shard {s}, withheld until its parents {:?} drained",
@@ -58,14 +58,10 @@ pub fn check(g: &Group) -> Vec<String> {
             ));
         }
     }
-    if let Some(s) = g
-        .ordering_fences
-        .keys()
-        .find(|s| !g.ordering_gates.contains_key(s) || **s >= g.shard_count)
-    {
+    if g.ordering_gates.is_empty() && !g.ordering_switch_points.is_empty() {
         violations.push(format!(
-            "shard {s} is read-fenced but is not a gated child among the {} shards",
-            g.shard_count
+            "switch points {:?} are kept although no ordering gate is closed",
+            g.ordering_switch_points.keys().collect::<Vec<_>>()
         ));
     }
     let mut target_owner: BTreeMap<u32, &str> = BTreeMap::new();

@@ -13,6 +13,7 @@ use crate::model::{EpochOverflow, Group, ShardSet, incremented};
 use crate::rebalance::{Bump, bumped, recompute_target};
 use crate::timing::Timing;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// How many finished migrations a group keeps in its history.
 pub const MAX_HISTORY: usize = 20;
@@ -81,6 +82,12 @@ pub struct Migration {
     /// Why an operator ended it (force-complete, abort, rollback).
     #[serde(default)]
     pub end_reason: Option<String>,
+    /// Ordered streams, on the stream record's active migration: each old shard's switch point (its last
+    /// stream id when its routing boundary was raised to this switch's routing version), recorded right after
+    /// the switch. Groups adopt an ordered switch only once these are known, and keep what they need of them
+    /// in `Group::ordering_switch_points` (a group's own copy of the migration carries none).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub switch_points: BTreeMap<u32, String>,
 }
 
 impl Migration {
@@ -107,6 +114,7 @@ impl Migration {
             draining_at_ms: None,
             completed_at_ms: None,
             end_reason: None,
+            switch_points: BTreeMap::new(),
         }
     }
 
@@ -179,7 +187,7 @@ pub fn adopt(
     let bump = bumped(g)?;
     // Gates of an earlier ordered migration end with it.
     g.ordering_gates.clear();
-    g.ordering_fences.clear();
+    g.ordering_switch_points.clear();
     // A previous migration still active in this group is superseded by the stream's newer one.
     if let Some(previous) = g.active_migration_id.take()
         && let Some(p) = g.migration_mut(&previous)
@@ -196,6 +204,7 @@ pub fn adopt(
     g.shard_count = to;
     let mut m = stream_migration.clone();
     m.from_shard_count = from;
+    m.switch_points.clear();
     m.state = MigrationState::Active;
     m.activated_at_ms = Some(now_ms);
     m.updated_at_ms = now_ms;
@@ -340,7 +349,7 @@ fn end_by_operator(
     g.record(m);
     g.active_migration_id = None;
     g.ordering_gates.clear();
-    g.ordering_fences.clear();
+    g.ordering_switch_points.clear();
     bump.apply(g);
     recompute_target(g, now_ms, timing);
     g.updated_at_ms = now_ms;

@@ -245,6 +245,10 @@ pub struct MetadataCorrection {
     pub acknowledged_members: BTreeSet<String>,
 }
 
+fn is_zero(v: &i64) -> bool {
+    *v == 0
+}
+
 /// The group aggregate.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -280,10 +284,22 @@ pub struct Group {
     /// still hold records from before the switch for this group (see `ordering.rs`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub ordering_gates: BTreeMap<u32, ShardSet>,
-    /// Ordered streams only: gated children that survive the scale, granted with a read fence at their
-    /// switch point (the last stream id in the shard at the routing switch) until their gate opens.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub ordering_fences: BTreeMap<u32, String>,
+    /// Ordered streams only, while gates are closed: the switch points (the shard's last stream id at the
+    /// routing switch) of the old shards that still matter: gated children that survive the scale, which are
+    /// granted with a read fence there (`ordering::read_fences`), and parents still waited for, whose drain
+    /// evidence counts only the records up to it. (`orderingFences` in documents written before: always empty.)
+    #[serde(
+        default,
+        alias = "orderingFences",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    pub ordering_switch_points: BTreeMap<u32, String>,
+    /// The stream routing version this group's state reflects: set when the group adopts a migration's switch
+    /// (or its rollback) in the same write, and sent in heartbeat answers as `routingVersion`, so a consumer
+    /// can tell a shard's routing boundary raised by a switch its answers do not reflect yet (0: not known,
+    /// in documents written before; nothing is sent then).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub routing_version: i64,
     /// The group's resharding migrations, oldest first (bounded history; see `migration.rs`).
     #[serde(default)]
     pub migrations: Vec<crate::migration::Migration>,
@@ -331,7 +347,8 @@ impl Group {
             metadata_correction: None,
             draining_shards: ShardSet::new(),
             ordering_gates: BTreeMap::new(),
-            ordering_fences: BTreeMap::new(),
+            ordering_switch_points: BTreeMap::new(),
+            routing_version: 0,
             migrations: Vec::new(),
             active_migration_id: None,
             rollback_suspicion: None,

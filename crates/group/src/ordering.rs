@@ -12,11 +12,13 @@
 //!
 //! A child that survives the scale (`rsc_protocol::ordering::fenced_children`: it holds its own keys'
 //! pre-switch records and may be a parent itself) is not withheld when its switch point is known: it is
-//! *fenced* (`Group::ordering_fences`, shard → switch point) and granted as usual, and the heartbeat
-//! response carries `readFences` for the fenced shards a member holds: the member hands no record after the
-//! fence to the application until the gate opens, which lifts the fence. A surviving child whose switch
-//! point is unknown stays withheld (safe, but it can wait forever when it is a parent too: the coordinator
-//! refuses such scales, see `ordered_scale_supported`).
+//! *fenced* and granted as usual, and the heartbeat response carries `readFences` for the fenced shards a
+//! member holds: the member hands no record after the fence to the application until the gate opens, which
+//! lifts the fence. The group keeps the switch points of the old shards that still matter
+//! (`Group::ordering_switch_points`): fenced children, and parents still waited for, whose drain evidence
+//! counts only the records up to their switch point. A surviving child whose switch point is unknown stays
+//! withheld (safe, but it can wait forever when it is a parent too: the coordinator adopts an ordered switch
+//! only once every old shard's switch point is recorded).
 
 use crate::model::{EpochOverflow, Group, ShardSet};
 use crate::rebalance::{bumped, settle};
@@ -24,28 +26,29 @@ use crate::timing::Timing;
 use std::collections::BTreeMap;
 
 /// Shards no member may be granted now (children whose parents may still hold pre-switch records and
-/// that are not granted with a read fence).
+/// that are not granted with a read fence: new shards, and survivors whose switch point is unknown).
 pub fn gated_shards(g: &Group) -> ShardSet {
     g.ordering_gates
         .keys()
-        .filter(|s| !g.ordering_fences.contains_key(s))
+        .filter(|s| !g.ordering_switch_points.contains_key(s))
         .copied()
         .collect()
 }
 
-/// The read fences of the shards in `held` (shard → switch point): what a member holding them may not read
-/// past until their gates open.
+/// The read fences of the shards in `held` (shard → switch point): the gated children among them that are
+/// granted fenced, which a member holding them may not read past until their gates open.
 pub fn read_fences(g: &Group, held: &ShardSet) -> BTreeMap<u32, String> {
-    g.ordering_fences
-        .iter()
-        .filter(|(s, _)| held.contains(s))
-        .map(|(s, id)| (*s, id.clone()))
+    g.ordering_gates
+        .keys()
+        .filter(|s| held.contains(s))
+        .filter_map(|s| Some((*s, g.ordering_switch_points.get(s)?.clone())))
         .collect()
 }
 
-/// Closes the gates of the migration `g` just adopted (`from → to`) and settles, so that a withheld shard
-/// someone holds is revoked at once. A surviving child with a switch point in `switch_points` is fenced
-/// there instead of withheld. Returns whether any gate was closed.
+/// Closes the gates of the migration `g` just adopted (`from → to`, the stream's routing counts) and settles,
+/// so that a withheld shard someone holds is revoked at once. `switch_points` are the old shards' switch
+/// points: a surviving child with one is fenced there instead of withheld, and a parent with one drains by
+/// its records up to it. Returns whether any gate was closed.
 pub fn close_gates(
     g: &mut Group,
     from: u32,
@@ -55,10 +58,12 @@ pub fn close_gates(
     timing: &Timing,
 ) -> bool {
     g.ordering_gates = rsc_protocol::ordering::gates(from, to);
-    g.ordering_fences = rsc_protocol::ordering::fenced_children(from, to)
-        .into_iter()
-        .filter_map(|j| Some((j, switch_points.get(&j)?.clone())))
+    g.ordering_switch_points = switch_points
+        .iter()
+        .filter(|(s, _)| **s < from)
+        .map(|(s, id)| (*s, id.clone()))
         .collect();
+    keep_needed_switch_points(g);
     if g.ordering_gates.is_empty() {
         return false;
     }
@@ -66,9 +71,17 @@ pub fn close_gates(
     true
 }
 
+/// Drops the switch points of shards that are neither a gated child nor a parent some gate waits for.
+fn keep_needed_switch_points(g: &mut Group) {
+    let needed = waited_parents(g);
+    let gates = &g.ordering_gates;
+    g.ordering_switch_points
+        .retain(|s, _| gates.contains_key(s) || needed.contains(s));
+}
+
 /// Removes the parents in `drained` (Redis shows this group has consumed everything they held from before
-/// the switch) from every gate; children left with no parent open and are granted. Returns false when no
-/// gate named any of them. Nothing changes when the epochs would overflow.
+/// the switch) from every gate; children left with no parent open and are granted (a fenced one loses its
+/// fence). Returns false when no gate named any of them. Nothing changes when the epochs would overflow.
 pub fn open_gates(
     g: &mut Group,
     drained: &ShardSet,
@@ -87,8 +100,7 @@ pub fn open_gates(
         parents.retain(|p| !drained.contains(p));
     }
     g.ordering_gates.retain(|_, parents| !parents.is_empty());
-    let gates = &g.ordering_gates;
-    g.ordering_fences.retain(|s, _| gates.contains_key(s));
+    keep_needed_switch_points(g);
     bump.apply(g);
     settle(g, now_ms, timing);
     g.updated_at_ms = now_ms;
@@ -158,6 +170,14 @@ mod tests {
             assigned(&g).contains(&5),
             "child of a drained parent granted"
         );
+        assert_eq!(
+            g.ordering_switch_points
+                .keys()
+                .copied()
+                .collect::<ShardSet>(),
+            ShardSet::from([0, 2, 3]),
+            "a drained parent's switch point is no longer kept"
+        );
         for s in [4, 6, 7] {
             assert!(!assigned(&g).contains(&s));
         }
@@ -170,8 +190,10 @@ mod tests {
         let mut g = group_with_members(2, &["a"]);
         scale(&mut g, 4);
         assert_eq!(gated_shards(&g), ShardSet::from([2, 3]));
-        // A gate closed on a shard someone holds revokes it (the grant path never re-adds it).
+        // A gate closed on a shard someone holds, with no switch point to fence it at, revokes it (the grant
+        // path never re-adds it).
         g.ordering_gates.insert(1, ShardSet::from([0]));
+        g.ordering_switch_points.remove(&1);
         settle(&mut g, 3, &Timing::default());
         let a = &g.members["a"];
         assert!(!a.assigned.contains(&1) && a.revoking.contains_key(&1));
@@ -184,8 +206,16 @@ mod tests {
         scale(&mut g, 3);
         assert_eq!(g.ordering_gates.len(), 3);
         assert_eq!(
-            g.ordering_fences.keys().copied().collect::<ShardSet>(),
+            read_fences(&g, &(0..8).collect())
+                .keys()
+                .copied()
+                .collect::<ShardSet>(),
             ShardSet::from([0, 1, 2])
+        );
+        assert_eq!(
+            g.ordering_switch_points.len(),
+            8,
+            "every old shard is a waited parent"
         );
         assert!(gated_shards(&g).is_empty(), "nothing withheld");
         assert!(
@@ -207,7 +237,7 @@ mod tests {
         assert!(open_gates(&mut g, &(0..3).collect(), 2, &t).unwrap());
         assert_eq!(g.ordering_gates.len(), 3, "each still waits for 3..8");
         assert!(open_gates(&mut g, &(3..8).collect(), 3, &t).unwrap());
-        assert!(g.ordering_gates.is_empty() && g.ordering_fences.is_empty());
+        assert!(g.ordering_gates.is_empty() && g.ordering_switch_points.is_empty());
         assert!(
             read_fences(&g, &(0..3).collect()).is_empty(),
             "fences lifted"
@@ -220,9 +250,9 @@ mod tests {
         let mut g = group_with_members(3, &["a"]);
         scale(&mut g, 6);
         assert_eq!(gated_shards(&g), ShardSet::from([3, 4, 5]));
-        assert_eq!(g.ordering_fences.len(), 3);
+        assert_eq!(read_fences(&g, &(0..6).collect()).len(), 3);
         assert_eq!(assigned(&g), ShardSet::from([0, 1, 2]));
-        assert_eq!(g.ordering_fences[&1], "101-0");
+        assert_eq!(read_fences(&g, &(0..6).collect())[&1], "101-0");
         assert!(crate::invariants::check(&g).is_empty());
         assert!(open_gates(&mut g, &(0..3).collect(), 2, &Timing::default()).unwrap());
         assert!(g.ordering_gates.is_empty());
@@ -243,7 +273,7 @@ mod tests {
         );
         assert!(adopt(&mut g, &m, 1, &Timing::default()).unwrap());
         close_gates(&mut g, 8, 3, &BTreeMap::new(), 1, &Timing::default());
-        assert!(g.ordering_fences.is_empty());
+        assert!(g.ordering_switch_points.is_empty());
         assert_eq!(gated_shards(&g), ShardSet::from([0, 1, 2]));
         assert!(crate::invariants::check(&g).is_empty());
     }

@@ -22,7 +22,7 @@ pub struct StreamRecord {
     pub store_revision: u64,
     /// The routing shard count of every group of the stream.
     pub shard_count: u32,
-    /// Bumped on every routing change.
+    /// Bumped on every routing change (a switch, a rollback); starts at the record's creation time in ms.
     pub routing_version: i64,
     #[serde(default)]
     pub active_migration: Option<Migration>,
@@ -51,7 +51,10 @@ impl StreamRecord {
             schema_version: crate::model::SCHEMA_VERSION,
             store_revision: 1,
             shard_count,
-            routing_version: 1,
+            // Starts at the creation time, so a stream created again under the same prefix routes with
+            // versions above any of its earlier lifecycle's: routing boundaries left in Redis by that
+            // lifecycle never refuse the new one's producers, and a producer of the old one cannot raise them.
+            routing_version: now_ms.max(1),
             active_migration: None,
             history: Vec::new(),
             provisioned_shard_count: Some(shard_count),
@@ -128,6 +131,7 @@ mod tests {
             draining_at_ms: None,
             completed_at_ms: None,
             end_reason: None,
+            switch_points: Default::default(),
         }
     }
 

@@ -358,6 +358,7 @@ fn run(start: i64, ops: Vec<Op>) -> Result<(), TestCaseError> {
                     draining_at_ms: None,
                     completed_at_ms: None,
                     end_reason: None,
+                    switch_points: Default::default(),
                 };
                 let mut next = g.clone();
                 match migration::adopt(&mut next, &m, now, &T) {

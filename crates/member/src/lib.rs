@@ -10,8 +10,10 @@
 //! It depends on `rsc-protocol` only, so the I/O-free simulation (`rsc-group`'s tests) can use it
 //! without tokio or an HTTP client in its build.
 
+mod fences;
 mod membership;
 mod moment;
 
+pub use fences::{ReadFences, beyond};
 pub use membership::{Applied, LocalShard, Membership, Outgoing};
 pub use moment::Moment;

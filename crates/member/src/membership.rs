@@ -25,6 +25,7 @@
 //!   ([`Membership::begin_temporary_leave`], epoch -2): the coordinator then keeps its shards reserved for a
 //!   member with the same instance id for its static-member grace.
 
+use crate::fences::ReadFences;
 use crate::moment::Moment;
 use rsc_protocol::PROTOCOL_VERSION_MAX;
 use rsc_protocol::wire::{
@@ -101,6 +102,8 @@ pub struct Membership<I = Instant> {
     lease_until: Option<I>,
     interval: Option<Duration>,
     seq: u64,
+    /// Read fences of ordered streams, as the accepted answers set them.
+    fences: ReadFences,
 }
 
 impl Membership<Instant> {
@@ -136,6 +139,7 @@ impl<I: Moment> Membership<I> {
             lease_until: None,
             interval: None,
             seq: 0,
+            fences: ReadFences::default(),
         }
     }
 
@@ -198,6 +202,12 @@ impl<I: Moment> Membership<I> {
     /// Shards drained and reported `REVOKED` until an accepted response confirms them.
     pub fn released(&self) -> &BTreeSet<u32> {
         &self.released
+    }
+
+    /// The read fences of ordered streams that the accepted answers set, with the routing version they
+    /// reflect; [`ReadFences::fence_for`] gives the fence to honour on a shard given its routing boundary.
+    pub fn fences(&self) -> &ReadFences {
+        &self.fences
     }
 
     /// The latest `assignedShards` accepted (what the coordinator wants this member to read).
@@ -453,6 +463,7 @@ impl<I: Moment> Membership<I> {
         for s in std::mem::take(&mut self.released_sent) {
             self.released.remove(&s);
         }
+        self.fences.apply_answer(resp);
         // A lease the clock cannot represent is no lease (fail closed).
         self.lease_until = sent_at.checked_add(self.lease);
     }
@@ -469,6 +480,7 @@ impl<I: Moment> Membership<I> {
         self.released.clear();
         self.released_sent.clear();
         self.last_assigned.clear();
+        self.fences.clear();
         self.lease_until = None;
     }
 }

@@ -32,12 +32,24 @@
 //! gate can wait on itself ([`fenced_children`]; the model in `tests/ordering_fences.rs` checks per-key
 //! order, no loss and no deadlock over random scales, keys and schedules).
 //!
-//! Soundness needs two things the switch must provide (see ARCHITECTURE.md, "Ordered scales"):
-//! every record appended to `j` before `S_j` was routed with the old routing and every record after it
-//! with the new one (the switch point is taken atomically with the shard's routing boundary, behind which
-//! the guarded publish script refuses old-routing appends), and the owner of a fenced shard learns the fence
-//! before it can read a record past `S_j`. Until the switch provides both, [`ordered_scale_supported`]
-//! keeps refusing scales with surviving children.
+//! ## The switch point, and learning it in time
+//!
+//! Soundness needs two things, and the switch provides both (ARCHITECTURE.md, "Ordered scales"):
+//!
+//! - **An exact switch point.** Every record appended to shard `j` up to `S_j` was routed with the old
+//!   routing, every record after it with the new one. Each shard stream has a routing boundary beside it
+//!   (its *routing key*, in its own slot): SDK producers append through a script that refuses an append whose
+//!   routing version is below the boundary, and *raises* the boundary itself, recording `S_j`, when an
+//!   append carries a newer version than it (the coordinator raises every shard's boundary right after the
+//!   switch too; whichever comes first records `S_j`, atomically with the raise).
+//! - **The fence in time.** The owner of a surviving child learns its fence from a heartbeat answer, which
+//!   can come a heartbeat interval after the switch. Until then it fences itself: after every read it looks
+//!   at the shard's boundary ([`ShardBoundary`]), and when the boundary is newer than the routing version
+//!   of the last answer it applied (`routingVersion`) and the switch made the shard a child, it treats
+//!   `S_j` as its fence ([`self_fence`]). A record after `S_j` was appended after the raise, so a read that
+//!   returned one is followed by a look at the boundary that sees the raise.
+//!
+//! Plain-XADD clients bypass the script: at-least-once, without the order guarantee.
 
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -109,28 +121,110 @@ pub fn fenced_children(from: u32, to: u32) -> BTreeSet<u32> {
     gates(from, to).into_keys().filter(|j| *j < from).collect()
 }
 
-/// Why an ordered scale `from → to` cannot keep per-key order by withholding grants alone, or Ok.
-///
-/// Withholding a child from every member keeps order only when no child is an old shard that goes on
-/// being written: such a *surviving* child holds pre-switch records of its own keys (which must be read)
-/// and, right after the switch, records of keys moved from its parents (which must wait); telling the two
-/// apart needs reads bounded by the switch point, which rsc does not do (yet). So an ordered scale is
-/// accepted when every surviving shard (index below both counts) is a child of nobody but itself: a
-/// scale-out between powers of two (`from` divides `to`), or between any counts where `from` is 0 or 1.
-pub fn ordered_scale_supported(from: u32, to: u32) -> Result<(), String> {
-    if from == to {
-        return Ok(());
+/// Whether new shard `shard` of a scale `from → to` is a child: a shard whose keys can come from an old shard
+/// other than itself. The same answer as `gates(from, to).contains_key(&shard)`, in O(log) instead of
+/// O(from · to): a consumer asks it after every read.
+pub fn is_child(from: u32, to: u32, shard: u32) -> bool {
+    if from == 0 || shard >= to {
+        return false;
     }
-    let gates = gates(from, to);
-    match gates.keys().find(|j| **j < from) {
-        None => Ok(()),
-        Some(j) => Err(format!(
-            "an ordered stream cannot scale from {from} to {to} shards: shard {j} survives the scale and \
-             would receive keys from shards {:?}, which needs reads bounded by the switch point (not \
-             supported); ordered streams scale out between powers of two (e.g. 4 -> 8), or set \
-             ordering NONE first",
-            gates[j]
-        )),
+    if !divides_hash_space(from) || !divides_hash_space(to) {
+        // Every old shard is a parent: a child unless its only parent is itself.
+        return from > 1 || shard >= from;
+    }
+    // Parents are the old shards i ≡ shard (mod g): from / g of them, and shard itself only when shard < from.
+    let g = gcd(from, to);
+    from / g > 1 || shard >= from
+}
+
+/// The scale a routing boundary was raised for, as the coordinator annotates it: the switch `from → to`
+/// of routing version `version`, on a stream whose ordering option was `ordered` then.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BoundaryScale {
+    pub version: i64,
+    pub from: u32,
+    pub to: u32,
+    pub ordered: bool,
+}
+
+impl BoundaryScale {
+    /// The routing key's `scale` field: `<version> <from> <to> <0|1>`.
+    pub fn encode(&self) -> String {
+        format!(
+            "{} {} {} {}",
+            self.version,
+            self.from,
+            self.to,
+            u8::from(self.ordered)
+        )
+    }
+
+    /// Parses [`BoundaryScale::encode`]; None for anything else.
+    pub fn decode(s: &str) -> Option<BoundaryScale> {
+        let mut it = s.split(' ');
+        let scale = BoundaryScale {
+            version: it.next()?.parse().ok()?,
+            from: it.next()?.parse().ok()?,
+            to: it.next()?.parse().ok()?,
+            ordered: match it.next()? {
+                "0" => false,
+                "1" => true,
+                _ => return None,
+            },
+        };
+        it.next().is_none().then_some(scale)
+    }
+}
+
+/// A shard stream's routing boundary as a consumer reads it (the store's routing key: `floor`, `switchId`,
+/// `scale`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShardBoundary {
+    /// The lowest routing version a guarded append may carry: the version of the latest switch (0: none).
+    pub floor: i64,
+    /// The shard's last stream id when the boundary was raised to `floor` (its switch point).
+    pub switch_id: String,
+    /// What the coordinator recorded about the switch; None until it has (a producer raised the boundary
+    /// first), or when it describes an older switch than `floor`.
+    pub scale: Option<BoundaryScale>,
+}
+
+impl ShardBoundary {
+    /// Builds a boundary from the routing key's fields as read (`HMGET floor switchId scale`). None when no
+    /// boundary was ever raised.
+    pub fn from_fields(
+        floor: Option<&str>,
+        switch_id: Option<&str>,
+        scale: Option<&str>,
+    ) -> Option<ShardBoundary> {
+        let floor: i64 = floor?.parse().ok()?;
+        let scale = scale
+            .and_then(BoundaryScale::decode)
+            .filter(|s| s.version == floor);
+        Some(ShardBoundary {
+            floor,
+            switch_id: switch_id.unwrap_or("0-0").to_owned(),
+            scale,
+        })
+    }
+}
+
+/// The read fence a consumer must hold on `shard` by itself, from the shard's routing boundary, when the last
+/// answer it applied said the group's state reflects routing version `answered` (`routingVersion`; None when
+/// the coordinator sends none, which fences nothing).
+///
+/// A boundary no newer than `answered` is the answers' business (they carry `readFences`). A newer one was
+/// raised by a switch the coordinator has not told this member about yet: if that switch made `shard` a child
+/// of an ordered stream, or if the coordinator has not annotated it yet (so it cannot be told apart), the
+/// records after its switch point must wait.
+pub fn self_fence(shard: u32, boundary: &ShardBoundary, answered: Option<i64>) -> Option<&str> {
+    let answered = answered?;
+    if boundary.floor <= answered {
+        return None;
+    }
+    match boundary.scale {
+        Some(s) if !s.ordered || !is_child(s.from, s.to, shard) => None,
+        _ => Some(boundary.switch_id.as_str()),
     }
 }
 
@@ -166,14 +260,63 @@ mod tests {
     }
 
     #[test]
-    fn only_scales_without_surviving_children_are_supported() {
-        for (from, to) in [(4, 8), (1, 8), (1, 3), (2, 16), (0, 5), (5, 5)] {
-            assert_eq!(ordered_scale_supported(from, to), Ok(()), "{from} -> {to}");
+    fn is_child_agrees_with_the_gates() {
+        for from in 0..40 {
+            for to in 0..40 {
+                let gates = gates(from, to);
+                for j in 0..to + 2 {
+                    assert_eq!(
+                        is_child(from, to, j),
+                        gates.contains_key(&j),
+                        "{from} -> {to}: {j}"
+                    );
+                }
+            }
         }
-        for (from, to) in [(8, 4), (8, 3), (3, 6), (4, 6), (2, 1)] {
-            let err = ordered_scale_supported(from, to).unwrap_err();
-            assert!(err.contains("ordering NONE"), "{err}");
+        assert!(is_child(1024, 3, 0) && !is_child(512, 1024, 3) && is_child(512, 1024, 600));
+    }
+
+    #[test]
+    fn boundary_scales_round_trip_and_bad_ones_are_none() {
+        let s = BoundaryScale {
+            version: 7,
+            from: 8,
+            to: 3,
+            ordered: true,
+        };
+        assert_eq!(s.encode(), "7 8 3 1");
+        assert_eq!(BoundaryScale::decode(&s.encode()), Some(s));
+        for bad in ["", "7 8 3", "7 8 3 2", "7 8 3 1 9", "x 8 3 1", "7 -1 3 0"] {
+            assert_eq!(BoundaryScale::decode(bad), None, "{bad:?}");
         }
+        assert_eq!(ShardBoundary::from_fields(None, Some("1-0"), None), None);
+        let b = ShardBoundary::from_fields(Some("7"), Some("5-1"), Some("6 4 8 1")).unwrap();
+        assert_eq!(
+            b.scale, None,
+            "a scale of an older switch is not this boundary's"
+        );
+    }
+
+    #[test]
+    fn a_consumer_fences_itself_only_for_a_switch_it_was_not_told_of() {
+        let boundary = |scale: Option<&str>| {
+            ShardBoundary::from_fields(Some("5"), Some("100-3"), scale).unwrap()
+        };
+        // 8 -> 3 on an ordered stream: shard 1 survives and is a child.
+        let b = boundary(Some("5 8 3 1"));
+        assert_eq!(self_fence(1, &b, Some(4)), Some("100-3"));
+        assert_eq!(self_fence(1, &b, Some(5)), None, "the answers know of it");
+        assert_eq!(
+            self_fence(1, &b, None),
+            None,
+            "no routingVersion: nothing to compare"
+        );
+        // 4 -> 8 (powers of two): shard 1 keeps only its own keys.
+        assert_eq!(self_fence(1, &boundary(Some("5 4 8 1")), Some(4)), None);
+        // Unordered streams never fence.
+        assert_eq!(self_fence(1, &boundary(Some("5 8 3 0")), Some(4)), None);
+        // Raised by a producer, not annotated yet: fenced until it is.
+        assert_eq!(self_fence(1, &boundary(None), Some(4)), Some("100-3"));
     }
 
     #[test]

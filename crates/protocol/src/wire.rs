@@ -234,6 +234,13 @@ pub struct HeartbeatResponse {
     /// that do not know it ignore it and keep at-least-once without per-key order.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub read_fences: BTreeMap<String, String>,
+    /// rsc's addition: the stream routing version this answer's group state reflects (every switch and
+    /// rollback bumps it). A consumer of an ordered stream compares it with the routing boundary of the shards
+    /// it reads: a boundary raised by a newer switch means the answers have not caught up with that switch
+    /// yet, and the consumer fences itself at the boundary's switch point until they have
+    /// (`rsc_protocol::ordering::self_fence`). Absent in rejections and from coordinators that do not send it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub routing_version: Option<i64>,
 }
 
 /// `POST /coord/v1/streams/{p}` and the compatibility `POST …/groups/{g}`.

@@ -54,7 +54,9 @@ pub use outcome::{
     CasOutcome, CasWrite, CreateOutcome, DeleteOutcome, HeartbeatOutcome, StoredGroup,
 };
 pub use producers::ProducerEntry;
-pub use routing_floor::{AppendReply, SwitchPoint, guarded_append};
+pub use routing_floor::{
+    AppendReply, BoundaryFields, RaisedBoundary, SwitchPoint, guarded_append, read_boundary,
+};
 pub use rsc_redis_connect::RedisTls;
 pub use shards::{ConsumerGroupInfo, RetireOutcome, StreamInfo, parse_stream_id};
 pub use store::Store;

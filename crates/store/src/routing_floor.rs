@@ -1,12 +1,17 @@
 //! The routing boundary of a shard stream, for guarded publish (ordered resharding).
 //!
 //! Each shard stream has a routing key beside it in its own slot (`rsc_protocol::names::shard_routing_key`)
-//! holding the lowest routing version an SDK producer may append with. When a scale switches routing the
-//! coordinator raises it on every shard, old and new ([`Store::raise_routing_floor`]), which also records
-//! the switch point. SDK producers append through [`guarded_append`]: a producer whose routing is older
-//! than the boundary is refused, writes nothing, refreshes its routing and retries on the right shard. Plain
-//! XADD clients bypass the script; [`Store::appends_after_switch`] counts what they appended to a shard
-//! after the switch (entries added minus guarded appends: two counters, no scan).
+//! holding the lowest routing version an SDK producer may append with (`floor`) and the shard's switch point
+//! for it (`switchId`: its last id when the boundary was raised). When a scale switches routing the
+//! coordinator raises it on every shard, old and new ([`Store::raise_routing_floor`]), and annotates the
+//! switch (`scale`: its counts and whether the stream is ordered). SDK producers append through
+//! [`guarded_append`]: a producer whose routing is older than the boundary is refused, writes nothing,
+//! refreshes its routing and retries on the right shard; one whose routing is newer raises the boundary
+//! itself first, so the switch point splits the shard exactly into records routed before and after the
+//! switch, whoever learnt of it first. SDK consumers read the boundary after every read ([`read_boundary`])
+//! to fence themselves between a switch and the heartbeat answer that reflects it. Plain XADD clients bypass
+//! the script; [`Store::appends_after_switch`] counts what they appended to a shard after the switch
+//! (entries added minus guarded appends: two counters, no scan).
 //!
 //! The SDK builds its appends with [`guarded_append`] and sends them on its own data-plane connection, so the
 //! script text stays here with every other script (`lua/guarded_append.lua`). It is sent with EVAL, whole,
@@ -19,9 +24,16 @@ use redis::{Script, Value};
 use crate::error::StoreError;
 use crate::store::Store;
 
-const GUARDED_APPEND: &str = include_str!("lua/guarded_append.lua");
-static RAISE_ROUTING_FLOOR: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("lua/raise_routing_floor.lua")));
+const GUARDED_APPEND: &str = concat!(
+    include_str!("lua/switch_point.lua"),
+    include_str!("lua/guarded_append.lua")
+);
+static RAISE_ROUTING_FLOOR: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        include_str!("lua/switch_point.lua"),
+        include_str!("lua/raise_routing_floor.lua")
+    ))
+});
 static APPENDS_AFTER_SWITCH: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/appends_after_switch.lua")));
 
@@ -93,6 +105,52 @@ pub fn guarded_append<'a>(
     cmd
 }
 
+/// `HMGET <routingKey> floor switchId scale`: a shard's routing boundary as the SDK consumer reads it after
+/// a read (pipelined with it: the key lies in the stream's slot). Decode the reply with
+/// [`BoundaryFields::from_value`].
+pub fn read_boundary(routing_key: &str) -> redis::Cmd {
+    let mut cmd = redis::cmd("HMGET");
+    cmd.arg(routing_key)
+        .arg("floor")
+        .arg("switchId")
+        .arg("scale");
+    cmd
+}
+
+/// The routing key's fields as [`read_boundary`] returns them (None: absent). The protocol's
+/// `ShardBoundary::from_fields` gives them meaning.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BoundaryFields {
+    pub floor: Option<String>,
+    pub switch_id: Option<String>,
+    pub scale: Option<String>,
+}
+
+impl BoundaryFields {
+    /// Decodes the reply of [`read_boundary`].
+    pub fn from_value(v: &Value) -> Result<BoundaryFields, StoreError> {
+        let (floor, switch_id, scale): (Option<String>, Option<String>, Option<String>) =
+            redis::from_redis_value_ref(v)
+                .map_err(|e| unexpected(format!("routing boundary {e}")))?;
+        Ok(BoundaryFields {
+            floor,
+            switch_id,
+            scale,
+        })
+    }
+}
+
+/// A boundary as [`Store::raise_routing_floor`] left it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RaisedBoundary {
+    /// This call raised it (false: it already stood at or above the floor asked for).
+    pub raised: bool,
+    /// The boundary now: the floor asked for, or a later switch's.
+    pub floor: i64,
+    /// The switch point recorded for `floor`.
+    pub switch_id: String,
+}
+
 /// What a shard received since its boundary was last raised ([`Store::appends_after_switch`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SwitchPoint {
@@ -128,21 +186,36 @@ impl Store {
         Ok(())
     }
 
-    /// Raises the boundary of shard `stream_key` to `floor` if it is lower, recording the switch point.
-    /// Returns whether it was raised (false: already at or above `floor`).
+    /// Raises the boundary of shard `stream_key` to `floor` if it is lower, recording the switch point, and
+    /// annotates the switch with `scale` (the protocol's `BoundaryScale::encode`; "" for none) when the
+    /// boundary then stands at `floor`. Returns the boundary as it now stands.
     pub async fn raise_routing_floor(
         &self,
         stream_key: &str,
         routing_key: &str,
         floor: i64,
-    ) -> Result<bool, StoreError> {
-        let n: i64 = RAISE_ROUTING_FLOOR
+        scale: &str,
+    ) -> Result<RaisedBoundary, StoreError> {
+        let (raised, floor, switch_id): (i64, i64, String) = RAISE_ROUTING_FLOOR
             .key(stream_key)
             .key(routing_key)
             .arg(floor)
+            .arg(scale)
             .invoke_async(&mut self.connection())
             .await?;
-        Ok(n == 1)
+        Ok(RaisedBoundary {
+            raised: raised == 1,
+            floor,
+            switch_id,
+        })
+    }
+
+    /// The routing boundary of a shard as a consumer reads it ([`read_boundary`]).
+    pub async fn routing_boundary(&self, routing_key: &str) -> Result<BoundaryFields, StoreError> {
+        let v: Value = read_boundary(routing_key)
+            .query_async(&mut self.connection())
+            .await?;
+        BoundaryFields::from_value(&v)
     }
 
     /// The shard's switch point and what was appended after it; None when no boundary was ever raised.

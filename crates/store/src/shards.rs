@@ -168,25 +168,27 @@ impl Store {
         ))
     }
 
-    /// Whether the Redis consumer group `group` has an entry pending on `key` at or before `end` (an
-    /// extended `XPENDING … - end 1`): the drain evidence of an ordered parent bounded by its switch point.
-    /// None when the stream or the group does not exist.
+    /// How many entries the Redis consumer group `group` has pending on `key` at or before `end`, counting
+    /// at most `cap` (an extended `XPENDING … - end cap`): the drain evidence of an ordered parent bounded by
+    /// its switch point (`cap` 1: is there any), and what the migration view shows is left of it. None when
+    /// the stream or the group does not exist.
     pub async fn shard_pending_up_to(
         &self,
         key: &str,
         group: &str,
         end: &str,
-    ) -> Result<Option<bool>, StoreError> {
+        cap: usize,
+    ) -> Result<Option<i64>, StoreError> {
         let reply: redis::RedisResult<Vec<Value>> = redis::cmd("XPENDING")
             .arg(key)
             .arg(group)
             .arg("-")
             .arg(end)
-            .arg(1)
+            .arg(cap.max(1))
             .query_async(&mut self.connection())
             .await;
         match reply {
-            Ok(entries) => Ok(Some(!entries.is_empty())),
+            Ok(entries) => Ok(Some(entries.len() as i64)),
             Err(e) if e.code() == Some("NOGROUP") || is_missing_key(&e) => Ok(None),
             Err(e) => Err(e.into()),
         }

@@ -10,12 +10,11 @@ use super::Handler;
 use super::config::ConsumerConfig;
 use super::delivery::ShardLocal;
 use super::events::{ConsumerEvent, EventSink, MemberSnapshot};
-use super::fence::{self, Fences};
 use super::membership::{new_membership, request};
 use super::reader::ReaderCtx;
 use crate::coordinator::CoordinatorClient;
 use crate::redis_target::Endpoint;
-use rsc_member::{Applied, LocalShard, Membership};
+use rsc_member::{Applied, LocalShard, Membership, ReadFences};
 use rsc_protocol::wire::{HeartbeatStatus, RuntimeConsumerCapacity, ShardId, ShardProgressReport};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -42,8 +41,9 @@ pub(crate) struct Member<H> {
     tasks: JoinSet<u32>,
     shards: HashMap<u32, Arc<ShardLocal>>,
     lease_tx: watch::Sender<Option<Instant>>,
-    /// Read fences of ordered streams, as the answers set and lift them.
-    fences_tx: watch::Sender<Fences>,
+    /// Read fences of ordered streams, as the answers set and lift them (the membership's, shared with the
+    /// read loops, which add what the shards' routing boundaries imply).
+    fences_tx: watch::Sender<ReadFences>,
     workers: Arc<Semaphore>,
     reading_count: Arc<AtomicUsize>,
     handled: Arc<AtomicU64>,
@@ -69,7 +69,7 @@ impl<H: Handler> Member<H> {
             handled,
         } = observers;
         let (lease_tx, _) = watch::channel(None);
-        let (fences_tx, _) = watch::channel(Fences::new());
+        let (fences_tx, _) = watch::channel(ReadFences::default());
         Member {
             membership: new_membership(
                 &id,
@@ -196,10 +196,14 @@ impl<H: Handler> Member<H> {
         };
         self.last_status = Some(resp.status);
         let applied = self.membership.on_response(sent_at, &resp);
-        if matches!(applied, Applied::Accepted | Applied::Reset(_)) {
-            self.fences_tx
-                .send_if_modified(|f| fence::apply_answer(f, &resp));
-        }
+        let fences = self.membership.fences();
+        self.fences_tx.send_if_modified(|f| {
+            let changed = f != fences;
+            if changed {
+                f.clone_from(fences);
+            }
+            changed
+        });
         self.emit(ConsumerEvent::Heartbeat {
             member_id: self.id.clone(),
             status: resp.status,
@@ -316,6 +320,7 @@ impl<H: Handler> Member<H> {
             member_id: self.id.clone(),
             group: self.config.consumer_group.clone(),
             stream_key: rsc_protocol::names::shard_stream_key(&self.config.stream_prefix, shard),
+            boundary: None,
             shard,
             reclaim,
             client: self.client.clone(),

@@ -5,12 +5,10 @@
 //!   member protocol model ([`crate::Membership`], from `rsc-member`).
 //! - [`member`]: one member's runtime (heartbeats, reconciling read loops). [`reader`]: one shard's loop.
 //! - [`delivery`]: what the handler receives and acknowledges. [`events`]: ownership events, snapshots.
-//! - [`fence`]: read fences of ordered streams (entries after a shard's switch point wait).
 
 pub mod config;
 pub mod delivery;
 pub mod events;
-pub(crate) mod fence;
 pub(crate) mod member;
 pub(crate) mod membership;
 pub(crate) mod reader;

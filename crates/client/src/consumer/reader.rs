@@ -7,19 +7,23 @@
 //! semaphore: with more shards than workers, a shard holds a worker for one read and its batch, then queues
 //! again behind the others, and reads do not block (so an idle shard never holds a worker for long).
 //!
-//! Ordered streams: while the shard has a read fence ([`super::fence`]), no entry after it goes to the
-//! handler; the loop stops handing over at the first one (it and the rest of the batch stay pending),
+//! Ordered streams: while the shard has a read fence (`rsc_member::ReadFences`), no entry after it goes to
+//! the handler; the loop stops handing over at the first one (it and the rest of the batch stay pending),
 //! waits for the fence to be lifted without holding a worker, and then claims its pending entries again
-//! from the start, so they are handled in stream order.
+//! from the start, so they are handled in stream order. Every read is pipelined with a read of the shard's
+//! routing boundary (one round trip): a switch the heartbeat answers do not reflect yet fences the shard at
+//! its switch point by itself, so a record routed by the new routing is never handed over before the answers
+//! say whether it may be (`rsc_protocol::ordering::self_fence`).
 
 use super::Handler;
 use super::config::{LEASE_GUARD, read_lease_left};
 use super::delivery::{Delivery, ShardLocal};
 use super::events::{ConsumerEvent, EventSink, StopReason};
-use super::fence::{self, Fences};
 use crate::redis_target::{ConnectOptions, DataConn, Endpoint};
-use redis::AsyncCommands;
-use redis::streams::{StreamAutoClaimReply, StreamId, StreamReadOptions, StreamReadReply};
+use redis::streams::{StreamAutoClaimReply, StreamId, StreamReadReply};
+use rsc_member::ReadFences;
+use rsc_protocol::ordering::ShardBoundary;
+use rsc_store::{BoundaryFields, read_boundary};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -31,6 +35,8 @@ pub(crate) struct ReaderCtx<H> {
     pub member_id: String,
     pub group: String,
     pub stream_key: String,
+    /// The shard's routing boundary as the last read saw it (None: never raised, or not read yet).
+    pub boundary: Option<ShardBoundary>,
     pub shard: u32,
     pub reclaim: bool,
     pub client: Endpoint,
@@ -48,7 +54,7 @@ pub(crate) struct ReaderCtx<H> {
     pub poll_timeout: Duration,
     pub events: Option<EventSink>,
     /// The member's read fences (ordered streams); this loop honours the one of its shard.
-    pub fences: watch::Receiver<Fences>,
+    pub fences: watch::Receiver<ReadFences>,
 }
 
 /// How a batch ended.
@@ -214,7 +220,7 @@ impl<H: Handler> ReaderCtx<H> {
                         // Ending the loop makes the member start a new one that reclaims them.
                         Handled::AckFailed => return StopReason::Stopped,
                         Handled::Fenced => {
-                            if let Some(reason) = self.wait_unfenced().await {
+                            if let Err(reason) = self.wait_unfenced(&c).await {
                                 return reason;
                             }
                             // The held entries are pending under this member: claim them in order.
@@ -248,13 +254,15 @@ impl<H: Handler> ReaderCtx<H> {
         }
     }
 
-    /// One XAUTOCLAIM page from `start`: (next cursor, entries claimed by this member).
+    /// One XAUTOCLAIM page from `start`: (next cursor, entries claimed by this member), and the shard's
+    /// routing boundary read right after it.
     async fn autoclaim(
-        &self,
+        &mut self,
         mut c: DataConn,
         start: &str,
     ) -> redis::RedisResult<(String, Vec<StreamId>)> {
-        let reply: StreamAutoClaimReply = redis::cmd("XAUTOCLAIM")
+        let mut pipe = redis::pipe();
+        pipe.cmd("XAUTOCLAIM")
             .arg(&self.stream_key)
             .arg(&self.group)
             .arg(&self.member_id)
@@ -262,56 +270,113 @@ impl<H: Handler> ReaderCtx<H> {
             .arg(start)
             .arg("COUNT")
             .arg(self.batch_size)
-            .query_async(&mut c)
-            .await?;
+            .add_command(read_boundary(&self.routing_key()));
+        let (reply, boundary): (StreamAutoClaimReply, redis::Value) =
+            pipe.query_async(&mut c).await?;
+        self.note_boundary(&boundary)?;
         Ok((reply.next_stream_id, reply.claimed))
     }
 
-    /// One XREADGROUP of new entries, blocking up to `block` (None = do not block).
+    /// One XREADGROUP of new entries, blocking up to `block` (None = do not block), and the shard's routing
+    /// boundary read right after it (Redis answers a connection's commands in order, so the boundary is read
+    /// after the entries were delivered: one that a record after the switch point was appended behind is seen).
     async fn read_new(
-        &self,
+        &mut self,
         mut c: DataConn,
         block: Option<Duration>,
     ) -> redis::RedisResult<Vec<StreamId>> {
-        let mut opts = StreamReadOptions::default()
-            .group(&self.group, &self.member_id)
-            .count(self.batch_size);
+        let mut pipe = redis::pipe();
+        let read = pipe
+            .cmd("XREADGROUP")
+            .arg("GROUP")
+            .arg(&self.group)
+            .arg(&self.member_id)
+            .arg("COUNT")
+            .arg(self.batch_size);
         if let Some(b) = block {
-            opts = opts.block(b.as_millis() as usize);
+            read.arg("BLOCK").arg(b.as_millis() as u64);
         }
-        let reply: Option<StreamReadReply> = c
-            .xread_options(&[self.stream_key.as_str()], &[">"], &opts)
-            .await?;
+        read.arg("STREAMS")
+            .arg(&self.stream_key)
+            .arg(">")
+            .add_command(read_boundary(&self.routing_key()));
+        let (reply, boundary): (Option<StreamReadReply>, redis::Value) =
+            pipe.query_async(&mut c).await?;
+        self.note_boundary(&boundary)?;
         Ok(reply
             .map(|r| r.keys.into_iter().flat_map(|k| k.ids).collect())
             .unwrap_or_default())
     }
 
-    /// The shard's read fence now, if it has one.
-    fn fence(&self) -> Option<String> {
-        self.fences.borrow().get(&self.shard).cloned()
+    /// The shard's routing key (beside its stream, in its slot).
+    fn routing_key(&self) -> String {
+        rsc_protocol::names::shard_routing_key(&self.stream_key)
     }
 
-    /// Waits until the shard's read fence is lifted (None), or the loop must stop (why).
-    async fn wait_unfenced(&self) -> Option<StopReason> {
+    /// Keeps the routing boundary a read returned. A reply that cannot be read fails the read (its entries
+    /// stay pending for the next loop's reclaim).
+    fn note_boundary(&mut self, v: &redis::Value) -> redis::RedisResult<()> {
+        let f = BoundaryFields::from_value(v).map_err(|e| {
+            self.local.left_pending.store(true, Ordering::SeqCst);
+            redis::RedisError::from((
+                redis::ErrorKind::UnexpectedReturnType,
+                "routing boundary",
+                e.to_string(),
+            ))
+        })?;
+        self.boundary = ShardBoundary::from_fields(
+            f.floor.as_deref(),
+            f.switch_id.as_deref(),
+            f.scale.as_deref(),
+        );
+        Ok(())
+    }
+
+    /// The shard's read fence now, if it has one: the answered one, or the one its boundary implies.
+    fn fence(&self) -> Option<String> {
+        self.fences
+            .borrow()
+            .fence_for(self.shard, self.boundary.as_ref())
+    }
+
+    /// Waits until the shard's read fence is lifted (Ok), or the loop must stop (Err: why). The boundary is read
+    /// again now and then: a fence it implied ends when the coordinator annotates the switch, as well as when
+    /// an answer reflects it.
+    async fn wait_unfenced(&mut self, conn: &DataConn) -> Result<(), StopReason> {
         let mut fences = self.fences.clone();
         let mut stop = self.stop.clone();
         loop {
             if let Some(reason) = self.should_stop() {
-                return Some(reason);
+                return Err(reason);
             }
-            if !fences.borrow_and_update().contains_key(&self.shard) {
-                return None;
+            fences.borrow_and_update();
+            if self.fence().is_none() {
+                return Ok(());
             }
-            tokio::select! {
+            let poll = tokio::select! {
                 changed = fences.changed() => {
                     if changed.is_err() {
-                        return Some(StopReason::Stopped);
+                        return Err(StopReason::Stopped);
+                    }
+                    false
+                }
+                _ = stop.wait_for(|s| *s) => false,
+                // The lease is judged again now and then, and the boundary read again.
+                _ = tokio::time::sleep(self.poll_timeout) => true,
+            };
+            if poll {
+                let mut c = conn.clone();
+                match read_boundary(&self.routing_key())
+                    .query_async::<redis::Value>(&mut c)
+                    .await
+                {
+                    Ok(v) => {
+                        let _ = self.note_boundary(&v);
+                    }
+                    Err(e) => {
+                        tracing::debug!(member = %self.member_id, shard = self.shard, error = %e, "routing boundary not read")
                     }
                 }
-                _ = stop.wait_for(|s| *s) => {}
-                // The lease is judged again now and then.
-                _ = tokio::time::sleep(self.poll_timeout) => {}
             }
         }
     }
@@ -397,7 +462,7 @@ impl<H: Handler> ReaderCtx<H> {
                 return Handled::LeaseLapsed;
             }
             if let Some(f) = self.fence()
-                && fence::beyond(&entry.id, &f)
+                && rsc_member::beyond(&entry.id, &f)
             {
                 self.local.in_flight.fetch_sub(left, Ordering::SeqCst);
                 tracing::debug!(member = %self.member_id, shard = self.shard, fence = %f, held = left, "entries after the read fence wait until it is lifted");

@@ -103,10 +103,7 @@ pub async fn producer_routing(
             .note_producer_seen(&name.stream_prefix, &reader)
             .await;
     }
-    let mut routing = c.admin().producer_routing(&name).await?;
-    c.resharding()
-        .add_quiesce_notice(&name.stream_prefix, &mut routing)
-        .await?;
+    let routing = c.admin().producer_routing(&name).await?;
     Ok((StatusCode::OK, axum::Json(routing)).into_response())
 }
 

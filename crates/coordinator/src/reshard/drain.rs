@@ -113,8 +113,8 @@ impl Resharding<'_> {
                 }
             }
         }
-        if let Some(s) = &stream {
-            self.watch_switched_shards(prefix, &s.record).await;
+        if let Some(s) = stream.take() {
+            stream = Some(self.watch_switched_shards(prefix, s).await);
         }
         let mut all_done = true;
         for name in &groups {

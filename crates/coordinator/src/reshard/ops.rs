@@ -77,7 +77,6 @@ impl Resharding<'_> {
                     return Ok(self.scale_response(prefix, target, &groups, &noops));
                 }
                 None => {
-                    ordering::check_ordered_scale(&stream.record, target)?;
                     self.refuse_foreign_shard_keys(prefix, &stream.record, target)
                         .await?;
                     let now = self.clock().now_ms();
@@ -172,7 +171,7 @@ impl Resharding<'_> {
                 rsc_group::model::incremented("routingVersion", next.routing_version)?;
             match self.write_stream(prefix, &stream, next).await? {
                 Some(s) => {
-                    self.raise_routing_boundaries(prefix, &s.record).await;
+                    let s = self.guard_switch(prefix, s).await;
                     if let Some(o) = &outcome {
                         self.metrics()
                             .count_quiesce_switch(prefix, o.forced_by_timeout);
@@ -362,9 +361,12 @@ impl Resharding<'_> {
                     Some(s) => {
                         if end == MigrationState::RolledBack {
                             // Routing switched back: producers holding the scaled routing are refused too.
-                            let mut switched = s.record.clone();
-                            switched.shard_count = a.from_shard_count.max(a.to_shard_count);
-                            self.raise_routing_boundaries(prefix, &switched).await;
+                            let back = super::boundary::boundary_scale(
+                                &s.record,
+                                a.to_shard_count,
+                                a.from_shard_count,
+                            );
+                            self.raise_routing_boundaries(prefix, back).await;
                         }
                         for g in self.stream_groups(prefix).await? {
                             self.sync_group_to_stream(&g, &s.record).await?;

@@ -100,23 +100,14 @@ impl Resharding<'_> {
         }
     }
 
-    /// Adds the stream's routing version and, while a scale waits for producers, the quiesce notice.
-    pub async fn add_quiesce_notice(
-        &self,
-        prefix: &str,
-        routing: &mut ProducerRoutingResponse,
-    ) -> Result<(), CoordError> {
-        let Some(stream) = self.load_stream(prefix).await? else {
-            return Ok(());
-        };
-        routing.routing_version = Some(stream.record.routing_version);
+    /// Adds the quiesce notice to a routing answer built from `record`, while a scale waits for producers.
+    pub fn add_quiesce_notice(&self, record: &StreamRecord, routing: &mut ProducerRoutingResponse) {
         let now = self.clock().now_ms();
-        routing.quiesce = waiting_quiesce(&stream.record, now).map(|q| QuiesceNotice {
+        routing.quiesce = waiting_quiesce(record, now).map(|q| QuiesceNotice {
             resharding_id: q.resharding_id.clone(),
             deadline: crate::clock::iso_ms(q.deadline_ms),
             remaining_ms: q.deadline_ms.saturating_sub(now),
         });
-        Ok(())
     }
 
     /// `POST /coord/v1/streams/{p}/producers/quiesced`: records the report, then switches routing at once

@@ -170,8 +170,9 @@ impl Resharding<'_> {
         ))
     }
 
-    /// Brings a group in line with its stream record: adopts the active migration, or applies the rollback /
-    /// force-complete the stream recorded. Used by scale, routing and the reconciler.
+    /// Brings a group in line with its stream record: adopts the active migration (on an ordered stream once
+    /// its switch points are recorded), or applies the rollback / force-complete the stream recorded, and
+    /// takes the stream's routing version with it. Used by create, scale, routing and the reconciler.
     pub async fn sync_group_to_stream(
         &self,
         name: &GroupName,
@@ -181,6 +182,17 @@ impl Resharding<'_> {
         self.update_group(name, |g, now| {
             let mut changed = false;
             for ended in &stream.history {
+                // A switched migration force-completed before this group adopted it (an ordered one waits
+                // for its switch points): take it in first, so the group ends on the stream's shard count.
+                if ended.state == MigrationState::ForceCompleted
+                    && ended.activated_at_ms.is_some()
+                    && g.migration(&ended.resharding_id).is_none()
+                    && g.shard_count == ended.from_shard_count
+                    && stream.shard_count == ended.to_shard_count
+                    && g.shard_count != stream.shard_count
+                {
+                    changed |= migration::adopt(g, ended, now, timing)?;
+                }
                 let active_here = g
                     .migration(&ended.resharding_id)
                     .is_some_and(|m| !m.state.is_terminal());
@@ -200,23 +212,30 @@ impl Resharding<'_> {
             }
             if let Some(m) = &stream.active_migration
                 && m.state == MigrationState::Active
+                && ordering::may_adopt(stream)
             {
-                let from = g.shard_count;
                 let adopted = migration::adopt(g, m, now, timing)?;
-                if adopted && stream.ordering == rsc_protocol::ordering::Ordering::Key {
-                    // No switch points are recorded yet: a surviving child stays withheld (the scales
-                    // that have one are refused, see `check_ordered_scale`).
-                    let switch_points = Default::default();
+                if adopted && ordering::needs_switch_points(stream) {
+                    // Gates by the stream's routing counts; surviving children fenced at their switch points.
                     rsc_group::ordering::close_gates(
                         g,
-                        from,
+                        m.from_shard_count,
                         m.to_shard_count,
-                        &switch_points,
+                        &m.switch_points,
                         now,
                         timing,
                     );
                 }
                 changed |= adopted;
+            }
+            // The routing version answers carry moves with the switch (or rollback) the group has taken in,
+            // in the same write: never ahead of what its gates and fences reflect.
+            let caught_up = stream.active_migration.as_ref().is_none_or(|m| {
+                m.state == MigrationState::Preparing || g.migration(&m.resharding_id).is_some()
+            });
+            if caught_up && stream.routing_version > g.routing_version {
+                g.routing_version = stream.routing_version;
+                changed = true;
             }
             Ok(changed)
         })

@@ -59,6 +59,7 @@ pub(super) fn response(
             .into_iter()
             .map(|(s, id)| (s.to_string(), id))
             .collect(),
+        routing_version: (g.routing_version > 0).then_some(g.routing_version),
     }
 }
 
@@ -81,6 +82,7 @@ pub fn rejected_response(
         assignment: AssignmentView::default(),
         message: None,
         read_fences: Default::default(),
+        routing_version: None,
     }
 }
 

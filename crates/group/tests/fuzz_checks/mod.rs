@@ -407,6 +407,7 @@ impl Run {
                     draining_at_ms: None,
                     completed_at_ms: None,
                     end_reason: None,
+                    switch_points: Default::default(),
                 };
                 (
                     format!("adopt scale to {to}"),

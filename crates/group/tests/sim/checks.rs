@@ -15,14 +15,17 @@
 //!
 //! Ordered streams: no child shard is granted while one of its parents has not shown its pre-switch
 //! records consumed, unless it survived the scale and is granted with its read fence
-//! (`children_wait_for_parents`); a process reading such a child honours a fence once it has applied an
-//! answer written after the gates closed (`clients_honour_fences`).
+//! (`children_wait_for_parents`); from the routing switch on, a process reading such a child honours a fence
+//! at or before its switch point, from its answers or from the shard's routing boundary
+//! (`clients_honour_fences`).
 
-use super::client::Client;
+use super::client::{Client, at};
 use super::store::{SimStore, WriteRecord, Writer};
+use super::world::OrderedSwitch;
 use rsc_group::heartbeat::Signals;
 use rsc_group::invariants;
 use rsc_group::model::{Group, MemberState, ShardSet};
+use rsc_protocol::ordering::ShardBoundary;
 use rsc_protocol::wire::{HeartbeatRequest, HeartbeatResponse, HeartbeatStatus};
 use std::collections::BTreeMap;
 
@@ -254,22 +257,22 @@ pub fn false_rollback_signal(g: &Group, req: &HeartbeatRequest, s: &Signals) -> 
     s.rebalance_regression
 }
 
-/// Ordered streams: a child shard of the current ordered migration is assigned to a member only once every
-/// one of its parents has shown (drain evidence) that this group consumed its pre-switch records, unless it
-/// survived the scale and is granted with the read fence decided at the scale (`fences`).
-pub fn children_wait_for_parents(
-    g: &Group,
-    children: &BTreeMap<u32, ShardSet>,
-    fences: &BTreeMap<u32, String>,
-    evidenced: &ShardSet,
-) {
+/// Ordered streams: once the group adopted the current ordered switch, a child shard is assigned to a member
+/// only once every one of its parents has shown (drain evidence) that this group consumed its pre-switch
+/// records, unless it survived the scale and is granted with its read fence at its switch point.
+pub fn children_wait_for_parents(g: &Group, switch: &OrderedSwitch) {
+    if !switch.adopted {
+        return;
+    }
     for m in g.members.values() {
         for s in &m.assigned {
-            if let Some(parents) = children.get(s) {
-                let waiting: Vec<_> = parents.difference(evidenced).collect();
+            if let Some(parents) = switch.children.get(s) {
+                let waiting: Vec<_> = parents.difference(&switch.evidenced).collect();
                 assert!(
                     waiting.is_empty()
-                        || (fences.contains_key(s) && g.ordering_fences.get(s) == fences.get(s)),
+                        || (switch.points.contains_key(s)
+                            && rsc_group::ordering::read_fences(g, &m.assigned).get(s)
+                                == switch.points.get(s)),
                     "ordering: child shard {s} granted to {} without its read fence while parents \
                      {waiting:?} may hold pre-switch records",
                     m.member_id
@@ -279,33 +282,47 @@ pub fn children_wait_for_parents(
     }
 }
 
-/// Ordered streams, the consumers' side: a process that reads a fenced child whose parents may still hold
-/// pre-switch records honours a read fence on it — once it has applied an answer written after the gates
-/// closed (`closed_mv`; before that it cannot know of the scale, and the switch must not let records past
-/// the switch point reach the shard until then: see ARCHITECTURE.md, "Ordered scales").
+/// Ordered streams, the consumers' side: from the routing switch on (before the group adopts it, and before
+/// any answer tells the process of it), a process that reads a child whose parents may still hold pre-switch
+/// records (a surviving child it holds, or a shard it held before and is giving up) honours a read fence on
+/// it no later than the child's switch point: the one its answers set, or the one it takes from the shard's
+/// routing boundary while no answer that reflects the switch has assigned it the shard.
 pub fn clients_honour_fences(
     clients: &[Client],
     now: i64,
-    children: &BTreeMap<u32, ShardSet>,
-    fences: &BTreeMap<u32, String>,
-    evidenced: &ShardSet,
-    closed_mv: i64,
+    switch: &OrderedSwitch,
+    boundaries: &BTreeMap<u32, ShardBoundary>,
 ) {
-    for c in clients.iter().filter(|c| c.answered_mv >= closed_mv) {
-        for s in c.readable(now) {
-            let Some(parents) = children.get(&s) else {
+    for c in clients.iter().filter(|c| c.running) {
+        // Shards it reads, and shards it is giving up whose local work (a batch being handed over) goes on
+        // while its lease holds.
+        let mut handling = c.readable(now);
+        if c.membership.lease_valid(at(now)) {
+            handling.extend(c.membership.draining().iter().copied());
+        }
+        for s in handling {
+            let Some(parents) = switch.children.get(&s) else {
                 continue;
             };
-            if parents.is_subset(evidenced) {
+            if parents.is_subset(&switch.evidenced) {
                 continue;
             }
+            let point = switch
+                .points
+                .get(&s)
+                .expect("every child's boundary was raised");
+            let fence = c.fence_for(s, boundaries.get(&s));
             assert!(
-                fences.contains_key(&s) && c.read_fences.contains_key(&s),
-                "ordering: t={now} {} reads child shard {s} without a read fence while parents {:?} may \
-                 hold pre-switch records (fences {:?})",
+                fence
+                    .as_deref()
+                    .is_some_and(|f| !rsc_member::beyond(f, point)),
+                "ordering: t={now} {} reads child shard {s} with fence {fence:?}, not at or before its switch \
+                 point {point}, while parents {:?} may hold pre-switch records (routing version answered {:?}, \
+                 boundary {:?})",
                 c.id,
-                parents.difference(evidenced).collect::<Vec<_>>(),
-                c.read_fences
+                parents.difference(&switch.evidenced).collect::<Vec<_>>(),
+                c.membership.fences().routing_version(),
+                boundaries.get(&s)
             );
         }
     }

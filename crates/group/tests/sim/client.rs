@@ -20,6 +20,7 @@
 use super::{CLIENT_LEASE_MS, HEARTBEAT_TIMEOUT_MS, TIMING};
 use rsc_group::model::ShardSet;
 use rsc_member::{Applied, LocalShard, Membership, Outgoing};
+use rsc_protocol::ordering::ShardBoundary;
 use rsc_protocol::wire::{HeartbeatRequest, HeartbeatResponse, RuntimeConsumerCapacity};
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -75,12 +76,6 @@ pub struct Client {
     pub drain_rounds: u8,
     /// A rolling restart: a new process starts as soon as this one's graceful leave is over.
     pub restart_when_left: bool,
-    /// Ordered streams: the read fences this process honours (shard → switch point), as the SDK keeps
-    /// them: set by an answer that carries one, lifted only by an answer that assigns the shard without
-    /// one (a shard being given up keeps its fence while its local work lasts).
-    pub read_fences: BTreeMap<u32, String>,
-    /// The highest metadata version of an answer this process applied.
-    pub answered_mv: i64,
 }
 
 /// The simulation's time (ms, never negative) as the instant a [`Membership`] judges its lease by.
@@ -126,8 +121,6 @@ impl Client {
             stale_answers: 0,
             drain_rounds: 1,
             restart_when_left: false,
-            read_fences: BTreeMap::new(),
-            answered_mv: 0,
         }
     }
 
@@ -340,20 +333,13 @@ impl Client {
             }
             // The leave is complete, or nothing is held for us any more: the process ends.
             Applied::Left => self.crash(),
-            Applied::Accepted | Applied::Reset(_) => {
-                self.track_fences(resp);
-                self.track_drains();
-            }
+            Applied::Accepted | Applied::Reset(_) => self.track_drains(),
         }
     }
 
-    fn track_fences(&mut self, resp: &HeartbeatResponse) {
-        self.answered_mv = self.answered_mv.max(resp.metadata_version);
-        for s in &resp.assignment.assigned_shards {
-            match resp.read_fences.get(&s.shard_index.to_string()) {
-                Some(id) => self.read_fences.insert(s.shard_index, id.clone()),
-                None => self.read_fences.remove(&s.shard_index),
-            };
-        }
+    /// Ordered streams: the read fence this process honours on `shard`, as the SDK does — the one the
+    /// answers set, or the one the shard's routing boundary implies until the answers reflect its switch.
+    pub fn fence_for(&self, shard: u32, boundary: Option<&ShardBoundary>) -> Option<String> {
+        self.membership.fences().fence_for(shard, boundary)
     }
 }

@@ -5,10 +5,15 @@
 //! the aggregate). A lease is live while `now < deadline`.
 //!
 //! Every committed write is recorded, so the world can check it against invariants 1, 3, 4 and 6.
+//!
+//! It also holds the shard streams' routing boundaries (the routing keys of `routing_floor.rs`): raised on
+//! every shard by a routing switch, with its switch point, and annotated with the scale (possibly a few steps
+//! later: a producer's append can raise a boundary before the coordinator annotates it).
 
 use super::TIMING;
 use rsc_group::heartbeat::Transition;
 use rsc_group::model::Group;
+use rsc_protocol::ordering::{BoundaryScale, ShardBoundary};
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
@@ -56,15 +61,20 @@ pub struct SimStore {
     pub revision: u64,
     pub leases: BTreeMap<String, i64>,
     pub writes: Vec<WriteRecord>,
+    /// The stream's routing version (the stream record's), and each shard's routing boundary.
+    pub routing_version: i64,
+    pub boundaries: BTreeMap<u32, ShardBoundary>,
 }
 
 impl SimStore {
     pub fn new(group: Group) -> Self {
         SimStore {
             revision: group.store_revision,
+            routing_version: group.routing_version,
             group: Rc::new(group),
             leases: BTreeMap::new(),
             writes: Vec::new(),
+            boundaries: BTreeMap::new(),
         }
     }
 
@@ -129,6 +139,52 @@ impl SimStore {
     }
 
     /// An operator's write (scale, rollback, force-complete, drain evidence): a CAS on the current revision.
+    /// A routing switch `from → to`: bumps the routing version and raises every shard's boundary to it with a
+    /// fresh switch point (`<now>-<shard>`), annotated with the scale unless `annotated` is false. Returns
+    /// every raised shard's switch point (old and new).
+    pub fn switch_routing(
+        &mut self,
+        from: u32,
+        to: u32,
+        ordered: bool,
+        annotated: bool,
+        now: i64,
+    ) -> BTreeMap<u32, String> {
+        self.routing_version += 1;
+        let scale = BoundaryScale {
+            version: self.routing_version,
+            from,
+            to,
+            ordered,
+        };
+        for s in 0..from.max(to) {
+            self.boundaries.insert(
+                s,
+                ShardBoundary {
+                    floor: self.routing_version,
+                    switch_id: format!("{now}-{s}"),
+                    scale: annotated.then_some(scale),
+                },
+            );
+        }
+        (0..from.max(to))
+            .map(|s| (s, format!("{now}-{s}")))
+            .collect()
+    }
+
+    /// The coordinator annotates the boundaries of the latest switch (`switch_routing` with `annotated` false).
+    pub fn annotate(&mut self, from: u32, to: u32, ordered: bool) {
+        let version = self.routing_version;
+        for b in self.boundaries.values_mut().filter(|b| b.floor == version) {
+            b.scale = Some(BoundaryScale {
+                version,
+                from,
+                to,
+                ordered,
+            });
+        }
+    }
+
     pub fn write_operator(&mut self, g: Group, now: i64) {
         self.commit(g, Vec::new(), Writer::Operator, now);
     }

@@ -14,9 +14,13 @@
 //!
 //! Ordered streams: half the scales close gates on their child shards (a third generator, so other
 //! scenarios are unchanged), with a switch point for every old shard, so a surviving child is granted with
-//! a read fence; drain evidence for the parents arrives at random, and after every write the world checks
-//! that no child shard was granted while one of its parents had not shown its pre-switch records consumed,
-//! unless with its fence; after every step, that every process reading such a child honours a fence.
+//! a read fence. Every switch raises the shards' routing boundaries at once (sometimes without the scale's
+//! annotation, added a few steps later), while the group often adopts an ordered switch only some steps later
+//! (as the coordinator does once the switch points are recorded), so consumers must fence themselves from the
+//! boundary until their answers reflect the switch. Drain evidence for the parents arrives at random, and
+//! after every write the world checks that no child shard was granted while one of its parents had not shown
+//! its pre-switch records consumed, unless with its fence; after every step, that every process reading such
+//! a child honours a fence at or before its switch point, from the switch on.
 
 use super::checks;
 use super::client::{Client, Style};
@@ -31,6 +35,7 @@ use rsc_group::migration::{self, Migration, MigrationState};
 use rsc_group::model::{Group, GroupState, MemberState, ShardSet};
 use rsc_group::ordering;
 use rsc_protocol::wire::HeartbeatRequest;
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
 /// Steps with faults, and the most steps allowed for convergence afterwards.
@@ -149,15 +154,25 @@ pub struct World {
     net: Network,
     seq: u64,
     summary: Summary,
-    /// Ordered scales: their own generator; the children of the current ordered migration with their
-    /// parents, and the parents whose drain evidence has arrived since it was adopted.
+    /// Ordered scales: their own generator, and the current ordered switch.
     orng: Rng,
-    children: std::collections::BTreeMap<u32, ShardSet>,
-    evidenced: ShardSet,
-    /// The read fences decided at the current ordered scale (surviving children → switch point), and the
-    /// metadata version the gates were closed at.
-    fences: std::collections::BTreeMap<u32, String>,
-    closed_mv: i64,
+    switch: OrderedSwitch,
+}
+
+/// The current ordered switch as the world knows it.
+#[derive(Debug, Default)]
+pub struct OrderedSwitch {
+    /// Children of the switch with their parents (empty: no ordered switch in progress).
+    pub children: BTreeMap<u32, ShardSet>,
+    /// The switch points of every shard the switch raised (old and new; the group fences old ones).
+    pub points: BTreeMap<u32, String>,
+    /// Parents whose drain evidence has arrived since the group adopted it.
+    pub evidenced: ShardSet,
+    /// Whether the group adopted it (closed its gates); until then `pending` is the migration to adopt.
+    pub adopted: bool,
+    pub pending: Option<Migration>,
+    /// The scale (from, to), for the annotation of its boundaries.
+    pub scale: (u32, u32),
 }
 
 impl World {
@@ -199,7 +214,10 @@ impl World {
             clients[1] = Client::new(&c.base, shared.as_deref(), c.style, 0, c.sticky, now);
         }
         World {
-            store: SimStore::new(Group::new("s", "g", profile.shards, now, "lc")),
+            store: SimStore::new(Group {
+                routing_version: 1,
+                ..Group::new("s", "g", profile.shards, now, "lc")
+            }),
             net: Network::new(profile.net),
             rng,
             now,
@@ -209,10 +227,7 @@ impl World {
             seq: 0,
             summary: Summary::default(),
             orng: Rng::new(seed ^ 0x4f52_4445),
-            children: Default::default(),
-            evidenced: ShardSet::new(),
-            fences: Default::default(),
-            closed_mv: 0,
+            switch: OrderedSwitch::default(),
         }
     }
 
@@ -253,10 +268,8 @@ impl World {
         checks::clients_honour_fences(
             &self.clients,
             self.now,
-            &self.children,
-            &self.fences,
-            &self.evidenced,
-            self.closed_mv,
+            &self.switch,
+            &self.store.boundaries,
         );
         for r in &self.replicas {
             assert!(
@@ -364,12 +377,7 @@ impl World {
                 );
             }
             checks::write(&rec, &self.clients);
-            checks::children_wait_for_parents(
-                &rec.new,
-                &self.children,
-                &self.fences,
-                &self.evidenced,
-            );
+            checks::children_wait_for_parents(&rec.new, &self.switch);
             for r in &rec.old.static_reservations {
                 if rec.new.static_reservations.contains(r) {
                     continue;
@@ -422,63 +430,86 @@ impl World {
     }
 
     /// Operator actions: scale to a random count, roll back or force-complete the active migration; and
-    /// Redis drain evidence arriving for draining shards.
+    /// Redis drain evidence arriving for draining shards. An ordered switch not yet adopted blocks other
+    /// operator actions (the coordinator refuses them while its migration is active) until it is adopted.
     fn reshard(&mut self) {
         let now = self.now;
         let roll = self.rng.below(10_000);
         let mut g = (*self.store.group).clone();
+        let pending = self.switch.pending.is_some();
         let changed = match roll {
-            0..=4 => {
+            0..=4 if !pending => {
                 let to = self.rng.below(25) as u32;
-                // Ordered scales: half of them doubled from a power of two, the others to any count.
-                let ordered = self.orng.chance(500);
+                // Ordered scales: half of them doubled from a power of two, the others to any count. Only
+                // when no migration is active, as the coordinator scales (unordered scales also supersede).
+                let ordered = self.orng.chance(500) && g.active_migration_id.is_none();
                 let to = if ordered && g.shard_count.is_power_of_two() && self.orng.chance(500) {
                     g.shard_count * 2
                 } else {
                     to
                 };
                 self.seq += 1;
-                let m = Migration {
-                    resharding_id: format!("reshard-{}", self.seq),
-                    from_shard_count: g.shard_count,
-                    to_shard_count: to,
-                    state: MigrationState::Active,
-                    requested_by: "sim".into(),
-                    reason: "sim".into(),
-                    created_at_ms: now,
-                    updated_at_ms: now,
-                    activated_at_ms: None,
-                    draining_at_ms: None,
-                    completed_at_ms: None,
-                    end_reason: None,
-                };
+                let m = Migration::new(
+                    format!("reshard-{}", self.seq),
+                    g.shard_count,
+                    to,
+                    MigrationState::Active,
+                    "sim".into(),
+                    "sim".into(),
+                    now,
+                );
                 let from = g.shard_count;
-                let adopted = migration::adopt(&mut g, &m, now, &TIMING).expect("small epochs");
-                self.children.clear();
-                if adopted && ordered {
-                    // Every old shard's switch point (the coordinator records them at the switch).
-                    let points = (0..from).map(|s| (s, format!("{now}-{s}"))).collect();
-                    if ordering::close_gates(&mut g, from, to, &points, now, &TIMING) {
-                        self.summary.ordered_scales += 1;
-                        self.summary.fenced_children += g.ordering_fences.len() as u64;
+                // The switch raises every boundary at once; the annotation may come a little later.
+                let annotated = !ordered || self.orng.chance(600);
+                let points = self.store.switch_routing(from, to, ordered, annotated, now);
+                self.switch = OrderedSwitch::default();
+                let children = rsc_protocol::ordering::gates(from, to);
+                if ordered && !children.is_empty() {
+                    self.switch = OrderedSwitch {
+                        children,
+                        points,
+                        scale: (from, to),
+                        pending: Some(m.clone()),
+                        ..OrderedSwitch::default()
+                    };
+                    self.summary.ordered_scales += 1;
+                    if self.orng.chance(500) {
+                        false // adopted some steps later
+                    } else {
+                        self.adopt_pending(&mut g)
                     }
-                    self.children = g.ordering_gates.clone();
-                    self.fences = g.ordering_fences.clone();
-                    self.closed_mv = g.metadata_version;
-                    self.evidenced.clear();
+                } else {
+                    let adopted = migration::adopt(&mut g, &m, now, &TIMING).expect("small epochs");
+                    g.routing_version = self.store.routing_version;
+                    adopted
                 }
-                adopted
             }
-            5..=6 => match g.active_migration_id.clone() {
+            // The coordinator annotates the switch, then the group adopts it (switch points recorded).
+            201..=300 if pending => {
+                let (from, to) = self.switch.scale;
+                self.store.annotate(from, to, true);
+                self.adopt_pending(&mut g)
+            }
+            5..=6 if !pending => match g.active_migration_id.clone() {
                 Some(id) => {
-                    self.children.clear();
-                    migration::rollback(&mut g, &id, "sim", now, &TIMING).unwrap_or(false)
+                    let (from, to) = g
+                        .active_migration()
+                        .map_or((0, 0), |m| (m.from_shard_count, m.to_shard_count));
+                    self.switch = OrderedSwitch::default();
+                    let rolled =
+                        migration::rollback(&mut g, &id, "sim", now, &TIMING).unwrap_or(false);
+                    if rolled {
+                        // Routing switches back: the boundaries are raised again.
+                        self.store.switch_routing(to, from, false, true, now);
+                        g.routing_version = self.store.routing_version;
+                    }
+                    rolled
                 }
                 None => false,
             },
-            7 => match g.active_migration_id.clone() {
+            7 if !pending => match g.active_migration_id.clone() {
                 Some(id) => {
-                    self.children.clear();
+                    self.switch = OrderedSwitch::default();
                     migration::force_complete(&mut g, &id, "sim", now, &TIMING).unwrap_or(false)
                 }
                 None => false,
@@ -498,7 +529,7 @@ impl World {
                     .iter()
                     .nth(self.orng.below(waited.len() as u64) as usize)
                     .expect("non-empty");
-                self.evidenced.insert(pick);
+                self.switch.evidenced.insert(pick);
                 let before = g.ordering_gates.len();
                 let opened =
                     ordering::open_gates(&mut g, &[pick].into_iter().collect(), now, &TIMING)
@@ -508,10 +539,40 @@ impl World {
             }
             _ => false,
         };
+        if super::tracing() && (changed || roll <= 7 || (201..=300).contains(&roll)) {
+            eprintln!(
+                "t={now} reshard roll {roll}: changed {changed}, shards {}, draining {:?}, gates {:?}, \
+                 switch points {:?}, routing v{} (group v{}), switch children {:?} adopted {}",
+                g.shard_count,
+                g.draining_shards,
+                g.ordering_gates,
+                g.ordering_switch_points,
+                self.store.routing_version,
+                g.routing_version,
+                self.switch.children.keys().collect::<Vec<_>>(),
+                self.switch.adopted
+            );
+        }
         if changed {
             self.store.write_operator(g, now);
             self.check_writes();
         }
+    }
+
+    /// The group adopts the pending ordered switch: gates closed with every old shard's switch point, and the
+    /// routing version taken in, in one write.
+    fn adopt_pending(&mut self, g: &mut Group) -> bool {
+        let Some(m) = self.switch.pending.take() else {
+            return false;
+        };
+        let (from, to) = self.switch.scale;
+        let adopted = migration::adopt(g, &m, self.now, &TIMING).expect("small epochs");
+        assert!(adopted, "the group adopts the switch it waited for");
+        ordering::close_gates(g, from, to, &self.switch.points, self.now, &TIMING);
+        g.routing_version = self.store.routing_version;
+        self.summary.fenced_children += ordering::read_fences(g, &(0..from).collect()).len() as u64;
+        self.switch.adopted = true;
+        true
     }
 
     /// Faults stop: the network heals (messages already in flight still arrive), replicas come back,
@@ -540,21 +601,29 @@ impl World {
         }
     }
 
-    /// Drain evidence keeps arriving after faults stop.
+    /// Drain evidence keeps arriving after faults stop (and a pending ordered switch is adopted).
     pub fn drain_everything(&mut self) {
-        if self.store.group.draining_shards.is_empty() && self.store.group.ordering_gates.is_empty()
+        let pending = self.switch.pending.is_some();
+        if self.store.group.draining_shards.is_empty()
+            && self.store.group.ordering_gates.is_empty()
+            && !pending
         {
             return;
         }
         let mut g = (*self.store.group).clone();
+        let adopted = pending && {
+            let (from, to) = self.switch.scale;
+            self.store.annotate(from, to, true);
+            self.adopt_pending(&mut g)
+        };
         let all = g.draining_shards.clone();
         let waited = ordering::waited_parents(&g);
-        self.evidenced.extend(waited.iter().copied());
+        self.switch.evidenced.extend(waited.iter().copied());
         let released =
             migration::release_drained(&mut g, &all, self.now, &TIMING).expect("small epochs");
         let opened =
             ordering::open_gates(&mut g, &waited, self.now, &TIMING).expect("small epochs");
-        if released || opened {
+        if adopted || released || opened {
             let t = Transition::new(g);
             self.store
                 .write_operator(t.group.expect("a group"), self.now);

@@ -44,6 +44,7 @@ fn resp(
         },
         message: None,
         read_fences: Default::default(),
+        routing_version: None,
     }
 }
 

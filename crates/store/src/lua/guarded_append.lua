@@ -3,11 +3,23 @@
 -- version, ARGV[2] MAXLEN ~ n ('' = no trimming), ARGV[3..] field, value, ...
 -- Returns the new entry id; nil when the stream does not exist (NOMKSTREAM: a stale route); or
 -- {'stale', floor} when the routing version is below the boundary (nothing written).
--- O(1) besides the XADD itself. Appends made at or above a raised boundary are counted in `guarded`, so
--- the coordinator can tell plain XADDs after a switch apart from guarded ones.
+-- An append with a newer routing version than the boundary raises it first, recording the switch point
+-- (switch_point.lua): then no record routed by the new routing lies before the switch point, even when this
+-- producer learnt of the switch before the coordinator raised the boundary, and every older producer is
+-- refused from now on. O(1) besides the XADD itself (the raise reads XINFO STREAM once per switch). Appends
+-- made at or above a raised boundary are counted in `guarded`, so the coordinator can tell plain XADDs after
+-- a switch apart from guarded ones.
 local floor = tonumber(redis.call('HGET', KEYS[2], 'floor') or '0')
-if tonumber(ARGV[1]) < floor then
+local version = tonumber(ARGV[1])
+if version < floor then
   return {'stale', floor}
+end
+if version > floor then
+  if redis.call('EXISTS', KEYS[1]) == 0 then
+    return nil
+  end
+  raise_boundary(version)
+  floor = version
 end
 local args = {'XADD', KEYS[1], 'NOMKSTREAM'}
 if ARGV[2] ~= '' then

@@ -1,19 +1,19 @@
--- Raises a shard's routing boundary (guarded publish) to ARGV[1] when it is lower, and records the switch
--- point: the stream's last id and entries-added at that moment, and a fresh count of guarded appends.
--- KEYS[1] the shard stream, KEYS[2] its routing key (same slot). Returns 1 when raised, 0 when the boundary
--- was already at or above ARGV[1] (idempotent: repeating a switch changes nothing).
+-- Raises a shard's routing boundary (guarded publish) to ARGV[1] when it is lower, recording the switch
+-- point (switch_point.lua), and annotates the switch with ARGV[2] (`<version> <from> <to> <ordered 0|1>`,
+-- '' for none) when the boundary is now at ARGV[1], also when a producer's append raised it first: consumers
+-- read the annotation to tell whether the switch fences a shard. KEYS[1] the shard stream, KEYS[2] its
+-- routing key (same slot). Idempotent: repeating a switch changes nothing.
+-- Returns {raised (1 or 0), floor, switchId}: the boundary as it now stands (its floor is above ARGV[1] when
+-- a later switch raised it already; then nothing was changed).
 local current = tonumber(redis.call('HGET', KEYS[2], 'floor') or '0')
 local floor = tonumber(ARGV[1])
-if floor <= current then
-  return 0
+local raised = 0
+if floor > current then
+  raise_boundary(floor)
+  raised = 1
+  current = floor
 end
-local last, added = '0-0', 0
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  local info = redis.call('XINFO', 'STREAM', KEYS[1])
-  for i = 1, #info, 2 do
-    if info[i] == 'last-generated-id' then last = info[i + 1] end
-    if info[i] == 'entries-added' then added = info[i + 1] end
-  end
+if floor == current and ARGV[2] ~= '' then
+  redis.call('HSET', KEYS[2], 'scale', ARGV[2])
 end
-redis.call('HSET', KEYS[2], 'floor', floor, 'switchId', last, 'addedAtSwitch', added, 'guarded', 0)
-return 1
+return {raised, current, redis.call('HGET', KEYS[2], 'switchId') or '0-0'}

@@ -1,10 +1,11 @@
 //! The routing boundary of a shard stream (guarded publish): a stale producer's append is refused and writes
-//! nothing, a current one lands; raising is idempotent and records the switch point; plain XADDs after the
-//! switch are counted apart from guarded appends; the routing key shares the stream's slot.
+//! nothing, a current one lands, a newer one raises the boundary itself first; raising is idempotent, records
+//! the switch point and annotates the switch; consumers read all three fields; plain XADDs after the switch
+//! are counted apart from guarded appends; the routing key shares the stream's slot.
 
 use crate::fixtures::raw;
 use rsc_protocol::names::shard_routing_key;
-use rsc_store::{AppendReply, Store, SwitchPoint, guarded_append};
+use rsc_store::{AppendReply, BoundaryFields, Store, SwitchPoint, guarded_append};
 
 on_both_topologies!(guarded_append_refuses_stale_routing);
 
@@ -24,7 +25,6 @@ async fn guarded_append_refuses_stale_routing(store: &Store, name: &str) {
     let old = format!("rsc-test-{name}:0");
     let new = format!("rsc-test-{name}:1");
     let routing_old = shard_routing_key(&old);
-    let routing_new = shard_routing_key(&new);
 
     // Same slot as the stream, as the cluster itself computes it.
     let slot = |k: String| redis::cmd("CLUSTER").arg("KEYSLOT").arg(k).clone();
@@ -46,43 +46,50 @@ async fn guarded_append_refuses_stale_routing(store: &Store, name: &str) {
         )
         .await;
     }
-    // No boundary yet: any version appends; nothing is counted.
+    // No boundary yet: the first guarded append raises it to its own version, at the seed entry.
+    let seed_old: Vec<(String, Vec<(String, String)>)> =
+        raw(store, redis::cmd("XRANGE").arg(&old).arg("-").arg("+")).await;
     assert!(matches!(
         append(store, &old, 1, "1").await,
         AppendReply::Appended(_)
     ));
+    let first = store
+        .appends_after_switch(&old, &routing_old)
+        .await
+        .expect("read")
+        .expect("raised by the append");
     assert_eq!(
-        store
-            .appends_after_switch(&old, &routing_old)
-            .await
-            .expect("read"),
-        None
+        (first.floor, first.switch_id.as_str(), first.guarded),
+        (1, seed_old[0].0.as_str(), 1)
     );
 
-    // The switch to routing version 2 raises the boundary on both shards; repeating it changes nothing.
-    assert!(
-        store
-            .raise_routing_floor(&old, &routing_old, 2)
-            .await
-            .expect("raise")
-    );
-    assert!(
-        store
-            .raise_routing_floor(&new, &routing_new, 2)
-            .await
-            .expect("raise")
-    );
-    assert!(
-        !store
-            .raise_routing_floor(&old, &routing_old, 2)
-            .await
-            .expect("again")
-    );
-    assert!(
-        !store
-            .raise_routing_floor(&old, &routing_old, 1)
-            .await
-            .expect("lower")
+    // The switch to routing version 2 raises the boundary on both shards and annotates it; repeating it
+    // changes nothing; a lower one leaves a boundary above it alone and says so.
+    let raise = |k: &str, floor: i64, scale: &'static str| {
+        let (k, r) = (k.to_owned(), shard_routing_key(k));
+        async move {
+            store
+                .raise_routing_floor(&k, &r, floor, scale)
+                .await
+                .expect("raise")
+        }
+    };
+    assert!(raise(&old, 2, "2 1 2 1").await.raised);
+    assert!(raise(&new, 2, "2 1 2 1").await.raised);
+    let again = raise(&old, 2, "2 1 2 1").await;
+    assert!(!again.raised && again.floor == 2);
+    let lower = raise(&old, 1, "1 1 1 0").await;
+    assert!(!lower.raised && lower.floor == 2, "{lower:?}");
+    let fields = BoundaryFields::from_value(
+        &raw::<redis::Value>(store, &rsc_store::read_boundary(&routing_old)).await,
+    )
+    .expect("fields");
+    assert_eq!(fields.floor.as_deref(), Some("2"));
+    assert_eq!(fields.switch_id.as_deref(), Some(again.switch_id.as_str()));
+    assert_eq!(
+        fields.scale.as_deref(),
+        Some("2 1 2 1"),
+        "a lower raise does not annotate"
     );
     let last: Vec<(String, Vec<(String, String)>)> = raw(
         store,
@@ -147,12 +154,7 @@ async fn guarded_append_refuses_stale_routing(store: &Store, name: &str) {
     );
 
     // The next switch starts counting afresh.
-    assert!(
-        store
-            .raise_routing_floor(&old, &routing_old, 3)
-            .await
-            .expect("raise")
-    );
+    assert!(raise(&old, 3, "").await.raised);
     let next = store
         .appends_after_switch(&old, &routing_old)
         .await
@@ -162,5 +164,55 @@ async fn guarded_append_refuses_stale_routing(store: &Store, name: &str) {
     assert_eq!(
         append(store, &old, 2, "stale again").await,
         AppendReply::StaleRouting { floor: 3 }
+    );
+
+    // A producer that learnt of the next switch first raises the boundary with its append, recording the
+    // entry before it as the switch point; the coordinator's raise then only annotates, keeping that point.
+    let before: Vec<(String, Vec<(String, String)>)> = raw(
+        store,
+        redis::cmd("XREVRANGE")
+            .arg(&old)
+            .arg("+")
+            .arg("-")
+            .arg("COUNT")
+            .arg(1),
+    )
+    .await;
+    let AppendReply::Appended(moved) = append(store, &old, 4, "newer").await else {
+        panic!("a newer producer appends");
+    };
+    assert_eq!(
+        append(store, &old, 3, "now stale").await,
+        AppendReply::StaleRouting { floor: 4 }
+    );
+    let annotated = raise(&old, 4, "4 2 3 1").await;
+    assert_eq!(
+        (
+            annotated.raised,
+            annotated.floor,
+            annotated.switch_id.as_str()
+        ),
+        (false, 4, before[0].0.as_str())
+    );
+    assert!(
+        rsc_store::parse_stream_id(&moved) > rsc_store::parse_stream_id(&annotated.switch_id),
+        "the newer record lies after the switch point"
+    );
+    let fields = BoundaryFields::from_value(
+        &raw::<redis::Value>(store, &rsc_store::read_boundary(&routing_old)).await,
+    )
+    .expect("fields");
+    assert_eq!(fields.scale.as_deref(), Some("4 2 3 1"));
+
+    // A retired shard (stream gone) is not raised by a newer append: nothing written.
+    let _: i64 = raw(store, redis::cmd("DEL").arg(&new)).await;
+    assert_eq!(
+        append(store, &new, 9, "late").await,
+        AppendReply::StreamMissing
+    );
+    assert_eq!(
+        raise(&new, 2, "").await.floor,
+        2,
+        "boundary of the retired shard unchanged"
     );
 }

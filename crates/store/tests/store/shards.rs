@@ -182,7 +182,7 @@ async fn pending_up_to_a_switch_point(store: &Store, name: &str) {
     let key = format!("rsc-test-{name}:0");
     assert_eq!(
         store
-            .shard_pending_up_to(&key, "g", "1-0")
+            .shard_pending_up_to(&key, "g", "1-0", 1)
             .await
             .expect("no stream"),
         None
@@ -190,7 +190,7 @@ async fn pending_up_to_a_switch_point(store: &Store, name: &str) {
     store.shard_provision(&key, "g").await.expect("provision");
     assert_eq!(
         store
-            .shard_pending_up_to(&key, "other", "1-0")
+            .shard_pending_up_to(&key, "other", "1-0", 1)
             .await
             .expect("no group"),
         None
@@ -208,13 +208,13 @@ async fn pending_up_to_a_switch_point(store: &Store, name: &str) {
     let k = key.as_str();
     let up_to = |end: String| async move {
         store
-            .shard_pending_up_to(k, "g", &end)
+            .shard_pending_up_to(k, "g", &end, 10)
             .await
             .expect("XPENDING")
     };
     assert_eq!(
         up_to(switch_point.clone()).await,
-        Some(false),
+        Some(0),
         "nothing read yet"
     );
     let _: redis::Value = raw(
@@ -228,7 +228,7 @@ async fn pending_up_to_a_switch_point(store: &Store, name: &str) {
             .arg(">"),
     )
     .await;
-    assert_eq!(up_to(switch_point.clone()).await, Some(true));
+    assert_eq!(up_to(switch_point.clone()).await, Some(2));
     let acked: i64 = raw(
         store,
         redis::cmd("XACK").arg(k).arg("g").arg(&ids[0]).arg(&ids[1]),
@@ -237,8 +237,8 @@ async fn pending_up_to_a_switch_point(store: &Store, name: &str) {
     assert_eq!(acked, 2);
     assert_eq!(
         up_to(switch_point).await,
-        Some(false),
+        Some(0),
         "the entry after the switch point is still pending, but not counted"
     );
-    assert_eq!(up_to(ids[2].clone()).await, Some(true));
+    assert_eq!(up_to(ids[2].clone()).await, Some(1));
 }

@@ -135,6 +135,7 @@ fn answer(
         },
         message: None,
         read_fences: Default::default(),
+        routing_version: None,
     }
 }
 

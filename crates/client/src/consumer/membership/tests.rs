@@ -36,6 +36,7 @@ fn ok(epoch: i64, assigned: &[u32]) -> HeartbeatResponse {
         },
         message: None,
         read_fences: Default::default(),
+        routing_version: None,
     }
 }
 

@@ -1,6 +1,7 @@
 //! Tests of the shard reader against Redis: one XACK per handled batch, a read answered after the lease
 //! lapsed stays pending, a delivery read before a Redis restart is acked on retry.
 use super::*;
+use redis::AsyncCommands;
 use redis::streams::StreamPendingReply;
 use rsc_testkit::RedisServer;
 use tokio::sync::mpsc;
@@ -67,6 +68,7 @@ fn test_reader(
         member_id: "m1".into(),
         group: GROUP.into(),
         stream_key: STREAM.into(),
+        boundary: None,
         shard: 0,
         reclaim: false,
         client: crate::redis_target::RedisTarget::standalone(format!(
@@ -90,8 +92,37 @@ fn test_reader(
         ack_after_handle: false,
         poll_timeout,
         events: None,
-        fences: watch::channel(Fences::new()).1,
+        fences: watch::channel(ReadFences::default()).1,
     }
+}
+
+/// The read fences an answer assigning shard 0 with `fences` and `routingVersion` `version` sets.
+fn fences_answered(fences: &[(u32, &str)], version: Option<i64>) -> ReadFences {
+    let resp = rsc_protocol::wire::HeartbeatResponse {
+        response_to: "r".into(),
+        status: rsc_protocol::wire::HeartbeatStatus::Ok,
+        member_id: "m1".into(),
+        member_epoch: 1,
+        heartbeat_interval_ms: 1000,
+        rebalance_timeout_ms: 1000,
+        group_epoch: 1,
+        assignment_epoch: 1,
+        metadata_version: 1,
+        assignment: rsc_protocol::wire::AssignmentView {
+            assigned_shards: vec![rsc_protocol::wire::ShardId::new(0)],
+            pending_shards: Vec::new(),
+            metadata_version: 1,
+        },
+        message: None,
+        read_fences: fences
+            .iter()
+            .map(|(s, id)| (s.to_string(), (*id).to_owned()))
+            .collect(),
+        routing_version: version,
+    };
+    let mut f = ReadFences::default();
+    f.apply_answer(&resp);
+    f
 }
 
 /// With `ack_after_handle`, the entries of a batch are acknowledged by one XACK once their handler
@@ -299,7 +330,7 @@ async fn entries_after_the_read_fence_wait_pending_until_it_is_lifted() {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let (stop_tx, stop) = watch::channel(false);
     let (_lease_tx, lease) = watch::channel(Some(Instant::now() + Duration::from_secs(3600)));
-    let (fences_tx, fences) = watch::channel(Fences::from([(0, ids[2].clone())]));
+    let (fences_tx, fences) = watch::channel(fences_answered(&[(0, &ids[2])], Some(1)));
     let mut reader = test_reader(&client, tx, stop, lease, Duration::from_millis(200));
     reader.fences = fences;
     let local = reader.local.clone();
@@ -326,7 +357,7 @@ async fn entries_after_the_read_fence_wait_pending_until_it_is_lifted() {
     );
     assert_eq!(pending(&client).await, 2, "held entries stay pending");
 
-    fences_tx.send_replace(Fences::new());
+    fences_tx.send_replace(fences_answered(&[], Some(1)));
     for id in &ids[3..] {
         let d = tokio::time::timeout(WAIT, rx.recv())
             .await
@@ -337,5 +368,99 @@ async fn entries_after_the_read_fence_wait_pending_until_it_is_lifted() {
         assert!(ack_with_retries(&d).await.0);
     }
     assert_eq!(pending(&client).await, 0);
+    stop_and_join(&stop_tx, task).await;
+}
+
+/// Receives the next delivery (bounded) and acks it; returns its id.
+async fn next_acked(rx: &mut mpsc::UnboundedReceiver<Delivery>, what: &str) -> String {
+    let d = tokio::time::timeout(WAIT, rx.recv())
+        .await
+        .unwrap_or_else(|_| panic!("{what}"))
+        .expect("reader alive");
+    assert!(ack_with_retries(&d).await.0);
+    d.id().to_owned()
+}
+
+/// Ordered streams, between a switch and the answer that reflects it: the shard's routing boundary, raised by
+/// a guarded append with a newer routing version while the loop reads, fences the shard at its switch point
+/// by itself. The coordinator's annotation saying the switch does not make the shard a child lifts it; an
+/// annotation saying it does keeps it until an answer reflects the switch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_boundary_raised_by_a_newer_switch_fences_the_shard_until_told_otherwise() {
+    let redis_server = RedisServer::builder().start();
+    let client = redis::Client::open(redis_server.url()).expect("redis url");
+    let mut c = admin(&client).await;
+    let _: () = c
+        .xgroup_create_mkstream(STREAM, GROUP, "0")
+        .await
+        .expect("XGROUP CREATE");
+    let routing_key = rsc_protocol::names::shard_routing_key(STREAM);
+    let guarded = |version: i64, n: &str| {
+        rsc_store::guarded_append(STREAM, &routing_key, version, None, [("n", n.as_bytes())])
+    };
+    let appended = |v: redis::Value| match rsc_store::AppendReply::from_value(&v).expect("reply") {
+        rsc_store::AppendReply::Appended(id) => id,
+        other => panic!("not appended: {other:?}"),
+    };
+    let first = appended(guarded(4, "a").query_async(&mut c).await.expect("EVAL"));
+
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (stop_tx, stop) = watch::channel(false);
+    let (_lease_tx, lease) = watch::channel(Some(Instant::now() + Duration::from_secs(3600)));
+    let (fences_tx, fences) = watch::channel(fences_answered(&[], Some(4)));
+    let mut reader = test_reader(&client, tx, stop, lease, Duration::from_millis(100));
+    reader.fences = fences;
+    let task = tokio::spawn(reader.run());
+    assert_eq!(next_acked(&mut rx, "read before the switch").await, first);
+
+    // A producer with the next routing version appends first: it raises the boundary (switch point: `first`).
+    let moved = appended(guarded(5, "b").query_async(&mut c).await.expect("EVAL"));
+    assert!(
+        tokio::time::timeout(Duration::from_millis(600), rx.recv())
+            .await
+            .is_err(),
+        "a record after an unannotated newer boundary is held"
+    );
+    assert_eq!(pending(&client).await, 1, "held, pending");
+
+    // The coordinator annotates the switch: 8 -> 3 on an ordered stream makes shard 0 a child: still held.
+    let store = rsc_store::Store::connect(
+        &rsc_store::RedisTopology::Standalone(redis_server.url()),
+        Duration::from_secs(5),
+    )
+    .await
+    .expect("store");
+    let b = store
+        .raise_routing_floor(STREAM, &routing_key, 5, "5 8 3 1")
+        .await
+        .expect("raise");
+    assert_eq!(
+        (b.raised, b.floor, b.switch_id.as_str()),
+        (false, 5, first.as_str())
+    );
+    assert!(
+        tokio::time::timeout(Duration::from_millis(400), rx.recv())
+            .await
+            .is_err(),
+        "a child of an ordered switch stays fenced until an answer reflects the switch"
+    );
+    // The answer reflecting the switch lifts it (the gate opened): the held record is handed over.
+    fences_tx.send_replace(fences_answered(&[], Some(5)));
+    assert_eq!(
+        next_acked(&mut rx, "handed over once the answers reflect the switch").await,
+        moved
+    );
+
+    // The next switch is annotated as a power-of-two scale-out, where shard 0 keeps its own keys: an append
+    // after it is handed over without waiting for an answer.
+    let after = appended(guarded(6, "c").query_async(&mut c).await.expect("EVAL"));
+    store
+        .raise_routing_floor(STREAM, &routing_key, 6, "6 4 8 1")
+        .await
+        .expect("annotate");
+    assert_eq!(
+        next_acked(&mut rx, "no fence for a shard that is no child").await,
+        after
+    );
     stop_and_join(&stop_tx, task).await;
 }
