@@ -2,8 +2,10 @@
 //! consumer) and a routed producer, shows members, their shards and throughput live, and ends with one
 //! line: `published=N acked=M duplicates=D lost=L`. With `--scale 4,8,…` it creates the stream with the first
 //! count and scales it through the others while running; with `--ordered` the stream keeps per-key order
-//! (`ordering: KEY`). Either adds `order_violations=V` to the line (`demo_order.rs`). With `--quiesce` the
-//! scales ask for producer quiesce (`demo_quiesce.rs`).
+//! (`ordering: KEY`). Either adds `order_violations=V` to the line (`demo_order.rs`). The scales run one
+//! migration at a time (`demo_scale.rs`); with `--quiesce` they ask for producer quiesce. When the run ends
+//! during a migration, the demo lets it end (an ordered one holds moved keys' records back until then) before
+//! it counts.
 //!
 //! Every message carries this run's id and a sequence number, so the tally ignores leftovers of earlier
 //! runs on the same stream: `acked` counts distinct messages of this run acknowledged, `duplicates` extra
@@ -51,6 +53,10 @@ pub struct DemoArgs {
     /// Consumer members to run.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=64))]
     members: u64,
+    /// Partition keys the producer cycles through (`customer-0` …); each key's records carry increasing
+    /// sequence numbers, which the order check follows.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    keys: u64,
     /// Messages per second the producer publishes.
     #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     rate: u64,
@@ -67,10 +73,22 @@ pub struct DemoArgs {
     /// producer has paused and finished its publishes in flight, or after 10 s.
     #[arg(long)]
     quiesce: bool,
-    /// Seconds between the scales of --scale.
+    /// Seconds the producer publishes before the consumers start: they begin behind, with a backlog to catch
+    /// up on (a scale made meanwhile finds records of moved keys still unread in their old shards).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=3600))]
+    backlog: u64,
+    /// Seconds between the scales of --scale (the next scale waits for the previous migration to end).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
     scale_every: u64,
+    /// Milliseconds each message takes to handle (simulated work; 0 = none). Handling takes time, so a shard
+    /// has a backlog when a scale switches routing: without --ordered, a moved key's new records are then
+    /// often handled before its older ones, and the order check shows it.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(0..=10_000))]
+    handle_ms: u64,
 }
+
+/// How long the demo waits, once the run is over, for a migration under way to end.
+const MIGRATION_END_WAIT: Duration = Duration::from_secs(180);
 
 /// What the handler saw: per sequence number of this run, how many times it was acknowledged.
 #[derive(Default)]
@@ -191,11 +209,15 @@ async fn demo(args: DemoArgs) -> ExitCode {
     let handler_tally = tally.clone();
     let handler_order = order.clone();
     let handler_run = run_id.clone();
+    let handle_time = Duration::from_millis(args.handle_ms);
     let handler = move |d: Delivery| {
         let tally = handler_tally.clone();
         let order = handler_order.clone();
         let run = handler_run.clone();
         async move {
+            if !handle_time.is_zero() {
+                tokio::time::sleep(handle_time).await;
+            }
             let seq = (d.field_str("run") == Some(run.as_str()))
                 .then(|| d.field_str("seq").and_then(|s| s.parse::<u64>().ok()))
                 .flatten();
@@ -219,16 +241,6 @@ async fn demo(args: DemoArgs) -> ExitCode {
     consumer_config.redis_tls = redis_tls.clone();
     let mut producer_config =
         ProducerConfig::new(&args.stream, &args.redis_url).redis(redis.clone());
-    let consumer = match Consumer::start(coord.clone(), consumer_config, handler).await {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!(
-                "rsc demo: cannot start consumers: {e}\n  Is Redis reachable at {}? Pass --redis-url URL (or --redis-cluster-nodes host:port,…).",
-                redis.describe()
-            );
-            return ExitCode::FAILURE;
-        }
-    };
     producer_config.redis_tls = redis_tls;
     if args.scale.len() > 1 {
         // Scaling while publishing: pick up each new routing within half a second (order holds for records
@@ -238,8 +250,10 @@ async fn demo(args: DemoArgs) -> ExitCode {
     let producer = match Producer::connect(coord.clone(), producer_config).await {
         Ok(p) => Arc::new(p),
         Err(e) => {
-            eprintln!("rsc demo: cannot start the producer: {e}");
-            consumer.abort();
+            eprintln!(
+                "rsc demo: cannot start the producer: {e}\n  Is Redis reachable at {}? Pass --redis-url URL (or --redis-cluster-nodes host:port,…).",
+                redis.describe()
+            );
             return ExitCode::FAILURE;
         }
     };
@@ -248,28 +262,49 @@ async fn demo(args: DemoArgs) -> ExitCode {
     let stop = Arc::new(AtomicBool::new(false));
     let producing = tokio::spawn(produce(
         producer.clone(),
-        run_id.clone(),
-        args.rate,
+        Workload {
+            run_id: run_id.clone(),
+            rate: args.rate,
+            keys: args.keys,
+        },
         published.clone(),
         stop.clone(),
     ));
 
+    let scale_stop = Arc::new(AtomicBool::new(false));
     let scaling = (args.scale.len() > 1).then(|| {
-        let (coord, stream) = (coord.clone(), args.stream.clone());
-        let (targets, every) = (
-            args.scale[1..].to_vec(),
-            Duration::from_secs(args.scale_every),
-        );
-        if args.quiesce {
-            tokio::spawn(crate::demo_quiesce::scale_through_quiesced(
-                coord, stream, targets, every,
-            ))
-        } else {
-            tokio::spawn(crate::demo_order::scale_through(
-                coord, stream, targets, every,
-            ))
-        }
+        let plan = crate::demo_scale::ScalePlan {
+            stream: args.stream.clone(),
+            targets: args.scale[1..].to_vec(),
+            every: Duration::from_secs(args.scale_every),
+            quiesce: args.quiesce,
+        };
+        tokio::spawn(crate::demo_scale::scale_through(
+            coord.clone(),
+            plan,
+            scale_stop.clone(),
+        ))
     });
+
+    if args.backlog > 0 {
+        println!(
+            "publishing for {} s before the consumers start (--backlog)",
+            args.backlog
+        );
+        tokio::time::sleep(Duration::from_secs(args.backlog)).await;
+    }
+    let consumer = match Consumer::start(coord.clone(), consumer_config, handler).await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!(
+                "rsc demo: cannot start consumers: {e}\n  Is Redis reachable at {}? Pass --redis-url URL (or --redis-cluster-nodes host:port,…).",
+                redis.describe()
+            );
+            stop.store(true, Ordering::Relaxed);
+            scale_stop.store(true, Ordering::Relaxed);
+            return ExitCode::FAILURE;
+        }
+    };
 
     let started = Instant::now();
     let end = args.duration.map(|s| started + Duration::from_secs(s));
@@ -307,10 +342,19 @@ async fn demo(args: DemoArgs) -> ExitCode {
     }
 
     stop.store(true, Ordering::Relaxed);
-    if let Some(s) = scaling {
-        s.abort();
-    }
     let _ = producing.await;
+    scale_stop.store(true, Ordering::Relaxed);
+    if let Some(s) = scaling {
+        if !s.is_finished() {
+            eprintln!("rsc demo: letting the migration under way end before counting");
+        }
+        if tokio::time::timeout(MIGRATION_END_WAIT, s).await.is_err() {
+            eprintln!(
+                "rsc demo: the migration did not end within {} s; counting anyway",
+                MIGRATION_END_WAIT.as_secs()
+            );
+        }
+    }
     let published = published.load(Ordering::Relaxed);
     // Give the consumers a bounded time to acknowledge what is still in the stream.
     let drain_deadline = Instant::now() + Duration::from_secs(20);
@@ -343,14 +387,21 @@ async fn demo(args: DemoArgs) -> ExitCode {
     }
 }
 
+/// What the demo's producer publishes: this run's id, the rate, and how many partition keys it cycles through.
+struct Workload {
+    run_id: String,
+    rate: u64,
+    keys: u64,
+}
+
 /// Publishes `rate` messages per second in small pipelined batches until `stop`.
 async fn produce(
     producer: Arc<Producer>,
-    run_id: String,
-    rate: u64,
+    work: Workload,
     published: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
 ) {
+    let Workload { run_id, rate, keys } = work;
     let tick = Duration::from_millis(100);
     let per_tick = rate.div_ceil(10).max(1);
     let mut seq = 0u64;
@@ -360,9 +411,9 @@ async fn produce(
         interval.tick().await;
         let records: Vec<Record> = (seq..seq + per_tick)
             .map(|s| {
-                Record::new(format!("customer-{}", s % 64))
+                Record::new(format!("customer-{}", s % keys))
                     .field("run", &run_id)
-                    .field("k", (s % 64).to_string())
+                    .field("k", (s % keys).to_string())
                     .field("seq", s.to_string())
                     .field("payload", format!("demo message {s}"))
             })

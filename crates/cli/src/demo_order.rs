@@ -1,4 +1,4 @@
-//! `rsc demo --ordered` / `--scale`: scaling the demo stream while it runs, and checking per-key order.
+//! `rsc demo --ordered` / `--scale`: making the demo stream ordered, and checking per-key order.
 //!
 //! The producer gives each record its key's number (`k`) and the run's sequence number (`seq`, increasing for
 //! every key). The handler records, per key, the highest sequence number handled so far; a record handled
@@ -8,7 +8,6 @@
 use rsc_client::{AdminClient, CoordinatorClient};
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
-use std::time::Duration;
 
 /// Per-key order as the handlers saw it.
 #[derive(Default)]
@@ -57,24 +56,4 @@ pub async fn make_ordered(coord: &CoordinatorClient, stream: &str) -> Result<(),
         .await
         .map(|_| ())
         .map_err(|e| e.to_string())
-}
-
-/// Scales the stream to each of `targets` in turn, one every `every`; prints each answer on stderr.
-pub async fn scale_through(
-    coord: CoordinatorClient,
-    stream: String,
-    targets: Vec<u32>,
-    every: Duration,
-) {
-    let admin = AdminClient::new(coord, "rsc demo");
-    for target in targets {
-        tokio::time::sleep(every).await;
-        match admin
-            .scale_stream(&stream, target, "rsc demo --scale")
-            .await
-        {
-            Ok(_) => eprintln!("rsc demo: scaled {stream} to {target} shards"),
-            Err(e) => eprintln!("rsc demo: scale of {stream} to {target} shards refused: {e}"),
-        }
-    }
 }

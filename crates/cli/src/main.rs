@@ -7,7 +7,7 @@ mod backup;
 mod bench;
 mod demo;
 mod demo_order;
-mod demo_quiesce;
+mod demo_scale;
 mod hash_password;
 mod memory;
 mod operator;
