@@ -6,6 +6,9 @@
 //! then checks what the processes wrote into their **ownership logs** (one JSON-lines file per process incarnation, see [`log`]):
 //!
 //! - every published sequence number was acknowledged at least once;
+//! - the stream is ordered (`ordering: KEY`, `FAULTS_ORDERING=NONE` for an unordered run): no record of a key
+//!   reached a handler for the first time before an earlier record of its key ([`order`]), across its
+//!   scales and every other fault;
 //! - no two read intervals of one shard overlap ([`check`], reasoning below);
 //! - the group converged after every fault (checked by the orchestrator through the monitoring API).
 //!
@@ -51,12 +54,14 @@
 //! - [`backlog`]: what Redis says is left for the group;
 //! - [`suite`]: the whole run, end checks and report, as the test calls it;
 //! - [`log`], [`check`], [`rng`]: the ownership log, the checks over it, the seeded generator;
+//! - [`order`]: the per-key order check over the logs (the suite's stream is ordered, `ordering: KEY`);
 //! - `bin/rsc-fault-worker.rs`: the consumer and producer process.
 
 pub mod backlog;
 pub mod check;
 pub mod converge;
 pub mod log;
+pub mod order;
 pub mod process;
 pub mod rng;
 pub mod run;

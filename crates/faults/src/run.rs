@@ -7,15 +7,24 @@ use crate::log::now_ns;
 use crate::process::{rsc_binary, send_signal, start_rsc, wait_stopped};
 use crate::rng::Rng;
 use crate::settings::{
-    ADMIN_PASSWORD, ALL_FAULTS, CLIENT_LEASE, DRAIN_TIMEOUT, Fault, INITIAL_SHARDS, MAX_SHARDS,
-    MIN_SHARDS, Settings,
+    ADMIN_PASSWORD, ALL_FAULTS, CLIENT_LEASE, DRAIN_TIMEOUT, Fault, INITIAL_SHARDS, KEYS,
+    MAX_SHARDS, MIN_SHARDS, Settings,
 };
 use crate::worker::Worker;
-use rsc_client::{CoordinatorClient, CreateStream, Credentials};
+use rsc_client::{AdminClient, CoordinatorClient, CreateStream, Credentials};
+use rsc_protocol::ordering::Ordering;
 use rsc_testkit::{LoopbackProxy, RedisServer, RscProcess};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+/// The faults a scale is combined with, one of them drawn per scale: injected while its migration runs.
+const DURING_SCALE: [Fault; 4] = [
+    Fault::KillConsumer,
+    Fault::PauseConsumer,
+    Fault::KillCoordinator,
+    Fault::RestartRedis,
+];
 
 pub struct FaultRecord {
     pub kind: Fault,
@@ -72,6 +81,12 @@ impl Run {
             .await
             .unwrap();
         assert!(matches!(created, CreateStream::Created(_)));
+        if settings.ordered {
+            AdminClient::new(coord.clone(), "faults")
+                .set_stream_ordering(STREAM, Ordering::Key, "fault suite: ordered scales")
+                .await
+                .unwrap();
+        }
         let mut run = Run {
             rng: Rng::new(settings.seed),
             settings,
@@ -111,6 +126,8 @@ impl Run {
             run.redis.url(),
             "--rate".into(),
             run.settings.rate.to_string(),
+            "--keys".into(),
+            KEYS.to_string(),
         ]);
         run.producer = Some(Worker::spawn(
             &run.worker_bin,
@@ -237,7 +254,11 @@ impl Run {
                 }
                 let from = self.shards;
                 self.shards = target;
-                format!("scale {from} → {target} shards")
+                // A second fault while the migration runs (an ordered one waits for its parents to drain).
+                let during = DURING_SCALE[self.rng.index(DURING_SCALE.len())];
+                self.sleep_ms(0, 500).await;
+                let also = Box::pin(self.inject(during)).await;
+                format!("scale {from} → {target} shards; during it: {also}")
             }
         }
     }

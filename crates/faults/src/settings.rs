@@ -1,5 +1,6 @@
 //! The run's settings: timings and shard bounds the suite uses, the fault kinds, and what the
-//! environment chooses (`FAULTS_SEED`, `FAULTS_DURATION_SECS`, `FAULTS_CONSUMERS`, `FAULTS_RATE`).
+//! environment chooses (`FAULTS_SEED`, `FAULTS_DURATION_SECS`, `FAULTS_CONSUMERS`, `FAULTS_RATE`,
+//! `FAULTS_ORDERING`).
 
 use std::time::{Duration, SystemTime};
 
@@ -11,6 +12,8 @@ pub const CLIENT_LEASE: Duration = Duration::from_millis(1800);
 pub const INITIAL_SHARDS: u32 = 4;
 pub const MAX_SHARDS: u32 = 8;
 pub const MIN_SHARDS: u32 = 2;
+/// Distinct routing keys the producer cycles through (`key-{seq % KEYS}`).
+pub const KEYS: u64 = 97;
 /// How long the group may take to converge after a fault heals.
 pub const CONVERGENCE_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long the final drain (every published record acknowledged) may take.
@@ -47,6 +50,9 @@ pub struct Settings {
     pub duration: Duration,
     pub consumers: usize,
     pub rate: u64,
+    /// The stream keeps per-key order across its scales (`ordering: KEY`, the default): the order check
+    /// fails the run. `FAULTS_ORDERING=NONE`: at-least-once only; violations are reported, not failed.
+    pub ordered: bool,
 }
 
 /// The schedule the CI-sized run uses: each fault kind once, including a consumer paused (3.7 s) past its
@@ -79,6 +85,11 @@ impl Settings {
             duration,
             consumers: num("FAULTS_CONSUMERS").unwrap_or(3).max(3) as usize,
             rate: num("FAULTS_RATE").unwrap_or(150),
+            ordered: match std::env::var("FAULTS_ORDERING").as_deref() {
+                Err(_) | Ok("KEY") => true,
+                Ok("NONE") => false,
+                Ok(other) => panic!("FAULTS_ORDERING must be KEY or NONE, got {other:?}"),
+            },
         }
     }
 }

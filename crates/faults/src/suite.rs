@@ -3,8 +3,9 @@
 
 use crate::backlog::Backlog;
 use crate::check::{self, Incarnation};
+use crate::order;
 use crate::run::{FaultRecord, Run};
-use crate::settings::{ALL_FAULTS, CLIENT_LEASE, Settings};
+use crate::settings::{ALL_FAULTS, CLIENT_LEASE, KEYS, Settings};
 use crate::worker::Worker;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -89,6 +90,8 @@ pub async fn run_suite(worker_bin: &Path) {
         .filter(|(_, v)| !v.is_empty())
         .collect();
     let backlog = run.redis_backlog().await;
+    let first = order::first_deliveries(&incarnations);
+    let disorder = order::violations(acc.published.keys().copied(), &first, KEYS);
 
     // The report.
     let mut by_kind: BTreeMap<String, usize> = BTreeMap::new();
@@ -124,6 +127,15 @@ pub async fn run_suite(worker_bin: &Path) {
         cut,
         overlaps.len()
     );
+    println!(
+        "per-key order          {} stream, {KEYS} keys, {} records of a key first handled before an earlier one",
+        if run.settings.ordered {
+            "ordered"
+        } else {
+            "unordered"
+        },
+        disorder.len()
+    );
     println!("redis at the end       {backlog:?}");
     match longest {
         Some((d, what)) => println!("longest convergence    {d:.1?} after \"{what}\""),
@@ -154,6 +166,13 @@ pub async fn run_suite(worker_bin: &Path) {
                 .take(10)
                 .map(|s| (s, &acc.published[s]))
                 .collect::<Vec<_>>()
+        ));
+    }
+    if run.settings.ordered && !disorder.is_empty() {
+        failures.push(format!(
+            "per-key order: {} records of a key first handled before an earlier one, first: {:?}",
+            disorder.len(),
+            &disorder[..disorder.len().min(5)]
         ));
     }
     if !backlog.as_ref().is_ok_and(Backlog::is_empty) {

@@ -306,26 +306,43 @@ pub async fn describe(args: DescribeArgs) -> Result<ExitCode, Failure> {
         );
         // Ordered streams: which child shards wait for which parents, and what is left in each.
         for gate in m["orderingGates"].as_array().into_iter().flatten() {
-            let parents: Vec<String> = gate["waitingFor"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|p| {
-                    format!(
-                        "{} (pending {}, lag {})",
-                        p["shardIndex"], p["pending"], p["lag"]
-                    )
-                })
-                .collect();
-            println!(
-                "GATED shard {} waits for {}",
-                gate["childShard"],
-                parents.join(", ")
-            );
+            println!("{}", gate_line(gate));
         }
         print_json(&m);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One ordering gate of the migration view as a line: the child, how it is read meanwhile, and what each
+/// parent it waits for still holds from before the switch for this group.
+fn gate_line(gate: &Value) -> String {
+    let parents: Vec<String> = gate["waitingFor"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            let delivered = match p["deliveredToSwitchPoint"].as_bool() {
+                Some(true) => "all delivered",
+                Some(false) => "not all delivered",
+                None => "delivery unknown",
+            };
+            format!(
+                "{} (switch point {}, {} pending before it, {delivered})",
+                p["shardIndex"],
+                p["switchPoint"].as_str().unwrap_or("unknown"),
+                p["pendingBeforeSwitch"]
+            )
+        })
+        .collect();
+    let how = match gate["readFence"].as_str() {
+        Some(fence) => format!("read up to {fence}"),
+        None => "read by no member".to_owned(),
+    };
+    format!(
+        "GATED shard {} ({how}) waits for {}",
+        gate["childShard"],
+        parents.join(", ")
+    )
 }
 
 /// `rsc version`: this binary, the protocol versions it speaks, and the coordinator's.
@@ -570,6 +587,24 @@ fn left(now: i64, t: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_gate_line_names_the_child_how_it_is_read_and_what_each_parent_holds() {
+        let gate = json!({"childShard": 1, "readFence": "100-0", "waitingFor": [
+            {"shardIndex": 0, "switchPoint": "90-1", "pendingBeforeSwitch": 3, "deliveredToSwitchPoint": false},
+            {"shardIndex": 5, "switchPoint": "95-0", "pendingBeforeSwitch": 0, "deliveredToSwitchPoint": true}]});
+        assert_eq!(
+            gate_line(&gate),
+            "GATED shard 1 (read up to 100-0) waits for 0 (switch point 90-1, 3 pending before it, not all \
+             delivered), 5 (switch point 95-0, 0 pending before it, all delivered)"
+        );
+        let withheld = json!({"childShard": 6, "waitingFor": [{"shardIndex": 2, "pendingBeforeSwitch": null}]});
+        assert_eq!(
+            gate_line(&withheld),
+            "GATED shard 6 (read by no member) waits for 2 (switch point unknown, null pending before it, \
+             delivery unknown)"
+        );
+    }
 
     #[test]
     fn a_version_range_is_min_dot_dot_max() {

@@ -215,7 +215,7 @@ fn group_series(
     );
     g.set(
         "ordering_gated_shards",
-        "Ordered streams: child shards of this group no member may read yet (their parents still hold records from before the switch)",
+        "Ordered streams: child shards of this group still waiting for their parents (a new one is read by no member, a surviving one only up to its switch point)",
         base(),
         grp.ordering_gates.len() as f64,
     );
