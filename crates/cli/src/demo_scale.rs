@@ -71,9 +71,10 @@ pub async fn scale_through(coord: CoordinatorClient, plan: ScalePlan, stop: Arc<
     }
 }
 
-/// Waits until migration `id` of `group` has ended, saying every few seconds what it is at.
+/// Waits until migration `id` of `group` has ended, saying what it is at whenever its state changes and
+/// every 15 s otherwise.
 async fn wait_until_ended(admin: &AdminClient, stream: &str, group: &str, id: &str, target: u32) {
-    let mut said = Instant::now();
+    let mut said: Option<(String, Instant)> = None;
     loop {
         match admin.migration(stream, group, id).await {
             Ok(m) if is_terminal(&m.state) => {
@@ -85,21 +86,43 @@ async fn wait_until_ended(admin: &AdminClient, stream: &str, group: &str, id: &s
                 }
                 return;
             }
-            Ok(m) if said.elapsed() >= Duration::from_secs(5) => {
-                eprintln!(
-                    "rsc demo: waiting for migration {id} of group {group} ({}): the next scale starts once it ends",
-                    m.state
-                );
-                said = Instant::now();
+            Ok(m) => {
+                let due = said.as_ref().is_none_or(|(state, at)| {
+                    *state != m.state || at.elapsed() >= Duration::from_secs(15)
+                });
+                if due {
+                    eprintln!(
+                        "rsc demo: migration {id} of group {group} is {}{}",
+                        m.state,
+                        hint(&m.state)
+                    );
+                    said = Some((m.state, Instant::now()));
+                }
             }
-            Ok(_) => {}
-            Err(e) if said.elapsed() >= Duration::from_secs(5) => {
-                eprintln!("rsc demo: cannot read migration {id}: {e}");
-                said = Instant::now();
+            Err(e) => {
+                if said
+                    .as_ref()
+                    .is_none_or(|(_, at)| at.elapsed() >= Duration::from_secs(15))
+                {
+                    eprintln!("rsc demo: cannot read migration {id}: {e}");
+                    said = Some((String::new(), Instant::now()));
+                }
             }
-            Err(_) => {}
         }
         tokio::time::sleep(POLL).await;
+    }
+}
+
+/// What a migration in `state` waits for, as the demo's reader should know it.
+fn hint(state: &str) -> &'static str {
+    match state {
+        "ACTIVE" => {
+            " (members taking in the new assignment; on an ordered stream, child shards wait for their parents to be consumed up to the switch)"
+        }
+        "DRAINING" => {
+            " (a scale-in's removed shards are consumed, and count as drained only from coordinator.streams.drain-grace, 60 s by default, after the switch)"
+        }
+        _ => "",
     }
 }
 
