@@ -1,6 +1,6 @@
-//! Smoke tests of `rsc bench heartbeat`, `rsc bench dataplane` and `rsc bench failover` with tiny counts
-//! against a real `rsc serve` and redis-server: each run finishes, prints its summary line with parseable figures, and removes its
-//! shard streams. They check behaviour, never timing.
+//! Smoke tests of `rsc bench heartbeat`, `rsc bench dataplane`, `rsc bench failover` and `rsc bench reshard`
+//! with tiny counts against a real `rsc serve` and redis-server: each run finishes, prints its summary line
+//! with parseable figures, and removes its shard streams. They check behaviour, never timing.
 
 use rsc_testkit::{RedisCluster, RedisServer, RscBuilder, RscProcess};
 use std::collections::BTreeMap;
@@ -341,5 +341,127 @@ fn heartbeat_over_two_replicas_reports_each_of_them() {
             )),
             "{stdout}"
         );
+    }
+}
+
+/// A real `rsc serve` for `rsc bench reshard`: test timings and a short drain grace, so that an ordered
+/// scale's gates open (and every migration ends) within seconds.
+fn start_rsc_for_reshard(redis_url: &str) -> RscProcess {
+    RscBuilder::new(env!("CARGO_BIN_EXE_rsc"), redis_url)
+        .fast_timings(Duration::from_secs(3), Duration::from_secs(10))
+        .env("COORDINATOR_STREAMS_DRAIN_GRACE", "2s")
+        .admin_password(ADMIN_PASSWORD)
+        .start()
+}
+
+/// The `k=v` fields of every stdout line that starts with `prefix` (after checking the run succeeded).
+fn lines_starting(out: &Output, prefix: &str) -> Vec<BTreeMap<String, String>> {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "rsc bench failed: {:?}\nstdout:\n{stdout}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+        .lines()
+        .filter(|l| l.starts_with(prefix))
+        .map(|l| {
+            l.split_whitespace()
+                .filter_map(|kv| kv.split_once('='))
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect()
+        })
+        .collect()
+}
+
+/// Runs `rsc bench reshard` 2 → 4 shards, one trial of each ordering, and checks its lines and cleanup.
+fn reshard_smoke(extra: &[&str]) -> Vec<BTreeMap<String, String>> {
+    let redis = RedisServer::start();
+    let rsc = start_rsc_for_reshard(&redis.url());
+    let (rsc_url, redis_url) = (rsc.url(), redis.url());
+    let args = [
+        &[
+            "reshard",
+            "--coordinator",
+            &rsc_url,
+            "--redis-url",
+            &redis_url,
+            "--rate",
+            "200",
+            "--warmup-secs",
+            "1",
+            "--trials",
+            "1",
+            "--ordering",
+            "both",
+            "--groups",
+            "2",
+            "--members",
+            "2",
+            "--from",
+            "2",
+            "--to",
+            "4",
+        ][..],
+        extra,
+    ]
+    .concat();
+    let out = run_bench(&args);
+    let trials = lines_starting(&out, "trial=");
+    let orderings: Vec<&str> = trials.iter().map(|t| t["ordering"].as_str()).collect();
+    // Trial 1 is odd: the unordered stream goes first.
+    assert_eq!(orderings, ["NONE", "KEY"], "{trials:?}");
+    for t in &trials {
+        assert_eq!(t["from"], "2", "{t:?}");
+        assert_eq!(t["to"], "4", "{t:?}");
+        assert_eq!(t["groups"], "2", "{t:?}");
+        assert_eq!(t["migration_end"], "DEPRECATED", "{t:?}");
+        let switch: f64 = t["switch_ms"].parse().unwrap();
+        assert!(switch >= 0.0, "{t:?}");
+        let reading = positive(t, "all_reading_ms");
+        assert!(reading >= switch, "{t:?}");
+        positive(t, "migration_done_ms");
+        positive(t, "publish_steady_p99_ms");
+        positive(t, "publish_during_p99_ms");
+        positive(t, "publish_during_max_ms");
+        assert_eq!(t["publish_errors"], "0", "{t:?}");
+        let (group, shard) = t["slowest"].split_once(':').unwrap();
+        assert!(["g1", "g2"].contains(&group), "{t:?}");
+        assert!(shard.parse::<u32>().unwrap() < 4, "{t:?}");
+        assert_eq!(t["per_group_ms"].split(',').count(), 2, "{t:?}");
+        let stream = &t["stream"];
+        assert!(stream.starts_with("bench-rs-"), "{stream}");
+        for shard in 0..4 {
+            let key = format!("{stream}:{shard}");
+            assert!(!exists(&redis.url(), &key), "{key} left behind");
+            let routing = format!("{key}:{{{key}}}:routing");
+            assert!(!exists(&redis.url(), &routing), "{routing} left behind");
+        }
+    }
+    let summaries = lines_starting(&out, "summary ");
+    let modes: Vec<&str> = summaries.iter().map(|s| s["ordering"].as_str()).collect();
+    assert_eq!(modes, ["NONE", "KEY"], "{summaries:?}");
+    for s in &summaries {
+        assert_eq!(s["trials"], "1", "{s:?}");
+        assert_eq!(s["failed"], "0", "{s:?}");
+        positive(s, "all_reading_median_ms");
+        positive(s, "migration_done_median_ms");
+        positive(s, "publish_during_p99_median_ms");
+    }
+    trials
+}
+
+#[test]
+fn reshard_times_an_unordered_and_an_ordered_scale_and_removes_its_streams() {
+    for t in reshard_smoke(&[]) {
+        assert_eq!(t["quiesce"], "none", "{t:?}");
+    }
+}
+
+#[test]
+fn reshard_with_producer_quiesce_times_both_scales() {
+    for t in reshard_smoke(&["--quiesce-timeout-ms", "2000"]) {
+        assert_eq!(t["quiesce"], "2000ms", "{t:?}");
     }
 }

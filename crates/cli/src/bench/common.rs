@@ -1,5 +1,6 @@
-//! Pieces shared by the SDK-driven benches (`dataplane`, `failover`): connection flags, the SDK coordinator
-//! client, the coordinator's timing, and cleanup of a bench stream (group metadata and shard streams).
+//! Pieces shared by the SDK-driven benches (`dataplane`, `failover`, `reshard`): connection flags, the SDK
+//! coordinator client, the coordinator's timing, and cleanup of a bench stream (group metadata, shard streams
+//! and their routing boundaries).
 
 use clap::Args;
 use rsc_client::{Auth, CoordinatorClient, Credentials, RedisTarget};
@@ -71,27 +72,45 @@ impl Target {
             .map_err(|e| format!("--coordinator: {e}"))
     }
 
-    /// Deletes the group `prefix` (force) and the shard streams `prefix:0..shards`. Returns what failed.
+    /// Deletes the group `prefix` (force), the shard streams `prefix:0..shards` and their routing boundaries.
+    /// Returns what failed.
     pub async fn cleanup(&self, prefix: &str, shards: u32) -> Vec<String> {
+        self.cleanup_groups(prefix, &[prefix.to_owned()], shards)
+            .await
+    }
+
+    /// Deletes the groups `groups` of stream `prefix` (force; the last first, so the default group named
+    /// like the prefix goes last; a group that does not exist is fine), then the shard streams
+    /// `prefix:0..shards` and their routing boundaries. Returns what failed.
+    pub async fn cleanup_groups(
+        &self,
+        prefix: &str,
+        groups: &[String],
+        shards: u32,
+    ) -> Vec<String> {
         let mut failures = Vec::new();
         let http = reqwest::Client::new();
-        let url = format!(
-            "{}/coord/v1/streams/{prefix}/groups/{prefix}",
-            self.coordinator.trim_end_matches('/')
-        );
-        let mut req = http.delete(url).json(&serde_json::json!({
-            "requestedBy": "bench", "reason": "rsc bench cleanup", "force": true
-        }));
-        if let Some(c) = self.credentials() {
-            req = req.basic_auth(c.username, Some(c.password));
-        }
-        match req.send().await {
-            Ok(r) if r.status().is_success() => {}
-            Ok(r) => failures.push(format!("deleting group {prefix}: HTTP {}", r.status())),
-            Err(e) => failures.push(format!("deleting group {prefix}: {e}")),
+        for group in groups.iter().rev() {
+            let url = format!(
+                "{}/coord/v1/streams/{prefix}/groups/{group}",
+                self.coordinator.trim_end_matches('/')
+            );
+            let mut req = http.delete(url).json(&serde_json::json!({
+                "requestedBy": "bench", "reason": "rsc bench cleanup", "force": true
+            }));
+            if let Some(c) = self.credentials() {
+                req = req.basic_auth(c.username, Some(c.password));
+            }
+            match req.send().await {
+                Ok(r)
+                    if r.status().is_success() || r.status() == reqwest::StatusCode::NOT_FOUND => {}
+                Ok(r) => failures.push(format!("deleting group {group}: HTTP {}", r.status())),
+                Err(e) => failures.push(format!("deleting group {group}: {e}")),
+            }
         }
         let keys: Vec<String> = (0..shards)
             .map(|i| rsc_protocol::names::shard_stream_key(prefix, i))
+            .flat_map(|k| [rsc_protocol::names::shard_routing_key(&k), k])
             .collect();
         // One DEL per key: on a cluster the shard streams live in different slots.
         let deleted: Result<(), String> = async {

@@ -4,6 +4,7 @@ mod common;
 pub mod dataplane;
 pub mod failover;
 pub mod heartbeat;
+pub mod reshard;
 
 use clap::{Args, Subcommand};
 use std::process::ExitCode;
@@ -22,6 +23,9 @@ pub enum BenchCommand {
     Dataplane(dataplane::DataplaneArgs),
     /// Time from SIGKILL / SIGTERM of a consumer process to its shards being read by the others.
     Failover(failover::FailoverArgs),
+    /// Time from a scale to every group reading every new shard (ordered vs unordered stream), and SDK
+    /// publish latency during the scale (with or without producer quiesce), under a steady load.
+    Reshard(reshard::ReshardArgs),
     /// One consumer process of `rsc bench failover` (internal).
     #[command(hide = true)]
     FailoverWorker(failover::FailoverWorkerArgs),
@@ -32,6 +36,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
         BenchCommand::Heartbeat(a) => heartbeat::run(a),
         BenchCommand::Dataplane(a) => dataplane::run(a),
         BenchCommand::Failover(a) => failover::run(a),
+        BenchCommand::Reshard(a) => reshard::run(a),
         BenchCommand::FailoverWorker(a) => failover::run_worker(a),
     }
 }
