@@ -875,6 +875,21 @@ async fn expired_members_lose_their_shards_and_delete_needs_force() {
         .await;
     assert_eq!(r.status, 409);
     assert_eq!(r.body["errorCode"], "GROUP_HAS_ACTIVE_MEMBERS");
+    // A producer fetched routing: its sighting is kept for producer quiesce.
+    let r = api
+        .send(
+            "GET",
+            "/coord/v1/streams/e/groups/e/producer-routing?producerId=p1",
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let seen = redis_cmd(
+        &redis.url(),
+        &["EXISTS", "redis-stream:coord:{e}:producers:seen"],
+    )
+    .await;
+    assert_eq!(seen, redis::Value::Int(1));
     let r = api
         .send(
             "DELETE",
@@ -892,6 +907,9 @@ async fn expired_members_lose_their_shards_and_delete_needs_force() {
         redis::Value::Int(1),
         "delete leaves the streams in place"
     );
+    // The stream's last group is gone: its coordinator keys go too (the stream record, the sightings).
+    let left = redis_cmd(&redis.url(), &["KEYS", "redis-stream:coord:{e}:*"]).await;
+    assert_eq!(left, redis::Value::Array(vec![]), "{left:?}");
     let _: Value = json!(null);
     running.shutdown().await.unwrap();
 }

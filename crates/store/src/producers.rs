@@ -98,6 +98,20 @@ impl Store {
         Ok(out)
     }
 
+    /// Deletes both hashes (the stream's last group is gone). One DEL: they share the stream's hash tag.
+    pub async fn producers_clear(
+        &self,
+        seen_key: &str,
+        quiesced_key: &str,
+    ) -> Result<(), StoreError> {
+        let _: i64 = redis::cmd("DEL")
+            .arg(seen_key)
+            .arg(quiesced_key)
+            .query_async(&mut self.connection())
+            .await?;
+        Ok(())
+    }
+
     /// Removes these producers from both hashes (those not seen for long).
     pub async fn producers_forget(
         &self,

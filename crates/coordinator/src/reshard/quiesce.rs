@@ -78,7 +78,7 @@ pub fn validate_producer_id(field: &str, id: &str) -> Result<(), CoordError> {
 }
 
 impl Resharding<'_> {
-    fn producer_keys(&self, prefix: &str) -> (String, String) {
+    pub(super) fn producer_keys(&self, prefix: &str) -> (String, String) {
         let kp = &self.config().store.key_prefix;
         (
             names::producers_seen_key(kp, prefix),

@@ -80,7 +80,8 @@ impl Resharding<'_> {
         ))
     }
 
-    /// Deletes the stream record once the stream has no group left.
+    /// Deletes the stream record, and the producer sightings of producer quiesce, once the stream has no
+    /// group left.
     pub async fn forget_stream_if_unused(&self, prefix: &str) {
         if !self.stream_groups(prefix).await.is_ok_and(|g| g.is_empty()) {
             return;
@@ -90,6 +91,10 @@ impl Resharding<'_> {
                 .store()
                 .stream_record_delete(&self.stream_record_key(prefix), s.revision)
                 .await;
+        }
+        let (seen, quiesced) = self.producer_keys(prefix);
+        if let Err(e) = self.store().producers_clear(&seen, &quiesced).await {
+            tracing::warn!(stream = prefix, error = %store_error_text(&e), "producer sightings not deleted");
         }
     }
 
