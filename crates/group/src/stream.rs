@@ -94,6 +94,8 @@ impl StreamRecord {
             m.end_reason = reason.or(m.end_reason);
             m.completed_at_ms = Some(now_ms);
             m.updated_at_ms = now_ms;
+            // Switch points matter only while the migration runs (groups adopt it with them).
+            m.switch_points.clear();
             self.history.push(m);
             if self.history.len() > MAX_HISTORY {
                 let excess = self.history.len() - MAX_HISTORY;
@@ -133,6 +135,17 @@ mod tests {
             end_reason: None,
             switch_points: Default::default(),
         }
+    }
+
+    #[test]
+    fn an_ended_migration_keeps_no_switch_points() {
+        let mut r = StreamRecord::new("p", 8, 0);
+        let mut m = migration(8, 3, MigrationState::Active, true);
+        m.switch_points = (0..8).map(|s| (s, format!("{s}-0"))).collect();
+        r.active_migration = Some(m);
+        r.finish(MigrationState::Deprecated, None, 5);
+        assert!(r.active_migration.is_none());
+        assert!(r.history[0].switch_points.is_empty());
     }
 
     #[test]
