@@ -197,6 +197,11 @@ impl<H: Handler> ReaderCtx<H> {
                 Err(e) => {
                     drop(permit);
                     conn = None;
+                    // The read may have delivered entries whose answer never arrived (a lost reply, or a
+                    // pipeline whose boundary read failed after its XREADGROUP ran, e.g. on an ASK during a
+                    // slot migration): they are pending under this member, so the next read claims them first,
+                    // in order, from the start.
+                    cursor = Some("0-0".to_owned());
                     tracing::warn!(member = %self.member_id, shard = self.shard, error = %e, "stream read failed; retrying");
                     self.pause(error_backoff).await;
                     error_backoff = (error_backoff * 2).min(ERROR_BACKOFF_MAX);
