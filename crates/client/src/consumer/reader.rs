@@ -131,6 +131,8 @@ impl<H: Handler> ReaderCtx<H> {
     async fn read_loop(&mut self) -> StopReason {
         let mut conn: Option<DataConn> = None;
         let mut cursor: Option<String> = self.reclaim.then(|| "0-0".to_owned());
+        // The highest entry id a read of this loop returned (handed over, or held behind a fence).
+        let mut last_read: Option<String> = None;
         let mut idle = IDLE_BACKOFF_MIN;
         let mut error_backoff = IDLE_BACKOFF_MIN;
         loop {
@@ -199,9 +201,11 @@ impl<H: Handler> ReaderCtx<H> {
                     conn = None;
                     // The read may have delivered entries whose answer never arrived (a lost reply, or a
                     // pipeline whose boundary read failed after its XREADGROUP ran, e.g. on an ASK during a
-                    // slot migration): they are pending under this member, so the next read claims them first,
-                    // in order, from the start.
-                    cursor = Some("0-0".to_owned());
+                    // slot migration): they are pending under this member, after everything this loop read, so
+                    // the next read claims them first, in order, from just after that.
+                    if cursor.is_none() {
+                        cursor = Some(last_read.as_deref().map_or("0-0".to_owned(), next_id));
+                    }
                     tracing::warn!(member = %self.member_id, shard = self.shard, error = %e, "stream read failed; retrying");
                     self.pause(error_backoff).await;
                     error_backoff = (error_backoff * 2).min(ERROR_BACKOFF_MAX);
@@ -215,6 +219,13 @@ impl<H: Handler> ReaderCtx<H> {
                     }
                 }
                 Ok((entries, reclaimed)) => {
+                    if let Some(e) = entries.last()
+                        && last_read
+                            .as_deref()
+                            .is_none_or(|l| rsc_member::beyond(&e.id, l))
+                    {
+                        last_read = Some(e.id.clone());
+                    }
                     error_backoff = IDLE_BACKOFF_MIN;
                     idle = IDLE_BACKOFF_MIN;
                     let handled = self.handle_batch(&c, entries, reclaimed).await;
@@ -493,6 +504,19 @@ impl<H: Handler> ReaderCtx<H> {
         }
         debug_assert_eq!(left, 0);
         Handled::All
+    }
+}
+
+/// The smallest stream id after `id` (`ms-seq` → `ms-(seq+1)`), the start of an XAUTOCLAIM that must not
+/// claim `id` itself; an id that cannot be read starts from the beginning.
+fn next_id(id: &str) -> String {
+    match id
+        .split_once('-')
+        .and_then(|(ms, seq)| Some((ms.parse::<u64>().ok()?, seq.parse::<u64>().ok()?)))
+    {
+        Some((ms, seq)) if seq < u64::MAX => format!("{ms}-{}", seq + 1),
+        Some((ms, _)) => format!("{}-0", ms.saturating_add(1)),
+        None => "0-0".to_owned(),
     }
 }
 

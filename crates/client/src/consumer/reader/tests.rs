@@ -464,3 +464,10 @@ async fn a_boundary_raised_by_a_newer_switch_fences_the_shard_until_told_otherwi
     );
     stop_and_join(&stop_tx, task).await;
 }
+
+#[test]
+fn the_next_id_is_just_after() {
+    assert_eq!(next_id("5-0"), "5-1");
+    assert_eq!(next_id("5-18446744073709551615"), "6-0");
+    assert_eq!(next_id("junk"), "0-0");
+}
