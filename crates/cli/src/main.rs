@@ -130,7 +130,6 @@ fn main() -> ExitCode {
             log_format,
         } => {
             init_logging(&log_format);
-            memory::limit_malloc_arenas();
             let env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
             let config = match config::load(file.as_deref(), &env, &Overrides { listen, redis_url })
             {

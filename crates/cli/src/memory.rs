@@ -1,22 +1,10 @@
-//! Allocator settings of the coordinator process.
+//! The allocator of the `rsc` process: mimalloc.
 //!
-//! glibc's malloc gives threads their own arenas (up to eight per core) and keeps what they freed. The
-//! coordinator's work moves between tokio workers and blocking threads (deciding batches), so each of
-//! them grows an arena during a join storm and keeps it: at 10,000 members the resident memory was 181 MiB
-//! with the default and 109 MiB with two arenas, at the same throughput (BENCHMARKS.md). Two arenas are
-//! enough for two busy threads per core of lock-free allocation in practice; `MALLOC_ARENA_MAX` in the
-//! environment still wins, for anyone who measured otherwise.
+//! Under steady heartbeats glibc's malloc took about a quarter of the coordinator's CPU (`_int_malloc`,
+//! `_int_free`, `malloc_consolidate`, and lock waits between the tokio workers on its arenas, which showed up
+//! as futex calls and context switches; BENCHMARKS.md, "Where the time goes"), and without a cap on its arenas
+//! a join storm left each thread's arena grown. mimalloc keeps a heap per thread without locks and returns
+//! freed pages to the system.
 
-/// Caps glibc's malloc arenas unless `MALLOC_ARENA_MAX` is set. Does nothing on other C libraries.
-pub fn limit_malloc_arenas() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
-        // SAFETY: mallopt only changes allocator parameters; it is called before any other thread exists.
-        let ok = unsafe { libc::mallopt(libc::M_ARENA_MAX, 2) };
-        if ok != 1 {
-            tracing::warn!(
-                "could not limit malloc arenas (mallopt failed); memory use may be higher"
-            );
-        }
-    }
-}
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
