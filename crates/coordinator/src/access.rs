@@ -22,7 +22,7 @@ pub enum Access {
 }
 
 /// The matched route's metadata, available to layers and handlers as a request extension.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub struct MatchedRoute {
     pub operation_id: &'static str,
     pub access: Access,

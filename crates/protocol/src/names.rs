@@ -143,10 +143,22 @@ fn group_scoped_key(
     consumer_group: &str,
     suffix: &str,
 ) -> String {
-    format!(
-        "{key_prefix}:{}:{suffix}",
-        group_tag(stream_prefix, consumer_group)
-    )
+    // Built in one allocation: every heartbeat names three of these keys.
+    let mut key = String::with_capacity(
+        key_prefix.len() + stream_prefix.len() + consumer_group.len() + suffix.len() + 5,
+    );
+    for part in [
+        key_prefix,
+        ":{",
+        stream_prefix,
+        ":",
+        consumer_group,
+        "}:",
+        suffix,
+    ] {
+        key.push_str(part);
+    }
+    key
 }
 
 #[cfg(test)]

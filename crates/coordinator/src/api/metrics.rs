@@ -17,15 +17,12 @@ pub const UNMATCHED: &str = "unmatched";
 /// Middleware: counts and times the request under its matched route template.
 pub async fn track(State(c): State<Arc<Coordinator>>, req: Request, next: Next) -> Response {
     let started = Instant::now();
-    let method = req.method().as_str().to_owned();
-    let route = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| UNMATCHED.to_owned(), |m| m.as_str().to_owned());
+    let method = req.method().clone();
+    let route = req.extensions().get::<MatchedPath>().cloned();
     let response = next.run(req).await;
     c.metrics().observe_request(
-        &method,
-        &route,
+        method.as_str(),
+        route.as_ref().map_or(UNMATCHED, MatchedPath::as_str),
         response.status().as_u16(),
         started.elapsed().as_secs_f64(),
     );

@@ -20,6 +20,7 @@ use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rsc_protocol::errors::ErrorCode;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Builds the router over every route of the table. Every route passes the security guard (authentication,
@@ -30,22 +31,19 @@ pub fn router(coordinator: Arc<Coordinator>, security: Arc<crate::security::Secu
     for spec in &table {
         router = router.route(spec.path, (spec.handler)());
     }
-    let specs: Arc<Vec<(axum::http::Method, MatchedRoute)>> = Arc::new(
-        table
-            .iter()
-            .map(|s| {
-                (
-                    s.method.clone(),
-                    MatchedRoute {
-                        operation_id: s.operation_id,
-                        access: s.access,
-                        audit_action: s.audit_action,
-                        path: s.path,
-                    },
-                )
-            })
-            .collect(),
-    );
+    let mut by_path: RouteSpecs = HashMap::new();
+    for s in &table {
+        by_path.entry(s.path).or_default().push((
+            s.method.clone(),
+            MatchedRoute {
+                operation_id: s.operation_id,
+                access: s.access,
+                audit_action: s.audit_action,
+                path: s.path,
+            },
+        ));
+    }
+    let specs = Arc::new(by_path);
     router
         .layer(axum::middleware::from_fn_with_state(
             security.clone(),
@@ -73,25 +71,24 @@ pub fn router(coordinator: Arc<Coordinator>, security: Arc<crate::security::Secu
 /// does not have is a JSON 404, a method the path does not have is a JSON 405. HEAD is resolved as the GET
 /// it maps to (axum serves HEAD with the GET handler), so it needs exactly the GET route's access. Only a
 /// request that resolved to a route reaches the guard, which refuses any request without one.
-async fn attach_route(
-    specs: Arc<Vec<(axum::http::Method, MatchedRoute)>>,
-    mut req: Request,
-    next: Next,
-) -> Response {
-    let Some(path) = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|m| m.as_str().to_owned())
-    else {
-        return not_found(req).await.into_response();
-    };
+async fn attach_route(specs: Arc<RouteSpecs>, mut req: Request, next: Next) -> Response {
     let method = route_method(req.method());
-    let Some((_, spec)) = specs.iter().find(|(m, s)| *m == method && s.path == path) else {
+    let spec = match req.extensions().get::<MatchedPath>() {
+        None => return not_found(req).await.into_response(),
+        Some(path) => specs
+            .get(path.as_str())
+            .and_then(|methods| methods.iter().find(|(m, _)| *m == method))
+            .map(|(_, spec)| *spec),
+    };
+    let Some(spec) = spec else {
         return method_not_allowed(req).await.into_response();
     };
-    req.extensions_mut().insert(spec.clone());
+    req.extensions_mut().insert(spec);
     next.run(req).await
 }
+
+/// The route table's specs by path template, then method.
+type RouteSpecs = HashMap<&'static str, Vec<(axum::http::Method, MatchedRoute)>>;
 
 /// The route-table method a request method resolves to: HEAD is GET without a body.
 pub fn route_method(method: &axum::http::Method) -> axum::http::Method {

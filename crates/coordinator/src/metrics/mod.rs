@@ -13,6 +13,7 @@
 //! member ids are length-limited by validation and per-group series are capped by configuration.
 
 pub mod config;
+mod handles;
 pub mod resharding;
 pub mod snapshot;
 
@@ -69,6 +70,10 @@ pub struct Metrics {
     group_heartbeats: Family<Labels, Counter>,
     /// `member_expired_total{stream,group}`.
     group_expired: Family<Labels, Counter>,
+    /// The per-request handles of the families above (`handles.rs`).
+    heartbeat_handles: handles::HeartbeatCounters,
+    route_handles: handles::RouteSeries,
+    operation_handles: handles::OperationSeries,
     /// Groups with series in the two families above, so that a deleted group's series can be removed.
     counted_groups:
         std::sync::Mutex<std::collections::BTreeMap<String, std::collections::BTreeSet<String>>>,
@@ -157,6 +162,9 @@ impl Metrics {
             group_heartbeats,
             group_expired,
             counted_groups: Default::default(),
+            heartbeat_handles: Default::default(),
+            route_handles: Default::default(),
+            operation_handles: Default::default(),
             api_requests,
             api_duration,
             redis_duration,
@@ -193,14 +201,19 @@ impl Metrics {
         } else {
             (stream, group)
         };
-        self.note_group(stream, group);
-        self.group_heartbeats
-            .get_or_create(&vec![
-                ("stream", stream.to_owned()),
-                ("group", group.to_owned()),
-                ("status", status.as_str().to_owned()),
-            ])
-            .inc();
+        let index = HeartbeatStatus::ALL
+            .iter()
+            .position(|s| *s == status)
+            .unwrap_or(0);
+        if self.heartbeat_handles.inc(
+            &self.group_heartbeats,
+            stream,
+            group,
+            index,
+            status.as_str(),
+        ) {
+            self.note_group(stream, group);
+        }
     }
 
     /// Counts one member expiry in a group.
@@ -241,6 +254,7 @@ impl Metrics {
         for (stream, group) in gone {
             let base = vec![("stream", stream.clone()), ("group", group.clone())];
             self.group_expired.remove(&base);
+            self.heartbeat_handles.forget(&stream, &group);
             for status in HeartbeatStatus::ALL {
                 let mut labels = base.clone();
                 labels.push(("status", status.as_str().to_owned()));
@@ -257,25 +271,21 @@ impl Metrics {
 
     /// Records one answered HTTP request.
     pub fn observe_request(&self, method: &str, route: &str, status: u16, seconds: f64) {
-        let method = bounded_method(method).to_owned();
-        self.api_requests
-            .get_or_create(&vec![
-                ("method", method.clone()),
-                ("route", route.to_owned()),
-                ("status", status.to_string()),
-            ])
-            .inc();
-        self.api_duration
-            .get_or_create(&vec![("method", method), ("route", route.to_owned())])
-            .observe(seconds);
+        self.route_handles.observe(
+            &self.api_requests,
+            &self.api_duration,
+            (handles::method_index(method), route, status, seconds),
+        );
     }
 
     /// Records the latency of one Redis operation and whether it failed to reach Redis.
     pub fn observe_redis(&self, operation: &'static str, seconds: f64, connection_failed: bool) {
-        let labels = vec![("operation", operation.to_owned())];
-        self.redis_duration.get_or_create(&labels).observe(seconds);
+        self.operation_handles
+            .observe(&self.redis_duration, operation, seconds);
         if connection_failed {
-            self.redis_connection_failures.get_or_create(&labels).inc();
+            self.redis_connection_failures
+                .get_or_create(&vec![("operation", operation.to_owned())])
+                .inc();
         }
     }
 
@@ -333,20 +343,6 @@ fn is_redis_connection_error(e: &redis::RedisError) -> bool {
         || e.is_connection_refusal()
         || e.is_timeout()
         || e.is_unrecoverable_error()
-}
-
-/// Known HTTP methods keep their name; anything else is `OTHER` (label values stay bounded).
-fn bounded_method(method: &str) -> &'static str {
-    match method {
-        "GET" => "GET",
-        "POST" => "POST",
-        "PUT" => "PUT",
-        "PATCH" => "PATCH",
-        "DELETE" => "DELETE",
-        "HEAD" => "HEAD",
-        "OPTIONS" => "OPTIONS",
-        _ => "OTHER",
-    }
 }
 
 /// The coordinator's cumulative counters, as a registry built for one scrape.
