@@ -7,6 +7,8 @@
 //! ([`services`]), borrowed from the runtime: `heartbeats()`, `admin()`, `reconciler()`, `resharding()`,
 //! `monitoring()` and `durability()`.
 
+pub(crate) mod heartbeat_state;
+pub(crate) mod lapse_forecasts;
 pub(crate) mod queues;
 pub(crate) mod reconciler_state;
 mod services;
@@ -18,7 +20,7 @@ use crate::clock::{RedisClock, iso_ms};
 use crate::config::CoordinatorConfig;
 use crate::domain_error::CoordError;
 use crate::stats::Stats;
-use queues::TransitionQueues;
+use heartbeat_state::HeartbeatState;
 use reconciler_state::ReconcilerState;
 use rsc_group::heartbeat::Transition;
 use rsc_group::model::{AggregateError, Group};
@@ -46,8 +48,8 @@ pub struct Coordinator {
     /// Prometheus metrics (event metrics plus the background gauge snapshot).
     metrics: crate::metrics::Metrics,
     terminating: AtomicBool,
-    /// The heartbeat service's state: heartbeats waiting to write, per group.
-    heartbeat_queues: TransitionQueues,
+    /// The heartbeat service's state: heartbeats waiting to write, and lapse forecasts, per group.
+    heartbeat_state: HeartbeatState,
     /// The reconciler service's state: groups to visit early, its wake-up and its last pass.
     reconciler_state: ReconcilerState,
 }
@@ -85,7 +87,7 @@ impl Coordinator {
             stats: Stats::default(),
             metrics: crate::metrics::Metrics::new(),
             terminating: AtomicBool::new(false),
-            heartbeat_queues: TransitionQueues::default(),
+            heartbeat_state: HeartbeatState::default(),
             reconciler_state: ReconcilerState::default(),
         })
     }
@@ -120,7 +122,7 @@ impl Coordinator {
 
     /// The hot path: heartbeats, their group commit and its queues.
     pub fn heartbeats(&self) -> Heartbeats<'_> {
-        Heartbeats::new(self, &self.heartbeat_queues)
+        Heartbeats::new(self, &self.heartbeat_state)
     }
 
     /// Time-driven work: lease expiry, rebalance deadlines, drains, urgent visits.

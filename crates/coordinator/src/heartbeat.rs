@@ -32,7 +32,7 @@ use rsc_group::replica::heartbeat::{
     Confirmation, HeartbeatFlow, Notes, ReadFailure, Renewal, Step,
 };
 use rsc_protocol::wire::{HeartbeatRequest, HeartbeatResponse, HeartbeatStatus};
-use rsc_store::HeartbeatOutcome;
+use rsc_store::{HeartbeatOutcome, PeerLease};
 use serde::Serialize;
 
 /// Hot per-member data stored beside the aggregate on every accepted heartbeat.
@@ -235,8 +235,11 @@ impl Heartbeats<'_> {
         }
     }
 
-    /// Drives the replica core's heartbeat flow (`rsc_group::replica::heartbeat`) with this replica's cache,
-    /// store, batch and reconciler.
+    /// One heartbeat, with the failover hint of `coordinator/lapse_forecasts.rs`: when the steady renewal
+    /// saw another member's lease end within one interval and that member's expiry would give this caller
+    /// shards, the answer asks the caller back just after the lapse (a shorter `heartbeatIntervalMs`); when
+    /// the lease has already lapsed, the expiry is reconciled now and the heartbeat decided again, so the
+    /// answer carries the grant instead of the caller's next heartbeat, an interval later.
     async fn heartbeat_inner(
         &self,
         name: &GroupName,
@@ -244,6 +247,45 @@ impl Heartbeats<'_> {
         req: &HeartbeatRequest,
         caller: Caller<'_>,
     ) -> Result<HeartbeatResponse, CoordError> {
+        let (mut response, lapse) = self.decide(name, member_id, req, caller).await?;
+        let Some(lapse) = lapse.filter(|_| response.status == HeartbeatStatus::Ok) else {
+            return Ok(response);
+        };
+        let gainers = self.state().lapses.gainers(
+            name,
+            &lapse.base,
+            &lapse.peer.member,
+            lapse.peer.deadline_ms.max(lapse.now_ms),
+            self.timing(),
+        );
+        if !gainers.contains(member_id) {
+            return Ok(response);
+        }
+        if lapse.peer.deadline_ms <= lapse.now_ms {
+            tracing::debug!(group = %name, member = %member_id, lapsed = %lapse.peer.member,
+                "a lapsed member's shards go to this member: expiring it now and answering with the grant");
+            Stats::bump(&self.stats().failover_grants_in_answer);
+            self.reconciler().reconcile_group(name).await;
+            return Ok(self.decide(name, member_id, req, caller).await?.0);
+        }
+        let back_in = lapse.peer.deadline_ms - lapse.now_ms + LAPSE_MARGIN_MS;
+        if back_in < response.heartbeat_interval_ms {
+            Stats::bump(&self.stats().failover_intervals_shortened);
+            response.heartbeat_interval_ms = back_in;
+        }
+        Ok(response)
+    }
+
+    /// Drives the replica core's heartbeat flow (`rsc_group::replica::heartbeat`) with this replica's cache,
+    /// store, batch and reconciler. Also returns what a steady renewal saw of the next lease to end.
+    async fn decide(
+        &self,
+        name: &GroupName,
+        member_id: &str,
+        req: &HeartbeatRequest,
+        caller: Caller<'_>,
+    ) -> Result<(HeartbeatResponse, Option<LapseSeen>), CoordError> {
+        let mut lapse = None;
         let (mut flow, mut step) = HeartbeatFlow::<Cached>::start(member_id, caller, self.timing());
         let mut unreadable = None;
         let response = loop {
@@ -281,7 +323,8 @@ impl Heartbeats<'_> {
                     flow.on_recorded(req, written.map(|c| c.revision))
                 }
                 Step::Renew(base) => {
-                    let renewal = self.renew(name, &base, member_id, req).await;
+                    let (renewal, seen) = self.renew(name, &base, member_id, req).await;
+                    lapse = seen.map(|(peer, now_ms)| LapseSeen { base, peer, now_ms });
                     flow.on_renewed(req, renewal)
                 }
                 Step::Write => {
@@ -312,7 +355,7 @@ impl Heartbeats<'_> {
             };
         };
         self.count_notes(name, member_id, flow.notes());
-        Ok(response)
+        Ok((response, lapse))
     }
 
     /// The answer to a heartbeat of a group whose metadata cannot be read: UNKNOWN_MEMBER_ID, and why.
@@ -348,40 +391,43 @@ impl Heartbeats<'_> {
         }
     }
 
-    /// The steady path: one round trip (`heartbeat.lua`).
+    /// The steady path: one round trip (`heartbeat.lua`). Also returns the other member whose lease ends
+    /// first when it ends within one heartbeat interval, with Redis time.
     async fn renew(
         &self,
         name: &GroupName,
         base: &Cached,
         member_id: &str,
         req: &HeartbeatRequest,
-    ) -> Renewal {
+    ) -> (Renewal, Option<(PeerLease, i64)>) {
         let json = progress_json(req, self.clock().now_ms());
         let keys = self.keys(name);
         let outcome = self
             .metrics()
             .time_store(
                 "heartbeat",
-                self.store().heartbeat(
+                self.store().heartbeat_watching(
                     &keys,
                     base.revision,
                     member_id,
                     self.timing().member_lease_ttl_ms,
+                    self.timing().heartbeat_interval_ms,
                     json.as_deref(),
                 ),
             )
             .await;
-        match outcome {
+        let renewal = match outcome {
             Ok(HeartbeatOutcome::Renewed {
                 now_ms,
                 others_lapsed,
+                next_lapse,
             }) => {
                 self.clock().observe(now_ms);
                 if others_lapsed {
                     // Expire it now rather than at the next reconciler tick: the shards move sooner.
                     self.reconciler().reconcile_soon(name);
                 }
-                Renewal::Renewed
+                return (Renewal::Renewed, next_lapse.map(|p| (p, now_ms)));
             }
             Ok(HeartbeatOutcome::Conflict { current, now_ms }) => {
                 self.clock().observe(now_ms);
@@ -403,9 +449,22 @@ impl Heartbeats<'_> {
                 self.note_store_error(&e);
                 Renewal::Unavailable
             }
-        }
+        };
+        (renewal, None)
     }
 }
+
+/// A steady renewal's view of the other member whose lease ends first (within one interval), with the
+/// aggregate the heartbeat was decided on and Redis time.
+struct LapseSeen {
+    base: Cached,
+    peer: PeerLease,
+    now_ms: i64,
+}
+
+/// How long after a peer's lease deadline a member asked back for it should arrive: the expiry is due once
+/// Redis time has passed the deadline.
+const LAPSE_MARGIN_MS: i64 = 25;
 
 /// The progress document an accepted heartbeat stores beside the aggregate (steady or not).
 pub(crate) fn progress_json(req: &HeartbeatRequest, now_ms: i64) -> Option<String> {

@@ -24,6 +24,10 @@ pub struct Stats {
     /// Heartbeat writes committed as batches (`batch.rs`), and the transitions they carried.
     pub transition_batches: AtomicU64,
     pub batched_transitions: AtomicU64,
+    /// Failover hints (`coordinator/lapse_forecasts.rs`): answers that asked a member back just after a
+    /// peer's lease deadline, and heartbeats answered with the grant of a peer that had just lapsed.
+    pub failover_intervals_shortened: AtomicU64,
+    pub failover_grants_in_answer: AtomicU64,
 }
 
 impl Stats {

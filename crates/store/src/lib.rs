@@ -51,7 +51,7 @@ pub use limits::{ThrottleBudgets, ThrottleKeys, ThrottleReason, ThrottleVerdict,
 pub use messages::{PageDirection, StreamRecord};
 pub use metadata::{LAYOUT_VERSION, SCHEMA_VERSION};
 pub use outcome::{
-    CasOutcome, CasWrite, CreateOutcome, DeleteOutcome, HeartbeatOutcome, StoredGroup,
+    CasOutcome, CasWrite, CreateOutcome, DeleteOutcome, HeartbeatOutcome, PeerLease, StoredGroup,
 };
 pub use producers::ProducerEntry;
 pub use routing_floor::{

@@ -71,12 +71,25 @@ pub enum CasOutcome {
     LeaseLapsed { member: String, now_ms: i64 },
 }
 
+/// Another member's lease deadline (Redis time, ms), as a heartbeat saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerLease {
+    pub member: String,
+    pub deadline_ms: i64,
+}
+
 /// Result of [`crate::Store::heartbeat`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HeartbeatOutcome {
     /// The lease now ends at `now_ms + lease_ttl_ms`; progress was stored if given. `others_lapsed`: some
     /// other member's lease has run out, so an expiry is due.
-    Renewed { now_ms: i64, others_lapsed: bool },
+    Renewed {
+        now_ms: i64,
+        others_lapsed: bool,
+        /// The other member whose lease ends first, when it ends within the watch window
+        /// ([`crate::Store::heartbeat_watching`]; lapsed ones included).
+        next_lapse: Option<PeerLease>,
+    },
     /// The stored revision is not the expected one (`None`: the group does not exist); the
     /// caller reloads the aggregate. Nothing was written.
     Conflict { current: Option<u64>, now_ms: i64 },

@@ -43,6 +43,11 @@ impl ScriptReply {
         })
     }
 
+    /// How many values follow the time.
+    pub(crate) fn len(&self) -> usize {
+        self.rest.len()
+    }
+
     /// The integer after the time (index 0 = third element of the reply).
     pub(crate) fn int(&self, index: usize) -> Result<i64, StoreError> {
         match self.rest.get(index) {

@@ -19,7 +19,7 @@ use crate::error::{StoreError, on_group_key};
 use crate::keys::GroupKeys;
 use crate::metadata;
 use crate::outcome::{
-    CasOutcome, CasWrite, CreateOutcome, DeleteOutcome, HeartbeatOutcome, StoredGroup,
+    CasOutcome, CasWrite, CreateOutcome, DeleteOutcome, HeartbeatOutcome, PeerLease, StoredGroup,
 };
 use crate::reply::ScriptReply;
 use crate::scripts::Scripts;
@@ -207,6 +207,28 @@ impl Store {
         lease_ttl_ms: i64,
         progress_json: Option<&str>,
     ) -> Result<HeartbeatOutcome, StoreError> {
+        self.heartbeat_watching(
+            keys,
+            expected_revision,
+            member,
+            lease_ttl_ms,
+            0,
+            progress_json,
+        )
+        .await
+    }
+
+    /// [`Store::heartbeat`], also naming the other member whose lease ends first when it ends before Redis
+    /// time + `watch_window_ms` (`HeartbeatOutcome::Renewed::next_lapse`), in the same round trip.
+    pub async fn heartbeat_watching(
+        &self,
+        keys: &GroupKeys,
+        expected_revision: u64,
+        member: &str,
+        lease_ttl_ms: i64,
+        watch_window_ms: i64,
+        progress_json: Option<&str>,
+    ) -> Result<HeartbeatOutcome, StoreError> {
         positive_ttl(lease_ttl_ms)?;
         let mut call = self.scripts.heartbeat.prepare_invoke();
         group_keys(&mut call, keys);
@@ -215,12 +237,20 @@ impl Store {
             Some(json) => call.arg("1").arg(json),
             None => call.arg("0").arg(""),
         };
+        call.arg(watch_window_ms.max(0));
         let reply = self.run(&call, keys).await?;
         let now_ms = reply.now_ms;
         match reply.status.as_str() {
             "RENEWED" => Ok(HeartbeatOutcome::Renewed {
                 now_ms,
                 others_lapsed: reply.int(0)? != 0,
+                next_lapse: match reply.len() {
+                    1 => None,
+                    _ => Some(PeerLease {
+                        member: reply.text(1)?,
+                        deadline_ms: reply.int(2)?,
+                    }),
+                },
             }),
             "CONFLICT" => Ok(HeartbeatOutcome::Conflict {
                 current: reply.conflict_revision()?,

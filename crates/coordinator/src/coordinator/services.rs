@@ -5,13 +5,13 @@
 //! Each service's operations live in its own module (`impl Heartbeats<'_>` in `heartbeat.rs`, …). A
 //! service dereferences to the runtime, so an operation reads `self.store()` or calls `self.load(…)`, and
 //! reaches another service the same way a handler does (`self.reconciler().reconcile_soon(…)`). State that
-//! belongs to one service (the heartbeat queues, the reconciler's wake-up and last pass) is a private field
+//! belongs to one service (the heartbeat queues and lapse forecasts, the reconciler's wake-up and last pass) is a private field
 //! of the runtime, handed only to that service's constructor and reached only through its accessor. Its
-//! type sits beside the runtime (`queues.rs`, `reconciler_state.rs`), not in the service's module, so that
+//! type sits beside the runtime (`heartbeat_state.rs`, `reconciler_state.rs`), not in the service's module, so that
 //! the runtime never imports an operation's module: imports point one way, operations → runtime.
 
 use super::Coordinator;
-use super::queues::TransitionQueues;
+use super::heartbeat_state::HeartbeatState;
 use super::reconciler_state::ReconcilerState;
 
 /// Declares a service: a `Copy` view holding the runtime and, optionally, a reference to its own state.
@@ -66,7 +66,7 @@ macro_rules! service {
 service!(
     /// The hot path (`heartbeat.rs`) and its group commit (`heartbeat/batch.rs`).
     Heartbeats,
-    queues: TransitionQueues
+    state: HeartbeatState
 );
 service!(
     /// Time-driven work (`reconciler.rs`): lease expiry, deadlines, drains, urgent visits.

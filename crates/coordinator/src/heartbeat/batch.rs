@@ -26,7 +26,7 @@ use tokio::sync::oneshot;
 impl Heartbeats<'_> {
     /// How many heartbeats of this group wait to write on this replica (a batch forms from them).
     pub fn queued(&self, name: &GroupName) -> usize {
-        self.queues().queued(name)
+        self.state().queues.queued(name)
     }
 
     /// Writes the transition this request needs, together with whatever else of its group is waiting.
@@ -45,7 +45,7 @@ impl Heartbeats<'_> {
             acts_for_any_member: caller.acts_for_any_member,
             reply_to: tx,
         };
-        if !self.queues().push(name, pending) {
+        if !self.state().queues.push(name, pending) {
             return BatchReply::Unavailable;
         }
         let lock = self.cache().lock_for(name);
@@ -61,7 +61,7 @@ impl Heartbeats<'_> {
         // Our request may be behind MAX_BATCH others: keep committing batches until it is answered (nobody
         // else can while we hold the lock).
         loop {
-            let batch = self.queues().take(name);
+            let batch = self.state().queues.take(name);
             if batch.is_empty() {
                 break;
             }

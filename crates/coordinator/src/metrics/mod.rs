@@ -362,7 +362,7 @@ fn counters(stats: &Stats) -> Registry {
         "Producer routing requests, by status",
         routing,
     );
-    let plain: [(&str, &str, &std::sync::atomic::AtomicU64); 11] = [
+    let plain: [(&str, &str, &std::sync::atomic::AtomicU64); 13] = [
         (
             "member_fenced",
             "Members fenced (stale report or rebalance timeout)",
@@ -417,6 +417,16 @@ fn counters(stats: &Stats) -> Registry {
             "batched_transition",
             "Heartbeat transitions committed in those writes (divide by transition_batch for the mean size)",
             &stats.batched_transitions,
+        ),
+        (
+            "failover_interval_shortened",
+            "Heartbeat answers that asked a member back just after a peer's lease deadline (it would take over shards)",
+            &stats.failover_intervals_shortened,
+        ),
+        (
+            "failover_grant_in_answer",
+            "Heartbeats that expired a just-lapsed peer and answered with the shards it freed",
+            &stats.failover_grants_in_answer,
         ),
     ];
     for (name, help, counter) in plain {

@@ -1,6 +1,6 @@
 //! Heartbeats: renewing leases and progress without touching the aggregate, and every refusal.
 
-use rsc_store::{CasOutcome, CasWrite, HeartbeatOutcome, Store, StoreError};
+use rsc_store::{CasOutcome, CasWrite, HeartbeatOutcome, PeerLease, Store, StoreError};
 
 use crate::fixtures::{create_group, existing_keys, group, set_lease, snapshot};
 
@@ -8,7 +8,70 @@ on_both_topologies!(
     heartbeat_renews_lease_and_progress_only,
     heartbeat_refusals_write_nothing,
     heartbeat_tells_when_another_members_lease_lapsed,
+    heartbeat_names_the_next_lease_to_end_within_its_window,
 );
+
+async fn heartbeat_names_the_next_lease_to_end_within_its_window(store: &Store, name: &str) {
+    let keys = group(name);
+    create_group(store, &keys, &["m1", "m2", "m3"]).await;
+    let watch = |window: i64| {
+        let keys = keys.clone();
+        async move {
+            match store
+                .heartbeat_watching(&keys, 1, "m1", 20_000, window, None)
+                .await
+                .expect("heartbeat")
+            {
+                HeartbeatOutcome::Renewed {
+                    now_ms,
+                    others_lapsed,
+                    next_lapse,
+                } => (now_ms, others_lapsed, next_lapse),
+                other => panic!("expected Renewed, got {other:?}"),
+            }
+        }
+    };
+    // Every other lease ends far beyond a small window: nothing is named.
+    let (now, _, _) = watch(0).await;
+    set_lease(store, &keys, "m2", now + 600_000).await;
+    set_lease(store, &keys, "m3", now + 900_000).await;
+    let (_, lapsed, next) = watch(5_000).await;
+    assert!(!lapsed);
+    assert_eq!(next, None, "no lease ends within 5 s");
+    // m2's lease ends within the window: it is named, with its deadline, and it has not lapsed yet.
+    let (now, _, _) = watch(0).await;
+    set_lease(store, &keys, "m2", now + 2_000).await;
+    let (_, lapsed, next) = watch(5_000).await;
+    assert!(!lapsed, "m2's lease is still live");
+    assert_eq!(
+        next,
+        Some(PeerLease {
+            member: "m2".into(),
+            deadline_ms: now + 2_000
+        })
+    );
+    // Without a window (the plain heartbeat) nothing is named, whatever the deadlines.
+    let (_, _, next) = watch(0).await;
+    assert_eq!(next, None);
+    // A lapsed lease is named too, and reported lapsed.
+    set_lease(store, &keys, "m3", 5).await;
+    let (_, lapsed, next) = watch(5_000).await;
+    assert!(lapsed);
+    assert_eq!(
+        next,
+        Some(PeerLease {
+            member: "m3".into(),
+            deadline_ms: 5
+        })
+    );
+    // The caller's own lease is never named, even when it is the only one left.
+    for m in ["m2", "m3"] {
+        let _: i64 = crate::fixtures::raw(store, redis::cmd("ZREM").arg(&keys.leases).arg(m)).await;
+    }
+    let (_, lapsed, next) = watch(60_000).await;
+    assert!(!lapsed);
+    assert_eq!(next, None, "only the caller's own lease is left");
+}
 
 async fn heartbeat_tells_when_another_members_lease_lapsed(store: &Store, name: &str) {
     let keys = group(name);
@@ -43,6 +106,7 @@ async fn heartbeat_renews_lease_and_progress_only(store: &Store, name: &str) {
     let HeartbeatOutcome::Renewed {
         now_ms,
         others_lapsed: false,
+        next_lapse: None,
     } = outcome
     else {
         panic!("expected Renewed with no other lease lapsed, got {outcome:?}");

@@ -39,7 +39,7 @@ fn script_internal(n: u64) -> BTreeMap<String, u64> {
         ("hget", n),
         ("zscore", n),
         ("zadd", n),
-        ("zrangebyscore", n),
+        ("zrange", n),
     ])
 }
 

@@ -1,0 +1,120 @@
+//! Failover hints (`coordinator/lapse_forecasts.rs`), against a real coordinator and redis-server: when a
+//! member stops heartbeating, the member that its expiry would give shards to is asked back just after the
+//! lapse (a shorter `heartbeatIntervalMs`) and its first heartbeat after the lapse already carries the grant;
+//! a member that would gain nothing keeps the configured interval.
+//!
+//! The reconciler's tick is set far beyond the test, so only the heartbeat path can move the shard in time.
+
+mod support;
+
+use rsc_coordinator::config::Dur;
+use rsc_testkit::RedisServer;
+use serde_json::Value;
+use std::time::Duration;
+use support::*;
+
+const INTERVAL_MS: i64 = 500;
+
+async fn beat(api: &Api, p: &str, m: &mut Member) -> Value {
+    let r = api.heartbeat(p, p, m).await;
+    assert_eq!(r["status"], "OK", "{r}");
+    m.adopt(&r);
+    r
+}
+
+/// Redis time in milliseconds.
+async fn redis_now(conn: &mut redis::aio::MultiplexedConnection) -> i64 {
+    let (secs, micros): (i64, i64) = redis::cmd("TIME").query_async(conn).await.unwrap();
+    secs * 1_000 + micros / 1_000
+}
+
+#[tokio::test]
+async fn the_member_that_takes_over_a_lapsed_members_shard_learns_of_it_in_its_first_heartbeat_after_the_lapse()
+ {
+    let redis = RedisServer::start();
+    let mut config = test_config(&redis.url());
+    let k = &mut config.coordinator;
+    k.heartbeat_interval = Dur(Duration::from_millis(INTERVAL_MS as u64));
+    k.member_lease_ttl = Dur(Duration::from_millis(3_000));
+    k.reconciler.tick_interval = Dur(Duration::from_secs(600));
+    let key_prefix = k.store.key_prefix.clone();
+    let (_running, api) = coordinator(config).await;
+    let p = "failover";
+    assert_eq!(api.create_stream(p, 3).await.status, 201);
+
+    // a, b and c read one shard each. With c gone, the assignor gives its shard to a (equal previous
+    // shards, the smaller member id gets the extra one), so only a would gain.
+    let mut a = Member::new("a");
+    let mut b = Member::new("b");
+    let mut c = Member::new("c");
+    for _ in 0..5 {
+        for m in [&mut a, &mut b, &mut c] {
+            beat(&api, p, m).await;
+        }
+    }
+    for m in [&a, &b, &c] {
+        assert_eq!(m.owned().len(), 1, "{} converged: {:?}", m.id(), m.owned());
+    }
+    let c_shard = c.owned()[0];
+
+    // c stops. Its lease deadline, as Redis holds it:
+    let mut conn = redis_conn(&redis.url()).await;
+    let leases = rsc_protocol::names::group_leases_key(&key_prefix, p, p);
+    let deadline: i64 = redis::cmd("ZSCORE")
+        .arg(&leases)
+        .arg("c")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+
+    // Until the deadline, a and b heartbeat every 100 ms; b stops 300 ms before it (its own lease stays
+    // live well past the deadline).
+    let mut a_shortest = i64::MAX;
+    let mut b_shortest = i64::MAX;
+    loop {
+        let now = redis_now(&mut conn).await;
+        if now >= deadline {
+            break;
+        }
+        let r = beat(&api, p, &mut a).await;
+        assert_eq!(a.owned().len(), 1, "no grant before c's lease lapsed: {r}");
+        let interval = r["heartbeatIntervalMs"].as_i64().unwrap();
+        if now >= deadline - INTERVAL_MS + 50 {
+            a_shortest = a_shortest.min(interval);
+        }
+        if now < deadline - 300 {
+            let r = beat(&api, p, &mut b).await;
+            b_shortest = b_shortest.min(r["heartbeatIntervalMs"].as_i64().unwrap());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        a_shortest < INTERVAL_MS,
+        "a, which would take c's shard, is asked back before the configured interval within the last \
+         interval before c's deadline (shortest answered: {a_shortest} ms)"
+    );
+    assert_eq!(
+        b_shortest, INTERVAL_MS,
+        "b gains nothing from c's expiry and keeps the configured interval"
+    );
+
+    // a's first heartbeat after the deadline answers with c's shard.
+    let r = beat(&api, p, &mut a).await;
+    assert!(
+        a.owned().contains(&c_shard),
+        "a's first heartbeat after c's lapse carries c's shard {c_shard}: {r}"
+    );
+    let metrics = api.send("GET", "/metrics", None).await;
+    let text = metrics.body.as_str().unwrap_or_default().to_owned();
+    for name in [
+        "failover_interval_shortened_total",
+        "failover_grant_in_answer_total",
+    ] {
+        let line = text
+            .lines()
+            .find(|l| l.contains(name) && !l.starts_with('#'))
+            .unwrap_or_else(|| panic!("{name} missing from /metrics"));
+        let value: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+        assert!(value >= 1.0, "{line}");
+    }
+}
