@@ -47,6 +47,17 @@ impl Coordinator {
         }
     }
 
+    /// [`Coordinator::require_group`] for read-modify-write paths that commit by compare-and-set anyway (the
+    /// reconciler's stream pass, scale adoption): the cached aggregate when one HGET shows its revision still
+    /// current, else a fresh load. A group of thousands of members is megabytes of JSON to read and parse;
+    /// the stream pass visits every group every tick.
+    pub async fn require_current_group(&self, name: &GroupName) -> Result<Cached, CoordError> {
+        match self.current_or_load(name).await? {
+            Some(c) => Ok(c),
+            None => Err(self.missing_group_error(name).await),
+        }
+    }
+
     /// 404 for a group that never existed (saying whether its stream does, and how to create what is
     /// missing); fail closed (409) for one the index says should exist.
     async fn missing_group_error(&self, name: &GroupName) -> CoordError {

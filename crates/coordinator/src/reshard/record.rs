@@ -159,7 +159,7 @@ impl Resharding<'_> {
         let lock = self.cache().lock_for(name);
         let _guard = lock.lock().await;
         for _ in 0..MAX_CAS_ATTEMPTS {
-            let base = self.require_group(name).await?;
+            let base = self.require_current_group(name).await?;
             let mut next = (*base.group).clone();
             let now = self.clock().now_ms();
             if !change(&mut next, now)? {
