@@ -139,10 +139,11 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            let runtime = match tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-            {
+            let mut builder = tokio::runtime::Builder::new_multi_thread();
+            if config.coordinator.worker_threads > 0 {
+                builder.worker_threads(config.coordinator.worker_threads as usize);
+            }
+            let runtime = match builder.enable_all().build() {
                 Ok(r) => r,
                 Err(e) => {
                     eprintln!("rsc: cannot start the async runtime: {e}");

@@ -19,6 +19,9 @@ pub use crate::duration::Dur;
 pub use redis_options::{RedisConfig, RedisTlsConfig};
 
 pub mod redis_options;
+
+/// The most runtime threads `coordinator.worker-threads` may ask for.
+pub const MAX_WORKER_THREADS: u32 = 1_024;
 pub mod reference_env;
 
 /// The whole configuration file: everything lives under `[coordinator]`.
@@ -47,6 +50,10 @@ pub struct CoordinatorConfig {
     pub stale_member_retention: Dur,
     /// How long SIGTERM waits for in-flight requests before exiting anyway.
     pub shutdown_grace: Dur,
+    /// Threads of the async runtime that serve requests (`rsc serve`); 0 = one per CPU core. On a machine
+    /// whose cores Redis and other busy processes share, fewer threads spend less CPU per request waking
+    /// each other (BENCHMARKS.md, issue #21).
+    pub worker_threads: u32,
     #[serde(rename = "loop")]
     pub reconciler: LoopConfig,
     /// Consumer-group behaviour: static membership.
@@ -119,6 +126,30 @@ impl CoordinatorConfig {
 #[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
 pub struct StoreConfig {
     pub key_prefix: String,
+    /// How a group's aggregate of 64 KiB or more is written: `lz4` (compressed, layoutVersion "2": about a
+    /// tenth of the bytes, so a tenth of the Redis time per write) or `off` (plain JSON, as versions before
+    /// this one wrote it and the only layout they read: use `off` while replicas of an earlier version still
+    /// run against the same Redis). Both are read either way.
+    pub aggregate_compression: AggregateCompression,
+}
+
+/// `coordinator.store.aggregate-compression`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum AggregateCompression {
+    #[default]
+    Lz4,
+    Off,
+}
+
+impl AggregateCompression {
+    /// The store's setting.
+    pub fn for_store(self) -> rsc_store::aggregate_codec::AggregateCompression {
+        match self {
+            AggregateCompression::Lz4 => rsc_store::aggregate_codec::AggregateCompression::Lz4,
+            AggregateCompression::Off => rsc_store::aggregate_codec::AggregateCompression::Off,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -165,6 +196,7 @@ impl Default for CoordinatorConfig {
             rebalance_timeout: Dur::from_secs(60),
             stale_member_retention: Dur::from_secs(600),
             shutdown_grace: Dur::from_secs(10),
+            worker_threads: 0,
             reconciler: LoopConfig::default(),
             group: GroupConfig::default(),
             store: StoreConfig::default(),
@@ -191,6 +223,7 @@ impl Default for StoreConfig {
     fn default() -> Self {
         StoreConfig {
             key_prefix: "redis-stream:coord".to_owned(),
+            aggregate_compression: AggregateCompression::default(),
         }
     }
 }
@@ -506,6 +539,12 @@ fn validate(c: &Config) -> Result<(), ConfigError> {
     }
     if k.reconciler.tick_interval.0.is_zero() {
         return fail("loop.tick-interval", "must be greater than zero".into());
+    }
+    if k.worker_threads > MAX_WORKER_THREADS {
+        return fail(
+            "worker-threads",
+            format!("must be at most {MAX_WORKER_THREADS} (0 = one per CPU core)"),
+        );
     }
     if k.redis_connect_timeout.0.is_zero() {
         return fail("redis-connect-timeout", "must be greater than zero".into());

@@ -68,7 +68,8 @@ pub async fn start(config: Config) -> Result<Running, ServeError> {
         c.redis_connect_timeout.0,
     )
     .await
-    .map_err(|e| ServeError::Redis(e.to_string()))?;
+    .map_err(|e| ServeError::Redis(e.to_string()))?
+    .with_aggregate_compression(c.store.aggregate_compression.for_store());
     let listener = TcpListener::bind(&c.listen)
         .await
         .map_err(|source| ServeError::Bind {

@@ -53,7 +53,9 @@ pub enum StoreError {
     UnknownSchema { key: String, found: String },
 
     /// The metadata was written with a `layoutVersion` this build does not understand.
-    #[error("metadata in {key} has unknown layoutVersion {found:?} (this build reads \"1\")")]
+    #[error(
+        "metadata in {key} has unknown layoutVersion {found:?} (this build reads \"1\" and \"2\")"
+    )]
     UnknownLayout { key: String, found: String },
 
     /// Redis answered with something the store's scripts never return.

@@ -18,6 +18,7 @@
 //! `lua/`. Key names are built by the caller with `rsc_protocol::names`; the store takes them as
 //! arguments.
 
+pub mod aggregate_codec;
 mod audit;
 mod backup;
 mod bootstrap;

@@ -7,13 +7,16 @@
 
 use std::collections::HashMap;
 
+use crate::aggregate_codec::{self, LAYOUT_LZ4, LAYOUT_PLAIN};
 use crate::error::StoreError;
 use crate::outcome::StoredGroup;
 
 /// The only `schemaVersion` this build reads and writes.
 pub const SCHEMA_VERSION: &str = "1";
-/// The only `layoutVersion` this build reads and writes.
-pub const LAYOUT_VERSION: &str = "1";
+/// The `layoutVersion` of a hash whose aggregate is plain JSON, as creates and restores write it; a
+/// compare-and-set of a large aggregate writes `"2"` (LZ4-compressed JSON, `aggregate_codec.rs`). This build
+/// reads both.
+pub const LAYOUT_VERSION: &str = LAYOUT_PLAIN;
 
 /// Turns the fields of `HGETALL <key>` into a [`StoredGroup`]; no fields means no group.
 pub(crate) fn parse(
@@ -44,14 +47,20 @@ pub(crate) fn parse(
         });
     }
     let layout = field("layoutVersion")?;
-    if layout != LAYOUT_VERSION {
+    if layout != LAYOUT_PLAIN && layout != LAYOUT_LZ4 {
         return Err(StoreError::UnknownLayout {
             key: key.to_string(),
             found: layout,
         });
     }
     let revision = revision_of(key, &field("revision")?)?;
-    let aggregate = field("aggregate")?;
+    let raw = fields
+        .get("aggregate".as_bytes())
+        .ok_or_else(|| StoreError::Corrupt {
+            key: key.to_string(),
+            detail: "the aggregate field is missing".into(),
+        })?;
+    let aggregate = aggregate_codec::decode(key, &layout, raw.clone())?;
     let updated_at = field("updatedAt")?;
     Ok(Some(StoredGroup {
         aggregate,

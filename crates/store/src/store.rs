@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use redis::Value;
 
+use crate::aggregate_codec::{self, AggregateCompression};
 use crate::connection::{RedisConn, RedisTopology};
 use crate::error::{StoreError, on_group_key};
 use crate::keys::GroupKeys;
@@ -30,6 +31,8 @@ use crate::scripts::Scripts;
 pub struct Store {
     conn: RedisConn,
     scripts: Arc<Scripts>,
+    /// How large aggregates are written (`aggregate_codec.rs`); reads understand every layout.
+    compression: AggregateCompression,
 }
 
 impl Store {
@@ -52,6 +55,7 @@ impl Store {
         let store = Store {
             conn,
             scripts: Arc::new(Scripts::new()),
+            compression: AggregateCompression::default(),
         };
         let url = topology.describe();
         let over_tls = tls.is_some() || url.contains("rediss://");
@@ -67,6 +71,12 @@ impl Store {
             script.load_async(&mut conn).await?;
         }
         Ok(store)
+    }
+
+    /// The same store, writing large aggregates as `compression` says (default: LZ4).
+    pub fn with_aggregate_compression(mut self, compression: AggregateCompression) -> Store {
+        self.compression = compression;
+        self
     }
 
     /// A clonable connection handle in either topology, for the store's own modules and for tests that
@@ -157,10 +167,11 @@ impl Store {
     /// atomic script; on any refusal nothing at all is written.
     pub async fn cas(&self, keys: &GroupKeys, write: &CasWrite) -> Result<CasOutcome, StoreError> {
         positive_ttl(write.lease_ttl_ms)?;
+        let (aggregate, layout) = aggregate_codec::encode(&write.aggregate_json, self.compression);
         let mut call = self.scripts.cas.prepare_invoke();
         group_keys(&mut call, keys);
         call.arg(write.expected_revision)
-            .arg(&write.aggregate_json)
+            .arg(&*aggregate)
             .arg(&write.updated_at)
             .arg(write.lease_ttl_ms)
             .arg(write.not_before_ms)
@@ -176,7 +187,7 @@ impl Store {
         for (member, doc) in &write.progress {
             call.arg(member).arg(doc);
         }
-        call.arg(&write.remove).arg(&write.drop_lease);
+        call.arg(&write.remove).arg(&write.drop_lease).arg(layout);
         let reply = self.run(&call, keys).await?;
         if let Some(outcome) = reply.written_or_conflict()? {
             return Ok(outcome);

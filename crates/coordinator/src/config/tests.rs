@@ -327,3 +327,54 @@ fn the_admin_password_comes_from_rsc_admin_password_and_env_keys_work() {
     assert!(err.contains("coordinator.api.admin-password"), "{err}");
     assert!(!err.contains("short"), "the secret is not echoed: {err}");
 }
+
+#[test]
+fn worker_threads_default_to_one_per_core_and_are_bounded() {
+    let c = load(None, &env(&[]), &Overrides::default())
+        .unwrap()
+        .coordinator;
+    assert_eq!(c.worker_threads, 0, "0 = one per CPU core");
+    let c = load(
+        None,
+        &env(&[("COORDINATOR_WORKER_THREADS", "1")]),
+        &Overrides::default(),
+    )
+    .unwrap()
+    .coordinator;
+    assert_eq!(c.worker_threads, 1);
+    let err = load(
+        None,
+        &env(&[("COORDINATOR_WORKER_THREADS", "5000")]),
+        &Overrides::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("worker-threads") && err.contains("at most 1024"),
+        "{err}"
+    );
+}
+
+#[test]
+fn aggregate_compression_defaults_to_lz4_and_can_be_turned_off() {
+    let c = load(None, &env(&[]), &Overrides::default())
+        .unwrap()
+        .coordinator;
+    assert_eq!(c.store.aggregate_compression, AggregateCompression::Lz4);
+    let c = load(
+        None,
+        &env(&[("COORDINATOR_STORE_AGGREGATE_COMPRESSION", "off")]),
+        &Overrides::default(),
+    )
+    .unwrap()
+    .coordinator;
+    assert_eq!(c.store.aggregate_compression, AggregateCompression::Off);
+    let err = load(
+        None,
+        &env(&[("COORDINATOR_STORE_AGGREGATE_COMPRESSION", "gzip")]),
+        &Overrides::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("aggregate-compression"), "{err}");
+}

@@ -63,8 +63,11 @@ impl Owned for &'static str {
 /// `heartbeat_total{stream,group,status}` handles by stream, group and status (created on first use).
 #[derive(Debug, Default)]
 pub(super) struct HeartbeatCounters {
-    by_stream: RwLock<HashMap<String, Arc<RwLock<HashMap<String, Arc<StatusCounters>>>>>>,
+    by_stream: RwLock<HashMap<String, Arc<GroupCounters>>>,
 }
+
+/// One stream's groups and their counters.
+type GroupCounters = RwLock<HashMap<String, Arc<StatusCounters>>>;
 
 /// One group's heartbeat counters, one slot per status in `HeartbeatStatus::ALL` order.
 type StatusCounters = [OnceLock<Counter>; rsc_protocol::wire::HeartbeatStatus::ALL.len()];

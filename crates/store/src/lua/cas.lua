@@ -1,11 +1,13 @@
 -- cas.lua: write a new aggregate if the stored revision is the expected one and every lease
 -- condition holds. All checks run before any write, so a refused call changes nothing.
 -- KEYS[1] metadata hash, KEYS[2] leases zset, KEYS[3] progress hash (one hash slot).
--- ARGV[1] expected revision, ARGV[2] aggregate JSON, ARGV[3] updatedAt, ARGV[4] lease TTL ms,
+-- ARGV[1] expected revision, ARGV[2] aggregate (JSON, or LZ4-compressed JSON: store/src/aggregate_codec.rs),
+-- ARGV[3] updatedAt, ARGV[4] lease TTL ms,
 -- ARGV[5] not-before ms (0 = none), ARGV[6..11] counts of the six lists that follow in this order:
 -- must-be-lapsed, must-be-live, renew, progress (member and document pairs: the count is of pairs),
 -- remove (lease and progress), drop-lease (the lease only: the member's last progress stays readable).
--- They are applied in that order, so a removal wins over a renewal or a progress write.
+-- They are applied in that order, so a removal wins over a renewal or a progress write. The last ARGV is the
+-- layoutVersion the aggregate is written under ('1' plain JSON, '2' compressed).
 -- A lease is live while now < deadline; lapsed when now >= deadline or absent.
 -- Replies: the prelude's CONFLICT/CORRUPT | {'TOO_EARLY', now} | {'LEASE_ACTIVE', now, member}
 --        | {'LEASE_LAPSED', now, member} | {'WRITTEN', now, new revision}.
@@ -67,5 +69,6 @@ local next_revision = current + 1
 redis.call('HSET', KEYS[1],
   'aggregate', ARGV[2],
   'revision', string.format('%.0f', next_revision),
-  'updatedAt', ARGV[3])
+  'updatedAt', ARGV[3],
+  'layoutVersion', ARGV[#ARGV])
 return {'WRITTEN', now, next_revision}

@@ -25,6 +25,7 @@ macro_rules! on_both_topologies {
 
 mod fixtures;
 
+mod aggregate_layout;
 mod backup;
 mod cas;
 mod cluster_spread;
