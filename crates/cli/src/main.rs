@@ -73,7 +73,7 @@ enum Command {
     /// This binary's version and protocol versions, and the coordinator's.
     Version(operator::Target),
     /// Whether every live member speaks a protocol version the target release supports.
-    UpgradeCheck(operator::show::UpgradeCheckArgs),
+    UpgradeCheck(operator::upgrade_check::UpgradeCheckArgs),
     /// Back up the Redis records that define groups and streams to a checksummed file.
     Backup(backup::BackupArgs),
     /// Restore a backup into Redis (refuses to replace newer live metadata unless --force).
@@ -117,9 +117,10 @@ fn main() -> ExitCode {
         Command::Plan(args) => operator::run("plan", operator::apply::plan(args)),
         Command::Apply(args) => operator::run("apply", operator::apply::apply(args)),
         Command::Version(t) => operator::run("version", operator::show::version(t)),
-        Command::UpgradeCheck(args) => {
-            operator::run("upgrade-check", operator::show::upgrade_check(args))
-        }
+        Command::UpgradeCheck(args) => operator::run(
+            "upgrade-check",
+            operator::upgrade_check::upgrade_check(args),
+        ),
         Command::Backup(args) => operator::run("backup", backup::take::run(args)),
         Command::Restore(args) => operator::run("restore", backup::restore::run(args)),
         Command::Doctor(args) => operator::run("doctor", backup::doctor::run(args)),

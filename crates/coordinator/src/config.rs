@@ -19,6 +19,9 @@ pub use crate::duration::Dur;
 pub use redis_options::{RedisConfig, RedisTlsConfig};
 
 pub mod redis_options;
+mod store;
+
+pub use store::{AggregateCompression, StoreConfig};
 
 /// The most runtime threads `coordinator.worker-threads` may ask for.
 pub const MAX_WORKER_THREADS: u32 = 1_024;
@@ -124,36 +127,6 @@ impl CoordinatorConfig {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
-pub struct StoreConfig {
-    pub key_prefix: String,
-    /// How a group's aggregate of 64 KiB or more is written: `lz4` (compressed, layoutVersion "2": about a
-    /// tenth of the bytes, so a tenth of the Redis time per write) or `off` (plain JSON, as versions before
-    /// this one wrote it and the only layout they read: use `off` while replicas of an earlier version still
-    /// run against the same Redis). Both are read either way.
-    pub aggregate_compression: AggregateCompression,
-}
-
-/// `coordinator.store.aggregate-compression`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum AggregateCompression {
-    #[default]
-    Lz4,
-    Off,
-}
-
-impl AggregateCompression {
-    /// The store's setting.
-    pub fn for_store(self) -> rsc_store::aggregate_codec::AggregateCompression {
-        match self {
-            AggregateCompression::Lz4 => rsc_store::aggregate_codec::AggregateCompression::Lz4,
-            AggregateCompression::Off => rsc_store::aggregate_codec::AggregateCompression::Off,
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
 pub struct StreamsConfig {
     /// Create shard streams and their Redis consumer groups (clients never do). On by default.
     pub provisioning_enabled: bool,
@@ -216,14 +189,6 @@ impl Default for LoopConfig {
         LoopConfig {
             enabled: true,
             tick_interval: Dur::from_secs(1),
-        }
-    }
-}
-impl Default for StoreConfig {
-    fn default() -> Self {
-        StoreConfig {
-            key_prefix: "redis-stream:coord".to_owned(),
-            aggregate_compression: AggregateCompression::default(),
         }
     }
 }

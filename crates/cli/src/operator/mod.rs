@@ -20,6 +20,7 @@ pub mod desired;
 pub mod login;
 pub mod show;
 pub mod table;
+pub mod upgrade_check;
 
 use clap::{Args, ValueEnum};
 use rsc_client::{Auth, ClientError, CoordinatorClient, Credentials, Method};
