@@ -184,6 +184,10 @@ impl<H: Handler> ReaderCtx<H> {
                     .await
                     .map(|(next, entries)| {
                         cursor = (next != "0-0").then_some(next);
+                        if cursor.is_none() {
+                            // Everything pending was claimed by this loop: no later loop needs to.
+                            self.local.left_pending.store(false, Ordering::SeqCst);
+                        }
                         (entries, true)
                     }),
                 None => {
@@ -206,6 +210,10 @@ impl<H: Handler> ReaderCtx<H> {
                     if cursor.is_none() {
                         cursor = Some(last_read.as_deref().map_or("0-0".to_owned(), next_id));
                     }
+                    // If this loop ends before that claim has run (it is stopped, or the lease lapses), this
+                    // member's next loop of the shard claims them instead (the flag is cleared once a claim of
+                    // this loop reaches the end of the pending list).
+                    self.local.left_pending.store(true, Ordering::SeqCst);
                     tracing::warn!(member = %self.member_id, shard = self.shard, error = %e, "stream read failed; retrying");
                     self.pause(error_backoff).await;
                     error_backoff = (error_backoff * 2).min(ERROR_BACKOFF_MAX);
@@ -237,6 +245,10 @@ impl<H: Handler> ReaderCtx<H> {
                         Handled::AckFailed => return StopReason::Stopped,
                         Handled::Fenced => {
                             if let Err(reason) = self.wait_unfenced(&c).await {
+                                // The held entries stay pending under this member: its next loop of the
+                                // shard claims them (found by the fault suite: a consumer paused while
+                                // fenced came back past its lease, and its next loop read only new entries).
+                                self.local.left_pending.store(true, Ordering::SeqCst);
                                 return reason;
                             }
                             // The held entries are pending under this member: claim them in order.

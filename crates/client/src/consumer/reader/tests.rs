@@ -371,6 +371,81 @@ async fn entries_after_the_read_fence_wait_pending_until_it_is_lifted() {
     stop_and_join(&stop_tx, task).await;
 }
 
+/// A loop that ends while entries wait behind its read fence (stopped, or its lease lapsed while the
+/// process was paused) leaves them pending under this member and says so, so that the member's next loop of
+/// the shard claims them rather than reading only new entries (they would stay pending forever: found by
+/// the fault suite, seed 1796050501562180087).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn entries_held_behind_a_fence_are_claimed_by_the_next_loop_when_this_one_ends() {
+    let redis_server = RedisServer::builder().start();
+    let client = redis::Client::open(redis_server.url()).expect("redis url");
+    let mut c = admin(&client).await;
+    let _: () = c
+        .xgroup_create_mkstream(STREAM, GROUP, "0")
+        .await
+        .expect("XGROUP CREATE");
+    let mut ids = Vec::new();
+    for n in 0..4 {
+        let id: String = c.xadd(STREAM, "*", &[("n", n)]).await.expect("XADD");
+        ids.push(id);
+    }
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (stop_tx, stop) = watch::channel(false);
+    let (_lease_tx, lease) = watch::channel(Some(Instant::now() + Duration::from_secs(3600)));
+    let (_fences_tx, fences) = watch::channel(fences_answered(&[(0, &ids[1])], Some(1)));
+    let mut reader = test_reader(
+        &client,
+        tx.clone(),
+        stop,
+        lease.clone(),
+        Duration::from_millis(200),
+    );
+    reader.fences = fences;
+    let local = reader.local.clone();
+    let task = tokio::spawn(reader.run());
+    for id in &ids[..2] {
+        assert_eq!(&next_acked(&mut rx, "entries up to the fence").await, id);
+    }
+    let deadline = Instant::now() + WAIT;
+    while local.in_flight.load(Ordering::SeqCst) > 0 {
+        assert!(Instant::now() < deadline, "the batch was never finished");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        pending(&client).await,
+        2,
+        "two entries held behind the fence"
+    );
+    // The loop ends while it waits for the fence to lift.
+    stop_and_join(&stop_tx, task).await;
+    assert!(
+        local.left_pending.load(Ordering::SeqCst),
+        "the held entries are left for the next loop"
+    );
+
+    // The next loop (the fence lifted) claims them, in order, as the member starts it.
+    let (stop_tx, stop) = watch::channel(false);
+    let mut next = test_reader(&client, tx, stop, lease, Duration::from_millis(200));
+    next.local = local.clone();
+    next.reclaim = local.left_pending.swap(false, Ordering::SeqCst);
+    let task = tokio::spawn(next.run());
+    for id in &ids[2..] {
+        let d = tokio::time::timeout(WAIT, rx.recv())
+            .await
+            .expect("held entries delivered by the next loop")
+            .expect("reader alive");
+        assert_eq!(d.id(), id, "in order");
+        assert!(d.reclaimed());
+        assert!(ack_with_retries(&d).await.0);
+    }
+    assert_eq!(pending(&client).await, 0);
+    assert!(
+        !local.left_pending.load(Ordering::SeqCst),
+        "its claim reached the end of the pending list: nothing left for a later loop"
+    );
+    stop_and_join(&stop_tx, task).await;
+}
+
 /// Receives the next delivery (bounded) and acks it; returns its id.
 async fn next_acked(rx: &mut mpsc::UnboundedReceiver<Delivery>, what: &str) -> String {
     let d = tokio::time::timeout(WAIT, rx.recv())
