@@ -21,7 +21,7 @@ pub const LAYOUT_VERSION: &str = LAYOUT_PLAIN;
 /// Turns the fields of `HGETALL <key>` into a [`StoredGroup`]; no fields means no group.
 pub(crate) fn parse(
     key: &str,
-    fields: HashMap<Vec<u8>, Vec<u8>>,
+    mut fields: HashMap<Vec<u8>, Vec<u8>>,
 ) -> Result<Option<StoredGroup>, StoreError> {
     if fields.is_empty() {
         return Ok(None);
@@ -54,14 +54,15 @@ pub(crate) fn parse(
         });
     }
     let revision = revision_of(key, &field("revision")?)?;
+    let updated_at = field("updatedAt")?;
+    // Taken, not copied: a large group's aggregate is megabytes.
     let raw = fields
-        .get("aggregate".as_bytes())
+        .remove("aggregate".as_bytes())
         .ok_or_else(|| StoreError::Corrupt {
             key: key.to_string(),
             detail: "the aggregate field is missing".into(),
         })?;
-    let aggregate = aggregate_codec::decode(key, &layout, raw.clone())?;
-    let updated_at = field("updatedAt")?;
+    let aggregate = aggregate_codec::decode(key, &layout, raw)?;
     Ok(Some(StoredGroup {
         aggregate,
         revision,
