@@ -1,16 +1,20 @@
-//! How a group's aggregate JSON is stored in its metadata hash's `aggregate` field.
+//! How a group's aggregate JSON is stored: in its metadata hash's `aggregate` field, or out of line.
 //!
-//! Redis's time per compare-and-set grows with the bytes a write carries (about 2-3 µs per KB: a
-//! 10,000-member aggregate, ~3 MB of JSON, held Redis for ~6 ms per write, blocking every other client of
-//! that Redis meanwhile). An aggregate of at least [`COMPRESS_FROM_BYTES`] is therefore stored LZ4-compressed
-//! (about a tenth of its size; compressing 3 MB takes the coordinator ~1.5 ms) under `layoutVersion` "2";
-//! smaller ones stay plain JSON under "1", readable with `redis-cli`, exactly as earlier versions wrote
-//! every aggregate. The layout is recorded with every write, so a reader knows which it holds, and a build
-//! that reads only "1" refuses a "2" as a newer layout instead of misreading it.
+//! Redis's time per compare-and-set grows with the bytes a write carries, and far more when they pass through
+//! a Lua script: Redis 7.0 spends ~1.2 µs per KB turning a script argument into a Lua string, against ~0.1 µs
+//! per KB for a plain `SET` (BENCHMARKS.md, "Performance, second step"). So a large aggregate (at least
+//! [`COMPRESS_FROM_BYTES`] of JSON) is LZ4-compressed (about a tenth of its size; ~1.5 ms for 3 MB) and stored
+//! out of line under `layoutVersion` "3": in the string key [`crate::aggregate_key`] of the hash, written by a
+//! plain `SET` of a staging key and renamed into place by the compare-and-set script after its checks, in one
+//! MULTI/EXEC (`store.rs`). Smaller ones stay plain JSON in the field under "1", readable with `redis-cli`,
+//! exactly as earlier versions wrote every aggregate. Layout "2" (compressed, in the field) was written by the
+//! version before this one and is still read. The layout is recorded with every write, so a reader knows
+//! which it holds, and a build that does not know a layout refuses it instead of misreading it.
 //!
-//! Stored form of layout "2": [`LZ4_MAGIC`], then an LZ4 block with its decompressed size prepended (4
-//! bytes, little-endian). A value that does not decode, decodes to more than [`MAX_DECODED_BYTES`] or is
-//! not UTF-8 is corrupt metadata: the group fails closed, as for any other damage.
+//! Compressed form (layouts "2" and "3"): [`LZ4_MAGIC`], then an LZ4 block with its decompressed size
+//! prepended (4 bytes, little-endian). A value that does not decode, decodes to more than
+//! [`MAX_DECODED_BYTES`] or is not UTF-8 is corrupt metadata: the group fails closed, as for any other
+//! damage; so is a layout "3" hash whose aggregate key is missing.
 
 use std::borrow::Cow;
 
@@ -18,8 +22,10 @@ use crate::error::StoreError;
 
 /// `layoutVersion` of a hash whose aggregate is plain JSON.
 pub const LAYOUT_PLAIN: &str = "1";
-/// `layoutVersion` of a hash whose aggregate is LZ4-compressed JSON.
+/// `layoutVersion` of a hash whose aggregate field is LZ4-compressed JSON (read, no longer written).
 pub const LAYOUT_LZ4: &str = "2";
+/// `layoutVersion` of a hash whose aggregate is LZ4-compressed JSON in its aggregate key.
+pub const LAYOUT_LZ4_OUT_OF_LINE: &str = "3";
 /// Aggregates at least this long are compressed (when compression is on).
 pub const COMPRESS_FROM_BYTES: usize = 64 * 1024;
 /// Marks a compressed value (JSON never starts with a NUL byte).
@@ -33,7 +39,7 @@ pub const MAX_DECODED_BYTES: usize = 512 * 1024 * 1024;
 pub enum AggregateCompression {
     /// Every aggregate is written as plain JSON (layout "1"), as versions before this one did.
     Off,
-    /// Aggregates of at least [`COMPRESS_FROM_BYTES`] are written LZ4-compressed (layout "2").
+    /// Aggregates of at least [`COMPRESS_FROM_BYTES`] are written LZ4-compressed, out of line (layout "3").
     #[default]
     Lz4,
 }
@@ -47,13 +53,14 @@ pub(crate) fn encode(
         let mut out = Vec::with_capacity(LZ4_MAGIC.len() + json.len() / 4);
         out.extend_from_slice(LZ4_MAGIC);
         out.extend_from_slice(&lz4_flex::block::compress_prepend_size(json.as_bytes()));
-        (Cow::Owned(out), LAYOUT_LZ4)
+        (Cow::Owned(out), LAYOUT_LZ4_OUT_OF_LINE)
     } else {
         (Cow::Borrowed(json.as_bytes()), LAYOUT_PLAIN)
     }
 }
 
-/// The aggregate JSON held by a hash of `layout` whose `aggregate` field is `raw`.
+/// The aggregate JSON held by a hash of `layout` whose aggregate is `raw` (its `aggregate` field, or for layout
+/// "3" its aggregate key).
 pub(crate) fn decode(key: &str, layout: &str, raw: Vec<u8>) -> Result<String, StoreError> {
     let corrupt = |detail: String| StoreError::Corrupt {
         key: key.to_string(),
@@ -61,12 +68,11 @@ pub(crate) fn decode(key: &str, layout: &str, raw: Vec<u8>) -> Result<String, St
     };
     let bytes = match layout {
         LAYOUT_PLAIN => raw,
-        LAYOUT_LZ4 => {
+        LAYOUT_LZ4 | LAYOUT_LZ4_OUT_OF_LINE => {
             let Some(block) = raw.strip_prefix(LZ4_MAGIC) else {
-                return Err(corrupt(
-                    "the aggregate field of a layoutVersion \"2\" hash does not start with the LZ4 marker"
-                        .into(),
-                ));
+                return Err(corrupt(format!(
+                    "the aggregate of a layoutVersion {layout:?} hash does not start with the LZ4 marker"
+                )));
             };
             let declared = block
                 .get(..4)
@@ -108,7 +114,7 @@ mod tests {
         let json = big_json();
         assert!(json.len() >= COMPRESS_FROM_BYTES);
         let (stored, layout) = encode(&json, AggregateCompression::Lz4);
-        assert_eq!(layout, LAYOUT_LZ4);
+        assert_eq!(layout, LAYOUT_LZ4_OUT_OF_LINE);
         assert!(stored.starts_with(LZ4_MAGIC));
         assert!(
             stored.len() * 4 < json.len(),
@@ -145,9 +151,11 @@ mod tests {
         huge.extend_from_slice(&u32::MAX.to_le_bytes());
         assert!(corrupt(huge), "declares more than the cap");
         assert!(matches!(
-            decode("k", "3", stored.into_owned()),
+            decode("k", "4", stored.clone().into_owned()),
             Err(StoreError::UnknownLayout { .. })
         ));
+        // What the previous version wrote (compressed, in the field) still decodes.
+        assert_eq!(decode("k", LAYOUT_LZ4, stored.into_owned()).unwrap(), json);
         assert!(matches!(
             decode("k", LAYOUT_PLAIN, vec![0xff, 0xfe]),
             Err(StoreError::Corrupt { .. })

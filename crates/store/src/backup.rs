@@ -5,8 +5,8 @@
 //! backup). Writing back is one script per key (`lua/restore_record.lua`) that first checks the key is still
 //! in the state the restore looked at (absent, or at the revision it compared against the backup), so a
 //! coordinator writing in between makes the restore stop instead of being overwritten. A group's restore
-//! also clears its leases and progress and leases its live members afresh in the same script (the three
-//! keys share the group's hash tag). Index entries are written as they were with plain HSET: the index is
+//! also clears its leases, progress and out-of-line aggregate and leases its live members afresh in the same
+//! script (the keys share the group's hash tag). Index entries are written as they were with plain HSET: the index is
 //! rebuildable and never part of a script. Key names are the caller's (`rsc_protocol::names`).
 
 use std::sync::LazyLock;
@@ -103,7 +103,9 @@ impl Store {
         let mut call = RESTORE.prepare_invoke();
         call.key(&keys.metadata)
             .key(&keys.leases)
-            .key(&keys.progress);
+            .key(&keys.progress)
+            .key(crate::keys::aggregate_key(&keys.metadata))
+            .key(crate::keys::aggregate_staging_key(&keys.metadata));
         hash_args(&mut call, record, lease_ttl_ms);
         call.arg(live_members);
         self.restore_reply(&call, &keys.metadata).await

@@ -54,7 +54,7 @@ pub enum StoreError {
 
     /// The metadata was written with a `layoutVersion` this build does not understand.
     #[error(
-        "metadata in {key} has unknown layoutVersion {found:?} (this build reads \"1\" and \"2\")"
+        "metadata in {key} has unknown layoutVersion {found:?} (this build reads \"1\", \"2\" and \"3\")"
     )]
     UnknownLayout { key: String, found: String },
 
@@ -130,7 +130,12 @@ fn is_transient_redis(e: &redis::RedisError) -> bool {
 /// Turns a WRONGTYPE error on one of a group's keys into [`StoreError::Corrupt`]: a group key of
 /// the wrong Redis type is damaged metadata, not a Redis failure.
 pub(crate) fn on_group_key(key: &str, e: redis::RedisError) -> StoreError {
-    if e.code() == Some("WRONGTYPE") {
+    // A transaction (a load, a staged write) reports its commands' errors together.
+    let wrong_type = e.code() == Some("WRONGTYPE")
+        || e.clone()
+            .into_server_errors()
+            .is_some_and(|errors| errors.iter().any(|(_, s)| s.code() == "WRONGTYPE"));
+    if wrong_type {
         StoreError::Corrupt {
             key: key.to_string(),
             detail: format!("a key of this group has the wrong Redis type: {e}"),

@@ -47,7 +47,7 @@ pub use connection::{RedisConn, RedisTopology};
 pub use diagnostics::AclAnswer;
 pub use error::StoreError;
 pub use index::{IndexEntry, IndexState};
-pub use keys::GroupKeys;
+pub use keys::{GroupKeys, aggregate_key, aggregate_staging_key};
 pub use limits::{ThrottleBudgets, ThrottleKeys, ThrottleReason, ThrottleVerdict, WindowCount};
 pub use messages::{PageDirection, StreamRecord};
 pub use metadata::{LAYOUT_VERSION, SCHEMA_VERSION};

@@ -7,21 +7,23 @@
 
 use std::collections::HashMap;
 
-use crate::aggregate_codec::{self, LAYOUT_LZ4, LAYOUT_PLAIN};
+use crate::aggregate_codec::{self, LAYOUT_LZ4, LAYOUT_LZ4_OUT_OF_LINE, LAYOUT_PLAIN};
 use crate::error::StoreError;
 use crate::outcome::StoredGroup;
 
 /// The only `schemaVersion` this build reads and writes.
 pub const SCHEMA_VERSION: &str = "1";
 /// The `layoutVersion` of a hash whose aggregate is plain JSON, as creates and restores write it; a
-/// compare-and-set of a large aggregate writes `"2"` (LZ4-compressed JSON, `aggregate_codec.rs`). This build
-/// reads both.
+/// compare-and-set of a large aggregate writes `"3"` (LZ4-compressed JSON in the aggregate key,
+/// `aggregate_codec.rs`). This build reads those and `"2"`.
 pub const LAYOUT_VERSION: &str = LAYOUT_PLAIN;
 
-/// Turns the fields of `HGETALL <key>` into a [`StoredGroup`]; no fields means no group.
+/// Turns the fields of `HGETALL <key>`, and the value of its aggregate key read in the same transaction
+/// (`out_of_line`), into a [`StoredGroup`]; no fields means no group.
 pub(crate) fn parse(
     key: &str,
     mut fields: HashMap<Vec<u8>, Vec<u8>>,
+    out_of_line: Option<Vec<u8>>,
 ) -> Result<Option<StoredGroup>, StoreError> {
     if fields.is_empty() {
         return Ok(None);
@@ -47,7 +49,7 @@ pub(crate) fn parse(
         });
     }
     let layout = field("layoutVersion")?;
-    if layout != LAYOUT_PLAIN && layout != LAYOUT_LZ4 {
+    if ![LAYOUT_PLAIN, LAYOUT_LZ4, LAYOUT_LZ4_OUT_OF_LINE].contains(&layout.as_str()) {
         return Err(StoreError::UnknownLayout {
             key: key.to_string(),
             found: layout,
@@ -56,12 +58,22 @@ pub(crate) fn parse(
     let revision = revision_of(key, &field("revision")?)?;
     let updated_at = field("updatedAt")?;
     // Taken, not copied: a large group's aggregate is megabytes.
-    let raw = fields
-        .remove("aggregate".as_bytes())
-        .ok_or_else(|| StoreError::Corrupt {
+    let raw = if layout == LAYOUT_LZ4_OUT_OF_LINE {
+        out_of_line.ok_or_else(|| StoreError::Corrupt {
             key: key.to_string(),
-            detail: "the aggregate field is missing".into(),
-        })?;
+            detail: format!(
+                "layoutVersion {layout:?} says the aggregate is in {}, which is missing",
+                crate::keys::aggregate_key(key)
+            ),
+        })?
+    } else {
+        fields
+            .remove("aggregate".as_bytes())
+            .ok_or_else(|| StoreError::Corrupt {
+                key: key.to_string(),
+                detail: "the aggregate field is missing".into(),
+            })?
+    };
     let aggregate = aggregate_codec::decode(key, &layout, raw)?;
     Ok(Some(StoredGroup {
         aggregate,
@@ -130,12 +142,14 @@ mod tests {
 
     #[test]
     fn empty_hash_is_no_group() {
-        assert_eq!(parse("k", HashMap::new()).expect("ok"), None);
+        assert_eq!(parse("k", HashMap::new(), None).expect("ok"), None);
     }
 
     #[test]
     fn valid_hash_is_read() {
-        let group = parse("k", hash(&valid())).expect("ok").expect("present");
+        let group = parse("k", hash(&valid()), None)
+            .expect("ok")
+            .expect("present");
         assert_eq!(group.aggregate, "{\"a\":1}");
         assert_eq!(group.revision, 12);
         assert_eq!(group.updated_at, "2026-01-01T00:00:00.000Z");
@@ -158,7 +172,7 @@ mod tests {
             with("revision", ""),
             with("revision", "99999999999999999999999"),
         ] {
-            match parse("k", fields) {
+            match parse("k", fields, None) {
                 Err(StoreError::Corrupt { key, .. }) => assert_eq!(key, "k"),
                 other => panic!("expected Corrupt, got {other:?}"),
             }
@@ -166,24 +180,51 @@ mod tests {
         let mut not_utf8 = hash(&valid());
         not_utf8.insert(b"aggregate".to_vec(), vec![0xff, 0xfe]);
         assert!(matches!(
-            parse("k", not_utf8),
+            parse("k", not_utf8, None),
             Err(StoreError::Corrupt { .. })
         ));
     }
 
     #[test]
     fn unknown_versions_are_refused() {
-        match parse("k", with("schemaVersion", "2")) {
+        match parse("k", with("schemaVersion", "2"), None) {
             Err(StoreError::UnknownSchema { key, found }) => {
                 assert_eq!((key.as_str(), found.as_str()), ("k", "2"));
             }
             other => panic!("expected UnknownSchema, got {other:?}"),
         }
-        match parse("k", with("layoutVersion", "7")) {
+        match parse("k", with("layoutVersion", "7"), None) {
             Err(StoreError::UnknownLayout { key, found }) => {
                 assert_eq!((key.as_str(), found.as_str()), ("k", "7"));
             }
             other => panic!("expected UnknownLayout, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn an_out_of_line_aggregate_is_read_from_its_key_and_its_absence_is_corrupt() {
+        let json = format!("{{\"m\":\"{}\"}}", "x".repeat(100_000));
+        let (stored, layout) =
+            aggregate_codec::encode(&json, aggregate_codec::AggregateCompression::Lz4);
+        assert_eq!(layout, LAYOUT_LZ4_OUT_OF_LINE);
+        let header = without("aggregate");
+        let mut header3 = header.clone();
+        header3.insert(b"layoutVersion".to_vec(), b"3".to_vec());
+        let group = parse("k", header3.clone(), Some(stored.into_owned()))
+            .expect("ok")
+            .expect("present");
+        assert_eq!(group.aggregate, json);
+        match parse("k", header3, None) {
+            Err(StoreError::Corrupt { key, detail }) => {
+                assert_eq!(key, "k");
+                assert!(detail.contains("k:aggregate"), "{detail}");
+            }
+            other => panic!("expected Corrupt, got {other:?}"),
+        }
+        // A stray aggregate key beside a layout "1" hash is not read: the field is.
+        let group = parse("k", hash(&valid()), Some(b"{\"stray\":1}".to_vec()))
+            .expect("ok")
+            .expect("present");
+        assert_eq!(group.aggregate, "{\"a\":1}");
     }
 }

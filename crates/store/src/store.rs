@@ -1,10 +1,12 @@
 //! The metadata store: the source of truth for every group, in Redis.
 //!
-//! Layout per group (all three keys share the group's hash tag, so one script can touch them all,
+//! Layout per group (all its keys share the group's hash tag, so one script can touch them all,
 //! also in a cluster): a `metadata` hash with the cold aggregate and its revision, a `leases` sorted
-//! set (member → deadline in Redis-server milliseconds) and a `progress` hash (member → JSON). Every
-//! change is one Lua script guarded by the revision (compare-and-set), so a write never lands on a
-//! state its author did not see. The hot path, [`Store::heartbeat`], is one EVALSHA that renews a
+//! set (member → deadline in Redis-server milliseconds) and a `progress` hash (member → JSON); a large
+//! aggregate lives out of line in the hash's aggregate key (`aggregate_codec.rs`). Every change is one Lua
+//! script guarded by the revision (compare-and-set), so a write never lands on a state its author did
+//! not see; a large aggregate is staged by a plain SET in the same MULTI/EXEC as the script, which
+//! renames it into place only if the write goes ahead. The hot path, [`Store::heartbeat`], is one EVALSHA that renews a
 //! lease and stores progress without touching the aggregate. The group index lives in another
 //! slot and is written with separate commands; it is rebuildable and never part of a script.
 
@@ -14,10 +16,10 @@ use std::time::{Duration, Instant};
 
 use redis::Value;
 
-use crate::aggregate_codec::{self, AggregateCompression};
+use crate::aggregate_codec::{self, AggregateCompression, LAYOUT_LZ4_OUT_OF_LINE};
 use crate::connection::{RedisConn, RedisTopology};
 use crate::error::{StoreError, on_group_key};
-use crate::keys::GroupKeys;
+use crate::keys::{GroupKeys, aggregate_key, aggregate_staging_key};
 use crate::metadata;
 use crate::outcome::{
     CasOutcome, CasWrite, CreateOutcome, DeleteOutcome, HeartbeatOutcome, PeerLease, StoredGroup,
@@ -111,14 +113,19 @@ impl Store {
         self.load_hash(&keys.metadata).await
     }
 
-    /// Reads and validates a metadata-shaped hash (a group's metadata or a stream record).
+    /// Reads and validates a metadata-shaped hash (a group's metadata or a stream record) and its
+    /// out-of-line aggregate, if it has one, in one transaction (so the two always belong together).
     pub(crate) async fn load_hash(&self, key: &str) -> Result<Option<StoredGroup>, StoreError> {
-        let fields: HashMap<Vec<u8>, Vec<u8>> = redis::cmd("HGETALL")
+        let (fields, out_of_line): (HashFields, Option<Vec<u8>>) = redis::pipe()
+            .atomic()
+            .cmd("HGETALL")
             .arg(key)
+            .cmd("GET")
+            .arg(aggregate_key(key))
             .query_async(&mut self.connection())
             .await
             .map_err(|e| on_group_key(key, e))?;
-        metadata::parse(key, fields)
+        metadata::parse(key, fields, out_of_line)
     }
 
     /// The revision a group's metadata is at (`Ok(None)` if the group does not exist): one HGET, to
@@ -146,7 +153,7 @@ impl Store {
     ) -> Result<CreateOutcome, StoreError> {
         positive_ttl(lease_ttl_ms)?;
         let mut call = self.scripts.create.prepare_invoke();
-        group_keys(&mut call, keys);
+        group_keys_with_aggregate(&mut call, keys);
         call.arg(aggregate_json)
             .arg(updated_at)
             .arg(lease_ttl_ms)
@@ -168,10 +175,11 @@ impl Store {
     pub async fn cas(&self, keys: &GroupKeys, write: &CasWrite) -> Result<CasOutcome, StoreError> {
         positive_ttl(write.lease_ttl_ms)?;
         let (aggregate, layout) = aggregate_codec::encode(&write.aggregate_json, self.compression);
+        let out_of_line = layout == LAYOUT_LZ4_OUT_OF_LINE;
         let mut call = self.scripts.cas.prepare_invoke();
-        group_keys(&mut call, keys);
+        group_keys_with_aggregate(&mut call, keys);
         call.arg(write.expected_revision)
-            .arg(&*aggregate)
+            .arg(if out_of_line { &[][..] } else { &*aggregate })
             .arg(&write.updated_at)
             .arg(write.lease_ttl_ms)
             .arg(write.not_before_ms)
@@ -188,7 +196,11 @@ impl Store {
             call.arg(member).arg(doc);
         }
         call.arg(&write.remove).arg(&write.drop_lease).arg(layout);
-        let reply = self.run(&call, keys).await?;
+        let reply = if out_of_line {
+            self.run_staged(&call, keys, &aggregate).await?
+        } else {
+            self.run(&call, keys).await?
+        };
         if let Some(outcome) = reply.written_or_conflict()? {
             return Ok(outcome);
         }
@@ -203,8 +215,63 @@ impl Store {
                 member: reply.text(0)?,
                 now_ms,
             }),
+            "NOT_STAGED" => Err(StoreError::unexpected(format!(
+                "the aggregate staged in {} was not there for the compare-and-set",
+                aggregate_staging_key(&keys.metadata)
+            ))),
             _ => Err(reply.unknown_status()),
         }
+    }
+
+    /// Runs the compare-and-set `call` of a large aggregate: `SET` of `staged` into the staging key (with an
+    /// expiry, in case the script does not run) and the script, in one MULTI/EXEC, so the aggregate never
+    /// passes through Lua. A script missing from Redis's cache (a restarted server) is loaded and the
+    /// transaction sent again; the script's checks make a repeat harmless.
+    async fn run_staged(
+        &self,
+        call: &redis::ScriptInvocation<'_>,
+        keys: &GroupKeys,
+        staged: &[u8],
+    ) -> Result<ScriptReply, StoreError> {
+        let metadata_key = &keys.metadata;
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .ignore_errors()
+            .cmd("SET")
+            .arg(aggregate_staging_key(metadata_key))
+            .arg(staged)
+            .arg("PX")
+            .arg(STAGED_AGGREGATE_TTL_MS)
+            .invoke_script(call);
+        let mut conn = self.connection();
+        for attempt in 0..2 {
+            let replies: Vec<Value> = pipe
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| on_group_key(metadata_key, e))?;
+            let [set, script]: [Value; 2] = replies.try_into().map_err(|r: Vec<Value>| {
+                StoreError::unexpected(format!("a staged write answered {} replies", r.len()))
+            })?;
+            if let Value::ServerError(e) = set {
+                return Err(on_group_key(metadata_key, e.into()));
+            }
+            match script {
+                Value::ServerError(e)
+                    if e.kind() == Some(redis::ServerErrorKind::NoScript) && attempt == 0 =>
+                {
+                    self.scripts
+                        .cas
+                        .load_async(&mut conn)
+                        .await
+                        .map_err(|e| on_group_key(metadata_key, e))?;
+                }
+                Value::ServerError(e) => return Err(on_group_key(metadata_key, e.into())),
+                value => return self.checked_reply(value, metadata_key),
+            }
+        }
+        Err(StoreError::unexpected(
+            "the compare-and-set script stayed missing from Redis's script cache after loading it",
+        ))
     }
 
     /// The hot path, exactly one round trip: if the group is still at `expected_revision` and
@@ -280,7 +347,7 @@ impl Store {
         expected_revision: u64,
     ) -> Result<DeleteOutcome, StoreError> {
         let mut call = self.scripts.delete.prepare_invoke();
-        group_keys(&mut call, keys);
+        group_keys_with_aggregate(&mut call, keys);
         call.arg(expected_revision);
         let reply = self.run(&call, keys).await?;
         match reply.status.as_str() {
@@ -457,6 +524,11 @@ impl Store {
             .invoke_async(&mut self.connection())
             .await
             .map_err(|e| on_group_key(metadata_key, e))?;
+        self.checked_reply(value, metadata_key)
+    }
+
+    /// A script's reply decoded; a CORRUPT reply is the error it reports against `metadata_key`.
+    fn checked_reply(&self, value: Value, metadata_key: &str) -> Result<ScriptReply, StoreError> {
         let reply = ScriptReply::parse(value)?;
         if reply.status == "CORRUPT" {
             return Err(StoreError::Corrupt {
@@ -474,6 +546,21 @@ fn group_keys(call: &mut redis::ScriptInvocation<'_>, keys: &GroupKeys) {
         .key(&keys.leases)
         .key(&keys.progress);
 }
+
+/// [`group_keys`], then the out-of-line aggregate's key and its staging key as KEYS[4..5] (the scripts that
+/// write or delete the aggregate: create, cas, delete).
+fn group_keys_with_aggregate(call: &mut redis::ScriptInvocation<'_>, keys: &GroupKeys) {
+    group_keys(call, keys);
+    call.key(aggregate_key(&keys.metadata))
+        .key(aggregate_staging_key(&keys.metadata));
+}
+
+/// A hash as `HGETALL` returns it.
+type HashFields = HashMap<Vec<u8>, Vec<u8>>;
+
+/// How long a staged aggregate may outlive a transaction whose script did not run (it is renamed or deleted
+/// by the script otherwise).
+const STAGED_AGGREGATE_TTL_MS: u64 = 60_000;
 
 fn positive_ttl(lease_ttl_ms: i64) -> Result<(), StoreError> {
     if lease_ttl_ms > 0 {

@@ -205,6 +205,8 @@ fn is_coordinator_key(kp: &str, key: &str) -> bool {
     ];
     let shapes = [
         names::group_metadata_key(kp, M, M),
+        rsc_store::aggregate_key(&names::group_metadata_key(kp, M, M)),
+        rsc_store::aggregate_staging_key(&names::group_metadata_key(kp, M, M)),
         names::group_leases_key(kp, M, M),
         names::group_progress_key(kp, M, M),
         names::stream_record_key(kp, M),
@@ -437,6 +439,8 @@ mod tests {
         for k in [
             "redis-stream:coord:{orders:billing}:metadata",
             "redis-stream:coord:{orders:billing}:leases",
+            "redis-stream:coord:{orders:billing}:metadata:aggregate",
+            "redis-stream:coord:{orders:billing}:metadata:aggregate-staging",
             "redis-stream:coord:{orders}:stream",
             "redis-stream:coord:group-index",
             "redis-stream:coord:audit",

@@ -6,10 +6,11 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
 pub struct StoreConfig {
     pub key_prefix: String,
-    /// How a group's aggregate of 64 KiB or more is written: `lz4` (compressed, layoutVersion "2": about a
-    /// tenth of the bytes, so a tenth of the Redis time per write) or `off` (plain JSON, as versions before
-    /// this one wrote it and the only layout they read: use `off` while replicas of an earlier version still
-    /// run against the same Redis). Both are read either way.
+    /// How a group's aggregate of 64 KiB or more is written: `lz4` (compressed, in its own key beside the
+    /// hash, layoutVersion "3": about a tenth of the bytes, and none through Lua, so a small part of the Redis
+    /// time per write) or `off` (plain JSON in the hash, as earlier versions wrote it and the only layout they
+    /// read: use `off` while replicas of an earlier version still run against the same Redis). Every layout
+    /// is read either way.
     pub aggregate_compression: AggregateCompression,
 }
 

@@ -1,23 +1,39 @@
 -- cas.lua: write a new aggregate if the stored revision is the expected one and every lease
 -- condition holds. All checks run before any write, so a refused call changes nothing.
--- KEYS[1] metadata hash, KEYS[2] leases zset, KEYS[3] progress hash (one hash slot).
--- ARGV[1] expected revision, ARGV[2] aggregate (JSON, or LZ4-compressed JSON: store/src/aggregate_codec.rs),
+-- KEYS[1] metadata hash, KEYS[2] leases zset, KEYS[3] progress hash, KEYS[4] aggregate key, KEYS[5] staging
+-- key (one hash slot).
+-- ARGV[1] expected revision, ARGV[2] aggregate for the hash's field (plain JSON; empty for layout '3'),
 -- ARGV[3] updatedAt, ARGV[4] lease TTL ms,
 -- ARGV[5] not-before ms (0 = none), ARGV[6..11] counts of the six lists that follow in this order:
 -- must-be-lapsed, must-be-live, renew, progress (member and document pairs: the count is of pairs),
 -- remove (lease and progress), drop-lease (the lease only: the member's last progress stays readable).
 -- They are applied in that order, so a removal wins over a renewal or a progress write. The last ARGV is the
--- layoutVersion the aggregate is written under ('1' plain JSON, '2' compressed).
+-- layoutVersion the aggregate is written under: '1', the field; '3', out of line: the caller SET the
+-- compressed aggregate (store/src/aggregate_codec.rs) into the staging key in the same MULTI/EXEC, and this
+-- script renames it into the aggregate key if the write goes ahead and deletes it if not. (A large argument
+-- costs Redis far more inside a script than in a plain SET.)
 -- A lease is live while now < deadline; lapsed when now >= deadline or absent.
 -- Replies: the prelude's CONFLICT/CORRUPT | {'TOO_EARLY', now} | {'LEASE_ACTIVE', now, member}
---        | {'LEASE_LAPSED', now, member} | {'WRITTEN', now, new revision}.
+--        | {'LEASE_LAPSED', now, member} | {'WRITTEN', now, new revision}
+--        | {'NOT_STAGED', now} (layout '3' without a staged aggregate: the SET before it failed).
+local layout = ARGV[#ARGV]
+local function refuse(reply)
+  if layout == '3' then
+    redis.call('DEL', KEYS[5])
+  end
+  return reply
+end
+
 local current, refused = check_revision(ARGV[1])
 if refused then
-  return refused
+  return refuse(refused)
+end
+if layout == '3' and redis.call('EXISTS', KEYS[5]) == 0 then
+  return {'NOT_STAGED', now}
 end
 
 if now < tonumber(ARGV[5]) then
-  return {'TOO_EARLY', now}
+  return refuse({'TOO_EARLY', now})
 end
 
 local n_lapsed = tonumber(ARGV[6])
@@ -31,7 +47,7 @@ local first = 12
 for i = first, first + n_lapsed - 1 do
   local deadline = redis.call('ZSCORE', KEYS[2], ARGV[i])
   if deadline and now < tonumber(deadline) then
-    return {'LEASE_ACTIVE', now, ARGV[i]}
+    return refuse({'LEASE_ACTIVE', now, ARGV[i]})
   end
 end
 first = first + n_lapsed
@@ -39,7 +55,7 @@ first = first + n_lapsed
 for i = first, first + n_live - 1 do
   local deadline = redis.call('ZSCORE', KEYS[2], ARGV[i])
   if (not deadline) or now >= tonumber(deadline) then
-    return {'LEASE_LAPSED', now, ARGV[i]}
+    return refuse({'LEASE_LAPSED', now, ARGV[i]})
   end
 end
 first = first + n_live
@@ -66,9 +82,16 @@ for i = first, first + n_drop_lease - 1 do
 end
 
 local next_revision = current + 1
+if layout == '3' then
+  redis.call('RENAME', KEYS[5], KEYS[4])
+  redis.call('PERSIST', KEYS[4])
+  redis.call('HDEL', KEYS[1], 'aggregate')
+else
+  redis.call('DEL', KEYS[4])
+  redis.call('HSET', KEYS[1], 'aggregate', ARGV[2])
+end
 redis.call('HSET', KEYS[1],
-  'aggregate', ARGV[2],
   'revision', string.format('%.0f', next_revision),
   'updatedAt', ARGV[3],
-  'layoutVersion', ARGV[#ARGV])
+  'layoutVersion', layout)
 return {'WRITTEN', now, next_revision}
