@@ -75,6 +75,30 @@ async fn stored(
     (field, layout, out_of_line)
 }
 
+/// The group as the store loads it (it must exist and load).
+async fn load_ok(store: &Store, keys: &rsc_store::GroupKeys) -> rsc_store::StoredGroup {
+    store.load(keys).await.expect("load").expect("exists")
+}
+
+/// Writes the hash's aggregate field and layoutVersion by hand, as an earlier version left them.
+async fn write_field_as_before(
+    store: &Store,
+    keys: &rsc_store::GroupKeys,
+    field: &[u8],
+    layout: &str,
+) {
+    let _: i64 = raw(
+        store,
+        redis::cmd("HSET")
+            .arg(&keys.metadata)
+            .arg("aggregate")
+            .arg(field)
+            .arg("layoutVersion")
+            .arg(layout),
+    )
+    .await;
+}
+
 async fn exists(store: &Store, key: &str) -> bool {
     let n: i64 = raw(store, redis::cmd("EXISTS").arg(key)).await;
     n == 1
@@ -102,13 +126,13 @@ async fn a_large_aggregate_is_stored_compressed_and_loads_back_the_same(store: &
         bytes.len(),
         json.len()
     );
-    let loaded = store.load(&keys).await.expect("load").expect("exists");
+    let loaded = load_ok(store, &keys).await;
     assert_eq!(loaded.aggregate, json);
     assert_eq!(loaded.revision, 2);
     // A second large write replaces it.
     let json = large_json(3).replace("ACTIVE", "FENCED");
     write(store, &keys, 3, &json).await;
-    let loaded = store.load(&keys).await.expect("load").expect("exists");
+    let loaded = load_ok(store, &keys).await;
     assert_eq!((loaded.aggregate, loaded.revision), (json, 3));
     // A later small write goes back to plain JSON in the field under layout "1", and the aggregate key goes.
     write(store, &keys, 4, r#"{"storeRevision":4}"#).await;
@@ -117,7 +141,7 @@ async fn a_large_aggregate_is_stored_compressed_and_loads_back_the_same(store: &
         (field.as_deref(), layout.as_str(), out_of_line),
         (Some(&br#"{"storeRevision":4}"#[..]), "1", None)
     );
-    let loaded = store.load(&keys).await.expect("load").expect("exists");
+    let loaded = load_ok(store, &keys).await;
     assert_eq!(loaded.aggregate, r#"{"storeRevision":4}"#);
 }
 
@@ -131,17 +155,8 @@ async fn a_compressed_aggregate_in_the_field_written_by_the_previous_version_sti
     let json = large_json(1);
     let mut field = LZ4_MAGIC.to_vec();
     field.extend_from_slice(&lz4_flex::block::compress_prepend_size(json.as_bytes()));
-    let _: i64 = raw(
-        store,
-        redis::cmd("HSET")
-            .arg(&keys.metadata)
-            .arg("aggregate")
-            .arg(field)
-            .arg("layoutVersion")
-            .arg("2"),
-    )
-    .await;
-    let loaded = store.load(&keys).await.expect("load").expect("exists");
+    write_field_as_before(store, &keys, &field, "2").await;
+    let loaded = load_ok(store, &keys).await;
     assert_eq!(loaded.aggregate, json);
     // This version's next write moves it out of line and drops the field.
     let json = large_json(2);
@@ -149,15 +164,7 @@ async fn a_compressed_aggregate_in_the_field_written_by_the_previous_version_sti
     let (field, layout, out_of_line) = stored(store, &keys).await;
     assert_eq!((field, layout.as_str()), (None, "3"));
     assert!(out_of_line.is_some());
-    assert_eq!(
-        store
-            .load(&keys)
-            .await
-            .expect("load")
-            .expect("exists")
-            .aggregate,
-        json
-    );
+    assert_eq!(load_ok(store, &keys).await.aggregate, json);
 }
 
 async fn a_refused_large_write_changes_nothing_and_leaves_nothing_staged(
@@ -199,7 +206,7 @@ async fn a_refused_large_write_changes_nothing_and_leaves_nothing_staged(
     );
     assert_eq!(stored(store, &keys).await, before, "nothing was written");
     assert!(!exists(store, &aggregate_staging_key(&keys.metadata)).await);
-    let loaded = store.load(&keys).await.expect("load").expect("exists");
+    let loaded = load_ok(store, &keys).await;
     assert_eq!((loaded.aggregate, loaded.revision), (json, 2));
 }
 
@@ -248,15 +255,7 @@ async fn delete_create_and_restore_leave_no_out_of_line_aggregate_behind(
     .await;
     create_group(store, &keys, &["m1"]).await;
     assert!(!exists(store, &aggregate_key(&keys.metadata)).await);
-    assert_eq!(
-        store
-            .load(&keys)
-            .await
-            .expect("load")
-            .expect("exists")
-            .revision,
-        1
-    );
+    assert_eq!(load_ok(store, &keys).await.revision, 1);
 }
 
 async fn a_large_write_reloads_a_script_redis_forgot(store: &Store, name: &str) {
@@ -267,15 +266,7 @@ async fn a_large_write_reloads_a_script_redis_forgot(store: &Store, name: &str) 
     let json = large_json(2);
     write(store, &keys, 2, &json).await;
     assert_eq!(stored(store, &keys).await.1, "3");
-    assert_eq!(
-        store
-            .load(&keys)
-            .await
-            .expect("load")
-            .expect("exists")
-            .aggregate,
-        json
-    );
+    assert_eq!(load_ok(store, &keys).await.aggregate, json);
 }
 
 async fn a_large_plain_aggregate_written_before_compression_still_loads(store: &Store, name: &str) {
@@ -283,17 +274,8 @@ async fn a_large_plain_aggregate_written_before_compression_still_loads(store: &
     create_group(store, &keys, &["m1"]).await;
     // What a version without compression left: plain JSON of any size, layoutVersion "1".
     let json = large_json(1);
-    let _: i64 = raw(
-        store,
-        redis::cmd("HSET")
-            .arg(&keys.metadata)
-            .arg("aggregate")
-            .arg(&json)
-            .arg("layoutVersion")
-            .arg("1"),
-    )
-    .await;
-    let loaded = store.load(&keys).await.expect("load").expect("exists");
+    write_field_as_before(store, &keys, json.as_bytes(), "1").await;
+    let loaded = load_ok(store, &keys).await;
     assert_eq!(loaded.aggregate, json);
     // And this version's next write of it compresses it.
     write(store, &keys, 2, &large_json(2)).await;
@@ -311,15 +293,7 @@ async fn with_compression_off_every_aggregate_is_plain_json(store: &Store, name:
     let (field, layout, out_of_line) = stored(&store, &keys).await;
     assert_eq!((layout.as_str(), out_of_line), ("1", None));
     assert_eq!(field.as_deref(), Some(json.as_bytes()));
-    assert_eq!(
-        store
-            .load(&keys)
-            .await
-            .expect("load")
-            .expect("exists")
-            .aggregate,
-        json
-    );
+    assert_eq!(load_ok(&store, &keys).await.aggregate, json);
 }
 
 async fn a_damaged_compressed_aggregate_fails_closed(store: &Store, name: &str) {
