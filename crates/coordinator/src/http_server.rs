@@ -37,9 +37,12 @@ pub async fn serve(
     stop: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
     let permits = Arc::new(Semaphore::new(config.max_connections as usize));
-    let app = app.layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
-        config.body_read_timeout.0,
-    ));
+    // Around the router rather than through `Router::layer`, which would box every route once more.
+    let app = tower::ServiceBuilder::new()
+        .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
+            config.body_read_timeout.0,
+        ))
+        .service(app);
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()

@@ -1,33 +1,17 @@
-//! HTTP glue for metrics (`crate::metrics` holds the metrics themselves): the layer that counts and times every request by route *template*, the
-//! `GET /metrics` handler, and the optional unauthenticated metrics-only router for a separate listener.
+//! HTTP glue for metrics (`crate::metrics` holds the metrics themselves; the edge middleware counts and times
+//! every request by route *template*): the `GET /metrics` handler, and the optional unauthenticated
+//! metrics-only router for a separate listener.
 
 use crate::coordinator::Coordinator;
 use axum::Router;
-use axum::extract::{MatchedPath, Request, State};
+use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use std::sync::Arc;
-use std::time::Instant;
 
 /// Route label for requests that matched no route (so unknown paths cannot grow the label set).
 pub const UNMATCHED: &str = "unmatched";
-
-/// Middleware: counts and times the request under its matched route template.
-pub async fn track(State(c): State<Arc<Coordinator>>, req: Request, next: Next) -> Response {
-    let started = Instant::now();
-    let method = req.method().clone();
-    let route = req.extensions().get::<MatchedPath>().cloned();
-    let response = next.run(req).await;
-    c.metrics().observe_request(
-        method.as_str(),
-        route.as_ref().map_or(UNMATCHED, MatchedPath::as_str),
-        response.status().as_u16(),
-        started.elapsed().as_secs_f64(),
-    );
-    response
-}
 
 /// `GET /metrics`: the OpenMetrics exposition.
 pub async fn metrics(State(c): State<Arc<Coordinator>>) -> Response {

@@ -17,7 +17,7 @@ use super::tokens::hex;
 use crate::access::{Access, MAX_BODY_BYTES, MatchedRoute};
 use crate::error::ApiError;
 use axum::body::Body;
-use axum::extract::{ConnectInfo, FromRequestParts, RawPathParams, Request, State};
+use axum::extract::{ConnectInfo, FromRequestParts, RawPathParams, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, header};
 use axum::middleware::Next;
@@ -64,10 +64,12 @@ fn forbidden(message: String) -> Response {
     ApiError::new(ErrorCode::Forbidden, message).into_response()
 }
 
-pub async fn guard(State(sec): State<Arc<Security>>, req: Request, next: Next) -> Response {
+/// Runs the guard for a request already resolved to a route of the table (the API's edge middleware calls it
+/// with the route's [`MatchedRoute`] attached), then the handler behind `next` if the request may pass.
+pub async fn guard(sec: &Security, req: Request, next: Next) -> Response {
     let started = Instant::now();
     // Fail closed: a request that did not resolve to a route of the table never reaches a handler (the
-    // route layer refuses it first; this is the second lock on the same door).
+    // edge refuses it first; this is the second lock on the same door).
     let Some(route) = req.extensions().get::<MatchedRoute>().cloned() else {
         return ApiError::new(
             ErrorCode::NotFound,
@@ -89,7 +91,7 @@ pub async fn guard(State(sec): State<Arc<Security>>, req: Request, next: Next) -
     parts.extensions.insert(ClientAddr(client.clone()));
     parts.extensions.insert(RequestId(echo.clone()));
     let ctx = Ctx {
-        sec: &sec,
+        sec,
         route: &route,
         target: &target,
         client: &client,
