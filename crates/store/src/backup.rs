@@ -101,11 +101,7 @@ impl Store {
             });
         }
         let mut call = RESTORE.prepare_invoke();
-        call.key(&keys.metadata)
-            .key(&keys.leases)
-            .key(&keys.progress)
-            .key(crate::keys::aggregate_key(&keys.metadata))
-            .key(crate::keys::aggregate_staging_key(&keys.metadata));
+        crate::store::group_keys_with_aggregate(&mut call, keys);
         hash_args(&mut call, record, lease_ttl_ms);
         call.arg(live_members);
         self.restore_reply(&call, &keys.metadata).await

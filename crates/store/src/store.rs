@@ -266,7 +266,7 @@ impl Store {
                         .map_err(|e| on_group_key(metadata_key, e))?;
                 }
                 Value::ServerError(e) => return Err(on_group_key(metadata_key, e.into())),
-                value => return self.checked_reply(value, metadata_key),
+                value => return checked_reply(value, metadata_key),
             }
         }
         Err(StoreError::unexpected(
@@ -524,19 +524,7 @@ impl Store {
             .invoke_async(&mut self.connection())
             .await
             .map_err(|e| on_group_key(metadata_key, e))?;
-        self.checked_reply(value, metadata_key)
-    }
-
-    /// A script's reply decoded; a CORRUPT reply is the error it reports against `metadata_key`.
-    fn checked_reply(&self, value: Value, metadata_key: &str) -> Result<ScriptReply, StoreError> {
-        let reply = ScriptReply::parse(value)?;
-        if reply.status == "CORRUPT" {
-            return Err(StoreError::Corrupt {
-                key: metadata_key.to_string(),
-                detail: reply.text(0)?,
-            });
-        }
-        Ok(reply)
+        checked_reply(value, metadata_key)
     }
 }
 
@@ -547,9 +535,21 @@ fn group_keys(call: &mut redis::ScriptInvocation<'_>, keys: &GroupKeys) {
         .key(&keys.progress);
 }
 
+/// A script's reply decoded; a CORRUPT reply is the error it reports against `metadata_key`.
+fn checked_reply(value: Value, metadata_key: &str) -> Result<ScriptReply, StoreError> {
+    let reply = ScriptReply::parse(value)?;
+    if reply.status == "CORRUPT" {
+        return Err(StoreError::Corrupt {
+            key: metadata_key.to_string(),
+            detail: reply.text(0)?,
+        });
+    }
+    Ok(reply)
+}
+
 /// [`group_keys`], then the out-of-line aggregate's key and its staging key as KEYS[4..5] (the scripts that
-/// write or delete the aggregate: create, cas, delete).
-fn group_keys_with_aggregate(call: &mut redis::ScriptInvocation<'_>, keys: &GroupKeys) {
+/// write or delete the aggregate: create, cas, delete, and a group's restore).
+pub(crate) fn group_keys_with_aggregate(call: &mut redis::ScriptInvocation<'_>, keys: &GroupKeys) {
     group_keys(call, keys);
     call.key(aggregate_key(&keys.metadata))
         .key(aggregate_staging_key(&keys.metadata));

@@ -25,7 +25,7 @@ pub struct Edge {
 }
 
 /// The middleware (see the module comment).
-pub async fn edge(State(edge): State<Edge>, req: Request, next: Next) -> Response {
+pub async fn edge(State(edge): State<Edge>, mut req: Request, next: Next) -> Response {
     let started = Instant::now();
     let method = req.method().clone();
     let route = req.extensions().get::<MatchedPath>().cloned();
@@ -34,7 +34,6 @@ pub async fn edge(State(edge): State<Edge>, req: Request, next: Next) -> Respons
         Some(path) => match edge.specs.resolve(path.as_str(), req.method()) {
             None => super::method_not_allowed(req).await.into_response(),
             Some(spec) => {
-                let mut req = req;
                 req.extensions_mut().insert(spec);
                 crate::security::guard::guard(&edge.security, req, next).await
             }
