@@ -140,7 +140,7 @@ impl Resharding<'_> {
             return drained;
         }
         let grace_passed = self.clock().now_ms() >= self.drain_evidence_from_ms(g);
-        for p in rsc_group::ordering::waited_parents(g) {
+        for p in g.waited_parents() {
             let key = shard_stream_key(&g.stream_prefix, p);
             let point = g.ordering_switch_points.get(&p);
             if point.is_none() && !grace_passed {

@@ -22,7 +22,7 @@
 use super::client::{Client, at};
 use super::store::{SimStore, WriteRecord, Writer};
 use super::world::OrderedSwitch;
-use rsc_group::heartbeat::Signals;
+use rsc_group::durability::Signals;
 use rsc_group::invariants;
 use rsc_group::model::{Group, MemberState, ShardSet};
 use rsc_protocol::ordering::ShardBoundary;
@@ -271,8 +271,7 @@ pub fn children_wait_for_parents(g: &Group, switch: &OrderedSwitch) {
                 assert!(
                     waiting.is_empty()
                         || (switch.points.contains_key(s)
-                            && rsc_group::ordering::read_fences(g, &m.assigned).get(s)
-                                == switch.points.get(s)),
+                            && g.read_fences(&m.assigned).get(s) == switch.points.get(s)),
                     "ordering: child shard {s} granted to {} without its read fence while parents \
                      {waiting:?} may hold pre-switch records",
                     m.member_id

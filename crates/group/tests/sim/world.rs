@@ -31,8 +31,8 @@ use super::store::SimStore;
 use super::{STEP_MS, TIMING};
 use rsc_group::heartbeat::Transition;
 use rsc_group::invariants;
-use rsc_group::migration::{self, Migration, MigrationState};
-use rsc_group::model::{Group, GroupState, MemberState, ShardSet};
+use rsc_group::migration;
+use rsc_group::model::{Group, GroupState, MemberState, Migration, MigrationState, ShardSet};
 use rsc_group::ordering;
 use rsc_protocol::wire::HeartbeatRequest;
 use std::collections::BTreeMap;
@@ -524,7 +524,7 @@ impl World {
                     .expect("small epochs")
             }
             81..=200 if !g.ordering_gates.is_empty() => {
-                let waited = ordering::waited_parents(&g);
+                let waited = g.waited_parents();
                 let pick = *waited
                     .iter()
                     .nth(self.orng.below(waited.len() as u64) as usize)
@@ -570,7 +570,7 @@ impl World {
         assert!(adopted, "the group adopts the switch it waited for");
         ordering::close_gates(g, from, to, &self.switch.points, self.now, &TIMING);
         g.routing_version = self.store.routing_version;
-        self.summary.fenced_children += ordering::read_fences(g, &(0..from).collect()).len() as u64;
+        self.summary.fenced_children += g.read_fences(&(0..from).collect()).len() as u64;
         self.switch.adopted = true;
         true
     }
@@ -617,7 +617,7 @@ impl World {
             self.adopt_pending(&mut g)
         };
         let all = g.draining_shards.clone();
-        let waited = ordering::waited_parents(&g);
+        let waited = g.waited_parents();
         self.switch.evidenced.extend(waited.iter().copied());
         let released =
             migration::release_drained(&mut g, &all, self.now, &TIMING).expect("small epochs");
