@@ -13,6 +13,8 @@
 //! - [`migration`]: resharding as a group sees it (adopt, drain, rollback, force-complete).
 //! - [`ordering`]: per-key order across a scale: gates on child shards until their parents drained.
 //! - [`stream`]: the stream record that owns the shard count and routing.
+//! - [`reshard`]: resharding at the stream level (the stream record's transitions, bringing a group in line
+//!   with it, drain evidence, an operator's end of a migration), pure.
 //! - [`durability`]: suspecting a metadata rollback, failing closed, and the repairs (new lifecycle).
 //! - [`replica`]: what a coordinator replica does with a heartbeat, a queue of writes and a reconciler pass,
 //!   as sans-I/O state machines that the coordinator and the simulation both drive.
@@ -33,6 +35,7 @@ pub mod ordering;
 pub mod quiesce;
 pub mod rebalance;
 pub mod replica;
+pub mod reshard;
 pub mod stream;
 pub mod tick;
 pub mod timing;
