@@ -96,14 +96,20 @@ pub fn removed_shards_still_held(g: &Group) -> ShardSet {
         .collect()
 }
 
-/// Moves the active migration along: ACTIVE → DRAINING once members converged (or none are left);
-/// DRAINING → DEPRECATED once no removed shard is draining or held. Returns whether anything changed;
-/// nothing changes when an epoch would overflow.
+/// Moves the active migration along: ACTIVE → DRAINING once members converged (or none are left) and no
+/// ordering gate is closed; DRAINING → DEPRECATED once no removed shard is draining or held. Returns whether
+/// anything changed; nothing changes when an epoch would overflow.
+///
+/// A closed gate keeps the migration ACTIVE even when the group looks converged — every child granted
+/// fenced (a scale-in), or no member left to grant to: the stream's migration must not complete, nor a next
+/// scale supersede the gates, while a parent still holds records from before the switch (found by the
+/// simulation: a group that was EMPTY completed its migration with gates closed, and the next scale's
+/// adoption lifted a survivor's fence before its parent was consumed).
 pub fn advance(g: &mut Group, now_ms: i64) -> Result<bool, EpochOverflow> {
     let Some(id) = g.active_migration_id.clone() else {
         return Ok(false);
     };
-    let converged = g.state != GroupState::Reconciling;
+    let converged = g.state != GroupState::Reconciling && g.ordering_gates.is_empty();
     let drained = g.draining_shards.is_empty() && removed_shards_still_held(g).is_empty();
     let bump = bumped(g);
     let next_version = incremented("metadataVersion", g.metadata_version);
@@ -166,6 +172,35 @@ pub fn rollback(
     if m.state == MigrationState::RolledBack {
         return Ok(false);
     }
+    roll_back(g, m, reason, now_ms, timing)
+}
+
+/// Takes in the stream's rollback of migration `id`: as [`rollback`], and also when this group's own copy
+/// completed already (DEPRECATED) while the stream's was still active — its drained shards were released,
+/// but routing goes back to the `from` count, so the group must too (else producers route to shards it never
+/// assigns; found by the simulation). A migration this group never had, or ended otherwise, is left alone.
+pub fn take_in_rollback(
+    g: &mut Group,
+    id: &str,
+    reason: &str,
+    now_ms: i64,
+    timing: &Timing,
+) -> Result<bool, MigrationError> {
+    match g.migration(id).cloned() {
+        Some(m) if m.state == MigrationState::Deprecated => roll_back(g, m, reason, now_ms, timing),
+        Some(m) if !m.state.is_terminal() => rollback(g, id, reason, now_ms, timing),
+        _ => Ok(false),
+    }
+}
+
+/// Rolls `m` back to its `from` shard count (checked by the caller).
+fn roll_back(
+    g: &mut Group,
+    m: Migration,
+    reason: &str,
+    now_ms: i64,
+    timing: &Timing,
+) -> Result<bool, MigrationError> {
     let bump = bumped(g)?;
     let from = m.from_shard_count;
     let current = g.shard_count;

@@ -6,7 +6,7 @@
 //! switch point ([`may_adopt`]): adopting closes the gates with them, so a surviving child is granted with
 //! a read fence instead of being withheld. Producer routing does not wait for it.
 
-use crate::migration::{MigrationError, adopt, force_complete, release_drained, rollback};
+use crate::migration::{MigrationError, adopt, force_complete, release_drained, take_in_rollback};
 use crate::model::{Group, MigrationState, ShardSet};
 use crate::ordering::{close_gates, open_gates};
 use crate::stream::StreamRecord;
@@ -32,8 +32,8 @@ pub fn may_adopt(record: &StreamRecord) -> bool {
             .is_some_and(|m| (0..m.from_shard_count).all(|s| m.switch_points.contains_key(&s)))
 }
 
-/// Brings `g` in line with `stream`: applies the rollbacks and force-completes the stream recorded for
-/// migrations still active here (first taking in a switched migration that was force-completed before this
+/// Brings `g` in line with `stream`: applies the rollbacks the stream recorded (also of a migration this
+/// group completed before the stream did) and the force-completes it recorded for migrations still active here (first taking in a switched migration that was force-completed before this
 /// group adopted it, so the group ends on the stream's shard count), adopts the active migration once it
 /// may (closing an ordered switch's gates by the stream's counts, surviving children fenced at their switch
 /// points), and takes the stream's routing version with the switch (or rollback) it has taken in, in the
@@ -55,17 +55,19 @@ pub fn sync_to_stream(
         {
             changed |= adopt(g, ended, now_ms, timing)?;
         }
+        let reason = ended.end_reason.clone().unwrap_or_default();
+        if ended.state == MigrationState::RolledBack {
+            // Also when this group's copy completed before the stream's did.
+            changed |= take_in_rollback(g, &ended.resharding_id, &reason, now_ms, timing)?;
+            continue;
+        }
         let active_here = g
             .migration(&ended.resharding_id)
             .is_some_and(|m| !m.state.is_terminal());
         if !active_here {
             continue;
         }
-        let reason = ended.end_reason.clone().unwrap_or_default();
         changed |= match ended.state {
-            MigrationState::RolledBack => {
-                rollback(g, &ended.resharding_id, &reason, now_ms, timing)?
-            }
             MigrationState::ForceCompleted | MigrationState::Aborted => {
                 force_complete(g, &ended.resharding_id, &reason, now_ms, timing)?
             }
