@@ -152,10 +152,7 @@ fn learn(ctx: &mut Context, req: &HeartbeatRequest, resp: &rsc_protocol::wire::H
             ctx.views.remove(id);
         }
         HeartbeatStatus::Ok | HeartbeatStatus::SyncMetadata | HeartbeatStatus::RevokePending => {
-            let view = ctx
-                .views
-                .entry(id.clone())
-                .or_insert_with(MemberView::default);
+            let view = ctx.views.entry(id.clone()).or_default();
             view.epoch = resp.member_epoch;
             view.metadata_version = resp.metadata_version;
             view.assigned = resp
