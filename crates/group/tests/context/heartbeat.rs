@@ -4,7 +4,7 @@
 //! from its answer what a member of the SDK's model would.
 
 use super::answer::{Answered, Persisted};
-use super::{Context, MemberView};
+use super::Context;
 use rsc_group::heartbeat::{Outcome, decide};
 use rsc_protocol::wire::{
     HeartbeatRequest, HeartbeatStatus, RevokeState, RevokingShardReport, RuntimeConsumerCapacity,
