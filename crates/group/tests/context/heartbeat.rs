@@ -3,8 +3,8 @@
 //! (nothing, a conditional renewal, or a compare-and-set with its lease conditions). The member then learns
 //! from its answer what a member of the SDK's model would.
 
-use super::answer::{Answered, Persisted};
 use super::Context;
+use super::answer::{Answered, Persisted};
 use rsc_group::heartbeat::{Outcome, decide};
 use rsc_protocol::wire::{
     HeartbeatRequest, HeartbeatStatus, RevokeState, RevokingShardReport, RuntimeConsumerCapacity,

@@ -12,6 +12,7 @@
 //!   them; [`ledger`]: per-key order, no double read, nothing lost;
 //! - [`operator`]: the operator's scales, rollbacks and force-completes, and the switches they make;
 //! - [`checks`]: ARCHITECTURE.md's invariants 1–6 as checks on writes, responses and what clients read;
+//! - [`summary`]: what the scenarios exercised;
 //! - [`world`]: the scenario: everything above, the fault schedule, operator actions, convergence.
 
 pub mod checks;
@@ -26,6 +27,7 @@ pub mod resharder;
 pub mod rng;
 pub mod shards;
 pub mod store;
+pub mod summary;
 pub mod world;
 
 use rsc_group::timing::Timing;
