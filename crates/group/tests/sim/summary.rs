@@ -28,6 +28,8 @@ pub struct Summary {
     pub fenced_children: u64,
     /// Switches, ends and completions the replicas' resharding flows wrote.
     pub operator: OperatorStats,
+    /// Resharding flows a replica was in the middle of when it crashed.
+    pub reshard_flows_crashed: u64,
     /// Records appended and handled, and where the ledger stopped owing order or gave records up.
     pub appended: u64,
     pub handled: u64,
@@ -50,6 +52,7 @@ impl Summary {
         self.reservations_lapsed += o.reservations_lapsed;
         self.instance_refusals += o.instance_refusals;
         self.gates_opened += o.gates_opened;
+        self.reshard_flows_crashed += o.reshard_flows_crashed;
         self.fenced_children += o.fenced_children;
         self.operator.scales += o.operator.scales;
         self.operator.ordered_scales += o.operator.ordered_scales;

@@ -395,6 +395,7 @@ impl World {
         let roll = self.rng.below(10_000);
         if roll < self.profile.replica_crash {
             let until = now + self.rng.range(20, 800);
+            self.summary.reshard_flows_crashed += self.replicas[r].jobs.len() as u64;
             self.replicas[r].crash(now, until);
             self.summary.replica_crashes += 1;
         } else if roll < self.profile.replica_crash + self.profile.replica_pause {
