@@ -126,18 +126,18 @@ impl SimShards {
         )
     }
 
-    /// switch_point.lua: the boundary raised to `floor` with the stream's last id as its switch point; an
-    /// older annotation stays.
+    /// switch_point.lua: the boundary raised to `floor` with the stream's last id as its switch point. An
+    /// older annotation stays in Redis, but describes an older switch than the floor, so a consumer reading
+    /// the boundary drops it (`ShardBoundary::from_fields`): kept here as consumers see it, none.
     fn raise_boundary(&mut self, shard: u32, floor: i64) {
         let last = id_text(self.streams.get(&shard).map_or(0, |s| s.last_id));
-        let scale = self.boundaries.get(&shard).and_then(|b| b.scale);
         self.switch_points.insert((floor, shard), last.clone());
         self.boundaries.insert(
             shard,
             ShardBoundary {
                 floor,
                 switch_id: last,
-                scale,
+                scale: None,
             },
         );
     }
