@@ -324,7 +324,7 @@ impl Admin<'_> {
         if let Some(stream) = &stream
             && (stream.record.shard_count != cached.group.shard_count
                 || stream.record.active_migration.as_ref().is_some_and(|m| {
-                    m.state != rsc_group::migration::MigrationState::Preparing
+                    m.state != rsc_group::model::MigrationState::Preparing
                         && cached.group.migration(&m.resharding_id).is_none()
                 }))
         {

@@ -184,8 +184,9 @@ fn per_group(
 #[cfg(test)]
 mod tests {
     use super::{Cached, GroupCache, GroupName};
-    use rsc_group::durability::{Signal, SignalKind};
+    use rsc_group::durability::Signal;
     use rsc_group::model::Group;
+    use rsc_group::model::SignalKind;
     use std::sync::Arc;
 
     #[test]

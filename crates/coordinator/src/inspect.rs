@@ -8,7 +8,7 @@ use crate::domain_error::CoordError;
 use crate::durability::views::{MonitoringGroupView, durability_view};
 use crate::offsets::read_shard;
 use crate::views::{group_response, migration_response};
-use rsc_group::migration::Migration;
+use rsc_group::model::Migration;
 use rsc_protocol::wire::ShardId;
 use rsc_protocol::wire::monitoring::{
     ConsumerShardProgress, ConsumptionResponse, ShardOffsetsView, StreamShardOffsetsResponse,

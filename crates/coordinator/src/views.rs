@@ -1,7 +1,7 @@
 //! Read-only views of a group aggregate in the contract's shapes (GroupResponse, routing, a migration).
 
 use crate::clock::iso_ms;
-use rsc_group::migration::Migration;
+use rsc_group::model::Migration;
 use rsc_group::model::{Group, MemberState};
 use rsc_group::stream::StreamRecord;
 use rsc_protocol::names::{shard_stream_key, stream_key_pattern};

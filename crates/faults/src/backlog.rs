@@ -2,7 +2,6 @@
 //! entries never delivered, XINFO `lag`).
 
 use crate::STREAM;
-use crate::run::Run;
 use std::collections::BTreeMap;
 
 /// What Redis says is left for the group on the current shards.
@@ -48,54 +47,53 @@ fn stream_id(id: &str) -> (u64, u64) {
     (ms.parse().unwrap_or(0), seq.parse().unwrap_or(0))
 }
 
-impl Run {
-    /// Per current shard: entries pending in the group, whether entries exist past the group's
-    /// last-delivered id (never delivered), and Redis' own `lag` figure. `Err` if Redis cannot say.
-    pub async fn redis_backlog(&self) -> Result<Backlog, String> {
-        let client = redis::Client::open(self.redis.url()).map_err(|e| e.to_string())?;
-        let mut conn = client
-            .get_multiplexed_async_connection()
+/// Per shard `0..shards` of the Redis at `redis_url`: entries pending in the group, whether entries exist
+/// past the group's last-delivered id (never delivered), and Redis' own `lag` figure. `Err` if Redis cannot
+/// say.
+pub async fn redis_backlog(redis_url: &str, shards: u32) -> Result<Backlog, String> {
+    let client = redis::Client::open(redis_url).map_err(|e| e.to_string())?;
+    let mut conn = client
+        .get_multiplexed_async_connection()
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut out = Backlog::default();
+    for shard in 0..shards {
+        let key = format!("{STREAM}:{shard}");
+        let groups: Vec<Vec<redis::Value>> = redis::cmd("XINFO")
+            .arg("GROUPS")
+            .arg(&key)
+            .query_async(&mut conn)
             .await
             .map_err(|e| e.to_string())?;
-        let mut out = Backlog::default();
-        for shard in 0..self.shards {
-            let key = format!("{STREAM}:{shard}");
-            let groups: Vec<Vec<redis::Value>> = redis::cmd("XINFO")
-                .arg("GROUPS")
-                .arg(&key)
-                .query_async(&mut conn)
-                .await
-                .map_err(|e| e.to_string())?;
-            let group = groups
-                .iter()
-                .map(|g| fields(g))
-                .find(|f| text(f.get("name")) == Some(STREAM.to_owned()))
-                .ok_or_else(|| format!("{key}: no consumer group {STREAM}"))?;
-            let last: Vec<(String, Vec<(String, String)>)> = redis::cmd("XREVRANGE")
-                .arg(&key)
-                .arg("+")
-                .arg("-")
-                .arg("COUNT")
-                .arg(1)
-                .query_async(&mut conn)
-                .await
-                .map_err(|e| e.to_string())?;
-            let delivered = text(group.get("last-delivered-id")).unwrap_or_default();
-            if let Some((last_id, _)) = last.first()
-                && stream_id(last_id) > stream_id(&delivered)
-            {
-                out.undelivered
-                    .push(format!("{key}: last {last_id}, delivered {delivered}"));
-            }
-            match group.get("pending") {
-                Some(redis::Value::Int(p)) => out.pending += p,
-                other => return Err(format!("{key}: pending {other:?}")),
-            }
-            match group.get("lag") {
-                Some(redis::Value::Int(0)) => {}
-                other => out.lag.push(format!("{key}: {other:?}")),
-            }
+        let group = groups
+            .iter()
+            .map(|g| fields(g))
+            .find(|f| text(f.get("name")) == Some(STREAM.to_owned()))
+            .ok_or_else(|| format!("{key}: no consumer group {STREAM}"))?;
+        let last: Vec<(String, Vec<(String, String)>)> = redis::cmd("XREVRANGE")
+            .arg(&key)
+            .arg("+")
+            .arg("-")
+            .arg("COUNT")
+            .arg(1)
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| e.to_string())?;
+        let delivered = text(group.get("last-delivered-id")).unwrap_or_default();
+        if let Some((last_id, _)) = last.first()
+            && stream_id(last_id) > stream_id(&delivered)
+        {
+            out.undelivered
+                .push(format!("{key}: last {last_id}, delivered {delivered}"));
         }
-        Ok(out)
+        match group.get("pending") {
+            Some(redis::Value::Int(p)) => out.pending += p,
+            other => return Err(format!("{key}: pending {other:?}")),
+        }
+        match group.get("lag") {
+            Some(redis::Value::Int(0)) => {}
+            other => out.lag.push(format!("{key}: {other:?}")),
+        }
     }
+    Ok(out)
 }

@@ -1,7 +1,7 @@
 //! The run: every process it started, its fault schedule, fault injection, and the final drain.
 
 use crate::STREAM;
-use crate::backlog::Backlog;
+use crate::backlog::{Backlog, redis_backlog};
 use crate::check::Accounting;
 use crate::log::now_ns;
 use crate::process::{rsc_binary, send_signal, start_rsc, wait_stopped};
@@ -53,6 +53,11 @@ pub struct Run {
 }
 
 impl Run {
+    /// What Redis says is left for the group on the current shards (`backlog.rs`).
+    pub async fn redis_backlog(&self) -> Result<Backlog, String> {
+        redis_backlog(&self.redis.url(), self.shards).await
+    }
+
     /// Starts Redis, two coordinators, the stream, the consumers (behind their proxies) and the producer;
     /// `worker_bin` is the `rsc-fault-worker` binary.
     pub async fn start(settings: Settings, worker_bin: &Path) -> Run {

@@ -200,7 +200,8 @@ fn quotas(shard_count: usize, valid: &[Vec<usize>]) -> Vec<usize> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{assign, moves, spread};
+    use std::collections::{BTreeMap, BTreeSet};
 
     fn set(items: &[u32]) -> BTreeSet<u32> {
         items.iter().copied().collect()

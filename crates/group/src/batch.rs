@@ -160,8 +160,11 @@ impl<'a> Batch<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{Batch, NotCombined};
     use crate::heartbeat::decide;
+    use crate::heartbeat::{Caller, Decision, Outcome, owner_conflict};
+    use crate::model::Group;
+    use crate::timing::Timing;
     use rsc_protocol::wire::{HeartbeatRequest, RuntimeConsumerCapacity};
 
     const NOW: i64 = 1_000_000;

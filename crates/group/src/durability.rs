@@ -21,38 +21,25 @@
 //! Who may raise a suspicion at all (which principals, how often) is the coordinator's decision; this module
 //! records the principal with the evidence.
 
-use crate::heartbeat::Signals;
-use crate::model::{EpochOverflow, Group, incremented};
+use crate::model::{
+    Dismissal, EpochOverflow, Evidence, Group, MAX_EVIDENCE, RollbackSuspicion, SignalKind,
+    incremented,
+};
 use rsc_protocol::wire::HeartbeatRequest;
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
-/// What kind of evidence raised a suspicion.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum SignalKind {
-    /// A member reported a higher metadataVersion than Redis holds.
-    MemberMetadataVersion,
-    /// A member reported a higher member/assignment epoch than Redis handed it.
-    MemberEpoch,
-    /// A producer reported (on a routing refresh) a higher metadataVersion than Redis holds.
-    ProducerMetadataVersion,
-    /// A coordinator replica read a lower store revision than it had already seen.
-    StoreRevision,
-    /// A shard was reported as being revoked again after its release was recorded.
-    RebalanceBackward,
-}
-
-impl SignalKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SignalKind::MemberMetadataVersion => "MEMBER_METADATA_VERSION",
-            SignalKind::MemberEpoch => "MEMBER_EPOCH",
-            SignalKind::ProducerMetadataVersion => "PRODUCER_METADATA_VERSION",
-            SignalKind::StoreRevision => "STORE_REVISION",
-            SignalKind::RebalanceBackward => "REBALANCE_BACKWARD",
-        }
-    }
+/// Things a heartbeat decision saw that are worth counting and do not change its answer; the first two are
+/// the heartbeat's evidence of a rollback ([`member_signal`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Signals {
+    /// A member reported a newer metadataVersion or epoch than the group holds.
+    pub metadata_regression: bool,
+    /// A member reported a shard as being revoked after its release was recorded.
+    pub rebalance_regression: bool,
+    /// The member was fenced by this request.
+    pub fenced: bool,
+    /// The transition this request calls for would overflow an epoch (answered RETRY, nothing stored).
+    pub epochs_exhausted: bool,
 }
 
 /// One observation that the stored metadata is older than something already seen.
@@ -67,56 +54,6 @@ pub struct Signal {
     pub source: String,
     /// The authenticated principal that sent it (None: unauthenticated heartbeats, or the coordinator itself).
     pub principal: Option<String>,
-}
-
-/// How many pieces of evidence a suspicion keeps (the first, and the latest ones).
-pub const MAX_EVIDENCE: usize = 20;
-
-/// One recorded piece of evidence: what was observed, by whom, when.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Evidence {
-    pub kind: SignalKind,
-    pub observed: i64,
-    pub stored: i64,
-    pub source: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub principal: Option<String>,
-    pub at_ms: i64,
-}
-
-/// The persisted suspicion of a group (aggregate field `rollbackSuspicion`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RollbackSuspicion {
-    pub kinds: BTreeSet<SignalKind>,
-    pub detected_at_ms: i64,
-    pub updated_at_ms: i64,
-    /// The group's metadataVersion when the suspicion was first recorded.
-    pub stored_metadata_version: i64,
-    /// The highest metadataVersion any member or producer reported.
-    pub highest_observed_metadata_version: i64,
-    /// The highest member/assignment epoch any member reported.
-    pub highest_observed_epoch: i64,
-    /// The highest store revision a replica had seen before it read a lower one.
-    pub highest_observed_revision: i64,
-    /// The latest signal, for people.
-    pub last_signal: String,
-    /// Who raised it: the first piece of evidence and the latest ones (at most [`MAX_EVIDENCE`]).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub evidence: Vec<Evidence>,
-}
-
-/// A suspicion an operator dismissed: who, when, why, and what it was.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Dismissal {
-    /// The authenticated principal that dismissed it.
-    pub principal: String,
-    pub requested_by: String,
-    pub reason: String,
-    pub at_ms: i64,
-    pub suspicion: RollbackSuspicion,
 }
 
 /// Why a dismissal was refused.

@@ -37,11 +37,7 @@ pub fn check(g: &Group) -> Vec<String> {
                 m.member_id
             ));
         }
-        if let Some(s) = m
-            .assigned
-            .iter()
-            .find(|s| crate::ordering::gated_shards(g).contains(s))
-        {
+        if let Some(s) = m.assigned.iter().find(|s| g.gated_shards().contains(s)) {
             violations.push(format!(
                 "member {} is assigned shard {s}, withheld until its parents {:?} drained",
                 m.member_id, g.ordering_gates[s]

@@ -9,119 +9,11 @@
 //! back a scale-out turns the added shards into draining shards, so records already written there are
 //! consumed before they leave. Every step bumps the epochs so revocations are fenced by epoch as usual.
 
-use crate::model::{EpochOverflow, Group, ShardSet, incremented};
+use crate::model::{
+    EpochOverflow, Group, GroupState, Migration, MigrationState, ShardSet, incremented,
+};
 use crate::rebalance::{Bump, bumped, recompute_target};
 use crate::timing::Timing;
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
-
-/// How many finished migrations a group keeps in its history.
-pub const MAX_HISTORY: usize = 20;
-
-/// Lifecycle of a migration (coord/v1 contract, plus the operator-forced end states).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum MigrationState {
-    /// Recorded; shard streams being provisioned; routing not switched yet.
-    Preparing,
-    /// Routing switched; members converging on the new assignment.
-    Active,
-    /// Members converged; removed shards draining.
-    Draining,
-    /// Complete.
-    Deprecated,
-    RolledBack,
-    /// Ended by an operator while draining (removed shards left the assignment without drain evidence).
-    ForceCompleted,
-    /// Ended by an operator before routing switched.
-    Aborted,
-}
-
-impl MigrationState {
-    pub fn is_terminal(self) -> bool {
-        matches!(
-            self,
-            MigrationState::Deprecated
-                | MigrationState::RolledBack
-                | MigrationState::ForceCompleted
-                | MigrationState::Aborted
-        )
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MigrationState::Preparing => "PREPARING",
-            MigrationState::Active => "ACTIVE",
-            MigrationState::Draining => "DRAINING",
-            MigrationState::Deprecated => "DEPRECATED",
-            MigrationState::RolledBack => "ROLLED_BACK",
-            MigrationState::ForceCompleted => "FORCE_COMPLETED",
-            MigrationState::Aborted => "ABORTED",
-        }
-    }
-}
-
-/// One migration, with timestamps per phase.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Migration {
-    pub resharding_id: String,
-    pub from_shard_count: u32,
-    pub to_shard_count: u32,
-    pub state: MigrationState,
-    pub requested_by: String,
-    pub reason: String,
-    pub created_at_ms: i64,
-    pub updated_at_ms: i64,
-    #[serde(default)]
-    pub activated_at_ms: Option<i64>,
-    #[serde(default)]
-    pub draining_at_ms: Option<i64>,
-    #[serde(default)]
-    pub completed_at_ms: Option<i64>,
-    /// Why an operator ended it (force-complete, abort, rollback).
-    #[serde(default)]
-    pub end_reason: Option<String>,
-    /// Ordered streams, on the stream record's active migration: each old shard's switch point (its last
-    /// stream id when its routing boundary was raised to this switch's routing version), recorded right after
-    /// the switch. Groups adopt an ordered switch only once these are known, and keep what they need of them
-    /// in `Group::ordering_switch_points` (a group's own copy of the migration carries none).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub switch_points: BTreeMap<u32, String>,
-}
-
-impl Migration {
-    /// A migration created at `now_ms` in `state`, no phase reached yet and no end reason.
-    pub fn new(
-        resharding_id: String,
-        from_shard_count: u32,
-        to_shard_count: u32,
-        state: MigrationState,
-        requested_by: String,
-        reason: String,
-        now_ms: i64,
-    ) -> Self {
-        Migration {
-            resharding_id,
-            from_shard_count,
-            to_shard_count,
-            state,
-            requested_by,
-            reason,
-            created_at_ms: now_ms,
-            updated_at_ms: now_ms,
-            activated_at_ms: None,
-            draining_at_ms: None,
-            completed_at_ms: None,
-            end_reason: None,
-            switch_points: BTreeMap::new(),
-        }
-    }
-
-    pub fn is_scale_in(&self) -> bool {
-        self.to_shard_count < self.from_shard_count
-    }
-}
 
 /// Why a migration operation was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -132,45 +24,6 @@ pub enum MigrationError {
     NotAllowed(String),
     #[error(transparent)]
     EpochOverflow(#[from] EpochOverflow),
-}
-
-impl Group {
-    pub fn migration(&self, id: &str) -> Option<&Migration> {
-        self.migrations.iter().find(|m| m.resharding_id == id)
-    }
-
-    pub fn active_migration(&self) -> Option<&Migration> {
-        self.active_migration_id
-            .as_deref()
-            .and_then(|id| self.migration(id))
-    }
-
-    fn migration_mut(&mut self, id: &str) -> Option<&mut Migration> {
-        self.migrations.iter_mut().find(|m| m.resharding_id == id)
-    }
-
-    fn record(&mut self, m: Migration) {
-        match self.migration_mut(&m.resharding_id) {
-            Some(existing) => *existing = m,
-            None => self.migrations.push(m),
-        }
-        let finished = self
-            .migrations
-            .iter()
-            .filter(|m| m.state.is_terminal())
-            .count();
-        if finished > MAX_HISTORY {
-            let mut drop = finished - MAX_HISTORY;
-            self.migrations.retain(|m| {
-                if drop > 0 && m.state.is_terminal() {
-                    drop -= 1;
-                    false
-                } else {
-                    true
-                }
-            });
-        }
-    }
 }
 
 /// Adopts a migration whose routing switch the stream has committed. Idempotent: returns false when the
@@ -209,7 +62,7 @@ pub fn adopt(
     m.activated_at_ms = Some(now_ms);
     m.updated_at_ms = now_ms;
     g.active_migration_id = Some(m.resharding_id.clone());
-    g.record(m);
+    g.record_migration(m);
     bump.apply(g);
     recompute_target(g, now_ms, timing);
     g.updated_at_ms = now_ms;
@@ -243,14 +96,20 @@ pub fn removed_shards_still_held(g: &Group) -> ShardSet {
         .collect()
 }
 
-/// Moves the active migration along: ACTIVE → DRAINING once members converged (or none are left);
-/// DRAINING → DEPRECATED once no removed shard is draining or held. Returns whether anything changed;
-/// nothing changes when an epoch would overflow.
+/// Moves the active migration along: ACTIVE → DRAINING once members converged (or none are left) and no
+/// ordering gate is closed; DRAINING → DEPRECATED once no removed shard is draining or held. Returns whether
+/// anything changed; nothing changes when an epoch would overflow.
+///
+/// A closed gate keeps the migration ACTIVE even when the group looks converged — every child granted
+/// fenced (a scale-in), or no member left to grant to: the stream's migration must not complete, nor a next
+/// scale supersede the gates, while a parent still holds records from before the switch (found by the
+/// simulation: a group that was EMPTY completed its migration with gates closed, and the next scale's
+/// adoption lifted a survivor's fence before its parent was consumed).
 pub fn advance(g: &mut Group, now_ms: i64) -> Result<bool, EpochOverflow> {
     let Some(id) = g.active_migration_id.clone() else {
         return Ok(false);
     };
-    let converged = g.state != crate::model::GroupState::Reconciling;
+    let converged = g.state != GroupState::Reconciling && g.ordering_gates.is_empty();
     let drained = g.draining_shards.is_empty() && removed_shards_still_held(g).is_empty();
     let bump = bumped(g);
     let next_version = incremented("metadataVersion", g.metadata_version);
@@ -313,6 +172,35 @@ pub fn rollback(
     if m.state == MigrationState::RolledBack {
         return Ok(false);
     }
+    roll_back(g, m, reason, now_ms, timing)
+}
+
+/// Takes in the stream's rollback of migration `id`: as [`rollback`], and also when this group's own copy
+/// completed already (DEPRECATED) while the stream's was still active — its drained shards were released,
+/// but routing goes back to the `from` count, so the group must too (else producers route to shards it never
+/// assigns; found by the simulation). A migration this group never had, or ended otherwise, is left alone.
+pub fn take_in_rollback(
+    g: &mut Group,
+    id: &str,
+    reason: &str,
+    now_ms: i64,
+    timing: &Timing,
+) -> Result<bool, MigrationError> {
+    match g.migration(id).cloned() {
+        Some(m) if m.state == MigrationState::Deprecated => roll_back(g, m, reason, now_ms, timing),
+        Some(m) if !m.state.is_terminal() => rollback(g, id, reason, now_ms, timing),
+        _ => Ok(false),
+    }
+}
+
+/// Rolls `m` back to its `from` shard count (checked by the caller).
+fn roll_back(
+    g: &mut Group,
+    m: Migration,
+    reason: &str,
+    now_ms: i64,
+    timing: &Timing,
+) -> Result<bool, MigrationError> {
     let bump = bumped(g)?;
     let from = m.from_shard_count;
     let current = g.shard_count;
@@ -346,7 +234,7 @@ fn end_by_operator(
     m.end_reason = Some(reason.to_owned());
     m.completed_at_ms = Some(now_ms);
     m.updated_at_ms = now_ms;
-    g.record(m);
+    g.record_migration(m);
     g.active_migration_id = None;
     g.ordering_gates.clear();
     g.ordering_switch_points.clear();

@@ -25,26 +25,6 @@ use crate::rebalance::{bumped, settle};
 use crate::timing::Timing;
 use std::collections::BTreeMap;
 
-/// Shards no member may be granted now (children whose parents may still hold pre-switch records and
-/// that are not granted with a read fence: new shards, and survivors whose switch point is unknown).
-pub fn gated_shards(g: &Group) -> ShardSet {
-    g.ordering_gates
-        .keys()
-        .filter(|s| !g.ordering_switch_points.contains_key(s))
-        .copied()
-        .collect()
-}
-
-/// The read fences of the shards in `held` (shard → switch point): the gated children among them that are
-/// granted fenced, which a member holding them may not read past until their gates open.
-pub fn read_fences(g: &Group, held: &ShardSet) -> BTreeMap<u32, String> {
-    g.ordering_gates
-        .keys()
-        .filter(|s| held.contains(s))
-        .filter_map(|s| Some((*s, g.ordering_switch_points.get(s)?.clone())))
-        .collect()
-}
-
 /// Closes the gates of the migration `g` just adopted (`from → to`, the stream's routing counts) and settles,
 /// so that a withheld shard someone holds is revoked at once. `switch_points` are the old shards' switch
 /// points: a surviving child with one is fenced there instead of withheld, and a parent with one drains by
@@ -73,7 +53,7 @@ pub fn close_gates(
 
 /// Drops the switch points of shards that are neither a gated child nor a parent some gate waits for.
 fn keep_needed_switch_points(g: &mut Group) {
-    let needed = waited_parents(g);
+    let needed = g.waited_parents();
     let gates = &g.ordering_gates;
     g.ordering_switch_points
         .retain(|s, _| gates.contains_key(s) || needed.contains(s));
@@ -107,17 +87,15 @@ pub fn open_gates(
     Ok(true)
 }
 
-/// The parents any gate still waits for (the shards whose drain evidence the reconciler must read).
-pub fn waited_parents(g: &Group) -> ShardSet {
-    g.ordering_gates.values().flatten().copied().collect()
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::migration::{Migration, MigrationState, adopt};
-    use crate::model::Member;
-    use crate::rebalance::recompute_target;
+    use super::{close_gates, open_gates};
+    use crate::invariants;
+    use crate::migration::adopt;
+    use crate::model::{Group, Member, Migration, MigrationState, ShardSet};
+    use crate::rebalance::{recompute_target, settle};
+    use crate::timing::Timing;
+    use std::collections::BTreeMap;
 
     fn group_with_members(shards: u32, members: &[&str]) -> Group {
         let mut g = Group::new("p", "g", shards, 0, "life");
@@ -155,17 +133,17 @@ mod tests {
     fn children_are_granted_only_once_their_parents_drained() {
         let mut g = group_with_members(4, &["a", "b"]);
         scale(&mut g, 8);
-        assert_eq!(gated_shards(&g), ShardSet::from([4, 5, 6, 7]));
+        assert_eq!(g.gated_shards(), ShardSet::from([4, 5, 6, 7]));
         assert_eq!(
             assigned(&g),
             ShardSet::from([0, 1, 2, 3]),
             "survivors keep being consumed"
         );
-        assert_eq!(waited_parents(&g), ShardSet::from([0, 1, 2, 3]));
+        assert_eq!(g.waited_parents(), ShardSet::from([0, 1, 2, 3]));
 
         assert!(!open_gates(&mut g, &ShardSet::from([9]), 2, &Timing::default()).unwrap());
         assert!(open_gates(&mut g, &ShardSet::from([1]), 2, &Timing::default()).unwrap());
-        assert_eq!(gated_shards(&g), ShardSet::from([4, 6, 7]));
+        assert_eq!(g.gated_shards(), ShardSet::from([4, 6, 7]));
         assert!(
             assigned(&g).contains(&5),
             "child of a drained parent granted"
@@ -181,7 +159,7 @@ mod tests {
         for s in [4, 6, 7] {
             assert!(!assigned(&g).contains(&s));
         }
-        assert!(crate::invariants::check(&g).is_empty());
+        assert!(invariants::check(&g).is_empty());
     }
 
     #[test]
@@ -189,7 +167,7 @@ mod tests {
         // 1 -> 2 -> 4: shard 1 was held by a member; after 2 -> 4 only 2 and 3 are children.
         let mut g = group_with_members(2, &["a"]);
         scale(&mut g, 4);
-        assert_eq!(gated_shards(&g), ShardSet::from([2, 3]));
+        assert_eq!(g.gated_shards(), ShardSet::from([2, 3]));
         // A gate closed on a shard someone holds, with no switch point to fence it at, revokes it (the grant
         // path never re-adds it).
         g.ordering_gates.insert(1, ShardSet::from([0]));
@@ -206,7 +184,7 @@ mod tests {
         scale(&mut g, 3);
         assert_eq!(g.ordering_gates.len(), 3);
         assert_eq!(
-            read_fences(&g, &(0..8).collect())
+            g.read_fences(&(0..8).collect())
                 .keys()
                 .copied()
                 .collect::<ShardSet>(),
@@ -217,20 +195,20 @@ mod tests {
             8,
             "every old shard is a waited parent"
         );
-        assert!(gated_shards(&g).is_empty(), "nothing withheld");
+        assert!(g.gated_shards().is_empty(), "nothing withheld");
         assert!(
             ShardSet::from([0, 1, 2]).is_subset(&assigned(&g)),
             "fenced survivors stay granted"
         );
         let a_holds = g.members["a"].assigned.clone();
-        let fences = read_fences(&g, &a_holds);
+        let fences = g.read_fences(&a_holds);
         let survivors_a_holds: ShardSet = a_holds.iter().filter(|s| **s < 3).copied().collect();
         assert!(!survivors_a_holds.is_empty());
         assert_eq!(
             fences.keys().copied().collect::<ShardSet>(),
             survivors_a_holds
         );
-        assert!(crate::invariants::check(&g).is_empty());
+        assert!(invariants::check(&g).is_empty());
 
         // Survivors consumed up to their switch points, and the drained shards 3..8: every gate opens.
         let t = Timing::default();
@@ -238,10 +216,7 @@ mod tests {
         assert_eq!(g.ordering_gates.len(), 3, "each still waits for 3..8");
         assert!(open_gates(&mut g, &(3..8).collect(), 3, &t).unwrap());
         assert!(g.ordering_gates.is_empty() && g.ordering_switch_points.is_empty());
-        assert!(
-            read_fences(&g, &(0..3).collect()).is_empty(),
-            "fences lifted"
-        );
+        assert!(g.read_fences(&(0..3).collect()).is_empty(), "fences lifted");
     }
 
     #[test]
@@ -249,11 +224,11 @@ mod tests {
         // 3 -> 6: 0..3 survive (fenced), 3..6 are new (withheld until their parents drained).
         let mut g = group_with_members(3, &["a"]);
         scale(&mut g, 6);
-        assert_eq!(gated_shards(&g), ShardSet::from([3, 4, 5]));
-        assert_eq!(read_fences(&g, &(0..6).collect()).len(), 3);
+        assert_eq!(g.gated_shards(), ShardSet::from([3, 4, 5]));
+        assert_eq!(g.read_fences(&(0..6).collect()).len(), 3);
         assert_eq!(assigned(&g), ShardSet::from([0, 1, 2]));
-        assert_eq!(read_fences(&g, &(0..6).collect())[&1], "101-0");
-        assert!(crate::invariants::check(&g).is_empty());
+        assert_eq!(g.read_fences(&(0..6).collect())[&1], "101-0");
+        assert!(invariants::check(&g).is_empty());
         assert!(open_gates(&mut g, &(0..3).collect(), 2, &Timing::default()).unwrap());
         assert!(g.ordering_gates.is_empty());
         assert_eq!(assigned(&g), (0..6).collect());
@@ -274,7 +249,7 @@ mod tests {
         assert!(adopt(&mut g, &m, 1, &Timing::default()).unwrap());
         close_gates(&mut g, 8, 3, &BTreeMap::new(), 1, &Timing::default());
         assert!(g.ordering_switch_points.is_empty());
-        assert_eq!(gated_shards(&g), ShardSet::from([0, 1, 2]));
-        assert!(crate::invariants::check(&g).is_empty());
+        assert_eq!(g.gated_shards(), ShardSet::from([0, 1, 2]));
+        assert!(invariants::check(&g).is_empty());
     }
 }

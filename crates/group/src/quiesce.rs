@@ -125,7 +125,7 @@ pub fn decide(
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{Decision, ProducerQuiesce, ProducerSighting, decide};
 
     fn seen(id: &str, at: i64, quiesced_for: Option<&str>) -> ProducerSighting {
         ProducerSighting {

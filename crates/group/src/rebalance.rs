@@ -141,7 +141,7 @@ impl<'m, V> AscendingMap<'m, V> {
 pub fn settle(g: &mut Group, now_ms: i64, timing: &Timing) {
     let epoch = g.assignment_epoch;
     // Ordered streams: gated children are granted to nobody, and revoked from whoever holds them.
-    let gated = crate::ordering::gated_shards(g);
+    let gated = g.gated_shards();
     let mut held = ShardSet::new();
     for h in &g.holds {
         held.extend(h.shards.iter().copied());
@@ -254,9 +254,11 @@ pub fn derive_state(g: &Group) -> GroupState {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::recompute_target;
     use crate::assign::assign;
     use crate::model::Member;
+    use crate::model::{Group, MemberState};
+    use crate::timing::Timing;
     use std::collections::{BTreeMap, BTreeSet};
 
     /// `recompute_target` writes back only what changed; the map it leaves must be exactly what `assign`

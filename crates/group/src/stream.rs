@@ -10,7 +10,8 @@
 //! ([`StreamRecord::provisioned_upto`]): a scale-out must not adopt a key someone else created (a later
 //! scale-in would retire it, data and all), exactly as a create refuses existing keys.
 
-use crate::migration::{MAX_HISTORY, Migration, MigrationState};
+use crate::model::{AggregateError, MAX_HISTORY, Migration, MigrationState, SCHEMA_VERSION};
+use crate::quiesce::ProducerQuiesce;
 use rsc_protocol::ordering::Ordering;
 use serde::{Deserialize, Serialize};
 
@@ -35,7 +36,7 @@ pub struct StreamRecord {
     /// The producer quiesce of the latest scale that asked for one (`quiesce.rs`): waiting while that
     /// scale is PREPARING, then its outcome.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub producer_quiesce: Option<crate::quiesce::ProducerQuiesce>,
+    pub producer_quiesce: Option<ProducerQuiesce>,
     /// `KEY`: a scale keeps per-key order (child shards wait for their parents, `ordering.rs`); `NONE`
     /// (absent in records written before the option): at-least-once only.
     #[serde(default, skip_serializing_if = "Ordering::is_none")]
@@ -48,7 +49,7 @@ impl StreamRecord {
     pub fn new(stream_prefix: &str, shard_count: u32, now_ms: i64) -> Self {
         StreamRecord {
             stream_prefix: stream_prefix.to_owned(),
-            schema_version: crate::model::SCHEMA_VERSION,
+            schema_version: SCHEMA_VERSION,
             store_revision: 1,
             shard_count,
             // Starts at the creation time, so a stream created again under the same prefix routes with
@@ -105,9 +106,8 @@ impl StreamRecord {
         self.updated_at_ms = now_ms;
     }
 
-    pub fn from_json(json: &str) -> Result<StreamRecord, crate::model::AggregateError> {
-        serde_json::from_str(json)
-            .map_err(|e| crate::model::AggregateError::Malformed(e.to_string()))
+    pub fn from_json(json: &str) -> Result<StreamRecord, AggregateError> {
+        serde_json::from_str(json).map_err(|e| AggregateError::Malformed(e.to_string()))
     }
 
     pub fn to_json(&self) -> String {
@@ -117,7 +117,8 @@ impl StreamRecord {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::StreamRecord;
+    use crate::model::{Migration, MigrationState};
 
     fn migration(from: u32, to: u32, state: MigrationState, activated: bool) -> Migration {
         Migration {

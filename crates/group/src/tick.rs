@@ -13,6 +13,7 @@
 //! check it against Redis time atomically with the write.
 
 use crate::heartbeat::{Transition, fence_member, reserve};
+use crate::migration::advance;
 use crate::model::{EpochOverflow, Group, MemberState, ReservationReason, incremented};
 use crate::rebalance::{bump_epochs, recompute_target, settle};
 use crate::timing::Timing;
@@ -158,7 +159,7 @@ pub fn tick(
         }
         settle(&mut next, now_ms, timing);
     }
-    crate::migration::advance(&mut next, now_ms)?;
+    advance(&mut next, now_ms)?;
     if next == *g {
         return Ok(None);
     }

@@ -9,10 +9,12 @@
 //! value, so either way such a bug fails this test.
 
 use proptest::prelude::*;
-use rsc_group::durability::{self, Signal, SignalKind};
+use rsc_group::durability::{self, Signal};
 use rsc_group::heartbeat::{Outcome, decide};
-use rsc_group::migration::{self, Migration, MigrationState};
-use rsc_group::model::{EpochOverflow, Group, MAX_EPOCH, MemberState};
+use rsc_group::migration;
+use rsc_group::model::{
+    EpochOverflow, Group, MAX_EPOCH, MemberState, Migration, MigrationState, SignalKind,
+};
 use rsc_group::tick::tick;
 use rsc_group::timing::Timing;
 use rsc_protocol::wire::{

@@ -3,10 +3,14 @@
 //! with the same compare-and-set and lease semantics as the Redis scripts, simulated consumers that follow
 //! the protocol as the SDK does, and a network that delays, drops, duplicates and reorders requests and
 //! responses. Consumers crash, restart under the same id, leave, get partitioned; replicas crash (losing
-//! their cache), pause (also between a decision and its commit) and restart; shard counts change.
+//! their cache), pause (also between a decision and its commit) and restart; shard counts change through
+//! the coordinator's resharding flows (scale, rollback, force-complete, the reconciler's pass over the
+//! stream), run step by step with pauses and crashes between any two steps, while producers append keyed
+//! records through guarded publish and the consumers read them.
 //!
-//! After every step it checks ARCHITECTURE.md's invariants 1–6 (`sim/checks.rs`); after the faults stop, that
-//! the group converges. Everything comes from one seed; a failure prints it and the command that re-runs
+//! After every step it checks ARCHITECTURE.md's invariants 1–6 (`sim/checks.rs`), and as records are handled
+//! per-key order and no double read (`sim/ledger.rs`); after the faults stop, that the group converges and
+//! every record was handled. Everything comes from one seed; a failure prints it and the command that re-runs
 //! exactly that case.
 //!
 //! - `SIM_SEED=<n>`: run one scenario;

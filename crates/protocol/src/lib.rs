@@ -6,6 +6,7 @@
 //! - [`slot`]: the Redis Cluster slot of a key (CRC16/XMODEM with hash tags).
 //! - [`ordering`]: per-key order across a scale: the old shards a new shard's keys come from.
 //! - [`names`]: Redis key naming for shard streams and coordinator metadata.
+//! - [`stream_id`]: Redis stream entry ids as numbers, ordered as Redis orders them.
 //! - [`validate`]: identifier and shard-count validation with field-naming errors.
 
 pub mod errors;
@@ -13,6 +14,7 @@ pub mod names;
 pub mod ordering;
 pub mod routing;
 pub mod slot;
+pub mod stream_id;
 pub mod validate;
 pub mod wire;
 

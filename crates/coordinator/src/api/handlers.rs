@@ -8,7 +8,7 @@ use axum::Extension;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use rsc_group::migration::MigrationState;
+use rsc_group::model::MigrationState;
 use rsc_protocol::validate;
 use rsc_protocol::wire::monitoring::{GroupList, MemberList};
 use rsc_protocol::wire::{

@@ -3,8 +3,8 @@
 //! dismiss and recreate repairs.
 
 use crate::clock::iso_ms;
-use rsc_group::durability::{Evidence, RollbackSuspicion};
 use rsc_group::model::Group;
+use rsc_group::model::{Evidence, RollbackSuspicion};
 use rsc_protocol::wire::GroupResponse;
 use serde::Serialize;
 use std::collections::BTreeSet;

@@ -7,10 +7,10 @@
 //! producer that learnt of the switch first has raised the boundary itself with its first append; either way
 //! the raise records the shard's switch point. The coordinator annotates every boundary with the switch's
 //! counts and ordering (`BoundaryScale`), which SDK consumers read to fence themselves until their answers
-//! reflect the switch. On an ordered stream the old shards' switch points are then recorded on the migration
-//! (`record_switch_points`): groups adopt the switch once they are known. The reconciler repeats both while
-//! the migration is active, so a coordinator that stopped between the switch and the raise leaves no shard
-//! unguarded and no group waiting.
+//! reflect the switch. When to raise, and recording an ordered switch's switch points on the migration
+//! afterwards, is the core's (`rsc_group::replica::reshard::guard`); the reconciler repeats both while the
+//! migration is active, so a coordinator that stopped between the switch and the raise leaves no shard
+//! unguarded and no group waiting. Here: the raise itself, and the plain appends after a switch.
 //!
 //! Plain-XADD clients bypass the script. On each old shard the store counts what was appended after the
 //! switch point and how much of it came through guarded publish; the difference is
@@ -19,8 +19,11 @@
 //! (an upper bound: a plain client with fresh routing appending a key that still routes there counts too); on
 //! a removed shard every key routes elsewhere, so the count is exact.
 
-use super::*;
-use rsc_protocol::ordering::{BoundaryScale, Ordering};
+use crate::coordinator::Resharding;
+use crate::error::store_error_text;
+use rsc_group::reshard::record::raised_shards;
+use rsc_protocol::names::{self, shard_stream_key};
+use rsc_protocol::ordering::BoundaryScale;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -40,19 +43,6 @@ pub struct SwitchedShard {
     pub unordered_appends_after_switch: i64,
 }
 
-/// How long after a migration ended its old shards' plain appends are still watched (the gauge).
-pub const WATCH_AFTER_END_MS: i64 = 10 * 60 * 1000;
-
-/// The annotation of a switch from `from` to `to` shards at `record`'s routing version.
-pub(super) fn boundary_scale(record: &StreamRecord, from: u32, to: u32) -> BoundaryScale {
-    BoundaryScale {
-        version: record.routing_version,
-        from,
-        to,
-        ordered: record.ordering == Ordering::Key,
-    }
-}
-
 impl Resharding<'_> {
     /// Raises the boundary of every shard `0..max(from, to)` of `scale` (old and new) to its routing version,
     /// annotated with it. Returns the switch points of the shards whose boundary now stands at that version.
@@ -64,7 +54,7 @@ impl Resharding<'_> {
     ) -> BTreeMap<u32, String> {
         let annotation = scale.encode();
         let mut points = BTreeMap::new();
-        for s in 0..scale.from.max(scale.to) {
+        for s in raised_shards(&scale) {
             let key = shard_stream_key(prefix, s);
             match self
                 .store()
@@ -95,68 +85,6 @@ impl Resharding<'_> {
         points
     }
 
-    /// Raises the boundaries of the switch `record`'s active migration made and, on an ordered stream whose
-    /// scale has children, records the old shards' switch points on the migration once all are known.
-    pub(super) async fn guard_switch(&self, prefix: &str, stream: CachedStream) -> CachedStream {
-        let Some(m) = stream.record.active_migration.clone() else {
-            return stream;
-        };
-        let scale = boundary_scale(&stream.record, m.from_shard_count, m.to_shard_count);
-        let points = self.raise_routing_boundaries(prefix, scale).await;
-        if !ordering::needs_switch_points(&stream.record)
-            || !m.switch_points.is_empty()
-            || (0..m.from_shard_count).any(|s| !points.contains_key(&s))
-        {
-            return stream;
-        }
-        let old: BTreeMap<u32, String> = points
-            .into_iter()
-            .filter(|(s, _)| *s < m.from_shard_count)
-            .collect();
-        self.record_switch_points(prefix, stream, &m.resharding_id, old)
-            .await
-    }
-
-    /// Records `points` on the stream's active migration `id` (compare-and-set; kept as they are when some are
-    /// recorded already). Returns the record as it then stands.
-    async fn record_switch_points(
-        &self,
-        prefix: &str,
-        mut stream: CachedStream,
-        id: &str,
-        points: BTreeMap<u32, String>,
-    ) -> CachedStream {
-        for _ in 0..MAX_CAS_ATTEMPTS {
-            let mut next = stream.record.clone();
-            match next.active_migration.as_mut() {
-                Some(m) if m.resharding_id == id && m.switch_points.is_empty() => {
-                    m.switch_points = points.clone();
-                }
-                _ => return stream,
-            }
-            match self.write_stream(prefix, &stream, next).await {
-                Ok(Some(s)) => {
-                    tracing::info!(
-                        stream = prefix,
-                        id,
-                        shards = points.len(),
-                        "switch points recorded (ordered stream)"
-                    );
-                    return s;
-                }
-                Ok(None) => match self.load_stream(prefix).await {
-                    Ok(Some(s)) => stream = s,
-                    _ => return stream,
-                },
-                Err(e) => {
-                    tracing::warn!(stream = prefix, id, error = %e, "switch points not recorded; the reconciler retries");
-                    return stream;
-                }
-            }
-        }
-        stream
-    }
-
     /// The old shards `0..from` of a switched migration with their switch points (shards with none left out).
     pub(super) async fn switched_shards(&self, prefix: &str, from: u32) -> Vec<SwitchedShard> {
         let mut out = Vec::new();
@@ -184,45 +112,16 @@ impl Resharding<'_> {
         out
     }
 
-    /// Reconciler step for a stream whose migration switched routing: raise the boundaries again (idempotent),
-    /// record an ordered migration's switch points if they are not yet, and publish each old shard's plain
-    /// appends after the switch as a gauge (capped like shard series). Returns the record as it then stands.
-    /// After the migration ended, the gauge keeps being updated for [`WATCH_AFTER_END_MS`]: stale plain
-    /// clients may still append to an old shard.
-    pub(super) async fn watch_switched_shards(
-        &self,
-        prefix: &str,
-        stream: CachedStream,
-    ) -> CachedStream {
-        let stream = match &stream.record.active_migration {
-            Some(m) if m.state == MigrationState::Preparing => return stream,
-            Some(_) => self.guard_switch(prefix, stream).await,
-            None => stream,
-        };
-        let record = &stream.record;
-        let m = match (&record.active_migration, record.history.last()) {
-            (Some(m), _) => m,
-            (None, Some(m))
-                if m.activated_at_ms.is_some()
-                    && m.completed_at_ms.is_some_and(|t| {
-                        self.clock().now_ms().saturating_sub(t) < WATCH_AFTER_END_MS
-                    }) =>
-            {
-                m
-            }
-            (None, _) => return stream,
-        };
+    /// Publishes the plain appends after the switch of the old shards `0..old_shards` of the watched
+    /// migration as a gauge (capped like shard series).
+    pub(super) async fn publish_unordered_appends(&self, prefix: &str, old_shards: u32) {
         let cap = self.config().metrics.max_shard_series;
-        for s in self
-            .switched_shards(prefix, m.from_shard_count.min(cap))
-            .await
-        {
+        for s in self.switched_shards(prefix, old_shards.min(cap)).await {
             self.metrics().set_unordered_appends(
                 prefix,
                 s.shard_index,
                 s.unordered_appends_after_switch,
             );
         }
-        stream
     }
 }

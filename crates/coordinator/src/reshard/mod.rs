@@ -1,4 +1,5 @@
-//! Online resharding: scale a stream's shard count, drain removed shards, roll back, force-complete.
+//! Online resharding in the coordinator: the performer of the replica core's resharding flows
+//! (`rsc_group::replica::reshard`), the operations that start them, and the views of a migration.
 //!
 //! The shard count belongs to the stream record (`<kp>:{<p>}:stream`), so routing for every group of a
 //! stream is always identical. A scale runs as recorded steps, each resumable from Redis:
@@ -17,20 +18,25 @@
 //!
 //! Right after step 3 every shard's routing boundary is raised to the new routing version, so SDK producers
 //! still holding the old routing are refused and retry on the right shard (guarded publish, `boundary.rs`).
-//!
 //! With `producerQuiesce`, step 3 waits until the producers seen in the last refresh window have quiesced,
 //! or the quiesce times out (`quiesce.rs`).
 //!
-//! Split by concern: `record.rs` the stream record and group updates, `ops.rs` the scale / rollback /
-//! force-complete operations, `drain.rs` drain evidence and migration completion, `views.rs` the
-//! responses (the contract's in `rsc_protocol::wire::resharding`, the migration detail here), `ordering.rs`
-//! ordered streams (the option, the scales they accept, the evidence that opens a child shard's gate),
-//! `boundary.rs` routing boundaries and plain appends after a switch.
+//! What happens in which order, what each answer means, when to retry and when to give up is the replica
+//! core's (`rsc_group::replica::reshard`: `ScaleFlow`, `EndFlow`, `StreamPass`, with the pure rules of
+//! `rsc_group::reshard`), so the deterministic simulation runs the same steps with crashes and pauses
+//! between any two. Here each step is performed through `rsc-store` (`perform.rs`).
+//!
+//! Split by concern: `perform.rs` the steps and the driver, `record.rs` the stream record and group updates,
+//! `ops.rs` the scale / rollback / force-complete operations, `drain.rs` the reconciler's stream pass and the
+//! drain evidence reads, `views.rs` the responses (the contract's in `rsc_protocol::wire::resharding`, the
+//! migration detail here), `ordering.rs` ordered streams (the option, the gates view), `boundary.rs`
+//! routing boundaries and plain appends after a switch, `quiesce.rs` producer quiesce.
 
 mod boundary;
 mod drain;
 mod ops;
 mod ordering;
+mod perform;
 mod quiesce;
 mod record;
 mod views;
@@ -39,33 +45,16 @@ pub use quiesce::{QuiesceView, SWITCH_AUDIT_ACTION, validate_producer_id};
 
 pub use boundary::SwitchedShard;
 pub use ordering::{OrderingGate, ParentProgress};
-use views::migration_state_in_groups;
 pub use views::{MigrationDetail, RemovedShard};
 
-use crate::cache::{Cached, GroupName};
-use crate::coordinator::Resharding;
-use crate::coordinator::{Commit, MAX_CAS_ATTEMPTS};
 use crate::domain_error::CoordError;
-use crate::error::store_error_text;
-use crate::provision::{existing_shards, provision};
-use crate::views::migration_response;
-use rsc_group::heartbeat::Transition;
-use rsc_group::migration::{self, Migration, MigrationError, MigrationState};
-use rsc_group::model::{Group, ShardSet};
-use rsc_group::stream::StreamRecord;
-use rsc_protocol::names::{self, shard_stream_key};
-use rsc_protocol::validate;
-use rsc_protocol::wire::resharding::{MigrationResponse, ScaleResponse};
-use rsc_protocol::wire::{MigrationActionRequest, ScaleRequest};
-use rsc_store::IndexState;
-use rsc_store::{CasOutcome, CreateOutcome, RetireOutcome, parse_stream_id};
+use rsc_group::migration::MigrationError;
+use rsc_group::replica::reshard::ReshardError;
+use rsc_group::reshard::end::EndRefusal;
+use rsc_protocol::names::shard_stream_key;
 
 /// A stream record and the revision it was read at.
-#[derive(Debug, Clone)]
-pub struct CachedStream {
-    pub record: StreamRecord,
-    pub revision: u64,
-}
+pub use rsc_group::replica::reshard::StreamSnapshot as CachedStream;
 
 impl From<MigrationError> for CoordError {
     fn from(e: MigrationError) -> Self {
@@ -76,5 +65,57 @@ impl From<MigrationError> for CoordError {
             MigrationError::NotAllowed(why) => CoordError::RollbackNotAllowed(why),
             MigrationError::EpochOverflow(e) => e.into(),
         }
+    }
+}
+
+impl From<EndRefusal> for CoordError {
+    fn from(e: EndRefusal) -> Self {
+        let text = e.to_string();
+        match e {
+            EndRefusal::Migration(e) => e.into(),
+            EndRefusal::NotTheStreamsActive { .. } | EndRefusal::NotSwitched(_) => {
+                CoordError::RollbackNotAllowed(text)
+            }
+            EndRefusal::AlreadyEnded { .. } => CoordError::MigrationAlreadyEnded(text),
+            EndRefusal::CorrectionOpen => CoordError::CorrectionInProgress(text),
+        }
+    }
+}
+
+/// The coordinator's error for a resharding flow that gave up on stream `prefix`: the store's own error when
+/// a step failed there (`failure`, kept by the performer), else the flow's reason in the domain's words.
+/// (`InProgress` is said by the scale, which knows its groups.)
+fn coord_error(prefix: &str, e: ReshardError, failure: Option<CoordError>) -> CoordError {
+    match e {
+        ReshardError::Store => failure
+            .unwrap_or_else(|| CoordError::RedisUnavailable("Redis is unavailable; retry".into())),
+        ReshardError::StreamKeptChanging | ReshardError::GroupKeptChanging => {
+            CoordError::Conflict(e.to_string())
+        }
+        ReshardError::StreamVanished => CoordError::invalid(e.to_string()),
+        ReshardError::Provisioning(why) => CoordError::ProvisioningFailed(format!(
+            "{why}; the migration stays PREPARING and routing is unchanged — retry the same scale to resume"
+        )),
+        ReshardError::ForeignShardKeys(found) => {
+            let keys: Vec<String> = found.iter().map(|s| shard_stream_key(prefix, *s)).collect();
+            CoordError::StreamExists(format!(
+                "Redis keys of stream {prefix:?} already exist, were not created by the coordinator and would be \
+                 adopted as new shards (and deleted by a later scale-in): {}; delete them, or choose a target \
+                 shard count of at most {}",
+                keys.join(", "),
+                found.first().copied().unwrap_or_default()
+            ))
+        }
+        ReshardError::InProgress(m) => CoordError::MigrationInProgress(format!(
+            "migration {} ({} → {} shards, {}) is still active; wait for it, roll it back, or force-complete it",
+            m.resharding_id,
+            m.from_shard_count,
+            m.to_shard_count,
+            m.state.as_str()
+        )),
+        ReshardError::Change(e) => e.into(),
+        ReshardError::EpochOverflow(e) => e.into(),
+        ReshardError::Refused(e) => e.into(),
+        ReshardError::OutOfStep => CoordError::Internal(e.to_string()),
     }
 }

@@ -1,18 +1,22 @@
-//! Ordered streams in the coordinator: the ordering option on the stream record, when a switch needs switch
-//! points before groups adopt it, the per-group drain evidence that opens a child shard's gate, and the gates
-//! as the migration view shows them.
+//! Ordered streams in the coordinator: the ordering option on the stream record and the gates as the
+//! migration view shows them (what each parent a gate waits for still holds for the group).
 //!
-//! The rule and the gates themselves are pure (`rsc_protocol::ordering`, `rsc_group::ordering`); here they
-//! meet Redis. Every scale of an ordered stream is accepted: new children are withheld, surviving children
-//! are granted with a read fence at their switch point (recorded on the migration right after the switch,
-//! `boundary.rs`). A parent's evidence is read for one group only (its Redis consumer group on the parent)
-//! and counts only the parent's records up to its switch point — nothing pending up to it, everything up to
-//! it delivered — so a slow group never holds up a fast one, and records routed to a surviving parent after
-//! the switch do not hold up its children. No drain grace applies: guarded publish refuses old-routing
-//! appends after the switch point, so none can arrive later.
+//! The rules are pure (`rsc_protocol::ordering` which shards are children, `rsc_group::ordering` the gates,
+//! `rsc_group::reshard::sync` when a group may adopt an ordered switch, `rsc_group::reshard::evidence` when a
+//! parent counts as consumed); the reconciler's pass (`rsc_group::replica::reshard::pass`) reads the evidence
+//! and opens the gates. A parent's evidence is read for one group only (its Redis consumer group on the
+//! parent) and counts only the parent's records up to its switch point, so a slow group never holds up a
+//! fast one, and records routed to a surviving parent after the switch do not hold up its children.
 
-use super::*;
-use rsc_protocol::ordering::{Ordering, is_child};
+use super::CachedStream;
+use super::perform::evidence_of;
+use crate::coordinator::{MAX_CAS_ATTEMPTS, Resharding};
+use crate::domain_error::CoordError;
+use rsc_group::model::Group;
+use rsc_group::reshard::evidence::delivered_to;
+use rsc_protocol::names::shard_stream_key;
+use rsc_protocol::ordering::Ordering;
+use rsc_protocol::validate;
 use rsc_protocol::wire::{OrderingRequest, OrderingResponse};
 use serde::Serialize;
 
@@ -50,25 +54,6 @@ pub struct ParentProgress {
 
 /// At most this many pending entries are counted per parent for the migration view.
 const PENDING_COUNT_CAP: usize = 10_000;
-
-/// Whether the stream's active migration must record its old shards' switch points before groups adopt it:
-/// an ordered stream whose scale has a child (a shard whose keys can come from another old shard).
-pub(super) fn needs_switch_points(record: &StreamRecord) -> bool {
-    record.ordering == Ordering::Key
-        && record.active_migration.as_ref().is_some_and(|m| {
-            (0..m.to_shard_count).any(|j| is_child(m.from_shard_count, m.to_shard_count, j))
-        })
-}
-
-/// Whether a group may adopt the stream's active migration now: always on an unordered stream or for a scale
-/// without children; on an ordered one with children once every old shard's switch point is recorded.
-pub(super) fn may_adopt(record: &StreamRecord) -> bool {
-    !needs_switch_points(record)
-        || record
-            .active_migration
-            .as_ref()
-            .is_some_and(|m| (0..m.from_shard_count).all(|s| m.switch_points.contains_key(&s)))
-}
 
 impl Resharding<'_> {
     /// `POST /coord/v1/streams/{p}/ordering`: validates the body, then sets the option.
@@ -120,102 +105,13 @@ impl Resharding<'_> {
             let mut next = base.record.clone();
             next.ordering = ordering;
             next.updated_at_ms = self.clock().now_ms();
-            if let Some(s) = self.write_stream(prefix, &base, next).await? {
+            if let Some(s) = self.write_stream(prefix, base.revision, next).await? {
                 return Ok(s);
             }
         }
         Err(CoordError::Conflict(
             "stream record kept changing; retry".into(),
         ))
-    }
-
-    /// Parents some gate of `g` waits for whose pre-switch records `g`'s Redis consumer group has consumed.
-    /// With the parent's switch point (every ordered switch records them): nothing pending up to it and
-    /// last-delivered at or past it. Without one (a group adopted before switch points were kept): nothing
-    /// pending and nothing left to deliver at all, once the drain grace has passed. A shard whose stream is
-    /// gone holds nothing.
-    pub(super) async fn parents_drained_for(&self, g: &Group) -> ShardSet {
-        let mut drained = ShardSet::new();
-        if g.ordering_gates.is_empty() {
-            return drained;
-        }
-        let grace_passed = self.clock().now_ms() >= self.drain_evidence_from_ms(g);
-        for p in rsc_group::ordering::waited_parents(g) {
-            let key = shard_stream_key(&g.stream_prefix, p);
-            let point = g.ordering_switch_points.get(&p);
-            if point.is_none() && !grace_passed {
-                continue;
-            }
-            match self.store().shard_groups(&key).await {
-                Ok(Some(groups)) => {
-                    let Some(mine) = groups
-                        .iter()
-                        .find(|x| x.name.as_deref() == Some(g.consumer_group.as_str()))
-                    else {
-                        continue;
-                    };
-                    if let Some(point) = point {
-                        if delivered_to(mine, point)
-                            && self.pending_up_to(&key, &g.consumer_group, point, 1).await
-                                == Some(0)
-                        {
-                            drained.insert(p);
-                        }
-                        continue;
-                    }
-                    if mine.pending != Some(0) {
-                        continue;
-                    }
-                    let delivered = mine.lag == Some(0) || {
-                        let last = self.last_generated_id(&key).await;
-                        last.is_some()
-                            && mine.last_delivered_id.as_deref().and_then(parse_stream_id) >= last
-                    };
-                    if delivered {
-                        drained.insert(p);
-                    }
-                }
-                Ok(None) => {
-                    drained.insert(p);
-                }
-                Err(e) => tracing::warn!(
-                    key,
-                    error = %store_error_text(&e),
-                    "ordering evidence unavailable"
-                ),
-            }
-        }
-        drained
-    }
-
-    /// How many entries `group` has pending on `key` up to `point`, counting at most `cap` (None: unknown,
-    /// or no such group).
-    async fn pending_up_to(&self, key: &str, group: &str, point: &str, cap: usize) -> Option<i64> {
-        match self
-            .store()
-            .shard_pending_up_to(key, group, point, cap)
-            .await
-        {
-            Ok(answer) => answer,
-            Err(e) => {
-                tracing::warn!(key, error = %store_error_text(&e), "ordering evidence unavailable");
-                None
-            }
-        }
-    }
-
-    /// Reconciler step: opens the gates of `name` whose parents drained for it.
-    pub(super) async fn open_drained_gates(&self, name: &GroupName, c: Cached) -> Cached {
-        let drained = self.parents_drained_for(&c.group).await;
-        if drained.is_empty() {
-            return c;
-        }
-        let timing = self.timing();
-        self.update_group(name, |g, now| {
-            Ok(rsc_group::ordering::open_gates(g, &drained, now, timing)?)
-        })
-        .await
-        .unwrap_or(c)
     }
 
     /// The gates of `g` with what each parent still holds for it (the migration view).
@@ -245,7 +141,7 @@ impl Resharding<'_> {
                     delivered_to_switch_point: point
                         .as_deref()
                         .zip(mine.as_ref())
-                        .map(|(point, mine)| delivered_to(mine, point)),
+                        .map(|(point, mine)| delivered_to(&evidence_of(mine.clone()), point)),
                     switch_point: point,
                     last_delivered_id: mine.as_ref().and_then(|m| m.last_delivered_id.clone()),
                     pending_before_switch,
@@ -262,10 +158,4 @@ impl Resharding<'_> {
         }
         out
     }
-}
-
-/// Whether `group`'s last-delivered id on a parent is at or past the parent's switch point `point`.
-fn delivered_to(group: &rsc_store::ConsumerGroupInfo, point: &str) -> bool {
-    let last = group.last_delivered_id.as_deref().and_then(parse_stream_id);
-    parse_stream_id(point).is_some_and(|sp| last.is_some_and(|d| d >= sp))
 }

@@ -2,16 +2,26 @@
 //! PREPARING while the routing answer tells producers to stop (`quiesce: {reshardingId, deadline}`). Producers
 //! report `quiesced` (`POST /coord/v1/streams/{p}/producers/quiesced`); every routing fetch is a sighting. The
 //! switch rule is `rsc_group::quiesce::decide` over the producers seen within
-//! `coordinator.streams.producer-refresh-window`; [`Coordinator::quiesce_gate`] applies it where routing
-//! switches (`ops.rs::activate`), on the scale call, on each report and on every reconciler pass, so the
+//! `coordinator.streams.producer-refresh-window`; the core's activation (`rsc_group::replica::reshard::activate`)
+//! applies it where routing switches: on the scale call, on each report and on every reconciler pass, so the
 //! deadline is kept within one tick. A switch is audited (`PRODUCER_QUIESCE_SWITCH`): forced by timeout with
 //! the producers that had not quiesced, or with every producer quiesced. Sightings live in Redis through
 //! the store's `producers.rs`.
 
-use super::*;
+use super::CachedStream;
+use super::perform::Performer;
+use crate::coordinator::Resharding;
+use crate::domain_error::CoordError;
+use crate::error::store_error_text;
 use crate::security::audit::AuditRecord;
-use rsc_group::quiesce::{self, Decision, ProducerQuiesce, ProducerSighting, QuiesceOutcome};
+use rsc_group::model::{Migration, MigrationState};
+use rsc_group::quiesce::{self, ProducerQuiesce, ProducerSighting, QuiesceOutcome};
+use rsc_group::replica::reshard::switch::SwitchFlow;
+use rsc_group::stream::StreamRecord;
+use rsc_protocol::names;
+use rsc_protocol::validate;
 use rsc_protocol::wire::ProducerRoutingResponse;
+use rsc_protocol::wire::ScaleRequest;
 use rsc_protocol::wire::quiesce::{
     ProducerQuiescedRequest, ProducerQuiescedResponse, QuiesceNotice,
 };
@@ -22,14 +32,6 @@ pub const SWITCH_AUDIT_ACTION: &str = "PRODUCER_QUIESCE_SWITCH";
 /// Producers not seen for this many refresh windows are forgotten.
 const FORGET_AFTER_WINDOWS: i64 = 10;
 const MAX_PRODUCER_ID_LEN: usize = 200;
-
-/// Whether routing may switch now.
-pub(super) enum Gate {
-    /// Switch; with the quiesce's outcome to record, if the scale had one.
-    Open(Option<QuiesceOutcome>),
-    /// Producers are still quiescing.
-    Closed,
-}
 
 /// The quiesce part of the migration view.
 #[derive(Debug, Serialize)]
@@ -153,10 +155,13 @@ impl Resharding<'_> {
             );
             if let Some(m) = stream.record.active_migration.clone() {
                 let groups = self.stream_groups(prefix).await?;
-                let switched = self.activate(prefix, stream, &m, &groups).await?;
-                for g in &groups {
-                    self.sync_group_to_stream(g, &switched.record).await?;
-                }
+                let names = groups.into_iter().map(|g| g.consumer_group).collect();
+                let mut p = Performer::on(prefix);
+                let (mut flow, first) =
+                    SwitchFlow::start(stream, m, names, &self.settings(), self.clock().now_ms());
+                self.drive(&mut p, &mut flow, first)
+                    .await
+                    .map_err(|e| p.error(e))?;
             }
         }
         let still = self
@@ -172,7 +177,10 @@ impl Resharding<'_> {
     }
 
     /// The producers of the stream as the switch rule sees them; forgets those not seen for long.
-    async fn sightings(&self, prefix: &str) -> Result<Vec<ProducerSighting>, CoordError> {
+    pub(super) async fn sightings(
+        &self,
+        prefix: &str,
+    ) -> Result<Vec<ProducerSighting>, CoordError> {
         let (seen, quiesced) = self.producer_keys(prefix);
         let all = self
             .store()
@@ -208,31 +216,6 @@ impl Resharding<'_> {
                 }
             })
             .collect())
-    }
-
-    /// Whether the PREPARING `migration` of `record` may switch routing now.
-    pub(super) async fn quiesce_gate(
-        &self,
-        prefix: &str,
-        record: &StreamRecord,
-        migration: &Migration,
-    ) -> Result<Gate, CoordError> {
-        let Some(q) = record
-            .producer_quiesce
-            .as_ref()
-            .filter(|q| q.resharding_id == migration.resharding_id && q.outcome.is_none())
-        else {
-            return Ok(Gate::Open(None));
-        };
-        let sightings = self.sightings(prefix).await?;
-        let window = self.config().streams.producer_refresh_window.ms();
-        match quiesce::decide(q, &sightings, self.clock().now_ms(), window) {
-            Decision::Wait { pending } => {
-                tracing::debug!(stream = prefix, id = ?q.resharding_id, ?pending, "scale waits for producers to quiesce");
-                Ok(Gate::Closed)
-            }
-            Decision::Switch(outcome) => Ok(Gate::Open(Some(outcome))),
-        }
     }
 
     /// One audit record for a quiesced scale's switch (written by the coordinator itself, no request).

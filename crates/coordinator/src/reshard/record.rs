@@ -1,7 +1,17 @@
 //! The stream record as the coordinator keeps it (load, create, reset, forget, compare-and-set through
-//! `rsc-store`), the generic group update, and syncing a group to its stream's migration.
+//! `rsc-store`), the stream's live groups, and bringing a group in line with its stream's migration.
 
-use super::*;
+use super::CachedStream;
+use super::perform::Performer;
+use crate::cache::{Cached, GroupName};
+use crate::coordinator::{MAX_CAS_ATTEMPTS, Resharding};
+use crate::domain_error::CoordError;
+use crate::error::store_error_text;
+use rsc_group::replica::reshard::ensure::EnsureStream;
+use rsc_group::reshard::sync::GroupChange;
+use rsc_group::stream::StreamRecord;
+use rsc_protocol::names;
+use rsc_store::{CasOutcome, CreateOutcome, IndexState};
 
 impl Resharding<'_> {
     /// The key of the stream record of `prefix`.
@@ -27,33 +37,38 @@ impl Resharding<'_> {
         }))
     }
 
+    /// Creates the stream record `record` unless one exists (then None).
+    pub(super) async fn create_stream(
+        &self,
+        prefix: &str,
+        record: StreamRecord,
+    ) -> Result<Option<CachedStream>, CoordError> {
+        let created = self
+            .store()
+            .stream_record_create(
+                &self.stream_record_key(prefix),
+                &record.to_json(),
+                &crate::clock::iso_ms(record.created_at_ms),
+            )
+            .await
+            .map_err(CoordError::from)?;
+        Ok(match created {
+            CreateOutcome::Created { revision, .. } => Some(CachedStream { record, revision }),
+            _ => None,
+        })
+    }
+
     /// The stream record, created from the stream's groups' shard count if it does not exist yet.
     pub async fn ensure_stream(
         &self,
         prefix: &str,
         shard_count: u32,
     ) -> Result<CachedStream, CoordError> {
-        for _ in 0..MAX_CAS_ATTEMPTS {
-            if let Some(s) = self.load_stream(prefix).await? {
-                return Ok(s);
-            }
-            let record = StreamRecord::new(prefix, shard_count, self.clock().now_ms());
-            let created = self
-                .store()
-                .stream_record_create(
-                    &self.stream_record_key(prefix),
-                    &record.to_json(),
-                    &crate::clock::iso_ms(record.created_at_ms),
-                )
-                .await
-                .map_err(CoordError::from)?;
-            if let CreateOutcome::Created { revision, .. } = created {
-                return Ok(CachedStream { record, revision });
-            }
-        }
-        Err(CoordError::Conflict(
-            "stream record kept changing; retry".into(),
-        ))
+        let mut p = Performer::on(prefix);
+        let (mut flow, first) = EnsureStream::start(prefix, shard_count);
+        self.drive(&mut p, &mut flow, first)
+            .await
+            .map_err(|e| p.error(e))
     }
 
     /// Starts the stream record afresh for the first group of a stream (a record left by an earlier
@@ -71,7 +86,7 @@ impl Resharding<'_> {
                 return Ok(old);
             }
             let fresh = StreamRecord::new(prefix, shard_count, self.clock().now_ms());
-            if let Some(s) = self.write_stream(prefix, &old, fresh).await? {
+            if let Some(s) = self.write_stream(prefix, old.revision, fresh).await? {
                 return Ok(s);
             }
         }
@@ -98,14 +113,14 @@ impl Resharding<'_> {
         }
     }
 
-    /// Compare-and-sets a stream record. Ok(None) = lost the race, decide again.
+    /// Compare-and-sets a stream record read at revision `base`. Ok(None) = lost the race, decide again.
     pub(super) async fn write_stream(
         &self,
         prefix: &str,
-        base: &CachedStream,
+        base: u64,
         mut next: StreamRecord,
     ) -> Result<Option<CachedStream>, CoordError> {
-        next.store_revision = base.revision.checked_add(1).ok_or_else(|| {
+        next.store_revision = base.checked_add(1).ok_or_else(|| {
             CoordError::MetadataCorrupt(format!(
                     "stream record {} has a store revision that cannot be incremented; restore it from backup",
                     self.stream_record_key(prefix)
@@ -117,7 +132,7 @@ impl Resharding<'_> {
             .store()
             .stream_record_cas(
                 &self.stream_record_key(prefix),
-                base.revision,
+                base,
                 &next.to_json(),
                 &crate::clock::iso_ms(next.updated_at_ms),
             )
@@ -146,104 +161,16 @@ impl Resharding<'_> {
             .collect())
     }
 
-    /// Applies `change` to a group by compare-and-set (bounded retries). `change` returns whether it changed
-    /// anything; unchanged groups are not written.
-    pub async fn update_group<F>(
-        &self,
-        name: &GroupName,
-        mut change: F,
-    ) -> Result<Cached, CoordError>
-    where
-        F: FnMut(&mut Group, i64) -> Result<bool, CoordError>,
-    {
-        let lock = self.cache().lock_for(name);
-        let _guard = lock.lock().await;
-        for _ in 0..MAX_CAS_ATTEMPTS {
-            let base = self.require_current_group(name).await?;
-            let mut next = (*base.group).clone();
-            let now = self.clock().now_ms();
-            if !change(&mut next, now)? {
-                return Ok(base);
-            }
-            match self.commit(name, &base, Transition::new(next)).await? {
-                Commit::Written(c) => return Ok(c),
-                Commit::Conflict | Commit::ConditionFailed { .. } => continue,
-            }
-        }
-        Err(CoordError::Conflict(
-            "the group kept changing; retry".into(),
-        ))
-    }
-
-    /// Brings a group in line with its stream record: adopts the active migration (on an ordered stream once
-    /// its switch points are recorded), or applies the rollback / force-complete the stream recorded, and
-    /// takes the stream's routing version with it. Used by create, scale, routing and the reconciler.
+    /// Brings a group in line with its stream record (`rsc_group::reshard::sync::sync_to_stream`: adopt the
+    /// active migration, on an ordered stream once its switch points are recorded, or apply the rollback /
+    /// force-complete the stream recorded, and take the stream's routing version with it). Used by create,
+    /// routing and, through the flows, scale, end and the reconciler.
     pub async fn sync_group_to_stream(
         &self,
         name: &GroupName,
         stream: &StreamRecord,
     ) -> Result<Cached, CoordError> {
-        let timing = self.timing();
-        self.update_group(name, |g, now| {
-            let mut changed = false;
-            for ended in &stream.history {
-                // A switched migration force-completed before this group adopted it (an ordered one waits
-                // for its switch points): take it in first, so the group ends on the stream's shard count.
-                if ended.state == MigrationState::ForceCompleted
-                    && ended.activated_at_ms.is_some()
-                    && g.migration(&ended.resharding_id).is_none()
-                    && g.shard_count == ended.from_shard_count
-                    && stream.shard_count == ended.to_shard_count
-                    && g.shard_count != stream.shard_count
-                {
-                    changed |= migration::adopt(g, ended, now, timing)?;
-                }
-                let active_here = g
-                    .migration(&ended.resharding_id)
-                    .is_some_and(|m| !m.state.is_terminal());
-                if !active_here {
-                    continue;
-                }
-                let reason = ended.end_reason.clone().unwrap_or_default();
-                changed |= match ended.state {
-                    MigrationState::RolledBack => {
-                        migration::rollback(g, &ended.resharding_id, &reason, now, timing)?
-                    }
-                    MigrationState::ForceCompleted | MigrationState::Aborted => {
-                        migration::force_complete(g, &ended.resharding_id, &reason, now, timing)?
-                    }
-                    _ => false,
-                };
-            }
-            if let Some(m) = &stream.active_migration
-                && m.state == MigrationState::Active
-                && ordering::may_adopt(stream)
-            {
-                let adopted = migration::adopt(g, m, now, timing)?;
-                if adopted && ordering::needs_switch_points(stream) {
-                    // Gates by the stream's routing counts; surviving children fenced at their switch points.
-                    rsc_group::ordering::close_gates(
-                        g,
-                        m.from_shard_count,
-                        m.to_shard_count,
-                        &m.switch_points,
-                        now,
-                        timing,
-                    );
-                }
-                changed |= adopted;
-            }
-            // The routing version answers carry moves with the switch (or rollback) the group has taken in,
-            // in the same write: never ahead of what its gates and fences reflect.
-            let caught_up = stream.active_migration.as_ref().is_none_or(|m| {
-                m.state == MigrationState::Preparing || g.migration(&m.resharding_id).is_some()
-            });
-            if caught_up && stream.routing_version > g.routing_version {
-                g.routing_version = stream.routing_version;
-                changed = true;
-            }
-            Ok(changed)
-        })
-        .await
+        self.update_group(name, GroupChange::SyncToStream(Box::new(stream.clone())))
+            .await
     }
 }

@@ -1,7 +1,14 @@
 //! Views of resharding: the scale response (its shape is the contract's, `rsc_protocol::wire::resharding`)
 //! and the migration detail route's answer (the contract's Migration plus rsc's triage facts).
 
-use super::*;
+use crate::cache::{Cached, GroupName};
+use crate::coordinator::Resharding;
+use crate::domain_error::CoordError;
+use crate::views::migration_response;
+use rsc_group::migration::{MigrationError, rollback_check};
+use rsc_group::model::{Migration, MigrationState};
+use rsc_protocol::names::shard_stream_key;
+use rsc_protocol::wire::resharding::{MigrationResponse, ScaleResponse};
 use serde::Serialize;
 
 /// `GET …/migrations/{id}`: the Migration, its age, per-shard drain progress of removed and draining
@@ -179,7 +186,7 @@ impl Resharding<'_> {
             migration: migration_response(&m),
             age_seconds: (now - m.created_at_ms) as f64 / 1000.0,
             drain_evidence_from: crate::clock::iso_ms(self.drain_evidence_from_ms(g)),
-            rollback_allowed: migration::rollback_check(g, id).is_ok()
+            rollback_allowed: rollback_check(g, id).is_ok()
                 && m.state != MigrationState::RolledBack,
             routing_shard_count: stream
                 .as_ref()

@@ -1,8 +1,13 @@
 //! Tests of the durability rules: recording, dismissal, new lifecycles, and how heartbeat evidence is
 //! classified.
 
-use super::*;
+use super::{
+    DismissError, Signal, Signals, dismiss, lifecycle_start, member_signal, mutation_block,
+    new_lifecycle, record,
+};
 use crate::model::Member;
+use crate::model::{EpochOverflow, Group, MAX_EVIDENCE, SignalKind};
+use rsc_protocol::wire::HeartbeatRequest;
 use serde_json::json;
 
 fn group() -> Group {

@@ -1,7 +1,13 @@
 //! The metadata-correction round (a member synchronising down to a lower store revision), writing one
 //! member's record, and re-stating a batch's answers on the aggregate committed.
 
-use super::*;
+use super::draft::{Draft, Rebalance};
+use super::respond::{member_response, restricted_response};
+use super::{Decision, Outcome, Transition, probe_write};
+use crate::durability::Signals;
+use crate::model::{Group, Member, MemberState, MetadataCorrection};
+use crate::timing::Timing;
+use rsc_protocol::wire::{HeartbeatRequest, HeartbeatResponse, HeartbeatStatus};
 
 /// Opens (or extends) a metadata-correction round and asks the member to synchronise down.
 pub(super) fn sync_metadata(

@@ -1,6 +1,9 @@
 //! The `Draft`: the aggregate a heartbeat decision works on (copy-on-write, probing, deferred rebalance).
 
-use super::*;
+use crate::model::Group;
+use crate::rebalance::{recompute_target, settle};
+use crate::timing::Timing;
+use std::borrow::Cow;
 
 /// The aggregate a decision works on: changed in place (copied first when borrowed) to apply a write, or,
 /// when probing, never changed.

@@ -29,23 +29,15 @@ pub use draft::Draft;
 pub use respond::{member_response, rejected_response};
 pub use transitions::{fence_member, reserve};
 
-use correction::{correction_round, sync_metadata};
-use draft::Rebalance;
-use respond::{exhausted, fenced_reply, rejected, response, restricted_response};
+use respond::{fenced_reply, rejected};
 use transitions::{accept, join, leave};
 
-use crate::model::{
-    EpochOverflow, Group, Hold, Member, MemberState, MetadataCorrection, Reservation,
-    ReservationReason, RevokeReport, ShardSet, incremented,
-};
-use crate::rebalance::{bumped, recompute_target, settle};
+use crate::durability::Signals;
+use crate::model::{Group, MemberState};
 use crate::timing::Timing;
-use rsc_protocol::wire::{
-    AssignmentView, HeartbeatRequest, HeartbeatResponse, HeartbeatStatus, ShardId,
-};
+use rsc_protocol::wire::{HeartbeatRequest, HeartbeatResponse, HeartbeatStatus};
 use rsc_protocol::{PROTOCOL_VERSION_MAX, PROTOCOL_VERSION_MIN};
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 
 /// What the caller must persist before sending the response.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,19 +93,6 @@ impl Transition {
             .chain(&self.renew)
             .chain(&self.remove)
     }
-}
-
-/// Things worth counting that do not change the answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Signals {
-    /// A member reported a newer metadataVersion or epoch than the group holds.
-    pub metadata_regression: bool,
-    /// A member reported a shard as being revoked after its release was recorded.
-    pub rebalance_regression: bool,
-    /// The member was fenced by this request.
-    pub fenced: bool,
-    /// The transition this request calls for would overflow an epoch (answered RETRY, nothing stored).
-    pub epochs_exhausted: bool,
 }
 
 /// Who sends a heartbeat, as far as member ownership goes. A member incarnation records the principal that

@@ -1,7 +1,13 @@
 //! Building heartbeat responses: a member's view of the group, rejections, exhaustion, fenced and
 //! restricted (SYNC_METADATA / REVOKE_PENDING) answers.
 
-use super::*;
+use super::{Decision, Outcome};
+use crate::durability::Signals;
+use crate::model::{Group, Member, MemberState, ShardSet};
+use crate::timing::Timing;
+use rsc_protocol::wire::{
+    AssignmentView, HeartbeatRequest, HeartbeatResponse, HeartbeatStatus, ShardId,
+};
 
 /// The response for a member in the group as it stands.
 pub fn member_response(
@@ -55,7 +61,8 @@ pub(super) fn response(
             metadata_version: g.metadata_version,
         },
         message: None,
-        read_fences: crate::ordering::read_fences(g, assigned)
+        read_fences: g
+            .read_fences(assigned)
             .into_iter()
             .map(|(s, id)| (s.to_string(), id))
             .collect(),

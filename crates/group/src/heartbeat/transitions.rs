@@ -1,6 +1,18 @@
 //! The individual heartbeat transitions: join, leave, accept (with report application) and fencing.
 
-use super::*;
+use super::correction::{correction_round, sync_metadata};
+use super::draft::{Draft, Rebalance};
+use super::respond::{exhausted, member_response, rejected, response};
+use super::{Decision, Outcome, Transition, probe_write};
+use crate::durability::Signals;
+use crate::model::{
+    EpochOverflow, Group, Hold, Member, MemberState, Reservation, ReservationReason, RevokeReport,
+    ShardSet, incremented,
+};
+use crate::rebalance::bumped;
+use crate::timing::Timing;
+use rsc_protocol::wire::{HeartbeatRequest, HeartbeatStatus, RevokingShardReport};
+use std::collections::BTreeMap;
 
 /// Join, rejoin after expiry/fencing/leave, or a restarted process reusing its id (a new incarnation: the old
 /// incarnation's shards are held until its lease has certainly run out, then granted normally).
@@ -164,7 +176,7 @@ pub(super) fn apply_report(
     current: bool,
 ) -> ReportEffect {
     let owned: ShardSet = req.owned_shards.iter().map(|s| s.shard_index).collect();
-    let reports: BTreeMap<u32, &rsc_protocol::wire::RevokingShardReport> = req
+    let reports: BTreeMap<u32, &RevokingShardReport> = req
         .revoking_shards
         .iter()
         .map(|r| (r.shard.shard_index, r))

@@ -11,11 +11,14 @@
 //!   rejection, record rollback evidence, renew, write, retry at most [`MAX_CAS_ATTEMPTS`] times);
 //! - [`commit`]: group commit — queued writes decided in sequence on one aggregate, one compare-and-set,
 //!   and what each request is told after it;
-//! - [`reconcile`]: one reconciler pass over one group (tick on fresh state, compare-and-set, retry).
+//! - [`reconcile`]: one reconciler pass over one group (tick on fresh state, compare-and-set, retry);
+//! - [`reshard`]: scaling a stream, an operator's rollback or force-complete, and the reconciler's pass over
+//!   a stream (provision, switch, guard, bring groups in line, drain evidence, complete).
 
 pub mod commit;
 pub mod heartbeat;
 pub mod reconcile;
+pub mod reshard;
 
 use crate::model::Group;
 

@@ -12,8 +12,8 @@
 
 use rsc_group::heartbeat::{Outcome, Transition, decide};
 use rsc_group::invariants;
-use rsc_group::migration::{self, Migration, MigrationState};
-use rsc_group::model::{Group, MemberState, ShardSet};
+use rsc_group::migration;
+use rsc_group::model::{Group, MemberState, Migration, MigrationState, ShardSet};
 use rsc_group::tick::tick;
 use rsc_group::timing::Timing;
 use rsc_protocol::validate::validate_heartbeat_request;

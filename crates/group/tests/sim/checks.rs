@@ -13,19 +13,20 @@
 //!    metadataVersion than Redis; no replica reads a revision below one it saw (`replica.rs`); and, since
 //!    the simulated Redis never loses writes, no rollback signal is ever raised on fresh state.
 //!
-//! Ordered streams: no child shard is granted while one of its parents has not shown its pre-switch
-//! records consumed, unless it survived the scale and is granted with its read fence
-//! (`children_wait_for_parents`); from the routing switch on, a process reading such a child honours a fence
-//! at or before its switch point, from its answers or from the shard's routing boundary
-//! (`clients_honour_fences`).
+//! Ordered streams: no child shard is granted while one of its parents has not consumed its pre-switch
+//! records (the truth in the simulated Redis), unless it survived the scale and is granted with its read
+//! fence (`children_wait_for_parents`); once a child's boundary was raised by the switch, a process reading
+//! it while a parent has not honours a fence at or before its switch point, from its answers or from the
+//! shard's routing boundary (`clients_honour_fences`). Per-key order, no double read and nothing lost are
+//! the ledger's (`ledger.rs`).
 
 use super::client::{Client, at};
+use super::operator::OrderedSwitch;
+use super::shards::SimShards;
 use super::store::{SimStore, WriteRecord, Writer};
-use super::world::OrderedSwitch;
-use rsc_group::heartbeat::Signals;
+use rsc_group::durability::Signals;
 use rsc_group::invariants;
 use rsc_group::model::{Group, MemberState, ShardSet};
-use rsc_protocol::ordering::ShardBoundary;
 use rsc_protocol::wire::{HeartbeatRequest, HeartbeatResponse, HeartbeatStatus};
 use std::collections::BTreeMap;
 
@@ -258,26 +259,26 @@ pub fn false_rollback_signal(g: &Group, req: &HeartbeatRequest, s: &Signals) -> 
 }
 
 /// Ordered streams: once the group adopted the current ordered switch, a child shard is assigned to a member
-/// only once every one of its parents has shown (drain evidence) that this group consumed its pre-switch
-/// records, unless it survived the scale and is granted with its read fence at its switch point.
-pub fn children_wait_for_parents(g: &Group, switch: &OrderedSwitch) {
-    if !switch.adopted {
+/// only once every one of its parents has consumed its pre-switch records, unless it survived the scale and
+/// is granted with its read fence at its switch point.
+pub fn children_wait_for_parents(g: &Group, switch: &OrderedSwitch, shards: &SimShards) {
+    if switch.children.is_empty() || g.migration(&switch.resharding_id).is_none() {
         return;
     }
     for m in g.members.values() {
         for s in &m.assigned {
-            if let Some(parents) = switch.children.get(s) {
-                let waiting: Vec<_> = parents.difference(&switch.evidenced).collect();
-                assert!(
-                    waiting.is_empty()
-                        || (switch.points.contains_key(s)
-                            && rsc_group::ordering::read_fences(g, &m.assigned).get(s)
-                                == switch.points.get(s)),
-                    "ordering: child shard {s} granted to {} without its read fence while parents \
-                     {waiting:?} may hold pre-switch records",
-                    m.member_id
-                );
+            let waiting = switch.waiting(*s, shards);
+            if waiting.is_empty() {
+                continue;
             }
+            let point = switch.point(*s, shards);
+            assert!(
+                point.is_some() && g.read_fences(&m.assigned).get(s) == point,
+                "ordering: child shard {s} granted to {} without its read fence ({:?}, switch point {point:?}) \
+                 while parents {waiting:?} may hold pre-switch records",
+                m.member_id,
+                g.read_fences(&m.assigned).get(s)
+            );
         }
     }
 }
@@ -286,12 +287,13 @@ pub fn children_wait_for_parents(g: &Group, switch: &OrderedSwitch) {
 /// any answer tells the process of it), a process that reads a child whose parents may still hold pre-switch
 /// records (a surviving child it holds, or a shard it held before and is giving up) honours a read fence on
 /// it no later than the child's switch point: the one its answers set, or the one it takes from the shard's
-/// routing boundary while no answer that reflects the switch has assigned it the shard.
+/// routing boundary while no answer that reflects the switch has assigned it the shard. (Until the child's
+/// boundary is raised, nothing routed the new way has reached it.)
 pub fn clients_honour_fences(
     clients: &[Client],
     now: i64,
     switch: &OrderedSwitch,
-    boundaries: &BTreeMap<u32, ShardBoundary>,
+    shards: &SimShards,
 ) {
     for c in clients.iter().filter(|c| c.running) {
         // Shards it reads, and shards it is giving up whose local work (a batch being handed over) goes on
@@ -301,28 +303,24 @@ pub fn clients_honour_fences(
             handling.extend(c.membership.draining().iter().copied());
         }
         for s in handling {
-            let Some(parents) = switch.children.get(&s) else {
-                continue;
-            };
-            if parents.is_subset(&switch.evidenced) {
+            let waiting = switch.waiting(s, shards);
+            if waiting.is_empty() {
                 continue;
             }
-            let point = switch
-                .points
-                .get(&s)
-                .expect("every child's boundary was raised");
-            let fence = c.fence_for(s, boundaries.get(&s));
+            let Some(point) = switch.point(s, shards) else {
+                continue;
+            };
+            let boundary = shards.boundaries.get(&s);
+            let fence = c.fence_for(s, boundary);
             assert!(
                 fence
                     .as_deref()
                     .is_some_and(|f| !rsc_member::beyond(f, point)),
                 "ordering: t={now} {} reads child shard {s} with fence {fence:?}, not at or before its switch \
-                 point {point}, while parents {:?} may hold pre-switch records (routing version answered {:?}, \
-                 boundary {:?})",
+                 point {point}, while parents {waiting:?} may hold pre-switch records (routing version \
+                 answered {:?}, boundary {boundary:?})",
                 c.id,
-                parents.difference(&switch.evidenced).collect::<Vec<_>>(),
                 c.membership.fences().routing_version(),
-                boundaries.get(&s)
             );
         }
     }

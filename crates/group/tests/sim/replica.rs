@@ -8,12 +8,18 @@
 //! whose own flow reached the write step on the same aggregate (the coordinator's queue); a non-batching one
 //! commits each write alone. Its reconciler ticks on its own schedule with Redis time.
 //!
+//! Its resharding work (the operator's scales and ends, a producer's last quiesced report, the reconciler's
+//! pass over the stream in resharding scenarios) runs the core's resharding flows one step at a time
+//! (`resharder.rs`), beside its heartbeats.
+//!
 //! Faults: a crash loses the cache and whatever was being decided; a pause stops the replica, possibly
-//! *between* a decision and its commit (the GC-pause case), and it resumes with the stale decision and cache.
+//! *between* a decision and its commit (the GC-pause case), or between two resharding steps, and it resumes
+//! with the stale decision and cache.
 
 use super::TIMING;
 use super::checks;
 use super::net::{Endpoint, Network, Payload};
+use super::resharder::ReshardJob;
 use super::rng::Rng;
 use super::store::{CasOutcome, RenewOutcome, SimStore, Writer};
 use rsc_group::heartbeat::{Caller, Outcome, Transition, decide, probe};
@@ -44,6 +50,8 @@ pub struct Env<'a> {
     pub rng: &'a mut Rng,
     pub faults: ReplicaFaults,
     pub stats: &'a mut Stats,
+    /// Resharding scenarios: the reconciler also runs the pass over the stream.
+    pub resharding: bool,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -57,13 +65,16 @@ pub struct Stats {
     pub false_rebalance_signals: u64,
     /// Requests written in a batch together with at least one other.
     pub batched: u64,
+    /// Resharding flow steps performed, and pauses between two of them.
+    pub reshard_steps: u64,
+    pub reshard_pauses: u64,
 }
 
 /// The aggregate a replica holds and the revision it was read or written at.
 #[derive(Debug, Clone)]
 pub struct Snap {
-    group: Rc<Group>,
-    revision: u64,
+    pub group: Rc<Group>,
+    pub revision: u64,
 }
 
 impl Snapshot for Snap {
@@ -124,7 +135,7 @@ pub struct Replica {
     pub index: usize,
     pub down_until: i64,
     pub paused_until: i64,
-    cache: Option<Snap>,
+    pub(super) cache: Option<Snap>,
     /// Highest revision this replica has seen (invariant 6: it must never read a lower one).
     highest: u64,
     skew_ms: i64,
@@ -133,6 +144,8 @@ pub struct Replica {
     pub inbox: VecDeque<HbJob>,
     parked: Option<Job>,
     batching: bool,
+    /// Resharding flows in progress, each at its next step.
+    pub jobs: Vec<ReshardJob>,
 }
 
 impl Replica {
@@ -149,6 +162,7 @@ impl Replica {
             tick_interval,
             inbox: VecDeque::new(),
             parked: None,
+            jobs: Vec::new(),
         }
     }
 
@@ -164,6 +178,7 @@ impl Replica {
         self.highest = 0;
         self.inbox.clear();
         self.parked = None;
+        self.jobs.clear();
         self.next_tick = until.max(now);
     }
 
@@ -192,7 +207,11 @@ impl Replica {
         if env.now >= self.paused_until && env.now >= self.next_tick {
             self.next_tick = env.now + self.tick_interval;
             self.reconcile(None, env);
+            if env.resharding && !self.jobs.iter().any(ReshardJob::is_pass) {
+                self.jobs.push(ReshardJob::pass());
+            }
         }
+        self.run_jobs(env);
     }
 
     fn execute(&mut self, job: Job, env: &mut Env) {
@@ -214,17 +233,17 @@ impl Replica {
     }
 
     /// The replica's estimate of Redis time.
-    fn clock(&self, env: &Env) -> i64 {
+    pub(super) fn clock(&self, env: &Env) -> i64 {
         env.now + self.skew_ms
     }
 
     /// A store reply carried Redis time: the estimate is re-learned (with a small error).
-    fn observe(&mut self, env: &mut Env) {
+    pub(super) fn observe(&mut self, env: &mut Env) {
         let m = env.faults.max_skew_ms;
         self.skew_ms = env.rng.range(-m, m);
     }
 
-    fn remember(&mut self, group: Rc<Group>, revision: u64) {
+    pub(super) fn remember(&mut self, group: Rc<Group>, revision: u64) {
         assert!(
             revision >= self.highest,
             "invariant 6: replica {} read revision {revision} after seeing {}",
@@ -235,7 +254,7 @@ impl Replica {
         self.cache = Some(Snap { group, revision });
     }
 
-    fn load(&mut self, env: &mut Env) -> Snap {
+    pub(super) fn load(&mut self, env: &mut Env) -> Snap {
         let (group, revision) = env.store.load();
         self.observe(env);
         self.remember(group.clone(), revision);
@@ -243,7 +262,7 @@ impl Replica {
     }
 
     /// Whether to pause now, between a decision and its commit.
-    fn pause_now(&mut self, env: &mut Env) -> bool {
+    pub(super) fn pause_now(&mut self, env: &mut Env) -> bool {
         if env.rng.chance(env.faults.pause_mid_decision) {
             env.stats.pauses_mid_decision += 1;
             self.paused_until = env.now + env.rng.range(1, env.faults.max_pause_ms);

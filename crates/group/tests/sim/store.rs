@@ -6,14 +6,17 @@
 //!
 //! Every committed write is recorded, so the world can check it against invariants 1, 3, 4 and 6.
 //!
-//! It also holds the shard streams' routing boundaries (the routing keys of `routing_floor.rs`): raised on
-//! every shard by a routing switch, with its switch point, and annotated with the scale (possibly a few steps
-//! later: a producer's append can raise a boundary before the coordinator annotates it).
+//! It also holds the stream record (`record_cas.lua`: compare-and-set by revision), the shard streams with
+//! their routing boundaries (`shards.rs`) and the producers' sightings for producer quiesce (`producers.rs`).
+//! Every stream record write is kept too, so the world can follow switches and ends.
 
 use super::TIMING;
+use super::shards::SimShards;
 use rsc_group::heartbeat::Transition;
 use rsc_group::model::Group;
-use rsc_protocol::ordering::{BoundaryScale, ShardBoundary};
+use rsc_group::quiesce::ProducerSighting;
+use rsc_group::replica::reshard::StreamSnapshot;
+use rsc_group::stream::StreamRecord;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
@@ -24,7 +27,7 @@ pub enum Writer {
     Heartbeats(Vec<String>),
     /// A reconciler tick.
     Tick,
-    /// An operator action or drain evidence.
+    /// A resharding flow's group change (bringing it in line with the stream, drain evidence).
     Operator,
 }
 
@@ -61,21 +64,49 @@ pub struct SimStore {
     pub revision: u64,
     pub leases: BTreeMap<String, i64>,
     pub writes: Vec<WriteRecord>,
-    /// The stream's routing version (the stream record's), and each shard's routing boundary.
-    pub routing_version: i64,
-    pub boundaries: BTreeMap<u32, ShardBoundary>,
+    pub stream: StreamSnapshot,
+    /// Every stream record write (before, after), kept until the world has looked at it.
+    pub stream_writes: Vec<(StreamRecord, StreamRecord)>,
+    pub shards: SimShards,
+    pub sightings: BTreeMap<String, ProducerSighting>,
 }
 
 impl SimStore {
-    pub fn new(group: Group) -> Self {
+    /// A stream whose record and shard streams were created with `group`.
+    pub fn new(group: Group, now: i64) -> Self {
+        let mut record = StreamRecord::new(&group.stream_prefix, group.shard_count, now);
+        record.routing_version = group.routing_version;
         SimStore {
             revision: group.store_revision,
-            routing_version: group.routing_version,
+            shards: SimShards::new(group.shard_count),
             group: Rc::new(group),
             leases: BTreeMap::new(),
             writes: Vec::new(),
-            boundaries: BTreeMap::new(),
+            stream: StreamSnapshot {
+                record,
+                revision: 1,
+            },
+            stream_writes: Vec::new(),
+            sightings: BTreeMap::new(),
         }
+    }
+
+    /// record_cas.lua: `next` written if the record is still at `base` (its revision and time set).
+    pub fn write_stream(
+        &mut self,
+        base: u64,
+        mut next: StreamRecord,
+        now: i64,
+    ) -> Option<StreamSnapshot> {
+        if base != self.stream.revision {
+            return None;
+        }
+        next.store_revision = base + 1;
+        next.updated_at_ms = now;
+        let old = std::mem::replace(&mut self.stream.record, next.clone());
+        self.stream.revision = base + 1;
+        self.stream_writes.push((old, next));
+        Some(self.stream.clone())
     }
 
     pub fn load(&self) -> (Rc<Group>, u64) {
@@ -136,57 +167,6 @@ impl SimStore {
         self.leases
             .insert(member.to_owned(), now + TIMING.member_lease_ttl_ms);
         RenewOutcome::Renewed
-    }
-
-    /// An operator's write (scale, rollback, force-complete, drain evidence): a CAS on the current revision.
-    /// A routing switch `from → to`: bumps the routing version and raises every shard's boundary to it with a
-    /// fresh switch point (`<now>-<shard>`), annotated with the scale unless `annotated` is false. Returns
-    /// every raised shard's switch point (old and new).
-    pub fn switch_routing(
-        &mut self,
-        from: u32,
-        to: u32,
-        ordered: bool,
-        annotated: bool,
-        now: i64,
-    ) -> BTreeMap<u32, String> {
-        self.routing_version += 1;
-        let scale = BoundaryScale {
-            version: self.routing_version,
-            from,
-            to,
-            ordered,
-        };
-        for s in 0..from.max(to) {
-            self.boundaries.insert(
-                s,
-                ShardBoundary {
-                    floor: self.routing_version,
-                    switch_id: format!("{now}-{s}"),
-                    scale: annotated.then_some(scale),
-                },
-            );
-        }
-        (0..from.max(to))
-            .map(|s| (s, format!("{now}-{s}")))
-            .collect()
-    }
-
-    /// The coordinator annotates the boundaries of the latest switch (`switch_routing` with `annotated` false).
-    pub fn annotate(&mut self, from: u32, to: u32, ordered: bool) {
-        let version = self.routing_version;
-        for b in self.boundaries.values_mut().filter(|b| b.floor == version) {
-            b.scale = Some(BoundaryScale {
-                version,
-                from,
-                to,
-                ordered,
-            });
-        }
-    }
-
-    pub fn write_operator(&mut self, g: Group, now: i64) {
-        self.commit(g, Vec::new(), Writer::Operator, now);
     }
 
     fn commit(&mut self, mut g: Group, must_be_lapsed: Vec<String>, by: Writer, now: i64) {

@@ -12,30 +12,30 @@
 //! a second generator seeded from the scenario's seed, so scenarios without static members are exactly
 //! those of the same seed before static membership existed.
 //!
-//! Ordered streams: half the scales close gates on their child shards (a third generator, so other
-//! scenarios are unchanged), with a switch point for every old shard, so a surviving child is granted with
-//! a read fence. Every switch raises the shards' routing boundaries at once (sometimes without the scale's
-//! annotation, added a few steps later), while the group often adopts an ordered switch only some steps later
-//! (as the coordinator does once the switch points are recorded), so consumers must fence themselves from the
-//! boundary until their answers reflect the switch. Drain evidence for the parents arrives at random, and
-//! after every write the world checks that no child shard was granted while one of its parents had not shown
-//! its pre-switch records consumed, unless with its fence; after every step, that every process reading such
-//! a child honours a fence at or before its switch point, from the switch on.
+//! Resharding scenarios: the operator scales, rolls back and force-completes through the replicas, which run
+//! the coordinator's resharding flows step by step with pauses and crashes between any two steps, and every
+//! replica's reconciler runs the pass over the stream (`operator.rs`, `resharder.rs`). Half the scales are of
+//! an ordered stream (a third generator, so other scenarios are unchanged). Producers append keyed records
+//! through guarded publish and consumers read them (`data.rs`, a generator of its own), so drain evidence is
+//! what the simulated Redis shows, and the ledger checks per-key order, no double read and, at convergence,
+//! nothing lost. After every write the world checks that no child shard was granted while one of its parents
+//! had not consumed its pre-switch records, unless with its fence; after every step, that every process
+//! reading such a child honours a fence at or before its switch point, from its answers or its boundary.
 
 use super::checks;
 use super::client::{Client, Style};
+use super::data::DataPlane;
 use super::net::{Endpoint, NetFaults, Network, Payload};
-use super::replica::{Env, HbJob, Replica, ReplicaFaults, Stats};
+use super::operator::Operator;
+use super::replica::{Env, HbJob, Replica, ReplicaFaults};
+use super::resharder::ReshardJob;
 use super::rng::Rng;
 use super::store::SimStore;
+pub use super::summary::Summary;
 use super::{STEP_MS, TIMING};
-use rsc_group::heartbeat::Transition;
 use rsc_group::invariants;
-use rsc_group::migration::{self, Migration, MigrationState};
 use rsc_group::model::{Group, GroupState, MemberState, ShardSet};
-use rsc_group::ordering;
 use rsc_protocol::wire::HeartbeatRequest;
-use std::collections::BTreeMap;
 use std::rc::Rc;
 
 /// Steps with faults, and the most steps allowed for convergence afterwards.
@@ -92,58 +92,6 @@ impl Profile {
     }
 }
 
-/// Totals over scenarios, to show what was exercised.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct Summary {
-    pub scenarios: u64,
-    pub steps: u64,
-    pub messages: u64,
-    pub dropped: u64,
-    pub duplicated: u64,
-    pub stale_answers: u64,
-    pub replica_crashes: u64,
-    pub replica_pauses: u64,
-    pub replica: Stats,
-    pub writes: u64,
-    /// Static membership: reservations taken back by a restarted instance, lapsed past the grace, and
-    /// joins refused because another live member held the instance id.
-    pub reservations_claimed: u64,
-    pub reservations_lapsed: u64,
-    pub instance_refusals: u64,
-    /// Ordered scales whose children were gated, and gates opened by drain evidence.
-    pub ordered_scales: u64,
-    pub gates_opened: u64,
-    /// Surviving children granted with a read fence by ordered scales.
-    pub fenced_children: u64,
-}
-
-impl Summary {
-    pub fn add(&mut self, o: &Summary) {
-        self.scenarios += o.scenarios;
-        self.steps += o.steps;
-        self.messages += o.messages;
-        self.dropped += o.dropped;
-        self.duplicated += o.duplicated;
-        self.stale_answers += o.stale_answers;
-        self.replica_crashes += o.replica_crashes;
-        self.replica_pauses += o.replica_pauses;
-        self.writes += o.writes;
-        self.reservations_claimed += o.reservations_claimed;
-        self.reservations_lapsed += o.reservations_lapsed;
-        self.instance_refusals += o.instance_refusals;
-        self.ordered_scales += o.ordered_scales;
-        self.gates_opened += o.gates_opened;
-        self.fenced_children += o.fenced_children;
-        self.replica.heartbeats += o.replica.heartbeats;
-        self.replica.conflicts += o.replica.conflicts;
-        self.replica.retries += o.replica.retries;
-        self.replica.pauses_mid_decision += o.replica.pauses_mid_decision;
-        self.replica.stale_decisions_committed += o.replica.stale_decisions_committed;
-        self.replica.false_rebalance_signals += o.replica.false_rebalance_signals;
-        self.replica.batched += o.replica.batched;
-    }
-}
-
 pub struct World {
     rng: Rng,
     pub now: i64,
@@ -152,27 +100,10 @@ pub struct World {
     replicas: Vec<Replica>,
     clients: Vec<Client>,
     net: Network,
-    seq: u64,
     summary: Summary,
-    /// Ordered scales: their own generator, and the current ordered switch.
-    orng: Rng,
-    switch: OrderedSwitch,
-}
-
-/// The current ordered switch as the world knows it.
-#[derive(Debug, Default)]
-pub struct OrderedSwitch {
-    /// Children of the switch with their parents (empty: no ordered switch in progress).
-    pub children: BTreeMap<u32, ShardSet>,
-    /// The switch points of every shard the switch raised (old and new; the group fences old ones).
-    pub points: BTreeMap<u32, String>,
-    /// Parents whose drain evidence has arrived since the group adopted it.
-    pub evidenced: ShardSet,
-    /// Whether the group adopted it (closed its gates); until then `pending` is the migration to adopt.
-    pub adopted: bool,
-    pub pending: Option<Migration>,
-    /// The scale (from, to), for the annotation of its boundaries.
-    pub scale: (u32, u32),
+    /// The operator (resharding scenarios) and the data plane.
+    operator: Operator,
+    data: DataPlane,
 }
 
 impl World {
@@ -214,20 +145,22 @@ impl World {
             clients[1] = Client::new(&c.base, shared.as_deref(), c.style, 0, c.sticky, now);
         }
         World {
-            store: SimStore::new(Group {
-                routing_version: 1,
-                ..Group::new("s", "g", profile.shards, now, "lc")
-            }),
+            store: SimStore::new(
+                Group {
+                    routing_version: 1,
+                    ..Group::new("s", "g", profile.shards, now, "lc")
+                },
+                now,
+            ),
             net: Network::new(profile.net),
             rng,
             now,
             profile,
             replicas,
             clients,
-            seq: 0,
             summary: Summary::default(),
-            orng: Rng::new(seed ^ 0x4f52_4445),
-            switch: OrderedSwitch::default(),
+            operator: Operator::new(Rng::new(seed ^ 0x4f52_4445)),
+            data: DataPlane::new(seed),
         }
     }
 
@@ -237,7 +170,13 @@ impl World {
         if faults {
             self.inject_faults();
             if self.profile.resharding {
-                self.reshard();
+                let up = self.replicas_up();
+                if let Some((r, job)) =
+                    self.operator
+                        .act(&mut self.rng, &mut self.store, &up, self.now)
+                {
+                    self.replicas[r].jobs.push(job);
+                }
             }
         }
         self.deliver();
@@ -246,6 +185,17 @@ impl World {
                 c.restart(self.now);
             }
         }
+        if self.data.produce(self.now, &mut self.store) {
+            // `POST …/producers/quiesced` at a replica: switches at once if that was the last one.
+            let up = self.replicas_up();
+            if let (Some(r), Some(job)) = (
+                up.first(),
+                ReshardJob::quiesced(self.store.stream.clone(), self.now),
+            ) {
+                self.replicas[*r].jobs.push(job);
+            }
+        }
+        self.operator.follow(&mut self.store, &mut self.data.ledger);
         for i in 0..self.replicas.len() {
             let mut env = Env {
                 now: self.now,
@@ -254,9 +204,11 @@ impl World {
                 rng: &mut self.rng,
                 faults: self.profile.replica,
                 stats: &mut self.summary.replica,
+                resharding: self.profile.resharding,
             };
             self.replicas[i].run(&mut env);
         }
+        self.operator.follow(&mut self.store, &mut self.data.ledger);
         self.check_writes();
         let n = self.replicas.len();
         for i in 0..self.clients.len() {
@@ -264,12 +216,14 @@ impl World {
                 self.send_request(i, r, req);
             }
         }
+        self.data
+            .consume(self.now, &self.clients, &mut self.store.shards);
         checks::clients(&self.clients, &self.store, self.now);
         checks::clients_honour_fences(
             &self.clients,
             self.now,
-            &self.switch,
-            &self.store.boundaries,
+            &self.operator.switch,
+            &self.store.shards,
         );
         for r in &self.replicas {
             assert!(
@@ -279,6 +233,14 @@ impl World {
                 r.index
             );
         }
+    }
+
+    fn replicas_up(&self) -> Vec<usize> {
+        self.replicas
+            .iter()
+            .filter(|r| !r.is_down(self.now))
+            .map(|r| r.index)
+            .collect()
     }
 
     fn send_request(&mut self, client: usize, replica: usize, req: Rc<HeartbeatRequest>) {
@@ -362,11 +324,18 @@ impl World {
                         .join(" ")
                 };
                 eprintln!(
-                    "t={} write by {:?}: rev {} epoch {} targets {:?} members {} holds {:?}",
+                    "t={} write by {:?}: rev {} epoch {} {:?} migration {:?} gates {:?} targets {:?} members {} \
+                     holds {:?}",
                     rec.now,
                     rec.by,
                     rec.new.store_revision,
                     rec.new.group_epoch,
+                    rec.new.state,
+                    rec.new
+                        .migrations
+                        .last()
+                        .map(|m| (&m.resharding_id, m.state)),
+                    rec.new.ordering_gates,
                     rec.new.target_assignments,
                     state(&rec.new),
                     rec.new
@@ -377,7 +346,13 @@ impl World {
                 );
             }
             checks::write(&rec, &self.clients);
-            checks::children_wait_for_parents(&rec.new, &self.switch);
+            checks::children_wait_for_parents(&rec.new, &self.operator.switch, &self.store.shards);
+            let (before, after) = (rec.old.ordering_gates.len(), rec.new.ordering_gates.len());
+            self.summary.gates_opened += before.saturating_sub(after) as u64;
+            if before == 0 && after > 0 {
+                let all = rec.new.assignable_shards();
+                self.summary.fenced_children += rec.new.read_fences(&all).len() as u64;
+            }
             for r in &rec.old.static_reservations {
                 if rec.new.static_reservations.contains(r) {
                     continue;
@@ -420,6 +395,7 @@ impl World {
         let roll = self.rng.below(10_000);
         if roll < self.profile.replica_crash {
             let until = now + self.rng.range(20, 800);
+            self.summary.reshard_flows_crashed += self.replicas[r].jobs.len() as u64;
             self.replicas[r].crash(now, until);
             self.summary.replica_crashes += 1;
         } else if roll < self.profile.replica_crash + self.profile.replica_pause {
@@ -427,152 +403,6 @@ impl World {
             self.replicas[r].pause(until);
             self.summary.replica_pauses += 1;
         }
-    }
-
-    /// Operator actions: scale to a random count, roll back or force-complete the active migration; and
-    /// Redis drain evidence arriving for draining shards. An ordered switch not yet adopted blocks other
-    /// operator actions (the coordinator refuses them while its migration is active) until it is adopted.
-    fn reshard(&mut self) {
-        let now = self.now;
-        let roll = self.rng.below(10_000);
-        let mut g = (*self.store.group).clone();
-        let pending = self.switch.pending.is_some();
-        let changed = match roll {
-            0..=4 if !pending => {
-                let to = self.rng.below(25) as u32;
-                // Ordered scales: half of them doubled from a power of two, the others to any count. Only
-                // when no migration is active, as the coordinator scales (unordered scales also supersede).
-                let ordered = self.orng.chance(500) && g.active_migration_id.is_none();
-                let to = if ordered && g.shard_count.is_power_of_two() && self.orng.chance(500) {
-                    g.shard_count * 2
-                } else {
-                    to
-                };
-                self.seq += 1;
-                let m = Migration::new(
-                    format!("reshard-{}", self.seq),
-                    g.shard_count,
-                    to,
-                    MigrationState::Active,
-                    "sim".into(),
-                    "sim".into(),
-                    now,
-                );
-                let from = g.shard_count;
-                // The switch raises every boundary at once; the annotation may come a little later.
-                let annotated = !ordered || self.orng.chance(600);
-                let points = self.store.switch_routing(from, to, ordered, annotated, now);
-                self.switch = OrderedSwitch::default();
-                let children = rsc_protocol::ordering::gates(from, to);
-                if ordered && !children.is_empty() {
-                    self.switch = OrderedSwitch {
-                        children,
-                        points,
-                        scale: (from, to),
-                        pending: Some(m.clone()),
-                        ..OrderedSwitch::default()
-                    };
-                    self.summary.ordered_scales += 1;
-                    if self.orng.chance(500) {
-                        false // adopted some steps later
-                    } else {
-                        self.adopt_pending(&mut g)
-                    }
-                } else {
-                    let adopted = migration::adopt(&mut g, &m, now, &TIMING).expect("small epochs");
-                    g.routing_version = self.store.routing_version;
-                    adopted
-                }
-            }
-            // The coordinator annotates the switch, then the group adopts it (switch points recorded).
-            201..=300 if pending => {
-                let (from, to) = self.switch.scale;
-                self.store.annotate(from, to, true);
-                self.adopt_pending(&mut g)
-            }
-            5..=6 if !pending => match g.active_migration_id.clone() {
-                Some(id) => {
-                    let (from, to) = g
-                        .active_migration()
-                        .map_or((0, 0), |m| (m.from_shard_count, m.to_shard_count));
-                    self.switch = OrderedSwitch::default();
-                    let rolled =
-                        migration::rollback(&mut g, &id, "sim", now, &TIMING).unwrap_or(false);
-                    if rolled {
-                        // Routing switches back: the boundaries are raised again.
-                        self.store.switch_routing(to, from, false, true, now);
-                        g.routing_version = self.store.routing_version;
-                    }
-                    rolled
-                }
-                None => false,
-            },
-            7 if !pending => match g.active_migration_id.clone() {
-                Some(id) => {
-                    self.switch = OrderedSwitch::default();
-                    migration::force_complete(&mut g, &id, "sim", now, &TIMING).unwrap_or(false)
-                }
-                None => false,
-            },
-            8..=80 if !g.draining_shards.is_empty() => {
-                let pick = *g
-                    .draining_shards
-                    .iter()
-                    .nth(self.rng.below(g.draining_shards.len() as u64) as usize)
-                    .expect("non-empty");
-                migration::release_drained(&mut g, &[pick].into_iter().collect(), now, &TIMING)
-                    .expect("small epochs")
-            }
-            81..=200 if !g.ordering_gates.is_empty() => {
-                let waited = ordering::waited_parents(&g);
-                let pick = *waited
-                    .iter()
-                    .nth(self.orng.below(waited.len() as u64) as usize)
-                    .expect("non-empty");
-                self.switch.evidenced.insert(pick);
-                let before = g.ordering_gates.len();
-                let opened =
-                    ordering::open_gates(&mut g, &[pick].into_iter().collect(), now, &TIMING)
-                        .expect("small epochs");
-                self.summary.gates_opened += (before - g.ordering_gates.len()) as u64;
-                opened
-            }
-            _ => false,
-        };
-        if super::tracing() && (changed || roll <= 7 || (201..=300).contains(&roll)) {
-            eprintln!(
-                "t={now} reshard roll {roll}: changed {changed}, shards {}, draining {:?}, gates {:?}, \
-                 switch points {:?}, routing v{} (group v{}), switch children {:?} adopted {}",
-                g.shard_count,
-                g.draining_shards,
-                g.ordering_gates,
-                g.ordering_switch_points,
-                self.store.routing_version,
-                g.routing_version,
-                self.switch.children.keys().collect::<Vec<_>>(),
-                self.switch.adopted
-            );
-        }
-        if changed {
-            self.store.write_operator(g, now);
-            self.check_writes();
-        }
-    }
-
-    /// The group adopts the pending ordered switch: gates closed with every old shard's switch point, and the
-    /// routing version taken in, in one write.
-    fn adopt_pending(&mut self, g: &mut Group) -> bool {
-        let Some(m) = self.switch.pending.take() else {
-            return false;
-        };
-        let (from, to) = self.switch.scale;
-        let adopted = migration::adopt(g, &m, self.now, &TIMING).expect("small epochs");
-        assert!(adopted, "the group adopts the switch it waited for");
-        ordering::close_gates(g, from, to, &self.switch.points, self.now, &TIMING);
-        g.routing_version = self.store.routing_version;
-        self.summary.fenced_children += ordering::read_fences(g, &(0..from).collect()).len() as u64;
-        self.switch.adopted = true;
-        true
     }
 
     /// Faults stop: the network heals (messages already in flight still arrive), replicas come back,
@@ -588,6 +418,7 @@ impl World {
         for r in &mut self.replicas {
             r.down_until = r.down_until.min(now);
         }
+        self.data.stop_producing();
         for c in &mut self.clients {
             if !c.running {
                 c.restart(now);
@@ -598,36 +429,6 @@ impl World {
             // timeout take shards from each other forever (each is fenced, rejoins, and is given shards
             // the other must give up).
             c.drain_rounds = 1;
-        }
-    }
-
-    /// Drain evidence keeps arriving after faults stop (and a pending ordered switch is adopted).
-    pub fn drain_everything(&mut self) {
-        let pending = self.switch.pending.is_some();
-        if self.store.group.draining_shards.is_empty()
-            && self.store.group.ordering_gates.is_empty()
-            && !pending
-        {
-            return;
-        }
-        let mut g = (*self.store.group).clone();
-        let adopted = pending && {
-            let (from, to) = self.switch.scale;
-            self.store.annotate(from, to, true);
-            self.adopt_pending(&mut g)
-        };
-        let all = g.draining_shards.clone();
-        let waited = ordering::waited_parents(&g);
-        self.switch.evidenced.extend(waited.iter().copied());
-        let released =
-            migration::release_drained(&mut g, &all, self.now, &TIMING).expect("small epochs");
-        let opened =
-            ordering::open_gates(&mut g, &waited, self.now, &TIMING).expect("small epochs");
-        if adopted || released || opened {
-            let t = Transition::new(g);
-            self.store
-                .write_operator(t.group.expect("a group"), self.now);
-            self.check_writes();
         }
     }
 
@@ -698,6 +499,13 @@ impl World {
         if g.active_migration_id.is_some() {
             return Err(format!("migration still active: {:?}", g.migrations.last()));
         }
+        if let Some(m) = &self.store.stream.record.active_migration {
+            return Err(format!("the stream's migration is still active: {m:?}"));
+        }
+        let unhandled = self.data.ledger.unhandled(5);
+        if !unhandled.is_empty() {
+            return Err(format!("records not handled: {unhandled:?}"));
+        }
         if invariants::target_spread(g) > 1 {
             return Err("spread above 1".into());
         }
@@ -708,7 +516,10 @@ impl World {
     }
 
     pub fn describe(&self) -> String {
-        format!("{:#?}\n{:#?}", self.profile, self.store.group)
+        format!(
+            "{:#?}\n{:#?}\n{:#?}",
+            self.profile, self.store.stream.record, self.store.group
+        )
     }
 
     pub fn summary(&self) -> Summary {
@@ -718,6 +529,10 @@ impl World {
         s.dropped = self.net.dropped;
         s.duplicated = self.net.duplicated;
         s.stale_answers = self.clients.iter().map(|c| c.stale_answers).sum();
+        s.operator = self.operator.stats;
+        let l = &self.data.ledger;
+        (s.appended, s.handled, s.forgiven, s.abandoned) =
+            (l.appended, l.handled, l.forgiven, l.abandoned);
         s
     }
 }
@@ -733,7 +548,6 @@ pub fn run(seed: u64) -> Summary {
     let mut converged_at = None;
     for _ in 0..MAX_CONVERGE_STEPS {
         w.step(false);
-        w.drain_everything();
         if w.now >= quiet_from && w.converged().is_ok() {
             converged_at = Some(w.now);
             break;

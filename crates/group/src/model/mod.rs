@@ -4,6 +4,18 @@
 //! This is the *cold* part of a group's state: membership, epochs, target assignment, grants, revocations and
 //! holds. Hot per-member data (lease deadlines, progress) lives in separate Redis keys so that a steady
 //! heartbeat never rewrites this document. All instants are milliseconds of Redis server time.
+//!
+//! Every record type the aggregate stores is here, so the rules (`heartbeat`, `migration`, `ordering`,
+//! `durability`, …) depend on the model and never the other way round: [`migration`] the resharding
+//! migration record, [`durability`] the rollback suspicion and its dismissal, [`gates`] the read-only
+//! queries of an ordered stream's gates.
+
+mod durability;
+mod gates;
+mod migration;
+
+pub use durability::{Dismissal, Evidence, MAX_EVIDENCE, RollbackSuspicion, SignalKind};
+pub use migration::{MAX_HISTORY, Migration, MigrationState};
 
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -302,16 +314,16 @@ pub struct Group {
     pub routing_version: i64,
     /// The group's resharding migrations, oldest first (bounded history; see `migration.rs`).
     #[serde(default)]
-    pub migrations: Vec<crate::migration::Migration>,
+    pub migrations: Vec<Migration>,
     #[serde(default)]
     pub active_migration_id: Option<String>,
     /// Set when the stored metadata is suspected of having rolled back; admin mutations fail closed until an
     /// operator repairs the group (see `durability.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rollback_suspicion: Option<crate::durability::RollbackSuspicion>,
+    pub rollback_suspicion: Option<RollbackSuspicion>,
     /// The latest suspicion an operator dismissed, and why; evidence it covered raises no new suspicion.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rollback_dismissal: Option<crate::durability::Dismissal>,
+    pub rollback_dismissal: Option<Dismissal>,
     /// When the group last left STABLE/EMPTY for RECONCILING (None while it is not reconciling): the start
     /// of the rebalance in progress, for the rebalance duration metric.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1,0 +1,106 @@
+//! An operator's end of a migration (rollback, force-complete), decided before anything is written: it
+//! proceeds on the stream's active migration, answers a repeat with the migration it ended, or is refused
+//! with the reason. Pure: the group as read, the stream record's active migration and the request.
+
+use crate::migration::{MigrationError, rollback_check};
+use crate::model::{Group, Migration, MigrationState};
+
+/// What an end request comes to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EndPlan {
+    /// End the stream's active migration: file it as `final_state` (ABORTED for one that never switched
+    /// routing) on the stream record, then bring every group in line.
+    Proceed {
+        active: Migration,
+        final_state: MigrationState,
+    },
+    /// A repeated end: answer with the migration as this group ended it, nothing written.
+    Repeat(Migration),
+    /// Nothing to write: the migration is the group's, still active there, but not the stream's (a group the
+    /// stream's end has not reached yet); answer with it as it then stands.
+    NotActive,
+}
+
+/// Why an end request is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EndRefusal {
+    #[error(transparent)]
+    Migration(#[from] MigrationError),
+    /// A rollback of a migration the group has that is no longer the stream's active one.
+    #[error("migration {id} is not the stream's active migration ({})", .state.as_str())]
+    NotTheStreamsActive { id: String, state: MigrationState },
+    /// A force-complete of a migration that already ended otherwise.
+    #[error(
+        "migration {id} already ended ({}), so there is nothing to force-complete; scale again to change \
+         the shard count",
+        .state.as_str()
+    )]
+    AlreadyEnded { id: String, state: MigrationState },
+    /// A rollback of a migration that has not switched routing.
+    #[error("migration {0} has not switched routing yet; abort it with force-complete instead")]
+    NotSwitched(String),
+    /// A rollback while a metadata-correction round is open.
+    #[error("a metadata-correction round is open; retry after it closes")]
+    CorrectionOpen,
+}
+
+/// Whether ending migration `id` as `end` (ROLLED_BACK or FORCE_COMPLETED) proceeds, given `group` as read
+/// and the stream record's active migration.
+pub fn plan_end(
+    group: &Group,
+    stream_active: Option<&Migration>,
+    id: &str,
+    end: MigrationState,
+) -> Result<EndPlan, EndRefusal> {
+    let mine = group.migration(id);
+    let active = stream_active.filter(|a| a.resharding_id == id);
+    match (mine, active, end) {
+        (Some(m), _, MigrationState::RolledBack) if m.state == MigrationState::RolledBack => {
+            return Ok(EndPlan::Repeat(m.clone()));
+        }
+        (Some(m), None, MigrationState::RolledBack) => {
+            rollback_check(group, id)?;
+            return Err(EndRefusal::NotTheStreamsActive {
+                id: id.to_owned(),
+                state: m.state,
+            });
+        }
+        // Force-complete is idempotent like rollback: repeating it answers the migration it ended.
+        (Some(m), None, _)
+            if matches!(
+                m.state,
+                MigrationState::ForceCompleted | MigrationState::Aborted
+            ) =>
+        {
+            return Ok(EndPlan::Repeat(m.clone()));
+        }
+        (Some(m), None, _) if m.state.is_terminal() => {
+            return Err(EndRefusal::AlreadyEnded {
+                id: id.to_owned(),
+                state: m.state,
+            });
+        }
+        (None, None, _) => return Err(MigrationError::NotFound(id.to_owned()).into()),
+        _ => {}
+    }
+    let Some(active) = active else {
+        return Ok(EndPlan::NotActive);
+    };
+    if end == MigrationState::RolledBack {
+        if active.state == MigrationState::Preparing {
+            return Err(EndRefusal::NotSwitched(id.to_owned()));
+        }
+        if group.metadata_correction.is_some() {
+            return Err(EndRefusal::CorrectionOpen);
+        }
+    }
+    let final_state = if active.state == MigrationState::Preparing {
+        MigrationState::Aborted
+    } else {
+        end
+    };
+    Ok(EndPlan::Proceed {
+        active: active.clone(),
+        final_state,
+    })
+}
