@@ -21,7 +21,7 @@ pub use redis_options::{RedisConfig, RedisTlsConfig};
 pub mod redis_options;
 mod store;
 
-pub use store::{AggregateCompression, StoreConfig};
+pub use store::{AggregateCompression, LAYOUT_SPLIT, LAYOUT_WHOLE, StoreConfig};
 
 /// The most runtime threads `coordinator.worker-threads` may ask for.
 pub const MAX_WORKER_THREADS: u32 = 1_024;
@@ -519,6 +519,18 @@ fn validate(c: &Config) -> Result<(), ConfigError> {
         return fail(
             "store.key-prefix",
             "must be non-blank and must not contain '{' or '}'".into(),
+        );
+    }
+    if ![store::LAYOUT_WHOLE, store::LAYOUT_SPLIT].contains(&k.store.layout) {
+        return fail(
+            "store.layout",
+            format!(
+                "must be {} (one document, read by every version) or {} (a header and one field per member \
+                 entry), not {}",
+                store::LAYOUT_WHOLE,
+                store::LAYOUT_SPLIT,
+                k.store.layout
+            ),
         );
     }
     if k.defaults.initial_shard_count == 0

@@ -30,7 +30,7 @@ use super::operator::Operator;
 use super::replica::{Env, HbJob, Replica, ReplicaFaults};
 use super::resharder::ReshardJob;
 use super::rng::Rng;
-use super::store::SimStore;
+use super::store::{LayoutPlan, SimStore};
 pub use super::summary::Summary;
 use super::{STEP_MS, TIMING};
 use rsc_group::invariants;
@@ -60,6 +60,9 @@ pub struct Profile {
     pub static_members: u64,
     /// The second consumer is given the first one's instance id (when both are static).
     pub duplicate_instance: bool,
+    /// How the store keeps the aggregate: split from the start, whole throughout, or whole until a rolling
+    /// upgrade moves it to split mid-run (`store.rs`).
+    pub layout: LayoutPlan,
 }
 
 impl Profile {
@@ -88,6 +91,28 @@ impl Profile {
             batching: rng.chance(500),
             static_members: statics.pick(&[0, 0, 500, 1_000]),
             duplicate_instance: statics.chance(250),
+            layout: LayoutPlan::SPLIT,
+        }
+    }
+}
+
+impl LayoutPlan {
+    /// Half the scenarios split from the start, two in five move from whole to split mid-run (a rolling
+    /// upgrade), one in ten stay whole. Drawn apart from the rest, so that other draws do not change.
+    fn draw(rng: &mut Rng) -> LayoutPlan {
+        match rng.below(10) {
+            0..=4 => LayoutPlan::SPLIT,
+            5..=8 => {
+                let whole_until = rng.range(1, 60) as usize;
+                LayoutPlan {
+                    whole_until,
+                    mixed_until: whole_until + rng.range(0, 40) as usize,
+                }
+            }
+            _ => LayoutPlan {
+                whole_until: usize::MAX,
+                mixed_until: usize::MAX,
+            },
         }
     }
 }
@@ -111,7 +136,8 @@ impl World {
         let now = 1_000_000;
         let mut rng = Rng::new(seed);
         let mut statics = Rng::new(seed ^ 0x5747_4943);
-        let profile = Profile::draw(&mut rng, &mut statics);
+        let mut profile = Profile::draw(&mut rng, &mut statics);
+        profile.layout = LayoutPlan::draw(&mut Rng::new(seed ^ 0x4c41_594f));
         let replicas = (0..profile.replicas)
             .map(|i| Replica::new(i, rng.range(80, 120), now, profile.batching))
             .collect();
@@ -151,6 +177,7 @@ impl World {
                     ..Group::new("s", "g", profile.shards, now, "lc")
                 },
                 now,
+                profile.layout,
             ),
             net: Network::new(profile.net),
             rng,
@@ -530,6 +557,10 @@ impl World {
         s.duplicated = self.net.duplicated;
         s.stale_answers = self.clients.iter().map(|c| c.stale_answers).sum();
         s.operator = self.operator.stats;
+        s.split_writes = self.store.split_writes as u64;
+        s.upgraded_to_split = u64::from(
+            self.store.split_writes > 0 && self.store.split_writes < self.store.writes_committed,
+        );
         let l = &self.data.ledger;
         (s.appended, s.handled, s.forgiven, s.abandoned) =
             (l.appended, l.handled, l.forgiven, l.abandoned);
