@@ -16,6 +16,8 @@ pub struct Summary {
     pub stale_answers: u64,
     pub replica_crashes: u64,
     pub replica_pauses: u64,
+    /// A replica's view of the live replicas changed (a join, a leave, a disagreement).
+    pub view_changes: u64,
     pub replica: Stats,
     pub writes: u64,
     /// Writes stored in the split layout ("4"), and scenarios whose group a rolling upgrade moved from the whole
@@ -79,5 +81,8 @@ impl Summary {
         self.replica.stale_decisions_committed += o.replica.stale_decisions_committed;
         self.replica.false_rebalance_signals += o.replica.false_rebalance_signals;
         self.replica.batched += o.replica.batched;
+        self.replica.owner_visits += o.replica.owner_visits;
+        self.replica.ticks_not_owner += o.replica.ticks_not_owner;
+        self.view_changes += o.view_changes;
     }
 }
