@@ -125,8 +125,30 @@ impl Reconciler<'_> {
         }
         for prefix in prefixes {
             self.resharding().reconcile_stream(&prefix).await;
+            self.ensure_routing_ceilings(&prefix).await;
         }
         self.state().note_pass(self.clock().now_ms());
+    }
+
+    /// Makes sure every shard of the stream has its routing ceiling at the stream's routing version, once per
+    /// version and replica: streams created before ceilings existed get theirs here (finding 11 of issue #32);
+    /// the others had them written before their version was published.
+    async fn ensure_routing_ceilings(&self, prefix: &str) {
+        let Ok(Some(stream)) = self.resharding().load_stream(prefix).await else {
+            return;
+        };
+        let version = stream.record.routing_version;
+        if self.state().ceiling_ensured(prefix) == Some(version) {
+            return;
+        }
+        if self
+            .resharding()
+            .publish_routing_ceilings(prefix, &stream.record)
+            .await
+            .is_ok()
+        {
+            self.state().note_ceiling(prefix, version);
+        }
     }
 
     /// Redis time of the last completed pass over every group (0 = never).
