@@ -8,6 +8,7 @@
 //! mutation is refused by `Sec-Fetch-Site`/`Origin`, and a body that is not `application/json` gets 415.
 
 #[path = "console/browser.rs"]
+#[allow(dead_code)]
 mod browser;
 
 use browser::{Browser, WAIT};
