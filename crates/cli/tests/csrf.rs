@@ -142,10 +142,7 @@ async fn a_cross_site_text_plain_form_is_refused_even_after_the_browser_saw_basi
 
     let browser = Browser::start().await;
     // The operator opens an API URL with Basic credentials.
-    let with_credentials = base.replace(
-        "http://",
-        &format!("http://admin:{ADMIN_PASSWORD}@"),
-    );
+    let with_credentials = base.replace("http://", &format!("http://admin:{ADMIN_PASSWORD}@"));
     browser
         .goto(&format!("{with_credentials}/coord/v1/monitoring/health"))
         .await;
@@ -184,7 +181,9 @@ async fn a_cross_site_text_plain_form_is_refused_even_after_the_browser_saw_basi
     )
     .await;
     let group: Value = http
-        .get(format!("{base}/coord/v1/streams/csrf-scaled/groups/csrf-scaled"))
+        .get(format!(
+            "{base}/coord/v1/streams/csrf-scaled/groups/csrf-scaled"
+        ))
         .basic_auth("admin", Some(ADMIN_PASSWORD))
         .send()
         .await

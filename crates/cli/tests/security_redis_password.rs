@@ -42,7 +42,10 @@ fn a_refused_or_unreachable_redis_password_is_never_printed() {
         assert_ne!(code, Some(0), "rsc serve must fail: {}", rsc.log_text());
         assert!(code.is_some(), "rsc serve did not exit: {}", rsc.log_text());
         let log = rsc.log_text();
-        assert!(!log.contains(REDIS_PASSWORD), "the password was printed:\n{log}");
+        assert!(
+            !log.contains(REDIS_PASSWORD),
+            "the password was printed:\n{log}"
+        );
         assert!(log.contains("***"), "the URL is shown redacted:\n{log}");
     }
 }
@@ -71,5 +74,9 @@ fn the_redis_password_can_come_from_the_environment_or_a_file() {
         .env("RSC_REDIS_PASSWORD", "wrong-Zz9-password")
         .spawn();
     assert!(matches!(wrong.wait_exit(Duration::from_secs(30)), Some(c) if c != 0));
-    assert!(!wrong.log_text().contains("wrong-Zz9-password"), "{}", wrong.log_text());
+    assert!(
+        !wrong.log_text().contains("wrong-Zz9-password"),
+        "{}",
+        wrong.log_text()
+    );
 }

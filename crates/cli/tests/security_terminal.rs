@@ -75,7 +75,10 @@ async fn caller_text_is_shown_escaped_and_control_characters_in_client_names_are
             .unwrap();
         assert_eq!(r.status(), 400, "{bad:?}");
         let body: Value = r.json().await.unwrap();
-        assert!(body["message"].as_str().unwrap().contains("clientName"), "{body}");
+        assert!(
+            body["message"].as_str().unwrap().contains("clientName"),
+            "{body}"
+        );
     }
     let r = http
         .post(&path)
@@ -89,26 +92,45 @@ async fn caller_text_is_shown_escaped_and_control_characters_in_client_names_are
     // `rsc audit` and `rsc describe` print the hostile text escaped, on its own row.
     let audit = rsc(&url, &["audit", "--stream", "term"]);
     let out = String::from_utf8_lossy(&audit.stdout).into_owned();
-    assert!(audit.status.success(), "{out}\n{}", String::from_utf8_lossy(&audit.stderr));
-    assert_eq!(obeyed(&out), None, "a control character reached the terminal: {out:?}");
-    assert!(out.contains("\\u001b[2J") && out.contains("\\u000d"), "{out}");
+    assert!(
+        audit.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&audit.stderr)
+    );
+    assert_eq!(
+        obeyed(&out),
+        None,
+        "a control character reached the terminal: {out:?}"
+    );
+    assert!(
+        out.contains("\\u001b[2J") && out.contains("\\u000d"),
+        "{out}"
+    );
     assert!(
         !out.lines().any(|l| l.starts_with("2026-01-01T00:00:00Z")),
         "a forged row: {out}"
     );
     let describe = rsc(&url, &["describe", "term", "term"]);
     let out = String::from_utf8_lossy(&describe.stdout).into_owned();
-    assert!(describe.status.success(), "{out}\n{}", String::from_utf8_lossy(&describe.stderr));
+    assert!(
+        describe.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&describe.stderr)
+    );
     assert_eq!(obeyed(&out), None, "{out:?}");
 
     // The JSON log holds the reason's separators escaped (each line still one JSON object).
     let log = rsc_serve.log_text();
     assert_eq!(
-        log.chars().find(|c| matches!(c, '\u{2028}' | '\u{2029}' | '\u{85}')),
+        log.chars()
+            .find(|c| matches!(c, '\u{2028}' | '\u{2029}' | '\u{85}')),
         None,
         "a raw separator in the log"
     );
-    assert!(log.contains("\\u2028"), "the reason reached the log escaped: {log}");
+    assert!(
+        log.contains("\\u2028"),
+        "the reason reached the log escaped: {log}"
+    );
     for line in log.lines().filter(|l| l.starts_with('{')) {
         serde_json::from_str::<Value>(line).unwrap_or_else(|e| panic!("{e}: {line}"));
     }

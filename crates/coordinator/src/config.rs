@@ -601,7 +601,10 @@ fn validate(c: &Config) -> Result<(), ConfigError> {
         return fail("group.max-members", "must be at least 1".into());
     }
     if k.group.max_members_per_principal == Some(0) {
-        return fail("group.max-members-per-principal", "must be at least 1".into());
+        return fail(
+            "group.max-members-per-principal",
+            "must be at least 1".into(),
+        );
     }
     if k.http.max_connections_per_address == 0 {
         return fail(

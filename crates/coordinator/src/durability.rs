@@ -283,7 +283,12 @@ impl Durability<'_> {
     /// Whether `p` has a stake in the group: an ADMIN, a principal with a live member in it, or one whose
     /// routing reads registered a producer of its stream (issue #32, finding 12: any MEMBER principal froze
     /// any group with one routing read).
-    async fn has_stake(&self, name: &GroupName, group: &rsc_group::model::Group, p: &Principal) -> bool {
+    async fn has_stake(
+        &self,
+        name: &GroupName,
+        group: &rsc_group::model::Group,
+        p: &Principal,
+    ) -> bool {
         if p.roles.contains(Role::Admin) {
             return true;
         }

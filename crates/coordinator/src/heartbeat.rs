@@ -551,11 +551,13 @@ fn check_instance_owner(
         .find(|r| r.group_instance_id == instance)
         .and_then(|r| r.owner.as_deref());
     match held.or(reserved) {
-        Some(owner) if owner != principal => Err(CoordError::InstanceOwnedByAnotherPrincipal(format!(
-            "groupInstanceId {instance:?} of group {}/{} belongs to principal {owner:?}; join with that \
+        Some(owner) if owner != principal => {
+            Err(CoordError::InstanceOwnedByAnotherPrincipal(format!(
+                "groupInstanceId {instance:?} of group {}/{} belongs to principal {owner:?}; join with that \
              principal, or with another groupInstanceId",
-            group.stream_prefix, group.consumer_group
-        ))),
+                group.stream_prefix, group.consumer_group
+            )))
+        }
         _ => Ok(()),
     }
 }
@@ -583,16 +585,18 @@ fn check_progress_shards(
             return Err(CoordError::Invalid(format!(
                 "shardProgress names shard {shard}, which group {}/{} does not have (its shards are 0..{}); \
                  report progress only for shards you were assigned",
-                group.stream_prefix,
-                group.consumer_group,
-                bound
+                group.stream_prefix, group.consumer_group, bound
             )));
         }
     }
     if req.shard_progress.len() == 1 {
         return Ok(());
     }
-    let mut shards: Vec<u32> = req.shard_progress.iter().map(|p| p.shard.shard_index).collect();
+    let mut shards: Vec<u32> = req
+        .shard_progress
+        .iter()
+        .map(|p| p.shard.shard_index)
+        .collect();
     shards.sort_unstable();
     if let Some(twice) = shards.windows(2).find(|w| w[0] == w[1]) {
         return Err(CoordError::Invalid(format!(

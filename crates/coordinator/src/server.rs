@@ -65,7 +65,11 @@ pub async fn start(config: Config) -> Result<Running, ServeError> {
         RedisTopology::Standalone(with_password(&c.redis_url))
     } else {
         RedisTopology::Cluster {
-            nodes: c.redis_cluster_nodes.iter().map(|n| with_password(n)).collect(),
+            nodes: c
+                .redis_cluster_nodes
+                .iter()
+                .map(|n| with_password(n))
+                .collect(),
             node_map: c.redis.cluster_node_map.clone(),
         }
     };
@@ -76,8 +80,13 @@ pub async fn start(config: Config) -> Result<Running, ServeError> {
     // Whatever a library quoted of the URL or its password, the message shows neither (finding 10).
     let store = Store::connect_with_tls(&topology, tls.as_ref(), c.redis_connect_timeout.0)
         .await
-        .map_err(|e| ServeError::Redis(rsc_redis_connect::scrub(&e.to_string(), urls.iter().map(String::as_str))))?
-    .with_aggregate_compression(c.store.aggregate_compression.for_store());
+        .map_err(|e| {
+            ServeError::Redis(rsc_redis_connect::scrub(
+                &e.to_string(),
+                urls.iter().map(String::as_str),
+            ))
+        })?
+        .with_aggregate_compression(c.store.aggregate_compression.for_store());
     let listener = TcpListener::bind(&c.listen)
         .await
         .map_err(|source| ServeError::Bind {

@@ -305,7 +305,10 @@ async fn http2_bodies_headers_and_pings_do_not_hold_a_connection() {
         &h2::block(
             true,
             "/coord/v1/auth/login",
-            &[("content-type", "application/json"), ("content-length", "1000")],
+            &[
+                ("content-type", "application/json"),
+                ("content-length", "1000"),
+            ],
         ),
     ));
     let stream = TcpStream::connect(running.addr).await.unwrap();
@@ -354,9 +357,7 @@ async fn flood(
     let mut held = Vec::new();
     for _ in 0..count {
         let socket = tokio::net::TcpSocket::new_v4().unwrap();
-        socket
-            .bind(format!("{from}:0").parse().unwrap())
-            .unwrap();
+        socket.bind(format!("{from}:0").parse().unwrap()).unwrap();
         let mut s = socket.connect(to).await.unwrap();
         let _ = s.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n").await;
         held.push(s);
@@ -416,7 +417,10 @@ async fn one_address_filling_its_slots_leaves_other_addresses_served() {
         }
         // New connections from 127.0.0.1 (a fresh client: no pooled connection) are served.
         let fresh = Api::new(&api.base);
-        let health = fresh.with_auth(Auth::None).send("GET", "/healthz", None).await;
+        let health = fresh
+            .with_auth(Auth::None)
+            .send("GET", "/healthz", None)
+            .await;
         assert_eq!(health.status, 200, "{}", health.body);
         let member = Member::new("m-1");
         let answer = Api::new(&api.base).heartbeat("busy", "busy", &member).await;

@@ -74,7 +74,10 @@ async fn register_producer(api: &Api, p: &str) {
     let r = api
         .send(
             "GET",
-            &format!("{}/producer-routing?producerId=test-producer", group_path(p)),
+            &format!(
+                "{}/producer-routing?producerId=test-producer",
+                group_path(p)
+            ),
             None,
         )
         .await;

@@ -66,31 +66,56 @@ async fn progress_is_stored_only_for_shards_the_group_has() {
         .map(|i| json!({"shard": {"shardIndex": i}, "lastDeliveredId": "1-0", "lastAckedId": "1-0", "pendingCount": 0}))
         .collect();
     req["shardProgress"] = Value::Array(progress);
-    let r = alice.send("POST", &heartbeat_path("prog", "m-1"), Some(req)).await;
+    let r = alice
+        .send("POST", &heartbeat_path("prog", "m-1"), Some(req))
+        .await;
     assert_eq!(r.status, 400, "{}", r.body);
     assert_eq!(r.body["errorCode"], "INVALID_REQUEST");
     let message = r.body["message"].as_str().unwrap();
-    assert!(message.contains("shard 6") && message.contains("0..6"), "{message}");
+    assert!(
+        message.contains("shard 6") && message.contains("0..6"),
+        "{message}"
+    );
     // The same shard twice is refused too.
     let mut req = m.request();
     req["shardProgress"] = json!([{"shard": {"shardIndex": 1}}, {"shard": {"shardIndex": 1}}]);
-    let r = alice.send("POST", &heartbeat_path("prog", "m-1"), Some(req)).await;
+    let r = alice
+        .send("POST", &heartbeat_path("prog", "m-1"), Some(req))
+        .await;
     assert_eq!(r.status, 400, "{}", r.body);
-    assert!(r.body["message"].as_str().unwrap().contains("twice"), "{}", r.body);
+    assert!(
+        r.body["message"].as_str().unwrap().contains("twice"),
+        "{}",
+        r.body
+    );
     // Nothing of it reached Redis.
     let after = group_bytes(&redis.url(), "prog").await;
-    assert!(after < before + 4_096, "the group's keys grew from {before} to {after} bytes");
+    assert!(
+        after < before + 4_096,
+        "the group's keys grew from {before} to {after} bytes"
+    );
 
     // Progress for the group's own shards is stored as before.
     let mut req = m.request();
-    req["shardProgress"] = json!([{"shard": {"shardIndex": 5}, "lastDeliveredId": "7-0", "pendingCount": 1}]);
-    let r = alice.send("POST", &heartbeat_path("prog", "m-1"), Some(req)).await;
+    req["shardProgress"] =
+        json!([{"shard": {"shardIndex": 5}, "lastDeliveredId": "7-0", "pendingCount": 1}]);
+    let r = alice
+        .send("POST", &heartbeat_path("prog", "m-1"), Some(req))
+        .await;
     assert_eq!(r.status, 200, "{}", r.body);
     let consumption = api
-        .send("GET", "/coord/v1/monitoring/streams/prog/groups/prog/consumption", None)
+        .send(
+            "GET",
+            "/coord/v1/monitoring/streams/prog/groups/prog/consumption",
+            None,
+        )
         .await;
     assert_eq!(consumption.status, 200, "{}", consumption.body);
-    assert!(consumption.body.to_string().contains("7-0"), "{}", consumption.body);
+    assert!(
+        consumption.body.to_string().contains("7-0"),
+        "{}",
+        consumption.body
+    );
     running.shutdown().await.unwrap();
 }
 
@@ -120,7 +145,10 @@ async fn a_group_admits_at_most_its_member_cap_in_all_and_per_principal() {
     assert_eq!(r.status, 409, "{}", r.body);
     assert_eq!(r.body["errorCode"], "TOO_MANY_MEMBERS");
     assert!(
-        r.body["message"].as_str().unwrap().contains("max-members-per-principal"),
+        r.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("max-members-per-principal"),
         "{}",
         r.body
     );
@@ -131,11 +159,26 @@ async fn a_group_admits_at_most_its_member_cap_in_all_and_per_principal() {
     // The group is full (5): even an ADMIN's new member is refused; a member joining again keeps its place.
     let r = join(&api, "admin-0").await;
     assert_eq!(r.status, 409, "{}", r.body);
-    assert!(r.body["message"].as_str().unwrap().contains("max-members 5"), "{}", r.body);
+    assert!(
+        r.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("max-members 5"),
+        "{}",
+        r.body
+    );
     let r = join(&alice, "a-0").await;
-    assert_eq!(r.status, 200, "a member joining again is admitted: {}", r.body);
+    assert_eq!(
+        r.status, 200,
+        "a member joining again is admitted: {}",
+        r.body
+    );
     let members = api
-        .send("GET", "/coord/v1/monitoring/streams/capped/groups/capped/members", None)
+        .send(
+            "GET",
+            "/coord/v1/monitoring/streams/capped/groups/capped/members",
+            None,
+        )
         .await;
     assert_eq!(members.status, 200, "{}", members.body);
     assert!(!members.body.to_string().contains("a-3"));
@@ -165,13 +208,19 @@ async fn routing_reads_write_nothing_for_missing_streams_and_sightings_expire() 
         let r = reader
             .send(
                 "GET",
-                &format!("/coord/v1/streams/ghost-{i}/groups/ghost-{i}/producer-routing?producerId=p-{i}"),
+                &format!(
+                    "/coord/v1/streams/ghost-{i}/groups/ghost-{i}/producer-routing?producerId=p-{i}"
+                ),
                 None,
             )
             .await;
         assert_eq!(r.status, 404, "{}", r.body);
     }
-    assert_eq!(keys("*producers*").await, Vec::<String>::new(), "a 404 wrote keys");
+    assert_eq!(
+        keys("*producers*").await,
+        Vec::<String>::new(),
+        "a 404 wrote keys"
+    );
 
     // A real stream's sightings are kept, with an expiry.
     assert_eq!(api.create_stream("real", 2).await.status, 201);
@@ -179,7 +228,9 @@ async fn routing_reads_write_nothing_for_missing_streams_and_sightings_expire() 
         let r = reader
             .send(
                 "GET",
-                &format!("/coord/v1/streams/real/groups/real/producer-routing?producerId=made-up-{i}"),
+                &format!(
+                    "/coord/v1/streams/real/groups/real/producer-routing?producerId=made-up-{i}"
+                ),
                 None,
             )
             .await;
@@ -202,16 +253,21 @@ async fn a_forged_routing_version_cannot_raise_a_shards_boundary() {
     let (running, api) = coordinator(config(&redis.url())).await;
     assert_eq!(api.create_stream("forged", 2).await.status, 201);
     let routing = api
-        .send("GET", "/coord/v1/streams/forged/groups/forged/producer-routing", None)
+        .send(
+            "GET",
+            "/coord/v1/streams/forged/groups/forged/producer-routing",
+            None,
+        )
         .await;
     assert_eq!(routing.status, 200, "{}", routing.body);
-    let version = routing.body["routingVersion"].as_i64().expect("routingVersion");
+    let version = routing.body["routingVersion"]
+        .as_i64()
+        .expect("routingVersion");
     let mut conn = redis_conn(&redis.url()).await;
     let stream_key = rsc_protocol::names::shard_stream_key("forged", 0);
     let routing_key = rsc_protocol::names::shard_routing_key(&stream_key);
-    let append = |v: i64| {
-        rsc_store::guarded_append(&stream_key, &routing_key, v, None, [("k", &b"v"[..])])
-    };
+    let append =
+        |v: i64| rsc_store::guarded_append(&stream_key, &routing_key, v, None, [("k", &b"v"[..])]);
     // One EVAL with 2^53 - 1 (what a producer with a Redis connection can send): refused, nothing moves.
     let reply: redis::Value = append((1 << 53) - 1).query_async(&mut conn).await.unwrap();
     assert_eq!(
@@ -224,7 +280,10 @@ async fn a_forged_routing_version_cannot_raise_a_shards_boundary() {
         .query_async(&mut conn)
         .await
         .unwrap();
-    assert!(floor.is_none_or(|f| f <= version), "the boundary moved to {floor:?}");
+    assert!(
+        floor.is_none_or(|f| f <= version),
+        "the boundary moved to {floor:?}"
+    );
     // The published version still appends (and raises the boundary to it, as before).
     let reply: redis::Value = append(version).query_async(&mut conn).await.unwrap();
     assert!(

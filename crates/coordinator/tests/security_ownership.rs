@@ -57,7 +57,11 @@ async fn a_group_instance_id_belongs_to_the_principal_that_joined_with_it() {
         .await;
     assert_eq!(r.status, 403, "{}", r.body);
     assert_eq!(r.body["errorCode"], "INSTANCE_OWNED_BY_ANOTHER_PRINCIPAL");
-    assert!(r.body["message"].as_str().unwrap().contains("\"member\""), "{}", r.body);
+    assert!(
+        r.body["message"].as_str().unwrap().contains("\"member\""),
+        "{}",
+        r.body
+    );
 
     // Alice's restarted process gets her instance (and her shards) back.
     let mut restarted = Member::with_instance("alice-1", "pod-a");
@@ -96,26 +100,37 @@ async fn only_the_producers_own_principal_reports_it_quiesced() {
         .send(
             "POST",
             &format!("/coord/v1/streams/{p}/scale"),
-            Some(json!({"targetShardCount": 3, "requestedBy": "t", "reason": "r",
-                        "producerQuiesce": {"timeoutMs": 120000}})),
+            Some(
+                json!({"targetShardCount": 3, "requestedBy": "t", "reason": "r",
+                        "producerQuiesce": {"timeoutMs": 120000}}),
+            ),
         )
         .await;
     assert_eq!(r.status, 202, "{}", r.body);
     let notice = routing(&app, p, "real-prod").await.body;
-    let rid = notice["quiesce"]["reshardingId"].as_str().expect("a quiesce notice").to_owned();
+    let rid = notice["quiesce"]["reshardingId"]
+        .as_str()
+        .expect("a quiesce notice")
+        .to_owned();
     let version = notice["routingVersion"].as_i64().unwrap();
-    let report = |producer: &str| {
-        json!({"producerId": producer, "reshardingId": rid, "observedRoutingVersion": version})
-    };
+    let report = |producer: &str| json!({"producerId": producer, "reshardingId": rid, "observedRoutingVersion": version});
     let path = format!("/coord/v1/streams/{p}/producers/quiesced");
 
     // A READ caller (what dashboards hold) may not report at all.
-    let r = as_user(&api, "reader").send("POST", &path, Some(report("real-prod"))).await;
+    let r = as_user(&api, "reader")
+        .send("POST", &path, Some(report("real-prod")))
+        .await;
     assert_eq!(r.status, 403, "{}", r.body);
     // Another MEMBER principal may not report the app's producer.
-    let r = as_user(&api, "member2").send("POST", &path, Some(report("real-prod"))).await;
+    let r = as_user(&api, "member2")
+        .send("POST", &path, Some(report("real-prod")))
+        .await;
     assert_eq!(r.status, 403, "{}", r.body);
-    assert!(r.body["message"].as_str().unwrap().contains("\"app\""), "{}", r.body);
+    assert!(
+        r.body["message"].as_str().unwrap().contains("\"app\""),
+        "{}",
+        r.body
+    );
     // A made-up producer id is not a producer.
     let r = app.send("POST", &path, Some(report("ghost"))).await;
     assert_eq!(r.status, 409, "{}", r.body);
@@ -141,7 +156,9 @@ async fn only_the_producers_own_principal_reports_it_quiesced() {
 async fn observe(api: &Api, p: &str, observed: i64) -> Reply {
     api.send(
         "GET",
-        &format!("/coord/v1/streams/{p}/groups/{p}/producer-routing?observedMetadataVersion={observed}"),
+        &format!(
+            "/coord/v1/streams/{p}/groups/{p}/producer-routing?observedMetadataVersion={observed}"
+        ),
         None,
     )
     .await
@@ -149,7 +166,11 @@ async fn observe(api: &Api, p: &str, observed: i64) -> Reply {
 
 async fn durability_status(api: &Api, p: &str) -> Value {
     let r = api
-        .send("GET", &format!("/coord/v1/monitoring/streams/{p}/groups/{p}"), None)
+        .send(
+            "GET",
+            &format!("/coord/v1/monitoring/streams/{p}/groups/{p}"),
+            None,
+        )
         .await;
     r.body["metadataDurability"]["status"].clone()
 }
@@ -164,7 +185,10 @@ async fn only_principals_with_a_stake_in_a_group_raise_a_rollback_suspicion() {
     let r = observe(&as_user(&api, "member2"), p, 1000).await;
     assert_eq!(r.status, 409, "{}", r.body);
     assert!(
-        r.body["message"].as_str().unwrap().contains("not recorded as rollback evidence"),
+        r.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("not recorded as rollback evidence"),
         "{}",
         r.body
     );

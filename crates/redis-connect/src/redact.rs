@@ -85,7 +85,10 @@ mod tests {
             redact_url("redis://app:s3cret@redis:6379/0"),
             "redis://app:***@redis:6379/0"
         );
-        assert_eq!(redact_url("rediss://s3cret@redis:6379"), "rediss://***@redis:6379");
+        assert_eq!(
+            redact_url("rediss://s3cret@redis:6379"),
+            "rediss://***@redis:6379"
+        );
         assert_eq!(redact_url("redis://redis:6379"), "redis://redis:6379");
         assert_eq!(redact_url("redis://a:p@ss@h:1"), "redis://a:***@h:1");
         let url = "redis://app:hunter22@127.0.0.1:1";
@@ -101,11 +104,20 @@ mod tests {
             with_password("redis://h:1/0", "p@ss:w/rd", false),
             "redis://:p%40ss%3Aw%2Frd@h:1/0"
         );
-        assert_eq!(with_password("redis://app@h:1", "pw", false), "redis://app:pw@h:1");
+        assert_eq!(
+            with_password("redis://app@h:1", "pw", false),
+            "redis://app:pw@h:1"
+        );
         assert_eq!(with_password("h:1", "pw", false), "redis://:pw@h:1");
         assert_eq!(with_password("h:1", "pw", true), "rediss://:pw@h:1");
-        assert_eq!(with_password("redis://a:own@h:1", "pw", false), "redis://a:own@h:1");
+        assert_eq!(
+            with_password("redis://a:own@h:1", "pw", false),
+            "redis://a:own@h:1"
+        );
         let client = redis::Client::open(with_password("redis://h:1", "p@ss:w/rd", false)).unwrap();
-        assert_eq!(client.get_connection_info().redis_settings().password(), Some("p@ss:w/rd"));
+        assert_eq!(
+            client.get_connection_info().redis_settings().password(),
+            Some("p@ss:w/rd")
+        );
     }
 }

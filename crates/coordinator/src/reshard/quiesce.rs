@@ -22,10 +22,10 @@ use rsc_protocol::names;
 use rsc_protocol::validate;
 use rsc_protocol::wire::ProducerRoutingResponse;
 use rsc_protocol::wire::ScaleRequest;
-use rsc_store::{Sighting, SightingLimits};
 use rsc_protocol::wire::quiesce::{
     ProducerQuiescedRequest, ProducerQuiescedResponse, QuiesceNotice,
 };
+use rsc_store::{Sighting, SightingLimits};
 use serde::Serialize;
 
 /// The audit action of a quiesced scale's routing switch.
@@ -115,8 +115,12 @@ impl Resharding<'_> {
         {
             Ok(Sighting::Recorded | Sighting::NoStream) => {}
             Ok(Sighting::Full) => {
-                tracing::warn!(stream = prefix, producer, max = MAX_PRODUCERS_PER_STREAM,
-                    "producer sighting not recorded: the stream already keeps the most producers it may");
+                tracing::warn!(
+                    stream = prefix,
+                    producer,
+                    max = MAX_PRODUCERS_PER_STREAM,
+                    "producer sighting not recorded: the stream already keeps the most producers it may"
+                );
             }
             Err(e) => {
                 tracing::warn!(stream = prefix, producer, error = %store_error_text(&e), "producer sighting not recorded");
