@@ -18,8 +18,11 @@ use std::time::Duration;
 pub use crate::duration::Dur;
 pub use redis_options::{RedisConfig, RedisTlsConfig};
 
+mod cluster;
 pub mod redis_options;
 mod store;
+
+pub use cluster::ClusterConfig;
 
 pub use store::{AggregateCompression, StoreConfig};
 
@@ -59,6 +62,8 @@ pub struct CoordinatorConfig {
     pub worker_threads: u32,
     #[serde(rename = "loop")]
     pub reconciler: LoopConfig,
+    /// Replicas: the registry lease, ownership of background work, the change feed.
+    pub cluster: ClusterConfig,
     /// Consumer-group behaviour: static membership, member caps (`[coordinator.groups]` is read too).
     #[serde(alias = "groups")]
     pub group: GroupConfig,
@@ -190,6 +195,7 @@ impl Default for CoordinatorConfig {
             shutdown_grace: Dur::from_secs(10),
             worker_threads: 0,
             reconciler: LoopConfig::default(),
+            cluster: ClusterConfig::default(),
             group: GroupConfig::default(),
             store: StoreConfig::default(),
             streams: StreamsConfig::default(),
@@ -613,6 +619,7 @@ fn validate(c: &Config) -> Result<(), ConfigError> {
         );
     }
     k.metrics.validate().map_err(ConfigError)?;
+    k.cluster.validate().map_err(ConfigError)?;
     if k.id.trim().is_empty() {
         return fail("id", "must not be blank".into());
     }

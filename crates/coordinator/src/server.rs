@@ -107,13 +107,22 @@ pub async fn start(config: Config) -> Result<Running, ServeError> {
     .map_err(|e| ServeError::Security(e.message().to_owned()))?;
     let (stop_tx, stop_rx) = watch::channel(false);
 
-    let reconciler = if coordinator.config().reconciler.enabled {
-        Some(tokio::spawn(crate::reconciler::run(
-            coordinator.clone(),
-            stop_rx.clone(),
-        )))
+    // A replica that runs the reconciler registers, so the others count it in the split of background work;
+    // one with the reconciler off does not register and, seeing only itself, keeps every group's metrics.
+    let (reconciler, registry) = if coordinator.config().reconciler.enabled {
+        crate::cluster::renew(&coordinator).await;
+        (
+            Some(tokio::spawn(crate::reconciler::run(
+                coordinator.clone(),
+                stop_rx.clone(),
+            ))),
+            Some(tokio::spawn(crate::cluster::run(
+                coordinator.clone(),
+                stop_rx.clone(),
+            ))),
+        )
     } else {
-        None
+        (None, None)
     };
     // Gauges are rebuilt in the background; an optional second listener serves /metrics without auth.
     tokio::spawn(crate::metrics_refresh::run(
@@ -157,6 +166,9 @@ pub async fn start(config: Config) -> Result<Running, ServeError> {
             }
         };
         if let Some(r) = reconciler {
+            let _ = r.await;
+        }
+        if let Some(r) = registry {
             let _ = r.await;
         }
         result

@@ -12,7 +12,7 @@
 //! records page by page (`messages.rs`), the cluster's slot map (`topology.rs`), the
 //! routing boundary of a shard stream for guarded publish (`routing_floor.rs`),
 //! bearer tokens (`tokens.rs`), the audit streams (`audit.rs`), rate-limit windows and the sign-in
-//! throttle (`limits.rs`), the bootstrap admin hash (`bootstrap.rs`), backup and restore of the records
+//! throttle (`limits.rs`), the bootstrap admin hash (`bootstrap.rs`), the replica registry and change feed (`cluster.rs`), backup and restore of the records
 //! that define groups and streams (`backup.rs`) and what Redis says about itself for `rsc doctor`
 //! (`diagnostics.rs`). Every Lua script is in
 //! `lua/`. Key names are built by the caller with `rsc_protocol::names`; the store takes them as
@@ -22,6 +22,7 @@ pub mod aggregate_codec;
 mod audit;
 mod backup;
 mod bootstrap;
+mod cluster;
 mod connection;
 mod diagnostics;
 mod error;
@@ -43,6 +44,7 @@ mod topology;
 
 pub use audit::AuditEntry;
 pub use backup::{RestoreOutcome, RestoredHash};
+pub use cluster::{ChangeEntry, LiveReplicas};
 pub use connection::{RedisConn, RedisTopology};
 pub use diagnostics::AclAnswer;
 pub use error::StoreError;

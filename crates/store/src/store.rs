@@ -432,6 +432,27 @@ impl Store {
             .map_err(|e| on_group_key(&keys.leases, e))
     }
 
+    /// The group's earliest lease end (Redis ms; None when the lease set is empty) and its number of lease
+    /// entries, in one round trip (ZRANGE 0 0 WITHSCORES and ZCARD pipelined): what the reconciler's owner
+    /// needs to know when the group is next due (`rsc_group::deadline`).
+    pub async fn lease_summary(
+        &self,
+        keys: &GroupKeys,
+    ) -> Result<(Option<i64>, usize), StoreError> {
+        let (first, count): (Vec<(String, f64)>, usize) = redis::pipe()
+            .cmd("ZRANGE")
+            .arg(&keys.leases)
+            .arg(0)
+            .arg(0)
+            .arg("WITHSCORES")
+            .cmd("ZCARD")
+            .arg(&keys.leases)
+            .query_async(&mut self.connection())
+            .await
+            .map_err(|e| on_group_key(&keys.leases, e))?;
+        Ok((first.first().map(|(_, end)| *end as i64), count))
+    }
+
     /// Which of `members` have no lease entry at all (ZMSCORE) — a lease set lost or evicted. Such a member
     /// is as good as lapsed: nobody can renew what is not there, and the compare-and-set's lapsed condition
     /// holds for it.

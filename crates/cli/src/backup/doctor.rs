@@ -202,6 +202,8 @@ fn is_coordinator_key(kp: &str, key: &str) -> bool {
         names::audit_stream_key(kp),
         names::audit_rejected_stream_key(kp),
         names::bootstrap_admin_key(kp),
+        names::replica_registry_key(kp),
+        names::change_feed_key(kp),
     ];
     let shapes = [
         names::group_metadata_key(kp, M, M),
@@ -449,6 +451,8 @@ mod tests {
             "redis-stream:coord:group-index",
             "redis-stream:coord:audit",
             "redis-stream:coord:audit:rejected",
+            "redis-stream:coord:replicas",
+            "redis-stream:coord:changes",
             "redis-stream:coord:auth:token:{ab12}",
             "redis-stream:coord:login-throttle:{login-throttle}:addr:127.0.0.1",
             "redis-stream:coord:ratelimit:{group:orders:*}",

@@ -54,7 +54,10 @@ impl Resharding<'_> {
             .await
             .map_err(CoordError::from)?;
         Ok(match created {
-            CreateOutcome::Created { revision, .. } => Some(CachedStream { record, revision }),
+            CreateOutcome::Created { revision, .. } => {
+                self.announce_change(prefix, "").await;
+                Some(CachedStream { record, revision })
+            }
             _ => None,
         })
     }
@@ -150,6 +153,7 @@ impl Resharding<'_> {
         {
             CasOutcome::Written { revision, now_ms } => {
                 self.clock().observe(now_ms);
+                self.announce_change(prefix, "").await;
                 Ok(Some(CachedStream {
                     record: next,
                     revision,

@@ -22,6 +22,9 @@ pub fn test_config(redis_url: &str) -> Config {
     k.member_lease_ttl = Dur(Duration::from_millis(1_500));
     k.rebalance_timeout = Dur(Duration::from_secs(5));
     k.reconciler.tick_interval = Dur(Duration::from_millis(100));
+    k.cluster.replica_lease = Dur(Duration::from_secs(1));
+    k.cluster.renew_interval = Dur(Duration::from_millis(200));
+    k.cluster.sweep_interval = Dur(Duration::from_secs(1));
     k.shutdown_grace = Dur(Duration::from_secs(2));
     // Test producers refresh routing at once; a short grace keeps scale-ins quick.
     k.streams.drain_grace = Dur(Duration::from_millis(300));

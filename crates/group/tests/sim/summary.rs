@@ -16,6 +16,8 @@ pub struct Summary {
     pub stale_answers: u64,
     pub replica_crashes: u64,
     pub replica_pauses: u64,
+    /// A replica's view of the live replicas changed (a join, a leave, a disagreement).
+    pub view_changes: u64,
     pub replica: Stats,
     pub writes: u64,
     /// Static membership: reservations taken back by a restarted instance, lapsed past the grace, and
@@ -73,5 +75,8 @@ impl Summary {
         self.replica.stale_decisions_committed += o.replica.stale_decisions_committed;
         self.replica.false_rebalance_signals += o.replica.false_rebalance_signals;
         self.replica.batched += o.replica.batched;
+        self.replica.owner_visits += o.replica.owner_visits;
+        self.replica.ticks_not_owner += o.replica.ticks_not_owner;
+        self.view_changes += o.view_changes;
     }
 }
