@@ -24,7 +24,7 @@ mod store;
 
 pub use cluster::ClusterConfig;
 
-pub use store::{AggregateCompression, StoreConfig};
+pub use store::{AggregateCompression, LAYOUT_SPLIT, LAYOUT_WHOLE, StoreConfig};
 
 /// The most runtime threads `coordinator.worker-threads` may ask for.
 pub const MAX_WORKER_THREADS: u32 = 1_024;
@@ -552,6 +552,18 @@ fn validate(c: &Config) -> Result<(), ConfigError> {
         return fail(
             "store.key-prefix",
             "must be non-blank and must not contain '{' or '}'".into(),
+        );
+    }
+    if ![store::LAYOUT_WHOLE, store::LAYOUT_SPLIT].contains(&k.store.layout) {
+        return fail(
+            "store.layout",
+            format!(
+                "must be {} (one document, read by every version) or {} (a header and one field per member \
+                 entry), not {}",
+                store::LAYOUT_WHOLE,
+                store::LAYOUT_SPLIT,
+                k.store.layout
+            ),
         );
     }
     if k.defaults.initial_shard_count == 0

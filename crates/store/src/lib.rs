@@ -14,7 +14,8 @@
 //! bearer tokens (`tokens.rs`), the audit streams (`audit.rs`), rate-limit windows and the sign-in
 //! throttle (`limits.rs`), the bootstrap admin hash (`bootstrap.rs`), the replica registry and change feed (`cluster.rs`), backup and restore of the records
 //! that define groups and streams (`backup.rs`) and what Redis says about itself for `rsc doctor`
-//! (`diagnostics.rs`). Every Lua script is in
+//! (`diagnostics.rs`). A group's aggregate is stored whole (`aggregate_codec.rs`) or split into a header and
+//! per-member entries (`split_layout.rs`, layoutVersion "4"). Every Lua script is in
 //! `lua/`. Key names are built by the caller with `rsc_protocol::names`; the store takes them as
 //! arguments.
 
@@ -37,6 +38,7 @@ mod reply;
 mod routing_floor;
 mod scripts;
 mod shards;
+pub mod split_layout;
 mod store;
 mod streams;
 mod tokens;
@@ -62,5 +64,6 @@ pub use routing_floor::{
 };
 pub use rsc_redis_connect::RedisTls;
 pub use shards::{ConsumerGroupInfo, RetireOutcome, StreamInfo, parse_stream_id};
+pub use split_layout::{LAYOUT_SPLIT, SplitAggregate, SplitEntry};
 pub use store::Store;
 pub use topology::{SlotOwner, owner_of};

@@ -1,5 +1,6 @@
 //! `rsc upgrade-check`: whether every live member speaks a protocol version inside a target release's range.
-//! READ routes only, like the other read-only verbs (`show.rs`).
+//! READ routes only, like the other read-only verbs (`show.rs`). It also says how to roll the store layout
+//! (`coordinator.store.layout`) through a replica-by-replica upgrade.
 
 use super::show::client_text;
 use super::table::Table;
@@ -17,6 +18,13 @@ pub struct UpgradeCheckArgs {
     #[arg(long)]
     pub target_version_range: Option<String>,
 }
+
+/// What a rolling upgrade to this release must do about the store layout: replicas of earlier releases cannot
+/// read layout 4, which this release writes by default.
+pub const STORE_LAYOUT_NOTE: &str = "store layout: this release writes group metadata in layoutVersion 4 \
+    (coordinator.store.layout = 4), which releases before it cannot read; while replicas of an earlier release \
+    still run against the same Redis, start the upgraded ones with coordinator.store.layout = 3 \
+    (COORDINATOR_STORE_LAYOUT=3), and set 4 once every replica runs this release";
 
 /// `rsc upgrade-check`: whether every live member speaks a protocol version inside the target range.
 pub async fn upgrade_check(args: UpgradeCheckArgs) -> Result<ExitCode, Failure> {
@@ -84,6 +92,7 @@ pub async fn upgrade_check(args: UpgradeCheckArgs) -> Result<ExitCode, Failure> 
         Output::Json => print_json(&json!({
             "targetRange": {"min": min, "max": max}, "liveMembers": live_total,
             "membersByProtocolVersion": by_version, "outsideRange": outside, "compatible": ok,
+            "storeLayout": STORE_LAYOUT_NOTE,
         })),
         Output::Text => {
             let counts: Vec<String> = by_version
@@ -114,6 +123,7 @@ pub async fn upgrade_check(args: UpgradeCheckArgs) -> Result<ExitCode, Failure> 
                 }
                 say!("{}", t.render());
             }
+            println!("{STORE_LAYOUT_NOTE}");
         }
     }
     Ok(if ok {
