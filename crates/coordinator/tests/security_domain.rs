@@ -68,6 +68,22 @@ async fn observe(api: &Api, p: &str, observed: &str) -> Reply {
     .await
 }
 
+/// A plain routing read with a producer id: the principal becomes a producer of the stream (only a principal
+/// with a member in the group or a producer of its stream raises a suspicion).
+async fn register_producer(api: &Api, p: &str) {
+    let r = api
+        .send(
+            "GET",
+            &format!(
+                "{}/producer-routing?producerId=test-producer",
+                group_path(p)
+            ),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+}
+
 /// An admin mutation that only a rollback suspicion refuses: scaling to the current shard count (a no-op).
 async fn noop_scale(api: &Api, p: &str, shards: u32) -> Reply {
     api.send(
@@ -155,6 +171,7 @@ async fn a_read_principal_cannot_freeze_admin_changes_and_a_writer_dismisses_an_
     );
 
     // A producer principal (MEMBER) is the application: its observation raises the suspicion.
+    register_producer(&as_user(&api, "producer"), p).await;
     let r = observe(&as_user(&api, "producer"), p, "1000").await;
     assert_eq!(r.status, 409, "{}", r.body);
     let d = durability(&api, p).await;
@@ -278,6 +295,7 @@ async fn suspicions_record_their_principal_and_are_limited_per_principal() {
 
     // A producer principal raises (writes new evidence) at most 5 times per window.
     let producer = as_user(&api, "producer");
+    register_producer(&producer, p).await;
     for v in 100..106 {
         assert_eq!(observe(&producer, p, &v.to_string()).await.status, 409);
     }

@@ -99,7 +99,7 @@ pub async fn upgrade_check(args: UpgradeCheckArgs) -> Result<ExitCode, Failure> 
                 .iter()
                 .map(|(v, c)| format!("v{v}: {c}"))
                 .collect();
-            println!(
+            sayln!(
                 "{live_total} live members ({}); target supports protocol versions {min}..={max}",
                 if counts.is_empty() {
                     "none".to_owned()
@@ -108,9 +108,9 @@ pub async fn upgrade_check(args: UpgradeCheckArgs) -> Result<ExitCode, Failure> 
                 }
             );
             if ok {
-                println!("COMPATIBLE: every live member speaks a version the target supports");
+                sayln!("COMPATIBLE: every live member speaks a version the target supports");
             } else {
-                println!("NOT COMPATIBLE: upgrade these clients first");
+                sayln!("NOT COMPATIBLE: upgrade these clients first");
                 let mut t = Table::new(&["STREAM", "GROUP", "MEMBER", "PROTOCOL", "CLIENT"]);
                 for o in &outside {
                     t.row(vec![
@@ -121,7 +121,7 @@ pub async fn upgrade_check(args: UpgradeCheckArgs) -> Result<ExitCode, Failure> 
                         s(o, "client").into(),
                     ]);
                 }
-                print!("{}", t.render());
+                say!("{}", t.render());
             }
             println!("{STORE_LAYOUT_NOTE}");
         }

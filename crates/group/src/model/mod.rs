@@ -247,6 +247,10 @@ pub struct Reservation {
     pub shards: ShardSet,
     pub until_ms: i64,
     pub reason: ReservationReason,
+    /// The principal that joined the stopped incarnation: only it (or an ADMIN) may claim the instance id
+    /// back (None without authentication, and in documents written before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
 }
 
 /// An open metadata-correction round (a member saw a newer metadataVersion than Redis holds).
