@@ -90,6 +90,9 @@ impl Reconciler<'_> {
                     for i in &report.reservations_lapsed {
                         tracing::info!(group = %name, group_instance_id = %i, "static member's reservation lapsed; its shards are rebalanced");
                     }
+                    if report.correction_closed {
+                        tracing::info!(group = %name, "metadata-correction round closed: no live member was left to synchronise");
+                    }
                     return;
                 }
                 ReconcileStep::Done(None) => return,

@@ -193,50 +193,9 @@ fn eviction_check(policy: Option<&str>) -> Check {
     }
 }
 
-/// Whether `key` has the shape of a key the coordinator writes under `kp` (shapes from `names`).
+/// Whether `key` has the shape of a key the coordinator writes under `kp` (the one list in rsc-store).
 fn is_coordinator_key(kp: &str, key: &str) -> bool {
-    const M: &str = "\u{1}";
-    let (pair, addr, user) = names::login_throttle_keys(kp, M, M, M);
-    let exact = [
-        names::group_index_key(kp),
-        names::audit_stream_key(kp),
-        names::audit_rejected_stream_key(kp),
-        names::bootstrap_admin_key(kp),
-    ];
-    let shapes = [
-        names::group_metadata_key(kp, M, M),
-        rsc_store::aggregate_key(&names::group_metadata_key(kp, M, M)),
-        rsc_store::aggregate_staging_key(&names::group_metadata_key(kp, M, M)),
-        names::group_leases_key(kp, M, M),
-        names::group_progress_key(kp, M, M),
-        names::stream_record_key(kp, M),
-        names::ratelimit_principal_key(kp, M),
-        names::ratelimit_group_key(kp, M),
-        names::suspicion_limit_key(kp, M),
-        names::token_key(kp, M),
-        names::user_tokens_key(kp, M),
-        pair,
-        addr,
-        user,
-    ];
-    exact.iter().any(|e| e == key) || shapes.iter().any(|s| fits(s, M, key))
-}
-
-/// Whether `key` is `shape` with every `marker` replaced by some non-empty text.
-fn fits(shape: &str, marker: &str, key: &str) -> bool {
-    let pieces: Vec<&str> = shape.split(marker).collect();
-    let (first, last) = (pieces[0], pieces[pieces.len() - 1]);
-    if !key.starts_with(first) || !key.ends_with(last) || key.len() < first.len() + last.len() {
-        return false;
-    }
-    let mut rest = &key[first.len()..key.len() - last.len()];
-    for piece in &pieces[1..pieces.len() - 1] {
-        match rest.get(1..).and_then(|r| r.find(piece)) {
-            Some(i) => rest = &rest[1 + i + piece.len()..],
-            None => return false,
-        }
-    }
-    !rest.is_empty()
+    rsc_store::coordinator_key_kind(kp, key).is_some()
 }
 
 fn prefix_check(kp: &str, keys: &[String]) -> Check {
@@ -442,6 +401,8 @@ mod tests {
             "redis-stream:coord:{orders:billing}:metadata:aggregate",
             "redis-stream:coord:{orders:billing}:metadata:aggregate-staging",
             "redis-stream:coord:{orders}:stream",
+            "redis-stream:coord:{orders}:producers:seen",
+            "redis-stream:coord:{orders}:producers:quiesced",
             "redis-stream:coord:group-index",
             "redis-stream:coord:audit",
             "redis-stream:coord:audit:rejected",
