@@ -101,13 +101,14 @@ fn health_and_metrics_answer_while_redis_is_down() {
         .expect("curl runs");
     assert!(metrics.status.success(), "{}", text(&metrics));
     let body = String::from_utf8_lossy(&metrics.stdout).into_owned();
-    assert!(
-        body.lines().any(|l| l == "redis_stream_coord_redis_up 0"),
-        "{body}"
-    );
-    assert!(
+    let value = |series: &str| -> Option<f64> {
         body.lines()
-            .any(|l| l == "redis_stream_coord_health{status=\"DOWN\"} 1"),
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+    };
+    assert_eq!(value("redis_stream_coord_redis_up"), Some(0.0), "{body}");
+    assert_eq!(
+        value("redis_stream_coord_health{status=\"DOWN\"}"),
+        Some(1.0),
         "{body}"
     );
 

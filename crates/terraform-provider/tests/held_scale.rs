@@ -118,7 +118,14 @@ fn a_scale_in_held_by_a_group_without_consumers_is_named_and_stays_planned() {
 
     // The next plan shows the change that has not happened, and why.
     let plan = a.run(
-        &["plan", "-detailed-exitcode", "-input=false", "-no-color"],
+        &[
+            "plan",
+            "-detailed-exitcode",
+            "-input=false",
+            "-no-color",
+            "-var",
+            "shard_count=2",
+        ],
         &[],
     );
     assert_eq!(plan.code, 2, "{}", plan.text());
@@ -171,7 +178,14 @@ fn a_scale_in_held_by_a_group_without_consumers_is_named_and_stays_planned() {
         String::from_utf8_lossy(&forced.stderr)
     );
     let plan = a.run(
-        &["plan", "-detailed-exitcode", "-input=false", "-no-color"],
+        &[
+            "plan",
+            "-detailed-exitcode",
+            "-input=false",
+            "-no-color",
+            "-var",
+            "shard_count=2",
+        ],
         &[],
     );
     assert_eq!(plan.code, 0, "{}", plan.text());
