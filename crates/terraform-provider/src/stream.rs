@@ -297,12 +297,15 @@ impl Resource for StreamResource {
         default_flags(&mut next, None);
         match refresh(&api, &mut next).await {
             Ok(true) => {
-                // A migration that has not ended is an unfinished change: state keeps the shard count the
-                // stream still drains from, so the next plan shows it instead of "No changes".
+                // A scale this configuration asked for (its target is the count in state) that has not ended is
+                // an unfinished change: state keeps the count the stream still drains from, so the next plan
+                // shows it instead of "No changes". One started elsewhere is drift: the routing count stays.
                 match unfinished_migration(&api, state.prefix()).await {
                     Ok(unfinished) if !unfinished.is_empty() => {
                         let m = &unfinished[0];
-                        next.shard_count = Value::Value(i64::from(m.from_shard_count));
+                        if state.shard_count == Value::Value(i64::from(m.to_shard_count)) {
+                            next.shard_count = Value::Value(i64::from(m.from_shard_count));
+                        }
                         diag::root_warning(
                             diags,
                             format!(
