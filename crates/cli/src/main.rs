@@ -10,6 +10,7 @@ mod demo_order;
 mod demo_scale;
 mod demo_tally;
 mod hash_password;
+mod log_escape;
 mod memory;
 mod operator;
 mod pipe;
@@ -95,7 +96,11 @@ fn init_logging(format: &str) {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
     if format == "json" {
-        builder.json().init();
+        // U+2028, U+2029 and NEL escaped in every line (log_escape.rs).
+        builder
+            .json()
+            .with_writer(|| log_escape::EscapingStderr)
+            .init();
     } else {
         builder.init();
     }

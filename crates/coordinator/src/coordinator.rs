@@ -7,12 +7,14 @@
 //! ([`services`]), borrowed from the runtime: `heartbeats()`, `admin()`, `reconciler()`, `resharding()`,
 //! `monitoring()` and `durability()`.
 
+pub mod cluster_view;
 pub(crate) mod heartbeat_state;
 pub(crate) mod lapse_forecasts;
 pub(crate) mod queues;
 pub(crate) mod reconciler_state;
 mod services;
 
+pub use cluster_view::ClusterView;
 pub use services::{Admin, Durability, Heartbeats, Monitoring, Reconciler, Resharding};
 
 use crate::cache::{Cached, GroupCache, GroupName};
@@ -52,6 +54,8 @@ pub struct Coordinator {
     heartbeat_state: HeartbeatState,
     /// The reconciler service's state: groups to visit early, its wake-up and its last pass.
     reconciler_state: ReconcilerState,
+    /// The live replicas as this one sees them, hence what background work is its own.
+    cluster: ClusterView,
 }
 
 /// The result of trying to commit one transition.
@@ -79,7 +83,6 @@ impl Coordinator {
             static_member_grace_ms: config.static_member_grace().ms(),
         };
         Arc::new(Coordinator {
-            config,
             timing,
             store,
             clock: RedisClock::new(),
@@ -89,6 +92,8 @@ impl Coordinator {
             terminating: AtomicBool::new(false),
             heartbeat_state: HeartbeatState::default(),
             reconciler_state: ReconcilerState::default(),
+            cluster: ClusterView::new(&config.id),
+            config,
         })
     }
 
@@ -118,6 +123,33 @@ impl Coordinator {
 
     pub fn metrics(&self) -> &crate::metrics::Metrics {
         &self.metrics
+    }
+
+    /// The live replicas as this one sees them, and what it owns.
+    pub fn cluster(&self) -> &ClusterView {
+        &self.cluster
+    }
+
+    /// Tells the replica that owns `name`'s background work that it was written (the change feed, see
+    /// `rsc_store`'s cluster.rs); an empty consumer group names the stream record. A failure is only logged:
+    /// the owner's sweep finds the change later.
+    pub async fn announce_change(&self, stream_prefix: &str, consumer_group: &str) {
+        let key = names::change_feed_key(&self.config.store.key_prefix);
+        let sent = self
+            .metrics
+            .time_store(
+                "change_publish",
+                self.store.change_publish(
+                    &key,
+                    self.config.cluster.change_feed_length,
+                    stream_prefix,
+                    consumer_group,
+                ),
+            )
+            .await;
+        if let Err(e) = sent {
+            tracing::debug!(stream = stream_prefix, group = consumer_group, error = %e, "change not announced; the owner's sweep will find it");
+        }
     }
 
     /// The hot path: heartbeats, their group commit and its queues.
@@ -242,6 +274,7 @@ impl Coordinator {
         Ok(Some(Cached {
             group: Arc::new(group),
             revision: stored.revision,
+            split: stored.layout == rsc_store::LAYOUT_SPLIT,
         }))
     }
 
@@ -332,9 +365,23 @@ impl Coordinator {
             .remove
             .into_iter()
             .partition(|m| group.members.contains_key(m));
+        // The split layout carries the header and only the entries that changed since `base`, when Redis holds
+        // `base` split already (else every entry, once); the whole layout carries the document.
+        let split_layout = self.config.store.layout == crate::config::LAYOUT_SPLIT;
+        let (aggregate_json, split) = if split_layout {
+            let parts = if base.split {
+                group.split_changes(&base.group)
+            } else {
+                group.split_full()
+            };
+            (String::new(), Some(for_store(parts)))
+        } else {
+            (group.to_json(), None)
+        };
         let write = CasWrite {
             expected_revision: base.revision,
-            aggregate_json: group.to_json(),
+            aggregate_json,
+            split,
             updated_at: iso_ms(group.updated_at_ms),
             lease_ttl_ms: self.timing.member_lease_ttl_ms,
             not_before_ms: t.not_before_ms,
@@ -368,8 +415,11 @@ impl Coordinator {
                 let cached = Cached {
                     group: Arc::new(group),
                     revision,
+                    split: split_layout,
                 };
                 let _ = self.cache.put(name, cached.clone());
+                self.announce_change(&name.stream_prefix, &name.consumer_group)
+                    .await;
                 Ok(Commit::Written(cached))
             }
             CasOutcome::Conflict { now_ms, .. } => {
@@ -421,9 +471,12 @@ impl Coordinator {
                 let cached = Cached {
                     group: Arc::new(group),
                     revision,
+                    split: false,
                 };
                 self.cache.forget(name);
                 let _ = self.cache.put(name, cached.clone());
+                self.announce_change(&name.stream_prefix, &name.consumer_group)
+                    .await;
                 Ok(Some(cached))
             }
             rsc_store::CreateOutcome::AlreadyExists => Ok(None),
@@ -433,6 +486,27 @@ impl Coordinator {
     pub fn note_store_error(&self, e: &StoreError) {
         Stats::bump(&self.stats.redis_errors);
         tracing::warn!(error = %e, "Redis operation failed");
+    }
+}
+
+/// The group crate's split of an aggregate as the store takes it.
+fn for_store(parts: rsc_group::model::SplitWrite) -> rsc_store::SplitAggregate {
+    rsc_store::SplitAggregate {
+        header: parts.header,
+        parts: rsc_group::model::SPLIT_PARTS
+            .iter()
+            .map(|p| (*p).to_owned())
+            .collect(),
+        entries: parts
+            .entries
+            .into_iter()
+            .map(|e| rsc_store::SplitEntry {
+                part: e.part.to_owned(),
+                key: e.key,
+                json: e.json,
+            })
+            .collect(),
+        full: parts.full,
     }
 }
 

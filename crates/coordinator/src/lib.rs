@@ -22,6 +22,7 @@ pub mod admin;
 pub mod api;
 pub mod cache;
 pub mod clock;
+pub mod cluster;
 pub mod config;
 pub mod console;
 pub mod coordinator;

@@ -2,11 +2,13 @@
 //! it shares with monitoring. It sits outside `metrics` because it reads groups through the `Coordinator`,
 //! which itself holds the metrics: `metrics` depends on nothing of the coordinator's.
 //!
-//! The task: every `coordinator.metrics.refresh-interval` it
-//! checks Redis, reads every group in the index as Redis holds it (the cached aggregate when one HGET shows
-//! its revision is current, else a fresh load, which also notices store revisions going backwards without
-//! anyone calling an API), their leases, progress and shard offsets, and swaps in a new snapshot. Every
-//! replica runs it; the gauges describe Redis state, so replicas agree. Parsing every member's progress and
+//! The task: every `coordinator.metrics.refresh-interval` (15 s, a Prometheus scrape) it
+//! checks Redis, reads every group this replica owns (`coordinator/cluster_view.rs`) as Redis holds it (the
+//! cached aggregate when one HGET shows its revision is current, else a fresh load, which also notices store
+//! revisions going backwards without anyone calling an API), their leases, progress and the offsets of the
+//! shard streams that exist (one pipelined EXISTS first), and swaps in a new snapshot. Every replica runs it
+//! for its own groups, so each group's series come from one replica (labelled with it, `group_owner`) and
+//! Prometheus scrapes every replica; health and process metrics are each replica's own. Parsing every member's progress and
 //! building the snapshot take milliseconds for a group of thousands of members, so they run off the async
 //! workers, where they would hold up heartbeats.
 
@@ -114,14 +116,26 @@ impl Monitoring<'_> {
             }
             match self.index_entries().await {
                 Ok(entries) => {
+                    // Only the groups this replica owns: each group's series come from one replica.
+                    let cluster = self.cluster();
+                    let owned: Vec<GroupName> = entries
+                        .iter()
+                        .map(|e| GroupName::new(&e.stream_prefix, &e.consumer_group))
+                        .filter(|n| cluster.owns_group(n))
+                        .collect();
+                    // A snapshot of some groups cannot answer for all (`Durability::suspected_groups`).
+                    complete &= owned.len() == entries.len();
                     self.metrics().retain_groups(
-                        &entries
+                        &owned
                             .iter()
-                            .map(|e| (e.stream_prefix.clone(), e.consumer_group.clone()))
+                            .map(|n| (n.stream_prefix.clone(), n.consumer_group.clone()))
                             .collect(),
                     );
                     for e in entries.iter().filter(|e| e.state == IndexState::Live) {
                         let name = GroupName::new(&e.stream_prefix, &e.consumer_group);
+                        if !cluster.owns_group(&name) {
+                            continue;
+                        }
                         match self.observe_group(&name).await {
                             Ok(Some(obs)) => groups.push(obs),
                             Ok(None) => {}
@@ -197,7 +211,22 @@ impl Monitoring<'_> {
         let shards = if shard_ids.len() <= self.config().metrics.max_shard_series as usize {
             let mut rows = Vec::with_capacity(shard_ids.len());
             let mut ok = true;
-            for s in shard_ids {
+            // One pipelined EXISTS for every shard first: a shard stream that is not there reads as empty
+            // without an XINFO that would fail.
+            let ids: Vec<u32> = shard_ids.into_iter().collect();
+            let keys: Vec<String> = ids
+                .iter()
+                .map(|s| rsc_protocol::names::shard_stream_key(&g.stream_prefix, *s))
+                .collect();
+            let exists = self
+                .metrics()
+                .time_store("exists", self.store().keys_exist(&keys))
+                .await?;
+            for (s, there) in ids.into_iter().zip(exists) {
+                if !there {
+                    rows.push(crate::offsets::absent_shard(&g.stream_prefix, s));
+                    continue;
+                }
                 let read = self
                     .metrics()
                     .time_store(

@@ -29,19 +29,13 @@ pub struct ShardOffsets {
     pub memory_usage_bytes: Option<i64>,
 }
 
-/// Reads one shard. `memory`: also run `MEMORY USAGE` (one more round trip).
-pub async fn read_shard(
-    store: &Store,
-    stream_prefix: &str,
-    consumer_group: &str,
-    shard: u32,
-    memory: bool,
-) -> Result<ShardOffsets, StoreError> {
+/// A shard whose stream does not exist, as [`read_shard`] reports it.
+pub fn absent_shard(stream_prefix: &str, shard: u32) -> ShardOffsets {
     let key = shard_stream_key(stream_prefix, shard);
-    let mut out = ShardOffsets {
+    ShardOffsets {
         shard,
         redis_slot: redis_slot(key.as_bytes()),
-        stream_key: key.clone(),
+        stream_key: key,
         exists: false,
         stream_length: 0,
         first_record_id: None,
@@ -53,7 +47,19 @@ pub async fn read_shard(
         pending_count: None,
         lag: None,
         memory_usage_bytes: None,
-    };
+    }
+}
+
+/// Reads one shard. `memory`: also run `MEMORY USAGE` (one more round trip).
+pub async fn read_shard(
+    store: &Store,
+    stream_prefix: &str,
+    consumer_group: &str,
+    shard: u32,
+    memory: bool,
+) -> Result<ShardOffsets, StoreError> {
+    let mut out = absent_shard(stream_prefix, shard);
+    let key = out.stream_key.clone();
     let Some(info) = store.shard_stream_info(&key).await? else {
         return Ok(out);
     };

@@ -1,21 +1,32 @@
 //! The reconciler: a background loop that advances time-driven transitions (lease expiry, rebalance-timeout
-//! fencing, holds running out, pruning) without waiting for a heartbeat.
+//! fencing, holds running out, pruning) and resharding passes without waiting for a heartbeat.
 //!
-//! Every replica runs it. Safety does not depend on there being one: each pass works on the group as Redis
-//! holds it (the cached aggregate once one HGET shows its revision is still current, else a fresh load), takes
-//! the time from Redis, and commits by compare-and-set with its time and lease conditions checked by Redis in
-//! the same script, so concurrent passes at worst lose a race and try again next tick.
+//! Every replica runs it, each for the groups and streams it owns (`coordinator/cluster_view.rs`: rendezvous
+//! hashing over the live replicas). It visits an owned group only when something is due: its next deadline
+//! (`rsc_group::deadline`, kept in `reconciler/schedule.rs`) came, or it was written — on any replica, which
+//! says so on the change feed — or ownership moved to this replica; a sweep every
+//! `coordinator.cluster.sweep-interval` catches a write whose notice was lost. A heartbeat that finds another
+//! member's lease lapsed has its group visited at once on its own replica, owned or not.
+//!
+//! Safety does not depend on ownership or on deadlines: each visit works on the group as Redis holds it (the
+//! cached aggregate once one HGET shows its revision is still current, else a fresh load), takes the time from
+//! Redis, and commits by compare-and-set with its time and lease conditions checked by Redis in the same
+//! script, so replicas that both visit a group at worst lose a race and try again.
 
 use crate::cache::GroupName;
 use crate::coordinator::Reconciler;
 use crate::coordinator::{Coordinator, commit_result};
 use crate::stats::Stats;
+use rsc_group::deadline::{LeaseView, NextVisit, next_visit};
 use rsc_group::replica::reconcile::{ReconcileFlow, ReconcileStep};
 use rsc_store::IndexState;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
+
+mod schedule;
+use schedule::Schedule;
 
 impl Reconciler<'_> {
     /// One reconciliation of one group, driving the replica core's pass (`rsc_group::replica::reconcile`).
@@ -108,28 +119,190 @@ impl Reconciler<'_> {
         self.state().mark_urgent(name);
     }
 
-    /// Reconciles every group asked for by [`Reconciler::reconcile_soon`] since the last time.
+    /// Reconciles every group asked for by [`Reconciler::reconcile_soon`] since the last time (owned or not:
+    /// the heartbeat that asked is on this replica).
     async fn reconcile_urgent(&self) {
         for name in &self.state().take_urgent() {
             self.reconcile_group(name).await;
         }
     }
 
-    /// One pass over every group in the index.
-    pub async fn reconcile_all(&self) {
-        let Ok(entries) = self.index_entries().await else {
-            return;
-        };
-        let mut prefixes = std::collections::BTreeSet::new();
-        for e in entries.iter().filter(|e| e.state == IndexState::Live) {
-            self.reconcile_group(&GroupName::new(&e.stream_prefix, &e.consumer_group))
-                .await;
-            prefixes.insert(e.stream_prefix.clone());
+    /// One tick of the owner's work: learn what changed (ownership, the change feed, the sweep), visit the
+    /// groups that are due and run the passes of the streams that are.
+    pub(crate) async fn tick(&self, pass: &mut Pass) {
+        let cluster = self.cluster();
+        if pass.feed_cursor.is_none() {
+            // Read on from the feed's current end; everything before it is covered by the first full look.
+            match self.store().change_latest_id(&self.change_feed_key()).await {
+                Ok(id) => pass.feed_cursor = Some(id),
+                Err(e) => return self.note_store_error(&e),
+            }
         }
-        for prefix in prefixes {
+        let generation = cluster.generation();
+        let now = tokio::time::Instant::now();
+        let sweep = now >= pass.next_sweep;
+        if pass.generation != Some(generation) || sweep {
+            if self.take_ownership(pass, sweep).await.is_err() {
+                return;
+            }
+            pass.generation = Some(generation);
+            if sweep {
+                pass.next_sweep = now + self.config().cluster.sweep_interval.0;
+            }
+        }
+        self.read_changes(pass).await;
+        let now_ms = self.clock().now_ms();
+        for name in pass.schedule.take_due(now_ms) {
+            self.visit(&mut pass.schedule, &name).await;
+        }
+        for prefix in pass.schedule.take_due_streams() {
             self.resharding().reconcile_stream(&prefix).await;
+            let stream = self.resharding().load_stream(&prefix).await;
+            let migrating = match &stream {
+                Ok(Some(s)) => s.record.active_migration.is_some(),
+                Ok(None) => false,
+                // Unreadable now: look again next tick.
+                Err(_) => true,
+            };
+            if let Ok(Some(s)) = &stream {
+                self.ensure_routing_ceilings(&prefix, &s.record).await;
+            }
+            pass.schedule.stream_every_tick(&prefix, migrating);
         }
         self.state().note_pass(self.clock().now_ms());
+    }
+
+    /// Makes sure every shard of the stream has its routing ceiling at the stream's routing version, once per
+    /// version and replica: streams created before ceilings existed get theirs here (finding 11 of issue #32);
+    /// the others had them written before their version was published.
+    async fn ensure_routing_ceilings(
+        &self,
+        prefix: &str,
+        record: &rsc_group::stream::StreamRecord,
+    ) {
+        let version = record.routing_version;
+        if self.state().ceiling_ensured(prefix) == Some(version) {
+            return;
+        }
+        if self
+            .resharding()
+            .publish_routing_ceilings(prefix, record)
+            .await
+            .is_ok()
+        {
+            self.state().note_ceiling(prefix, version);
+        }
+    }
+
+    /// Brings the schedule in line with the groups this replica owns (after the live replicas changed, at
+    /// start-up, and at each sweep): groups new to it are due now, groups gone or owned elsewhere are
+    /// dropped; at a sweep, a quiet group whose revision moved without the feed saying so is due now.
+    async fn take_ownership(&self, pass: &mut Pass, sweep: bool) -> Result<(), ()> {
+        let entries = self.index_entries().await.map_err(drop)?;
+        let cluster = self.cluster();
+        let mut owned = std::collections::HashSet::new();
+        let mut streams = BTreeSet::new();
+        for e in entries.iter().filter(|e| e.state == IndexState::Live) {
+            let name = GroupName::new(&e.stream_prefix, &e.consumer_group);
+            if cluster.owns_stream(&e.stream_prefix) && streams.insert(e.stream_prefix.clone()) {
+                pass.schedule.stream_touched(&e.stream_prefix);
+            }
+            if cluster.owns_group(&name) {
+                if !pass.schedule.contains(&name) {
+                    pass.schedule.due_now(&name);
+                }
+                owned.insert(name);
+            }
+        }
+        pass.schedule.retain(|n| owned.contains(n));
+        pass.schedule.retain_streams(|p| streams.contains(p));
+        if sweep {
+            for (name, revision) in pass.schedule.quiet() {
+                match self.store().revision(&self.keys(&name)).await {
+                    Ok(Some(r)) if r == revision => {}
+                    Ok(_) => pass.schedule.due_now(&name),
+                    Err(e) => {
+                        self.note_store_error(&e);
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes the change feed's new entries: an owned group written anywhere is due now, and so is the pass
+    /// of an owned stream that was written or had a group written.
+    async fn read_changes(&self, pass: &mut Pass) {
+        let Some(cursor) = pass.feed_cursor.clone() else {
+            return;
+        };
+        let key = self.change_feed_key();
+        let cluster = self.cluster();
+        let mut after = cursor;
+        loop {
+            let page = match self.store().change_read(&key, &after, FEED_PAGE).await {
+                Ok(p) => p,
+                Err(e) => return self.note_store_error(&e),
+            };
+            for c in &page {
+                if !c.consumer_group.is_empty() {
+                    let name = GroupName::new(&c.stream_prefix, &c.consumer_group);
+                    if cluster.owns_group(&name) {
+                        pass.schedule.due_now(&name);
+                    }
+                }
+                if cluster.owns_stream(&c.stream_prefix) {
+                    pass.schedule.stream_touched(&c.stream_prefix);
+                }
+            }
+            if let Some(last) = page.last() {
+                after = last.id.clone();
+            }
+            if page.len() < FEED_PAGE {
+                break;
+            }
+        }
+        pass.feed_cursor = Some(after);
+    }
+
+    /// Reconciles one owned group and schedules its next visit from what it then is.
+    async fn visit(&self, schedule: &mut Schedule, name: &GroupName) {
+        self.reconcile_group(name).await;
+        let retry = NextVisit::At(self.clock().now_ms() + self.tick_ms());
+        let cached = match self.current_or_load(name).await {
+            Ok(Some(c)) => c,
+            Ok(None) => return schedule.remove(name),
+            Err(_) => return schedule.set(name, retry, None),
+        };
+        let next = match self.store().lease_summary(&self.keys(name)).await {
+            Ok((earliest_end_ms, entries)) => next_visit(
+                &cached.group,
+                LeaseView {
+                    earliest_end_ms,
+                    entries,
+                },
+                self.timing(),
+            ),
+            Err(e) => {
+                self.note_store_error(&e);
+                retry
+            }
+        };
+        // Never again within the same tick: a lease entry the tick cannot act on must not spin.
+        let next = match next {
+            NextVisit::At(t) => NextVisit::At(t.max(self.clock().now_ms() + 1)),
+            other => other,
+        };
+        schedule.set(name, next, Some(cached.revision));
+    }
+
+    fn tick_ms(&self) -> i64 {
+        self.config().reconciler.tick_interval.ms()
+    }
+
+    fn change_feed_key(&self) -> String {
+        rsc_protocol::names::change_feed_key(&self.config().store.key_prefix)
     }
 
     /// Redis time of the last completed pass over every group (0 = never).
@@ -137,6 +310,30 @@ impl Reconciler<'_> {
         self.state().last_pass_ms()
     }
 }
+
+/// The owner's state between ticks: its schedule, the live-replica generation it last took ownership at,
+/// where it is in the change feed, and when it next sweeps.
+#[derive(Debug)]
+pub(crate) struct Pass {
+    schedule: Schedule,
+    generation: Option<u64>,
+    feed_cursor: Option<String>,
+    next_sweep: tokio::time::Instant,
+}
+
+impl Pass {
+    fn new(sweep_interval: Duration) -> Self {
+        Pass {
+            schedule: Schedule::default(),
+            generation: None,
+            feed_cursor: None,
+            next_sweep: tokio::time::Instant::now() + sweep_interval,
+        }
+    }
+}
+
+/// Change feed entries read per round trip.
+const FEED_PAGE: usize = 1_000;
 
 /// Early visits happen at most this often, so a lease entry the tick cannot act on (one whose expiry is
 /// already recorded but not yet cleaned up) cannot turn every heartbeat into a reconciliation.
@@ -153,9 +350,10 @@ pub async fn run(coordinator: Arc<Coordinator>, mut stop: watch::Receiver<bool>)
         .max(Duration::from_millis(10));
     let mut ticker = tokio::time::interval(interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut pass = Pass::new(coordinator.config().cluster.sweep_interval.0);
     loop {
         tokio::select! {
-            _ = ticker.tick() => coordinator.reconciler().reconcile_all().await,
+            _ = ticker.tick() => coordinator.reconciler().tick(&mut pass).await,
             _ = coordinator.reconciler().state().woken() => {
                 coordinator.reconciler().reconcile_urgent().await;
                 tokio::time::sleep(URGENT_MIN_GAP).await;

@@ -18,6 +18,8 @@
 //! - [`durability`]: suspecting a metadata rollback, failing closed, and the repairs (new lifecycle).
 //! - [`replica`]: what a coordinator replica does with a heartbeat, a queue of writes and a reconciler pass,
 //!   as sans-I/O state machines that the coordinator and the simulation both drive.
+//! - [`ownership`]: which replica runs a group's background work (rendezvous hashing over live replicas).
+//! - [`deadline`]: when a group next needs the reconciler, from its aggregate and earliest lease end.
 //! - [`invariants`]: checks of the invariants, used by tests and the simulator.
 //! - [`timing`]: the durations the machine is parameterised with.
 //!
@@ -26,12 +28,14 @@
 
 pub mod assign;
 pub mod batch;
+pub mod deadline;
 pub mod durability;
 pub mod heartbeat;
 pub mod invariants;
 pub mod migration;
 pub mod model;
 pub mod ordering;
+pub mod ownership;
 pub mod quiesce;
 pub mod rebalance;
 pub mod replica;

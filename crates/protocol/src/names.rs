@@ -58,6 +58,17 @@ pub fn group_index_key(key_prefix: &str) -> String {
     format!("{key_prefix}:group-index")
 }
 
+/// The registry of live coordinator replicas (a sorted set: replica id → lease end): `<keyPrefix>:replicas`.
+pub fn replica_registry_key(key_prefix: &str) -> String {
+    format!("{key_prefix}:replicas")
+}
+
+/// The change feed (a capped stream of written groups and streams) by which the replica that owns a group
+/// hears of a write on another: `<keyPrefix>:changes`.
+pub fn change_feed_key(key_prefix: &str) -> String {
+    format!("{key_prefix}:changes")
+}
+
 /// Admin-mutation rate limit of one principal: `<keyPrefix>:ratelimit:{principal:<part>}`, where `part` is
 /// the principal made key-safe by the caller.
 pub fn ratelimit_principal_key(key_prefix: &str, principal_part: &str) -> String {

@@ -30,6 +30,8 @@ pub fn coordinator_key_shapes(key_prefix: &str) -> Vec<KeyShape> {
     let shape = |what, shape| KeyShape { what, shape };
     vec![
         shape("group index", names::group_index_key(kp)),
+        shape("replica registry", names::replica_registry_key(kp)),
+        shape("change feed", names::change_feed_key(kp)),
         shape("audit stream", names::audit_stream_key(kp)),
         shape(
             "rejected-request audit stream",

@@ -12,9 +12,11 @@
 //! records page by page (`messages.rs`), the cluster's slot map (`topology.rs`), the
 //! routing boundary of a shard stream for guarded publish (`routing_floor.rs`),
 //! bearer tokens (`tokens.rs`), the audit streams (`audit.rs`), rate-limit windows and the sign-in
-//! throttle (`limits.rs`), the bootstrap admin hash (`bootstrap.rs`), backup and restore of the records
+//! throttle (`limits.rs`), the bootstrap admin hash (`bootstrap.rs`), the replica registry and change feed (`cluster.rs`), backup and restore of the records
 //! that define groups and streams (`backup.rs`) and what Redis says about itself for `rsc doctor`
-//! (`diagnostics.rs`), with every shape of key the coordinator writes (`key_shapes.rs`). Every Lua script is in
+//! (`diagnostics.rs`), with every shape of key the coordinator writes (`key_shapes.rs`). A group's aggregate
+//! is stored whole (`aggregate_codec.rs`) or split into a header and per-member entries (`split_layout.rs`,
+//! layoutVersion "4"). Every Lua script is in
 //! `lua/`. Key names are built by the caller with `rsc_protocol::names`; the store takes them as
 //! arguments.
 
@@ -22,6 +24,7 @@ pub mod aggregate_codec;
 mod audit;
 mod backup;
 mod bootstrap;
+mod cluster;
 mod connection;
 mod diagnostics;
 mod error;
@@ -37,6 +40,7 @@ mod reply;
 mod routing_floor;
 mod scripts;
 mod shards;
+pub mod split_layout;
 mod store;
 mod streams;
 mod tokens;
@@ -44,6 +48,7 @@ mod topology;
 
 pub use audit::AuditEntry;
 pub use backup::{RestoreOutcome, RestoredHash};
+pub use cluster::{ChangeEntry, LiveReplicas};
 pub use connection::{RedisConn, RedisTopology};
 pub use diagnostics::AclAnswer;
 pub use error::StoreError;
@@ -56,11 +61,12 @@ pub use metadata::{LAYOUT_VERSION, SCHEMA_VERSION};
 pub use outcome::{
     CasOutcome, CasWrite, CreateOutcome, DeleteOutcome, HeartbeatOutcome, PeerLease, StoredGroup,
 };
-pub use producers::ProducerEntry;
+pub use producers::{ProducerEntry, Sighting, SightingLimits};
 pub use routing_floor::{
     AppendReply, BoundaryFields, RaisedBoundary, SwitchPoint, guarded_append, read_boundary,
 };
 pub use rsc_redis_connect::RedisTls;
 pub use shards::{ConsumerGroupInfo, RetireOutcome, StreamInfo, parse_stream_id};
+pub use split_layout::{LAYOUT_SPLIT, SplitAggregate, SplitEntry};
 pub use store::Store;
 pub use topology::{SlotOwner, owner_of};

@@ -26,6 +26,7 @@ use crate::outcome::{
 };
 use crate::reply::ScriptReply;
 use crate::scripts::Scripts;
+use crate::split_layout::{LAYOUT_SPLIT, SplitAggregate, entry_field};
 
 /// A handle to the metadata store. Cheap to clone; all clones share one multiplexed connection
 /// and one set of compiled scripts.
@@ -174,7 +175,16 @@ impl Store {
     /// atomic script; on any refusal nothing at all is written.
     pub async fn cas(&self, keys: &GroupKeys, write: &CasWrite) -> Result<CasOutcome, StoreError> {
         positive_ttl(write.lease_ttl_ms)?;
-        let (aggregate, layout) = aggregate_codec::encode(&write.aggregate_json, self.compression);
+        if let Some(split) = &write.split {
+            split.check()?;
+        }
+        let (aggregate, layout) = match &write.split {
+            Some(split) => (
+                std::borrow::Cow::Borrowed(split.header.as_bytes()),
+                LAYOUT_SPLIT,
+            ),
+            None => aggregate_codec::encode(&write.aggregate_json, self.compression),
+        };
         let out_of_line = layout == LAYOUT_LZ4_OUT_OF_LINE;
         let mut call = self.scripts.cas.prepare_invoke();
         group_keys_with_aggregate(&mut call, keys);
@@ -195,7 +205,11 @@ impl Store {
         for (member, doc) in &write.progress {
             call.arg(member).arg(doc);
         }
-        call.arg(&write.remove).arg(&write.drop_lease).arg(layout);
+        call.arg(&write.remove).arg(&write.drop_lease);
+        if let Some(split) = &write.split {
+            split_args(&mut call, split);
+        }
+        call.arg(layout);
         let reply = if out_of_line {
             self.run_staged(&call, keys, &aggregate).await?
         } else {
@@ -432,6 +446,27 @@ impl Store {
             .map_err(|e| on_group_key(&keys.leases, e))
     }
 
+    /// The group's earliest lease end (Redis ms; None when the lease set is empty) and its number of lease
+    /// entries, in one round trip (ZRANGE 0 0 WITHSCORES and ZCARD pipelined): what the reconciler's owner
+    /// needs to know when the group is next due (`rsc_group::deadline`).
+    pub async fn lease_summary(
+        &self,
+        keys: &GroupKeys,
+    ) -> Result<(Option<i64>, usize), StoreError> {
+        let (first, count): (Vec<(String, f64)>, usize) = redis::pipe()
+            .cmd("ZRANGE")
+            .arg(&keys.leases)
+            .arg(0)
+            .arg(0)
+            .arg("WITHSCORES")
+            .cmd("ZCARD")
+            .arg(&keys.leases)
+            .query_async(&mut self.connection())
+            .await
+            .map_err(|e| on_group_key(&keys.leases, e))?;
+        Ok((first.first().map(|(_, end)| *end as i64), count))
+    }
+
     /// Which of `members` have no lease entry at all (ZMSCORE) — a lease set lost or evicted. Such a member
     /// is as good as lapsed: nobody can renew what is not there, and the compare-and-set's lapsed condition
     /// holds for it.
@@ -561,6 +596,23 @@ type HashFields = HashMap<Vec<u8>, Vec<u8>>;
 /// How long a staged aggregate may outlive a transaction whose script did not run (it is renamed or deleted
 /// by the script otherwise).
 const STAGED_AGGREGATE_TTL_MS: u64 = 60_000;
+
+/// The split layout's arguments of `cas.lua`: full, the parts field, the entries to set (field, JSON) and the
+/// fields to delete.
+fn split_args(call: &mut redis::ScriptInvocation<'_>, split: &SplitAggregate) {
+    call.arg(if split.full { "1" } else { "0" })
+        .arg(split.parts_field());
+    let (set, delete): (Vec<_>, Vec<_>) = split.entries.iter().partition(|e| e.json.is_some());
+    call.arg(set.len());
+    for e in set {
+        call.arg(entry_field(&e.part, &e.key))
+            .arg(e.json.as_deref().unwrap_or_default());
+    }
+    call.arg(delete.len());
+    for e in delete {
+        call.arg(entry_field(&e.part, &e.key));
+    }
+}
 
 fn positive_ttl(lease_ttl_ms: i64) -> Result<(), StoreError> {
     if lease_ttl_ms > 0 {

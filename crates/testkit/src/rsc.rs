@@ -51,8 +51,8 @@ impl RscBuilder {
         self.env("RSC_ADMIN_PASSWORD", password)
     }
 
-    /// Test timings: heartbeats every 200 ms, reconciler tick 100 ms, and the given member lease and
-    /// rebalance timeout.
+    /// Test timings: heartbeats every 200 ms, reconciler tick 100 ms, a 1 s replica lease renewed every
+    /// 200 ms with a sweep every second, and the given member lease and rebalance timeout.
     pub fn fast_timings(self, member_lease_ttl: Duration, rebalance_timeout: Duration) -> Self {
         self.env("COORDINATOR_HEARTBEAT_INTERVAL", "200ms")
             .env(
@@ -64,6 +64,9 @@ impl RscBuilder {
                 format!("{}ms", rebalance_timeout.as_millis()),
             )
             .env("COORDINATOR_LOOP_TICK_INTERVAL", "100ms")
+            .env("COORDINATOR_CLUSTER_REPLICA_LEASE", "1s")
+            .env("COORDINATOR_CLUSTER_RENEW_INTERVAL", "200ms")
+            .env("COORDINATOR_CLUSTER_SWEEP_INTERVAL", "1s")
     }
 
     /// Pass neither `--listen` nor `--redis-url`: the test's environment gives both addresses, and must make

@@ -92,10 +92,34 @@ pub async fn run(args: DoctorArgs) -> Result<ExitCode, Failure> {
         memory.get("maxmemory_policy").map(String::as_str),
     ));
 
-    checks.push(match store.keys_under(kp, SCAN_LIMIT).await {
-        Ok(keys) => prefix_check(kp, &keys),
-        Err(e) => check("key prefix", Level::Warn, format!("not checked: {e}")),
-    });
+    match store.keys_under(kp, SCAN_LIMIT).await {
+        Ok(keys) => {
+            checks.push(prefix_check(kp, &keys));
+            let mut layouts = Vec::new();
+            for key in keys.iter().filter(|k| is_group_metadata_key(kp, k)) {
+                match store.layout_version(key).await {
+                    Ok(layout) => layouts.push(layout.unwrap_or_default()),
+                    Err(e) => {
+                        layouts.clear();
+                        checks.push(check(
+                            "store layout",
+                            Level::Warn,
+                            format!("not checked: {e}"),
+                        ));
+                        break;
+                    }
+                }
+            }
+            if !checks.iter().any(|c| c.name == "store layout") {
+                checks.push(layout_check(&layouts));
+            }
+        }
+        Err(e) => checks.push(check(
+            "key prefix",
+            Level::Warn,
+            format!("not checked: {e}"),
+        )),
+    }
 
     checks.push(redis_clock_check(&store).await);
     if let Some(c) = &args.coordinator {
@@ -193,9 +217,79 @@ fn eviction_check(policy: Option<&str>) -> Check {
     }
 }
 
+/// Whether `key` is a group's metadata hash under `kp`.
+fn is_group_metadata_key(kp: &str, key: &str) -> bool {
+    const M: &str = "\u{1}";
+    fits(&names::group_metadata_key(kp, M, M), M, key)
+}
+
+/// How the groups found are stored (`layoutVersion` of each metadata hash): whole ("1", "2", "3") or split
+/// ("4", which versions before it cannot read: the rolling upgrade sets `coordinator.store.layout = 3` until
+/// every replica runs this version). A layout this build does not know was written by a newer version: FAIL.
+fn layout_check(layouts: &[String]) -> Check {
+    let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
+    for l in layouts {
+        *counts.entry(l.as_str()).or_default() += 1;
+    }
+    let known = ["1", "2", "3", rsc_store::LAYOUT_SPLIT];
+    let unknown: Vec<&str> = counts
+        .keys()
+        .copied()
+        .filter(|l| !known.contains(l))
+        .collect();
+    let listed: Vec<String> = counts
+        .iter()
+        .map(|(l, n)| format!("{n} in layout {l:?}"))
+        .collect();
+    let split = counts.get(rsc_store::LAYOUT_SPLIT).copied().unwrap_or(0);
+    if !unknown.is_empty() {
+        return check(
+            "store layout",
+            Level::Fail,
+            format!(
+                "groups in a layoutVersion this version does not read ({}): a newer version wrote them; run that version",
+                unknown.join(", ")
+            ),
+        );
+    }
+    let detail = if layouts.is_empty() {
+        "no group found".to_owned()
+    } else if split > 0 {
+        format!(
+            "{} group(s): {}; layout \"4\" (split) is read by this version and later only",
+            layouts.len(),
+            listed.join(", ")
+        )
+    } else {
+        format!(
+            "{} group(s): {} (whole documents)",
+            layouts.len(),
+            listed.join(", ")
+        )
+    };
+    check("store layout", Level::Pass, detail)
+}
+
 /// Whether `key` has the shape of a key the coordinator writes under `kp` (the one list in rsc-store).
 fn is_coordinator_key(kp: &str, key: &str) -> bool {
     rsc_store::coordinator_key_kind(kp, key).is_some()
+}
+
+/// Whether `key` is `shape` with every `marker` replaced by some non-empty text.
+fn fits(shape: &str, marker: &str, key: &str) -> bool {
+    let pieces: Vec<&str> = shape.split(marker).collect();
+    let (first, last) = (pieces[0], pieces[pieces.len() - 1]);
+    if !key.starts_with(first) || !key.ends_with(last) || key.len() < first.len() + last.len() {
+        return false;
+    }
+    let mut rest = &key[first.len()..key.len() - last.len()];
+    for piece in &pieces[1..pieces.len() - 1] {
+        match rest.get(1..).and_then(|r| r.find(piece)) {
+            Some(i) => rest = &rest[1 + i + piece.len()..],
+            None => return false,
+        }
+    }
+    !rest.is_empty()
 }
 
 fn prefix_check(kp: &str, keys: &[String]) -> Check {
@@ -406,6 +500,8 @@ mod tests {
             "redis-stream:coord:group-index",
             "redis-stream:coord:audit",
             "redis-stream:coord:audit:rejected",
+            "redis-stream:coord:replicas",
+            "redis-stream:coord:changes",
             "redis-stream:coord:auth:token:{ab12}",
             "redis-stream:coord:login-throttle:{login-throttle}:addr:127.0.0.1",
             "redis-stream:coord:ratelimit:{group:orders:*}",
@@ -420,6 +516,22 @@ mod tests {
         ] {
             assert!(!is_coordinator_key(kp, k), "{k}");
         }
+    }
+
+    #[test]
+    fn the_layout_check_counts_groups_by_layout_and_fails_on_an_unknown_one() {
+        let layouts = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let split = layout_check(&layouts(&["4", "1", "4"]));
+        assert_eq!(split.level, Level::Pass);
+        assert!(
+            split.detail.contains("2 in layout \"4\"") && split.detail.contains("later only"),
+            "{}",
+            split.detail
+        );
+        assert_eq!(layout_check(&layouts(&["3"])).level, Level::Pass);
+        assert_eq!(layout_check(&layouts(&["4", "9"])).level, Level::Fail);
+        assert!(is_group_metadata_key("kp", "kp:{a:b}:metadata"));
+        assert!(!is_group_metadata_key("kp", "kp:{a:b}:metadata:aggregate"));
     }
 
     #[test]

@@ -25,6 +25,9 @@ use std::process::ExitCode;
 use super::file::{self, Content, SavedGroup, SavedHash};
 use super::{Failure, Output, RedisArgs, connect, redact, store_failure};
 
+/// About how many entries the change feed keeps (the coordinator's default `coordinator.cluster.change-feed-length`).
+const CHANGE_FEED_LENGTH: u32 = 10_000;
+
 #[derive(Args, Debug)]
 pub struct RestoreArgs {
     #[command(flatten)]
@@ -207,7 +210,23 @@ pub async fn run(args: RestoreArgs) -> Result<ExitCode, Failure> {
             }
         };
         match outcome.map_err(|e| store_failure(&format!("restoring {key}"), &e, url))? {
-            RestoreOutcome::Restored { .. } => written.push(key.clone()),
+            RestoreOutcome::Restored { .. } => {
+                written.push(key.clone());
+                // Tell the replica that owns it (the change feed, as every coordinator write does): its
+                // deadlines are those of the restored state. A lost notice is found by the owner's sweep.
+                let (prefix, group) = match &p.saved {
+                    Saved::Stream(s) => (s.stream_prefix.as_str(), ""),
+                    Saved::Group(g, _) => (g.stream_prefix.as_str(), g.consumer_group.as_str()),
+                };
+                let _ = store
+                    .change_publish(
+                        &names::change_feed_key(kp),
+                        CHANGE_FEED_LENGTH,
+                        prefix,
+                        group,
+                    )
+                    .await;
+            }
             RestoreOutcome::Changed { current } => {
                 return Err(Failure::new(format!(
                     "{key} changed after it was checked (now at revision {}): a coordinator is writing; \

@@ -4,6 +4,7 @@ mod common;
 pub mod dataplane;
 pub mod failover;
 pub mod heartbeat;
+pub mod inventory;
 pub mod reshard;
 
 use clap::{Args, Subcommand};
@@ -26,6 +27,9 @@ pub enum BenchCommand {
     /// Time from a scale to every group reading every new shard (ordered vs unordered stream), and SDK
     /// publish latency during the scale (with or without producer quiesce), under a steady load.
     Reshard(reshard::ReshardArgs),
+    /// What an inventory of idle groups costs the replicas and Redis, and whether deadlines are honoured
+    /// amid it (a silent member's expiry; with --kill-replica, a killed replica's groups taken up).
+    Inventory(inventory::InventoryArgs),
     /// One consumer process of `rsc bench failover` (internal).
     #[command(hide = true)]
     FailoverWorker(failover::FailoverWorkerArgs),
@@ -37,6 +41,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
         BenchCommand::Dataplane(a) => dataplane::run(a),
         BenchCommand::Failover(a) => failover::run(a),
         BenchCommand::Reshard(a) => reshard::run(a),
+        BenchCommand::Inventory(a) => inventory::run(a),
         BenchCommand::FailoverWorker(a) => failover::run_worker(a),
     }
 }

@@ -123,7 +123,7 @@ fn key(r: &Value) -> String {
 fn print_records(target: &Target, records: &[Value], header: bool) {
     if target.output == Output::Json {
         for r in records {
-            println!("{r}");
+            sayln!("{r}");
         }
         return;
     }
@@ -158,16 +158,16 @@ fn print_records(target: &Target, records: &[Value], header: bool) {
     }
     if t.is_empty() {
         if header {
-            eprintln!("no audit records match");
+            esayln!("no audit records match");
         }
         return;
     }
     let text = t.render();
     if header {
-        print!("{text}");
+        say!("{text}");
     } else {
         // Follow mode: the header was printed once already.
-        print!("{}", text.split_once('\n').map_or("", |(_, rows)| rows));
+        say!("{}", text.split_once('\n').map_or("", |(_, rows)| rows));
     }
 }
 

@@ -145,7 +145,7 @@ pub async fn scale(args: ScaleArgs) -> Result<ExitCode, Failure> {
             print_json(&json!({"requestId": request_id, "answer": answer}))
         }
         Output::Json => {}
-        Output::Text => println!(
+        Output::Text => sayln!(
             "Scale of {} to {} shards accepted (request id {request_id}); migrations: {}",
             args.stream,
             args.shards,
@@ -263,7 +263,7 @@ async fn end_migration(
             print_json(&json!({"requestId": request_id, "answer": answer}))
         }
         Output::Json => {}
-        Output::Text => println!(
+        Output::Text => sayln!(
             "{verb} of migration {id} of {} accepted (request id {request_id}); state {}",
             args.stream,
             s(&answer, "state")
@@ -480,7 +480,7 @@ async fn wait(
             } else if session.target.output == Output::Text {
                 let line = format!("{group}: {}/{} shards owned  {msg}", p.converged, p.target);
                 if last_line.get(group.as_str()) != Some(&line) {
-                    println!("{line}");
+                    sayln!("{line}");
                     last_line.insert(group, line);
                 }
             }
@@ -499,7 +499,7 @@ async fn wait(
                 .collect();
             if failed.is_empty() {
                 if session.target.output == Output::Text {
-                    println!("Done: every group ended the migration as asked");
+                    sayln!("Done: every group ended the migration as asked");
                 }
                 return Ok(ExitCode::SUCCESS);
             }

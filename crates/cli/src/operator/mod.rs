@@ -10,8 +10,11 @@
 //! - `change.rs`: `rsc scale`, `rollback`, `force-complete` (with `--wait` progress);
 //! - `audit.rs`: `rsc audit` (with `--follow`);
 //! - `desired.rs` (the file format, pure) and `apply.rs`: `rsc plan`, `rsc apply`;
-//! - `table.rs`: plain-text tables.
+//! - `table.rs`: plain-text tables; `terminal.rs`: everything printed is escaped for the terminal (`say!`,
+//!   `sayln!`, `esayln!`).
 
+#[macro_use]
+pub mod terminal;
 pub mod apply;
 pub mod audit;
 pub mod change;
@@ -94,7 +97,7 @@ where
     {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("rsc {verb}: cannot start the async runtime: {e}");
+            esayln!("rsc {verb}: cannot start the async runtime: {e}");
             return ExitCode::FAILURE;
         }
     };
@@ -102,7 +105,7 @@ where
         Ok(code) => code,
         Err(f) => {
             let line = f.message.split_whitespace().collect::<Vec<_>>().join(" ");
-            eprintln!("rsc {verb}: {line}");
+            esayln!("rsc {verb}: {line}");
             ExitCode::from(f.code)
         }
     }
@@ -284,7 +287,7 @@ pub fn now_ms() -> i64 {
 
 /// Prints `value` as pretty JSON (for `--output json`).
 pub fn print_json(value: &Value) {
-    println!(
+    sayln!(
         "{}",
         serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
     );
@@ -310,7 +313,7 @@ pub fn confirm(question: &str) -> bool {
     if !std::io::stdin().is_terminal() {
         return false;
     }
-    eprint!("{question} [y/N] ");
+    esay!("{question} [y/N] ");
     let _ = std::io::stderr().flush();
     let mut line = String::new();
     if std::io::stdin().lock().read_line(&mut line).is_err() {

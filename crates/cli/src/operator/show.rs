@@ -27,7 +27,7 @@ pub async fn health(target: Target) -> Result<ExitCode, Failure> {
     match target.output {
         Output::Json => print_json(&h),
         Output::Text => {
-            println!("{status}  coordinator {}", s(&h, "coordinatorId"));
+            sayln!("{status}  coordinator {}", s(&h, "coordinatorId"));
             let mut t = Table::new(&["COMPONENT", "STATUS", "DETAIL"]);
             if let Some(components) = h.get("components").and_then(Value::as_object) {
                 for (name, c) in components {
@@ -59,7 +59,7 @@ pub async fn health(target: Target) -> Result<ExitCode, Failure> {
                     t.row(vec![name.clone(), s(c, "status").to_owned(), detail]);
                 }
             }
-            print!("{}", t.render());
+            say!("{}", t.render());
         }
     }
     Ok(if status == "UP" {
@@ -188,9 +188,9 @@ pub async fn groups(target: Target) -> Result<ExitCode, Failure> {
                 ]);
             }
             if t.is_empty() {
-                eprintln!("no consumer groups (or none this principal may see)");
+                esayln!("no consumer groups (or none this principal may see)");
             } else {
-                print!("{}", t.render());
+                say!("{}", t.render());
             }
         }
     }
@@ -234,7 +234,7 @@ pub async fn describe(args: DescribeArgs) -> Result<ExitCode, Failure> {
         return Ok(ExitCode::SUCCESS);
     }
     let now = super::now_ms();
-    println!(
+    sayln!(
         "GROUP {p}/{g}  state {}  shards {}  metadataVersion {}  groupEpoch {}  total lag {}",
         s(&group, "state"),
         n(&group, "shardCount"),
@@ -245,12 +245,12 @@ pub async fn describe(args: DescribeArgs) -> Result<ExitCode, Failure> {
     if let Some(d) = group.get("metadataDurability")
         && d.get("rollbackSuspicion").is_some_and(|r| !r.is_null())
     {
-        println!(
+        sayln!(
             "ROLLBACK SUSPECTED: admin mutations are blocked; see GET /coord/v1/monitoring/streams/{p}/groups/{g} \
              metadataDurability and the runbook's durability section"
         );
     }
-    println!();
+    sayln!();
     let mut t = Table::new(&[
         "MEMBER",
         "STATE",
@@ -276,11 +276,11 @@ pub async fn describe(args: DescribeArgs) -> Result<ExitCode, Failure> {
         ]);
     }
     if t.is_empty() {
-        println!("no members");
+        sayln!("no members");
     } else {
-        print!("{}", t.render());
+        say!("{}", t.render());
     }
-    println!();
+    sayln!();
     // NODE: the Redis Cluster master serving the shard stream (shard streams spread over the masters);
     // empty on a standalone Redis.
     let mut t = Table::new(&[
@@ -327,10 +327,10 @@ pub async fn describe(args: DescribeArgs) -> Result<ExitCode, Failure> {
             },
         ]);
     }
-    print!("{}", t.render());
+    say!("{}", t.render());
     if let Some(m) = migration {
-        println!();
-        println!(
+        sayln!();
+        sayln!(
             "MIGRATION {}  {} -> {} shards  state {}  requested by {} ({})",
             s(&m, "reshardingId"),
             n(&m, "fromShardCount"),
@@ -341,7 +341,7 @@ pub async fn describe(args: DescribeArgs) -> Result<ExitCode, Failure> {
         );
         // Ordered streams: which child shards wait for which parents, and what is left in each.
         for gate in m["orderingGates"].as_array().into_iter().flatten() {
-            println!("{}", gate_line(gate));
+            sayln!("{}", gate_line(gate));
         }
         for line in migration_summary(&m) {
             println!("{line}");
@@ -446,7 +446,7 @@ pub async fn version(target: Target) -> Result<ExitCode, Failure> {
             "coordinator": remote.as_ref().ok(),
         })),
         Output::Text => {
-            println!(
+            sayln!(
                 "rsc {}  coord/v1 protocol versions {}..={}",
                 env!("CARGO_PKG_VERSION"),
                 rsc_protocol::PROTOCOL_VERSION_MIN,
@@ -457,7 +457,7 @@ pub async fn version(target: Target) -> Result<ExitCode, Failure> {
                     .get("supportedCoordinationVersions")
                     .cloned()
                     .unwrap_or(Value::Null);
-                println!(
+                sayln!(
                     "coordinator {}  coord/v1 protocol versions {}..={}",
                     version_text(c.get("coordinatorVersion")),
                     n(&range, "min"),
@@ -469,7 +469,7 @@ pub async fn version(target: Target) -> Result<ExitCode, Failure> {
                 {
                     let text: Vec<String> =
                         counts.iter().map(|(v, c)| format!("v{v}: {c}")).collect();
-                    println!(
+                    sayln!(
                         "live members by protocol version: {}",
                         if text.is_empty() {
                             "none".to_owned()

@@ -85,8 +85,13 @@ pub async fn login(
         Err(e) => return ApiError::from(e).into_response(),
     };
     tracing::info!(user = ?principal.username, client = ?client, "issued an access token");
+    // A bearer token is a credential: no cache (browser, proxy) may keep the answer.
     let resp = (
         StatusCode::OK,
+        [(
+            axum::http::header::CACHE_CONTROL,
+            axum::http::HeaderValue::from_static("no-store"),
+        )],
         axum::Json(LoginResponse {
             access_token: token,
             token_type: "Bearer".to_owned(),

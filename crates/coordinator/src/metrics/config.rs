@@ -11,7 +11,8 @@ pub struct MetricsConfig {
     /// A second listener (e.g. `127.0.0.1:9464`) serving only `GET /metrics` without authentication, for a
     /// Prometheus that cannot hold a token. Empty (the default) = off; `/metrics` on the API port needs READ.
     pub listen: String,
-    /// How often the background task rebuilds the gauges (groups, members, shards, health).
+    /// How often the background task rebuilds the gauges (groups, members, shards, health) of the groups this
+    /// replica owns. 15 s by default, a Prometheus scrape interval: reading a group costs Redis commands.
     pub refresh_interval: Dur,
     /// Per group, at most this many members get per-member (and per-member-shard) series.
     pub max_member_series: usize,
@@ -24,7 +25,7 @@ impl Default for MetricsConfig {
     fn default() -> Self {
         MetricsConfig {
             listen: String::new(),
-            refresh_interval: Dur(Duration::from_secs(5)),
+            refresh_interval: Dur(Duration::from_secs(15)),
             max_member_series: 500,
             max_shard_series: 256,
         }

@@ -132,7 +132,7 @@ pub fn build(
     );
     let mut suspected = Vec::new();
     for obs in groups {
-        group_series(&mut g, now_ms, config, lease_ttl_ms, obs);
+        group_series(&mut g, now_ms, coordinator_id, config, lease_ttl_ms, obs);
         if let Some(s) = &obs.group.rollback_suspicion {
             suspected.push(SuspectedGroup {
                 stream_prefix: obs.group.stream_prefix.clone(),
@@ -186,6 +186,7 @@ pub fn liveness_registry(coordinator_id: &str, health: &HealthObservation) -> Re
 fn group_series(
     g: &mut Gauges,
     now_ms: i64,
+    owner: &str,
     config: &MetricsConfig,
     lease_ttl_ms: i64,
     obs: &GroupObservation,
@@ -202,6 +203,12 @@ fn group_series(
         l.extend(extra.iter().cloned());
         l
     };
+    g.set(
+        "group_owner",
+        "1 on the replica that owns the group's background work (reconciler visits, these series): scrape every replica",
+        with(&[("owner", owner.to_owned())]),
+        1.0,
+    );
     g.set(
         "group_epoch",
         "The group's groupEpoch",

@@ -1,9 +1,11 @@
 //! The guard: the one middleware every route of the table passes through, driven by the route's declared
 //! `Access` and `audit_action` (so a route cannot exist without protection).
 //!
-//! For every route: read or generate the request id (echoed as `X-Request-Id`), resolve the client address.
-//! Then, unless the route is public: authenticate (401), check roles (403), check the principal's stream
-//! scopes against the path's stream prefix (403), and for admin mutations count the rate limits (429).
+//! For every route: read or generate the request id (echoed as `X-Request-Id`), resolve the client address,
+//! refuse a browser's cross-site mutation (403, `browser.rs`). Then, unless the route is public: authenticate
+//! (401; the Basic challenge only to a request that used Basic), check roles (403), check the principal's
+//! stream scopes against the path's stream prefix (403), and for admin mutations count the rate limits (429).
+//! Every route: a body must be `application/json` (415).
 //! Audited routes (admin mutations) additionally buffer the body to fingerprint it and to read
 //! `requestedBy`/`reason`, and write exactly one audit record — success or any rejection — before the
 //! response leaves.
@@ -87,6 +89,12 @@ pub async fn guard(sec: &Security, req: Request, next: Next) -> Response {
     let echo = id
         .as_ref()
         .map_or_else(|_| uuid::Uuid::now_v7().to_string(), Clone::clone);
+    let used_basic = super::browser::uses_basic(req.headers());
+    let has_body = {
+        use axum::body::HttpBody;
+        let body = req.body();
+        !(body.is_end_stream() || body.size_hint().exact() == Some(0))
+    };
     let (mut parts, body) = req.into_parts();
     let target = target_of(&mut parts).await;
     parts.extensions.insert(ClientAddr(client.clone()));
@@ -106,7 +114,17 @@ pub async fn guard(sec: &Security, req: Request, next: Next) -> Response {
             principal: None,
             unchecked: false,
         }),
-        Ok(_) => authorize(ctx, &parts).await,
+        // A browser's cross-site mutation is refused before anything else (issue #32, finding 1); a body
+        // that is not JSON only after authentication, so an anonymous caller learns nothing from it.
+        Ok(_) => match super::browser::check_same_origin(&parts.method, &parts.headers) {
+            Err(e) => Err(Refusal::new(e.into_response(), None)),
+            Ok(()) => match authorize(ctx, &parts).await {
+                Ok(principal) => super::browser::check_body_type(has_body, &parts.headers)
+                    .map(|()| principal.clone())
+                    .map_err(|e| Refusal::new(e.into_response(), principal.as_ref())),
+                Err(refusal) => Err(refusal),
+            },
+        },
     };
     let mut resp = match checked {
         Err(refusal) if refusal.unchecked => {
@@ -135,6 +153,11 @@ pub async fn guard(sec: &Security, req: Request, next: Next) -> Response {
             }
         }
     };
+    super::browser::challenge(used_basic, &mut resp);
+    // No answer is ever sniffed into another media type (a JSON body read as HTML).
+    resp.headers_mut()
+        .entry(header::X_CONTENT_TYPE_OPTIONS)
+        .or_insert(HeaderValue::from_static("nosniff"));
     if let Ok(v) = HeaderValue::from_str(&echo) {
         resp.headers_mut().insert(request_id::HEADER, v);
     }

@@ -22,8 +22,10 @@ use super::net::{Endpoint, Network, Payload};
 use super::resharder::ReshardJob;
 use super::rng::Rng;
 use super::store::{CasOutcome, RenewOutcome, SimStore, Writer};
+use rsc_group::deadline::{LeaseView, NextVisit, next_visit};
 use rsc_group::heartbeat::{Caller, Outcome, Transition, decide, probe};
 use rsc_group::model::Group;
+use rsc_group::ownership::{ReplicaSet, group_work, stream_work};
 use rsc_group::replica::commit::{BatchReply, Included, Queued, decide_queue, replies};
 use rsc_group::replica::heartbeat::{Confirmation, HeartbeatFlow, Renewal, Step};
 use rsc_group::replica::reconcile::{ReconcileFlow, ReconcileStep};
@@ -68,6 +70,10 @@ pub struct Stats {
     /// Resharding flow steps performed, and pauses between two of them.
     pub reshard_steps: u64,
     pub reshard_pauses: u64,
+    /// Reconciler ticks that visited the group as its owner, and ticks of replicas whose view gave the group
+    /// to another replica.
+    pub owner_visits: u64,
+    pub ticks_not_owner: u64,
 }
 
 /// The aggregate a replica holds and the revision it was read or written at.
@@ -146,6 +152,13 @@ pub struct Replica {
     batching: bool,
     /// Resharding flows in progress, each at its next step.
     pub jobs: Vec<ReshardJob>,
+    /// The replicas this one believes are live (its reading of the registry; it always counts itself): the
+    /// reconciler visits the group, and runs the stream's pass, only when this view makes it the owner.
+    pub view: Vec<usize>,
+    /// The owner's schedule for the group (`rsc_group::deadline`): its next visit and the revision it last
+    /// saw (a write by anyone — the change feed — makes the group due at once).
+    next_visit: NextVisit,
+    seen_revision: Option<u64>,
 }
 
 impl Replica {
@@ -163,7 +176,41 @@ impl Replica {
             inbox: VecDeque::new(),
             parked: None,
             jobs: Vec::new(),
+            view: vec![index],
+            next_visit: NextVisit::At(i64::MIN),
+            seen_revision: None,
         }
+    }
+
+    /// Whether this replica's view makes it the owner of `work`.
+    fn owns(&self, work: &str) -> bool {
+        let me = format!("r{}", self.index);
+        ReplicaSet::new(self.view.iter().map(|i| format!("r{i}")))
+            .with(&me)
+            .owns(&me, work)
+    }
+
+    /// Whether the owner's schedule says the group is due: its deadline came, or it was written since the
+    /// last visit.
+    fn group_due(&self, env: &Env) -> bool {
+        if self.seen_revision != Some(env.store.revision) {
+            return true;
+        }
+        match self.next_visit {
+            NextVisit::At(t) => self.clock(env) >= t,
+            NextVisit::EveryTick => true,
+            NextVisit::OnChange => false,
+        }
+    }
+
+    /// After a visit: when the group is next due, from Redis's state (`Reconciler::visit`).
+    fn schedule_next(&mut self, env: &Env) {
+        let leases = LeaseView {
+            earliest_end_ms: env.store.leases.values().min().copied(),
+            entries: env.store.leases.len(),
+        };
+        self.next_visit = next_visit(&env.store.group, leases, &TIMING);
+        self.seen_revision = Some(env.store.revision);
     }
 
     pub fn is_down(&self, now: i64) -> bool {
@@ -180,6 +227,8 @@ impl Replica {
         self.parked = None;
         self.jobs.clear();
         self.next_tick = until.max(now);
+        self.next_visit = NextVisit::At(i64::MIN);
+        self.seen_revision = None;
     }
 
     pub fn pause(&mut self, until: i64) {
@@ -206,8 +255,27 @@ impl Replica {
         }
         if env.now >= self.paused_until && env.now >= self.next_tick {
             self.next_tick = env.now + self.tick_interval;
-            self.reconcile(None, env);
-            if env.resharding && !self.jobs.iter().any(ReshardJob::is_pass) {
+            let group = &env.store.group;
+            if self.owns(&group_work(&group.stream_prefix, &group.consumer_group)) {
+                if self.group_due(env) {
+                    env.stats.owner_visits += 1;
+                    self.reconcile(None, env);
+                    if env.now < self.paused_until {
+                        // Paused mid-visit: decide the next visit when it resumes (at once).
+                        self.seen_revision = None;
+                    } else {
+                        self.schedule_next(env);
+                    }
+                }
+            } else {
+                env.stats.ticks_not_owner += 1;
+                // Ownership may come back later: visit at once then.
+                self.seen_revision = None;
+            }
+            if env.resharding
+                && self.owns(&stream_work(&env.store.group.stream_prefix))
+                && !self.jobs.iter().any(ReshardJob::is_pass)
+            {
                 self.jobs.push(ReshardJob::pass());
             }
         }

@@ -30,7 +30,7 @@ use super::operator::Operator;
 use super::replica::{Env, HbJob, Replica, ReplicaFaults};
 use super::resharder::ReshardJob;
 use super::rng::Rng;
-use super::store::SimStore;
+use super::store::{LayoutPlan, SimStore};
 pub use super::summary::Summary;
 use super::{STEP_MS, TIMING};
 use rsc_group::invariants;
@@ -60,11 +60,17 @@ pub struct Profile {
     pub static_members: u64,
     /// The second consumer is given the first one's instance id (when both are static).
     pub duplicate_instance: bool,
+    /// Per 10,000 steps: a replica's view of the live replicas changes (a replica joined or left, or the
+    /// replicas disagree about it), so ownership of the group moves or is claimed twice or by nobody.
+    pub view_churn: u64,
+    /// How the store keeps the aggregate: split from the start, whole throughout, or whole until a rolling
+    /// upgrade moves it to split mid-run (`store.rs`).
+    pub layout: LayoutPlan,
 }
 
 impl Profile {
     /// `statics` draws the static-membership choices (apart, so that other draws do not change).
-    fn draw(rng: &mut Rng, statics: &mut Rng) -> Self {
+    fn draw(rng: &mut Rng, statics: &mut Rng, views: &mut Rng) -> Self {
         let max_long = rng.range(200, 1_500);
         Profile {
             members: 1 + rng.below(6) as usize,
@@ -88,6 +94,29 @@ impl Profile {
             batching: rng.chance(500),
             static_members: statics.pick(&[0, 0, 500, 1_000]),
             duplicate_instance: statics.chance(250),
+            view_churn: views.pick(&[0, 20, 100]),
+            layout: LayoutPlan::SPLIT,
+        }
+    }
+}
+
+impl LayoutPlan {
+    /// Half the scenarios split from the start, two in five move from whole to split mid-run (a rolling
+    /// upgrade), one in ten stay whole. Drawn apart from the rest, so that other draws do not change.
+    fn draw(rng: &mut Rng) -> LayoutPlan {
+        match rng.below(10) {
+            0..=4 => LayoutPlan::SPLIT,
+            5..=8 => {
+                let whole_until = rng.range(1, 60) as usize;
+                LayoutPlan {
+                    whole_until,
+                    mixed_until: whole_until + rng.range(0, 40) as usize,
+                }
+            }
+            _ => LayoutPlan {
+                whole_until: usize::MAX,
+                mixed_until: usize::MAX,
+            },
         }
     }
 }
@@ -104,6 +133,8 @@ pub struct World {
     /// The operator (resharding scenarios) and the data plane.
     operator: Operator,
     data: DataPlane,
+    /// Draws the replicas' views apart from everything else, so earlier seeds keep their scenarios.
+    views_rng: Rng,
 }
 
 impl World {
@@ -111,10 +142,15 @@ impl World {
         let now = 1_000_000;
         let mut rng = Rng::new(seed);
         let mut statics = Rng::new(seed ^ 0x5747_4943);
-        let profile = Profile::draw(&mut rng, &mut statics);
-        let replicas = (0..profile.replicas)
+        let mut views_rng = Rng::new(seed ^ 0x5649_4557);
+        let mut profile = Profile::draw(&mut rng, &mut statics, &mut views_rng);
+        profile.layout = LayoutPlan::draw(&mut Rng::new(seed ^ 0x4c41_594f));
+        let mut replicas: Vec<Replica> = (0..profile.replicas)
             .map(|i| Replica::new(i, rng.range(80, 120), now, profile.batching))
             .collect();
+        for r in &mut replicas {
+            r.view = (0..profile.replicas).collect();
+        }
         let mut clients = (0..profile.members)
             .map(|i| {
                 let style = if rng.chance(500) {
@@ -151,6 +187,7 @@ impl World {
                     ..Group::new("s", "g", profile.shards, now, "lc")
                 },
                 now,
+                profile.layout,
             ),
             net: Network::new(profile.net),
             rng,
@@ -161,6 +198,7 @@ impl World {
             summary: Summary::default(),
             operator: Operator::new(Rng::new(seed ^ 0x4f52_4445)),
             data: DataPlane::new(seed),
+            views_rng,
         }
     }
 
@@ -391,6 +429,7 @@ impl World {
             }
             _ => {}
         }
+        self.churn_views();
         let r = self.rng.below(replicas as u64) as usize;
         let roll = self.rng.below(10_000);
         if roll < self.profile.replica_crash {
@@ -405,6 +444,24 @@ impl World {
         }
     }
 
+    /// Now and then one replica's view of the live replicas changes: some others drop out of it or come
+    /// back (a lease ran out, a replica joined, a registry read disagreed with another replica's). Views
+    /// disagree until healed: the group may have two owners, or none, for a while.
+    fn churn_views(&mut self) {
+        let n = self.replicas.len();
+        if n < 2 || !self.views_rng.chance(self.profile.view_churn / 10) {
+            return;
+        }
+        let r = self.views_rng.below(n as u64) as usize;
+        let view: Vec<usize> = (0..n)
+            .filter(|i| *i == r || self.views_rng.chance(600))
+            .collect();
+        if view != self.replicas[r].view {
+            self.replicas[r].view = view;
+            self.summary.view_changes += 1;
+        }
+    }
+
     /// Faults stop: the network heals (messages already in flight still arrive), replicas come back,
     /// consumers that are not running start again.
     pub fn heal(&mut self) {
@@ -415,8 +472,11 @@ impl World {
         // Round trips well within the heartbeat timeout (slow answers are a fault like any other).
         self.net.faults.max_delay_ms = self.net.faults.max_delay_ms.min(30);
         self.profile.replica.pause_mid_decision = 0;
+        let all: Vec<usize> = (0..self.replicas.len()).collect();
         for r in &mut self.replicas {
             r.down_until = r.down_until.min(now);
+            // Every replica reads the same registry again: one owner.
+            r.view = all.clone();
         }
         self.data.stop_producing();
         for c in &mut self.clients {
@@ -530,6 +590,10 @@ impl World {
         s.duplicated = self.net.duplicated;
         s.stale_answers = self.clients.iter().map(|c| c.stale_answers).sum();
         s.operator = self.operator.stats;
+        s.split_writes = self.store.split_writes as u64;
+        s.upgraded_to_split = u64::from(
+            self.store.split_writes > 0 && self.store.split_writes < self.store.writes_committed,
+        );
         let l = &self.data.ledger;
         (s.appended, s.handled, s.forgiven, s.abandoned) =
             (l.appended, l.handled, l.forgiven, l.abandoned);

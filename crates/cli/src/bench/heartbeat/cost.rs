@@ -65,7 +65,7 @@ pub(super) fn parse_redis_cpu(info: &str) -> Option<f64> {
 }
 
 /// utime+stime of a process in seconds, from /proc/<pid>/stat.
-pub(super) fn cpu_seconds(pid: u32) -> Option<f64> {
+pub(crate) fn cpu_seconds(pid: u32) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     parse_cpu_ticks(&stat).map(|t| t as f64 / clock_ticks_per_sec())
 }
@@ -105,7 +105,7 @@ pub(super) fn clock_ticks_per_sec() -> f64 {
 /// The coordinator's process: `--coordinator-pid`, else the process listening on the `--coordinator` URL's
 /// port (a listening socket in /proc/net/tcp{,6}, matched to a process by the socket inode among its fds), so
 /// several coordinators on one machine are told apart.
-pub(super) fn find_coordinator_pid(
+pub(crate) fn find_coordinator_pid(
     flag: Option<u32>,
     coordinator_url: &str,
 ) -> Result<u32, String> {

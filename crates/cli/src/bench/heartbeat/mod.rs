@@ -14,7 +14,7 @@
 //! run costs (replica CPU and memory from /proc, Redis commandstats and CPU), `report.rs` the printed
 //! figures, tests in `tests.rs`.
 
-mod cost;
+pub(crate) mod cost;
 mod member;
 mod report;
 #[cfg(test)]

@@ -1,0 +1,231 @@
+//! Replicas split the groups' background work (issue #35): three real `rsc serve` processes on one real Redis
+//! register in the replica registry, each group's series come from exactly one of them (its owner by rendezvous
+//! hashing), and when the owner of a group is killed with SIGKILL the others take its groups up: a member of
+//! that group that goes silent at the kill is still expired, within its lease plus the replica lease.
+
+use rsc_group::ownership::{ReplicaSet, group_work};
+use rsc_testkit::{RedisServer, RscBuilder, RscProcess};
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+const PASSWORD: &str = "replicas-admin-password";
+const MEMBER_LEASE: Duration = Duration::from_millis(1_500);
+/// `fast_timings`' replica lease and renewal.
+const REPLICA_LEASE: Duration = Duration::from_secs(1);
+const RENEW: Duration = Duration::from_millis(200);
+const IDS: [&str; 3] = ["replica-a", "replica-b", "replica-c"];
+const GROUPS: usize = 12;
+
+fn start(redis_url: &str, id: &str) -> RscProcess {
+    RscBuilder::new(env!("CARGO_BIN_EXE_rsc"), redis_url)
+        .fast_timings(MEMBER_LEASE, Duration::from_secs(10))
+        .admin_password(PASSWORD)
+        .env("COORDINATOR_ID", id)
+        .env("COORDINATOR_METRICS_REFRESH_INTERVAL", "200ms")
+        .start()
+}
+
+async fn call(
+    method: reqwest::Method,
+    base: &str,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, String) {
+    let mut req = reqwest::Client::new()
+        .request(method, format!("{base}{path}"))
+        .basic_auth("admin", Some(PASSWORD));
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    let r = req.send().await.expect("request");
+    (r.status().as_u16(), r.text().await.unwrap_or_default())
+}
+
+async fn json_call(method: reqwest::Method, base: &str, path: &str, body: Option<Value>) -> Value {
+    let (status, text) = call(method, base, path, body).await;
+    assert!(status < 300, "{path}: {status} {text}");
+    serde_json::from_str(&text).unwrap_or(Value::Null)
+}
+
+async fn registry(redis_url: &str) -> Vec<String> {
+    let client = redis::Client::open(redis_url).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    redis::cmd("ZRANGE")
+        .arg("redis-stream:coord:replicas")
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut conn)
+        .await
+        .unwrap()
+}
+
+/// The groups whose `group_owner` series a replica exports, with the owner label.
+async fn owned_in_metrics(base: &str) -> Vec<(String, String)> {
+    let (_, text) = call(reqwest::Method::GET, base, "/metrics", None).await;
+    text.lines()
+        .filter(|l| l.starts_with("redis_stream_coord_group_owner{"))
+        .map(|l| {
+            let label = |name: &str| {
+                let from = l.find(&format!("{name}=\"")).unwrap() + name.len() + 2;
+                l[from..from + l[from..].find('"').unwrap()].to_owned()
+            };
+            (label("group"), label("owner"))
+        })
+        .collect()
+}
+
+async fn join(base: &str, group: &str, member: &str, seq: u64, epoch: i64, mv: i64) -> Value {
+    json_call(
+        reqwest::Method::POST,
+        base,
+        &format!("/coord/v1/streams/inv/groups/{group}/members/{member}/heartbeat"),
+        Some(json!({
+            "protocolVersion": 1, "requestId": format!("{member}-{seq}"), "memberId": member,
+            "memberEpoch": epoch, "metadataVersion": mv,
+            "runtimeConsumerCapacity": {"runtimeMaxConcurrency": 1, "availableConcurrency": 1},
+        })),
+    )
+    .await
+}
+
+async fn member_state(base: &str, group: &str, member: &str) -> Option<String> {
+    let v = json_call(
+        reqwest::Method::GET,
+        base,
+        &format!("/coord/v1/monitoring/streams/inv/groups/{group}/members"),
+        None,
+    )
+    .await;
+    let list = v["members"].as_array().cloned().unwrap_or_default();
+    list.iter()
+        .find(|m| m["memberId"] == member)
+        .and_then(|m| m["state"].as_str().map(str::to_owned))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_group_has_one_owner_and_a_killed_owners_groups_are_taken_up() {
+    let redis = RedisServer::start();
+    let mut replicas: Vec<RscProcess> = IDS.iter().map(|id| start(&redis.url(), id)).collect();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while registry(&redis.url()).await.len() < IDS.len() {
+        assert!(
+            Instant::now() < deadline,
+            "replicas did not register: {:?}",
+            registry(&redis.url()).await
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    let base = replicas[0].url();
+    json_call(
+        reqwest::Method::POST,
+        &base,
+        "/coord/v1/streams/inv",
+        Some(json!({"initialShardCount": 1, "requestedBy": "test", "reason": "replicas"})),
+    )
+    .await;
+    let groups: Vec<String> = (0..GROUPS).map(|i| format!("g{i}")).collect();
+    for g in &groups {
+        json_call(
+            reqwest::Method::POST,
+            &base,
+            &format!("/coord/v1/streams/inv/groups/{g}"),
+            Some(json!({"requestedBy": "test", "reason": "replicas"})),
+        )
+        .await;
+    }
+
+    // Every group (the stream's default "inv" included) is exported by exactly one replica, its owner by
+    // rendezvous hashing over the registry.
+    let view = ReplicaSet::new(IDS);
+    let all: Vec<String> = std::iter::once("inv".to_owned())
+        .chain(groups.iter().cloned())
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let mut seen: Vec<(String, String)> = Vec::new();
+        for r in &replicas {
+            for (g, owner) in owned_in_metrics(&r.url()).await {
+                assert_eq!(
+                    owner,
+                    IDS[replicas.iter().position(|x| x.url() == r.url()).unwrap()]
+                );
+                seen.push((g, owner));
+            }
+        }
+        seen.sort();
+        let expected: Vec<(String, String)> = {
+            let mut e: Vec<(String, String)> = all
+                .iter()
+                .map(|g| {
+                    (
+                        g.clone(),
+                        view.owner(&group_work("inv", g)).unwrap().to_owned(),
+                    )
+                })
+                .collect();
+            e.sort();
+            e
+        };
+        if seen == expected {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "metrics owners {seen:?}, expected {expected:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // A group owned by replica-a; its member heartbeats through replica-b, the only replica it talks to.
+    let victim = 0;
+    let group = groups
+        .iter()
+        .find(|g| view.owner(&group_work("inv", g)) == Some(IDS[victim]))
+        .expect("replica-a owns one of twelve groups")
+        .clone();
+    let other = replicas[1].url();
+    let joined = join(&other, &group, "m1", 1, 0, 0).await;
+    assert_eq!(joined["status"], "OK", "{joined}");
+    let (epoch, mv) = (
+        joined["memberEpoch"].as_i64().unwrap(),
+        joined["metadataVersion"].as_i64().unwrap(),
+    );
+    let steady = join(&other, &group, "m1", 2, epoch, mv).await;
+    assert_eq!(steady["status"], "OK", "{steady}");
+
+    // The owner dies at once after the member's last heartbeat; nobody else ever hears from the member.
+    replicas[victim].kill();
+    let killed = Instant::now();
+    let bound = MEMBER_LEASE + REPLICA_LEASE + RENEW + Duration::from_secs(1);
+    // Bounded wait; on this shared machine allow slack beyond the target before calling it a failure.
+    let give_up = killed + bound + Duration::from_secs(5);
+    loop {
+        if member_state(&other, &group, "m1").await.as_deref() == Some("EXPIRED") {
+            break;
+        }
+        assert!(
+            Instant::now() < give_up,
+            "the silent member of {group} (owned by the killed {}) was not expired {:?} after the kill",
+            IDS[victim],
+            killed.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let took = killed.elapsed();
+    eprintln!(
+        "silent member expired {took:?} after its owner was killed (member lease {MEMBER_LEASE:?}, replica lease {REPLICA_LEASE:?}; target {bound:?})"
+    );
+    // The registry counts the dead replica out.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while registry(&redis.url())
+        .await
+        .contains(&IDS[victim].to_owned())
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the killed replica stayed registered"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
