@@ -371,6 +371,11 @@ fn describe_and_upgrade_check_show_the_protocol_version_members_joined_with() {
         "{}",
         text(&ok)
     );
+    assert!(
+        stdout(&ok).contains("coordinator.store.layout = 3"),
+        "the rolling upgrade of the store layout is said: {}",
+        text(&ok)
+    );
     let not_ok = f.run(&["upgrade-check", "--target-version-range", "2..3"], None);
     assert_eq!(not_ok.status.code(), Some(1), "{}", text(&not_ok));
     assert!(

@@ -76,6 +76,16 @@ pub enum ClientError {
         routing_version: i64,
         floor: i64,
     },
+    /// Every attempt was refused because the routing in use was newer than any the coordinator published for
+    /// the stream (the shard's routing ceiling). Nothing was written.
+    #[error(
+        "append to {stream_key} refused: routing version {routing_version} is newer than any the coordinator published ({ceiling}), even after refreshing routing"
+    )]
+    RoutingAhead {
+        stream_key: String,
+        routing_version: i64,
+        ceiling: i64,
+    },
     /// The client was shut down.
     #[error("the client has been shut down")]
     Shutdown,
@@ -93,7 +103,8 @@ impl ClientError {
             | ClientError::RoutingUnavailable { .. }
             | ClientError::Quiesced { .. }
             | ClientError::StreamMissing { .. }
-            | ClientError::StaleRouting { .. } => true,
+            | ClientError::StaleRouting { .. }
+            | ClientError::RoutingAhead { .. } => true,
             ClientError::Api { status, .. } => *status == 429 || *status >= 500 || *status == 409,
             ClientError::Redis(e) => {
                 e.is_io_error()

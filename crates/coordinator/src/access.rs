@@ -33,11 +33,24 @@ pub struct MatchedRoute {
 /// Largest accepted request body (the router's limit, and the guard's when it buffers an audited body).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
+/// Reading a request body failed because it had not arrived whole by its deadline
+/// (`coordinator.http.body-read-timeout`, counted from the request head; the listener enforces it).
+#[derive(Debug, Clone, Copy)]
+pub struct BodyDeadlineExceeded;
+
+impl std::fmt::Display for BodyDeadlineExceeded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the request body did not arrive within coordinator.http.body-read-timeout")
+    }
+}
+
+impl std::error::Error for BodyDeadlineExceeded {}
+
 /// Whether a body error is the body-read timeout (so the answer is 408, not 400 or 413).
 pub fn is_body_timeout(error: &(dyn std::error::Error + 'static)) -> bool {
     let mut current = Some(error);
     while let Some(e) = current {
-        if e.is::<tower_http::timeout::TimeoutError>() {
+        if e.is::<BodyDeadlineExceeded>() {
             return true;
         }
         current = e.source();

@@ -39,6 +39,9 @@ impl std::fmt::Display for GroupName {
 pub struct Cached {
     pub group: Arc<Group>,
     pub revision: u64,
+    /// Redis holds this revision in the split layout ("4"), entry by entry as `group` has them: the next write
+    /// may send only what changed (`Coordinator::commit`).
+    pub split: bool,
 }
 
 impl rsc_group::replica::Snapshot for Cached {
@@ -200,6 +203,7 @@ mod tests {
                 Cached {
                     group: Arc::new(g.clone()),
                     revision,
+                    split: false,
                 },
             );
         };

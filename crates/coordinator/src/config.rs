@@ -24,7 +24,7 @@ mod store;
 
 pub use cluster::ClusterConfig;
 
-pub use store::{AggregateCompression, StoreConfig};
+pub use store::{AggregateCompression, LAYOUT_SPLIT, LAYOUT_WHOLE, StoreConfig};
 
 /// The most runtime threads `coordinator.worker-threads` may ask for.
 pub const MAX_WORKER_THREADS: u32 = 1_024;
@@ -64,7 +64,8 @@ pub struct CoordinatorConfig {
     pub reconciler: LoopConfig,
     /// Replicas: the registry lease, ownership of background work, the change feed.
     pub cluster: ClusterConfig,
-    /// Consumer-group behaviour: static membership.
+    /// Consumer-group behaviour: static membership, member caps (`[coordinator.groups]` is read too).
+    #[serde(alias = "groups")]
     pub group: GroupConfig,
     pub store: StoreConfig,
     pub streams: StreamsConfig,
@@ -92,6 +93,9 @@ pub struct HttpConfig {
     pub idle_timeout: Dur,
     /// Connections served at once per listener; one more is answered 503 and closed.
     pub max_connections: u32,
+    /// Connections one client address may hold on a listener (behind a load balancer, which shares one
+    /// address, raise it to `max-connections`).
+    pub max_connections_per_address: u32,
 }
 
 impl Default for HttpConfig {
@@ -101,6 +105,7 @@ impl Default for HttpConfig {
             body_read_timeout: Dur::from_secs(30),
             idle_timeout: Dur::from_secs(120),
             max_connections: 10_000,
+            max_connections_per_address: 256,
         }
     }
 }
@@ -112,13 +117,27 @@ pub struct LoopConfig {
     pub tick_interval: Dur,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
 pub struct GroupConfig {
     /// How long a static member's target (members that send `groupInstanceId`) stays reserved after it
     /// stopped — its lease lapsed, or it left with `memberEpoch` -2 — for a member joining with the same
     /// instance id. Unset: twice `member-lease-ttl`. `0` turns reservations off.
     pub static_member_grace: Option<Dur>,
+    /// Members one group admits; a join beyond it gets 409 `TOO_MANY_MEMBERS` (issue #32, finding 14).
+    pub max_members: u32,
+    /// Members one principal may hold in one group (unset: `max-members`).
+    pub max_members_per_principal: Option<u32>,
+}
+
+impl Default for GroupConfig {
+    fn default() -> Self {
+        GroupConfig {
+            static_member_grace: None,
+            max_members: 10_000,
+            max_members_per_principal: None,
+        }
+    }
 }
 
 impl CoordinatorConfig {
@@ -284,6 +303,14 @@ pub fn load(
         figment = figment.merge(Named::key(
             "environment variable RSC_ADMIN_PASSWORD",
             "coordinator.api.admin-password",
+            pw,
+        ));
+    }
+    // Redis's password apart from the URL, so that it is not on a command line (never logged).
+    if let Some(pw) = env.get("RSC_REDIS_PASSWORD").filter(|p| !p.is_empty()) {
+        figment = figment.merge(Named::key(
+            "environment variable RSC_REDIS_PASSWORD",
+            "coordinator.redis.password",
             pw,
         ));
     }
@@ -527,6 +554,18 @@ fn validate(c: &Config) -> Result<(), ConfigError> {
             "must be non-blank and must not contain '{' or '}'".into(),
         );
     }
+    if ![store::LAYOUT_WHOLE, store::LAYOUT_SPLIT].contains(&k.store.layout) {
+        return fail(
+            "store.layout",
+            format!(
+                "must be {} (one document, read by every version) or {} (a header and one field per member \
+                 entry), not {}",
+                store::LAYOUT_WHOLE,
+                store::LAYOUT_SPLIT,
+                k.store.layout
+            ),
+        );
+    }
     if k.defaults.initial_shard_count == 0
         || k.defaults.initial_shard_count > rsc_protocol::validate::MAX_SHARD_COUNT
     {
@@ -550,7 +589,10 @@ fn validate(c: &Config) -> Result<(), ConfigError> {
     {
         return fail(
             "redis-url",
-            format!("{:?} must start with redis:// or rediss://", k.redis_url),
+            format!(
+                "{:?} must start with redis:// or rediss://",
+                rsc_redis_connect::redact_url(&k.redis_url)
+            ),
         );
     }
     let addresses = if k.redis_cluster_nodes.is_empty() {
@@ -572,6 +614,21 @@ fn validate(c: &Config) -> Result<(), ConfigError> {
     }
     if k.http.max_connections == 0 {
         return fail("http.max-connections", "must be at least 1".into());
+    }
+    if k.group.max_members == 0 {
+        return fail("group.max-members", "must be at least 1".into());
+    }
+    if k.group.max_members_per_principal == Some(0) {
+        return fail(
+            "group.max-members-per-principal",
+            "must be at least 1".into(),
+        );
+    }
+    if k.http.max_connections_per_address == 0 {
+        return fail(
+            "http.max-connections-per-address",
+            "must be at least 1".into(),
+        );
     }
     k.metrics.validate().map_err(ConfigError)?;
     k.cluster.validate().map_err(ConfigError)?;

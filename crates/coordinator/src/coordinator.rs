@@ -274,6 +274,7 @@ impl Coordinator {
         Ok(Some(Cached {
             group: Arc::new(group),
             revision: stored.revision,
+            split: stored.layout == rsc_store::LAYOUT_SPLIT,
         }))
     }
 
@@ -364,9 +365,23 @@ impl Coordinator {
             .remove
             .into_iter()
             .partition(|m| group.members.contains_key(m));
+        // The split layout carries the header and only the entries that changed since `base`, when Redis holds
+        // `base` split already (else every entry, once); the whole layout carries the document.
+        let split_layout = self.config.store.layout == crate::config::LAYOUT_SPLIT;
+        let (aggregate_json, split) = if split_layout {
+            let parts = if base.split {
+                group.split_changes(&base.group)
+            } else {
+                group.split_full()
+            };
+            (String::new(), Some(for_store(parts)))
+        } else {
+            (group.to_json(), None)
+        };
         let write = CasWrite {
             expected_revision: base.revision,
-            aggregate_json: group.to_json(),
+            aggregate_json,
+            split,
             updated_at: iso_ms(group.updated_at_ms),
             lease_ttl_ms: self.timing.member_lease_ttl_ms,
             not_before_ms: t.not_before_ms,
@@ -400,6 +415,7 @@ impl Coordinator {
                 let cached = Cached {
                     group: Arc::new(group),
                     revision,
+                    split: split_layout,
                 };
                 let _ = self.cache.put(name, cached.clone());
                 self.announce_change(&name.stream_prefix, &name.consumer_group)
@@ -455,6 +471,7 @@ impl Coordinator {
                 let cached = Cached {
                     group: Arc::new(group),
                     revision,
+                    split: false,
                 };
                 self.cache.forget(name);
                 let _ = self.cache.put(name, cached.clone());
@@ -469,6 +486,27 @@ impl Coordinator {
     pub fn note_store_error(&self, e: &StoreError) {
         Stats::bump(&self.stats.redis_errors);
         tracing::warn!(error = %e, "Redis operation failed");
+    }
+}
+
+/// The group crate's split of an aggregate as the store takes it.
+fn for_store(parts: rsc_group::model::SplitWrite) -> rsc_store::SplitAggregate {
+    rsc_store::SplitAggregate {
+        header: parts.header,
+        parts: rsc_group::model::SPLIT_PARTS
+            .iter()
+            .map(|p| (*p).to_owned())
+            .collect(),
+        entries: parts
+            .entries
+            .into_iter()
+            .map(|e| rsc_store::SplitEntry {
+                part: e.part.to_owned(),
+                key: e.key,
+                json: e.json,
+            })
+            .collect(),
+        full: parts.full,
     }
 }
 

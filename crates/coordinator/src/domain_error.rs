@@ -43,6 +43,10 @@ pub enum CoordError {
     EpochsExhausted(String),
     /// A member incarnation belongs to another principal.
     MemberOwnedByAnotherPrincipal(String),
+    /// A join beyond the group's member cap, or beyond what one principal may hold in it.
+    TooManyMembers(String),
+    /// A static member's instance id belongs to another principal.
+    InstanceOwnedByAnotherPrincipal(String),
     /// The caller may not do this.
     Forbidden(String),
     /// Redis did not answer, or refused.
@@ -105,6 +109,8 @@ impl CoordError {
             CoordError::MetadataMissing(_) => "METADATA_MISSING",
             CoordError::EpochsExhausted(_) => "EPOCHS_EXHAUSTED",
             CoordError::MemberOwnedByAnotherPrincipal(_) => "MEMBER_OWNED_BY_ANOTHER_PRINCIPAL",
+            CoordError::TooManyMembers(_) => "TOO_MANY_MEMBERS",
+            CoordError::InstanceOwnedByAnotherPrincipal(_) => "INSTANCE_OWNED_BY_ANOTHER_PRINCIPAL",
             CoordError::Forbidden(_) => "FORBIDDEN",
             CoordError::RedisUnavailable(_) => "REDIS_UNAVAILABLE",
             CoordError::ProvisioningFailed(_) => "REDIS_STREAM_PROVISIONING_FAILED",
@@ -133,6 +139,8 @@ impl CoordError {
             | CoordError::MetadataMissing(m)
             | CoordError::EpochsExhausted(m)
             | CoordError::MemberOwnedByAnotherPrincipal(m)
+            | CoordError::TooManyMembers(m)
+            | CoordError::InstanceOwnedByAnotherPrincipal(m)
             | CoordError::Forbidden(m)
             | CoordError::RedisUnavailable(m)
             | CoordError::ProvisioningFailed(m)

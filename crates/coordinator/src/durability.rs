@@ -228,7 +228,25 @@ impl Durability<'_> {
         }
         Stats::bump(&self.stats().metadata_regressions);
         let stored = base.group.metadata_version;
+        let outsider = match principal {
+            Some(p) if may_raise_suspicion(p) => !self.has_stake(name, &base.group, p).await,
+            _ => false,
+        };
         let note = match principal {
+            Some(p) if outsider => {
+                Stats::bump(&self.stats().rollback_observations_ignored);
+                tracing::warn!(
+                    stream = ?name.stream_prefix, group = ?name.consumer_group, principal = ?p.username,
+                    observed, stored,
+                    "a producer observation from a principal with no member in the group and no producer of \
+                     its stream was not recorded as rollback evidence"
+                );
+                format!(
+                    "principal {:?} has no live member in this group and produces to no shard of this stream, \
+                     so its observation was logged but not recorded as rollback evidence",
+                    p.username
+                )
+            }
             Some(p) if !may_raise_suspicion(p) => {
                 Stats::bump(&self.stats().rollback_observations_ignored);
                 tracing::warn!(
@@ -260,6 +278,37 @@ impl Durability<'_> {
             "this producer saw metadataVersion {observed} but Redis holds {stored}: the group's metadata rolled \
                  back. Routing is refused rather than moved backwards; {note}"
         )))
+    }
+
+    /// Whether `p` has a stake in the group: an ADMIN, a principal with a live member in it, or one whose
+    /// routing reads registered a producer of its stream (issue #32, finding 12: any MEMBER principal froze
+    /// any group with one routing read).
+    async fn has_stake(
+        &self,
+        name: &GroupName,
+        group: &rsc_group::model::Group,
+        p: &Principal,
+    ) -> bool {
+        if p.roles.contains(Role::Admin) {
+            return true;
+        }
+        if group
+            .members
+            .values()
+            .any(|m| m.state.is_live() && m.owner.as_deref() == Some(p.username.as_str()))
+        {
+            return true;
+        }
+        let kp = &self.config().store.key_prefix;
+        let seen = rsc_protocol::names::producers_seen_key(kp, &name.stream_prefix);
+        let quiesced = rsc_protocol::names::producers_quiesced_key(kp, &name.stream_prefix);
+        self.store()
+            .producers(&seen, &quiesced)
+            .await
+            .is_ok_and(|all| {
+                all.values()
+                    .any(|e| e.principal.as_deref() == Some(p.username.as_str()))
+            })
     }
 
     /// `POST …/groups/{g}/durability/dismiss`: removes a suspicion the evidence does not support. WRITE,

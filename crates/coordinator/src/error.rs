@@ -7,7 +7,7 @@
 //! failures become 503 `REDIS_UNAVAILABLE` (retry later), and unreadable metadata fails closed with 409
 //! `METADATA_CORRUPT`.
 
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use rsc_protocol::errors::{ErrorBody, ErrorCode};
 use rsc_protocol::validate::ValidationError;
@@ -108,14 +108,9 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
         let body = ErrorBody::new(self.code, self.message);
-        let mut resp = (status, axum::Json(body)).into_response();
-        if status == StatusCode::UNAUTHORIZED {
-            resp.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                HeaderValue::from_static("Basic realm=\"redis-stream-coordinator\""),
-            );
-        }
-        resp
+        // No `WWW-Authenticate` here: the guard adds the Basic challenge only to requests that used Basic
+        // (security/browser.rs), so browsers are never invited to cache credentials.
+        (status, axum::Json(body)).into_response()
     }
 }
 

@@ -296,6 +296,11 @@ impl Heartbeats<'_> {
                     }
                     match self.cached_or_load(name).await {
                         Ok((cached, fresh)) => {
+                            if let Some(c) = &cached {
+                                check_progress_shards(&c.group, req)?;
+                                self.check_member_cap(&c.group, member_id, req, caller)?;
+                                check_instance_owner(&c.group, member_id, req, caller)?;
+                            }
                             flow.on_read(req, Ok(cached), fresh, self.clock().now_ms())
                         }
                         Err(CoordError::MetadataCorrupt(why)) => {
@@ -465,6 +470,142 @@ struct LapseSeen {
 /// How long after a peer's lease deadline a member asked back for it should arrive: the expiry is due once
 /// Redis time has passed the deadline.
 const LAPSE_MARGIN_MS: i64 = 25;
+
+impl Heartbeats<'_> {
+    /// A join that would add a member beyond `coordinator.group.max-members`, or beyond what one principal may
+    /// hold in the group, is refused before anything is decided (issue #32, finding 14: one principal put
+    /// 17,332 members into a group and a legitimate join went from 14 ms to 1 s). Only a new member id counts:
+    /// a member that joins again keeps its place. Decided on the aggregate in hand, so concurrent joins on
+    /// several replicas may pass the cap by the few a batch holds.
+    fn check_member_cap(
+        &self,
+        group: &rsc_group::model::Group,
+        member_id: &str,
+        req: &HeartbeatRequest,
+        caller: Caller<'_>,
+    ) -> Result<(), CoordError> {
+        if req.member_epoch != 0 || group.members.contains_key(member_id) {
+            return Ok(());
+        }
+        let caps = &self.config().group;
+        let live = group.members.values().filter(|m| m.state.is_live()).count();
+        if live >= caps.max_members as usize {
+            return Err(CoordError::TooManyMembers(format!(
+                "group {}/{} already has {live} members, its cap (coordinator.group.max-members {}); member \
+                 {member_id:?} is not admitted: stop some members, or raise the cap",
+                group.stream_prefix, group.consumer_group, caps.max_members
+            )));
+        }
+        if let (Some(per_principal), Some(principal)) =
+            (caps.max_members_per_principal, caller.principal)
+            && !caller.acts_for_any_member
+        {
+            let held = group
+                .members
+                .values()
+                .filter(|m| m.state.is_live() && m.owner.as_deref() == Some(principal))
+                .count();
+            if held >= per_principal as usize {
+                return Err(CoordError::TooManyMembers(format!(
+                    "principal {principal:?} already holds {held} members of group {}/{}, its cap \
+                     (coordinator.group.max-members-per-principal {per_principal}); member {member_id:?} is not \
+                     admitted",
+                    group.stream_prefix, group.consumer_group
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A `groupInstanceId` belongs to the principal that first joined with it, as member ids do (issue #32,
+/// finding 6: another MEMBER principal joined with a stopped member's instance id, took its reserved shards
+/// and fenced its restart). A join naming an instance id that a live member of another principal holds, or
+/// that is reserved for another principal's stopped member, is refused 403 (an ADMIN may act for anyone;
+/// without authentication nothing is recorded or checked).
+fn check_instance_owner(
+    group: &rsc_group::model::Group,
+    member_id: &str,
+    req: &HeartbeatRequest,
+    caller: Caller<'_>,
+) -> Result<(), CoordError> {
+    let (Some(instance), Some(principal)) = (req.group_instance_id.as_deref(), caller.principal)
+    else {
+        return Ok(());
+    };
+    if req.member_epoch != 0 || caller.acts_for_any_member {
+        return Ok(());
+    }
+    let held = group
+        .members
+        .values()
+        .find(|m| {
+            m.state.is_live()
+                && m.member_id != member_id
+                && m.group_instance_id.as_deref() == Some(instance)
+        })
+        .and_then(|m| m.owner.as_deref());
+    let reserved = group
+        .static_reservations
+        .iter()
+        .find(|r| r.group_instance_id == instance)
+        .and_then(|r| r.owner.as_deref());
+    match held.or(reserved) {
+        Some(owner) if owner != principal => {
+            Err(CoordError::InstanceOwnedByAnotherPrincipal(format!(
+                "groupInstanceId {instance:?} of group {}/{} belongs to principal {owner:?}; join with that \
+             principal, or with another groupInstanceId",
+                group.stream_prefix, group.consumer_group
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A heartbeat reports progress only for shards the group has, each once (issue #32, finding 9: progress for
+/// 9,000 made-up shards of a 6-shard group was stored for every member). The group's shards: below its shard
+/// count, below either count of a migration it knows, or draining. 400 naming the first bad index.
+fn check_progress_shards(
+    group: &rsc_group::model::Group,
+    req: &HeartbeatRequest,
+) -> Result<(), CoordError> {
+    if req.shard_progress.is_empty() {
+        return Ok(());
+    }
+    let mut bound = group.shard_count;
+    for m in &group.migrations {
+        bound = bound.max(m.from_shard_count).max(m.to_shard_count);
+    }
+    if let Some(last) = group.draining_shards.iter().next_back() {
+        bound = bound.max(last.saturating_add(1));
+    }
+    for p in &req.shard_progress {
+        let shard = p.shard.shard_index;
+        if shard >= bound {
+            return Err(CoordError::Invalid(format!(
+                "shardProgress names shard {shard}, which group {}/{} does not have (its shards are 0..{}); \
+                 report progress only for shards you were assigned",
+                group.stream_prefix, group.consumer_group, bound
+            )));
+        }
+    }
+    if req.shard_progress.len() == 1 {
+        return Ok(());
+    }
+    let mut shards: Vec<u32> = req
+        .shard_progress
+        .iter()
+        .map(|p| p.shard.shard_index)
+        .collect();
+    shards.sort_unstable();
+    if let Some(twice) = shards.windows(2).find(|w| w[0] == w[1]) {
+        return Err(CoordError::Invalid(format!(
+            "shardProgress names shard {} twice; report each shard once",
+            twice[0]
+        )));
+    }
+    Ok(())
+}
 
 /// The progress document an accepted heartbeat stores beside the aggregate (steady or not).
 pub(crate) fn progress_json(req: &HeartbeatRequest, now_ms: i64) -> Option<String> {

@@ -101,6 +101,9 @@ impl Reconciler<'_> {
                     for i in &report.reservations_lapsed {
                         tracing::info!(group = %name, group_instance_id = %i, "static member's reservation lapsed; its shards are rebalanced");
                     }
+                    if report.correction_closed {
+                        tracing::info!(group = %name, "metadata-correction round closed: no live member was left to synchronise");
+                    }
                     return;
                 }
                 ReconcileStep::Done(None) => return,
@@ -154,15 +157,41 @@ impl Reconciler<'_> {
         }
         for prefix in pass.schedule.take_due_streams() {
             self.resharding().reconcile_stream(&prefix).await;
-            let migrating = match self.resharding().load_stream(&prefix).await {
+            let stream = self.resharding().load_stream(&prefix).await;
+            let migrating = match &stream {
                 Ok(Some(s)) => s.record.active_migration.is_some(),
                 Ok(None) => false,
                 // Unreadable now: look again next tick.
                 Err(_) => true,
             };
+            if let Ok(Some(s)) = &stream {
+                self.ensure_routing_ceilings(&prefix, &s.record).await;
+            }
             pass.schedule.stream_every_tick(&prefix, migrating);
         }
         self.state().note_pass(self.clock().now_ms());
+    }
+
+    /// Makes sure every shard of the stream has its routing ceiling at the stream's routing version, once per
+    /// version and replica: streams created before ceilings existed get theirs here (finding 11 of issue #32);
+    /// the others had them written before their version was published.
+    async fn ensure_routing_ceilings(
+        &self,
+        prefix: &str,
+        record: &rsc_group::stream::StreamRecord,
+    ) {
+        let version = record.routing_version;
+        if self.state().ceiling_ensured(prefix) == Some(version) {
+            return;
+        }
+        if self
+            .resharding()
+            .publish_routing_ceilings(prefix, record)
+            .await
+            .is_ok()
+        {
+            self.state().note_ceiling(prefix, version);
+        }
     }
 
     /// Brings the schedule in line with the groups this replica owns (after the live replicas changed, at

@@ -117,7 +117,8 @@ async fn login_issues_bearer_tokens_and_bad_credentials_get_a_json_401() {
         let r = login(&api, u, p).await;
         assert_eq!(r.status, 401, "{}", r.body);
         assert_eq!(r.body["errorCode"], "UNAUTHORIZED");
-        assert!(r.headers.contains_key("www-authenticate"));
+        // A JSON sign-in is no Basic request: no challenge a browser would cache credentials for.
+        assert!(!r.headers.contains_key("www-authenticate"));
     }
     let r = api
         .with_auth(Auth::None)
@@ -255,13 +256,54 @@ async fn every_route_rejects_callers_without_the_right_credentials_role_or_scope
                 );
             }
             if r.status == 401 {
-                assert!(r.headers.contains_key("www-authenticate"));
+                // The Basic challenge goes only to a request that used Basic (issue #32, finding 1).
+                assert_eq!(
+                    r.headers.contains_key("www-authenticate"),
+                    matches!(auth, Auth::Basic(..)),
+                    "{} {} as {kind}: {:?}",
+                    spec.method,
+                    path,
+                    r.headers
+                );
             }
             assert!(
                 r.headers.contains_key("x-request-id"),
                 "{} echoes a request id",
                 spec.path
             );
+            // The same body as a form would send it, or with no media type: 415 wherever the caller is let
+            // through (after authentication, so an anonymous caller still gets its 401 first).
+            if let Some(b) = &body {
+                for content_type in [
+                    Some("text/plain"),
+                    Some("application/x-www-form-urlencoded"),
+                    Some("multipart/form-data; boundary=x"),
+                    None,
+                ] {
+                    let r = api
+                        .with_auth(auth.clone())
+                        .typed(
+                            spec.method.as_str(),
+                            &path,
+                            Some(b.to_string()),
+                            content_type,
+                        )
+                        .await;
+                    let want = match expect {
+                        Expect::Allowed => 415,
+                        Expect::Unauthorized => 401,
+                        Expect::Forbidden => 403,
+                    };
+                    assert_eq!(
+                        r.status, want,
+                        "{} {} as {kind} with Content-Type {content_type:?}: {}",
+                        spec.method, path, r.body
+                    );
+                    if want == 415 {
+                        assert_eq!(r.body["errorCode"], "UNSUPPORTED_MEDIA_TYPE", "{}", r.body);
+                    }
+                }
+            }
         }
     }
     // Probes reveal nothing beyond up/ready.
@@ -274,7 +316,8 @@ async fn every_route_rejects_callers_without_the_right_credentials_role_or_scope
 }
 
 /// Every key's content in a canonical form, except the keys that refused requests may legitimately touch:
-/// the audit streams and the sign-in throttle's counters.
+/// the audit streams and the sign-in throttle's counters; and the replica registry, whose lease each replica
+/// renews on its own (nobody's request).
 async fn state_of(url: &str) -> std::collections::BTreeMap<String, String> {
     let mut conn = redis_conn(url).await;
     let keys: Vec<String> = redis::cmd("KEYS")
@@ -284,7 +327,7 @@ async fn state_of(url: &str) -> std::collections::BTreeMap<String, String> {
         .unwrap();
     let mut out = std::collections::BTreeMap::new();
     for k in keys {
-        if k.contains(":audit") || k.contains(":login-throttle:") {
+        if k.contains(":audit") || k.contains(":login-throttle:") || k.ends_with(":replicas") {
             continue;
         }
         let kind: String = redis::cmd("TYPE")
@@ -623,6 +666,7 @@ async fn every_admin_mutation_yields_exactly_one_audit_record_whatever_its_outco
                 )
                 .header("x-request-id", id)
                 .header("user-agent", "audit-test/1")
+                .header("content-type", "application/json")
                 .body(body);
             req = match auth {
                 Auth::Basic(u, p) => req.basic_auth(u, Some(p)),

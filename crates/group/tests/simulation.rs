@@ -112,4 +112,10 @@ fn simulated_groups_keep_invariants_and_converge() {
         started.elapsed().as_secs_f64()
     );
     assert!(summary.scenarios > 0, "no scenario ran");
+    if summary.scenarios >= 100 {
+        assert!(
+            summary.split_writes > 0 && summary.upgraded_to_split > 0,
+            "the scenarios stored nothing in the split layout, or moved no group to it: {summary:?}"
+        );
+    }
 }

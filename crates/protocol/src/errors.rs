@@ -43,6 +43,12 @@ pub enum ErrorCode {
     /// Not in the reference: a heartbeat for a member incarnation that another principal joined (only that
     /// principal, or an ADMIN, may send its heartbeats and leave).
     MemberOwnedByAnotherPrincipal,
+    /// Not in the reference: a join beyond `coordinator.group.max-members`, or beyond what one principal may
+    /// hold in one group (`max-members-per-principal`); nothing is written.
+    TooManyMembers,
+    /// Not in the reference: a join with a `groupInstanceId` that another principal's member holds or had
+    /// reserved (only that principal, or an ADMIN, may use it).
+    InstanceOwnedByAnotherPrincipal,
     /// Not in the reference: route exists but the method or path is unknown.
     NotFound,
     Unauthorized,
@@ -82,6 +88,8 @@ impl ErrorCode {
         ErrorCode::RedisUnavailable,
         ErrorCode::EpochsExhausted,
         ErrorCode::MemberOwnedByAnotherPrincipal,
+        ErrorCode::TooManyMembers,
+        ErrorCode::InstanceOwnedByAnotherPrincipal,
         ErrorCode::NotFound,
         ErrorCode::Unauthorized,
         ErrorCode::Forbidden,
@@ -99,7 +107,7 @@ impl ErrorCode {
         match self {
             InvalidRequest => 400,
             Unauthorized => 401,
-            Forbidden | MemberOwnedByAnotherPrincipal => 403,
+            Forbidden | MemberOwnedByAnotherPrincipal | InstanceOwnedByAnotherPrincipal => 403,
             GroupNotFound | StreamNotFound | MigrationNotFound | NotFound => 404,
             MethodNotAllowed => 405,
             RequestTimeout => 408,
@@ -112,7 +120,8 @@ impl ErrorCode {
             | MetadataCorrupt
             | MetadataMissing
             | MetadataRollbackSuspected
-            | EpochsExhausted => 409,
+            | EpochsExhausted
+            | TooManyMembers => 409,
             MigrationAlreadyEnded => 409,
             PayloadTooLarge => 413,
             UnsupportedMediaType => 415,

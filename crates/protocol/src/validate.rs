@@ -200,6 +200,22 @@ pub fn validate_text(
     check_len(field, value, MAX_TEXT_LEN)
 }
 
+/// Checks that text shown to operators (a member's client name and version) holds no control character
+/// (C0, DEL, C1), line or paragraph separator, or bidi override (U+202A–U+202E, U+2066–U+2069): such text
+/// could drive or garble an operator's terminal (issue #32, finding 5).
+pub fn validate_printable(field: &'static str, value: &str) -> Result<(), ValidationError> {
+    match value.chars().find(|c| {
+        c.is_control()
+            || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+    }) {
+        Some(c) => Err(ValidationError::ControlCharacter {
+            field,
+            code: u32::from(c),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Longest free-text field of a shard progress report, in bytes.
 pub const MAX_PROGRESS_FIELD_LEN: usize = 512;
 
@@ -233,9 +249,11 @@ pub fn validate_heartbeat_request(req: &HeartbeatRequest) -> Result<(), Validati
     for (field, value) in [
         ("clientName", &req.client_name),
         ("clientVersion", &req.client_version),
+        ("memberName", &req.member_name),
     ] {
         if let Some(v) = value {
             validate_text(field, v, false)?;
+            validate_printable(field, v)?;
             if v.len() > MAX_ID_LEN {
                 return Err(ValidationError::field_rule(
                     field,
@@ -344,6 +362,13 @@ fn validate_name(field: &'static str, value: &str) -> Result<(), ValidationError
     }
     if value.contains(['{', '}']) {
         return Err(ValidationError::HashTagCharacter { field });
+    }
+    // A name is a path segment of the API: `.` and `..` would be resolved away by clients and proxies.
+    if value == "." || value == ".." {
+        return Err(ValidationError::field_rule(
+            field,
+            format!("must not be {value:?} (a path segment clients and proxies resolve away)"),
+        ));
     }
     Ok(())
 }

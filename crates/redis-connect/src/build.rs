@@ -32,14 +32,14 @@ pub enum ConnectError {
 /// A client for one standalone Redis at `url`, with `tls` applied (the files are read now).
 pub fn standalone_client(url: &str, tls: Option<&RedisTls>) -> Result<redis::Client, ConnectError> {
     let bad_url = |source| ConnectError::Url {
-        url: url.to_owned(),
+        url: crate::redact_url(url),
         source,
     };
     match tls {
         Some(tls) => {
             if !url.starts_with("rediss://") {
                 return Err(TlsError::PlainUrl {
-                    url: url.to_owned(),
+                    url: crate::redact_url(url),
                 }
                 .into());
             }
@@ -66,11 +66,14 @@ pub fn cluster_builder(
     let seeds: Vec<String> = nodes.iter().map(|n| seed_url(n, tls.is_some())).collect();
     for seed in &seeds {
         redis::Client::open(seed.as_str()).map_err(|source| ConnectError::Url {
-            url: seed.clone(),
+            url: crate::redact_url(seed),
             source,
         })?;
         if tls.is_some() && !seed.starts_with("rediss://") {
-            return Err(TlsError::PlainUrl { url: seed.clone() }.into());
+            return Err(TlsError::PlainUrl {
+                url: crate::redact_url(seed),
+            }
+            .into());
         }
     }
     let map = parse_node_map(node_map).map_err(ConnectError::NodeMap)?;

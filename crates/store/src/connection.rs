@@ -36,8 +36,12 @@ impl RedisTopology {
     /// The address(es) for messages: the URL, or the node URLs joined with commas.
     pub fn describe(&self) -> String {
         match self {
-            RedisTopology::Standalone(url) => url.clone(),
-            RedisTopology::Cluster { nodes, .. } => nodes.join(","),
+            RedisTopology::Standalone(url) => rsc_redis_connect::redact_url(url),
+            RedisTopology::Cluster { nodes, .. } => nodes
+                .iter()
+                .map(|n| rsc_redis_connect::redact_url(n))
+                .collect::<Vec<_>>()
+                .join(","),
         }
     }
 

@@ -49,6 +49,15 @@ impl Store {
             .map(|p| p[1].clone()))
     }
 
+    /// The `layoutVersion` field of a group's metadata hash (`None`: no such field or key), for `rsc doctor`.
+    pub async fn layout_version(&self, metadata_key: &str) -> Result<Option<String>, StoreError> {
+        Ok(redis::cmd("HGET")
+            .arg(metadata_key)
+            .arg("layoutVersion")
+            .query_async(&mut self.connection())
+            .await?)
+    }
+
     /// Up to `limit` keys matching `<prefix>:*` (one server; an error on a cluster connection).
     pub async fn keys_under(&self, prefix: &str, limit: usize) -> Result<Vec<String>, StoreError> {
         if self.connection().is_cluster() {

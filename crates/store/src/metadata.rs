@@ -10,12 +10,13 @@ use std::collections::HashMap;
 use crate::aggregate_codec::{self, LAYOUT_LZ4, LAYOUT_LZ4_OUT_OF_LINE, LAYOUT_PLAIN};
 use crate::error::StoreError;
 use crate::outcome::StoredGroup;
+use crate::split_layout::{self, LAYOUT_SPLIT};
 
 /// The only `schemaVersion` this build reads and writes.
 pub const SCHEMA_VERSION: &str = "1";
 /// The `layoutVersion` of a hash whose aggregate is plain JSON, as creates and restores write it; a
 /// compare-and-set of a large aggregate writes `"3"` (LZ4-compressed JSON in the aggregate key,
-/// `aggregate_codec.rs`). This build reads those and `"2"`.
+/// `aggregate_codec.rs`), and one in the split layout `"4"` (`split_layout.rs`). This build reads those and `"2"`.
 pub const LAYOUT_VERSION: &str = LAYOUT_PLAIN;
 
 /// Turns the fields of `HGETALL <key>`, and the value of its aggregate key read in the same transaction
@@ -49,7 +50,14 @@ pub(crate) fn parse(
         });
     }
     let layout = field("layoutVersion")?;
-    if ![LAYOUT_PLAIN, LAYOUT_LZ4, LAYOUT_LZ4_OUT_OF_LINE].contains(&layout.as_str()) {
+    if ![
+        LAYOUT_PLAIN,
+        LAYOUT_LZ4,
+        LAYOUT_LZ4_OUT_OF_LINE,
+        LAYOUT_SPLIT,
+    ]
+    .contains(&layout.as_str())
+    {
         return Err(StoreError::UnknownLayout {
             key: key.to_string(),
             found: layout,
@@ -57,6 +65,15 @@ pub(crate) fn parse(
     }
     let revision = revision_of(key, &field("revision")?)?;
     let updated_at = field("updatedAt")?;
+    if layout == LAYOUT_SPLIT {
+        let aggregate = split_layout::assemble(key, &mut fields)?;
+        return Ok(Some(StoredGroup {
+            aggregate,
+            revision,
+            updated_at,
+            layout,
+        }));
+    }
     // Taken, not copied: a large group's aggregate is megabytes.
     let raw = if layout == LAYOUT_LZ4_OUT_OF_LINE {
         out_of_line.ok_or_else(|| StoreError::Corrupt {
@@ -79,6 +96,7 @@ pub(crate) fn parse(
         aggregate,
         revision,
         updated_at,
+        layout,
     }))
 }
 

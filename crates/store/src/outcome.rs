@@ -14,6 +14,9 @@ pub struct StoredGroup {
     pub revision: u64,
     /// The `updatedAt` text the last writer passed in.
     pub updated_at: String,
+    /// The `layoutVersion` the hash was written under ("1", "2", "3" whole; "4" split): a writer of the split
+    /// layout may send only what changed since this load when it is "4" (`split_layout.rs`).
+    pub layout: String,
 }
 
 /// Result of [`crate::Store::create`].
@@ -32,8 +35,13 @@ pub enum CreateOutcome {
 pub struct CasWrite {
     /// The revision the caller read; the write happens only if it is still current.
     pub expected_revision: u64,
-    /// The new aggregate JSON (the caller has already embedded `storeRevision = expected + 1`).
+    /// The new aggregate JSON (the caller has already embedded `storeRevision = expected + 1`); ignored when
+    /// `split` is given.
     pub aggregate_json: String,
+    /// The new aggregate in the split layout ("4", `split_layout.rs`) instead: its header and the entries that
+    /// changed since `expected_revision` (every entry when `full`). A write of changes only is refused as a
+    /// conflict unless the stored hash is of that layout already.
+    pub split: Option<crate::split_layout::SplitAggregate>,
     /// The new `updatedAt` text.
     pub updated_at: String,
     /// TTL for the leases in `renew`, in milliseconds (must be positive).

@@ -2,56 +2,118 @@
 //! fetched routing, and which resharding each last reported quiesced for.
 //!
 //! Two hashes in the stream's hash tag (key names are the caller's: `rsc_protocol::names::producers_*`):
-//! `seen` maps a producer id to the epoch ms of its last routing fetch; `quiesced` maps it to its last
-//! report, `<reshardingId> <observedRoutingVersion> <epoch ms>`. Each write is one HSET, so a sighting never
-//! overwrites a report. Entries not seen for a while are removed by [`Store::producers_forget`].
+//! `seen` maps a producer id to the epoch ms of its last routing fetch and the principal that made it
+//! (`<ms> <principal>`; `<ms>` alone without authentication, and as written before); `quiesced` maps it to its last
+//! report, `<reshardingId> <observedRoutingVersion> <epoch ms>`. A sighting never overwrites a report.
+//! Entries not seen for a while are removed by [`Store::producers_forget`]; both hashes also expire a while
+//! after their last write, a sighting is written only while the stream's record exists (producer_seen.lua: a
+//! routing read of a stream that does not exist writes nothing), and a stream keeps at most a given number
+//! of producers (issue #32, finding 8: READ callers grew Redis without bound with made-up streams and ids).
 
 use crate::error::StoreError;
 use crate::store::Store;
+use redis::Script;
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+static PRODUCER_SEEN: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/producer_seen.lua")));
+
+/// What became of a sighting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sighting {
+    Recorded,
+    /// The stream has no record: nothing written.
+    NoStream,
+    /// The stream already has the most producers it keeps: nothing written.
+    Full,
+}
+
+/// How sightings are kept: how long a stream's hashes live after their last write, and how many producers
+/// one stream keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SightingLimits {
+    pub ttl_ms: i64,
+    pub max_producers: u32,
+}
 
 /// One producer's entries.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ProducerEntry {
     pub last_seen_ms: i64,
+    /// The principal whose routing fetch registered the producer (None without authentication).
+    pub principal: Option<String>,
     /// `(reshardingId, observedRoutingVersion, reported at ms)` of its last quiesced report.
     pub quiesced: Option<(String, i64, i64)>,
 }
 
 impl Store {
-    /// Notes that `producer` fetched routing at `now_ms`.
+    /// Notes that `producer` fetched routing at `now_ms`, if the stream record `record_key` exists and the
+    /// stream has room.
     pub async fn producer_seen(
         &self,
+        record_key: &str,
         seen_key: &str,
         producer: &str,
+        principal: Option<&str>,
         now_ms: i64,
-    ) -> Result<(), StoreError> {
-        let _: i64 = redis::cmd("HSET")
-            .arg(seen_key)
+        limits: SightingLimits,
+    ) -> Result<Sighting, StoreError> {
+        let value = match principal {
+            Some(p) => format!("{now_ms} {p}"),
+            None => now_ms.to_string(),
+        };
+        let answer: i64 = PRODUCER_SEEN
+            .key(record_key)
+            .key(seen_key)
             .arg(producer)
-            .arg(now_ms)
-            .query_async(&mut self.connection())
+            .arg(value)
+            .arg(limits.ttl_ms.max(1))
+            .arg(limits.max_producers)
+            .invoke_async(&mut self.connection())
             .await?;
-        Ok(())
+        Ok(match answer {
+            1 => Sighting::Recorded,
+            0 => Sighting::NoStream,
+            _ => Sighting::Full,
+        })
     }
 
-    /// Records `producer`'s quiesced report, then that it was seen at `now_ms`.
+    /// Records `producer`'s quiesced report, then that it was seen at `now_ms` (the caller checked the stream
+    /// exists and waits for this report).
+    #[allow(clippy::too_many_arguments)]
     pub async fn producer_quiesced(
         &self,
+        record_key: &str,
         seen_key: &str,
         quiesced_key: &str,
         producer: &str,
+        principal: Option<&str>,
         resharding_id: &str,
         routing_version: i64,
         now_ms: i64,
-    ) -> Result<(), StoreError> {
-        let _: i64 = redis::cmd("HSET")
+        limits: SightingLimits,
+    ) -> Result<Sighting, StoreError> {
+        let seen = self
+            .producer_seen(record_key, seen_key, producer, principal, now_ms, limits)
+            .await?;
+        if seen != Sighting::Recorded {
+            return Ok(seen);
+        }
+        let _: () = redis::pipe()
+            .atomic()
+            .cmd("HSET")
             .arg(quiesced_key)
             .arg(producer)
             .arg(format!("{resharding_id} {routing_version} {now_ms}"))
+            .ignore()
+            .cmd("PEXPIRE")
+            .arg(quiesced_key)
+            .arg(limits.ttl_ms.max(1))
+            .ignore()
             .query_async(&mut self.connection())
             .await?;
-        self.producer_seen(seen_key, producer, now_ms).await
+        Ok(seen)
     }
 
     /// Every producer of the stream with its entries, by id. Unreadable values (not written by rsc) are
@@ -70,12 +132,17 @@ impl Store {
             .query_async(&mut self.connection())
             .await?;
         let mut out = BTreeMap::new();
-        for (id, ms) in seen {
+        for (id, value) in seen {
+            let (ms, principal) = match value.split_once(' ') {
+                Some((ms, p)) => (ms, Some(p.to_owned())),
+                None => (value.as_str(), None),
+            };
             if let Ok(ms) = ms.parse::<i64>() {
                 out.insert(
                     id,
                     ProducerEntry {
                         last_seen_ms: ms,
+                        principal,
                         quiesced: None,
                     },
                 );

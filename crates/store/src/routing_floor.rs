@@ -8,7 +8,9 @@
 //! [`guarded_append`]: a producer whose routing is older than the boundary is refused, writes nothing,
 //! refreshes its routing and retries on the right shard; one whose routing is newer raises the boundary
 //! itself first, so the switch point splits the shard exactly into records routed before and after the
-//! switch, whoever learnt of it first. SDK consumers read the boundary after every read ([`read_boundary`])
+//! switch, whoever learnt of it first, but never above the shard's `ceiling`, the highest routing version the
+//! coordinator published for the stream ([`Store::raise_routing_ceilings`], written before the stream record
+//! that publishes a version), so a made-up version cannot stop the other producers. SDK consumers read the boundary after every read ([`read_boundary`])
 //! to fence themselves between a switch and the heartbeat answer that reflects it. Plain XADD clients bypass
 //! the script; [`Store::appends_after_switch`] counts what they appended to a shard after the switch
 //! (entries added minus guarded appends: two counters, no scan).
@@ -34,6 +36,8 @@ static RAISE_ROUTING_FLOOR: LazyLock<Script> = LazyLock::new(|| {
         include_str!("lua/raise_routing_floor.lua")
     ))
 });
+static RAISE_ROUTING_CEILING: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/raise_routing_ceiling.lua")));
 static APPENDS_AFTER_SWITCH: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/appends_after_switch.lua")));
 
@@ -46,6 +50,9 @@ pub enum AppendReply {
     StreamMissing,
     /// The producer's routing version is below the shard's boundary `floor`: nothing written.
     StaleRouting { floor: i64 },
+    /// The producer's routing version is above the highest the coordinator published for the stream
+    /// (`ceiling`): a made-up version, refused so it cannot move the boundary; nothing written.
+    AheadOfRouting { ceiling: i64 },
 }
 
 impl AppendReply {
@@ -64,6 +71,14 @@ impl AppendReply {
                 match &items[1] {
                     Value::Int(floor) => Ok(AppendReply::StaleRouting { floor: *floor }),
                     other => Err(unexpected(format!("boundary {other:?}"))),
+                }
+            }
+            Value::Array(items)
+                if items.len() == 2 && text(&items[0]).as_deref() == Some("ahead") =>
+            {
+                match &items[1] {
+                    Value::Int(ceiling) => Ok(AppendReply::AheadOfRouting { ceiling: *ceiling }),
+                    other => Err(unexpected(format!("ceiling {other:?}"))),
                 }
             }
             other => text(other)
@@ -208,6 +223,24 @@ impl Store {
             floor,
             switch_id,
         })
+    }
+
+    /// Raises the routing ceiling of each of `routing_keys` to `version` (raise_routing_ceiling.lua): before a
+    /// stream record publishes `version`, so producers holding it may raise boundaries to it and no higher.
+    pub async fn raise_routing_ceilings(
+        &self,
+        routing_keys: &[String],
+        version: i64,
+    ) -> Result<(), StoreError> {
+        let mut conn = self.connection();
+        for key in routing_keys {
+            let _: i64 = RAISE_ROUTING_CEILING
+                .key(key)
+                .arg(version)
+                .invoke_async(&mut conn)
+                .await?;
+        }
+        Ok(())
     }
 
     /// The routing boundary of a shard as a consumer reads it ([`read_boundary`]).

@@ -26,6 +26,7 @@ use crate::outcome::{
 };
 use crate::reply::ScriptReply;
 use crate::scripts::Scripts;
+use crate::split_layout::{LAYOUT_SPLIT, SplitAggregate, entry_field};
 
 /// A handle to the metadata store. Cheap to clone; all clones share one multiplexed connection
 /// and one set of compiled scripts.
@@ -174,7 +175,16 @@ impl Store {
     /// atomic script; on any refusal nothing at all is written.
     pub async fn cas(&self, keys: &GroupKeys, write: &CasWrite) -> Result<CasOutcome, StoreError> {
         positive_ttl(write.lease_ttl_ms)?;
-        let (aggregate, layout) = aggregate_codec::encode(&write.aggregate_json, self.compression);
+        if let Some(split) = &write.split {
+            split.check()?;
+        }
+        let (aggregate, layout) = match &write.split {
+            Some(split) => (
+                std::borrow::Cow::Borrowed(split.header.as_bytes()),
+                LAYOUT_SPLIT,
+            ),
+            None => aggregate_codec::encode(&write.aggregate_json, self.compression),
+        };
         let out_of_line = layout == LAYOUT_LZ4_OUT_OF_LINE;
         let mut call = self.scripts.cas.prepare_invoke();
         group_keys_with_aggregate(&mut call, keys);
@@ -195,7 +205,11 @@ impl Store {
         for (member, doc) in &write.progress {
             call.arg(member).arg(doc);
         }
-        call.arg(&write.remove).arg(&write.drop_lease).arg(layout);
+        call.arg(&write.remove).arg(&write.drop_lease);
+        if let Some(split) = &write.split {
+            split_args(&mut call, split);
+        }
+        call.arg(layout);
         let reply = if out_of_line {
             self.run_staged(&call, keys, &aggregate).await?
         } else {
@@ -582,6 +596,23 @@ type HashFields = HashMap<Vec<u8>, Vec<u8>>;
 /// How long a staged aggregate may outlive a transaction whose script did not run (it is renamed or deleted
 /// by the script otherwise).
 const STAGED_AGGREGATE_TTL_MS: u64 = 60_000;
+
+/// The split layout's arguments of `cas.lua`: full, the parts field, the entries to set (field, JSON) and the
+/// fields to delete.
+fn split_args(call: &mut redis::ScriptInvocation<'_>, split: &SplitAggregate) {
+    call.arg(if split.full { "1" } else { "0" })
+        .arg(split.parts_field());
+    let (set, delete): (Vec<_>, Vec<_>) = split.entries.iter().partition(|e| e.json.is_some());
+    call.arg(set.len());
+    for e in set {
+        call.arg(entry_field(&e.part, &e.key))
+            .arg(e.json.as_deref().unwrap_or_default());
+    }
+    call.arg(delete.len());
+    for e in delete {
+        call.arg(entry_field(&e.part, &e.key));
+    }
+}
 
 fn positive_ttl(lease_ttl_ms: i64) -> Result<(), StoreError> {
     if lease_ttl_ms > 0 {

@@ -92,10 +92,34 @@ pub async fn run(args: DoctorArgs) -> Result<ExitCode, Failure> {
         memory.get("maxmemory_policy").map(String::as_str),
     ));
 
-    checks.push(match store.keys_under(kp, SCAN_LIMIT).await {
-        Ok(keys) => prefix_check(kp, &keys),
-        Err(e) => check("key prefix", Level::Warn, format!("not checked: {e}")),
-    });
+    match store.keys_under(kp, SCAN_LIMIT).await {
+        Ok(keys) => {
+            checks.push(prefix_check(kp, &keys));
+            let mut layouts = Vec::new();
+            for key in keys.iter().filter(|k| is_group_metadata_key(kp, k)) {
+                match store.layout_version(key).await {
+                    Ok(layout) => layouts.push(layout.unwrap_or_default()),
+                    Err(e) => {
+                        layouts.clear();
+                        checks.push(check(
+                            "store layout",
+                            Level::Warn,
+                            format!("not checked: {e}"),
+                        ));
+                        break;
+                    }
+                }
+            }
+            if !checks.iter().any(|c| c.name == "store layout") {
+                checks.push(layout_check(&layouts));
+            }
+        }
+        Err(e) => checks.push(check(
+            "key prefix",
+            Level::Warn,
+            format!("not checked: {e}"),
+        )),
+    }
 
     checks.push(redis_clock_check(&store).await);
     if let Some(c) = &args.coordinator {
@@ -193,35 +217,62 @@ fn eviction_check(policy: Option<&str>) -> Check {
     }
 }
 
-/// Whether `key` has the shape of a key the coordinator writes under `kp` (shapes from `names`).
-fn is_coordinator_key(kp: &str, key: &str) -> bool {
+/// Whether `key` is a group's metadata hash under `kp`.
+fn is_group_metadata_key(kp: &str, key: &str) -> bool {
     const M: &str = "\u{1}";
-    let (pair, addr, user) = names::login_throttle_keys(kp, M, M, M);
-    let exact = [
-        names::group_index_key(kp),
-        names::audit_stream_key(kp),
-        names::audit_rejected_stream_key(kp),
-        names::bootstrap_admin_key(kp),
-        names::replica_registry_key(kp),
-        names::change_feed_key(kp),
-    ];
-    let shapes = [
-        names::group_metadata_key(kp, M, M),
-        rsc_store::aggregate_key(&names::group_metadata_key(kp, M, M)),
-        rsc_store::aggregate_staging_key(&names::group_metadata_key(kp, M, M)),
-        names::group_leases_key(kp, M, M),
-        names::group_progress_key(kp, M, M),
-        names::stream_record_key(kp, M),
-        names::ratelimit_principal_key(kp, M),
-        names::ratelimit_group_key(kp, M),
-        names::suspicion_limit_key(kp, M),
-        names::token_key(kp, M),
-        names::user_tokens_key(kp, M),
-        pair,
-        addr,
-        user,
-    ];
-    exact.iter().any(|e| e == key) || shapes.iter().any(|s| fits(s, M, key))
+    fits(&names::group_metadata_key(kp, M, M), M, key)
+}
+
+/// How the groups found are stored (`layoutVersion` of each metadata hash): whole ("1", "2", "3") or split
+/// ("4", which versions before it cannot read: the rolling upgrade sets `coordinator.store.layout = 3` until
+/// every replica runs this version). A layout this build does not know was written by a newer version: FAIL.
+fn layout_check(layouts: &[String]) -> Check {
+    let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
+    for l in layouts {
+        *counts.entry(l.as_str()).or_default() += 1;
+    }
+    let known = ["1", "2", "3", rsc_store::LAYOUT_SPLIT];
+    let unknown: Vec<&str> = counts
+        .keys()
+        .copied()
+        .filter(|l| !known.contains(l))
+        .collect();
+    let listed: Vec<String> = counts
+        .iter()
+        .map(|(l, n)| format!("{n} in layout {l:?}"))
+        .collect();
+    let split = counts.get(rsc_store::LAYOUT_SPLIT).copied().unwrap_or(0);
+    if !unknown.is_empty() {
+        return check(
+            "store layout",
+            Level::Fail,
+            format!(
+                "groups in a layoutVersion this version does not read ({}): a newer version wrote them; run that version",
+                unknown.join(", ")
+            ),
+        );
+    }
+    let detail = if layouts.is_empty() {
+        "no group found".to_owned()
+    } else if split > 0 {
+        format!(
+            "{} group(s): {}; layout \"4\" (split) is read by this version and later only",
+            layouts.len(),
+            listed.join(", ")
+        )
+    } else {
+        format!(
+            "{} group(s): {} (whole documents)",
+            layouts.len(),
+            listed.join(", ")
+        )
+    };
+    check("store layout", Level::Pass, detail)
+}
+
+/// Whether `key` has the shape of a key the coordinator writes under `kp` (the one list in rsc-store).
+fn is_coordinator_key(kp: &str, key: &str) -> bool {
+    rsc_store::coordinator_key_kind(kp, key).is_some()
 }
 
 /// Whether `key` is `shape` with every `marker` replaced by some non-empty text.
@@ -444,6 +495,8 @@ mod tests {
             "redis-stream:coord:{orders:billing}:metadata:aggregate",
             "redis-stream:coord:{orders:billing}:metadata:aggregate-staging",
             "redis-stream:coord:{orders}:stream",
+            "redis-stream:coord:{orders}:producers:seen",
+            "redis-stream:coord:{orders}:producers:quiesced",
             "redis-stream:coord:group-index",
             "redis-stream:coord:audit",
             "redis-stream:coord:audit:rejected",
@@ -463,6 +516,22 @@ mod tests {
         ] {
             assert!(!is_coordinator_key(kp, k), "{k}");
         }
+    }
+
+    #[test]
+    fn the_layout_check_counts_groups_by_layout_and_fails_on_an_unknown_one() {
+        let layouts = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let split = layout_check(&layouts(&["4", "1", "4"]));
+        assert_eq!(split.level, Level::Pass);
+        assert!(
+            split.detail.contains("2 in layout \"4\"") && split.detail.contains("later only"),
+            "{}",
+            split.detail
+        );
+        assert_eq!(layout_check(&layouts(&["3"])).level, Level::Pass);
+        assert_eq!(layout_check(&layouts(&["4", "9"])).level, Level::Fail);
+        assert!(is_group_metadata_key("kp", "kp:{a:b}:metadata"));
+        assert!(!is_group_metadata_key("kp", "kp:{a:b}:metadata:aggregate"));
     }
 
     #[test]

@@ -142,6 +142,7 @@ async fn read_stream(
                 aggregate,
                 revision,
                 updated_at,
+                ..
             }) = stored
             {
                 saved.push(SavedGroup {

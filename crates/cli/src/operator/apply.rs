@@ -94,21 +94,21 @@ fn print_plan(target: &Target, plan: &Plan) {
         return;
     }
     if plan.changes.is_empty() {
-        println!("No changes: the coordinator matches the file.");
+        sayln!("No changes: the coordinator matches the file.");
     } else {
         for c in &plan.changes {
-            println!("{c}");
+            sayln!("{c}");
         }
-        println!("Plan: {} to change.", plan.changes.len());
+        sayln!("Plan: {} to change.", plan.changes.len());
     }
     for n in &plan.notes {
-        println!("note: {n}");
+        sayln!("note: {n}");
     }
     if !plan.untouched.is_empty() {
-        println!("Not in the file, left alone: {}", plan.untouched.join(", "));
+        sayln!("Not in the file, left alone: {}", plan.untouched.join(", "));
     }
     for p in &plan.problems {
-        eprintln!("problem: {p}");
+        esayln!("problem: {p}");
     }
 }
 
@@ -188,7 +188,7 @@ pub async fn apply(args: ApplyArgs) -> Result<ExitCode, Failure> {
         match session.mutate(method, &segments, &body).await {
             Ok((_, request_id)) => {
                 if args.target.output == Output::Text {
-                    println!("{change}: done (request id {request_id})");
+                    sayln!("{change}: done (request id {request_id})");
                 }
                 applied.push(json!({"change": change.to_string(), "requestId": request_id}));
             }
@@ -209,7 +209,7 @@ pub async fn apply(args: ApplyArgs) -> Result<ExitCode, Failure> {
     if args.target.output == Output::Json {
         print_json(&json!({"applied": applied}));
     } else {
-        println!(
+        sayln!(
             "Apply complete: {} change(s). Find them with: rsc audit --since 15m",
             applied.len()
         );

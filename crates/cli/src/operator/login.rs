@@ -114,7 +114,7 @@ pub async fn login(args: LoginArgs) -> Result<ExitCode, Failure> {
             "coordinator": key, "username": username, "expiresAt": expires_at, "roles": roles,
             "credentialsFile": path.display().to_string(),
         })),
-        Output::Text => println!(
+        Output::Text => sayln!(
             "Logged in to {key} as {username} (roles {}); the token expires at {expires_at} and is stored in {}",
             roles_text(&roles),
             path.display()
@@ -162,7 +162,7 @@ pub async fn logout(args: LogoutArgs) -> Result<ExitCode, Failure> {
         Output::Json => {
             print_json(&json!({"coordinator": key, "username": stored.username, "token": note}))
         }
-        Output::Text => println!("Logged out of {key} ({}): token {note}", stored.username),
+        Output::Text => sayln!("Logged out of {key} ({}): token {note}", stored.username),
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -180,7 +180,7 @@ fn roles_text(roles: &Value) -> String {
 }
 
 fn ask(prompt: &str) -> Result<String, Failure> {
-    eprint!("{prompt}");
+    esay!("{prompt}");
     let _ = std::io::stderr().flush();
     let mut line = String::new();
     std::io::stdin()

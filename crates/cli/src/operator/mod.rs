@@ -10,13 +10,17 @@
 //! - `change.rs`: `rsc scale`, `rollback`, `force-complete` (with `--wait` progress);
 //! - `audit.rs`: `rsc audit` (with `--follow`);
 //! - `desired.rs` (the file format, pure) and `apply.rs`: `rsc plan`, `rsc apply`;
-//! - `table.rs`: plain-text tables.
+//! - `table.rs`: plain-text tables; `terminal.rs`: everything printed is escaped for the terminal (`say!`,
+//!   `sayln!`, `esayln!`).
 
+#[macro_use]
+pub mod terminal;
 pub mod apply;
 pub mod audit;
 pub mod change;
 pub mod credentials;
 pub mod desired;
+pub mod durability;
 pub mod login;
 pub mod show;
 pub mod table;
@@ -93,7 +97,7 @@ where
     {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("rsc {verb}: cannot start the async runtime: {e}");
+            esayln!("rsc {verb}: cannot start the async runtime: {e}");
             return ExitCode::FAILURE;
         }
     };
@@ -101,7 +105,7 @@ where
         Ok(code) => code,
         Err(f) => {
             let line = f.message.split_whitespace().collect::<Vec<_>>().join(" ");
-            eprintln!("rsc {verb}: {line}");
+            esayln!("rsc {verb}: {line}");
             ExitCode::from(f.code)
         }
     }
@@ -211,6 +215,10 @@ impl Session {
                     .map(|u| format!(" {u:?}"))
                     .unwrap_or_default()
             ),
+            ClientError::Unreachable(why) if why.contains("REDIS_UNAVAILABLE") => format!(
+                "the coordinator at {urls} answered but cannot reach Redis (REDIS_UNAVAILABLE): start or \
+                 repair Redis; `rsc health` shows the coordinator's components ({why})"
+            ),
             ClientError::Unreachable(why) => {
                 format!("no coordinator answered at {urls}: {why}")
             }
@@ -279,7 +287,7 @@ pub fn now_ms() -> i64 {
 
 /// Prints `value` as pretty JSON (for `--output json`).
 pub fn print_json(value: &Value) {
-    println!(
+    sayln!(
         "{}",
         serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
     );
@@ -305,7 +313,7 @@ pub fn confirm(question: &str) -> bool {
     if !std::io::stdin().is_terminal() {
         return false;
     }
-    eprint!("{question} [y/N] ");
+    esay!("{question} [y/N] ");
     let _ = std::io::stderr().flush();
     let mut line = String::new();
     if std::io::stdin().lock().read_line(&mut line).is_err() {

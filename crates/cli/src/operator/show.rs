@@ -27,7 +27,7 @@ pub async fn health(target: Target) -> Result<ExitCode, Failure> {
     match target.output {
         Output::Json => print_json(&h),
         Output::Text => {
-            println!("{status}  coordinator {}", s(&h, "coordinatorId"));
+            sayln!("{status}  coordinator {}", s(&h, "coordinatorId"));
             let mut t = Table::new(&["COMPONENT", "STATUS", "DETAIL"]);
             if let Some(components) = h.get("components").and_then(Value::as_object) {
                 for (name, c) in components {
@@ -37,14 +37,29 @@ pub async fn health(target: Target) -> Result<ExitCode, Failure> {
                             .get("suspectedGroups")
                             .and_then(Value::as_array)
                             .filter(|g| !g.is_empty())
-                            .map(|g| format!("{} suspected groups", g.len()))
+                            .map(|g| {
+                                let names: Vec<String> = g
+                                    .iter()
+                                    .map(|x| {
+                                        format!(
+                                            "{}/{}",
+                                            s(x, "streamPrefix"),
+                                            s(x, "consumerGroup")
+                                        )
+                                    })
+                                    .collect();
+                                format!(
+                                    "suspected of a metadata rollback: {} (rsc durability show <stream> <group>)",
+                                    names.join(", ")
+                                )
+                            })
                             .unwrap_or_default(),
                         _ => s(c, "detail").to_owned(),
                     };
                     t.row(vec![name.clone(), s(c, "status").to_owned(), detail]);
                 }
             }
-            print!("{}", t.render());
+            say!("{}", t.render());
         }
     }
     Ok(if status == "UP" {
@@ -103,6 +118,29 @@ pub async fn groups(target: Target) -> Result<ExitCode, Failure> {
     for g in list.as_array().cloned().unwrap_or_default() {
         lines.push(group_line(&session, &g).await?);
     }
+    // Groups suspected of a metadata rollback (their admin changes are refused): flagged on their line.
+    let health = session
+        .get(&["coord", "v1", "monitoring", "health"], &[])
+        .await
+        .unwrap_or(Value::Null);
+    let suspected: std::collections::BTreeSet<(String, String)> =
+        health["components"]["metadataDurability"]["suspectedGroups"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|x| {
+                (
+                    s(x, "streamPrefix").to_owned(),
+                    s(x, "consumerGroup").to_owned(),
+                )
+            })
+            .collect();
+    let is_suspected = |l: &GroupLine| {
+        suspected.contains(&(
+            s(&l.summary, "streamPrefix").to_owned(),
+            s(&l.summary, "consumerGroup").to_owned(),
+        ))
+    };
     match target.output {
         Output::Json => print_json(&Value::Array(
             lines
@@ -117,6 +155,7 @@ pub async fn groups(target: Target) -> Result<ExitCode, Failure> {
                         "members": l.total,
                         "activeReshardingId": l.migration,
                         "totalLag": l.lag,
+                        "rollbackSuspected": is_suspected(l),
                     })
                 })
                 .collect(),
@@ -130,6 +169,7 @@ pub async fn groups(target: Target) -> Result<ExitCode, Failure> {
                 "STATE",
                 "MIGRATION",
                 "LAG",
+                "DURABILITY",
             ]);
             for l in &lines {
                 t.row(vec![
@@ -140,12 +180,17 @@ pub async fn groups(target: Target) -> Result<ExitCode, Failure> {
                     s(&l.summary, "state").to_owned(),
                     l.migration.clone().unwrap_or_default(),
                     l.lag.map(|x| x.to_string()).unwrap_or_default(),
+                    if is_suspected(l) {
+                        "SUSPECTED".to_owned()
+                    } else {
+                        "ok".to_owned()
+                    },
                 ]);
             }
             if t.is_empty() {
-                eprintln!("no consumer groups (or none this principal may see)");
+                esayln!("no consumer groups (or none this principal may see)");
             } else {
-                print!("{}", t.render());
+                say!("{}", t.render());
             }
         }
     }
@@ -189,7 +234,7 @@ pub async fn describe(args: DescribeArgs) -> Result<ExitCode, Failure> {
         return Ok(ExitCode::SUCCESS);
     }
     let now = super::now_ms();
-    println!(
+    sayln!(
         "GROUP {p}/{g}  state {}  shards {}  metadataVersion {}  groupEpoch {}  total lag {}",
         s(&group, "state"),
         n(&group, "shardCount"),
@@ -200,12 +245,12 @@ pub async fn describe(args: DescribeArgs) -> Result<ExitCode, Failure> {
     if let Some(d) = group.get("metadataDurability")
         && d.get("rollbackSuspicion").is_some_and(|r| !r.is_null())
     {
-        println!(
+        sayln!(
             "ROLLBACK SUSPECTED: admin mutations are blocked; see GET /coord/v1/monitoring/streams/{p}/groups/{g} \
              metadataDurability and the runbook's durability section"
         );
     }
-    println!();
+    sayln!();
     let mut t = Table::new(&[
         "MEMBER",
         "STATE",
@@ -231,11 +276,11 @@ pub async fn describe(args: DescribeArgs) -> Result<ExitCode, Failure> {
         ]);
     }
     if t.is_empty() {
-        println!("no members");
+        sayln!("no members");
     } else {
-        print!("{}", t.render());
+        say!("{}", t.render());
     }
-    println!();
+    sayln!();
     // NODE: the Redis Cluster master serving the shard stream (shard streams spread over the masters);
     // empty on a standalone Redis.
     let mut t = Table::new(&[
@@ -282,10 +327,10 @@ pub async fn describe(args: DescribeArgs) -> Result<ExitCode, Failure> {
             },
         ]);
     }
-    print!("{}", t.render());
+    say!("{}", t.render());
     if let Some(m) = migration {
-        println!();
-        println!(
+        sayln!();
+        sayln!(
             "MIGRATION {}  {} -> {} shards  state {}  requested by {} ({})",
             s(&m, "reshardingId"),
             n(&m, "fromShardCount"),
@@ -296,11 +341,61 @@ pub async fn describe(args: DescribeArgs) -> Result<ExitCode, Failure> {
         );
         // Ordered streams: which child shards wait for which parents, and what is left in each.
         for gate in m["orderingGates"].as_array().into_iter().flatten() {
-            println!("{}", gate_line(gate));
+            sayln!("{}", gate_line(gate));
         }
-        print_json(&m);
+        for line in migration_summary(&m) {
+            println!("{line}");
+        }
+        println!("(the whole migration view: rsc describe {p} {g} --output json)");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The migration view in a few lines: age, routing, the removed shards' drain, and why it has not ended
+/// (`heldBy`) with the ways out.
+fn migration_summary(m: &Value) -> Vec<String> {
+    let mut out = vec![format!(
+        "  age {:.0}s  routing {} shards  consumers converged {}  rollback allowed {}",
+        m["ageSeconds"].as_f64().unwrap_or(0.0),
+        n(m, "routingShardCount"),
+        m["consumersConverged"].as_bool().unwrap_or(false),
+        m["rollbackAllowed"].as_bool().unwrap_or(false),
+    )];
+    let removed = m["removedShards"].as_array().cloned().unwrap_or_default();
+    if !removed.is_empty() {
+        let unread: Vec<String> = removed
+            .iter()
+            .filter_map(|r| {
+                let left = r["lag"].as_i64().unwrap_or(0) + r["pending"].as_i64().unwrap_or(0);
+                (left > 0).then(|| format!("{} ({left} unread)", r["shardIndex"]))
+            })
+            .collect();
+        out.push(format!(
+            "  removed shards {}: {}; drain evidence counts from {}",
+            removed.len(),
+            if unread.is_empty() {
+                "all read".to_owned()
+            } else {
+                unread.join(", ")
+            },
+            s(m, "drainEvidenceFrom")
+        ));
+    }
+    if m["producerQuiesce"]["waiting"].as_bool() == Some(true) {
+        out.push("  routing waits for producers to quiesce".to_owned());
+    }
+    if let Some(h) = m.get("heldBy").filter(|h| h.is_object()) {
+        out.push(format!("  HELD ({}): {}", s(h, "reason"), s(h, "detail")));
+        for w in h["waysOut"].as_array().into_iter().flatten() {
+            out.push(format!(
+                "    way out {}: {}  — {}",
+                s(w, "action"),
+                s(w, "how"),
+                s(w, "effect")
+            ));
+        }
+    }
+    out
 }
 
 /// One ordering gate of the migration view as a line: the child, how it is read meanwhile, and what each
@@ -351,7 +446,7 @@ pub async fn version(target: Target) -> Result<ExitCode, Failure> {
             "coordinator": remote.as_ref().ok(),
         })),
         Output::Text => {
-            println!(
+            sayln!(
                 "rsc {}  coord/v1 protocol versions {}..={}",
                 env!("CARGO_PKG_VERSION"),
                 rsc_protocol::PROTOCOL_VERSION_MIN,
@@ -362,7 +457,7 @@ pub async fn version(target: Target) -> Result<ExitCode, Failure> {
                     .get("supportedCoordinationVersions")
                     .cloned()
                     .unwrap_or(Value::Null);
-                println!(
+                sayln!(
                     "coordinator {}  coord/v1 protocol versions {}..={}",
                     version_text(c.get("coordinatorVersion")),
                     n(&range, "min"),
@@ -374,7 +469,7 @@ pub async fn version(target: Target) -> Result<ExitCode, Failure> {
                 {
                     let text: Vec<String> =
                         counts.iter().map(|(v, c)| format!("v{v}: {c}")).collect();
-                    println!(
+                    sayln!(
                         "live members by protocol version: {}",
                         if text.is_empty() {
                             "none".to_owned()

@@ -1,6 +1,7 @@
 //! Plain-text tables for the operator verbs: a header row and left-aligned columns separated by two
 //! spaces, missing values as `-` (as `kafka-consumer-groups` prints them). A few lines of padding do not
-//! justify a table crate; `--output json` is the format for scripts.
+//! justify a table crate; `--output json` is the format for scripts. Cells are escaped for the terminal
+//! (`terminal.rs`).
 
 /// A table being built.
 pub struct Table {
@@ -30,7 +31,8 @@ impl Table {
         let cell = |row: &Vec<String>, i: usize| -> String {
             match row.get(i).map(String::as_str) {
                 None | Some("") => "-".to_owned(),
-                Some(s) => s.to_owned(),
+                // Caller text: no escape sequence, and no line break that would start a row of its own.
+                Some(s) => super::terminal::escape_cell(s),
             }
         };
         let mut widths: Vec<usize> = self.header.iter().map(|h| h.chars().count()).collect();
@@ -72,5 +74,14 @@ mod tests {
             t.render(),
             "STREAM  GROUP    LAG\norders  billing  12\no       -        -\n"
         );
+    }
+
+    #[test]
+    fn a_cell_cannot_start_a_row_or_send_an_escape_sequence() {
+        let mut t = Table::new(&["WHO", "REASON"]);
+        t.row(vec!["ops".into(), "ok\r\nadmin  FORGED\u{1b}[2J".into()]);
+        let text = t.render();
+        assert_eq!(text.lines().count(), 2, "{text}");
+        assert!(!text.contains('\u{1b}') && !text.contains('\r'), "{text}");
     }
 }

@@ -1,5 +1,6 @@
 //! `rsc upgrade-check`: whether every live member speaks a protocol version inside a target release's range.
-//! READ routes only, like the other read-only verbs (`show.rs`).
+//! READ routes only, like the other read-only verbs (`show.rs`). It also says how to roll the store layout
+//! (`coordinator.store.layout`) through a replica-by-replica upgrade.
 
 use super::show::client_text;
 use super::table::Table;
@@ -17,6 +18,13 @@ pub struct UpgradeCheckArgs {
     #[arg(long)]
     pub target_version_range: Option<String>,
 }
+
+/// What a rolling upgrade to this release must do about the store layout: replicas of earlier releases cannot
+/// read layout 4, which this release writes by default.
+pub const STORE_LAYOUT_NOTE: &str = "store layout: this release writes group metadata in layoutVersion 4 \
+    (coordinator.store.layout = 4), which releases before it cannot read; while replicas of an earlier release \
+    still run against the same Redis, start the upgraded ones with coordinator.store.layout = 3 \
+    (COORDINATOR_STORE_LAYOUT=3), and set 4 once every replica runs this release";
 
 /// `rsc upgrade-check`: whether every live member speaks a protocol version inside the target range.
 pub async fn upgrade_check(args: UpgradeCheckArgs) -> Result<ExitCode, Failure> {
@@ -84,13 +92,14 @@ pub async fn upgrade_check(args: UpgradeCheckArgs) -> Result<ExitCode, Failure> 
         Output::Json => print_json(&json!({
             "targetRange": {"min": min, "max": max}, "liveMembers": live_total,
             "membersByProtocolVersion": by_version, "outsideRange": outside, "compatible": ok,
+            "storeLayout": STORE_LAYOUT_NOTE,
         })),
         Output::Text => {
             let counts: Vec<String> = by_version
                 .iter()
                 .map(|(v, c)| format!("v{v}: {c}"))
                 .collect();
-            println!(
+            sayln!(
                 "{live_total} live members ({}); target supports protocol versions {min}..={max}",
                 if counts.is_empty() {
                     "none".to_owned()
@@ -99,9 +108,9 @@ pub async fn upgrade_check(args: UpgradeCheckArgs) -> Result<ExitCode, Failure> 
                 }
             );
             if ok {
-                println!("COMPATIBLE: every live member speaks a version the target supports");
+                sayln!("COMPATIBLE: every live member speaks a version the target supports");
             } else {
-                println!("NOT COMPATIBLE: upgrade these clients first");
+                sayln!("NOT COMPATIBLE: upgrade these clients first");
                 let mut t = Table::new(&["STREAM", "GROUP", "MEMBER", "PROTOCOL", "CLIENT"]);
                 for o in &outside {
                     t.row(vec![
@@ -112,8 +121,9 @@ pub async fn upgrade_check(args: UpgradeCheckArgs) -> Result<ExitCode, Failure> 
                         s(o, "client").into(),
                     ]);
                 }
-                print!("{}", t.render());
+                say!("{}", t.render());
             }
+            println!("{STORE_LAYOUT_NOTE}");
         }
     }
     Ok(if ok {

@@ -97,6 +97,25 @@ impl Producer {
                                 }
                                 again.push(i);
                             }
+                            AppendReply::AheadOfRouting { ceiling } => {
+                                // Routing this coordinator never published for the stream (held across a
+                                // lifecycle, or made up): refresh and retry with what it publishes now.
+                                self.inner.stale_routing_refusals.fetch_add(1, Relaxed);
+                                tracing::debug!(
+                                    stream_key,
+                                    ceiling,
+                                    routing_version = version,
+                                    "append refused: routing newer than the stream's published routing; refreshing"
+                                );
+                                if last {
+                                    return Err(ClientError::RoutingAhead {
+                                        stream_key,
+                                        routing_version: version,
+                                        ceiling,
+                                    });
+                                }
+                                again.push(i);
+                            }
                         }
                     }
                     if again.is_empty() {

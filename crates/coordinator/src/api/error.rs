@@ -29,6 +29,10 @@ impl From<CoordError> for ApiError {
             CoordError::MemberOwnedByAnotherPrincipal(_) => {
                 ErrorCode::MemberOwnedByAnotherPrincipal
             }
+            CoordError::TooManyMembers(_) => ErrorCode::TooManyMembers,
+            CoordError::InstanceOwnedByAnotherPrincipal(_) => {
+                ErrorCode::InstanceOwnedByAnotherPrincipal
+            }
             CoordError::Forbidden(_) => ErrorCode::Forbidden,
             CoordError::RedisUnavailable(_) => ErrorCode::RedisUnavailable,
             CoordError::ProvisioningFailed(_) => ErrorCode::RedisStreamProvisioningFailed,
@@ -77,6 +81,8 @@ mod tests {
             CoordError::MetadataMissing(String::new()),
             CoordError::EpochsExhausted(String::new()),
             CoordError::MemberOwnedByAnotherPrincipal(String::new()),
+            CoordError::TooManyMembers(String::new()),
+            CoordError::InstanceOwnedByAnotherPrincipal(String::new()),
             CoordError::Forbidden(String::new()),
             CoordError::RedisUnavailable(String::new()),
             CoordError::ProvisioningFailed(String::new()),

@@ -98,9 +98,19 @@ pub async fn producer_routing(
     }
     // Seen before routing is read, so a scale's switch decision made after its quiesce flag was set counts
     // this reader (reshard/quiesce.rs). A HEAD only probes the route: no producer behind it.
-    if method != axum::http::Method::HEAD {
+    // Only producers count: a principal with MEMBER (or ADMIN); a READ caller's routing reads (a dashboard,
+    // an operator) register no producer that a scale would wait for (issue #32, finding 7).
+    let producer = principal.is_none_or(|p| {
+        use crate::security::roles::Role;
+        p.roles.contains(Role::Member) || p.roles.contains(Role::Admin)
+    });
+    if method != axum::http::Method::HEAD && producer {
         c.resharding()
-            .note_producer_seen(&name.stream_prefix, &reader)
+            .note_producer_seen(
+                &name.stream_prefix,
+                &reader,
+                principal.map(|p| p.username.as_str()),
+            )
             .await;
     }
     let routing = c.admin().producer_routing(&name).await?;

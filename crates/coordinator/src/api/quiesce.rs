@@ -14,13 +14,20 @@ use rsc_protocol::wire::quiesce::ProducerQuiescedRequest;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// `POST /coord/v1/streams/{p}/producers/quiesced`: READ (what routing readers hold), not audited.
+/// `POST /coord/v1/streams/{p}/producers/quiesced`: MEMBER (producers hold it; a READ caller cannot fake a
+/// producer's report), and only from the principal whose routing reads registered the producer id; not
+/// audited.
 pub async fn producer_quiesced(
     State(c): State<Arc<Coordinator>>,
+    principal: Option<axum::Extension<Arc<Principal>>>,
     StreamPrefix(prefix): StreamPrefix,
     AdminJson(req): AdminJson<ProducerQuiescedRequest>,
 ) -> Result<Response, ApiError> {
-    let answer = c.resharding().producer_quiesced(&prefix, &req).await?;
+    let principal = principal.as_ref().map(|axum::Extension(p)| &**p);
+    let answer = c
+        .resharding()
+        .producer_quiesced(&prefix, &req, principal)
+        .await?;
     Ok((StatusCode::OK, axum::Json(answer)).into_response())
 }
 

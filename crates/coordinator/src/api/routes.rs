@@ -125,7 +125,7 @@ pub fn table() -> Vec<RouteSpec> {
             POST,
             "/coord/v1/streams/{stream_prefix}/producers/quiesced",
             "reportProducerQuiesced",
-            Read,
+            Member,
             None,
             post(quiesce::producer_quiesced)
         ),

@@ -28,6 +28,34 @@ pub struct RedisConfig {
     pub cluster_node_map: BTreeMap<String, String>,
     /// TLS options of a `rediss://` address.
     pub tls: RedisTlsConfig,
+    /// Redis's password, when the URL does not carry one (prefer `RSC_REDIS_PASSWORD` or `password-file`,
+    /// which keep it off the command line).
+    pub password: Option<crate::security::config::Secret>,
+    /// A file holding Redis's password (one line; a trailing newline is ignored).
+    pub password_file: Option<PathBuf>,
+}
+
+impl RedisConfig {
+    /// The password given apart from the URL, read from `password-file` if that is set.
+    pub fn password(&self) -> Result<Option<String>, String> {
+        if let Some(path) = &self.password_file {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                format!(
+                    "key `coordinator.redis.password-file`: cannot read {}: {e}",
+                    path.display()
+                )
+            })?;
+            let password = text.trim_end_matches(['\r', '\n']).to_owned();
+            if password.is_empty() {
+                return Err(format!(
+                    "key `coordinator.redis.password-file`: {} is empty",
+                    path.display()
+                ));
+            }
+            return Ok(Some(password));
+        }
+        Ok(self.password.as_ref().map(|p| p.0.clone()))
+    }
 }
 
 /// `[coordinator.redis.tls]`: PEM files.
@@ -75,6 +103,13 @@ pub fn node_map_from_env(raw: &str) -> Result<Value, String> {
 /// addresses (`addresses`: the standalone URL, or the cluster seed nodes).
 pub fn validate(c: &RedisConfig, cluster: bool, addresses: &[String]) -> Result<(), String> {
     validate_tls(&c.tls, addresses)?;
+    if c.password.is_some() && c.password_file.is_some() {
+        return Err(
+            "keys `coordinator.redis.password` (or RSC_REDIS_PASSWORD) and `coordinator.redis.password-file` \
+             are both set: keep one"
+                .into(),
+        );
+    }
     if !c.cluster_node_map.is_empty() && !cluster {
         return Err(format!(
             "key `{NODE_MAP_KEY}`: applies to a Redis Cluster only; set coordinator.redis-cluster-nodes too, or remove it"

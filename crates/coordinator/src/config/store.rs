@@ -1,4 +1,5 @@
-//! `[coordinator.store]`: where the coordinator's keys live and how group aggregates are written.
+//! `[coordinator.store]`: where the coordinator's keys live and how group aggregates are written (whole or
+//! split, compressed or not).
 
 use serde::{Deserialize, Serialize};
 
@@ -12,7 +13,18 @@ pub struct StoreConfig {
     /// read: use `off` while replicas of an earlier version still run against the same Redis). Every layout
     /// is read either way.
     pub aggregate_compression: AggregateCompression,
+    /// The `layoutVersion` a compare-and-set writes a group's aggregate in: `4` (split: a header and one field
+    /// per member entry, so a write carries only what changed; read only by this version and later) or `3`
+    /// (whole: one document, `aggregate-compression` deciding between "1" and "3", which earlier versions
+    /// read). Set `3` while replicas of an earlier version still run against the same Redis, and `4` once
+    /// every replica runs this one. Every layout is read either way.
+    pub layout: u8,
 }
+
+/// The whole-document layout (`coordinator.store.layout = 3`).
+pub const LAYOUT_WHOLE: u8 = 3;
+/// The split layout (`coordinator.store.layout = 4`), the default.
+pub const LAYOUT_SPLIT: u8 = 4;
 
 /// `coordinator.store.aggregate-compression`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -38,6 +50,7 @@ impl Default for StoreConfig {
         StoreConfig {
             key_prefix: "redis-stream:coord".to_owned(),
             aggregate_compression: AggregateCompression::default(),
+            layout: LAYOUT_SPLIT,
         }
     }
 }

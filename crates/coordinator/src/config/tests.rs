@@ -378,3 +378,29 @@ fn aggregate_compression_defaults_to_lz4_and_can_be_turned_off() {
     .to_string();
     assert!(err.contains("aggregate-compression"), "{err}");
 }
+
+#[test]
+fn the_store_layout_defaults_to_split_and_can_be_set_back_to_whole() {
+    let c = load(None, &env(&[]), &Overrides::default())
+        .unwrap()
+        .coordinator;
+    assert_eq!(c.store.layout, 4);
+    let c = load(
+        None,
+        &env(&[("COORDINATOR_STORE_LAYOUT", "3")]),
+        &Overrides::default(),
+    )
+    .unwrap()
+    .coordinator;
+    assert_eq!(c.store.layout, 3);
+    for bad in ["2", "5", "split"] {
+        let err = load(
+            None,
+            &env(&[("COORDINATOR_STORE_LAYOUT", bad)]),
+            &Overrides::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("store.layout"), "{bad}: {err}");
+    }
+}

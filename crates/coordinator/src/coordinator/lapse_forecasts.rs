@@ -134,6 +134,7 @@ mod tests {
         Cached {
             group: Arc::new(g),
             revision: 7,
+            split: false,
         }
     }
 

@@ -1,8 +1,9 @@
 //! The reconciler service's own state: groups it should visit before its next tick (a steady heartbeat saw
-//! another member's lease lapsed), its wake-up, and when its last full pass ended.
+//! another member's lease lapsed), its wake-up, when its last full pass ended, and the routing version whose
+//! routing ceilings it last made sure of, per stream.
 
 use crate::cache::GroupName;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, Ordering};
 
@@ -12,6 +13,8 @@ pub(crate) struct ReconcilerState {
     wake: tokio::sync::Notify,
     /// Redis time of the last completed pass over every group (0 = never).
     last_pass_ms: AtomicI64,
+    /// Per stream, the routing version whose ceilings are known written on every shard.
+    ceilings: Mutex<HashMap<String, i64>>,
 }
 
 impl ReconcilerState {
@@ -39,5 +42,16 @@ impl ReconcilerState {
 
     pub(crate) fn last_pass_ms(&self) -> i64 {
         self.last_pass_ms.load(Ordering::Relaxed)
+    }
+
+    /// The routing version whose ceilings were made sure of for `prefix` (None: not yet, by this replica).
+    pub(crate) fn ceiling_ensured(&self, prefix: &str) -> Option<i64> {
+        let map = self.ceilings.lock().unwrap_or_else(|p| p.into_inner());
+        map.get(prefix).copied()
+    }
+
+    pub(crate) fn note_ceiling(&self, prefix: &str, version: i64) {
+        let mut map = self.ceilings.lock().unwrap_or_else(|p| p.into_inner());
+        map.insert(prefix.to_owned(), version);
     }
 }

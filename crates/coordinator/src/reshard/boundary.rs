@@ -44,6 +44,28 @@ pub struct SwitchedShard {
 }
 
 impl Resharding<'_> {
+    /// Raises the routing ceiling of every shard the record routes or migrates (`0..max(shardCount, the active
+    /// migration's counts)`) to its routing version: written before a record that publishes a new version,
+    /// so an SDK producer holding it may raise a boundary to it, and nobody above it (issue #32, finding 11:
+    /// one EVAL with 2^53 - 1 raised a shard's boundary for good and stopped every SDK producer of it).
+    pub async fn publish_routing_ceilings(
+        &self,
+        prefix: &str,
+        record: &rsc_group::stream::StreamRecord,
+    ) -> Result<(), crate::domain_error::CoordError> {
+        let mut upto = record.shard_count;
+        if let Some(m) = &record.active_migration {
+            upto = upto.max(m.from_shard_count).max(m.to_shard_count);
+        }
+        let keys: Vec<String> = (0..upto)
+            .map(|s| names::shard_routing_key(&shard_stream_key(prefix, s)))
+            .collect();
+        self.store()
+            .raise_routing_ceilings(&keys, record.routing_version)
+            .await
+            .map_err(crate::domain_error::CoordError::from)
+    }
+
     /// Raises the boundary of every shard `0..max(from, to)` of `scale` (old and new) to its routing version,
     /// annotated with it. Returns the switch points of the shards whose boundary now stands at that version.
     /// Best effort per shard: a failure is logged, and the reconciler raises again.

@@ -25,6 +25,7 @@ use rsc_protocol::wire::ScaleRequest;
 use rsc_protocol::wire::quiesce::{
     ProducerQuiescedRequest, ProducerQuiescedResponse, QuiesceNotice,
 };
+use rsc_store::{Sighting, SightingLimits};
 use serde::Serialize;
 
 /// The audit action of a quiesced scale's routing switch.
@@ -32,6 +33,8 @@ pub const SWITCH_AUDIT_ACTION: &str = "PRODUCER_QUIESCE_SWITCH";
 /// Producers not seen for this many refresh windows are forgotten.
 const FORGET_AFTER_WINDOWS: i64 = 10;
 const MAX_PRODUCER_ID_LEN: usize = 200;
+/// Producers one stream keeps sightings of; a new producer id beyond it is not recorded (logged).
+const MAX_PRODUCERS_PER_STREAM: u32 = 10_000;
 
 /// The quiesce part of the migration view.
 #[derive(Debug, Serialize)]
@@ -91,14 +94,82 @@ impl Resharding<'_> {
     /// Notes a routing fetch by `producer` (best effort: a failure is logged, routing still answers).
     /// Called before the stream record is read, so a producer that got routing without the flag is seen
     /// by any switch decision made after the flag was set.
-    pub async fn note_producer_seen(&self, prefix: &str, producer: &str) {
+    ///
+    /// Nothing is written for a stream without a record (a routing read that ends in 404), nor for a new
+    /// producer id once the stream keeps [`MAX_PRODUCERS_PER_STREAM`]; the hashes expire
+    /// `FORGET_AFTER_WINDOWS` refresh windows after their last write (issue #32, finding 8).
+    pub async fn note_producer_seen(&self, prefix: &str, producer: &str, principal: Option<&str>) {
         let (seen, _) = self.producer_keys(prefix);
-        if let Err(e) = self
+        let record = names::stream_record_key(&self.config().store.key_prefix, prefix);
+        match self
             .store()
-            .producer_seen(&seen, producer, self.clock().now_ms())
+            .producer_seen(
+                &record,
+                &seen,
+                producer,
+                principal,
+                self.clock().now_ms(),
+                self.sighting_limits(),
+            )
             .await
         {
-            tracing::warn!(stream = prefix, producer, error = %store_error_text(&e), "producer sighting not recorded");
+            Ok(Sighting::Recorded | Sighting::NoStream) => {}
+            Ok(Sighting::Full) => {
+                tracing::warn!(
+                    stream = prefix,
+                    producer,
+                    max = MAX_PRODUCERS_PER_STREAM,
+                    "producer sighting not recorded: the stream already keeps the most producers it may"
+                );
+            }
+            Err(e) => {
+                tracing::warn!(stream = prefix, producer, error = %store_error_text(&e), "producer sighting not recorded");
+            }
+        }
+    }
+
+    /// A quiesced report counts only for a producer this stream has seen fetch routing, and only from the
+    /// principal whose routing reads registered it (an ADMIN may report for anyone; without authentication
+    /// nothing is recorded or compared): issue #32, finding 7, a READ caller reported `quiesced` for a real
+    /// producer that never paused, and routing switched.
+    async fn check_reporter(
+        &self,
+        prefix: &str,
+        producer: &str,
+        principal: Option<&crate::security::principal::Principal>,
+    ) -> Result<(), CoordError> {
+        let (seen, quiesced) = self.producer_keys(prefix);
+        let all = self
+            .store()
+            .producers(&seen, &quiesced)
+            .await
+            .map_err(CoordError::from)?;
+        let Some(entry) = all.get(producer) else {
+            return Err(CoordError::Conflict(format!(
+                "producer {producer:?} has not fetched routing of stream {prefix:?} (with a MEMBER principal) \
+                 recently; a producer reports quiesced after fetching routing with its producerId"
+            )));
+        };
+        let Some(caller) = principal else {
+            return Ok(());
+        };
+        if caller.roles.contains(crate::security::roles::Role::Admin) {
+            return Ok(());
+        }
+        match entry.principal.as_deref() {
+            Some(owner) if owner != caller.username => Err(CoordError::Forbidden(format!(
+                "producer {producer:?} of stream {prefix:?} fetches routing as principal {owner:?}; only that \
+                 principal (or an ADMIN) may report it quiesced"
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    fn sighting_limits(&self) -> SightingLimits {
+        let window = self.config().streams.producer_refresh_window.ms();
+        SightingLimits {
+            ttl_ms: window.saturating_mul(FORGET_AFTER_WINDOWS),
+            max_producers: MAX_PRODUCERS_PER_STREAM,
         }
     }
 
@@ -118,6 +189,7 @@ impl Resharding<'_> {
         &self,
         prefix: &str,
         req: &ProducerQuiescedRequest,
+        principal: Option<&crate::security::principal::Principal>,
     ) -> Result<ProducerQuiescedResponse, CoordError> {
         let producer = req.producer_id.clone().unwrap_or_default();
         validate_producer_id("producerId", &producer)?;
@@ -141,9 +213,21 @@ impl Resharding<'_> {
         let now = self.clock().now_ms();
         let waiting = waiting_quiesce(&stream.record, now).is_some_and(|q| q.resharding_id == rid);
         if waiting {
+            self.check_reporter(prefix, &producer, principal).await?;
             let (seen, quiesced) = self.producer_keys(prefix);
+            let record = names::stream_record_key(&self.config().store.key_prefix, prefix);
             self.store()
-                .producer_quiesced(&seen, &quiesced, &producer, &rid, version, now)
+                .producer_quiesced(
+                    &record,
+                    &seen,
+                    &quiesced,
+                    &producer,
+                    principal.map(|p| p.username.as_str()),
+                    &rid,
+                    version,
+                    now,
+                    self.sighting_limits(),
+                )
                 .await
                 .map_err(CoordError::from)?;
             tracing::info!(

@@ -43,6 +43,7 @@ impl Resharding<'_> {
         prefix: &str,
         record: StreamRecord,
     ) -> Result<Option<CachedStream>, CoordError> {
+        self.publish_routing_ceilings(prefix, &record).await?;
         let created = self
             .store()
             .stream_record_create(
@@ -131,6 +132,14 @@ impl Resharding<'_> {
             )
         })?;
         next.updated_at_ms = self.clock().now_ms();
+        // A write that publishes a new routing version raises the shards' ceilings to it first.
+        let publishes = match self.load_stream(prefix).await? {
+            Some(current) => current.record.routing_version != next.routing_version,
+            None => true,
+        };
+        if publishes {
+            self.publish_routing_ceilings(prefix, &next).await?;
+        }
         match self
             .store()
             .stream_record_cas(

@@ -1,15 +1,18 @@
 //! The guard: the one middleware every route of the table passes through, driven by the route's declared
 //! `Access` and `audit_action` (so a route cannot exist without protection).
 //!
-//! For every route: read or generate the request id (echoed as `X-Request-Id`), resolve the client address.
-//! Then, unless the route is public: authenticate (401), check roles (403), check the principal's stream
-//! scopes against the path's stream prefix (403), and for admin mutations count the rate limits (429).
+//! For every route: read or generate the request id (echoed as `X-Request-Id`), resolve the client address,
+//! refuse a browser's cross-site mutation (403, `browser.rs`). Then, unless the route is public: authenticate
+//! (401; the Basic challenge only to a request that used Basic), check roles (403), check the principal's
+//! stream scopes against the path's stream prefix (403), and for admin mutations count the rate limits (429).
+//! Every route: a body must be `application/json` (415).
 //! Audited routes (admin mutations) additionally buffer the body to fingerprint it and to read
 //! `requestedBy`/`reason`, and write exactly one audit record — success or any rejection — before the
 //! response leaves.
 
 use super::Security;
 use super::audit::{self, AuditRecord, BodyMeta};
+use super::authn::AuthFailure;
 use super::config::ApiConfig;
 use super::principal::Principal;
 use super::request_id;
@@ -86,6 +89,12 @@ pub async fn guard(sec: &Security, req: Request, next: Next) -> Response {
     let echo = id
         .as_ref()
         .map_or_else(|_| uuid::Uuid::now_v7().to_string(), Clone::clone);
+    let used_basic = super::browser::uses_basic(req.headers());
+    let has_body = {
+        use axum::body::HttpBody;
+        let body = req.body();
+        !(body.is_end_stream() || body.size_hint().exact() == Some(0))
+    };
     let (mut parts, body) = req.into_parts();
     let target = target_of(&mut parts).await;
     parts.extensions.insert(ClientAddr(client.clone()));
@@ -103,10 +112,25 @@ pub async fn guard(sec: &Security, req: Request, next: Next) -> Response {
         Err(e) => Err(Refusal {
             response: e.into_response(),
             principal: None,
+            unchecked: false,
         }),
-        Ok(_) => authorize(ctx, &parts).await,
+        // A browser's cross-site mutation is refused before anything else (issue #32, finding 1); a body
+        // that is not JSON only after authentication, so an anonymous caller learns nothing from it.
+        Ok(_) => match super::browser::check_same_origin(&parts.method, &parts.headers) {
+            Err(e) => Err(Refusal::new(e.into_response(), None)),
+            Ok(()) => match authorize(ctx, &parts).await {
+                Ok(principal) => super::browser::check_body_type(has_body, &parts.headers)
+                    .map(|()| principal.clone())
+                    .map_err(|e| Refusal::new(e.into_response(), principal.as_ref())),
+                Err(refusal) => Err(refusal),
+            },
+        },
     };
     let mut resp = match checked {
+        Err(refusal) if refusal.unchecked => {
+            parts.extensions.insert(CredentialsUnchecked);
+            next.run(Request::from_parts(parts, body)).await
+        }
         Err(refusal) => {
             if route.audit_action.is_some() {
                 let (resp, record) = ctx
@@ -129,6 +153,11 @@ pub async fn guard(sec: &Security, req: Request, next: Next) -> Response {
             }
         }
     };
+    super::browser::challenge(used_basic, &mut resp);
+    // No answer is ever sniffed into another media type (a JSON body read as HTML).
+    resp.headers_mut()
+        .entry(header::X_CONTENT_TYPE_OPTIONS)
+        .or_insert(HeaderValue::from_static("nosniff"));
     if let Ok(v) = HeaderValue::from_str(&echo) {
         resp.headers_mut().insert(request_id::HEADER, v);
     }
@@ -145,6 +174,9 @@ pub struct LoginAttempt {
     pub username: Option<String>,
     /// The principal that signed in, on success.
     pub principal: Option<Arc<Principal>>,
+    /// The user's oldest tokens this sign-in revoked to stay within `max-tokens-per-user` (audited as
+    /// `requestSummary.revokedOldestTokens`: another client holding one of them now gets 401).
+    pub revoked_oldest: usize,
 }
 
 async fn target_of(parts: &mut Parts) -> Target {
@@ -176,13 +208,27 @@ struct Ctx<'a> {
 struct Refusal {
     response: Response,
     principal: Option<Arc<Principal>>,
+    /// The credentials could not be checked because Redis is unreachable, on a route that answers anyway
+    /// ([`ANSWERS_WHILE_REDIS_IS_DOWN`]): its handler runs with [`CredentialsUnchecked`] instead.
+    unchecked: bool,
 }
+
+/// Routes that answer while Redis is down even though credentials cannot be checked then (bearer tokens and
+/// the sign-in throttle live in Redis): health and metrics, so that a monitor sees `DOWN` and `redis_up 0`
+/// instead of a 503. Their handlers then answer only what `/readyz` already tells anyone: no group data.
+pub const ANSWERS_WHILE_REDIS_IS_DOWN: [&str; 2] = ["getCoordinatorHealth", "getPrometheusMetrics"];
+
+/// Request extension: the caller's credentials could not be checked (Redis unreachable); the handler must
+/// answer nothing beyond liveness and health status.
+#[derive(Debug, Clone, Copy)]
+pub struct CredentialsUnchecked;
 
 impl Refusal {
     fn new(response: Response, principal: Option<&Arc<Principal>>) -> Self {
         Refusal {
             response,
             principal: principal.cloned(),
+            unchecked: false,
         }
     }
 }
@@ -196,6 +242,13 @@ async fn authorize(ctx: Ctx<'_>, parts: &Parts) -> Result<Option<Arc<Principal>>
     }
     let principal = match sec.authenticate(&parts.headers, ctx.client).await {
         Ok(p) => p,
+        Err(AuthFailure::Unavailable(e))
+            if ANSWERS_WHILE_REDIS_IS_DOWN.contains(&ctx.route.operation_id) =>
+        {
+            let mut refusal = Refusal::new(AuthFailure::Unavailable(e).into_response(), None);
+            refusal.unchecked = true;
+            return Err(refusal);
+        }
         Err(f) => return Err(Refusal::new(f.into_response(), None)),
     };
     if !principal.roles.satisfies(access) {
@@ -302,6 +355,15 @@ async fn login_audited(ctx: Ctx<'_>, parts: Parts, body: Body, next: Next) -> Re
     let principal = attempt.as_ref().and_then(|a| a.principal.clone());
     let (resp, mut record) = ctx.record(&head, resp, principal.as_deref(), None).await;
     if resp.status().is_success() {
+        if let Some(n) = attempt
+            .as_ref()
+            .map(|a| a.revoked_oldest)
+            .filter(|n| *n > 0)
+        {
+            record
+                .request_summary
+                .insert("revokedOldestTokens".to_owned(), n.into());
+        }
         ctx.sec.audit.write(&record).await;
     } else {
         record.attempted_username = attempt

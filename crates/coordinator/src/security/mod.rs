@@ -8,6 +8,8 @@
 //! - [`window`] (Redis fixed-window counters), [`rate_limit`] (admin mutations), [`throttle`] (sign-ins:
 //!   atomic reservations, growing delays per username and address).
 //! - [`request_id`], [`proxies`] (client address), [`audit`] (records, Redis stream, query).
+//! - [`browser`]: what a browser may make the API do (JSON bodies only, no cross-site mutations, the Basic
+//!   challenge only to Basic requests).
 //! - [`guard`]: the one middleware every route passes, driven by the route table's `Access` and
 //!   `audit_action`. The security endpoints' handlers (login, token revocation, session, audit read) are in
 //!   `api/auth.rs`; they call the logic here.
@@ -15,6 +17,7 @@
 pub mod audit;
 pub mod authn;
 pub mod bootstrap;
+pub mod browser;
 pub mod cache;
 pub mod config;
 pub mod credentials;

@@ -128,6 +128,18 @@ impl Api {
     }
 
     pub async fn raw(&self, method: &str, path: &str, body: Option<String>) -> Reply {
+        self.typed(method, path, body, Some("application/json"))
+            .await
+    }
+
+    /// A request whose body (if any) is sent with this `Content-Type` (None: no such header).
+    pub async fn typed(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<String>,
+        content_type: Option<&str>,
+    ) -> Reply {
         let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
         let mut req = self.http.request(method, format!("{}{}", self.base, path));
         req = match &self.auth {
@@ -137,7 +149,10 @@ impl Api {
             Auth::Header(h) => req.header("authorization", h),
         };
         if let Some(b) = body {
-            req = req.header("content-type", "application/json").body(b);
+            if let Some(t) = content_type {
+                req = req.header("content-type", t);
+            }
+            req = req.body(b);
         }
         let resp = req.send().await.expect("request reaches the coordinator");
         let status = resp.status().as_u16();

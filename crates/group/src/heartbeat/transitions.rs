@@ -439,6 +439,7 @@ pub fn reserve(
     reason: ReservationReason,
 ) {
     let shards = g.target_of(member_id);
+    let owner = g.members.get(member_id).and_then(|m| m.owner.clone());
     g.static_reservations
         .retain(|r| r.group_instance_id != instance);
     if shards.is_empty() {
@@ -450,5 +451,6 @@ pub fn reserve(
         shards,
         until_ms,
         reason,
+        owner,
     });
 }

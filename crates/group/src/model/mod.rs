@@ -8,14 +8,17 @@
 //! Every record type the aggregate stores is here, so the rules (`heartbeat`, `migration`, `ordering`,
 //! `durability`, …) depend on the model and never the other way round: [`migration`] the resharding
 //! migration record, [`durability`] the rollback suspicion and its dismissal, [`gates`] the read-only
-//! queries of an ordered stream's gates.
+//! queries of an ordered stream's gates; [`stored`] the aggregate split into a header and per-member entries,
+//! as the store's layout 4 keeps it.
 
 mod durability;
 mod gates;
 mod migration;
+mod stored;
 
 pub use durability::{Dismissal, Evidence, MAX_EVIDENCE, RollbackSuspicion, SignalKind};
 pub use migration::{MAX_HISTORY, Migration, MigrationState};
+pub use stored::{PART_MEMBERS, PART_TARGETS, SPLIT_PARTS, SplitEntry, SplitWrite};
 
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -244,6 +247,10 @@ pub struct Reservation {
     pub shards: ShardSet,
     pub until_ms: i64,
     pub reason: ReservationReason,
+    /// The principal that joined the stopped incarnation: only it (or an ADMIN) may claim the instance id
+    /// back (None without authentication, and in documents written before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
 }
 
 /// An open metadata-correction round (a member saw a newer metadataVersion than Redis holds).

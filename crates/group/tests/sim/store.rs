@@ -6,6 +6,14 @@
 //!
 //! Every committed write is recorded, so the world can check it against invariants 1, 3, 4 and 6.
 //!
+//! The aggregate is stored as the real store keeps it: whole (layout "1"/"3": the document, encoded and parsed
+//! again) or split (layout "4": a header and one entry per member; each write applies only the entries that
+//! changed, `Group::split_changes`, or all of them when the group was stored whole before). A scenario's
+//! [`LayoutPlan`] says which writes use which, so some groups are split from the start and others move from
+//! whole to split mid-run, through a rolling upgrade where old and new replicas' writes alternate. After every
+//! write the group is what loading the stored form gives (`Group::from_split` / `Group::from_json`), and it
+//! must equal what was written.
+//!
 //! It also holds the stream record (`record_cas.lua`: compare-and-set by revision), the shard streams with
 //! their routing boundaries (`shards.rs`) and the producers' sightings for producer quiesce (`producers.rs`).
 //! Every stream record write is kept too, so the world can follow switches and ends.
@@ -59,8 +67,43 @@ pub enum RenewOutcome {
     LeaseLapsed,
 }
 
+/// Which of a scenario's writes store the aggregate whole and which split (write numbers count from 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LayoutPlan {
+    /// Writes before this one are whole (replicas of the earlier version only).
+    pub whole_until: usize,
+    /// From `whole_until` to here writes alternate (a rolling upgrade: old and new replicas); then all split.
+    pub mixed_until: usize,
+}
+
+impl LayoutPlan {
+    pub const SPLIT: LayoutPlan = LayoutPlan {
+        whole_until: 0,
+        mixed_until: 0,
+    };
+
+    fn split(&self, write: usize) -> bool {
+        write >= self.mixed_until || (write >= self.whole_until && write.is_multiple_of(2))
+    }
+}
+
+/// The aggregate as Redis holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Stored {
+    Whole,
+    Split {
+        header: String,
+        entries: BTreeMap<(String, String), String>,
+    },
+}
+
 pub struct SimStore {
     pub group: Rc<Group>,
+    stored: Stored,
+    layout: LayoutPlan,
+    /// Writes committed so far, and how many of them were split.
+    pub writes_committed: usize,
+    pub split_writes: usize,
     pub revision: u64,
     pub leases: BTreeMap<String, i64>,
     pub writes: Vec<WriteRecord>,
@@ -73,13 +116,17 @@ pub struct SimStore {
 
 impl SimStore {
     /// A stream whose record and shard streams were created with `group`.
-    pub fn new(group: Group, now: i64) -> Self {
+    pub fn new(group: Group, now: i64, layout: LayoutPlan) -> Self {
         let mut record = StreamRecord::new(&group.stream_prefix, group.shard_count, now);
         record.routing_version = group.routing_version;
         SimStore {
             revision: group.store_revision,
             shards: SimShards::new(group.shard_count),
             group: Rc::new(group),
+            stored: Stored::Whole,
+            layout,
+            writes_committed: 0,
+            split_writes: 0,
             leases: BTreeMap::new(),
             writes: Vec::new(),
             stream: StreamSnapshot {
@@ -172,7 +219,7 @@ impl SimStore {
     fn commit(&mut self, mut g: Group, must_be_lapsed: Vec<String>, by: Writer, now: i64) {
         self.revision += 1;
         g.store_revision = self.revision;
-        let new = Rc::new(g);
+        let new = Rc::new(self.store_and_load(g));
         let old = std::mem::replace(&mut self.group, new.clone());
         self.writes.push(WriteRecord {
             old,
@@ -181,5 +228,51 @@ impl SimStore {
             by,
             now,
         });
+    }
+}
+
+impl SimStore {
+    /// Stores `g` in the layout this write uses and returns what loading it gives, checked equal to `g`.
+    fn store_and_load(&mut self, mut g: Group) -> Group {
+        let write = self.writes_committed;
+        self.writes_committed += 1;
+        if !self.layout.split(write) {
+            self.stored = Stored::Whole;
+            let loaded = Group::from_json(&g.to_json()).expect("a whole aggregate loads");
+            assert_eq!(loaded, g, "layout 3: write {write} loads back as written");
+            return loaded;
+        }
+        self.split_writes += 1;
+        let (split, mut entries) = match std::mem::replace(&mut self.stored, Stored::Whole) {
+            Stored::Split { entries, .. } => (g.split_changes(&self.group), entries),
+            Stored::Whole => (g.split_full(), BTreeMap::new()),
+        };
+        if split.full {
+            entries.clear();
+        }
+        for e in split.entries {
+            let key = (e.part.to_owned(), e.key);
+            match e.json {
+                Some(json) => entries.insert(key, json),
+                None => entries.remove(&key),
+            };
+        }
+        let loaded = Group::from_split(
+            &split.header,
+            entries
+                .iter()
+                .map(|((p, k), j)| (p.as_str(), k.as_str(), j.as_str())),
+        )
+        .expect("a split aggregate loads");
+        assert_eq!(
+            loaded, g,
+            "layout 4: write {write} loads back as written (full: {})",
+            split.full
+        );
+        self.stored = Stored::Split {
+            header: split.header,
+            entries,
+        };
+        loaded
     }
 }

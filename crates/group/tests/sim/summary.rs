@@ -20,6 +20,10 @@ pub struct Summary {
     pub view_changes: u64,
     pub replica: Stats,
     pub writes: u64,
+    /// Writes stored in the split layout ("4"), and scenarios whose group a rolling upgrade moved from the whole
+    /// layout to the split one mid-run.
+    pub split_writes: u64,
+    pub upgraded_to_split: u64,
     /// Static membership: reservations taken back by a restarted instance, lapsed past the grace, and
     /// joins refused because another live member held the instance id.
     pub reservations_claimed: u64,
@@ -50,6 +54,8 @@ impl Summary {
         self.replica_crashes += o.replica_crashes;
         self.replica_pauses += o.replica_pauses;
         self.writes += o.writes;
+        self.split_writes += o.split_writes;
+        self.upgraded_to_split += o.upgraded_to_split;
         self.reservations_claimed += o.reservations_claimed;
         self.reservations_lapsed += o.reservations_lapsed;
         self.instance_refusals += o.instance_refusals;

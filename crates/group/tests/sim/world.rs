@@ -30,7 +30,7 @@ use super::operator::Operator;
 use super::replica::{Env, HbJob, Replica, ReplicaFaults};
 use super::resharder::ReshardJob;
 use super::rng::Rng;
-use super::store::SimStore;
+use super::store::{LayoutPlan, SimStore};
 pub use super::summary::Summary;
 use super::{STEP_MS, TIMING};
 use rsc_group::invariants;
@@ -63,6 +63,9 @@ pub struct Profile {
     /// Per 10,000 steps: a replica's view of the live replicas changes (a replica joined or left, or the
     /// replicas disagree about it), so ownership of the group moves or is claimed twice or by nobody.
     pub view_churn: u64,
+    /// How the store keeps the aggregate: split from the start, whole throughout, or whole until a rolling
+    /// upgrade moves it to split mid-run (`store.rs`).
+    pub layout: LayoutPlan,
 }
 
 impl Profile {
@@ -92,6 +95,28 @@ impl Profile {
             static_members: statics.pick(&[0, 0, 500, 1_000]),
             duplicate_instance: statics.chance(250),
             view_churn: views.pick(&[0, 20, 100]),
+            layout: LayoutPlan::SPLIT,
+        }
+    }
+}
+
+impl LayoutPlan {
+    /// Half the scenarios split from the start, two in five move from whole to split mid-run (a rolling
+    /// upgrade), one in ten stay whole. Drawn apart from the rest, so that other draws do not change.
+    fn draw(rng: &mut Rng) -> LayoutPlan {
+        match rng.below(10) {
+            0..=4 => LayoutPlan::SPLIT,
+            5..=8 => {
+                let whole_until = rng.range(1, 60) as usize;
+                LayoutPlan {
+                    whole_until,
+                    mixed_until: whole_until + rng.range(0, 40) as usize,
+                }
+            }
+            _ => LayoutPlan {
+                whole_until: usize::MAX,
+                mixed_until: usize::MAX,
+            },
         }
     }
 }
@@ -118,7 +143,8 @@ impl World {
         let mut rng = Rng::new(seed);
         let mut statics = Rng::new(seed ^ 0x5747_4943);
         let mut views_rng = Rng::new(seed ^ 0x5649_4557);
-        let profile = Profile::draw(&mut rng, &mut statics, &mut views_rng);
+        let mut profile = Profile::draw(&mut rng, &mut statics, &mut views_rng);
+        profile.layout = LayoutPlan::draw(&mut Rng::new(seed ^ 0x4c41_594f));
         let mut replicas: Vec<Replica> = (0..profile.replicas)
             .map(|i| Replica::new(i, rng.range(80, 120), now, profile.batching))
             .collect();
@@ -161,6 +187,7 @@ impl World {
                     ..Group::new("s", "g", profile.shards, now, "lc")
                 },
                 now,
+                profile.layout,
             ),
             net: Network::new(profile.net),
             rng,
@@ -563,6 +590,10 @@ impl World {
         s.duplicated = self.net.duplicated;
         s.stale_answers = self.clients.iter().map(|c| c.stale_answers).sum();
         s.operator = self.operator.stats;
+        s.split_writes = self.store.split_writes as u64;
+        s.upgraded_to_split = u64::from(
+            self.store.split_writes > 0 && self.store.split_writes < self.store.writes_committed,
+        );
         let l = &self.data.ledger;
         (s.appended, s.handled, s.forgiven, s.abandoned) =
             (l.appended, l.handled, l.forgiven, l.abandoned);

@@ -12,6 +12,11 @@
 -- compressed aggregate (store/src/aggregate_codec.rs) into the staging key in the same MULTI/EXEC, and this
 -- script renames it into the aggregate key if the write goes ahead and deletes it if not. (A large argument
 -- costs Redis far more inside a script than in a plain SET.)
+-- Layout '4' (the aggregate split into fields, store/src/split_layout.rs): ARGV[2] is the header document, and
+-- after the six lists come: full ('1': replace every entry; '0': only these changes, refused as a CONFLICT
+-- unless the hash is of layout '4' already), the parts field, the count of entries to set and their (field,
+-- JSON) pairs, the count of entries to delete and their fields. Writing '1' or '3' onto a hash of layout '4'
+-- removes its header and every entry.
 -- A lease is live while now < deadline; lapsed when now >= deadline or absent.
 -- Replies: the prelude's CONFLICT/CORRUPT | {'TOO_EARLY', now} | {'LEASE_ACTIVE', now, member}
 --        | {'LEASE_LAPSED', now, member} | {'WRITTEN', now, new revision}
@@ -31,6 +36,7 @@ end
 if layout == '3' and redis.call('EXISTS', KEYS[5]) == 0 then
   return {'NOT_STAGED', now}
 end
+local stored_layout = redis.call('HGET', KEYS[1], 'layoutVersion')
 
 if now < tonumber(ARGV[5]) then
   return refuse({'TOO_EARLY', now})
@@ -60,6 +66,14 @@ for i = first, first + n_live - 1 do
 end
 first = first + n_live
 
+-- Where the split layout's arguments start (after the six lists), and its guard: changes alone apply only
+-- to a hash that holds the split layout's entries already.
+local split_first = first + n_renew + 2 * n_progress + n_remove + n_drop_lease
+local full = layout == '4' and ARGV[split_first] or nil
+if full == '0' and stored_layout ~= '4' then
+  return refuse({'CONFLICT', now, current})
+end
+
 local renewed = string.format('%.0f', now + tonumber(ARGV[4]))
 for i = first, first + n_renew - 1 do
   redis.call('ZADD', KEYS[2], renewed, ARGV[i])
@@ -80,15 +94,47 @@ first = first + n_remove
 for i = first, first + n_drop_lease - 1 do
   redis.call('ZREM', KEYS[2], ARGV[i])
 end
+first = first + n_drop_lease
+
+-- Removes the split layout's header and entries (fields named '<part>/<key>').
+local function clear_split()
+  local fields = redis.call('HKEYS', KEYS[1])
+  for _, field in ipairs(fields) do
+    if string.find(field, '/', 1, true) then
+      redis.call('HDEL', KEYS[1], field)
+    end
+  end
+  redis.call('HDEL', KEYS[1], 'header', 'parts')
+end
 
 local next_revision = current + 1
-if layout == '3' then
+if layout == '4' then
+  if full == '1' then
+    clear_split()
+  end
+  redis.call('DEL', KEYS[4])
+  redis.call('HDEL', KEYS[1], 'aggregate')
+  local n_set = tonumber(ARGV[split_first + 2])
+  local at = split_first + 3
+  for i = at, at + 2 * n_set - 1, 2 do
+    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+  end
+  at = at + 2 * n_set
+  local n_del = tonumber(ARGV[at])
+  for i = at + 1, at + n_del do
+    redis.call('HDEL', KEYS[1], ARGV[i])
+  end
+  redis.call('HSET', KEYS[1], 'header', ARGV[2], 'parts', ARGV[split_first + 1])
+elseif layout == '3' then
   redis.call('RENAME', KEYS[5], KEYS[4])
   redis.call('PERSIST', KEYS[4])
   redis.call('HDEL', KEYS[1], 'aggregate')
 else
   redis.call('DEL', KEYS[4])
   redis.call('HSET', KEYS[1], 'aggregate', ARGV[2])
+end
+if layout ~= '4' and stored_layout == '4' then
+  clear_split()
 end
 redis.call('HSET', KEYS[1],
   'revision', string.format('%.0f', next_revision),

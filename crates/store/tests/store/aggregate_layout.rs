@@ -45,6 +45,7 @@ async fn write(store: &Store, keys: &rsc_store::GroupKeys, revision: u64, json: 
             &CasWrite {
                 expected_revision: revision - 1,
                 aggregate_json: json.to_owned(),
+                split: None,
                 updated_at: "2026-01-01T00:00:01.000Z".into(),
                 lease_ttl_ms: 20_000,
                 ..CasWrite::default()
@@ -179,6 +180,7 @@ async fn a_refused_large_write_changes_nothing_and_leaves_nothing_staged(
     let attempt = |expected_revision: u64, must_be_lapsed: Vec<String>| CasWrite {
         expected_revision,
         aggregate_json: large_json(9),
+        split: None,
         updated_at: "2026-01-01T00:00:09.000Z".into(),
         lease_ttl_ms: 20_000,
         must_be_lapsed,
@@ -329,9 +331,9 @@ async fn a_damaged_compressed_aggregate_fails_closed(store: &Store, name: &str) 
         redis::cmd("HSET")
             .arg(&keys.metadata)
             .arg("layoutVersion")
-            .arg("4"),
+            .arg("9"),
     )
     .await;
-    let err = store.load(&keys).await.expect_err("layout 4 is refused");
+    let err = store.load(&keys).await.expect_err("layout 9 is refused");
     assert!(matches!(err, StoreError::UnknownLayout { .. }), "{err:?}");
 }

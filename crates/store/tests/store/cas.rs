@@ -31,6 +31,7 @@ async fn cas_writes_next_revision_and_applies_lease_changes(store: &Store, name:
     let write = CasWrite {
         expected_revision: 1,
         aggregate_json: r#"{"v":2,"storeRevision":2}"#.into(),
+        split: None,
         updated_at: "2026-01-01T00:00:01.000Z".into(),
         lease_ttl_ms: 20_000,
         not_before_ms: 0,
@@ -84,6 +85,7 @@ async fn cas_writes_next_revision_and_applies_lease_changes(store: &Store, name:
     let next = CasWrite {
         expected_revision: 2,
         aggregate_json: r#"{"v":3}"#.into(),
+        split: None,
         updated_at: "t3".into(),
         lease_ttl_ms: 20_000,
         not_before_ms: now_ms,
@@ -113,6 +115,7 @@ async fn cas_refusals_write_nothing(store: &Store, name: &str) {
     let base = CasWrite {
         expected_revision: 1,
         aggregate_json: r#"{"must":"not appear"}"#.into(),
+        split: None,
         updated_at: "never".into(),
         lease_ttl_ms: 99_000,
         not_before_ms: 0,
@@ -245,6 +248,7 @@ async fn cas_racing_writers_exactly_one_wins(store: &Store, name: &str) {
     let write = |tag: &str| CasWrite {
         expected_revision: 1,
         aggregate_json: format!(r#"{{"writer":"{tag}"}}"#),
+        split: None,
         updated_at: "t".into(),
         lease_ttl_ms: 1000,
         ..CasWrite::default()

@@ -25,6 +25,7 @@ async fn groups_in_different_slots_spread_over_nodes_and_all_work() {
         let write = CasWrite {
             expected_revision: 1,
             aggregate_json: format!(r#"{{"group":{i}}}"#),
+            split: None,
             updated_at: "t".into(),
             lease_ttl_ms: 60_000,
             must_be_live: vec!["m".into()],

@@ -52,6 +52,7 @@ async fn create_then_already_exists(store: &Store, name: &str) {
             aggregate: r#"{"v":1}"#.to_string(),
             revision: 1,
             updated_at: "2026-01-01T00:00:00.000Z".to_string(),
+            layout: "1".to_string(),
         })
     );
     let fields: std::collections::BTreeMap<String, String> =
@@ -132,6 +133,7 @@ async fn corrupt_metadata_is_refused_everywhere(store: &Store, name: &str) {
             let write = CasWrite {
                 expected_revision: 3,
                 aggregate_json: "{\"new\":true}".into(),
+                split: None,
                 updated_at: "x".into(),
                 lease_ttl_ms: 1000,
                 renew: vec!["m".into()],
@@ -229,6 +231,7 @@ async fn metadata_never_expires(store: &Store, name: &str) {
     let write = CasWrite {
         expected_revision: 1,
         aggregate_json: "{\"v\":2}".into(),
+        split: None,
         updated_at: "t2".into(),
         lease_ttl_ms: 1000,
         renew: vec!["m1".into()],

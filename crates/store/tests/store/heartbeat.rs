@@ -203,6 +203,7 @@ async fn heartbeat_refusals_write_nothing(store: &Store, name: &str) {
     let write = CasWrite {
         expected_revision: 1,
         aggregate_json: "{\"v\":2}".into(),
+        split: None,
         updated_at: "t".into(),
         lease_ttl_ms: 20_000,
         ..CasWrite::default()

@@ -64,6 +64,7 @@ async fn lease_deadlines_come_from_redis_time(store: &Store, name: &str) {
     let write = CasWrite {
         expected_revision: 1,
         aggregate_json: "{}".into(),
+        split: None,
         updated_at: "t".into(),
         lease_ttl_ms: 7_000,
         renew: vec!["m".into()],

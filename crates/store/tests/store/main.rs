@@ -42,5 +42,6 @@ mod producers;
 mod routing_floor;
 mod security_records;
 mod shards;
+mod split_layout;
 mod stream_records;
 mod tokens;

@@ -77,6 +77,17 @@ fn file(path: &str) -> Result<Response, ApiError> {
         r.headers_mut()
             .insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
     }
+    // The page runs only its own files (Swagger UI sets inline styles), talks only to this server, and is
+    // never framed (issue #32, Low).
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; \
+             connect-src 'self'; object-src 'none'; base-uri 'self'; frame-ancestors 'none'",
+        ),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     Ok(r)
 }
 

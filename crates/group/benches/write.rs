@@ -1,0 +1,145 @@
+//! Benchmark of one transition write's work in the coordinator, at 100, 1,000 and 10,000 members (one shard
+//! each): a member joins a converged group (a real transition: a new member record, new epochs, no shard
+//! moves), decided as a batch of one (`Batch`: the group copied once, the deferred rebalance run), the
+//! invariants checked on the result, and the aggregate encoded for the store, whole (JSON, then LZ4 as
+//! layoutVersion "3" stores a large one) or split (layoutVersion "4": the header and the entries that changed,
+//! `Group::split_changes`). `write_whole` and `write_split` are the whole of that work; the others are its parts.
+//! The group is built outside the timed section; the setup checks the decision is a write.
+
+use divan::Bencher;
+use rsc_group::assign::assign;
+use rsc_group::batch::Batch;
+use rsc_group::invariants;
+use rsc_group::model::{Group, GroupState, Member, ShardSet};
+use rsc_group::rebalance::derive_state;
+use rsc_group::timing::Timing;
+use rsc_protocol::wire::{HeartbeatRequest, RuntimeConsumerCapacity};
+use std::collections::BTreeMap;
+
+fn main() {
+    divan::main();
+}
+
+const NOW_MS: i64 = 1_700_000_000_000;
+const SIZES: [usize; 3] = [100, 1_000, 10_000];
+
+/// A STABLE group of `members` members over as many shards, every member holding exactly its target.
+fn converged_group(members: usize) -> Group {
+    let shards = members as u32;
+    let mut g = Group::new("bench", "bench", shards, NOW_MS, "lifecycle-1");
+    let ids = (0..members).map(|i| format!("member-{i:05}")).collect();
+    let all: ShardSet = (0..shards).collect();
+    let targets = assign(&all, &ids, &BTreeMap::new());
+    g.group_epoch = members as i64 + 1;
+    g.assignment_epoch = g.group_epoch;
+    g.metadata_version = g.group_epoch;
+    for id in &ids {
+        let mut m = Member::new(id, id, NOW_MS);
+        m.member_epoch = g.assignment_epoch;
+        m.incarnation_epoch = g.assignment_epoch;
+        m.join_confirmed = true;
+        m.assigned = targets.get(id).cloned().unwrap_or_default();
+        m.reported_owned = m.assigned.clone();
+        g.members.insert(id.clone(), m);
+    }
+    g.target_assignments = targets;
+    g.state = derive_state(&g);
+    assert_eq!(g.state, GroupState::Stable, "the bench group is not STABLE");
+    g
+}
+
+fn join_request() -> HeartbeatRequest {
+    HeartbeatRequest {
+        protocol_version: 1,
+        request_id: "r-join".into(),
+        member_id: "joiner".into(),
+        member_name: Some("joiner".into()),
+        client_name: None,
+        client_version: None,
+        group_instance_id: None,
+        member_epoch: 0,
+        metadata_version: 0,
+        runtime_consumer_capacity: RuntimeConsumerCapacity {
+            runtime_max_concurrency: 1,
+            available_concurrency: 1,
+        },
+        owned_shards: vec![],
+        revoking_shards: vec![],
+        shard_progress: vec![],
+    }
+}
+
+/// The join decided as a batch of one on `base`: the aggregate to commit.
+fn decide_join(base: &Group, req: &HeartbeatRequest, timing: &Timing) -> Group {
+    let mut batch = Batch::on(base, NOW_MS + 1_000, timing);
+    batch
+        .decide("joiner", req)
+        .expect("the join is a transition");
+    let finished = batch.finish().expect("a decided batch");
+    finished
+        .transition
+        .group
+        .expect("a write carries its aggregate")
+}
+
+fn whole(next: &Group) -> usize {
+    let json = next.to_json();
+    lz4_flex::block::compress_prepend_size(json.as_bytes()).len()
+}
+
+fn split(next: &mut Group, base: &Group) -> usize {
+    let w = next.split_changes(base);
+    w.header.len() + w.entries.len()
+}
+
+#[divan::bench(args = SIZES)]
+fn write_whole(bencher: Bencher, members: usize) {
+    let (g, req, timing) = (converged_group(members), join_request(), Timing::default());
+    bencher.bench(|| {
+        let next = decide_join(&g, &req, &timing);
+        assert!(invariants::check(&next).is_empty());
+        whole(&next)
+    });
+}
+
+#[divan::bench(args = SIZES)]
+fn write_split(bencher: Bencher, members: usize) {
+    let (g, req, timing) = (converged_group(members), join_request(), Timing::default());
+    let mut next = decide_join(&g, &req, &timing);
+    let w = next.split_changes(&g);
+    assert_eq!(w.entries.len(), 1, "only the joiner's record is written");
+    bencher.bench(|| {
+        let mut next = decide_join(&g, &req, &timing);
+        assert!(invariants::check(&next).is_empty());
+        split(&mut next, &g)
+    });
+}
+
+#[divan::bench(args = SIZES)]
+fn decide_batch_of_one(bencher: Bencher, members: usize) {
+    let (g, req, timing) = (converged_group(members), join_request(), Timing::default());
+    bencher.bench(|| decide_join(&g, &req, &timing));
+}
+
+#[divan::bench(args = SIZES)]
+fn check_invariants(bencher: Bencher, members: usize) {
+    let g = converged_group(members);
+    let next = decide_join(&g, &join_request(), &Timing::default());
+    bencher.bench(|| invariants::check(&next));
+}
+
+#[divan::bench(args = SIZES)]
+fn encode_whole(bencher: Bencher, members: usize) {
+    let g = converged_group(members);
+    let next = decide_join(&g, &join_request(), &Timing::default());
+    bencher.bench(|| whole(&next));
+}
+
+#[divan::bench(args = SIZES)]
+fn encode_split(bencher: Bencher, members: usize) {
+    let g = converged_group(members);
+    let next = decide_join(&g, &join_request(), &Timing::default());
+    bencher
+        .with_inputs(|| next.clone())
+        .bench_local_refs(|next| split(next, &g));
+}
