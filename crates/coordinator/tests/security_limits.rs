@@ -295,3 +295,53 @@ async fn a_forged_routing_version_cannot_raise_a_shards_boundary() {
     );
     running.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn dot_names_are_refused_and_answers_carry_their_protective_headers() {
+    let redis = RedisServer::start();
+    let (running, api) = coordinator(config(&redis.url())).await;
+    // Sent as raw bytes: HTTP clients resolve `.` and `..` (even percent-encoded) before sending.
+    for name in ["%2E", "%2E%2E"] {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let body = r#"{"initialShardCount":1,"requestedBy":"t","reason":"r"}"#;
+        let mut s = tokio::net::TcpStream::connect(running.addr).await.unwrap();
+        let head = format!(
+            "POST /coord/v1/streams/{name} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\
+             authorization: Basic {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+            base64_basic("admin", ADMIN_PASSWORD),
+            body.len()
+        );
+        s.write_all(head.as_bytes()).await.unwrap();
+        let mut reply = String::new();
+        s.read_to_string(&mut reply).await.unwrap();
+        assert!(reply.starts_with("HTTP/1.1 400"), "{name}: {reply}");
+        assert!(reply.contains("must not be"), "{name}: {reply}");
+    }
+    let docs = api.with_auth(Auth::None).send("GET", "/docs", None).await;
+    assert_eq!(docs.status, 200);
+    assert!(
+        docs.headers["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .contains("frame-ancestors 'none'")
+    );
+    assert_eq!(docs.headers["x-frame-options"], "DENY");
+    let health = api.send("GET", "/coord/v1/monitoring/health", None).await;
+    assert_eq!(health.headers["x-content-type-options"], "nosniff");
+    let login = api
+        .with_auth(Auth::None)
+        .send(
+            "POST",
+            "/coord/v1/auth/login",
+            Some(json!({"username": "admin", "password": ADMIN_PASSWORD})),
+        )
+        .await;
+    assert_eq!(login.status, 200, "{}", login.body);
+    assert_eq!(login.headers["cache-control"], "no-store");
+    running.shutdown().await.unwrap();
+}
+
+fn base64_basic(user: &str, password: &str) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+}

@@ -62,6 +62,14 @@ impl CredentialsFile {
         create_private_dir(dir)?;
         let tmp = dir.join(".credentials.tmp");
         let json = serde_json::to_vec_pretty(self).map_err(|e| e.to_string())?;
+        // A temporary file left by anyone (with looser permissions, or a symlink to elsewhere) is removed,
+        // never reused or followed; the new one is created exclusively (issue #32, Low).
+        match std::fs::remove_file(&tmp) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(format!("cannot remove {}: {e}", tmp.display()));
+            }
+            _ => {}
+        }
         let mut f = private_file(&tmp)?;
         f.write_all(&json)
             .and_then(|()| f.sync_all())
@@ -72,9 +80,11 @@ impl CredentialsFile {
 
 #[cfg(unix)]
 fn create_private_dir(dir: &Path) -> Result<(), String> {
-    use std::os::unix::fs::DirBuilderExt;
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
     if dir.is_dir() {
-        return Ok(());
+        // An existing directory is tightened to the owner only.
+        return std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| format!("cannot restrict {} to 0700: {e}", dir.display()));
     }
     std::fs::DirBuilder::new()
         .recursive(true)
@@ -93,8 +103,7 @@ fn private_file(path: &Path) -> Result<std::fs::File, String> {
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new()
         .write(true)
-        .create(true)
-        .truncate(true)
+        .create_new(true)
         .mode(0o600)
         .open(path)
         .map_err(|e| format!("cannot create {}: {e}", path.display()))
@@ -146,5 +155,33 @@ mod tests {
         std::fs::write(&path, b"{not json").unwrap();
         let err = CredentialsFile::load(&path).unwrap_err();
         assert!(err.contains("rsc login"), "{err}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_planted_temporary_file_is_neither_reused_nor_followed() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("rsc");
+        std::fs::create_dir(&home).unwrap();
+        std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = home.join("credentials");
+        let tmp = home.join(".credentials.tmp");
+        // A symlink planted where the temporary file goes: its target must stay untouched.
+        let target = dir.path().join("victim");
+        std::fs::write(&target, b"keep me").unwrap();
+        std::os::unix::fs::symlink(&target, &tmp).unwrap();
+        CredentialsFile::default().save(&path).unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"keep me");
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let dmode = std::fs::metadata(&home).unwrap().permissions().mode() & 0o777;
+        assert_eq!(dmode, 0o700, "the directory is tightened");
+        // A world-readable leftover is replaced by a private file.
+        std::fs::write(&tmp, b"old").unwrap();
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o644)).unwrap();
+        CredentialsFile::default().save(&path).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
     }
 }

@@ -227,6 +227,22 @@ pub fn validate(api: &ApiConfig, audit: &AuditConfig) -> Result<(), String> {
                 .into(),
         );
     }
+    let too_costly = |h: &str| {
+        super::password::argon2_memory_kib(h)
+            .is_some_and(|m| m > super::password::MAX_ARGON2_MEMORY_KIB)
+    };
+    let costly = |m: &str| {
+        format!(
+            "asks Argon2 for more than 256 MiB per check (m={m} KiB); create a hash with `rsc hash-password` \
+             (19 MiB)"
+        )
+    };
+    if let Some(h) = &api.admin_password_hash
+        && too_costly(h)
+    {
+        let m = super::password::argon2_memory_kib(h).unwrap_or_default();
+        return fail("api.admin-password-hash", costly(&m.to_string()));
+    }
     let mut seen = std::collections::BTreeSet::new();
     for (i, u) in api.users.iter().enumerate() {
         let key = format!("api.users[{i}]");
@@ -253,6 +269,10 @@ pub fn validate(api: &ApiConfig, audit: &AuditConfig) -> Result<(), String> {
                 "must be an Argon2id PHC string ($argon2id$…); create one with `rsc hash-password`"
                     .into(),
             );
+        }
+        if too_costly(&u.password_hash) {
+            let m = super::password::argon2_memory_kib(&u.password_hash).unwrap_or_default();
+            return fail(&format!("{key}.password-hash"), costly(&m.to_string()));
         }
         if u.roles.is_empty() {
             return fail(
@@ -382,6 +402,26 @@ pub fn valid_username(name: &str) -> bool {
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '@'))
+}
+
+#[cfg(test)]
+mod argon2_cost_tests {
+    use super::*;
+
+    #[test]
+    fn a_hash_asking_for_more_than_256_mib_is_refused_at_start_up() {
+        let mut api = ApiConfig::default();
+        let salt = "c29tZXNhbHRzb21lc2FsdA";
+        let hash = "aGFzaGhhc2hoYXNoaGFzaGhhc2hoYXNoaGFzaGhhc2g";
+        api.admin_password_hash = Some(format!("$argon2id$v=19$m=4194304,t=1,p=1${salt}${hash}"));
+        let e = validate(&api, &AuditConfig::default()).unwrap_err();
+        assert!(
+            e.contains("admin-password-hash") && e.contains("256 MiB"),
+            "{e}"
+        );
+        api.admin_password_hash = Some(format!("$argon2id$v=19$m=19456,t=2,p=1${salt}${hash}"));
+        assert!(validate(&api, &AuditConfig::default()).is_ok());
+    }
 }
 
 #[cfg(test)]

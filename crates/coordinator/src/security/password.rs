@@ -132,6 +132,15 @@ pub fn is_argon2id_hash(s: &str) -> bool {
     PasswordHash::new(s).is_ok_and(|h| h.algorithm.as_str() == "argon2id")
 }
 
+/// The most memory a configured Argon2id hash may ask for per check (KiB): 256 MiB. A hash with a larger
+/// `m` would make every sign-in of that user allocate it (issue #32, Low).
+pub const MAX_ARGON2_MEMORY_KIB: u32 = 256 * 1024;
+
+/// The memory cost (`m`, KiB) an Argon2 PHC string asks for, if it says.
+pub fn argon2_memory_kib(s: &str) -> Option<u32> {
+    PasswordHash::new(s).ok()?.params.get_decimal("m")
+}
+
 /// `n` bytes from the operating system's CSPRNG.
 pub fn random_bytes<const N: usize>() -> [u8; N] {
     let mut buf = [0u8; N];
