@@ -1,5 +1,5 @@
 //! The `rsc` binary: `rsc serve` runs the coordinator; the operator verbs (`login`, `health`, `groups`,
-//! `describe`, `scale`, `rollback`, `force-complete`, `audit`, `plan`, `apply`, `version`, `upgrade-check`,
+//! `describe`, `scale`, `rollback`, `force-complete`, `durability`, `audit`, `plan`, `apply`, `version`, `upgrade-check`,
 //! in `operator/`) talk to it over coord/v1; `rsc demo` shows a live demo group, `rsc bench` drives load
 //! against a running coordinator, `rsc hash-password` prints an Argon2id hash for the configuration.
 
@@ -8,10 +8,12 @@ mod bench;
 mod demo;
 mod demo_order;
 mod demo_scale;
+mod demo_tally;
 mod hash_password;
 mod log_escape;
 mod memory;
 mod operator;
+mod pipe;
 mod redis_args;
 
 use clap::{Parser, Subcommand};
@@ -65,6 +67,8 @@ enum Command {
     Rollback(operator::change::EndMigrationArgs),
     /// End a migration that cannot progress.
     ForceComplete(operator::change::EndMigrationArgs),
+    /// Metadata durability of a group: show the rollback suspicion, dismiss it, or recreate the group.
+    Durability(operator::durability::DurabilityArgs),
     /// Audit records, newest first; --follow for new ones.
     Audit(operator::audit::AuditArgs),
     /// Compare a desired-state file with the coordinator (exit 0 no changes, 2 changes, 1 error).
@@ -104,6 +108,12 @@ fn init_logging(format: &str) {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if !matches!(
+        cli.command,
+        Command::Serve { .. } | Command::Demo(_) | Command::Bench(_)
+    ) {
+        pipe::end_quietly_on_closed_stdout();
+    }
     match cli.command {
         Command::HashPassword => hash_password::run(),
         Command::Demo(args) => demo::run(args),
@@ -118,6 +128,7 @@ fn main() -> ExitCode {
         Command::ForceComplete(args) => {
             operator::run("force-complete", operator::change::force_complete(args))
         }
+        Command::Durability(args) => operator::run("durability", operator::durability::run(args)),
         Command::Audit(args) => operator::run("audit", operator::audit::audit(args)),
         Command::Plan(args) => operator::run("plan", operator::apply::plan(args)),
         Command::Apply(args) => operator::run("apply", operator::apply::apply(args)),

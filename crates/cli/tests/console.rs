@@ -458,3 +458,45 @@ async fn expire_token(redis_url: &str, token: &str) {
         .await
         .unwrap();
 }
+
+/// The health panel follows what the coordinator says: DOWN (Redis DOWN) while Redis is down, never the last
+/// green answer under an error banner; and when the coordinator itself stops answering, it says so plainly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_health_panel_says_down_without_redis_and_unreachable_without_a_coordinator() {
+    let mut redis = RedisServer::start();
+    let mut rsc = start_rsc(&redis, None);
+    let url = rsc.url();
+    let b = Browser::start().await;
+    sign_in(&b, &url, "admin", ADMIN_PASSWORD).await;
+    b.wait_for(
+        "health UP",
+        "const t = document.querySelector('#health-title'); return t && t.innerText.includes('UP')",
+        WAIT,
+    )
+    .await;
+
+    redis.stop();
+    b.wait_for(
+        "health DOWN with Redis DOWN",
+        "const t = document.querySelector('#health-title'); const p = document.querySelector('#health'); \
+         return t && t.innerText.includes('DOWN') && p.innerText.includes('Redis') && \
+         !/Redis\\s*UP/.test(p.innerText)",
+        Duration::from_secs(40),
+    )
+    .await;
+    b.screenshot("health-redis-down").await;
+
+    rsc.kill();
+    b.wait_for(
+        "the coordinator named unreachable",
+        "const p = document.querySelector('#health-problem'); \
+         return p && p.innerText.includes('does not answer') && \
+         document.querySelector('#health-title').innerText.includes('UNREACHABLE')",
+        Duration::from_secs(40),
+    )
+    .await;
+    let banner = b.text("#status").await;
+    assert!(banner.contains("COORDINATOR_UNREACHABLE"), "{banner}");
+    b.screenshot("health-coordinator-unreachable").await;
+    b.close().await;
+}

@@ -13,6 +13,10 @@
 //!   shows (`…` = anything; a value `"reshard-…"` must start with `reshard-`; `k=v` words need `k=`); and no
 //!   output may carry an `errorCode` unless the `# →` line shows one.
 //!
+//! The "Backup and restore" rehearsal runs apart (it starts its own Redis and coordinator): every `sh` block of
+//! that section and of "Doctor" (which goes on with the rehearsal's Redis), in one `set -euo pipefail` shell, with its ports (6380, 8081, 6399) swapped for free ones; it
+//! must print "routing identical", so a rehearsal that compares two error pages cannot pass.
+//!
 //! Needs `bash`, `curl` and `jq` (`.ci/run` installs them).
 
 use rsc_testkit::RedisServer;
@@ -390,6 +394,118 @@ fn every_command_of_the_readme_walk_and_runbook_works_as_written() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// The `sh` blocks under the README heading `## <heading>`, in order.
+fn section_blocks(readme: &str, heading: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut inside = false;
+    let mut block: Option<String> = None;
+    for line in readme.lines() {
+        if let Some(b) = block.as_mut() {
+            if line.trim_end() == "```" {
+                if inside {
+                    out.push(b.clone());
+                }
+                block = None;
+            } else {
+                b.push_str(line);
+                b.push('\n');
+            }
+        } else if let Some(h) = line.strip_prefix("## ") {
+            inside = h.trim() == heading;
+        } else if line.trim_end() == "```sh" {
+            block = Some(String::new());
+        }
+    }
+    out
+}
+
+/// Stops the rehearsal's daemonized redis-server (it leaves the shell's process group).
+struct RedisShutdown(u16);
+
+impl Drop for RedisShutdown {
+    fn drop(&mut self) {
+        let _ = Command::new("redis-cli")
+            .args(["-p", &self.0.to_string(), "shutdown", "nosave"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+#[test]
+fn the_backup_rehearsal_of_the_readme_proves_the_restore() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+        .expect("README.md");
+    let mut blocks = section_blocks(&readme, "Backup and restore");
+    blocks.extend(section_blocks(&readme, "Doctor"));
+    assert!(
+        blocks.len() >= 6,
+        "the README's backup rehearsal has {} sh blocks",
+        blocks.len()
+    );
+    let redis_port = rsc_testkit::free_port();
+    let rsc_port = rsc_testkit::free_port();
+    let closed_port = rsc_testkit::free_port();
+    let _redis = RedisShutdown(redis_port);
+    let script = format!("set -euo pipefail\n{}", blocks.join("\n"))
+        .replace("6380", &redis_port.to_string())
+        .replace("8081", &rsc_port.to_string())
+        .replace("6399", &closed_port.to_string());
+    let dir = tempfile::tempdir().unwrap();
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_rsc")).parent().unwrap();
+    let env = vec![
+        (
+            "PATH",
+            format!(
+                "{}:{}",
+                bin_dir.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        ),
+        ("RSC_LOG", "warn".to_owned()),
+    ];
+    let stdout = std::fs::File::create(dir.path().join("out")).unwrap();
+    let stderr = std::fs::File::create(dir.path().join("err")).unwrap();
+    let mut shell = Group(
+        bash(&script, &env, dir.path())
+            .env_remove("RSC_REDIS_URL")
+            .env_remove("RSC_COORDINATOR")
+            .stdin(Stdio::null())
+            .stdout(stdout)
+            .stderr(stderr)
+            .spawn()
+            .expect("bash starts"),
+    );
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(status) = shell.0.try_wait().unwrap() {
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let out = read(dir.path().join("out"));
+    let err = read(dir.path().join("err"));
+    let log = read(dir.path().join("rsc.log"));
+    let context = format!("--- stdout:\n{out}\n--- stderr:\n{err}\n--- rsc.log:\n{log}");
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "the rehearsal failed ({status:?}):\n{context}"
+    );
+    assert!(out.contains("routing identical"), "{context}");
+    let routing = read(dir.path().join("routing.before"));
+    assert!(
+        routing.contains("\"shards\"") && !routing.contains("errorCode"),
+        "routing.before is not a routing answer: {routing}"
+    );
+    // The refused restore, the damaged file, the unreachable Redis and doctor on a spoilt Redis each said
+    // exit 1; the forced restore and doctor on the healthy deployment (every key the coordinator's) exit 0.
+    assert_eq!(out.matches("exit 1").count(), 4, "{context}");
+    assert_eq!(out.matches("exit 0").count(), 2, "{context}");
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! End-to-end tests of the Rust SDK (rsc-client) against the real `rsc` binary and real redis-server
 //! processes: message accounting through a crash and a graceful stop, the one-reader-per-shard promise for
-//! a consumer cut off from the coordinator, routed publishing through a coordinator outage, and `rsc demo`.
+//! a consumer cut off from the coordinator, routed publishing through a coordinator outage, and `rsc demo`
+//! (its summary tells a backlog still in the stream from records lost).
 
 use rsc_client::{
     ClientError, Consumer, ConsumerConfig, ConsumerEvent, CoordinatorClient, CreateStream,
@@ -629,12 +630,13 @@ fn rsc_demo_prints_the_summary_line_and_loses_nothing() {
         .collect();
     assert_eq!(
         fields.keys().copied().collect::<BTreeSet<_>>(),
-        BTreeSet::from(["published", "acked", "duplicates", "lost"]),
+        BTreeSet::from(["published", "acked", "duplicates", "backlog", "lost"]),
         "{last}"
     );
     assert!(fields["published"] > 0, "{last}");
     assert_eq!(fields["acked"], fields["published"], "{last}");
     assert_eq!(fields["lost"], 0, "{last}");
+    assert_eq!(fields["backlog"], 0, "{last}");
 
     // Without credentials against a coordinator that needs them, it says what to do.
     let out = Command::new(env!("CARGO_BIN_EXE_rsc"))
@@ -657,4 +659,123 @@ fn rsc_demo_prints_the_summary_line_and_loses_nothing() {
         stderr.contains("requires credentials: set RSC_USERNAME and RSC_PASSWORD"),
         "{stderr}"
     );
+}
+
+/// The demo's summary line as numbers.
+fn demo_summary(stdout: &str) -> HashMap<String, u64> {
+    stdout
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.parse().unwrap()))
+        .collect()
+}
+
+fn demo(rsc: &RscProcess, redis: &RedisServer, args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rsc"));
+    cmd.args([
+        "demo",
+        "--coordinator",
+        &rsc.url(),
+        "--redis-url",
+        &redis.url(),
+    ])
+    .args(args)
+    .env("RSC_USERNAME", "admin")
+    .env("RSC_PASSWORD", ADMIN_PASSWORD);
+    cmd
+}
+
+#[test]
+fn rsc_demo_tells_a_backlog_still_in_the_stream_from_records_lost() {
+    let redis = RedisServer::start();
+    let rsc = start_rsc(&redis.url(), None);
+
+    // Consumers far slower than the producer, and no time to catch up: a backlog, nothing lost, exit 0.
+    let out = demo(
+        &rsc,
+        &redis,
+        &[
+            "--stream",
+            "slow",
+            "--shards",
+            "2",
+            "--members",
+            "1",
+            "--handle-ms",
+            "100",
+            "--rate",
+            "300",
+            "--duration",
+            "3",
+            "--drain-timeout",
+            "1",
+        ],
+    )
+    .output()
+    .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    let f = demo_summary(&stdout);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert_eq!(f["lost"], 0, "{stdout}");
+    assert!(f["backlog"] > 0, "{stdout}");
+    assert_eq!(f["acked"] + f["backlog"], f["published"], "{stdout}");
+    assert!(stderr.contains("not a loss"), "{stderr}");
+
+    // Records deleted from the stream before anyone read them: lost, exit 1.
+    let child = demo(
+        &rsc,
+        &redis,
+        &[
+            "--stream",
+            "trimmed",
+            "--shards",
+            "1",
+            "--rate",
+            "300",
+            "--backlog",
+            "5",
+            "--duration",
+            "2",
+        ],
+    )
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut conn = redis::Client::open(redis.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let trimmed = loop {
+        let len: i64 = redis::cmd("XLEN")
+            .arg("trimmed:0")
+            .query(&mut conn)
+            .unwrap();
+        if len >= 20 {
+            // The consumers start 5 s after the first publish: nobody has read these.
+            let n: i64 = redis::cmd("XTRIM")
+                .arg("trimmed:0")
+                .arg("MAXLEN")
+                .arg(0)
+                .query(&mut conn)
+                .unwrap();
+            break n as u64;
+        }
+        assert!(Instant::now() < deadline, "the demo never published");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let f = demo_summary(&stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(f["lost"] >= trimmed, "trimmed {trimmed}: {stdout}");
+    assert_eq!(f["backlog"], 0, "{stdout}");
+    assert_eq!(f["acked"] + f["lost"], f["published"], "{stdout}");
 }

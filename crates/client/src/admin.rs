@@ -80,12 +80,64 @@ pub struct Migration {
     /// Whether every member of the group reports its target assignment (migration view only).
     #[serde(default)]
     pub consumers_converged: Option<bool>,
+    /// Why the migration has not ended in this group, and the ways out (migration view only; none once
+    /// it has ended).
+    #[serde(default)]
+    pub held_by: Option<MigrationHold>,
 }
 
 impl Migration {
     /// Routing has switched to the new shard count (the migration left PREPARING).
     pub fn accepted(&self) -> bool {
         self.state != "PREPARING"
+    }
+
+    /// The migration has ended in this group (completed, force-completed, rolled back or aborted).
+    pub fn ended(&self) -> bool {
+        !matches!(self.state.as_str(), "PREPARING" | "ACTIVE" | "DRAINING")
+    }
+}
+
+/// The migration view's `heldBy`: why a migration waits in one group.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MigrationHold {
+    pub consumer_group: String,
+    /// `NO_LIVE_CONSUMER`, `DRAINING`, `DRAIN_GRACE`, `PRODUCER_QUIESCE`, `PREPARING`, `CONSUMERS_CONVERGING`
+    /// or `FINISHING`.
+    pub reason: String,
+    pub detail: String,
+    #[serde(default)]
+    pub unread_records: i64,
+    #[serde(default)]
+    pub ways_out: Vec<WayOut>,
+}
+
+/// One way out of a held migration.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WayOut {
+    pub action: String,
+    pub how: String,
+    pub effect: String,
+}
+
+impl fmt::Display for MigrationHold {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "held by group {} ({}): {}",
+            self.consumer_group, self.reason, self.detail
+        )?;
+        if !self.ways_out.is_empty() {
+            let ways: Vec<String> = self
+                .ways_out
+                .iter()
+                .map(|w| format!("{} ({})", w.how, w.effect))
+                .collect();
+            write!(f, ". Ways out: {}", ways.join("; "))?;
+        }
+        Ok(())
     }
 }
 

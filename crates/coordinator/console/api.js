@@ -39,13 +39,22 @@ function headers(body) {
 }
 
 async function call(method, path, body) {
-  const resp = await fetch(path, {
-    method,
-    headers: headers(body),
-    body: body === undefined ? undefined : JSON.stringify(body),
-    cache: "no-store",
-    credentials: "omit",
-  });
+  let resp;
+  try {
+    resp = await fetch(path, {
+      method,
+      headers: headers(body),
+      body: body === undefined ? undefined : JSON.stringify(body),
+      cache: "no-store",
+      credentials: "omit",
+    });
+  } catch (_) {
+    // No HTTP answer at all: the coordinator process is down or unreachable from this browser.
+    throw new ApiError(0, {
+      errorCode: "COORDINATOR_UNREACHABLE",
+      message: "the coordinator at " + location.origin + " does not answer (is rsc serve running?); the page shows the last data it read",
+    });
+  }
   const date = resp.headers.get("Date");
   if (date) {
     const t = Date.parse(date);

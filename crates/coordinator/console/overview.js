@@ -98,8 +98,18 @@ export function mount(el, _args, params) {
   const view = {
     title: "Overview",
     refresh: async () => {
-      const [hl, list] = await Promise.all([get("/coord/v1/monitoring/health"), get("/coord/v1/monitoring/groups")]);
+      // Health first and on its own: it answers while Redis is down (DOWN), when the group list cannot.
+      const listing = get("/coord/v1/monitoring/groups");
+      listing.catch(() => {}); // awaited below, after the health panel is drawn
+      let hl;
+      try {
+        hl = await get("/coord/v1/monitoring/health");
+      } catch (e) {
+        drawNoHealth(health, e);
+        throw e;
+      }
       drawHealth(health, hl);
+      const list = await listing;
       const suspected = new Map();
       for (const s of (hl.components && hl.components.metadataDurability && hl.components.metadataDurability.suspectedGroups) || []) {
         suspected.set(s.streamPrefix + "/" + s.consumerGroup, s);
@@ -152,6 +162,22 @@ function drawHealth(el, hl) {
         suspects.length === 0 ? "no rollback suspicion" : suspects.length + " group(s) suspected of a metadata rollback: " + suspects.map((s) => s.streamPrefix + "/" + s.consumerGroup).join(", "),
       ]),
       hl.terminating ? fact("Shutdown", "this replica is terminating") : null,
+    ),
+  );
+}
+
+/** The health panel when health itself could not be read: never the last (green) answer. */
+function drawNoHealth(el, e) {
+  const unreachable = e.code === "COORDINATOR_UNREACHABLE";
+  replace(
+    el,
+    h("h2#health-title", {}, "Health ", badge(unreachable ? "UNREACHABLE" : "UNKNOWN", "bad")),
+    h(
+      "p#health-problem",
+      {},
+      unreachable
+        ? "The coordinator does not answer at " + location.origin + ": it is stopped, or unreachable from this browser. Nothing below is current."
+        : "The coordinator answered " + e.message + ": its health is unknown.",
     ),
   );
 }

@@ -135,6 +135,23 @@ export function migration(detail) {
       ),
       step(
         4,
+        !detail.heldBy || !["NO_LIVE_CONSUMER"].includes(detail.heldBy.reason),
+        "What the migration waits for",
+        detail.heldBy
+          ? h(
+              "div#migration-held",
+              {},
+              h("p", {}, detail.heldBy.reason + ": " + detail.heldBy.detail + "."),
+              h(
+                "ul",
+                {},
+                (detail.heldBy.waysOut || []).map((w) => h("li", {}, h("strong", {}, w.action), " ", h("code", {}, w.how), " — " + w.effect)),
+              ),
+            )
+          : "Nothing: the migration has ended in this group.",
+      ),
+      step(
+        5,
         null,
         "Rollback",
         detail.rollbackAllowed

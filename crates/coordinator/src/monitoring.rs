@@ -162,10 +162,26 @@ impl Monitoring<'_> {
     /// Coordinator health with components that are really checked: Redis answers a PING in time, the
     /// reconciler ran recently, and no group is suspected of a metadata rollback. `UP`, `DEGRADED` or `DOWN`.
     pub async fn health_view(&self) -> HealthResponse {
+        self.health_view_showing(true).await
+    }
+
+    /// Health for a caller whose credentials could not be checked because Redis is unreachable
+    /// (`security::guard::CredentialsUnchecked`): the same statuses, but no group is named.
+    pub async fn health_without_credentials(&self) -> HealthResponse {
+        self.health_view_showing(false).await
+    }
+
+    async fn health_view_showing(&self, groups: bool) -> HealthResponse {
         let (redis, redis_detail) = self.probe_redis().await;
         let (loop_state, last) = crate::metrics_refresh::reconciler_state(self);
         let (durability, suspected, checked_by) = if redis == "DOWN" {
             ("UNKNOWN", Vec::new(), "not checked: Redis is down")
+        } else if !groups {
+            (
+                "UNKNOWN",
+                Vec::new(),
+                "not shown: the caller's credentials could not be checked (Redis was unreachable)",
+            )
         } else {
             match self.durability().suspected_groups().await {
                 Ok((list, how)) if list.is_empty() => ("UP", list, how),

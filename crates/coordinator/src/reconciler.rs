@@ -101,6 +101,9 @@ impl Reconciler<'_> {
                     for i in &report.reservations_lapsed {
                         tracing::info!(group = %name, group_instance_id = %i, "static member's reservation lapsed; its shards are rebalanced");
                     }
+                    if report.correction_closed {
+                        tracing::info!(group = %name, "metadata-correction round closed: no live member was left to synchronise");
+                    }
                     return;
                 }
                 ReconcileStep::Done(None) => return,
@@ -201,7 +204,12 @@ impl Reconciler<'_> {
         let mut streams = BTreeSet::new();
         for e in entries.iter().filter(|e| e.state == IndexState::Live) {
             let name = GroupName::new(&e.stream_prefix, &e.consumer_group);
-            if cluster.owns_stream(&e.stream_prefix) && streams.insert(e.stream_prefix.clone()) {
+            // A stream's pass reads every group of the stream: run it once for a stream newly owned, not at
+            // every sweep (the change feed and the every-tick rule of a migration cover the rest).
+            if cluster.owns_stream(&e.stream_prefix)
+                && streams.insert(e.stream_prefix.clone())
+                && !pass.owned_streams.contains(&e.stream_prefix)
+            {
                 pass.schedule.stream_touched(&e.stream_prefix);
             }
             if cluster.owns_group(&name) {
@@ -213,6 +221,7 @@ impl Reconciler<'_> {
         }
         pass.schedule.retain(|n| owned.contains(n));
         pass.schedule.retain_streams(|p| streams.contains(p));
+        pass.owned_streams = streams;
         if sweep {
             for (name, revision) in pass.schedule.quiet() {
                 match self.store().revision(&self.keys(&name)).await {
@@ -229,7 +238,7 @@ impl Reconciler<'_> {
     }
 
     /// Takes the change feed's new entries: an owned group written anywhere is due now, and so is the pass
-    /// of an owned stream that was written or had a group written.
+    /// of an owned stream whose record was written.
     async fn read_changes(&self, pass: &mut Pass) {
         let Some(cursor) = pass.feed_cursor.clone() else {
             return;
@@ -249,7 +258,9 @@ impl Reconciler<'_> {
                         pass.schedule.due_now(&name);
                     }
                 }
-                if cluster.owns_stream(&c.stream_prefix) {
+                // A write of the stream record (an empty group) makes its pass due; a group's write does
+                // not (a stream with a migration in flight runs its pass every tick anyway).
+                if c.consumer_group.is_empty() && cluster.owns_stream(&c.stream_prefix) {
                     pass.schedule.stream_touched(&c.stream_prefix);
                 }
             }
@@ -313,6 +324,8 @@ impl Reconciler<'_> {
 #[derive(Debug)]
 pub(crate) struct Pass {
     schedule: Schedule,
+    /// The streams this replica owned at its last look at ownership.
+    owned_streams: BTreeSet<String>,
     generation: Option<u64>,
     feed_cursor: Option<String>,
     next_sweep: tokio::time::Instant,
@@ -322,6 +335,7 @@ impl Pass {
     fn new(sweep_interval: Duration) -> Self {
         Pass {
             schedule: Schedule::default(),
+            owned_streams: BTreeSet::new(),
             generation: None,
             feed_cursor: None,
             next_sweep: tokio::time::Instant::now() + sweep_interval,

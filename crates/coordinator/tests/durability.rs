@@ -350,3 +350,51 @@ async fn health_reports_a_suspicion_and_its_repair_at_once() {
     assert_eq!(h["status"], "UP", "{h}");
     running.shutdown().await.unwrap();
 }
+
+/// The dead end of issue #33 (point 7): a member reports a newer metadataVersion (a correction round opens
+/// and a suspicion is raised), the operator dismisses the suspicion, the member goes away. Before, every admin
+/// change of the stream answered 409 METADATA_SYNC_IN_PROGRESS until some member joined; now the round closes
+/// once the last member's lease lapses, and the scale is accepted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_correction_round_closes_when_its_last_member_expires() {
+    let redis = RedisServer::start();
+    let (running, api) = coordinator(test_config(&redis.url())).await;
+    assert_eq!(api.create_stream("dur", 2).await.status, 201);
+    let mut a = Member::new("a");
+    for _ in 0..3 {
+        beat(&api, &mut a).await;
+    }
+    a.forged_metadata_version = Some(a.metadata_version() + 5);
+    let reply = api.heartbeat("dur", "dur", &a).await;
+    assert_eq!(reply["status"], "SYNC_METADATA", "{reply}");
+
+    let scale = json!({"targetShardCount": 3, "requestedBy": "ops", "reason": "test"});
+    let dismissed = api
+        .send(
+            "POST",
+            &format!("{GROUP}/durability/dismiss"),
+            Some(json!({"requestedBy": "ops", "reason": "a test client"})),
+        )
+        .await;
+    assert_eq!(dismissed.status, 200, "{}", dismissed.body);
+    let refused = api
+        .send("POST", "/coord/v1/streams/dur/scale", Some(scale.clone()))
+        .await;
+    assert_eq!(refused.status, 409, "{}", refused.body);
+    assert_eq!(
+        refused.body["errorCode"], "METADATA_SYNC_IN_PROGRESS",
+        "{}",
+        refused.body
+    );
+
+    // a stops heartbeating: its lease lapses (1.5 s), the reconciler expires it and closes the round.
+    let accepted = wait_for("the scale to be accepted", WAIT, || async {
+        let r = api
+            .send("POST", "/coord/v1/streams/dur/scale", Some(scale.clone()))
+            .await;
+        (r.status == 202).then_some(r)
+    })
+    .await;
+    assert_eq!(accepted.body["targetShardCount"], 3, "{}", accepted.body);
+    running.shutdown().await.unwrap();
+}

@@ -457,6 +457,21 @@ async fn a_token_cannot_mint_tokens_and_live_tokens_are_capped_oldest_first() {
         .await
         .unwrap();
     assert_eq!(listed, 3);
+    // Each eviction is in the audit log, on the login that caused it (not only in the server log).
+    let audit = api
+        .send(
+            "GET",
+            "/coord/v1/monitoring/audit?action=LOGIN&principal=reader",
+            None,
+        )
+        .await;
+    let evicting: Vec<&Value> = audit.body["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["requestSummary"]["revokedOldestTokens"] == 1)
+        .collect();
+    assert_eq!(evicting.len(), 2, "{}", audit.body);
     // Other users have their own cap.
     assert_eq!(
         login_from(&api, "192.0.2.1", "writer", USER_PASSWORD)

@@ -7,7 +7,9 @@
 //! - holds whose time has come are dropped, so their shards can be granted;
 //! - a static member whose lease lapsed leaves its target reserved for its `groupInstanceId` for the
 //!   static-member grace; reservations past it are dropped and their shards rebalanced;
-//! - terminal members are forgotten after the retention period.
+//! - terminal members are forgotten after the retention period;
+//! - a metadata-correction round with no live member left closes: nobody is left to synchronise, and while it
+//!   is open every admin change of the group is refused (`METADATA_SYNC_IN_PROGRESS`).
 //!
 //! Every time condition is returned with the transition (`not_before_ms`, `must_be_lapsed`) so the store can
 //! check it against Redis time atomically with the write.
@@ -24,11 +26,14 @@ use std::collections::BTreeSet;
 pub struct TickReport {
     pub expired: Vec<String>,
     pub fenced: Vec<String>,
-    pub holds_released: usize,
+    /// (u32 with the flag below, so the report — part of every reconcile step — does not grow.)
+    pub holds_released: u32,
     pub pruned: Vec<String>,
     /// Static members' reservations made (lease lapsed) and dropped (grace over), by `groupInstanceId`.
     pub reserved: Vec<String>,
     pub reservations_lapsed: Vec<String>,
+    /// A metadata-correction round closed because no live member was left to synchronise.
+    pub correction_closed: bool,
 }
 
 /// Advances `g` to `now_ms`. `lapsed`: members whose lease has lapsed according to Redis.
@@ -114,7 +119,7 @@ pub fn tick(
             true
         }
     });
-    report.holds_released = before - next.holds.len();
+    report.holds_released = u32::try_from(before - next.holds.len()).unwrap_or(u32::MAX);
 
     next.static_reservations.retain(|r| {
         if r.until_ms <= now_ms {
@@ -127,6 +132,13 @@ pub fn tick(
     });
     // The grace is over: the shards are rebalanced over the active members, as for any departure.
     membership_changed |= !report.reservations_lapsed.is_empty();
+
+    // A correction round waits for live members to report the store's version; with none left it would stay
+    // open for ever (until some member joined), refusing every admin change meanwhile.
+    if next.metadata_correction.is_some() && !next.members.values().any(|m| m.state.is_live()) {
+        next.metadata_correction = None;
+        report.correction_closed = true;
+    }
 
     let retention = timing.stale_member_retention_ms;
     let prunable: Vec<(String, i64)> = next

@@ -335,6 +335,27 @@ fn status_sync_metadata_to_a_member_that_saw_a_newer_version() {
 }
 
 #[test]
+fn a_correction_round_closes_when_its_last_live_member_expires() {
+    let mut ctx = Context::new().shards(2).build();
+    ctx.member("a").joins().send();
+    let v = ctx.group.metadata_version;
+    ctx.member("a")
+        .metadata_version(v + 1)
+        .send()
+        .expect(SyncMetadata);
+    assert!(ctx.group.metadata_correction.is_some(), "a round is open");
+    // a never comes back: its lease lapses, the reconciler expires it, and nobody is left to synchronise.
+    ctx.advance(60_000);
+    let report = ctx.tick().expect("the expiry is due");
+    assert_eq!(report.expired, ["a"]);
+    assert!(report.correction_closed, "{report:?}");
+    assert!(
+        ctx.group.metadata_correction.is_none(),
+        "closed: admin changes of the group are no longer refused"
+    );
+}
+
+#[test]
 fn status_revoke_pending_until_every_member_acknowledged_the_correction() {
     let mut ctx = two_members_one_revoking();
     ctx.member("b").joins().send();

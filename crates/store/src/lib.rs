@@ -14,8 +14,9 @@
 //! bearer tokens (`tokens.rs`), the audit streams (`audit.rs`), rate-limit windows and the sign-in
 //! throttle (`limits.rs`), the bootstrap admin hash (`bootstrap.rs`), the replica registry and change feed (`cluster.rs`), backup and restore of the records
 //! that define groups and streams (`backup.rs`) and what Redis says about itself for `rsc doctor`
-//! (`diagnostics.rs`). A group's aggregate is stored whole (`aggregate_codec.rs`) or split into a header and
-//! per-member entries (`split_layout.rs`, layoutVersion "4"). Every Lua script is in
+//! (`diagnostics.rs`), with every shape of key the coordinator writes (`key_shapes.rs`). A group's aggregate
+//! is stored whole (`aggregate_codec.rs`) or split into a header and per-member entries (`split_layout.rs`,
+//! layoutVersion "4"). Every Lua script is in
 //! `lua/`. Key names are built by the caller with `rsc_protocol::names`; the store takes them as
 //! arguments.
 
@@ -28,6 +29,7 @@ mod connection;
 mod diagnostics;
 mod error;
 mod index;
+mod key_shapes;
 mod keys;
 mod limits;
 mod messages;
@@ -51,6 +53,7 @@ pub use connection::{RedisConn, RedisTopology};
 pub use diagnostics::AclAnswer;
 pub use error::StoreError;
 pub use index::{IndexEntry, IndexState};
+pub use key_shapes::{KeyShape, coordinator_key_kind, coordinator_key_shapes};
 pub use keys::{GroupKeys, aggregate_key, aggregate_staging_key};
 pub use limits::{ThrottleBudgets, ThrottleKeys, ThrottleReason, ThrottleVerdict, WindowCount};
 pub use messages::{PageDirection, StreamRecord};

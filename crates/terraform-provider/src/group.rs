@@ -66,11 +66,30 @@ pub fn check_group(diags: &mut Diagnostics, group: &Value<String>) {
 fn check_config(diags: &mut Diagnostics, config: &GroupState) {
     check_prefix(diags, &config.stream_prefix);
     check_group(diags, &config.consumer_group);
+    if let (Some(p), Some(g)) = (known(&config.stream_prefix), known(&config.consumer_group))
+        && p == g
+    {
+        diag::error(
+            diags,
+            format!("{g:?} is the stream's default group"),
+            default_group_detail(p),
+            AttributePath::new("consumer_group"),
+        );
+    }
     if let Some(r) = known(&config.reason)
         && let Err(e) = validate::validate_text("reason", r, true)
     {
         diag::invalid(diags, "reason", &e);
     }
+}
+
+/// Why the default group (named like its stream) is not an `rsc_consumer_group`: it is the stream itself.
+fn default_group_detail(prefix: &str) -> String {
+    format!(
+        "The group named like the stream ({prefix}) is created and deleted with the stream: manage it as an \
+         rsc_stream (terraform import rsc_stream.NAME {prefix}). As an rsc_consumer_group, removing the resource \
+         would delete the stream."
+    )
 }
 
 /// `force_destroy` has a default (see [`settle_flag`]); `config` is `None` where there is none (read).
@@ -311,7 +330,9 @@ impl Resource for GroupResource {
     ) -> Option<()> {
         let api = self.shared.get(diags)?;
         let (p, g) = state.names();
-        let reason = api.reason(known(&state.reason));
+        // This run's reason (the provider's default_reason): the resource is gone from the configuration, and
+        // the reason in state is the one of the run that last changed it.
+        let reason = api.reason(None);
         let force = state.force_destroy == Value::Value(true);
         match api.admin.delete_group(&p, &g, force, &reason).await {
             Ok(done) => {
@@ -346,6 +367,16 @@ impl Resource for GroupResource {
                 Ok((p.to_owned(), g.to_owned()))
             });
         match parsed {
+            Ok((p, g)) if p == g => {
+                diag::root_error(
+                    diags,
+                    format!(
+                        "{id:?} is the default group of stream {p:?}, not an rsc_consumer_group"
+                    ),
+                    default_group_detail(&p),
+                );
+                None
+            }
             Ok((p, g)) => Some((
                 GroupState {
                     id: Value::Value(id),

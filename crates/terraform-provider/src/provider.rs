@@ -103,7 +103,7 @@ impl Config {
             (Auth::Bearer(t), "token")
         } else if let Some(u) = username {
             match password.or_else(|| env("RSC_PASSWORD")) {
-                Some(p) => (Auth::Login(Credentials::new(u, p)), "password"),
+                Some(p) => (Auth::Basic(Credentials::new(u, p)), "password"),
                 None => {
                     diag::error(
                         diags,
@@ -126,7 +126,7 @@ impl Config {
             (Auth::Bearer(t), "")
         } else {
             match (env("RSC_USERNAME"), env("RSC_PASSWORD")) {
-                (Some(u), Some(p)) => (Auth::Login(Credentials::new(u, p)), ""),
+                (Some(u), Some(p)) => (Auth::Basic(Credentials::new(u, p)), ""),
                 _ => {
                     diag::root_error(
                         diags,

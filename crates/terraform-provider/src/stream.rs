@@ -104,6 +104,44 @@ pub struct StreamResource {
 }
 
 impl StreamResource {
+    /// Waits for the scale `answer` to settle, reads back what the coordinator routes with, and reports a
+    /// wait that failed (naming what holds the migration).
+    async fn settle(
+        &self,
+        diags: &mut Diagnostics,
+        api: &Api,
+        answer: &rsc_client::admin::ScaleAnswer,
+        planned: StreamState,
+        private_state: ValueEmpty,
+        limit: Duration,
+    ) -> Option<(StreamState, ValueEmpty)> {
+        let prefix = planned.prefix().to_owned();
+        let converge = planned.wait_for_convergence == Value::Value(true);
+        let waited = wait::scale_settled(api, answer, converge, limit).await;
+        let mut state = planned;
+        // Read back what the coordinator now routes with, whatever the wait said.
+        match refresh(api, &mut state).await {
+            Ok(_) => {}
+            Err(e) => diag::read(
+                diags,
+                &format!("stream {prefix:?} after the scale"),
+                &e,
+                "shard_count",
+            ),
+        }
+        if let Err(e) = waited {
+            diag::error(
+                diags,
+                format!("scale of stream {prefix:?} not settled"),
+                e,
+                AttributePath::new("shard_count"),
+            );
+        }
+        Some((state, private_state))
+    }
+}
+
+impl StreamResource {
     pub fn new(shared: Shared) -> Self {
         StreamResource { shared }
     }
@@ -113,16 +151,62 @@ impl StreamResource {
 async fn refresh(api: &Api, state: &mut StreamState) -> Result<bool, rsc_client::ClientError> {
     let prefix = state.prefix().to_owned();
     let groups = api.admin.stream_groups(&prefix).await?;
-    let Some(g) = groups
-        .iter()
-        .find(|g| g.consumer_group == prefix)
-        .or(groups.first())
-    else {
+    // The stream is its default group (named like the prefix): without it the resource does not exist, even
+    // while other groups keep the stream record (deleted out of band: drift, planned as a create that brings
+    // the default group back).
+    let Some(g) = groups.iter().find(|g| g.consumer_group == prefix) else {
         return Ok(false);
     };
     state.shard_count = Value::Value(i64::from(g.shard_count));
     state.id = Value::Value(prefix);
     Ok(true)
+}
+
+/// The stream's migration that has not ended in some group: the groups that still take part, each with
+/// its migration (PREPARING, ACTIVE or DRAINING there).
+async fn unfinished_migration(
+    api: &Api,
+    prefix: &str,
+) -> Result<Vec<rsc_client::admin::Migration>, rsc_client::ClientError> {
+    let groups = api.admin.stream_groups(prefix).await?;
+    Ok(groups
+        .into_iter()
+        .filter_map(|g| {
+            let m = g.active_migration?;
+            matches!(m.state.as_str(), "PREPARING" | "ACTIVE" | "DRAINING").then(|| {
+                rsc_client::admin::Migration {
+                    consumer_group: Some(g.consumer_group.clone()),
+                    resharding_id: m.resharding_id,
+                    from_shard_count: m.from_shard_count,
+                    to_shard_count: m.to_shard_count,
+                    state: m.state,
+                    routing_shard_count: None,
+                    consumers_converged: None,
+                    held_by: None,
+                }
+            })
+        })
+        .collect())
+}
+
+/// Why each group's part of `migrations` has not ended (the migration view's `heldBy`), one line each.
+async fn holds_text(
+    api: &Api,
+    prefix: &str,
+    migrations: &[rsc_client::admin::Migration],
+) -> String {
+    let mut lines = Vec::new();
+    for m in migrations {
+        let group = m.consumer_group.as_deref().unwrap_or(prefix);
+        match api.admin.migration(prefix, group, &m.resharding_id).await {
+            Ok(seen) => match seen.held_by {
+                Some(h) => lines.push(h.to_string()),
+                None => lines.push(format!("group {group:?}: {}", seen.state)),
+            },
+            Err(e) => lines.push(format!("group {group:?}: not read ({e})")),
+        }
+    }
+    lines.join("\n")
 }
 
 #[async_trait]
@@ -212,9 +296,57 @@ impl Resource for StreamResource {
         let mut next = state.clone();
         default_flags(&mut next, None);
         match refresh(&api, &mut next).await {
-            Ok(true) => Some((next, private_state)),
+            Ok(true) => {
+                // A scale this configuration asked for (its target is the count in state) that has not ended is
+                // an unfinished change: state keeps the count the stream still drains from, so the next plan
+                // shows it instead of "No changes". One started elsewhere is drift: the routing count stays.
+                match unfinished_migration(&api, state.prefix()).await {
+                    Ok(unfinished) if !unfinished.is_empty() => {
+                        let m = &unfinished[0];
+                        if state.shard_count == Value::Value(i64::from(m.to_shard_count)) {
+                            next.shard_count = Value::Value(i64::from(m.from_shard_count));
+                        }
+                        diag::root_warning(
+                            diags,
+                            format!(
+                                "stream {:?}: the scale from {} to {} shards (migration {}) has not ended",
+                                state.prefix(),
+                                m.from_shard_count,
+                                m.to_shard_count,
+                                m.resharding_id
+                            ),
+                            holds_text(&api, state.prefix(), &unfinished).await,
+                        );
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        tracing::warn!(stream = %state.prefix(), error = %e, "migrations not read")
+                    }
+                }
+                Some((next, private_state))
+            }
             Ok(false) => {
                 tracing::info!(stream = %state.prefix(), "stream not found: it will be planned for creation");
+                if let Ok(others) = api.admin.stream_groups(state.prefix()).await
+                    && !others.is_empty()
+                {
+                    diag::root_warning(
+                        diags,
+                        format!(
+                            "stream {:?} lost its default group {:?} outside Terraform",
+                            state.prefix(),
+                            state.prefix()
+                        ),
+                        format!(
+                            "Its groups {} remain; the plan creates the default group again.",
+                            others
+                                .iter()
+                                .map(|g| g.consumer_group.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    );
+                }
                 None
             }
             Err(e) => {
@@ -302,6 +434,34 @@ impl Resource for StreamResource {
             }
         };
         let reason = api.reason(known(&planned.reason));
+        // The stream record kept by other groups while its default group is gone: create that group again.
+        if let Ok(groups) = api.admin.stream_groups(&prefix).await
+            && !groups.is_empty()
+            && !groups.iter().any(|g| g.consumer_group == prefix)
+        {
+            return match api
+                .admin
+                .create_group(&prefix, &prefix, None, &reason)
+                .await
+            {
+                Ok(done) => {
+                    tracing::info!(request_id = %done.request_id, stream = %prefix, "created the stream's default group again");
+                    let mut state = planned;
+                    state.id = Value::Value(prefix.clone());
+                    state.shard_count = Value::Value(i64::from(done.answer.shard_count));
+                    Some((state, private_state))
+                }
+                Err(e) => {
+                    diag::mutation(
+                        diags,
+                        &format!("create the default group of stream {prefix:?}"),
+                        &e,
+                        "stream_prefix",
+                    );
+                    None
+                }
+            };
+        }
         match api.admin.create_stream(&prefix, count, &reason).await {
             Ok(done) => {
                 tracing::info!(request_id = %done.request_id, stream = %prefix, shard_count = count, %reason, "created stream");
@@ -371,6 +531,27 @@ impl Resource for StreamResource {
             }
         };
         let reason = api.reason(known(&planned.reason));
+        // The same scale already under way (an earlier apply that did not see it end): wait for it again
+        // instead of asking for it twice.
+        let under_way = match unfinished_migration(&api, &prefix).await {
+            Ok(m) if m.iter().all(|m| m.to_shard_count == target) && !m.is_empty() => Some(m),
+            _ => None,
+        };
+        if let Some(migrations) = under_way {
+            tracing::info!(stream = %prefix, target, "the scale is already under way: waiting for it");
+            let answer = rsc_client::admin::ScaleAnswer {
+                stream_prefix: prefix.clone(),
+                target_shard_count: target,
+                affected_consumer_groups: migrations
+                    .iter()
+                    .filter_map(|m| m.consumer_group.clone())
+                    .collect(),
+                migrations,
+            };
+            return self
+                .settle(diags, &api, &answer, planned, private_state, limit)
+                .await;
+        }
         let answer = match api.admin.scale_stream(&prefix, target, &reason).await {
             Ok(done) => {
                 tracing::info!(request_id = %done.request_id, stream = %prefix, target, %reason,
@@ -388,28 +569,8 @@ impl Resource for StreamResource {
                 return Some((prior, private_state)); // nothing changed: keep the old count in state
             }
         };
-        let converge = planned.wait_for_convergence == Value::Value(true);
-        let waited = wait::scale_settled(&api, &answer, converge, limit).await;
-        let mut state = planned;
-        // Read back what the coordinator now routes with, whatever the wait said.
-        match refresh(&api, &mut state).await {
-            Ok(_) => {}
-            Err(e) => diag::read(
-                diags,
-                &format!("stream {prefix:?} after the scale"),
-                &e,
-                "shard_count",
-            ),
-        }
-        if let Err(e) = waited {
-            diag::error(
-                diags,
-                format!("scale of stream {prefix:?} not settled"),
-                e,
-                AttributePath::new("shard_count"),
-            );
-        }
-        Some((state, private_state))
+        self.settle(diags, &api, &answer, planned, private_state, limit)
+            .await
     }
 
     async fn destroy<'a>(
@@ -454,7 +615,9 @@ impl Resource for StreamResource {
         if groups.is_empty() {
             return Some(()); // already gone
         }
-        let reason = api.reason(known(&state.reason));
+        // This run's reason (the provider's default_reason): the resource is gone from the configuration, and
+        // the reason in state is the one of the run that last changed it.
+        let reason = api.reason(None);
         let force = state.force_destroy == Value::Value(true);
         match api
             .admin

@@ -1,6 +1,8 @@
 //! Waiting after a scale: until every affected group's migration is accepted (routing switched to the new
-//! count, the migration left PREPARING) and, when asked, until every group's consumers converged. Polls the
-//! migration view with a bounded deadline (the resource's `timeouts`).
+//! count, the migration left PREPARING) and, when asked (`wait_for_convergence`), until it has ended in every
+//! group (consumers converged and removed shards drained). Polls the migration view with a bounded deadline
+//! (the resource's `timeouts`); a timeout names the group that holds the migration, why, and the ways out
+//! (the view's `heldBy`).
 
 use crate::api::Api;
 use rsc_client::admin::ScaleAnswer;
@@ -69,16 +71,19 @@ pub async fn scale_settled(
                 ));
             }
             let accepted = seen.accepted() && seen.routing_shard_count.is_none_or(|n| n == target);
-            let converged = !converge || seen.consumers_converged == Some(true);
+            let converged = !converge || (seen.consumers_converged == Some(true) && seen.ended());
             if !(accepted && converged) {
                 pending.push(format!(
-                    "group {group:?}: migration {} {} (routing {} shards, consumers converged: {})",
+                    "group {group:?}: migration {} {} (routing {} shards, consumers converged: {}){}",
                     seen.resharding_id,
                     seen.state,
                     seen.routing_shard_count
                         .map_or("?".into(), |n| n.to_string()),
                     seen.consumers_converged
                         .map_or("?".into(), |c| c.to_string()),
+                    seen.held_by
+                        .as_ref()
+                        .map_or(String::new(), |h| format!("; {h}")),
                 ));
             }
         }
@@ -90,7 +95,7 @@ pub async fn scale_settled(
                 "timed out after {} waiting for the scale to {target} shards to be {}; last seen: {}",
                 humantime::format_duration(limit),
                 if converge {
-                    "accepted and converged"
+                    "accepted and ended in every group"
                 } else {
                     "accepted"
                 },

@@ -270,37 +270,9 @@ fn layout_check(layouts: &[String]) -> Check {
     check("store layout", Level::Pass, detail)
 }
 
-/// Whether `key` has the shape of a key the coordinator writes under `kp` (shapes from `names`).
+/// Whether `key` has the shape of a key the coordinator writes under `kp` (the one list in rsc-store).
 fn is_coordinator_key(kp: &str, key: &str) -> bool {
-    const M: &str = "\u{1}";
-    let (pair, addr, user) = names::login_throttle_keys(kp, M, M, M);
-    let exact = [
-        names::group_index_key(kp),
-        names::audit_stream_key(kp),
-        names::audit_rejected_stream_key(kp),
-        names::bootstrap_admin_key(kp),
-        names::replica_registry_key(kp),
-        names::change_feed_key(kp),
-    ];
-    let shapes = [
-        names::group_metadata_key(kp, M, M),
-        rsc_store::aggregate_key(&names::group_metadata_key(kp, M, M)),
-        rsc_store::aggregate_staging_key(&names::group_metadata_key(kp, M, M)),
-        names::group_leases_key(kp, M, M),
-        names::group_progress_key(kp, M, M),
-        names::stream_record_key(kp, M),
-        names::producers_seen_key(kp, M),
-        names::producers_quiesced_key(kp, M),
-        names::ratelimit_principal_key(kp, M),
-        names::ratelimit_group_key(kp, M),
-        names::suspicion_limit_key(kp, M),
-        names::token_key(kp, M),
-        names::user_tokens_key(kp, M),
-        pair,
-        addr,
-        user,
-    ];
-    exact.iter().any(|e| e == key) || shapes.iter().any(|s| fits(s, M, key))
+    rsc_store::coordinator_key_kind(kp, key).is_some()
 }
 
 /// Whether `key` is `shape` with every `marker` replaced by some non-empty text.

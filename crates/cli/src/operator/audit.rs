@@ -19,6 +19,12 @@ pub struct AuditArgs {
     pub group: Option<String>,
     #[arg(long)]
     pub principal: Option<String>,
+    /// Only this action (e.g. SCALE_STREAM, LOGIN, DELETE_GROUP).
+    #[arg(long)]
+    pub action: Option<String>,
+    /// Only this outcome: SUCCESS, UNAUTHORIZED, FORBIDDEN or FAILED.
+    #[arg(long)]
+    pub outcome: Option<String>,
     /// Only records at or after this time: ISO-8601 (2026-12-01T10:00:00Z), epoch ms, or a duration ago (15m).
     #[arg(long)]
     pub since: Option<String>,
@@ -49,6 +55,12 @@ pub async fn audit(args: AuditArgs) -> Result<ExitCode, Failure> {
         }
         if let Some(p) = &args.principal {
             q.push(("principal", p.clone()));
+        }
+        if let Some(a) = &args.action {
+            q.push(("action", a.clone()));
+        }
+        if let Some(o) = &args.outcome {
+            q.push(("outcome", o.clone()));
         }
         if let Some(t) = since {
             q.push(("since", t.to_string()));

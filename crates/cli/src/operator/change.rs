@@ -304,8 +304,50 @@ struct Progress {
     state: String,
     converged: u64,
     target: u64,
+    /// A scale-in: removed shards drain (a scale-out has none, and no drain fields are shown).
+    scale_in: bool,
     draining_left: usize,
     grace_left_ms: i64,
+    /// The coordinator's `heldBy`: why the migration has not ended in this group, and the ways out.
+    held: Option<Value>,
+}
+
+impl Progress {
+    fn message(&self) -> String {
+        let mut msg = self.state.clone();
+        if self.scale_in {
+            msg.push_str(&format!(
+                "  draining shards left {}  drain grace left {:.0}s",
+                self.draining_left,
+                self.grace_left_ms as f64 / 1000.0
+            ));
+        }
+        if let Some(h) = &self.held
+            && matches!(s(h, "reason"), "NO_LIVE_CONSUMER")
+        {
+            msg.push_str(&format!("  HELD: {}", s(h, "detail")));
+        }
+        msg
+    }
+}
+
+/// A held migration's diagnosis and ways out, in one paragraph (`heldBy` of the migration detail).
+pub fn hold_text(h: &Value) -> String {
+    let ways: Vec<String> = h
+        .get("waysOut")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|w| format!("{} ({})", s(w, "how"), s(w, "effect")))
+        .collect();
+    format!(
+        "held by group {} ({}): {}. Ways out: {}",
+        s(h, "consumerGroup"),
+        s(h, "reason"),
+        s(h, "detail"),
+        ways.join("; ")
+    )
 }
 
 async fn progress(
@@ -383,12 +425,15 @@ async fn progress(
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map_or(0, |d| (d.as_millis() as i64 - now_ms()).max(0));
+    let from = m.get("fromShardCount").and_then(Value::as_u64).unwrap_or(0);
     Ok(Progress {
         state: s(&m, "state").to_owned(),
         converged: owned.len() as u64,
         target,
+        scale_in: from > target,
         draining_left,
         grace_left_ms,
+        held: m.get("heldBy").filter(|h| h.is_object()).cloned(),
     })
 }
 
@@ -410,18 +455,18 @@ async fn wait(
     let mut last_line: BTreeMap<&str, String> = BTreeMap::new();
     let deadline = tokio::time::Instant::now() + timeout;
     let mut ended: BTreeMap<&str, bool> = BTreeMap::new();
+    let mut holds: BTreeMap<&str, Value> = BTreeMap::new();
     loop {
         for (group, id) in migrations {
             if ended.contains_key(group.as_str()) {
                 continue;
             }
             let p = progress(session, stream, group, id).await?;
-            let msg = format!(
-                "{}  draining shards left {}  drain grace left {:.0}s",
-                p.state,
-                p.draining_left,
-                p.grace_left_ms as f64 / 1000.0
-            );
+            let msg = p.message();
+            match &p.held {
+                Some(h) => holds.insert(group, h.clone()),
+                None => holds.remove(group.as_str()),
+            };
             if tty {
                 let bar = shown.entry(group).or_insert_with(|| {
                     let b = bars.add(ProgressBar::new(p.target));
@@ -473,9 +518,19 @@ async fn wait(
             }
         }
         if tokio::time::Instant::now() >= deadline {
+            let why: Vec<String> = holds
+                .iter()
+                .filter(|(g, _)| !ended.contains_key(*g))
+                .map(|(_, h)| hold_text(h))
+                .collect();
             return Err(Failure::new(format!(
-                "still not ended after {}; the migration goes on (rsc describe {stream} <group>)",
-                humantime::format_duration(timeout)
+                "still not ended after {}; the migration goes on (rsc describe {stream} <group>){}",
+                humantime::format_duration(timeout),
+                if why.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", why.join(" | "))
+                }
             )));
         }
     }

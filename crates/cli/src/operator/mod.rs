@@ -20,6 +20,7 @@ pub mod audit;
 pub mod change;
 pub mod credentials;
 pub mod desired;
+pub mod durability;
 pub mod login;
 pub mod show;
 pub mod table;
@@ -213,6 +214,10 @@ impl Session {
                     .as_deref()
                     .map(|u| format!(" {u:?}"))
                     .unwrap_or_default()
+            ),
+            ClientError::Unreachable(why) if why.contains("REDIS_UNAVAILABLE") => format!(
+                "the coordinator at {urls} answered but cannot reach Redis (REDIS_UNAVAILABLE): start or \
+                 repair Redis; `rsc health` shows the coordinator's components ({why})"
             ),
             ClientError::Unreachable(why) => {
                 format!("no coordinator answered at {urls}: {why}")

@@ -37,7 +37,22 @@ pub async fn health(target: Target) -> Result<ExitCode, Failure> {
                             .get("suspectedGroups")
                             .and_then(Value::as_array)
                             .filter(|g| !g.is_empty())
-                            .map(|g| format!("{} suspected groups", g.len()))
+                            .map(|g| {
+                                let names: Vec<String> = g
+                                    .iter()
+                                    .map(|x| {
+                                        format!(
+                                            "{}/{}",
+                                            s(x, "streamPrefix"),
+                                            s(x, "consumerGroup")
+                                        )
+                                    })
+                                    .collect();
+                                format!(
+                                    "suspected of a metadata rollback: {} (rsc durability show <stream> <group>)",
+                                    names.join(", ")
+                                )
+                            })
                             .unwrap_or_default(),
                         _ => s(c, "detail").to_owned(),
                     };
@@ -103,6 +118,29 @@ pub async fn groups(target: Target) -> Result<ExitCode, Failure> {
     for g in list.as_array().cloned().unwrap_or_default() {
         lines.push(group_line(&session, &g).await?);
     }
+    // Groups suspected of a metadata rollback (their admin changes are refused): flagged on their line.
+    let health = session
+        .get(&["coord", "v1", "monitoring", "health"], &[])
+        .await
+        .unwrap_or(Value::Null);
+    let suspected: std::collections::BTreeSet<(String, String)> =
+        health["components"]["metadataDurability"]["suspectedGroups"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|x| {
+                (
+                    s(x, "streamPrefix").to_owned(),
+                    s(x, "consumerGroup").to_owned(),
+                )
+            })
+            .collect();
+    let is_suspected = |l: &GroupLine| {
+        suspected.contains(&(
+            s(&l.summary, "streamPrefix").to_owned(),
+            s(&l.summary, "consumerGroup").to_owned(),
+        ))
+    };
     match target.output {
         Output::Json => print_json(&Value::Array(
             lines
@@ -117,6 +155,7 @@ pub async fn groups(target: Target) -> Result<ExitCode, Failure> {
                         "members": l.total,
                         "activeReshardingId": l.migration,
                         "totalLag": l.lag,
+                        "rollbackSuspected": is_suspected(l),
                     })
                 })
                 .collect(),
@@ -130,6 +169,7 @@ pub async fn groups(target: Target) -> Result<ExitCode, Failure> {
                 "STATE",
                 "MIGRATION",
                 "LAG",
+                "DURABILITY",
             ]);
             for l in &lines {
                 t.row(vec![
@@ -140,6 +180,11 @@ pub async fn groups(target: Target) -> Result<ExitCode, Failure> {
                     s(&l.summary, "state").to_owned(),
                     l.migration.clone().unwrap_or_default(),
                     l.lag.map(|x| x.to_string()).unwrap_or_default(),
+                    if is_suspected(l) {
+                        "SUSPECTED".to_owned()
+                    } else {
+                        "ok".to_owned()
+                    },
                 ]);
             }
             if t.is_empty() {
@@ -298,9 +343,59 @@ pub async fn describe(args: DescribeArgs) -> Result<ExitCode, Failure> {
         for gate in m["orderingGates"].as_array().into_iter().flatten() {
             sayln!("{}", gate_line(gate));
         }
-        print_json(&m);
+        for line in migration_summary(&m) {
+            println!("{line}");
+        }
+        println!("(the whole migration view: rsc describe {p} {g} --output json)");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The migration view in a few lines: age, routing, the removed shards' drain, and why it has not ended
+/// (`heldBy`) with the ways out.
+fn migration_summary(m: &Value) -> Vec<String> {
+    let mut out = vec![format!(
+        "  age {:.0}s  routing {} shards  consumers converged {}  rollback allowed {}",
+        m["ageSeconds"].as_f64().unwrap_or(0.0),
+        n(m, "routingShardCount"),
+        m["consumersConverged"].as_bool().unwrap_or(false),
+        m["rollbackAllowed"].as_bool().unwrap_or(false),
+    )];
+    let removed = m["removedShards"].as_array().cloned().unwrap_or_default();
+    if !removed.is_empty() {
+        let unread: Vec<String> = removed
+            .iter()
+            .filter_map(|r| {
+                let left = r["lag"].as_i64().unwrap_or(0) + r["pending"].as_i64().unwrap_or(0);
+                (left > 0).then(|| format!("{} ({left} unread)", r["shardIndex"]))
+            })
+            .collect();
+        out.push(format!(
+            "  removed shards {}: {}; drain evidence counts from {}",
+            removed.len(),
+            if unread.is_empty() {
+                "all read".to_owned()
+            } else {
+                unread.join(", ")
+            },
+            s(m, "drainEvidenceFrom")
+        ));
+    }
+    if m["producerQuiesce"]["waiting"].as_bool() == Some(true) {
+        out.push("  routing waits for producers to quiesce".to_owned());
+    }
+    if let Some(h) = m.get("heldBy").filter(|h| h.is_object()) {
+        out.push(format!("  HELD ({}): {}", s(h, "reason"), s(h, "detail")));
+        for w in h["waysOut"].as_array().into_iter().flatten() {
+            out.push(format!(
+                "    way out {}: {}  — {}",
+                s(w, "action"),
+                s(w, "how"),
+                s(w, "effect")
+            ));
+        }
+    }
+    out
 }
 
 /// One ordering gate of the migration view as a line: the child, how it is read meanwhile, and what each

@@ -221,9 +221,20 @@ async fn an_operator_creates_a_group_rolls_back_force_completes_and_deletes_with
     )
     .await;
 
-    // Force-complete the stuck scale-in of "force".
+    // Force-complete the stuck scale-in of "force". First the triage names why it is stuck: the group has
+    // no consumer and 5 unread records on the removed shard 1, with the ways out.
     b.js("location.hash = '#/group/force/force'; return true")
         .await;
+    b.wait_for(
+        "the migration triage naming the group that holds it",
+        "const e = document.querySelector('#migration-held'); \
+         return e && e.innerText.includes('NO_LIVE_CONSUMER') \
+         && e.innerText.includes('group force has no live consumer and 5 unread record(s) on removed shard(s) 1') \
+         && e.innerText.includes('FORCE_COMPLETE') && e.innerText.includes('START_CONSUMER')",
+        WAIT,
+    )
+    .await;
+    b.screenshot("13-migration-held").await;
     open_and_refuse_empty_reason(
         &b,
         "#force-complete",

@@ -78,9 +78,9 @@ pub async fn login(
     };
     let principal = match result {
         Ok(p) => p,
-        Err(f) => return with_attempt(f.into_response(), attempted, None),
+        Err(f) => return with_attempt(f.into_response(), attempted, None, 0),
     };
-    let (token, expires_ms) = match sec.issue_token(&principal, now).await {
+    let (token, expires_ms, revoked_oldest) = match sec.issue_token(&principal, now).await {
         Ok(t) => t,
         Err(e) => return ApiError::from(e).into_response(),
     };
@@ -101,7 +101,7 @@ pub async fn login(
         }),
     )
         .into_response();
-    with_attempt(resp, attempted, Some(principal))
+    with_attempt(resp, attempted, Some(principal), revoked_oldest)
 }
 
 fn role_names(principal: &Principal) -> Vec<String> {
@@ -139,11 +139,13 @@ fn with_attempt(
     mut resp: Response,
     username: Option<String>,
     principal: Option<Arc<Principal>>,
+    revoked_oldest: usize,
 ) -> Response {
     resp.extensions_mut()
         .insert(crate::security::guard::LoginAttempt {
             username,
             principal,
+            revoked_oldest,
         });
     resp
 }

@@ -3,19 +3,39 @@
 //! metrics-only router for a separate listener.
 
 use crate::coordinator::Coordinator;
-use axum::Router;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use axum::{Extension, Router};
 use std::sync::Arc;
 
 /// Route label for requests that matched no route (so unknown paths cannot grow the label set).
 pub const UNMATCHED: &str = "unmatched";
 
-/// `GET /metrics`: the OpenMetrics exposition.
-pub async fn metrics(State(c): State<Arc<Coordinator>>) -> Response {
-    let body = c.metrics().render(c.stats());
+/// `GET /metrics`: the OpenMetrics exposition. While Redis is down and the caller's credentials cannot be
+/// checked, only the liveness gauges (`up`, `health{status}`, `redis_up`): a scrape still sees DOWN.
+pub async fn metrics(
+    State(c): State<Arc<Coordinator>>,
+    unchecked: Option<Extension<crate::security::guard::CredentialsUnchecked>>,
+) -> Response {
+    let body = if unchecked.is_some() {
+        let health = c.monitoring().health_without_credentials().await;
+        crate::metrics::render_liveness(
+            &c.config().id,
+            &crate::metrics::snapshot::HealthObservation {
+                redis_up: health.redis != "DOWN",
+                status: match health.status.as_str() {
+                    "UP" => "UP",
+                    "DEGRADED" => "DEGRADED",
+                    _ => "DOWN",
+                },
+                reconciler_age_seconds: None,
+            },
+        )
+    } else {
+        c.metrics().render(c.stats())
+    };
     let mut resp = (StatusCode::OK, body).into_response();
     resp.headers_mut().insert(
         header::CONTENT_TYPE,

@@ -57,6 +57,24 @@ fn redis_histogram() -> Histogram {
 }
 
 /// The coordinator's metrics.
+/// Every Redis operation the coordinator times (the `operation` label of `redis_command_duration_seconds` and
+/// `redis_connection_failures_total`). The failure counter of each starts at 0, so that `increase()` in an
+/// alert sees the first burst of failures after a restart. A test checks that every `time_store` call of the
+/// crate names one of these.
+pub const REDIS_OPERATIONS: [&str; 11] = [
+    "cas",
+    "cluster_slots",
+    "heartbeat",
+    "leases",
+    "load",
+    "ping",
+    "progress",
+    "revision",
+    "time",
+    "xinfo",
+    "xrange",
+];
+
 #[derive(Debug)]
 pub struct Metrics {
     registry: Registry,
@@ -97,6 +115,10 @@ impl Metrics {
         let api_duration = HistogramFamily::new_with_constructor(api_histogram);
         let redis_duration = HistogramFamily::new_with_constructor(redis_histogram);
         let redis_connection_failures = Family::<Labels, Counter>::default();
+        for operation in REDIS_OPERATIONS {
+            let _ =
+                redis_connection_failures.get_or_create(&vec![("operation", operation.to_owned())]);
+        }
         registry.register(
             format!("{PREFIX}_api_request"),
             "HTTP requests by method, route template and status",
@@ -242,7 +264,15 @@ impl Metrics {
 
     /// Removes the per-group counter series of groups that no longer exist (`live`: every live group), as the
     /// gauges of a deleted group disappear from the next snapshot.
+    /// Every group in `live` gets its `member_expired_total` series at 0 if it has none yet, so that an
+    /// alert's `increase()` counts its first expiries after a restart.
     pub fn retain_groups(&self, live: &std::collections::BTreeSet<(String, String)>) {
+        for (stream, group) in live {
+            self.note_group(stream, group);
+            let _ = self
+                .group_expired
+                .get_or_create(&vec![("stream", stream.clone()), ("group", group.clone())]);
+        }
         let Ok(mut seen) = self.counted_groups.lock() else {
             return;
         };
@@ -326,6 +356,18 @@ impl Metrics {
         let _ = encode_eof(&mut out);
         out
     }
+}
+
+/// The exposition of the liveness gauges alone (`up`, `health{status}`, `redis_up`), for a scrape whose
+/// credentials could not be checked because Redis is down: it names no group.
+pub fn render_liveness(coordinator_id: &str, health: &snapshot::HealthObservation) -> String {
+    let mut out = String::new();
+    let _ = encode_registry(
+        &mut out,
+        &snapshot::liveness_registry(coordinator_id, health),
+    );
+    let _ = encode_eof(&mut out);
+    out
 }
 
 /// Whether a store error means Redis could not be reached (as opposed to a refused or corrupt answer).
@@ -465,5 +507,63 @@ mod tests {
             assert!(text.contains(needle), "missing {needle} in\n{text}");
         }
         assert!(text.ends_with("# EOF\n"));
+    }
+
+    #[test]
+    fn labelled_counters_of_alerts_start_at_zero() {
+        let m = Metrics::new();
+        let live = [("orders".to_owned(), "billing".to_owned())].into();
+        m.retain_groups(&live);
+        let text = m.render(&Stats::default());
+        for op in REDIS_OPERATIONS {
+            let series = format!(
+                "redis_stream_coord_redis_connection_failures_total{{operation=\"{op}\"}} 0"
+            );
+            assert!(text.contains(&series), "missing {series} in\n{text}");
+        }
+        let expired =
+            "redis_stream_coord_member_expired_total{stream=\"orders\",group=\"billing\"} 0";
+        assert!(text.contains(expired), "missing {expired} in\n{text}");
+        // A deleted group's series goes away again.
+        m.retain_groups(&Default::default());
+        assert!(!m.render(&Stats::default()).contains("group=\"billing\""));
+    }
+
+    #[test]
+    fn every_timed_redis_operation_is_listed() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = vec![src];
+        let mut named = Vec::new();
+        while let Some(path) = files.pop() {
+            if path.is_dir() {
+                files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            for call in ["time_store(", "observe_redis("] {
+                for (at, _) in text.match_indices(call) {
+                    let rest = text[at + call.len()..].trim_start();
+                    if let Some(literal) = rest.strip_prefix('"') {
+                        let name = &literal[..literal.find('"').unwrap()];
+                        // (This test's own string literals are not operation names.)
+                        if !name.is_empty()
+                            && name.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+                        {
+                            named.push((path.display().to_string(), name.to_owned()));
+                        }
+                    }
+                }
+            }
+        }
+        assert!(named.len() >= REDIS_OPERATIONS.len(), "{named:?}");
+        for (file, name) in named {
+            assert!(
+                REDIS_OPERATIONS.contains(&name.as_str()),
+                "{file} times Redis operation {name:?}, which REDIS_OPERATIONS does not list"
+            );
+        }
     }
 }

@@ -109,26 +109,7 @@ pub fn build(
 ) -> Snapshot {
     let mut g = Gauges::default();
     let none = Labels::new;
-    g.set(
-        "up",
-        "1 while this coordinator runs",
-        vec![("coordinator", coordinator_id.to_owned())],
-        1.0,
-    );
-    for status in ["UP", "DEGRADED", "DOWN"] {
-        g.set(
-            "health",
-            "Coordinator health: 1 for the current status (UP, DEGRADED or DOWN), 0 for the others",
-            vec![("status", status.to_owned())],
-            if health.status == status { 1.0 } else { 0.0 },
-        );
-    }
-    g.set(
-        "redis_up",
-        "1 when Redis answered the last health PING",
-        none(),
-        if health.redis_up { 1.0 } else { 0.0 },
-    );
+    liveness_gauges(&mut g, coordinator_id, health);
     if let Some(age) = health.reconciler_age_seconds {
         g.set(
             "reconciler_last_run_age_seconds",
@@ -168,6 +149,38 @@ pub fn build(
         suspected,
         durability_generation: 0,
     }
+}
+
+/// `up{coordinator}`, `health{status}` and `redis_up`: what every scrape shows, even one whose credentials
+/// could not be checked while Redis is down.
+fn liveness_gauges(g: &mut Gauges, coordinator_id: &str, health: &HealthObservation) {
+    g.set(
+        "up",
+        "1 while this coordinator runs",
+        vec![("coordinator", coordinator_id.to_owned())],
+        1.0,
+    );
+    for status in ["UP", "DEGRADED", "DOWN"] {
+        g.set(
+            "health",
+            "Coordinator health: 1 for the current status (UP, DEGRADED or DOWN), 0 for the others",
+            vec![("status", status.to_owned())],
+            if health.status == status { 1.0 } else { 0.0 },
+        );
+    }
+    g.set(
+        "redis_up",
+        "1 when Redis answered the last health PING",
+        Labels::new(),
+        if health.redis_up { 1.0 } else { 0.0 },
+    );
+}
+
+/// A registry of the liveness gauges alone ([`liveness_gauges`]).
+pub fn liveness_registry(coordinator_id: &str, health: &HealthObservation) -> Registry {
+    let mut g = Gauges::default();
+    liveness_gauges(&mut g, coordinator_id, health);
+    g.into_registry()
 }
 
 fn group_series(

@@ -30,10 +30,12 @@
 //! `ops.rs` the scale / rollback / force-complete operations, `drain.rs` the reconciler's stream pass and the
 //! drain evidence reads, `views.rs` the responses (the contract's in `rsc_protocol::wire::resharding`, the
 //! migration detail here), `ordering.rs` ordered streams (the option, the gates view), `boundary.rs`
-//! routing boundaries and plain appends after a switch, `quiesce.rs` producer quiesce.
+//! routing boundaries and plain appends after a switch, `quiesce.rs` producer quiesce, `hold.rs` why a
+//! migration has not ended in a group and the ways out (`heldBy`).
 
 mod boundary;
 mod drain;
+mod hold;
 mod ops;
 mod ordering;
 mod perform;
@@ -44,6 +46,7 @@ mod views;
 pub use quiesce::{QuiesceView, SWITCH_AUDIT_ACTION, validate_producer_id};
 
 pub use boundary::SwitchedShard;
+pub use hold::{MigrationHold, UnreadShard, WayOut};
 pub use ordering::{OrderingGate, ParentProgress};
 pub use views::{MigrationDetail, RemovedShard};
 

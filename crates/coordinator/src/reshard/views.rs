@@ -36,6 +36,8 @@ pub struct MigrationDetail {
     /// plain-XADD appends after it (`unorderedAppendsAfterSwitch`, `boundary.rs`). Empty for a migration
     /// that is not the stream's latest or has not switched routing.
     pub switched_shards: Vec<super::SwitchedShard>,
+    /// Why the migration has not ended in this group, and the ways out (`hold.rs`); null once it has.
+    pub held_by: Option<super::MigrationHold>,
 }
 
 /// One removed or draining shard of a migration: what Redis and the members say about it.
@@ -182,16 +184,37 @@ impl Resharding<'_> {
         let producer_quiesce = self
             .quiesce_view(&name.stream_prefix, stream.as_ref(), id)
             .await;
+        let rollback_allowed =
+            rollback_check(g, id).is_ok() && m.state != MigrationState::RolledBack;
+        let consumers_converged = g.state != rsc_group::model::GroupState::Reconciling;
+        let drain_evidence_from_ms = self.drain_evidence_from_ms(g);
+        let held_by = super::hold::diagnose(&super::hold::HoldFacts {
+            stream_prefix: &name.stream_prefix,
+            consumer_group: &name.consumer_group,
+            resharding_id: &m.resharding_id,
+            state: m.state,
+            from_shard_count: m.from_shard_count,
+            to_shard_count: m.to_shard_count,
+            live_consumers: g.members.values().filter(|x| x.state.is_live()).count(),
+            consumers_converged,
+            quiesce_waiting: producer_quiesce.as_ref().is_some_and(|q| q.waiting),
+            rollback_allowed,
+            drain_evidence_from_ms,
+            now_ms: now,
+            shards: shards
+                .iter()
+                .map(|s| (s.shard_index, s.lag, s.pending))
+                .collect(),
+        });
         Ok(MigrationDetail {
             migration: migration_response(&m),
             age_seconds: (now - m.created_at_ms) as f64 / 1000.0,
-            drain_evidence_from: crate::clock::iso_ms(self.drain_evidence_from_ms(g)),
-            rollback_allowed: rollback_check(g, id).is_ok()
-                && m.state != MigrationState::RolledBack,
+            drain_evidence_from: crate::clock::iso_ms(drain_evidence_from_ms),
+            rollback_allowed,
             routing_shard_count: stream
                 .as_ref()
                 .map_or(g.shard_count, |s| s.record.shard_count),
-            consumers_converged: g.state != rsc_group::model::GroupState::Reconciling,
+            consumers_converged,
             removed_shards: shards,
             producer_quiesce,
             ordering: stream
@@ -199,6 +222,7 @@ impl Resharding<'_> {
                 .map_or("NONE", |s| s.record.ordering.as_str()),
             ordering_gates: self.ordering_gates_view(g).await,
             switched_shards,
+            held_by,
         })
     }
 }

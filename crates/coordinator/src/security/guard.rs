@@ -12,6 +12,7 @@
 
 use super::Security;
 use super::audit::{self, AuditRecord, BodyMeta};
+use super::authn::AuthFailure;
 use super::config::ApiConfig;
 use super::principal::Principal;
 use super::request_id;
@@ -111,6 +112,7 @@ pub async fn guard(sec: &Security, req: Request, next: Next) -> Response {
         Err(e) => Err(Refusal {
             response: e.into_response(),
             principal: None,
+            unchecked: false,
         }),
         // A browser's cross-site mutation is refused before anything else (issue #32, finding 1); a body
         // that is not JSON only after authentication, so an anonymous caller learns nothing from it.
@@ -125,6 +127,10 @@ pub async fn guard(sec: &Security, req: Request, next: Next) -> Response {
         },
     };
     let mut resp = match checked {
+        Err(refusal) if refusal.unchecked => {
+            parts.extensions.insert(CredentialsUnchecked);
+            next.run(Request::from_parts(parts, body)).await
+        }
         Err(refusal) => {
             if route.audit_action.is_some() {
                 let (resp, record) = ctx
@@ -168,6 +174,9 @@ pub struct LoginAttempt {
     pub username: Option<String>,
     /// The principal that signed in, on success.
     pub principal: Option<Arc<Principal>>,
+    /// The user's oldest tokens this sign-in revoked to stay within `max-tokens-per-user` (audited as
+    /// `requestSummary.revokedOldestTokens`: another client holding one of them now gets 401).
+    pub revoked_oldest: usize,
 }
 
 async fn target_of(parts: &mut Parts) -> Target {
@@ -199,13 +208,27 @@ struct Ctx<'a> {
 struct Refusal {
     response: Response,
     principal: Option<Arc<Principal>>,
+    /// The credentials could not be checked because Redis is unreachable, on a route that answers anyway
+    /// ([`ANSWERS_WHILE_REDIS_IS_DOWN`]): its handler runs with [`CredentialsUnchecked`] instead.
+    unchecked: bool,
 }
+
+/// Routes that answer while Redis is down even though credentials cannot be checked then (bearer tokens and
+/// the sign-in throttle live in Redis): health and metrics, so that a monitor sees `DOWN` and `redis_up 0`
+/// instead of a 503. Their handlers then answer only what `/readyz` already tells anyone: no group data.
+pub const ANSWERS_WHILE_REDIS_IS_DOWN: [&str; 2] = ["getCoordinatorHealth", "getPrometheusMetrics"];
+
+/// Request extension: the caller's credentials could not be checked (Redis unreachable); the handler must
+/// answer nothing beyond liveness and health status.
+#[derive(Debug, Clone, Copy)]
+pub struct CredentialsUnchecked;
 
 impl Refusal {
     fn new(response: Response, principal: Option<&Arc<Principal>>) -> Self {
         Refusal {
             response,
             principal: principal.cloned(),
+            unchecked: false,
         }
     }
 }
@@ -219,6 +242,13 @@ async fn authorize(ctx: Ctx<'_>, parts: &Parts) -> Result<Option<Arc<Principal>>
     }
     let principal = match sec.authenticate(&parts.headers, ctx.client).await {
         Ok(p) => p,
+        Err(AuthFailure::Unavailable(e))
+            if ANSWERS_WHILE_REDIS_IS_DOWN.contains(&ctx.route.operation_id) =>
+        {
+            let mut refusal = Refusal::new(AuthFailure::Unavailable(e).into_response(), None);
+            refusal.unchecked = true;
+            return Err(refusal);
+        }
         Err(f) => return Err(Refusal::new(f.into_response(), None)),
     };
     if !principal.roles.satisfies(access) {
@@ -325,6 +355,15 @@ async fn login_audited(ctx: Ctx<'_>, parts: Parts, body: Body, next: Next) -> Re
     let principal = attempt.as_ref().and_then(|a| a.principal.clone());
     let (resp, mut record) = ctx.record(&head, resp, principal.as_deref(), None).await;
     if resp.status().is_success() {
+        if let Some(n) = attempt
+            .as_ref()
+            .map(|a| a.revoked_oldest)
+            .filter(|n| *n > 0)
+        {
+            record
+                .request_summary
+                .insert("revokedOldestTokens".to_owned(), n.into());
+        }
         ctx.sec.audit.write(&record).await;
     } else {
         record.attempted_username = attempt

@@ -10,13 +10,13 @@ use crate::domain_error::CoordError;
 
 impl Security {
     /// Issues an access token for `principal`, valid from `now_ms` for `coordinator.api.token-ttl`:
-    /// the token and when it expires. The user's oldest live tokens beyond `max-tokens-per-user` are
-    /// revoked, and forgotten by this replica at once.
+    /// the token, when it expires, and how many of the user's oldest live tokens it revoked to stay within
+    /// `max-tokens-per-user` (forgotten by this replica at once; the login's audit record counts them).
     pub async fn issue_token(
         &self,
         principal: &Principal,
         now_ms: i64,
-    ) -> Result<(String, i64), CoordError> {
+    ) -> Result<(String, i64, usize), CoordError> {
         let ttl_ms = i64::try_from(self.config.token_ttl.0.as_millis()).unwrap_or(i64::MAX);
         let expires_ms = now_ms.saturating_add(ttl_ms);
         let (token, displaced) = self
@@ -37,7 +37,7 @@ impl Security {
                 "revoked the user's oldest access tokens: at most max-tokens-per-user stay live"
             );
         }
-        Ok((token, expires_ms))
+        Ok((token, expires_ms, displaced.len()))
     }
 
     /// Revokes the token with this digest on all replicas (whether it was live), and drops it from this
