@@ -335,6 +335,39 @@ pub fn load(
     Ok(config)
 }
 
+/// Settings that weaken the coordinator's defences, one line each naming the key, so that `rsc serve` says
+/// so when it starts (issue #32, Low): tokens living longer than 90 days, admin rate limits off,
+/// unauthenticated heartbeats, and the unauthenticated metrics listener on every interface.
+pub fn risky_settings(c: &CoordinatorConfig) -> Vec<String> {
+    let mut out = Vec::new();
+    if c.api.token_ttl.0 > Duration::from_secs(90 * 24 * 3600) {
+        out.push(format!(
+            "coordinator.api.token-ttl is {}: a stolen token stays valid that long (default 7d)",
+            humantime::format_duration(c.api.token_ttl.0)
+        ));
+    }
+    if !c.api.rate_limit.enabled {
+        out.push(
+            "coordinator.api.rate-limit.enabled is false: admin mutations are not rate limited"
+                .to_owned(),
+        );
+    }
+    if !c.api.authenticate_member_api {
+        out.push(
+            "coordinator.api.authenticate-member-api is false: anyone who reaches the API can send heartbeats \
+             (closed networks only)"
+                .to_owned(),
+        );
+    }
+    let metrics = c.metrics.listen.trim();
+    if metrics.starts_with("0.0.0.0:") || metrics.starts_with("[::]:") {
+        out.push(format!(
+            "coordinator.metrics.listen is {metrics}: unauthenticated /metrics on every interface"
+        ));
+    }
+    out
+}
+
 /// The name the `COORDINATOR_*` variables' provider reports, so that an error can name the variable.
 const SOURCE_ENV: &str = "COORDINATOR_* environment variables";
 /// The name of the provider of the reference implementation's variables (see `reference_env.rs`).

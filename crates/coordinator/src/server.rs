@@ -54,6 +54,9 @@ impl Running {
 /// Connects to Redis, binds the listener, and starts serving in the background.
 pub async fn start(config: Config) -> Result<Running, ServeError> {
     let c = &config.coordinator;
+    for risk in crate::config::risky_settings(c) {
+        tracing::warn!("risky setting: {risk}");
+    }
     let tls = c.redis.tls.options();
     // A password given apart (RSC_REDIS_PASSWORD, coordinator.redis.password-file) goes into the URL here.
     let password = c.redis.password().map_err(ServeError::Redis)?;

@@ -404,3 +404,29 @@ fn the_store_layout_defaults_to_split_and_can_be_set_back_to_whole() {
         assert!(err.contains("store.layout"), "{bad}: {err}");
     }
 }
+
+#[test]
+fn risky_settings_are_named_and_defaults_have_none() {
+    let c = load(None, &env(&[]), &Overrides::default()).unwrap();
+    assert!(super::risky_settings(&c.coordinator).is_empty());
+    let c = load(
+        None,
+        &env(&[
+            ("COORDINATOR_API_TOKEN_TTL", "36500d"),
+            ("COORDINATOR_API_RATE_LIMIT_ENABLED", "false"),
+            ("COORDINATOR_API_AUTHENTICATE_MEMBER_API", "false"),
+            ("COORDINATOR_METRICS_LISTEN", "0.0.0.0:9464"),
+        ]),
+        &Overrides::default(),
+    )
+    .unwrap();
+    let risks = super::risky_settings(&c.coordinator).join("\n");
+    for key in [
+        "token-ttl",
+        "rate-limit.enabled",
+        "authenticate-member-api",
+        "metrics.listen",
+    ] {
+        assert!(risks.contains(key), "{key}: {risks}");
+    }
+}
