@@ -107,7 +107,12 @@ fn write_split(bencher: Bencher, members: usize) {
     let (g, req, timing) = (converged_group(members), join_request(), Timing::default());
     let mut next = decide_join(&g, &req, &timing);
     let w = next.split_changes(&g);
-    assert_eq!(w.entries.len(), 1, "only the joiner's record is written");
+    let written: Vec<&str> = w.entries.iter().map(|e| e.key.as_str()).collect();
+    assert_eq!(
+        written,
+        ["joiner", "joiner"],
+        "only the joiner's record and its target are written"
+    );
     bencher.bench(|| {
         let mut next = decide_join(&g, &req, &timing);
         assert!(invariants::check(&next).is_empty());
