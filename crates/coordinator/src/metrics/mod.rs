@@ -61,9 +61,10 @@ fn redis_histogram() -> Histogram {
 /// `redis_connection_failures_total`). The failure counter of each starts at 0, so that `increase()` in an
 /// alert sees the first burst of failures after a restart. A test checks that every `time_store` call of the
 /// crate names one of these.
-pub const REDIS_OPERATIONS: [&str; 11] = [
+pub const REDIS_OPERATIONS: [&str; 12] = [
     "cas",
     "cluster_slots",
+    "exists",
     "heartbeat",
     "leases",
     "load",
