@@ -238,7 +238,7 @@ impl Reconciler<'_> {
     }
 
     /// Takes the change feed's new entries: an owned group written anywhere is due now, and so is the pass
-    /// of an owned stream whose record was written.
+    /// of an owned stream that was written or had a group written.
     async fn read_changes(&self, pass: &mut Pass) {
         let Some(cursor) = pass.feed_cursor.clone() else {
             return;
@@ -258,9 +258,9 @@ impl Reconciler<'_> {
                         pass.schedule.due_now(&name);
                     }
                 }
-                // A write of the stream record (an empty group) makes its pass due; a group's write does
-                // not (a stream with a migration in flight runs its pass every tick anyway).
-                if c.consumer_group.is_empty() && cluster.owns_stream(&c.stream_prefix) {
+                // A write of the stream record or of one of its groups makes the stream's pass due: a
+                // group's write can be the drain or acknowledgement a migration's next step waits for.
+                if cluster.owns_stream(&c.stream_prefix) {
                     pass.schedule.stream_touched(&c.stream_prefix);
                 }
             }

@@ -61,8 +61,9 @@ fn redis_histogram() -> Histogram {
 /// `redis_connection_failures_total`). The failure counter of each starts at 0, so that `increase()` in an
 /// alert sees the first burst of failures after a restart. A test checks that every `time_store` call of the
 /// crate names one of these.
-pub const REDIS_OPERATIONS: [&str; 12] = [
+pub const REDIS_OPERATIONS: [&str; 14] = [
     "cas",
+    "change_publish",
     "cluster_slots",
     "exists",
     "heartbeat",
@@ -70,6 +71,7 @@ pub const REDIS_OPERATIONS: [&str; 12] = [
     "load",
     "ping",
     "progress",
+    "replica_register",
     "revision",
     "time",
     "xinfo",
