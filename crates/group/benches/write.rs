@@ -6,47 +6,21 @@
 //! `Group::split_changes`). `write_whole` and `write_split` are the whole of that work; the others are its parts.
 //! The group is built outside the timed section; the setup checks the decision is a write.
 
+mod common;
+
+use common::{NOW_MS, converged_group};
 use divan::Bencher;
-use rsc_group::assign::assign;
 use rsc_group::batch::Batch;
 use rsc_group::invariants;
-use rsc_group::model::{Group, GroupState, Member, ShardSet};
-use rsc_group::rebalance::derive_state;
+use rsc_group::model::Group;
 use rsc_group::timing::Timing;
 use rsc_protocol::wire::{HeartbeatRequest, RuntimeConsumerCapacity};
-use std::collections::BTreeMap;
 
 fn main() {
     divan::main();
 }
 
-const NOW_MS: i64 = 1_700_000_000_000;
 const SIZES: [usize; 3] = [100, 1_000, 10_000];
-
-/// A STABLE group of `members` members over as many shards, every member holding exactly its target.
-fn converged_group(members: usize) -> Group {
-    let shards = members as u32;
-    let mut g = Group::new("bench", "bench", shards, NOW_MS, "lifecycle-1");
-    let ids = (0..members).map(|i| format!("member-{i:05}")).collect();
-    let all: ShardSet = (0..shards).collect();
-    let targets = assign(&all, &ids, &BTreeMap::new());
-    g.group_epoch = members as i64 + 1;
-    g.assignment_epoch = g.group_epoch;
-    g.metadata_version = g.group_epoch;
-    for id in &ids {
-        let mut m = Member::new(id, id, NOW_MS);
-        m.member_epoch = g.assignment_epoch;
-        m.incarnation_epoch = g.assignment_epoch;
-        m.join_confirmed = true;
-        m.assigned = targets.get(id).cloned().unwrap_or_default();
-        m.reported_owned = m.assigned.clone();
-        g.members.insert(id.clone(), m);
-    }
-    g.target_assignments = targets;
-    g.state = derive_state(&g);
-    assert_eq!(g.state, GroupState::Stable, "the bench group is not STABLE");
-    g
-}
 
 fn join_request() -> HeartbeatRequest {
     HeartbeatRequest {
@@ -94,7 +68,11 @@ fn split(next: &mut Group, base: &Group) -> usize {
 
 #[divan::bench(args = SIZES)]
 fn write_whole(bencher: Bencher, members: usize) {
-    let (g, req, timing) = (converged_group(members), join_request(), Timing::default());
+    let (g, req, timing) = (
+        converged_group(members, members as u32),
+        join_request(),
+        Timing::default(),
+    );
     bencher.bench(|| {
         let next = decide_join(&g, &req, &timing);
         assert!(invariants::check(&next).is_empty());
@@ -104,7 +82,11 @@ fn write_whole(bencher: Bencher, members: usize) {
 
 #[divan::bench(args = SIZES)]
 fn write_split(bencher: Bencher, members: usize) {
-    let (g, req, timing) = (converged_group(members), join_request(), Timing::default());
+    let (g, req, timing) = (
+        converged_group(members, members as u32),
+        join_request(),
+        Timing::default(),
+    );
     let mut next = decide_join(&g, &req, &timing);
     let w = next.split_changes(&g);
     let written: Vec<&str> = w.entries.iter().map(|e| e.key.as_str()).collect();
@@ -122,27 +104,31 @@ fn write_split(bencher: Bencher, members: usize) {
 
 #[divan::bench(args = SIZES)]
 fn decide_batch_of_one(bencher: Bencher, members: usize) {
-    let (g, req, timing) = (converged_group(members), join_request(), Timing::default());
+    let (g, req, timing) = (
+        converged_group(members, members as u32),
+        join_request(),
+        Timing::default(),
+    );
     bencher.bench(|| decide_join(&g, &req, &timing));
 }
 
 #[divan::bench(args = SIZES)]
 fn check_invariants(bencher: Bencher, members: usize) {
-    let g = converged_group(members);
+    let g = converged_group(members, members as u32);
     let next = decide_join(&g, &join_request(), &Timing::default());
     bencher.bench(|| invariants::check(&next));
 }
 
 #[divan::bench(args = SIZES)]
 fn encode_whole(bencher: Bencher, members: usize) {
-    let g = converged_group(members);
+    let g = converged_group(members, members as u32);
     let next = decide_join(&g, &join_request(), &Timing::default());
     bencher.bench(|| whole(&next));
 }
 
 #[divan::bench(args = SIZES)]
 fn encode_split(bencher: Bencher, members: usize) {
-    let g = converged_group(members);
+    let g = converged_group(members, members as u32);
     let next = decide_join(&g, &join_request(), &Timing::default());
     bencher
         .with_inputs(|| next.clone())
