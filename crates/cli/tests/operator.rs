@@ -3,10 +3,13 @@
 //! terraform's exit codes, scale `--wait` to the end, describe and upgrade-check showing a member's
 //! protocol version, audit listing the changes, and bad input answered with one line and a non-zero exit.
 
+#[path = "support/operator_cli.rs"]
+mod operator_cli;
+
+use operator_cli::{rsc, text};
 use rsc_client::{Auth, CoordinatorClient, Credentials};
 use rsc_protocol::wire::{HeartbeatRequest, HeartbeatStatus, RuntimeConsumerCapacity};
 use rsc_testkit::{RedisServer, RscBuilder, RscProcess};
-use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
@@ -18,40 +21,6 @@ fn start_rsc(redis: &RedisServer) -> RscProcess {
         .fast_timings(Duration::from_secs(3), Duration::from_secs(10))
         .admin_password(ADMIN_PASSWORD)
         .start()
-}
-
-/// `rsc <args>` against `url` with its own credentials directory and none of the caller's credentials.
-fn rsc(url: &str, config_dir: &Path, args: &[&str], stdin: Option<&str>) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rsc"));
-    cmd.args(args)
-        .env("RSC_COORDINATOR", url)
-        .env("RSC_CONFIG_DIR", config_dir)
-        .env_remove("RSC_TOKEN")
-        .env_remove("RSC_USERNAME")
-        .env_remove("RSC_PASSWORD")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("rsc starts");
-    if let Some(text) = stdin {
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(text.as_bytes())
-            .unwrap();
-    }
-    drop(child.stdin.take());
-    child.wait_with_output().unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 fn stdout(o: &Output) -> String {

@@ -3,47 +3,15 @@
 //! `redis_up 0` and `health{status="DOWN"} 1` (so `RscCoordinatorDown` can fire), and a verb that needs Redis
 //! says that the coordinator answered but cannot reach Redis.
 
+#[path = "support/operator_cli.rs"]
+mod operator_cli;
+
+use operator_cli::{rsc, text};
 use rsc_testkit::{RedisServer, RscBuilder};
-use std::io::Write;
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 const ADMIN_PASSWORD: &str = "redis-down-admin-password";
-
-fn rsc(url: &str, config_dir: &Path, args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rsc"))
-        .args(args)
-        .env("RSC_COORDINATOR", url)
-        .env("RSC_CONFIG_DIR", config_dir)
-        .env_remove("RSC_TOKEN")
-        .env_remove("RSC_USERNAME")
-        .env_remove("RSC_PASSWORD")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("rsc starts");
-    if let Some(text) = stdin {
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(text.as_bytes())
-            .unwrap();
-    }
-    drop(child.stdin.take());
-    child.wait_with_output().unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 #[test]
 fn health_and_metrics_answer_while_redis_is_down() {
