@@ -37,6 +37,7 @@ struct Fixture {
     _server: RscProcess,
     dir: tempfile::TempDir,
     url: String,
+    redis_url: String,
 }
 
 impl Fixture {
@@ -45,6 +46,7 @@ impl Fixture {
         let server = start_rsc(&redis);
         let url = server.url();
         Fixture {
+            redis_url: redis.url(),
             _redis: redis,
             _server: server,
             dir: tempfile::tempdir().unwrap(),
@@ -547,4 +549,130 @@ fn audit_follow_prints_records_as_they_arrive() {
     let _ = follow.wait();
     assert_eq!(record["action"], "CREATE_GROUP", "{record}");
     assert_eq!(record["consumerGroup"], "late", "{record}");
+}
+
+/// `XLEN` of `key` (0 when it does not exist).
+fn xlen(redis_url: &str, key: &str) -> i64 {
+    let mut c = redis::Client::open(redis_url)
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    redis::cmd("XLEN").arg(key).query(&mut c).unwrap()
+}
+
+/// Deletes a stream through the API (its only group), as Terraform's destroy does.
+fn delete_stream(url: &str, prefix: &str) {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let client = CoordinatorClient::builder([url.to_owned()])
+            .auth(Auth::Login(Credentials::new("admin", ADMIN_PASSWORD)))
+            .build()
+            .unwrap();
+        client
+            .send_json(
+                rsc_client::Method::DELETE,
+                &["coord", "v1", "streams", prefix, "groups", prefix],
+                &[],
+                Some(&serde_json::json!({"requestedBy": "test", "reason": "tear down"})),
+                None,
+            )
+            .await
+            .expect("the stream's only group is deleted");
+    });
+}
+
+/// Issue #33 point 8: deleting a stream keeps its records; creating the prefix again is refused naming the
+/// keys and the choices, `--existing-records adopt` keeps the records (the default group reads what it had
+/// not read), `--existing-records purge` deletes them; each create is audited as CREATE_STREAM with the choice.
+#[test]
+fn a_deleted_stream_keeps_its_records_and_is_created_again_by_adopting_or_purging_them() {
+    let f = Fixture::logged_in();
+    let file = "[[stream]]\nprefix = \"again\"\nshards = 2\ngroups = [\"again\"]\n";
+    f.apply(file, "first life");
+    let mut c = redis::Client::open(f.redis_url.as_str())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    for shard in 0..2 {
+        for i in 0..3 {
+            let _: String = redis::cmd("XADD")
+                .arg(format!("again:{shard}"))
+                .arg("*")
+                .arg("n")
+                .arg(i)
+                .query(&mut c)
+                .unwrap();
+        }
+    }
+    delete_stream(&f.url, "again");
+    assert_eq!(xlen(&f.redis_url, "again:0"), 3, "deleting a stream keeps its records");
+
+    let apply = |extra: &[&str]| {
+        let mut args = vec!["apply", "-f", "/dev/stdin", "--auto-approve", "--reason", "second life"];
+        args.extend_from_slice(extra);
+        f.run(&args, Some(file))
+    };
+    let refused = apply(&[]);
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
+    let why = stderr(&refused);
+    for part in ["STREAM_PREFIX_ALREADY_EXISTS", "again:0, again:1", "ADOPT", "PURGE", "--existing-records"] {
+        assert!(why.contains(part), "{part} missing: {}", text(&refused));
+    }
+
+    let adopted = apply(&["--existing-records", "adopt"]);
+    assert!(adopted.status.success(), "{}", text(&adopted));
+    assert_eq!(xlen(&f.redis_url, "again:0"), 3, "ADOPT keeps the records");
+    // The default group's Redis consumer group was kept with its position: the records are still unread.
+    let unread: redis::streams::StreamReadReply = redis::cmd("XREADGROUP")
+        .arg("GROUP")
+        .arg("again")
+        .arg("reader")
+        .arg("COUNT")
+        .arg(10)
+        .arg("STREAMS")
+        .arg("again:1")
+        .arg(">")
+        .query(&mut c)
+        .unwrap();
+    let delivered: usize = unread.keys.iter().map(|k| k.ids.len()).sum();
+    assert_eq!(delivered, 3, "the adopted records are delivered: {unread:?}");
+
+    delete_stream(&f.url, "again");
+    let purged = apply(&["--existing-records", "purge"]);
+    assert!(purged.status.success(), "{}", text(&purged));
+    assert_eq!(xlen(&f.redis_url, "again:0"), 0, "PURGE deletes the records");
+    assert_eq!(xlen(&f.redis_url, "again:1"), 0, "PURGE deletes the records");
+
+    let audit = f.run(
+        &["audit", "--stream", "again", "--action", "CREATE_STREAM", "--output", "json"],
+        None,
+    );
+    assert!(audit.status.success(), "{}", text(&audit));
+    let records: serde_json::Value = serde_json::from_slice(&audit.stdout).unwrap();
+    let choices: Vec<(String, String)> = records
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["outcome"].as_str().unwrap_or("").to_owned(),
+                r["requestSummary"]["existingRecords"]
+                    .as_str()
+                    .unwrap_or("-")
+                    .to_owned(),
+            )
+        })
+        .collect();
+    // Newest first: the purge, the adoption, the refusal, the first create (the group route's creates of a
+    // new prefix are audited as CREATE_STREAM).
+    assert_eq!(
+        choices,
+        [
+            ("SUCCESS".to_owned(), "PURGE".to_owned()),
+            ("SUCCESS".to_owned(), "ADOPT".to_owned()),
+            ("FAILED".to_owned(), "-".to_owned()),
+            ("SUCCESS".to_owned(), "-".to_owned()),
+        ],
+        "{records:#}"
+    );
 }

@@ -10,6 +10,7 @@
 use crate::coordinator::CoordinatorClient;
 use crate::error::ClientError;
 use reqwest::Method;
+use rsc_protocol::existing_records::ExistingRecords;
 use rsc_protocol::wire::{
     CreateStreamRequest, CreateStreamResponse, DeleteGroupRequest, GroupResponse, ScaleRequest,
 };
@@ -208,11 +209,25 @@ impl AdminClient {
         shard_count: u32,
         reason: &str,
     ) -> Result<Applied<CreateStreamResponse>, AdminError> {
+        self.create_stream_over(stream_prefix, shard_count, reason, None)
+            .await
+    }
+
+    /// `POST /coord/v1/streams/{p}` with `existingRecords`: what to do with shard streams an earlier stream
+    /// of the prefix left in Redis (`None`: the coordinator's default, `REFUSE`).
+    pub async fn create_stream_over(
+        &self,
+        stream_prefix: &str,
+        shard_count: u32,
+        reason: &str,
+        existing_records: Option<ExistingRecords>,
+    ) -> Result<Applied<CreateStreamResponse>, AdminError> {
         let body = CreateStreamRequest {
             initial_shard_count: Some(i64::from(shard_count)),
             ordering: None,
             requested_by: Some(self.requested_by.clone()),
             reason: Some(reason.to_owned()),
+            existing_records,
         };
         self.mutate(
             Method::POST,
@@ -236,6 +251,7 @@ impl AdminClient {
             ordering: None,
             requested_by: Some(self.requested_by.clone()),
             reason: Some(reason.to_owned()),
+            existing_records: None,
         };
         let path = group_path(stream_prefix, consumer_group);
         self.mutate(Method::POST, &path, &body).await

@@ -377,6 +377,7 @@ impl CoordinatorClient {
             ordering: None,
             requested_by: Some(requested_by.to_owned()),
             reason: Some("created by the rsc SDK".to_owned()),
+            existing_records: None,
         };
         let segments = ["coord", "v1", "streams", stream_prefix];
         let (status, bytes) = self

@@ -5,16 +5,21 @@
 //! CREATING, then every shard stream and Redis consumer group is provisioned, then the metadata key is created
 //! (create-only), then the index entry turns LIVE. Nothing is routed or assigned before its streams exist, and
 //! a provisioning failure leaves no metadata behind.
+//!
+//! Deleting a group never touches its shard streams: deleting a stream's last group keeps its records, and
+//! creating the prefix again decides what to do with them by `existingRecords` (`leftovers.rs`).
 
 use crate::cache::{Cached, GroupName};
 use crate::coordinator::Admin;
 use crate::coordinator::MAX_CAS_ATTEMPTS;
 use crate::domain_error::CoordError;
 use crate::error::store_error_text;
-use crate::provision::{existing_keys, provision};
+use crate::leftovers;
+use crate::provision::provision;
 use crate::stats::Stats;
 use crate::views::{group_response, routing_response};
 use rsc_group::model::{Group, MemberState};
+use rsc_protocol::existing_records::ExistingRecords;
 use rsc_protocol::validate;
 use rsc_protocol::wire::{
     CreateStreamRequest, CreateStreamResponse, DeleteGroupRequest, GroupResponse,
@@ -54,7 +59,15 @@ impl Admin<'_> {
                     .join(", ")
             )));
         }
-        let g = self.create(&name, shard_count, &entries, true).await?;
+        let g = self
+            .create(
+                &name,
+                shard_count,
+                &entries,
+                true,
+                req.existing_records.unwrap_or_default(),
+            )
+            .await?;
         if let Some(ordering) = req.ordering {
             self.resharding()
                 .set_stream_ordering(prefix, ordering)
@@ -68,12 +81,13 @@ impl Admin<'_> {
     }
 
     /// `POST /coord/v1/streams/{p}/groups/{g}`: adds a consumer group. The shard count belongs to the stream:
-    /// a further group adopts it, and asking for a different one is an error.
+    /// a further group adopts it, and asking for a different one is an error. Also says whether the group
+    /// created its stream (the first group of a prefix), which is audited as a stream create.
     pub async fn create_group(
         &self,
         name: &GroupName,
         req: &CreateStreamRequest,
-    ) -> Result<GroupResponse, CoordError> {
+    ) -> Result<(GroupResponse, bool), CoordError> {
         let requested = self.requested_shard_count(req)?;
         let entries = self.index_entries().await?;
         if entries.iter().any(|e| {
@@ -121,14 +135,20 @@ impl Admin<'_> {
             None => (requested, true),
         };
         let g = self
-            .create(name, shard_count, &entries, first_of_prefix)
+            .create(
+                name,
+                shard_count,
+                &entries,
+                first_of_prefix,
+                req.existing_records.unwrap_or_default(),
+            )
             .await?;
         if let Some(ordering) = req.ordering {
             self.resharding()
                 .set_stream_ordering(&name.stream_prefix, ordering)
                 .await?;
         }
-        Ok(group_response(&g.group))
+        Ok((group_response(&g.group), first_of_prefix))
     }
 
     fn requested_shard_count(&self, req: &CreateStreamRequest) -> Result<u32, CoordError> {
@@ -153,6 +173,7 @@ impl Admin<'_> {
         shard_count: u32,
         entries: &[IndexEntry],
         first_of_prefix: bool,
+        existing_records: ExistingRecords,
     ) -> Result<Cached, CoordError> {
         self.ensure_running()?;
         let resuming = entries.iter().any(|e| {
@@ -161,7 +182,7 @@ impl Admin<'_> {
                 && e.state == IndexState::Creating
         });
         if first_of_prefix && !resuming && self.config().streams.provisioning_enabled {
-            let found = existing_keys(self.store(), &name.stream_prefix, shard_count)
+            let found = leftovers::find(self.store(), &name.stream_prefix, shard_count)
                 .await
                 .map_err(|e| {
                     CoordError::RedisUnavailable(format!(
@@ -169,14 +190,9 @@ impl Admin<'_> {
                         store_error_text(&e)
                     ))
                 })?;
-            if !found.is_empty() {
-                return Err(CoordError::StreamExists(format!(
-                    "Redis keys of stream {:?} already exist and would be adopted: {}; delete them or choose \
-                         another stream prefix",
-                    name.stream_prefix,
-                    found.join(", ")
-                )));
-            }
+            let decision =
+                leftovers::decide(&name.stream_prefix, shard_count, existing_records, &found)?;
+            leftovers::carry_out(self.store(), &name.stream_prefix, &decision).await?;
         }
         self.put_index(name, IndexState::Creating).await?;
         if self.config().streams.provisioning_enabled {

@@ -8,7 +8,8 @@
 //! - [`metrics`]: Prometheus `/metrics`, kept current by a background task ([`metrics_refresh`]). [`inspect`]: consumption,
 //!   offsets ([`offsets`]), migrations and durability views; [`messages`]: the message browser; [`grafana`]: the Grafana data routes' rows. [`durability`]: metadata-rollback suspicion,
 //!   fail-closed mutations and the recreate repair.
-//! - [`provision`]: shard streams and Redis consumer groups.
+//! - [`provision`]: shard streams and Redis consumer groups. [`leftovers`]: what a stream create does with
+//!   the shard streams an earlier stream of its prefix left (`existingRecords`).
 //! - [`domain_error`]: what operations fail with; [`error`]: the HTTP shape of a failure (the API maps one
 //!   to the other).
 //! - [`security`]: login, tokens, roles, scoped principals, audit records, rate limits.
@@ -35,6 +36,7 @@ pub mod group_lookup;
 pub mod heartbeat;
 pub mod http_server;
 pub mod inspect;
+pub mod leftovers;
 pub mod messages;
 pub mod metrics;
 pub mod metrics_refresh;

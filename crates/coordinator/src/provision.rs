@@ -40,23 +40,6 @@ pub async fn provision(
     Ok(())
 }
 
-/// Which of `prefix` and `prefix:0..count` already exist in Redis (a new stream must not adopt foreign data).
-pub async fn existing_keys(
-    store: &Store,
-    prefix: &str,
-    count: u32,
-) -> Result<Vec<String>, StoreError> {
-    let mut keys = vec![prefix.to_owned()];
-    keys.extend((0..count).map(|i| shard_stream_key(prefix, i)));
-    let exists = store.keys_exist(&keys).await?;
-    Ok(keys
-        .into_iter()
-        .zip(exists)
-        .filter(|(_, e)| *e)
-        .map(|(k, _)| k)
-        .collect())
-}
-
 /// Which shard indexes of `shards` have a stream key in Redis (a scale-out must not adopt foreign data).
 pub async fn existing_shards(
     store: &Store,

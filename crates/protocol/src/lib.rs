@@ -4,12 +4,14 @@
 //! - [`errors`]: the error catalogue (`errorCode` → HTTP status) and the error body.
 //! - [`routing`]: the producer routing hash (MurmurHash3 x86_32 with the rejection step).
 //! - [`slot`]: the Redis Cluster slot of a key (CRC16/XMODEM with hash tags).
+//! - [`existing_records`]: what a stream create does with records an earlier stream of the prefix left.
 //! - [`ordering`]: per-key order across a scale: the old shards a new shard's keys come from.
 //! - [`names`]: Redis key naming for shard streams and coordinator metadata.
 //! - [`stream_id`]: Redis stream entry ids as numbers, ordered as Redis orders them.
 //! - [`validate`]: identifier and shard-count validation with field-naming errors.
 
 pub mod errors;
+pub mod existing_records;
 pub mod names;
 pub mod ordering;
 pub mod routing;

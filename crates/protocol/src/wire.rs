@@ -257,6 +257,10 @@ pub struct CreateStreamRequest {
     pub requested_by: Option<String>,
     #[serde(default)]
     pub reason: Option<String>,
+    /// What to do with shard streams an earlier stream of this prefix left in Redis (the first group of a
+    /// prefix only): `REFUSE` (default), `ADOPT` or `PURGE` (`existing_records.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub existing_records: Option<crate::existing_records::ExistingRecords>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -402,7 +406,7 @@ pub trait AdminBody {
 
 impl AdminBody for CreateStreamRequest {
     const FIELDS: &'static [&'static str] =
-        &["initialShardCount", "requestedBy", "reason", "ordering"];
+        &["initialShardCount", "requestedBy", "reason", "ordering", "existingRecords"];
 }
 
 impl AdminBody for DeleteGroupRequest {

@@ -1,6 +1,7 @@
 //! Shard streams, the data plane the coordinator provisions and watches: creating a stream with its
 //! Redis consumer group, checking which keys exist, the `XINFO` evidence of how far a group has read
-//! (offsets, drain evidence, pending entries up to a switch point), and retiring a drained stream.
+//! (offsets, drain evidence, pending entries up to a switch point), retiring a drained stream, and deleting
+//! the keys an operator chose to purge.
 //!
 //! Stream names are the caller's (`rsc_protocol::names::shard_stream_key`): shard streams carry no hash
 //! tag, so every call here touches one key. `XINFO` replies are decoded in both RESP2 (flat arrays) and
@@ -116,6 +117,19 @@ impl Store {
             }
         }
         Ok(out)
+    }
+
+    /// Deletes `keys` one `DEL` each (shard streams carry no hash tag, so one command may not span them on a
+    /// cluster); returns how many existed. For an operator's explicit purge of a stream's leftovers, never
+    /// for a group's own cleanup.
+    pub async fn delete_keys(&self, keys: &[String]) -> Result<u64, StoreError> {
+        let mut deleted = 0;
+        let mut conn = self.connection();
+        for k in keys {
+            let n: i64 = redis::cmd("DEL").arg(k).query_async(&mut conn).await?;
+            deleted += u64::try_from(n).unwrap_or(0);
+        }
+        Ok(deleted)
     }
 
     /// `XINFO STREAM`; None when the stream does not exist.

@@ -4,6 +4,7 @@
 //! same names). See the README's "Terraform and GitOps".
 
 mod api;
+mod count;
 mod data;
 mod diag;
 mod group;

@@ -3,9 +3,12 @@
 //! in place (both directions: rsc scales in without losing records), waiting until the migration is accepted,
 //! or converged with `wait_for_convergence`; read → the stream's groups (a stream exists while it has one);
 //! delete → the default group, refused while other groups exist (Terraform destroys the
-//! `rsc_consumer_group`s that reference the stream first). Import with the prefix.
+//! `rsc_consumer_group`s that reference the stream first); the shard streams and their records stay in Redis,
+//! and a later create of the prefix chooses with `existing_records` (REFUSE, ADOPT, PURGE) what to do with
+//! them. Import with the prefix (a stream that has groups; records alone are not a stream).
 
 use crate::api::{Api, Shared};
+use crate::count::Count;
 use crate::diag;
 use crate::schema::{
     Timeouts, attr, block, known, optional_computed_bool, optional_string, required_string,
@@ -13,6 +16,7 @@ use crate::schema::{
 };
 use crate::wait;
 use async_trait::async_trait;
+use rsc_protocol::existing_records::ExistingRecords;
 use rsc_protocol::validate;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -31,13 +35,15 @@ pub struct StreamState {
     #[serde(default)]
     pub stream_prefix: Value<String>,
     #[serde(default)]
-    pub shard_count: Value<i64>,
+    pub shard_count: Value<Count>,
     #[serde(default)]
     pub reason: Value<String>,
     #[serde(default)]
     pub wait_for_convergence: Value<bool>,
     #[serde(default)]
     pub force_destroy: Value<bool>,
+    #[serde(default)]
+    pub existing_records: Value<String>,
     #[serde(default, with = "value::serde_as_vec")]
     pub timeouts: Value<Timeouts>,
 }
@@ -77,12 +83,33 @@ fn check_reason(diags: &mut Diagnostics, reason: &Value<String>) {
 /// known then), before anything is sent.
 fn check_stream(diags: &mut Diagnostics, config: &StreamState) {
     check_prefix(diags, &config.stream_prefix);
-    if let Value::Value(n) = config.shard_count
-        && let Err(e) = validate::validate_shard_count("initialShardCount", n, 1)
-    {
-        diag::invalid(diags, "shard_count", &e);
+    if let Value::Value(n) = config.shard_count {
+        match n.whole("shard_count") {
+            Ok(n) => {
+                if let Err(e) = validate::validate_shard_count("initialShardCount", n, 1) {
+                    diag::invalid(diags, "shard_count", &e);
+                }
+            }
+            Err(e) => diag::error(
+                diags,
+                format!("{}: {e}", diag::INVALID_REQUEST),
+                format!("{e}. Nothing was sent."),
+                AttributePath::new("shard_count"),
+            ),
+        }
     }
     check_reason(diags, &config.reason);
+    if let Some(choice) = known(&config.existing_records)
+        && ExistingRecords::parse(choice).is_none()
+    {
+        diag::error(
+            diags,
+            format!("existing_records: {choice:?} is not a choice"),
+            "existing_records is REFUSE (the default), ADOPT (keep the records an earlier stream of this prefix \
+             left, and consume what was not read) or PURGE (delete them).",
+            AttributePath::new("existing_records"),
+        );
+    }
 }
 
 /// The flags with a default (see [`settle_flag`]); `config` is `None` where there is no configuration
@@ -97,6 +124,26 @@ fn default_flags(state: &mut StreamState, config: Option<&StreamState>) {
         &mut state.force_destroy,
         config.map_or(&null, |c| &c.force_destroy),
     );
+}
+
+/// The whole shard count a create or scale sends, or a diagnostic on `shard_count`.
+fn known_count(diags: &mut Diagnostics, count: &Value<Count>) -> Option<i64> {
+    let Value::Value(n) = count else {
+        diag::error(
+            diags,
+            "shard_count must be known to create or scale a stream",
+            "",
+            AttributePath::new("shard_count"),
+        );
+        return None;
+    };
+    match n.whole("shard_count") {
+        Ok(n) => Some(n),
+        Err(e) => {
+            diag::error(diags, e, "Nothing was sent.", AttributePath::new("shard_count"));
+            None
+        }
+    }
 }
 
 pub struct StreamResource {
@@ -157,7 +204,7 @@ async fn refresh(api: &Api, state: &mut StreamState) -> Result<bool, rsc_client:
     let Some(g) = groups.iter().find(|g| g.consumer_group == prefix) else {
         return Ok(false);
     };
-    state.shard_count = Value::Value(i64::from(g.shard_count));
+    state.shard_count = Value::Value(Count::from(g.shard_count));
     state.id = Value::Value(prefix);
     Ok(true)
 }
@@ -259,6 +306,12 @@ impl Resource for StreamResource {
                         "Destroy the default consumer group even while members are active (default false).",
                     ),
                 ),
+                (
+                    "existing_records",
+                    optional_string(
+                        "At creation only: what to do with shard streams (and their records) an earlier stream of this prefix left in Redis — destroying a stream keeps them. REFUSE (default) fails naming them; ADOPT keeps them and consumes what was not read; PURGE deletes them first.",
+                    ),
+                ),
             ],
         );
         b.blocks.insert("timeouts".into(), timeouts_block());
@@ -303,8 +356,8 @@ impl Resource for StreamResource {
                 match unfinished_migration(&api, state.prefix()).await {
                     Ok(unfinished) if !unfinished.is_empty() => {
                         let m = &unfinished[0];
-                        if state.shard_count == Value::Value(i64::from(m.to_shard_count)) {
-                            next.shard_count = Value::Value(i64::from(m.from_shard_count));
+                        if state.shard_count == Value::Value(Count::from(m.to_shard_count)) {
+                            next.shard_count = Value::Value(Count::from(m.from_shard_count));
                         }
                         diag::root_warning(
                             diags,
@@ -417,13 +470,7 @@ impl Resource for StreamResource {
         let mut planned = planned;
         default_flags(&mut planned, Some(&config));
         let prefix = planned.prefix().to_owned();
-        let Value::Value(count) = planned.shard_count else {
-            diag::error(
-                diags,
-                "shard_count must be known to create a stream",
-                "",
-                AttributePath::new("shard_count"),
-            );
+        let Some(count) = known_count(diags, &planned.shard_count) else {
             return None;
         };
         let count = match validate::validate_shard_count("initialShardCount", count, 1) {
@@ -448,7 +495,7 @@ impl Resource for StreamResource {
                     tracing::info!(request_id = %done.request_id, stream = %prefix, "created the stream's default group again");
                     let mut state = planned;
                     state.id = Value::Value(prefix.clone());
-                    state.shard_count = Value::Value(i64::from(done.answer.shard_count));
+                    state.shard_count = Value::Value(Count::from(done.answer.shard_count));
                     Some((state, private_state))
                 }
                 Err(e) => {
@@ -462,12 +509,17 @@ impl Resource for StreamResource {
                 }
             };
         }
-        match api.admin.create_stream(&prefix, count, &reason).await {
+        let existing = known(&planned.existing_records).and_then(ExistingRecords::parse);
+        match api
+            .admin
+            .create_stream_over(&prefix, count, &reason, existing)
+            .await
+        {
             Ok(done) => {
                 tracing::info!(request_id = %done.request_id, stream = %prefix, shard_count = count, %reason, "created stream");
                 let mut state = planned;
                 state.id = Value::Value(prefix);
-                state.shard_count = Value::Value(i64::from(done.answer.shard_count));
+                state.shard_count = Value::Value(Count::from(done.answer.shard_count));
                 Some((state, private_state))
             }
             Err(e) => {
@@ -479,13 +531,30 @@ impl Resource for StreamResource {
                     "stream_prefix",
                 );
                 if e.error.error_code() == Some("STREAM_PREFIX_ALREADY_EXISTS") {
-                    diag::root_warning(
-                        diags,
-                        "the stream already exists",
-                        format!(
-                            "To manage it with Terraform, import it: terraform import <address> {prefix}"
-                        ),
-                    );
+                    // A stream with groups can be imported; records alone (a stream destroyed earlier) cannot:
+                    // there is nothing to import, and existing_records says what to do with them.
+                    let managed = api
+                        .admin
+                        .stream_groups(&prefix)
+                        .await
+                        .is_ok_and(|g| !g.is_empty());
+                    if managed {
+                        diag::root_warning(
+                            diags,
+                            "the stream already exists",
+                            format!(
+                                "To manage it with Terraform, import it: terraform import <address> {prefix}"
+                            ),
+                        );
+                    } else {
+                        diag::root_warning(
+                            diags,
+                            "records of an earlier stream of this prefix are still in Redis",
+                            "Destroying a stream keeps its shard streams. Set existing_records = \"ADOPT\" on this \
+                             rsc_stream to keep them and consume what was not read, or \"PURGE\" to delete them, \
+                             and apply again.",
+                        );
+                    }
                 }
                 None
             }
@@ -505,11 +574,11 @@ impl Resource for StreamResource {
         let mut planned = planned;
         default_flags(&mut planned, Some(&config));
         let prefix = planned.prefix().to_owned();
-        let (Value::Value(target), true) = (
-            planned.shard_count,
-            planned.shard_count != prior.shard_count,
-        ) else {
+        if planned.shard_count == prior.shard_count {
             return Some((planned, private_state)); // only provider-side settings changed
+        }
+        let Some(target) = known_count(diags, &planned.shard_count) else {
+            return Some((prior, private_state));
         };
         let target = match validate::validate_shard_count("targetShardCount", target, 1) {
             Ok(t) => t,

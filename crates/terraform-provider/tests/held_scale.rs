@@ -273,3 +273,169 @@ fn the_default_group_is_managed_as_the_stream() {
     );
     assert_eq!(plan.code, 0, "{}", plan.text());
 }
+
+/// `XLEN` of `key` on `port`, through redis-cli.
+fn xlen(port: u16, key: &str) -> i64 {
+    let out = Command::new("redis-cli")
+        .args(["-p", &port.to_string(), "XLEN", key])
+        .output()
+        .expect("redis-cli runs");
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(-1)
+}
+
+/// Issue #33 points 8 and 10: a non-whole `shard_count` is a diagnostic on the attribute (no crash, no
+/// backtrace); a destroyed stream keeps its records; creating it again fails pointing at `existing_records`
+/// (not at an import that cannot work), and `existing_records = "ADOPT"` creates it keeping them. The
+/// destroy's audit record carries that run's reason.
+#[test]
+fn a_destroyed_stream_is_created_again_by_choosing_what_to_do_with_its_records() {
+    const AGAIN: &str = "tf-again";
+    let terraform = terraform_binary();
+    let provider = env!("CARGO_BIN_EXE_terraform-provider-rsc");
+    let provider_dir = Path::new(provider).parent().expect("provider dir");
+    let rsc = rsc_binary();
+    let redis = RedisServer::start();
+    let server = RscBuilder::new(&rsc, &redis.url())
+        .admin_password(ADMIN_PASSWORD)
+        .fast_timings(Duration::from_secs(3), Duration::from_secs(5))
+        .start();
+    let url = server.url();
+    let config = format!(
+        r#"
+terraform {{
+  required_providers {{
+    rsc = {{ source = "rsc/rsc" }}
+  }}
+}}
+
+variable "shard_count" {{
+  type    = number
+  default = 2
+}}
+
+variable "existing_records" {{
+  type    = string
+  default = null
+}}
+
+variable "reason" {{
+  type    = string
+  default = "first run"
+}}
+
+provider "rsc" {{
+  endpoint       = ["{url}"]
+  username       = "admin"
+  default_reason = var.reason
+}}
+
+resource "rsc_stream" "again" {{
+  stream_prefix    = "{AGAIN}"
+  shard_count      = var.shard_count
+  existing_records = var.existing_records
+}}
+"#
+    );
+    let mut a = Workdir::new(&terraform, provider_dir, &config);
+    a.env("RSC_PASSWORD", ADMIN_PASSWORD);
+    let tf = |extra: &[&str]| {
+        let mut args = vec!["apply", "-auto-approve", "-input=false", "-no-color"];
+        args.extend_from_slice(extra);
+        a.run(&args, &[])
+    };
+
+    // A shard count that is not a whole number: a diagnostic naming the attribute, before anything is sent.
+    let fractional = a.run(
+        &["plan", "-input=false", "-no-color", "-var", "shard_count=2.5"],
+        &[],
+    );
+    assert_eq!(fractional.code, 1, "{}", fractional.text());
+    let text = words(&fractional.text());
+    assert!(
+        text.contains("shard_count") && text.contains("whole number"),
+        "{}",
+        fractional.text()
+    );
+    for bad in ["backtrace", "RUST_BACKTRACE", "Internal error", "invalid type"] {
+        assert!(!text.contains(bad), "{bad}: {}", fractional.text());
+    }
+    let choice = a.run(
+        &["plan", "-input=false", "-no-color", "-var", "existing_records=KEEP"],
+        &[],
+    );
+    assert_eq!(choice.code, 1, "{}", choice.text());
+    assert!(
+        words(&choice.text()).contains("REFUSE (the default), ADOPT"),
+        "{}",
+        choice.text()
+    );
+
+    let created = tf(&[]);
+    assert_eq!(created.code, 0, "{}", created.text());
+    for n in 0..4 {
+        let out = Command::new("redis-cli")
+            .args(["-p", &redis.port().to_string(), "XADD"])
+            .arg(format!("{AGAIN}:1"))
+            .args(["*", "n", &n.to_string()])
+            .output()
+            .expect("redis-cli runs");
+        assert!(out.status.success());
+    }
+    let destroyed = a.run(
+        &[
+            "destroy",
+            "-auto-approve",
+            "-input=false",
+            "-no-color",
+            "-var",
+            "reason=retire tf-again",
+        ],
+        &[],
+    );
+    assert_eq!(destroyed.code, 0, "{}", destroyed.text());
+    assert_eq!(xlen(redis.port(), &format!("{AGAIN}:1")), 4, "destroy keeps the records");
+
+    let refused = tf(&[]);
+    assert_ne!(refused.code, 0, "{}", refused.text());
+    let text = words(&refused.text());
+    assert!(text.contains("STREAM_PREFIX_ALREADY_EXISTS"), "{}", refused.text());
+    assert!(text.contains("existing_records = \"ADOPT\"") || text.contains("existing_records = ADOPT"), "{}", refused.text());
+    assert!(!text.contains("terraform import"), "an import cannot work here: {}", refused.text());
+
+    let adopted = tf(&["-var", "existing_records=ADOPT"]);
+    assert_eq!(adopted.code, 0, "{}", adopted.text());
+    assert_eq!(xlen(redis.port(), &format!("{AGAIN}:1")), 4, "ADOPT keeps the records");
+    let plan = a.run(
+        &[
+            "plan",
+            "-detailed-exitcode",
+            "-input=false",
+            "-no-color",
+            "-var",
+            "existing_records=ADOPT",
+        ],
+        &[],
+    );
+    assert_eq!(plan.code, 0, "{}", plan.text());
+
+    // The destroy's record carries the reason of the run that destroyed, not the one that created.
+    let audit = Command::new("curl")
+        .args(["-sS", "-f", "-u", &format!("admin:{ADMIN_PASSWORD}")])
+        .arg(format!(
+            "{url}/coord/v1/monitoring/audit?streamPrefix={AGAIN}&action=DELETE_GROUP"
+        ))
+        .output()
+        .expect("curl runs");
+    let audit: serde_json::Value =
+        serde_json::from_slice(&audit.stdout).expect("the audit page is JSON");
+    let reasons: Vec<&str> = audit["records"]
+        .as_array()
+        .expect("records")
+        .iter()
+        .filter_map(|r| r["reason"].as_str())
+        .collect();
+    assert_eq!(reasons, ["retire tf-again"], "{audit:#}");
+}

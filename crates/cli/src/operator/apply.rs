@@ -36,6 +36,28 @@ pub struct ApplyArgs {
     /// Apply without asking.
     #[arg(long)]
     pub auto_approve: bool,
+    /// What a stream creation does with records an earlier stream of the same prefix left in Redis:
+    /// refuse (default), adopt them (consume what was not read) or purge them.
+    #[arg(long, value_enum)]
+    pub existing_records: Option<ExistingRecordsArg>,
+}
+
+/// `--existing-records` (the API's `existingRecords`).
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExistingRecordsArg {
+    Refuse,
+    Adopt,
+    Purge,
+}
+
+impl ExistingRecordsArg {
+    fn wire(self) -> &'static str {
+        match self {
+            ExistingRecordsArg::Refuse => "REFUSE",
+            ExistingRecordsArg::Adopt => "ADOPT",
+            ExistingRecordsArg::Purge => "PURGE",
+        }
+    }
 }
 
 /// Reads the file and the coordinator's groups, and compares them.
@@ -159,11 +181,17 @@ pub async fn apply(args: ApplyArgs) -> Result<ExitCode, Failure> {
                 prefix,
                 shards,
                 group,
-            } => (
-                Method::POST,
-                vec!["coord", "v1", "streams", prefix, "groups", group],
-                json!({"initialShardCount": shards, "requestedBy": requested_by, "reason": reason}),
-            ),
+            } => {
+                let mut body = json!({"initialShardCount": shards, "requestedBy": requested_by, "reason": reason});
+                if let Some(choice) = args.existing_records {
+                    body["existingRecords"] = choice.wire().into();
+                }
+                (
+                    Method::POST,
+                    vec!["coord", "v1", "streams", prefix, "groups", group],
+                    body,
+                )
+            }
             Change::CreateGroup { prefix, group } => (
                 Method::POST,
                 vec!["coord", "v1", "streams", prefix, "groups", group],

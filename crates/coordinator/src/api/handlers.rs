@@ -2,7 +2,9 @@
 
 use super::extract::{AdminJson, Group, Json, MemberPath, MigrationPath, StreamPrefix};
 use crate::coordinator::Coordinator;
+use crate::domain_error::CoordError;
 use crate::error::ApiError;
+use crate::security::audit::AuditAction;
 use crate::security::principal::Principal;
 use axum::Extension;
 use axum::extract::State;
@@ -42,10 +44,19 @@ pub async fn create_group(
     AdminJson(req): AdminJson<CreateStreamRequest>,
 ) -> Result<Response, ApiError> {
     c.ensure_running()?;
-    Ok(ok(
-        StatusCode::CREATED,
-        c.admin().create_group(&name, &req).await?,
-    ))
+    // The first group of a prefix creates its stream (or is refused as a stream create would be): the audit
+    // says so, whichever route was used.
+    let (mut resp, stream_create) = match c.admin().create_group(&name, &req).await {
+        Ok((group, created)) => (ok(StatusCode::CREATED, group), created),
+        Err(e) => {
+            let stream_create = matches!(e, CoordError::StreamExists(_));
+            (ApiError::from(e).into_response(), stream_create)
+        }
+    };
+    if stream_create {
+        resp.extensions_mut().insert(AuditAction("CREATE_STREAM"));
+    }
+    Ok(resp)
 }
 
 pub async fn get_group(State(c): Coord, Group(name): Group) -> Result<Response, ApiError> {

@@ -54,7 +54,7 @@ pub struct AuditRecord {
     pub resharding_id: Option<String>,
     pub requested_by: Option<String>,
     pub reason: Option<String>,
-    /// `initialShardCount`, `targetShardCount`, `force` when present in the body.
+    /// `initialShardCount`, `targetShardCount`, `force` and `existingRecords` when present in the body.
     #[schema(value_type = Object)]
     pub request_summary: Map<String, Value>,
     /// The username a failed sign-in named (never its password); None for everything else.
@@ -107,6 +107,11 @@ pub fn known_query(query: Option<&str>) -> Option<String> {
     (!kept.is_empty()).then(|| kept.join("&"))
 }
 
+/// A response extension a handler sets when its request is better audited under another action than its
+/// route's (a group create that created its stream is `CREATE_STREAM`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AuditAction(pub &'static str);
+
 pub fn outcome(status: u16) -> &'static str {
     match status {
         200..=399 => "SUCCESS",
@@ -136,7 +141,7 @@ impl BodyMeta {
                     .collect()
             })
         };
-        let summary = ["initialShardCount", "targetShardCount", "force"]
+        let mut summary: Map<String, Value> = ["initialShardCount", "targetShardCount", "force"]
             .iter()
             .filter_map(|k| {
                 map.get(*k)
@@ -144,6 +149,15 @@ impl BodyMeta {
                     .map(|v| ((*k).to_owned(), v.clone()))
             })
             .collect();
+        // A stream create's choice for an earlier stream's records (only a known choice: never free text).
+        if let Some(choice) = map
+            .get("existingRecords")
+            .and_then(|v| {
+                serde_json::from_value::<rsc_protocol::existing_records::ExistingRecords>(v.clone()).ok()
+            })
+        {
+            summary.insert("existingRecords".to_owned(), choice.as_str().into());
+        }
         BodyMeta {
             requested_by: text("requestedBy"),
             reason: text("reason"),

@@ -424,7 +424,13 @@ impl Ctx<'_> {
             timestamp: crate::clock::iso_ms(now),
             timestamp_ms: now,
             coordinator_id: self.sec.coordinator_id.clone(),
-            action: self.route.audit_action.unwrap_or("-").to_owned(),
+            action: resp
+                .extensions()
+                .get::<audit::AuditAction>()
+                .map(|a| a.0)
+                .or(self.route.audit_action)
+                .unwrap_or("-")
+                .to_owned(),
             outcome: audit::outcome(status).to_owned(),
             status,
             error_code,
