@@ -116,9 +116,14 @@ fn login_stores_a_private_token_that_later_verbs_use_and_logout_revokes_it() {
         );
     }
     let token: serde_json::Value = serde_json::from_str(&stored).unwrap();
-    let token = token["coordinators"][url.trim_end_matches('/')]["accessToken"]
+    let (_, login) = token["clusters"]
+        .as_object()
+        .and_then(|c| c.iter().next())
+        .expect("a login stored under the deployment's cluster id");
+    assert_eq!(login["urls"][0], url.trim_end_matches('/'), "{stored}");
+    let token = login["accessToken"]
         .as_str()
-        .expect("a token stored under the coordinator URL")
+        .expect("the login's token")
         .to_owned();
 
     let health = f.run(&["health"], None);
@@ -675,4 +680,64 @@ fn a_deleted_stream_keeps_its_records_and_is_created_again_by_adopting_or_purgin
         ],
         "{records:#}"
     );
+}
+
+/// Issue #33 point 11: a login is stored for the deployment (the cluster id its replicas share), not for a URL
+/// string: a login whose first URL is down reports the URL that answered; it serves the other replica alone and
+/// in a fail-over list; another deployment's coordinator does not get it; logout through either replica ends it.
+#[test]
+fn a_login_through_one_replica_serves_every_replica_of_that_deployment_and_no_other() {
+    let redis = RedisServer::start();
+    let a = start_rsc(&redis);
+    let b = start_rsc(&redis);
+    let other_redis = RedisServer::start();
+    let other = start_rsc(&other_redis);
+    let dir = tempfile::tempdir().unwrap();
+    let dead = format!("http://127.0.0.1:{}", rsc_testkit::free_port());
+    let (a_url, b_url) = (
+        a.url().trim_end_matches('/').to_owned(),
+        b.url().trim_end_matches('/').to_owned(),
+    );
+
+    let list = format!("{dead},{a_url}");
+    let o = rsc(
+        &list,
+        dir.path(),
+        &["login", "--username", "admin", "--password-stdin"],
+        Some(&format!("{ADMIN_PASSWORD}\n")),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let said = stdout(&o);
+    assert!(
+        said.starts_with(&format!("Logged in to {a_url} (cluster ")),
+        "the URL that answered: {}",
+        text(&o)
+    );
+    assert!(!said.contains(&dead), "{}", text(&o));
+
+    for target in [b_url.clone(), format!("{dead},{b_url}"), format!("{b_url},{a_url}")] {
+        let groups = rsc(&target, dir.path(), &["groups"], None);
+        assert!(groups.status.success(), "{target}: {}", text(&groups));
+    }
+    let stored: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("credentials")).unwrap()).unwrap();
+    let clusters = stored["clusters"].as_object().expect("logins by cluster id");
+    assert_eq!(clusters.len(), 1, "{stored:#}");
+    let urls = &clusters.values().next().unwrap()["urls"];
+    assert_eq!(urls, &serde_json::json!([a_url, b_url]), "{stored:#}");
+
+    let elsewhere = rsc(&other.url(), dir.path(), &["groups"], None);
+    assert_eq!(elsewhere.status.code(), Some(1), "{}", text(&elsewhere));
+    assert!(
+        stderr(&elsewhere).contains("needs credentials: run rsc login"),
+        "another deployment does not get the login: {}",
+        text(&elsewhere)
+    );
+
+    let out = rsc(&b_url, dir.path(), &["logout"], None);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(stdout(&out).contains("revoked"), "{}", text(&out));
+    let after = rsc(&a_url, dir.path(), &["groups"], None);
+    assert_eq!(after.status.code(), Some(1), "{}", text(&after));
+    assert!(stderr(&after).contains("run rsc login"), "{}", text(&after));
 }

@@ -181,6 +181,12 @@ impl CoordinatorClient {
         self.inner.urls.iter().map(|u| u.to_string()).collect()
     }
 
+    /// The base URL that answered the last call (the one the next call tries first).
+    pub fn current_url(&self) -> String {
+        let n = self.inner.urls.len();
+        self.inner.urls[self.inner.current.load(Ordering::Relaxed) % n].to_string()
+    }
+
     /// Sends one heartbeat (`POST …/members/{memberId}/heartbeat`) with a per-attempt `timeout`.
     ///
     /// ```no_run

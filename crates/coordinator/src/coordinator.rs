@@ -56,6 +56,8 @@ pub struct Coordinator {
     reconciler_state: ReconcilerState,
     /// The live replicas as this one sees them, hence what background work is its own.
     cluster: ClusterView,
+    /// The deployment's cluster id, read from Redis once it answers (`cluster_id`).
+    cluster_id: tokio::sync::OnceCell<String>,
 }
 
 /// The result of trying to commit one transition.
@@ -93,8 +95,25 @@ impl Coordinator {
             heartbeat_state: HeartbeatState::default(),
             reconciler_state: ReconcilerState::default(),
             cluster: ClusterView::new(&config.id),
+            cluster_id: tokio::sync::OnceCell::new(),
             config,
         })
+    }
+
+    /// The deployment's cluster id, shared by every replica through Redis (`names::cluster_id_key`); the
+    /// first replica to ask stores a fresh one. None while Redis cannot be reached (asked again next time).
+    pub async fn cluster_id(&self) -> Option<String> {
+        let key = rsc_protocol::names::cluster_id_key(&self.config.store.key_prefix);
+        let read = self.cluster_id.get_or_try_init(|| async {
+            self.store
+                .cluster_id(&key, &uuid::Uuid::new_v4().to_string())
+                .await
+        });
+        // Bounded: a public page must not wait for an unreachable Redis.
+        match tokio::time::timeout(std::time::Duration::from_secs(1), read).await {
+            Ok(Ok(id)) => Some(id.clone()),
+            _ => None,
+        }
     }
 
     pub fn config(&self) -> &CoordinatorConfig {

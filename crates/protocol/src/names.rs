@@ -58,6 +58,13 @@ pub fn group_index_key(key_prefix: &str) -> String {
     format!("{key_prefix}:group-index")
 }
 
+/// The deployment's cluster id (a string, set once by the first replica to start): `<keyPrefix>:cluster-id`.
+/// Every replica of a deployment reads the same one, so clients can tell replicas of one deployment apart
+/// from another deployment's (the CLI keys its stored logins by it).
+pub fn cluster_id_key(key_prefix: &str) -> String {
+    format!("{key_prefix}:cluster-id")
+}
+
 /// The registry of live coordinator replicas (a sorted set: replica id → lease end): `<keyPrefix>:replicas`.
 pub fn replica_registry_key(key_prefix: &str) -> String {
     format!("{key_prefix}:replicas")

@@ -1,5 +1,6 @@
-//! The coordinator replicas' shared records: the replica registry (who is alive, by lease) and the change feed
-//! (which groups and streams were written, so that the replica that owns one hears of it at once).
+//! The coordinator replicas' shared records: the deployment's cluster id (set once, read by every replica), the
+//! replica registry (who is alive, by lease) and the change feed (which groups and streams were written, so that
+//! the replica that owns one hears of it at once).
 //!
 //! The registry is one sorted set, replica id → lease end in Redis-server milliseconds: a replica renews its
 //! entry every second or so with one script that also drops ended leases and returns the live ids
@@ -138,5 +139,21 @@ impl Store {
                 }
             })
             .collect())
+    }
+}
+
+impl Store {
+    /// The deployment's cluster id at `key`: the one stored, else `fresh`, stored now (`SET NX`, so replicas
+    /// starting together agree on the first one written).
+    pub async fn cluster_id(&self, key: &str, fresh: &str) -> Result<String, StoreError> {
+        let mut conn = self.connection();
+        let _: Option<String> = redis::cmd("SET")
+            .arg(key)
+            .arg(fresh)
+            .arg("NX")
+            .query_async(&mut conn)
+            .await?;
+        let id: String = redis::cmd("GET").arg(key).query_async(&mut conn).await?;
+        Ok(id)
     }
 }

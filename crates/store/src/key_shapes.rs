@@ -31,6 +31,7 @@ pub fn coordinator_key_shapes(key_prefix: &str) -> Vec<KeyShape> {
     vec![
         shape("group index", names::group_index_key(kp)),
         shape("replica registry", names::replica_registry_key(kp)),
+        shape("cluster id", names::cluster_id_key(kp)),
         shape("change feed", names::change_feed_key(kp)),
         shape("audit stream", names::audit_stream_key(kp)),
         shape(

@@ -135,7 +135,7 @@ fn print_plan(target: &Target, plan: &Plan) {
 }
 
 pub async fn plan(args: PlanArgs) -> Result<ExitCode, Failure> {
-    let session = Session::open(&args.target)?;
+    let session = Session::open(&args.target).await?;
     let plan = make_plan(&session, &args.file).await?;
     print_plan(&args.target, &plan);
     if !plan.problems.is_empty() {
@@ -152,7 +152,7 @@ pub async fn plan(args: PlanArgs) -> Result<ExitCode, Failure> {
 }
 
 pub async fn apply(args: ApplyArgs) -> Result<ExitCode, Failure> {
-    let session = Session::open(&args.target)?;
+    let session = Session::open(&args.target).await?;
     let plan = make_plan(&session, &args.file).await?;
     print_plan(&args.target, &plan);
     if !plan.problems.is_empty() {

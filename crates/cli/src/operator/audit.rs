@@ -44,7 +44,7 @@ pub async fn audit(args: AuditArgs) -> Result<ExitCode, Failure> {
         )));
     }
     let since = args.since.as_deref().map(since_ms).transpose()?;
-    let session = Session::open(&args.target)?;
+    let session = Session::open(&args.target).await?;
     let query = |since: Option<i64>, limit: usize| {
         let mut q: Vec<(&str, String)> = vec![("limit", limit.to_string())];
         if let Some(p) = &args.stream {

@@ -117,7 +117,7 @@ pub async fn scale(args: ScaleArgs) -> Result<ExitCode, Failure> {
             rsc_protocol::validate::MAX_SHARD_COUNT
         )));
     }
-    let session = Session::open(&args.target)?;
+    let session = Session::open(&args.target).await?;
     let body = scale_body(&args, &session.requested_by(args.requested_by.as_deref()))?;
     let (answer, request_id) = session
         .mutate(
@@ -188,7 +188,7 @@ async fn end_migration(
     verb: &str,
     goal: Goal,
 ) -> Result<ExitCode, Failure> {
-    let session = Session::open(&args.target)?;
+    let session = Session::open(&args.target).await?;
     let groups = stream_groups(&session, &args.stream).await?;
     let Some(first) = groups.first() else {
         return Err(Failure::new(format!(

@@ -1,7 +1,9 @@
 //! Stored bearer tokens of `rsc login`: `$RSC_CONFIG_DIR/credentials` (default `~/.config/rsc/credentials`),
-//! a JSON object with one entry per coordinator URL. The file is created with mode 0600 in a 0700 directory
-//! and replaced atomically (write a temporary file, then rename), so a reader never sees half a file and no
-//! other local user can read a token. Passwords are never stored.
+//! a JSON object with one login per deployment, keyed by the cluster id its coordinators share (`GET /`
+//! answers it), with the coordinator URLs seen to belong to it; a coordinator that names no cluster id has its
+//! login keyed by URL. The file is created with mode 0600 in a 0700 directory and replaced atomically (write a
+//! temporary file, then rename), so a reader never sees half a file and no other local user can read a token.
+//! Passwords are never stored.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -18,11 +20,59 @@ pub struct StoredToken {
     pub expires_at_ms: i64,
 }
 
-/// Every stored token, by coordinator URL.
+/// A login to one deployment (every replica sharing its cluster id).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterLogin {
+    #[serde(flatten)]
+    pub token: StoredToken,
+    /// Coordinator URLs that answered with this cluster id (normalised: no trailing slash).
+    #[serde(default)]
+    pub urls: Vec<String>,
+}
+
+impl ClusterLogin {
+    /// Remembers `url` as one of this deployment's.
+    pub fn add_url(&mut self, url: &str) {
+        let url = normalise(url);
+        if !self.urls.contains(&url) {
+            self.urls.push(url);
+        }
+    }
+}
+
+/// Every stored login.
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct CredentialsFile {
+    /// By cluster id.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub clusters: BTreeMap<String, ClusterLogin>,
+    /// By coordinator URL: coordinators that name no cluster id, and files written by older `rsc`.
     #[serde(default)]
     pub coordinators: BTreeMap<String, StoredToken>,
+}
+
+/// A URL as logins are keyed: trimmed, without a trailing slash.
+pub fn normalise(url: &str) -> String {
+    url.trim().trim_end_matches('/').to_owned()
+}
+
+impl CredentialsFile {
+    /// The cluster whose login lists one of `urls` (no network needed).
+    pub fn cluster_of_urls(&self, urls: &[String]) -> Option<String> {
+        let urls: Vec<String> = urls.iter().map(|u| normalise(u)).collect();
+        self.clusters
+            .iter()
+            .find(|(_, login)| login.urls.iter().any(|u| urls.contains(u)))
+            .map(|(id, _)| id.clone())
+    }
+
+    /// The URL-keyed login of one of `urls`, the first URL first.
+    pub fn url_login(&self, urls: &[String]) -> Option<String> {
+        urls.iter()
+            .map(|u| normalise(u))
+            .find(|u| self.coordinators.contains_key(u))
+    }
 }
 
 /// Where the credentials file lives: `$RSC_CONFIG_DIR/credentials`, else `$HOME/.config/rsc/credentials`.
@@ -155,6 +205,46 @@ mod tests {
         std::fs::write(&path, b"{not json").unwrap();
         let err = CredentialsFile::load(&path).unwrap_err();
         assert!(err.contains("rsc login"), "{err}");
+    }
+
+    #[test]
+    fn a_cluster_login_is_found_by_any_of_its_urls_and_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("credentials");
+        let mut file = CredentialsFile::default();
+        let mut login = ClusterLogin {
+            token: StoredToken {
+                username: "ops".into(),
+                access_token: "t".into(),
+                expires_at_ms: 42,
+            },
+            urls: vec![],
+        };
+        login.add_url("http://a:8080/");
+        login.add_url("http://a:8080");
+        assert_eq!(login.urls, ["http://a:8080"]);
+        file.clusters.insert("c-1".into(), login);
+        file.save(&path).unwrap();
+        let back = CredentialsFile::load(&path).unwrap();
+        assert_eq!(back.clusters, file.clusters);
+        let urls = |l: &[&str]| l.iter().map(|u| u.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            back.cluster_of_urls(&urls(&["http://b:1", "http://a:8080/"])),
+            Some("c-1".to_owned())
+        );
+        assert_eq!(back.cluster_of_urls(&urls(&["http://b:1"])), None);
+        // A file of an older rsc (logins by URL) still reads.
+        std::fs::write(
+            &path,
+            br#"{"coordinators":{"http://a:8080":{"username":"ops","accessToken":"t","expiresAtMs":1}}}"#,
+        )
+        .unwrap();
+        let old = CredentialsFile::load(&path).unwrap();
+        assert!(old.clusters.is_empty());
+        assert_eq!(
+            old.url_login(&urls(&["http://a:8080/"])),
+            Some("http://a:8080".to_owned())
+        );
     }
 
     #[cfg(unix)]

@@ -146,7 +146,7 @@ pub fn describe(d: &Value) -> Vec<String> {
 }
 
 async fn show(a: GroupArgs) -> Result<ExitCode, Failure> {
-    let session = Session::open(&a.target)?;
+    let session = Session::open(&a.target).await?;
     let v = view(&session, &a).await?;
     let d = v.get("metadataDurability").cloned().unwrap_or(Value::Null);
     match a.target.output {
@@ -189,7 +189,7 @@ async fn send(
 }
 
 async fn dismiss(a: RepairArgs) -> Result<ExitCode, Failure> {
-    let session = Session::open(&a.group.target)?;
+    let session = Session::open(&a.group.target).await?;
     let v = view(&session, &a.group).await?;
     let d = &v["metadataDurability"];
     let Some(suspicion) = d.get("rollbackSuspicion").filter(|r| r.is_object()) else {
@@ -230,7 +230,7 @@ async fn dismiss(a: RepairArgs) -> Result<ExitCode, Failure> {
 
 async fn recreate(a: RecreateArgs) -> Result<ExitCode, Failure> {
     let r = &a.repair;
-    let session = Session::open(&r.group.target)?;
+    let session = Session::open(&r.group.target).await?;
     let shards = match a.shards {
         Some(n) => n,
         None => view(&session, &r.group).await?["shardCount"]

@@ -1,11 +1,13 @@
-//! `rsc login` and `rsc logout`: a bearer token from `POST /coord/v1/auth/login`, stored per coordinator
-//! URL with its expiry (`credentials.rs`), and revoked with `POST /coord/v1/auth/revoke`.
+//! `rsc login` and `rsc logout`: a bearer token from `POST /coord/v1/auth/login`, stored for the deployment
+//! that answered (by the cluster id its coordinators share, `credentials.rs`) with its expiry, and revoked
+//! with `POST /coord/v1/auth/revoke`. Login says which URL answered (the first of a fail-over list may be down).
 //!
 //! The password is read without echo from the terminal (rpassword), or as one line from stdin with
 //! `--password-stdin`; it is sent once and never stored or printed.
 
-use super::credentials::{self, CredentialsFile, StoredToken};
-use super::{Failure, Output, Session, Target, client, credentials_key, now_ms, print_json};
+use super::credentials::{self, ClusterLogin, CredentialsFile, StoredToken, normalise};
+use super::stored_login::{self, LoginKey};
+use super::{Failure, Output, Session, Target, client, now_ms, print_json};
 use clap::Args;
 use rsc_client::{Auth, Method};
 use serde_json::{Value, json};
@@ -95,27 +97,53 @@ pub async fn login(args: LoginArgs) -> Result<ExitCode, Failure> {
         .get("expiresInSeconds")
         .and_then(Value::as_i64)
         .unwrap_or(0);
+    // The URL that answered the login, and the deployment it belongs to (asked there first).
+    let answered = normalise(&anonymous.client.current_url());
+    let cluster_id = anonymous
+        .client
+        .get_json(&[])
+        .await
+        .ok()
+        .and_then(|index| index.get("clusterId").and_then(Value::as_str).map(str::to_owned));
+    let token = StoredToken {
+        username: username.clone(),
+        access_token: token,
+        expires_at_ms: now_ms() + expires_in * 1000,
+    };
     let path = credentials::path()?;
     let mut file = CredentialsFile::load(&path)?;
-    let key = credentials_key(&args.target);
-    file.coordinators.insert(
-        key.clone(),
-        StoredToken {
-            username: username.clone(),
-            access_token: token,
-            expires_at_ms: now_ms() + expires_in * 1000,
-        },
-    );
+    // Logins stored by URL for these coordinators are replaced by this one.
+    for url in args.target.coordinator.iter().chain([&answered]) {
+        file.coordinators.remove(&normalise(url));
+    }
+    match &cluster_id {
+        Some(id) => {
+            let login = file.clusters.entry(id.clone()).or_insert_with(|| ClusterLogin {
+                token: token.clone(),
+                urls: Vec::new(),
+            });
+            login.token = token;
+            login.add_url(&answered);
+        }
+        None => {
+            file.coordinators.insert(answered.clone(), token);
+        }
+    }
     file.save(&path)?;
     let expires_at = super::s(&answer, "expiresAt").to_owned();
     let roles = answer.get("roles").cloned().unwrap_or(Value::Null);
+    let cluster_note = cluster_id
+        .as_deref()
+        .map(|id| format!(" (cluster {id}: the login serves every replica of it)"))
+        .unwrap_or_default();
     match args.target.output {
         Output::Json => print_json(&json!({
-            "coordinator": key, "username": username, "expiresAt": expires_at, "roles": roles,
-            "credentialsFile": path.display().to_string(),
+            "coordinator": answered, "clusterId": cluster_id, "username": username, "expiresAt": expires_at,
+            "roles": roles, "credentialsFile": path.display().to_string(),
         })),
         Output::Text => sayln!(
-            "Logged in to {key} as {username} (roles {}); the token expires at {expires_at} and is stored in {}",
+            "Logged in to {answered}{cluster_note} as {username} (roles {}); the token expires at {expires_at} and \
+             is stored in {}",
             roles_text(&roles),
             path.display()
         ),
@@ -124,14 +152,13 @@ pub async fn login(args: LoginArgs) -> Result<ExitCode, Failure> {
 }
 
 pub async fn logout(args: LogoutArgs) -> Result<ExitCode, Failure> {
-    let path = credentials::path()?;
-    let mut file = CredentialsFile::load(&path)?;
-    let key = credentials_key(&args.target);
-    let Some(stored) = file.coordinators.get(&key).cloned() else {
+    let Some(found) = stored_login::find(&args.target).await? else {
         return Err(Failure::new(format!(
-            "no token is stored for {key}: nothing to log out of"
+            "no login is stored for {}: nothing to log out of",
+            args.target.coordinator.join(",")
         )));
     };
+    let stored = found.token.clone();
     let session = Session {
         client: client(&args.target, Auth::Bearer(stored.access_token.clone()))?,
         target: args.target.clone(),
@@ -156,13 +183,23 @@ pub async fn logout(args: LogoutArgs) -> Result<ExitCode, Failure> {
         }
         Err(e) => return Err(session.failure(e)),
     };
-    file.coordinators.remove(&key);
+    let path = credentials::path()?;
+    let mut file = CredentialsFile::load(&path)?;
+    match &found.key {
+        LoginKey::Cluster(id) => {
+            file.clusters.remove(id);
+        }
+        LoginKey::Url(url) => {
+            file.coordinators.remove(url);
+        }
+    }
     file.save(&path)?;
+    let what = found.key.describe();
     match args.target.output {
         Output::Json => {
-            print_json(&json!({"coordinator": key, "username": stored.username, "token": note}))
+            print_json(&json!({"coordinator": what, "username": stored.username, "token": note}))
         }
-        Output::Text => sayln!("Logged out of {key} ({}): token {note}", stored.username),
+        Output::Text => sayln!("Logged out of {what} ({}): token {note}", stored.username),
     }
     Ok(ExitCode::SUCCESS)
 }

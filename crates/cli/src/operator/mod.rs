@@ -3,7 +3,7 @@
 //! scripts, and fail with one line on stderr and a non-zero exit. A password is never echoed or stored.
 //!
 //! Credentials, in order: `RSC_TOKEN`; `RSC_USERNAME` + `RSC_PASSWORD` (a login per invocation); the token
-//! `rsc login` stored for the first coordinator URL (`credentials.rs`).
+//! `rsc login` stored for the deployment the coordinator URLs belong to (`stored_login.rs`).
 //!
 //! - `login.rs`: `rsc login`, `rsc logout`;
 //! - `show.rs`: `rsc health`, `groups`, `describe`, `version`, `upgrade-check`;
@@ -23,6 +23,7 @@ pub mod desired;
 pub mod durability;
 pub mod login;
 pub mod show;
+pub mod stored_login;
 pub mod table;
 pub mod upgrade_check;
 
@@ -134,7 +135,7 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Session {
     /// Connects with the first credentials found (see the module comment).
-    pub fn open(target: &Target) -> Result<Session, Failure> {
+    pub async fn open(target: &Target) -> Result<Session, Failure> {
         let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
         let (auth, username, source) = if let Some(token) = env("RSC_TOKEN") {
             (
@@ -149,7 +150,7 @@ impl Session {
                 CredentialSource::EnvPassword,
             )
         } else {
-            match stored_token(target)? {
+            match stored_token(target).await? {
                 Some(t) => (
                     Auth::Bearer(t.access_token),
                     Some(t.username),
@@ -252,26 +253,16 @@ pub fn client(target: &Target, auth: Auth) -> Result<CoordinatorClient, Failure>
         .map_err(|e| Failure::new(e.to_string()))
 }
 
-/// The key under which a coordinator's token is stored: its first URL without a trailing slash.
-pub fn credentials_key(target: &Target) -> String {
-    target
-        .coordinator
-        .first()
-        .map(|u| u.trim().trim_end_matches('/').to_owned())
-        .unwrap_or_default()
-}
-
 /// The stored token for this coordinator, if one is stored; an expired one is an error that says what to do.
-fn stored_token(target: &Target) -> Result<Option<credentials::StoredToken>, Failure> {
-    let path = credentials::path()?;
-    let file = credentials::CredentialsFile::load(&path)?;
-    let key = credentials_key(target);
-    let Some(t) = file.coordinators.get(&key).cloned() else {
+async fn stored_token(target: &Target) -> Result<Option<credentials::StoredToken>, Failure> {
+    let Some(found) = stored_login::find(target).await? else {
         return Ok(None);
     };
+    let t = found.token;
     if t.expires_at_ms <= now_ms() {
         return Err(Failure::new(format!(
-            "the token stored for {key} (user {:?}) expired at {}: run rsc login",
+            "the token stored for {} (user {:?}) expired at {}: run rsc login",
+            found.key.describe(),
             t.username,
             rsc_coordinator::clock::iso_ms(t.expires_at_ms)
         )));

@@ -19,7 +19,7 @@ pub struct DescribeArgs {
 
 /// `rsc health`: exit 0 only when the coordinator says UP.
 pub async fn health(target: Target) -> Result<ExitCode, Failure> {
-    let session = Session::open(&target)?;
+    let session = Session::open(&target).await?;
     let h = session
         .get(&["coord", "v1", "monitoring", "health"], &[])
         .await?;
@@ -109,7 +109,7 @@ async fn group_line(session: &Session, g: &Value) -> Result<GroupLine, Failure> 
 
 /// `rsc groups`: one line per group.
 pub async fn groups(target: Target) -> Result<ExitCode, Failure> {
-    let session = Session::open(&target)?;
+    let session = Session::open(&target).await?;
     let list = session
         .get(&["coord", "v1", "monitoring", "groups"], &[])
         .await?;
@@ -199,7 +199,7 @@ pub async fn groups(target: Target) -> Result<ExitCode, Failure> {
 
 /// `rsc describe <stream> <group>`.
 pub async fn describe(args: DescribeArgs) -> Result<ExitCode, Failure> {
-    let session = Session::open(&args.target)?;
+    let session = Session::open(&args.target).await?;
     let (p, g) = (args.stream.as_str(), args.group.as_str());
     let base = ["coord", "v1", "monitoring", "streams", p, "groups", g];
     let group = session.get(&base, &[]).await?;
@@ -436,7 +436,7 @@ pub async fn version(target: Target) -> Result<ExitCode, Failure> {
         "version": env!("CARGO_PKG_VERSION"),
         "protocolVersions": {"min": rsc_protocol::PROTOCOL_VERSION_MIN, "max": rsc_protocol::PROTOCOL_VERSION_MAX},
     });
-    let session = Session::open(&target)?;
+    let session = Session::open(&target).await?;
     let remote = session
         .get(&["coord", "v1", "monitoring", "compatibility"], &[])
         .await;

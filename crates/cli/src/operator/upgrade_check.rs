@@ -28,7 +28,7 @@ pub const STORE_LAYOUT_NOTE: &str = "store layout: this release writes group met
 
 /// `rsc upgrade-check`: whether every live member speaks a protocol version inside the target range.
 pub async fn upgrade_check(args: UpgradeCheckArgs) -> Result<ExitCode, Failure> {
-    let session = Session::open(&args.target)?;
+    let session = Session::open(&args.target).await?;
     let (min, max) = match &args.target_version_range {
         Some(r) => parse_range(r)?,
         None => {

@@ -145,6 +145,10 @@ pub struct Index {
     name: &'static str,
     description: &'static str,
     version: &'static str,
+    /// The deployment this replica belongs to (random, shared by its replicas; no secret): clients key
+    /// stored logins by it. Absent while Redis cannot be reached.
+    #[serde(rename = "clusterId", skip_serializing_if = "Option::is_none")]
+    cluster_id: Option<String>,
     links: IndexLinks,
     authentication: &'static str,
     documentation: &'static str,
@@ -177,14 +181,16 @@ pub enum ProbeState {
 }
 
 /// `GET /`: what this server is and where to go next. Public, so it says nothing a route list in the README
-/// does not (no coordinator id, no Redis, no groups).
-pub async fn index() -> Response {
+/// does not (no coordinator id, no Redis, no groups) beyond the deployment's random cluster id, which lets a
+/// client tell that two URLs are replicas of one deployment.
+pub async fn index(State(c): Coord) -> Response {
     ok(
         StatusCode::OK,
         Index {
             name: "rsc",
             description: "Redis Stream Coordinator (coord/v1)",
             version: env!("CARGO_PKG_VERSION"),
+            cluster_id: c.cluster_id().await,
             links: IndexLinks {
                 liveness: "/healthz",
                 readiness: "/readyz",
