@@ -75,8 +75,8 @@ enum Command {
     Plan(operator::apply::PlanArgs),
     /// Make the coordinator match a desired-state file.
     Apply(operator::apply::ApplyArgs),
-    /// This binary's version and protocol versions, and the coordinator's.
-    Version(operator::Target),
+    /// This binary's version and protocol versions, and the coordinator's (--all: each replica's).
+    Version(operator::show::VersionArgs),
     /// Whether every live member speaks a protocol version the target release supports.
     UpgradeCheck(operator::upgrade_check::UpgradeCheckArgs),
     /// Back up the Redis records that define groups and streams to a checksummed file.
@@ -132,7 +132,7 @@ fn main() -> ExitCode {
         Command::Audit(args) => operator::run("audit", operator::audit::audit(args)),
         Command::Plan(args) => operator::run("plan", operator::apply::plan(args)),
         Command::Apply(args) => operator::run("apply", operator::apply::apply(args)),
-        Command::Version(t) => operator::run("version", operator::show::version(t)),
+        Command::Version(args) => operator::run("version", operator::show::version(args)),
         Command::UpgradeCheck(args) => operator::run(
             "upgrade-check",
             operator::upgrade_check::upgrade_check(args),

@@ -154,7 +154,7 @@ fn redis_cmd(url: &str, args: &[&str]) -> redis::Value {
 }
 
 fn backup(url: &str, file: &Path) -> Output {
-    rsc(&["backup", "--redis-url", url, "-o", file.to_str().unwrap()])
+    rsc(&["backup", "--redis-url", url, "-f", file.to_str().unwrap()])
 }
 
 fn restore(url: &str, file: &Path, extra: &[&str]) -> Output {
@@ -162,7 +162,7 @@ fn restore(url: &str, file: &Path, extra: &[&str]) -> Output {
         "restore",
         "--redis-url",
         url,
-        "-i",
+        "-f",
         file.to_str().unwrap(),
         "--member-lease-ttl-ms",
         "3000",
@@ -324,6 +324,12 @@ async fn damaged_files_other_prefixes_and_bad_input_are_one_line_errors() {
         "json",
     ]);
     assert!(out.status.success(), "{:?}", text(&out));
+    // `-o` (the file, before `-f/--file`) still works, saying what to use instead.
+    assert!(
+        text(&out).1.contains("-o/--output-file is deprecated") && text(&out).1.contains("-f/--file"),
+        "{:?}",
+        text(&out)
+    );
     let summary: Value = serde_json::from_str(&text(&out).0).unwrap();
     assert_eq!(
         (summary["streams"].as_u64(), summary["groups"].as_u64()),
@@ -353,7 +359,7 @@ async fn damaged_files_other_prefixes_and_bad_input_are_one_line_errors() {
         "backup",
         "--redis-url",
         "redis://app:hunter22@127.0.0.1:1",
-        "-o",
+        "-f",
         dir.path().join("x").to_str().unwrap(),
     ]);
     assert_one_line_error(&out, "redis://app:***@127.0.0.1:1");

@@ -734,10 +734,55 @@ fn a_login_through_one_replica_serves_every_replica_of_that_deployment_and_no_ot
         text(&elsewhere)
     );
 
+    // `rsc version --all` asks each replica on its own (a rolling upgrade's progress).
+    let both = format!("{a_url},{b_url}");
+    let versions = rsc(&both, dir.path(), &["version", "--all", "-o", "json"], None);
+    assert!(versions.status.success(), "{}", text(&versions));
+    let listed: serde_json::Value = serde_json::from_slice(&versions.stdout).unwrap();
+    let urls: Vec<&str> = listed["replicas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            assert_eq!(r["coordinatorVersion"], env!("CARGO_PKG_VERSION"), "{r}");
+            r["url"].as_str().unwrap()
+        })
+        .collect();
+    assert_eq!(urls, [a_url.as_str(), b_url.as_str()]);
+    let with_dead = format!("{a_url},{dead}");
+    let versions = rsc(&with_dead, dir.path(), &["version", "--all"], None);
+    assert_eq!(versions.status.code(), Some(1), "{}", text(&versions));
+    assert!(stdout(&versions).contains(&a_url), "{}", text(&versions));
+    assert!(
+        stderr(&versions).contains("1 of 2 coordinator URL(s) did not answer"),
+        "{}",
+        text(&versions)
+    );
+
     let out = rsc(&b_url, dir.path(), &["logout"], None);
     assert!(out.status.success(), "{}", text(&out));
     assert!(stdout(&out).contains("revoked"), "{}", text(&out));
     let after = rsc(&a_url, dir.path(), &["groups"], None);
     assert_eq!(after.status.code(), Some(1), "{}", text(&after));
     assert!(stderr(&after).contains("run rsc login"), "{}", text(&after));
+}
+
+/// Rough edge of #33: `rsc plan` reports every problem of a file, not the first only (the file is read before
+/// any coordinator is asked).
+#[test]
+fn plan_reports_every_problem_of_a_file_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let dead = format!("http://127.0.0.1:{}", rsc_testkit::free_port());
+    let o = rsc(
+        &dead,
+        dir.path(),
+        &["plan", "-f", "/dev/stdin"],
+        Some("[[stream]]\nprefix = \"o\"\nshards = 0\ngroups = [\"a:b\"]\n[[stream]]\nprefix = \"p\"\nshards = 2\ngroups = []\n"),
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let e = stderr(&o);
+    assert_eq!(e.lines().count(), 1, "one line: {}", text(&o));
+    for part in ["3 problems", "shards = 0", "\"a:b\"", "stream \"p\": list at least one"] {
+        assert!(e.contains(part), "{part} missing: {}", text(&o));
+    }
 }

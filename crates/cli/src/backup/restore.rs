@@ -33,7 +33,12 @@ pub struct RestoreArgs {
     #[command(flatten)]
     pub redis: RedisArgs,
     /// The backup file to restore.
-    #[arg(short = 'i', long = "input-file")]
+    #[arg(
+        short = 'f',
+        long = "file",
+        visible_short_alias = 'i',
+        visible_alias = "input-file"
+    )]
     pub input_file: PathBuf,
     /// Restore only this group (`<streamPrefix>/<consumerGroup>`), with its stream record; repeatable.
     #[arg(long = "group", value_name = "S/G")]

@@ -26,14 +26,27 @@ pub struct BackupArgs {
     #[command(flatten)]
     pub redis: RedisArgs,
     /// The file to write (written beside it first, then renamed, so a failed backup leaves no half file).
-    #[arg(short = 'o', long = "output-file")]
-    pub output_file: PathBuf,
+    #[arg(short = 'f', long = "file", required_unless_present = "output_file")]
+    pub file: Option<PathBuf>,
+    /// Deprecated spelling of `-f/--file` (elsewhere `-o` is the output format); still works, with a note.
+    #[arg(short = 'o', long = "output-file", hide = true, conflicts_with = "file")]
+    pub output_file: Option<PathBuf>,
     /// Output format of the summary.
     #[arg(long, value_enum, default_value = "text")]
     pub output: Output,
 }
 
 pub async fn run(args: BackupArgs) -> Result<ExitCode, Failure> {
+    let target = match (&args.file, &args.output_file) {
+        (Some(f), _) => f.clone(),
+        (None, Some(f)) => {
+            eprintln!(
+                "rsc backup: -o/--output-file is deprecated (elsewhere -o is the output format): use -f/--file"
+            );
+            f.clone()
+        }
+        (None, None) => return Err(Failure::new("give the file to write with -f/--file")),
+    };
     let url = &args.redis.redis_url;
     let kp = &args.redis.key_prefix;
     let store = connect(url).await?;
@@ -81,9 +94,9 @@ pub async fn run(args: BackupArgs) -> Result<ExitCode, Failure> {
 
     let created_at = now_rfc3339();
     let text = file::encode(kp, &created_at, &content);
-    write_file(&args.output_file, &text)?;
+    write_file(&target, &text)?;
 
-    let path = args.output_file.display().to_string();
+    let path = target.display().to_string();
     match args.output {
         Output::Json => println!(
             "{}",

@@ -132,33 +132,43 @@ pub fn parse(text: &str) -> Result<Desired, String> {
             None => what,
         }
     })?;
+    // Every problem of the file at once, not the first only: fixing one to meet the next is a slow loop.
+    let mut problems = Vec::new();
     let mut prefixes = BTreeSet::new();
     for s in &desired.stream {
         let at = format!("stream {:?}", s.prefix);
-        validate::validate_stream_prefix(&s.prefix).map_err(|e| format!("{at}: prefix: {e}"))?;
+        if let Err(e) = validate::validate_stream_prefix(&s.prefix) {
+            problems.push(format!("{at}: prefix: {e}"));
+        }
         if !prefixes.insert(s.prefix.clone()) {
-            return Err(format!("{at} is listed twice"));
+            problems.push(format!("{at} is listed twice"));
         }
         if s.shards < 1 || s.shards > i64::from(MAX_SHARD_COUNT) {
-            return Err(format!(
+            problems.push(format!(
                 "{at}: shards = {} is out of range; give a whole number from 1 to {MAX_SHARD_COUNT}",
                 s.shards
             ));
         }
         let mut names = BTreeSet::new();
         for g in s.groups.iter().chain(&s.absent_groups) {
-            validate::validate_consumer_group(g).map_err(|e| format!("{at}: group {g:?}: {e}"))?;
+            if let Err(e) = validate::validate_consumer_group(g) {
+                problems.push(format!("{at}: group {g:?}: {e}"));
+            }
             if !names.insert(g) {
-                return Err(format!(
+                problems.push(format!(
                     "{at}: group {g:?} is listed twice (groups and absent_groups together)"
                 ));
             }
         }
         if s.groups.is_empty() {
-            return Err(format!("{at}: list at least one consumer group in groups"));
+            problems.push(format!("{at}: list at least one consumer group in groups"));
         }
     }
-    Ok(desired)
+    match problems.len() {
+        0 => Ok(desired),
+        1 => Err(problems.remove(0)),
+        n => Err(format!("{n} problems: {}", problems.join("; "))),
+    }
 }
 
 /// Compares the desired state with the coordinator's groups.
@@ -343,5 +353,18 @@ mod tests {
         assert!(colon.contains("\"a:b\""), "{colon}");
         let twice = parse(&format!("{ORDERS}{ORDERS}")).unwrap_err();
         assert!(twice.contains("twice"), "{twice}");
+    }
+
+    #[test]
+    fn every_problem_of_a_file_is_reported_at_once() {
+        let all = parse(
+            "[[stream]]\nprefix = \"o\"\nshards = 0\ngroups = [\"a:b\"]\n\
+             [[stream]]\nprefix = \"p\"\nshards = 2\ngroups = []\n",
+        )
+        .unwrap_err();
+        assert!(all.starts_with("3 problems: "), "{all}");
+        for part in ["shards = 0", "\"a:b\"", "stream \"p\": list at least one"] {
+            assert!(all.contains(part), "{part} missing from {all}");
+        }
     }
 }

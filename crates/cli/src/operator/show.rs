@@ -430,8 +430,23 @@ fn gate_line(gate: &Value) -> String {
     )
 }
 
-/// `rsc version`: this binary, the protocol versions it speaks, and the coordinator's.
-pub async fn version(target: Target) -> Result<ExitCode, Failure> {
+#[derive(Args, Debug)]
+pub struct VersionArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// Ask every URL of --coordinator, one by one, and list each replica's version (a rolling upgrade's
+    /// progress); exit 1 when one does not answer.
+    #[arg(long)]
+    pub all: bool,
+}
+
+/// `rsc version`: this binary, the protocol versions it speaks, and the coordinator's (`--all`: each
+/// replica's).
+pub async fn version(args: VersionArgs) -> Result<ExitCode, Failure> {
+    let target = args.target;
+    if args.all {
+        return every_version(&target).await;
+    }
     let local = json!({
         "version": env!("CARGO_PKG_VERSION"),
         "protocolVersions": {"min": rsc_protocol::PROTOCOL_VERSION_MIN, "max": rsc_protocol::PROTOCOL_VERSION_MAX},
@@ -482,6 +497,69 @@ pub async fn version(target: Target) -> Result<ExitCode, Failure> {
         }
     }
     remote.map(|_| ExitCode::SUCCESS)
+}
+
+/// `rsc version --all`: each `--coordinator` URL asked on its own (no fail-over), with the same credentials.
+async fn every_version(target: &Target) -> Result<ExitCode, Failure> {
+    let mut rows = Vec::new();
+    let mut failed = 0;
+    for url in &target.coordinator {
+        let one = Target {
+            coordinator: vec![url.clone()],
+            output: target.output,
+        };
+        let answer = match Session::open(&one).await {
+            Ok(session) => {
+                session
+                    .get(&["coord", "v1", "monitoring", "compatibility"], &[])
+                    .await
+            }
+            Err(f) => Err(f),
+        };
+        match answer {
+            Ok(c) => {
+                let range = c
+                    .get("supportedCoordinationVersions")
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                rows.push(json!({
+                    "url": url, "coordinatorVersion": version_text(c.get("coordinatorVersion")),
+                    "protocolVersions": {"min": range.get("min"), "max": range.get("max")},
+                }));
+            }
+            Err(f) => {
+                failed += 1;
+                rows.push(json!({"url": url, "error": f.message}));
+            }
+        }
+    }
+    match target.output {
+        Output::Json => print_json(&json!({"replicas": rows})),
+        Output::Text => {
+            let mut t = Table::new(&["URL", "VERSION", "PROTOCOL", "ERROR"]);
+            for r in &rows {
+                let p = &r["protocolVersions"];
+                t.row(vec![
+                    s(r, "url").to_owned(),
+                    s(r, "coordinatorVersion").to_owned(),
+                    if p.is_null() {
+                        String::new()
+                    } else {
+                        format!("{}..={}", n(p, "min"), n(p, "max"))
+                    },
+                    s(r, "error").to_owned(),
+                ]);
+            }
+            say!("{}", t.render());
+        }
+    }
+    if failed > 0 {
+        return Err(Failure::new(format!(
+            "{failed} of {} coordinator URL(s) did not answer",
+            rows.len()
+        )));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn version_text(v: Option<&Value>) -> String {
