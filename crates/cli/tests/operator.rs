@@ -501,6 +501,15 @@ fn rollback_and_force_complete_ask_first_then_end_the_migration_and_wait_for_it(
 fn audit_follow_prints_records_as_they_arrive() {
     let f = Fixture::logged_in();
     let (dir, url) = (&f.dir, f.url.clone());
+    // Records that exist when following starts come first, oldest first, like the ones that follow.
+    f.apply(
+        "[[stream]]\nprefix = \"live\"\nshards = 2\ngroups = [\"live\"]\n",
+        "first",
+    );
+    f.apply(
+        "[[stream]]\nprefix = \"live\"\nshards = 2\ngroups = [\"live\", \"mid\"]\n",
+        "second",
+    );
     let mut follow = Command::new(env!("CARGO_BIN_EXE_rsc"))
         .args(["audit", "--stream", "live", "--follow", "--output", "json"])
         .env("RSC_COORDINATOR", &url)
@@ -539,14 +548,15 @@ fn audit_follow_prints_records_as_they_arrive() {
             }
         }
     };
-    f.apply(
-        "[[stream]]\nprefix = \"live\"\nshards = 2\ngroups = [\"live\"]\n",
-        "first",
-    );
-    next_with_reason("first");
+    let first = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the existing records are printed");
+    let first: serde_json::Value = serde_json::from_str(&first).unwrap();
+    assert_eq!(first["reason"], "first", "oldest first: {first}");
+    next_with_reason("second");
     // The follower has printed what existed; a record made now must arrive through its polling.
     f.apply(
-        "[[stream]]\nprefix = \"live\"\nshards = 2\ngroups = [\"live\", \"late\"]\n",
+        "[[stream]]\nprefix = \"live\"\nshards = 2\ngroups = [\"live\", \"mid\", \"late\"]\n",
         "followed",
     );
     let record = next_with_reason("followed");

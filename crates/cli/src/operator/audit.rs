@@ -1,5 +1,6 @@
 //! `rsc audit`: the coordinator's audit records (`GET /coord/v1/monitoring/audit`), newest first, with
-//! filters; `--follow` keeps printing new records as they arrive (polling once a second, oldest first).
+//! filters; `--follow` prints one time line, oldest first — the records that match, then new ones as they
+//! arrive (polling once a second) — in columns that line up from one batch to the next.
 
 use super::table::Table;
 use super::{Failure, Output, Session, Target, n, print_json, s};
@@ -80,7 +81,12 @@ pub async fn audit(args: AuditArgs) -> Result<ExitCode, Failure> {
         .filter_map(|r| r.get("timestampMs").and_then(Value::as_i64))
         .max()
         .or(since);
-    print_records(&args.target, &first_records, true);
+    // Following prints one time line, oldest first, the records that existed as well as the new ones.
+    let mut first_records = first_records;
+    if args.follow {
+        first_records.reverse();
+    }
+    print_records(&args.target, &first_records, true, args.follow);
     if !args.follow {
         return Ok(ExitCode::SUCCESS);
     }
@@ -102,7 +108,7 @@ pub async fn audit(args: AuditArgs) -> Result<ExitCode, Failure> {
         {
             newest = Some(newest.map_or(t, |n| n.max(t)));
         }
-        print_records(&args.target, &fresh, false);
+        print_records(&args.target, &fresh, false, true);
     }
 }
 
@@ -120,7 +126,11 @@ fn key(r: &Value) -> String {
     }
 }
 
-fn print_records(target: &Target, records: &[Value], header: bool) {
+/// Column widths of `--follow`: each batch is printed as it arrives, so columns are as wide as their usual
+/// values (a timestamp, the longest action, a request id) and line up from one batch to the next.
+const FOLLOW_WIDTHS: [usize; 9] = [24, 26, 12, 6, 12, 14, 24, 40, 0];
+
+fn print_records(target: &Target, records: &[Value], header: bool, follow: bool) {
     if target.output == Output::Json {
         for r in records {
             sayln!("{r}");
@@ -138,6 +148,9 @@ fn print_records(target: &Target, records: &[Value], header: bool) {
         "REQUEST-ID",
         "REASON",
     ]);
+    if follow {
+        t = t.min_widths(&FOLLOW_WIDTHS);
+    }
     for r in records {
         let target = match (s(r, "streamPrefix"), s(r, "consumerGroup")) {
             ("", _) => String::new(),

@@ -7,6 +7,8 @@
 pub struct Table {
     header: Vec<String>,
     rows: Vec<Vec<String>>,
+    /// Columns at least this wide (a table printed in pieces, as `rsc audit --follow` does, stays aligned).
+    min_widths: Vec<usize>,
 }
 
 impl Table {
@@ -14,7 +16,14 @@ impl Table {
         Table {
             header: header.iter().map(|h| (*h).to_owned()).collect(),
             rows: Vec::new(),
+            min_widths: Vec::new(),
         }
+    }
+
+    /// Columns at least `widths` wide, in order.
+    pub fn min_widths(mut self, widths: &[usize]) -> Self {
+        self.min_widths = widths.to_vec();
+        self
     }
 
     pub fn row(&mut self, cells: Vec<String>) {
@@ -35,7 +44,16 @@ impl Table {
                 Some(s) => super::terminal::escape_cell(s),
             }
         };
-        let mut widths: Vec<usize> = self.header.iter().map(|h| h.chars().count()).collect();
+        let mut widths: Vec<usize> = self
+            .header
+            .iter()
+            .enumerate()
+            .map(|(i, h)| {
+                h.chars()
+                    .count()
+                    .max(self.min_widths.get(i).copied().unwrap_or(0))
+            })
+            .collect();
         for row in &self.rows {
             for (i, w) in widths.iter_mut().enumerate() {
                 *w = (*w).max(cell(row, i).chars().count());
@@ -64,6 +82,18 @@ impl Table {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tables_printed_in_pieces_line_up_with_minimum_widths() {
+        let piece = |action: &str| {
+            let mut t = Table::new(&["ACTION", "OUTCOME"]).min_widths(&[12, 0]);
+            t.row(vec![action.into(), "SUCCESS".into()]);
+            t.render()
+        };
+        let (a, b) = (piece("LOGIN"), piece("SCALE_STREAM"));
+        assert_eq!(a.lines().nth(1).unwrap().find("SUCCESS"), Some(14));
+        assert_eq!(b.lines().nth(1).unwrap().find("SUCCESS"), Some(14));
+    }
 
     #[test]
     fn columns_line_up_and_missing_values_print_as_a_dash() {
