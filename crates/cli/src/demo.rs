@@ -16,7 +16,7 @@
 
 use clap::Args;
 use rsc_client::{
-    Consumer, ConsumerConfig, CoordinatorClient, CreateStream, Credentials, Delivery, Producer,
+    Auth, Consumer, ConsumerConfig, CoordinatorClient, CreateStream, Credentials, Delivery, Producer,
     ProducerConfig, Record,
 };
 use std::collections::HashMap;
@@ -41,12 +41,16 @@ pub struct DemoArgs {
     redis_url: String,
     #[command(flatten)]
     cluster: crate::redis_args::ClusterArgs,
-    /// Username; with a password, the demo logs in (no credentials are sent when none are given).
+    /// Username; with a password, the demo logs in. Without either, it uses the login `rsc login` stored for
+    /// the coordinator's deployment, if any (else no credentials are sent).
     #[arg(long, env = "RSC_USERNAME")]
     username: Option<String>,
     /// Password for --username.
     #[arg(long, env = "RSC_PASSWORD", hide_env_values = true)]
     password: Option<String>,
+    /// Read the password for --username as one line from stdin (kept out of the process list and history).
+    #[arg(long, conflicts_with = "password")]
+    password_stdin: bool,
     /// Stream prefix to use (created if missing).
     #[arg(long, default_value = "rsc-demo")]
     stream: String,
@@ -143,18 +147,29 @@ async fn demo(args: DemoArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let credentials = match (&args.username, &args.password) {
-        (Some(u), Some(p)) => Some(Credentials::new(u.clone(), p.clone())),
-        (None, None) => None,
+    let password = if args.password_stdin {
+        let mut line = String::new();
+        if let Err(e) = std::io::stdin().read_line(&mut line) {
+            eprintln!("rsc demo: cannot read the password from stdin: {e}");
+            return ExitCode::from(2);
+        }
+        Some(line.trim_end_matches(['\r', '\n']).to_owned())
+    } else {
+        args.password.clone()
+    };
+    let auth = match (&args.username, &password) {
+        (Some(u), Some(p)) => Auth::Login(Credentials::new(u.clone(), p.clone())),
+        (None, None) => stored_login(&args.coordinator).await,
         _ => {
             eprintln!(
-                "rsc demo: give both --username and --password (or RSC_USERNAME and RSC_PASSWORD), or neither"
+                "rsc demo: give both --username and --password (or --password-stdin, or RSC_USERNAME and \
+                 RSC_PASSWORD), or neither (then the login rsc login stored is used)"
             );
             return ExitCode::from(2);
         }
     };
     let coord = match CoordinatorClient::builder(args.coordinator.clone())
-        .credentials(credentials)
+        .auth(auth)
         .build()
     {
         Ok(c) => c,
@@ -433,6 +448,25 @@ async fn demo(args: DemoArgs) -> ExitCode {
 }
 
 /// The stream's shard count now (0 when the coordinator does not say).
+/// The token `rsc login` stored for these coordinators' deployment, if one is stored and not expired.
+async fn stored_login(coordinator: &[String]) -> Auth {
+    let target = crate::operator::Target {
+        coordinator: coordinator.to_vec(),
+        output: crate::operator::Output::Text,
+    };
+    match crate::operator::stored_login::find(&target).await {
+        Ok(Some(found)) if found.token.expires_at_ms > crate::operator::now_ms() => {
+            println!(
+                "using the login rsc login stored for {} (user {})",
+                found.key.describe(),
+                found.token.username
+            );
+            Auth::Bearer(found.token.access_token)
+        }
+        _ => Auth::None,
+    }
+}
+
 async fn current_shard_count(coord: &CoordinatorClient, stream: &str) -> u32 {
     coord
         .get_json(&["coord", "v1", "streams", stream, "groups", stream])

@@ -639,6 +639,7 @@ fn rsc_demo_prints_the_summary_line_and_loses_nothing() {
     assert_eq!(fields["backlog"], 0, "{last}");
 
     // Without credentials against a coordinator that needs them, it says what to do.
+    let empty = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_rsc"))
         .args([
             "demo",
@@ -651,6 +652,7 @@ fn rsc_demo_prints_the_summary_line_and_loses_nothing() {
         ])
         .env_remove("RSC_USERNAME")
         .env_remove("RSC_PASSWORD")
+        .env("RSC_CONFIG_DIR", empty.path())
         .output()
         .unwrap();
     assert!(!out.status.success());
@@ -659,6 +661,51 @@ fn rsc_demo_prints_the_summary_line_and_loses_nothing() {
         stderr.contains("requires credentials: set RSC_USERNAME and RSC_PASSWORD"),
         "{stderr}"
     );
+
+    // The password from stdin (issue #33), and then the login `rsc login` stored, with no password at all.
+    let run = |args: &[&str], stdin: &str| {
+        use std::io::Write;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rsc"))
+            .args(args)
+            .env("RSC_COORDINATOR", rsc.url())
+            .env("RSC_CONFIG_DIR", empty.path())
+            .env_remove("RSC_USERNAME")
+            .env_remove("RSC_PASSWORD")
+            .env_remove("RSC_TOKEN")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let text = format!(
+            "stdout:\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.success(), text)
+    };
+    let redis_url = redis.url();
+    let demo_args = ["demo", "--redis-url", &redis_url, "--duration", "1", "--rate", "50"];
+    let (ok, text) = run(
+        &[&demo_args[..], &["--username", "admin", "--password-stdin"]].concat(),
+        &format!("{ADMIN_PASSWORD}\n"),
+    );
+    assert!(ok && text.contains("lost=0"), "{text}");
+    let (ok, text) = run(
+        &["login", "--username", "admin", "--password-stdin"],
+        &format!("{ADMIN_PASSWORD}\n"),
+    );
+    assert!(ok, "{text}");
+    let (ok, text) = run(&demo_args, "");
+    assert!(ok && text.contains("lost=0"), "{text}");
+    assert!(text.contains("using the login rsc login stored"), "{text}");
 }
 
 /// The demo's summary line as numbers.
