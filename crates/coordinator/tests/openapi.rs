@@ -205,6 +205,20 @@ async fn the_coordinator_serves_the_document_and_an_offline_reference_page_witho
         .send("GET", "/docs/swagger-initializer.js", None)
         .await;
     assert!(init.body.as_str().unwrap().contains("/v3/api-docs"));
+    // No document is sent to Swagger's public validator, whatever host serves the page (issue #33).
+    assert!(
+        init.body
+            .as_str()
+            .unwrap()
+            .contains("\"validatorUrl\": \"none\""),
+        "{}",
+        init.body
+    );
+    let csp = page.headers["content-security-policy"].to_str().unwrap();
+    assert!(
+        csp.contains("connect-src 'self'") && csp.contains("frame-ancestors 'none'"),
+        "{csp}"
+    );
     let missing = anonymous.send("GET", "/docs/nope.js", None).await;
     assert_eq!(missing.status, 404);
     assert_eq!(missing.body["errorCode"], "NOT_FOUND");

@@ -1,6 +1,6 @@
 //! The document's routes: `GET /v3/api-docs` (JSON), `GET /openapi.yaml`, and the API reference page at
 //! `GET /docs` — Swagger UI embedded in the binary (utoipa-swagger-ui, `vendored`), so it works with no
-//! network. The page loads `/v3/api-docs` from the same server. All are public routes of the route table
+//! network. The page loads `/v3/api-docs` from the same server and calls no external validator. All are public routes of the route table
 //! (the document describes the API, not its data), passing the guard like every route.
 
 use crate::api::extract::ApiPath;
@@ -47,7 +47,9 @@ pub async fn api_docs_yaml() -> Result<Response, ApiError> {
 fn config() -> Arc<Config<'static>> {
     static CONFIG: OnceLock<Arc<Config<'static>>> = OnceLock::new();
     CONFIG
-        .get_or_init(|| Arc::new(Config::from(DOC_URL)))
+        // No validator: Swagger UI would otherwise send the document to validator.swagger.io whenever the
+        // page is served from a host other than localhost.
+        .get_or_init(|| Arc::new(Config::from(DOC_URL).validator_url("none")))
         .clone()
 }
 
