@@ -367,6 +367,37 @@ fn describe_and_upgrade_check_show_the_protocol_version_members_joined_with() {
         "{}",
         text(&version)
     );
+
+    // worker-1 stops heartbeating: once its lease ended it is shown holding nothing (issue #33).
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let expired = loop {
+        let d = f.run(&["describe", "pay", "pay"], None);
+        let line = stdout(&d)
+            .lines()
+            .find(|l| l.starts_with("worker-1"))
+            .map(str::to_owned)
+            .unwrap_or_default();
+        if line.contains("EXPIRED") || line.contains("FENCED") {
+            break stdout(&d);
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "worker-1 never expired: {}",
+            text(&d)
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    let line = expired.lines().find(|l| l.starts_with("worker-1")).unwrap();
+    let cells: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(&cells[cells.len() - 2..], ["-", "-"], "owns nothing: {expired}");
+    let shard_rows = expired
+        .lines()
+        .skip_while(|l| !l.starts_with("SHARD"))
+        .skip(1)
+        .take_while(|l| !l.is_empty());
+    for row in shard_rows {
+        assert!(!row.contains("worker-1"), "an expired owner: {expired}");
+    }
 }
 
 #[test]

@@ -262,7 +262,20 @@ pub async fn describe(args: DescribeArgs) -> Result<ExitCode, Failure> {
         "OWNED",
         "REVOKING",
     ]);
+    // A member whose lease ended (EXPIRED, FENCED) holds nothing, whatever it was last assigned.
+    let mut gone = std::collections::BTreeSet::new();
     for m in members["members"].as_array().cloned().unwrap_or_default() {
+        let live = matches!(s(&m, "state"), "ACTIVE" | "LEAVING");
+        if !live {
+            gone.insert(s(&m, "memberId").to_owned());
+        }
+        let held = |field: &str| {
+            if live {
+                shards_text(m.get(field))
+            } else {
+                String::new()
+            }
+        };
         t.row(vec![
             s(&m, "memberId").to_owned(),
             s(&m, "state").to_owned(),
@@ -271,8 +284,8 @@ pub async fn describe(args: DescribeArgs) -> Result<ExitCode, Failure> {
             client_text(&m),
             age(now, s(&m, "lastHeartbeatAt")),
             left(now, s(&m, "memberLeaseExpiresAt")),
-            shards_text(m.get("currentAssignment")),
-            shards_text(m.get("revoking")),
+            held("currentAssignment"),
+            held("revoking"),
         ]);
     }
     if t.is_empty() {
@@ -304,6 +317,7 @@ pub async fn describe(args: DescribeArgs) -> Result<ExitCode, Failure> {
             .map(|o| {
                 o.iter()
                     .filter_map(Value::as_str)
+                    .filter(|id| !gone.contains(*id))
                     .collect::<Vec<_>>()
                     .join(",")
             })
