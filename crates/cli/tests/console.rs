@@ -288,7 +288,10 @@ async fn an_operator_creates_watches_scales_browses_audits_and_signs_out() {
     b.wait_for(
         "the scale in the audit log",
         "const r = document.querySelector('#audit-table tr[data-action=\"SCALE_GROUP\"]'); \
-         return r && r.innerText.includes('fewer shards for the console test') && r.innerText.includes('admin')",
+         const head = document.querySelector('#audit-table thead'); \
+         return r && r.innerText.includes('fewer shards for the console test') && r.innerText.includes('admin') \
+           && r.innerText.includes('Mozilla/5.0') && !!head && head.innerText.includes('Requested by') \
+           && head.innerText.includes('Error code') && head.innerText.includes('User agent')",
         WAIT,
     )
     .await;

@@ -76,14 +76,25 @@ export function mount(el, _args, params) {
         cells: [
           a.timestamp || "–",
           a.principal || "–",
+          a.requestedBy || "–",
           a.action || "–",
           badge(a.outcome || "–"),
+          a.errorCode || "–",
           [a.streamPrefix, a.consumerGroup].filter(Boolean).join("/") || "–",
           a.reason || "–",
           a.requestId || "–",
+          a.userAgent || "–",
         ],
       }));
-      replace(results, table("Audit records (newest first, " + rows.length + ")", ["Time", "Principal", "Action", "Outcome", "Target", "Reason", "Request id"], rows, { id: "audit-table", empty: "No audit record matches." }));
+      replace(
+        results,
+        table(
+          "Audit records (newest first, " + rows.length + ")",
+          ["Time", "Principal", "Requested by", "Action", "Outcome", "Error code", "Target", "Reason", "Request id", "User agent"],
+          rows,
+          { id: "audit-table", empty: "No audit record matches." },
+        ),
+      );
     },
   };
   return view;

@@ -23,10 +23,11 @@ export function mount(el, args) {
   const migr = h("section#migration.panel", { "aria-labelledby": "migration-title" });
   const extra = h("div#group-extra");
   const reload = () => view.refresh();
+  // Offered only once the group is known to exist: an unknown group has nothing to scale or delete.
   const admin = canWrite(p)
     ? h(
         "div.actions",
-        { "aria-label": "Admin actions for " + name },
+        { "aria-label": "Admin actions for " + name, hidden: true },
         h("button#scale", { type: "button", onclick: () => scale(p, g, view.shardCount, reload) }, "Scale stream…"),
         h("button#delete-group.danger", { type: "button", onclick: () => deleteGroup(p, g, () => (location.hash = "#/overview")) }, "Delete group…"),
       )
@@ -50,8 +51,21 @@ export function mount(el, args) {
     shardCount: 0,
     refresh: async () => {
       const base = monitoringPath(p, g);
-      const [grp, mem, asg, off, migs] = await Promise.all([
-        get(base),
+      let grp;
+      try {
+        grp = await get(base);
+      } catch (e) {
+        if (admin) admin.hidden = true;
+        if (e.status === 404) {
+          replace(
+            top,
+            h("p.notice#group-missing", { role: "status" }, e.message + " — nothing to scale or delete here. ", h("a", { href: "#/overview" }, "Back to the overview")),
+          );
+        }
+        throw e;
+      }
+      if (admin) admin.hidden = false;
+      const [mem, asg, off, migs] = await Promise.all([
         get(base + "/members"),
         get(base + "/assignments"),
         get(base + "/offsets").catch(() => null),

@@ -263,6 +263,22 @@ async fn an_operator_creates_a_group_rolls_back_force_completes_and_deletes_with
     )
     .await;
 
+    // A group that does not exist: its page says so and offers no Scale or Delete (issue #33).
+    b.js("location.hash = '#/group/shop/nobody'; return true")
+        .await;
+    b.wait_css("#group-missing").await;
+    assert!(
+        b.text("#group-missing").await.contains("GROUP_NOT_FOUND"),
+        "{}",
+        b.text("#group-missing").await
+    );
+    assert_eq!(
+        b.js("const a = document.querySelector('#scale'); return !a || a.closest('[hidden]') !== null")
+            .await,
+        serde_json::Value::Bool(true),
+        "an unknown group offers no Scale"
+    );
+
     // Delete the group created above.
     b.js("location.hash = '#/group/shop/billing'; return true")
         .await;
