@@ -432,6 +432,11 @@ fn bad_input_gets_one_line_and_a_non_zero_exit() {
     let missing = f.run(&["scale", "nope", "--shards", "2", "--reason", "x"], None);
     assert_eq!(missing.status.code(), Some(1), "{}", text(&missing));
     assert!(stderr(&missing).contains("HTTP 404"), "{}", text(&missing));
+    assert!(
+        stderr(&missing).contains("with rsc: rsc groups lists what exists"),
+        "the hint names rsc verbs: {}",
+        text(&missing)
+    );
 
     let down = format!("http://127.0.0.1:{}", rsc_testkit::free_port());
     let o = rsc(&down, dir.path(), &["groups"], None);

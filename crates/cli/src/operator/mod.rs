@@ -227,10 +227,13 @@ impl Session {
                 status,
                 error_code,
                 message,
-            } => format!(
-                "{} (HTTP {status}): {message}",
-                error_code.as_deref().unwrap_or("ERROR")
-            ),
+            } => {
+                let code = error_code.as_deref().unwrap_or("ERROR");
+                match rsc_hint(code) {
+                    Some(hint) => format!("{code} (HTTP {status}): {message} — with rsc: {hint}"),
+                    None => format!("{code} (HTTP {status}): {message}"),
+                }
+            }
             other => other.to_string(),
         };
         Failure::new(message)
@@ -242,6 +245,28 @@ impl Session {
             .or_else(|| self.username.clone())
             .unwrap_or_else(|| "rsc".to_owned())
     }
+}
+
+/// The `rsc` verbs that answer an error code (the coordinator's message names API routes, for every client).
+fn rsc_hint(code: &str) -> Option<&'static str> {
+    Some(match code {
+        "GROUP_NOT_FOUND" | "STREAM_NOT_FOUND" => {
+            "rsc groups lists what exists; rsc apply -f FILE creates streams and groups"
+        }
+        "ACTIVE_MIGRATION_EXISTS" => {
+            "rsc describe STREAM GROUP shows the migration; rsc rollback STREAM or rsc force-complete STREAM ends it"
+        }
+        "MIGRATION_ALREADY_ENDED" | "ROLLBACK_NOT_ALLOWED" => {
+            "rsc describe STREAM GROUP shows the migration's state"
+        }
+        "METADATA_ROLLBACK_SUSPECTED" => {
+            "rsc durability show STREAM GROUP, then rsc durability dismiss or recreate"
+        }
+        "GROUP_HAS_ACTIVE_MEMBERS" => {
+            "rsc describe STREAM GROUP lists them; in rsc apply's file, force = true deletes anyway"
+        }
+        _ => return None,
+    })
 }
 
 /// A client for `target` with `auth`.
