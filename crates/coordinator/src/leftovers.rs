@@ -125,7 +125,7 @@ pub async fn find(store: &Store, prefix: &str, shard_count: u32) -> Result<Lefto
         prefix_key: store.keys_exist(&[prefix.to_owned()]).await?[0],
         shards: Vec::new(),
     };
-    let mut start = 0;
+    let mut start: u32 = 0;
     loop {
         let end = start
             .saturating_add(PROBE_BLOCK.max(shard_count.saturating_sub(start)))
