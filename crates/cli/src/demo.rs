@@ -16,8 +16,8 @@
 
 use clap::Args;
 use rsc_client::{
-    Auth, Consumer, ConsumerConfig, CoordinatorClient, CreateStream, Credentials, Delivery, Producer,
-    ProducerConfig, Record,
+    Auth, Consumer, ConsumerConfig, CoordinatorClient, CreateStream, Credentials, Delivery,
+    Producer, ProducerConfig, Record,
 };
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};

@@ -326,7 +326,8 @@ async fn damaged_files_other_prefixes_and_bad_input_are_one_line_errors() {
     assert!(out.status.success(), "{:?}", text(&out));
     // `-o` (the file, before `-f/--file`) still works, saying what to use instead.
     assert!(
-        text(&out).1.contains("-o/--output-file is deprecated") && text(&out).1.contains("-f/--file"),
+        text(&out).1.contains("-o/--output-file is deprecated")
+            && text(&out).1.contains("-f/--file"),
         "{:?}",
         text(&out)
     );

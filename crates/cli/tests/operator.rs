@@ -389,7 +389,11 @@ fn describe_and_upgrade_check_show_the_protocol_version_members_joined_with() {
     };
     let line = expired.lines().find(|l| l.starts_with("worker-1")).unwrap();
     let cells: Vec<&str> = line.split_whitespace().collect();
-    assert_eq!(&cells[cells.len() - 2..], ["-", "-"], "owns nothing: {expired}");
+    assert_eq!(
+        &cells[cells.len() - 2..],
+        ["-", "-"],
+        "owns nothing: {expired}"
+    );
     let shard_rows = expired
         .lines()
         .skip_while(|l| !l.starts_with("SHARD"))
@@ -656,17 +660,34 @@ fn a_deleted_stream_keeps_its_records_and_is_created_again_by_adopting_or_purgin
         }
     }
     delete_stream(&f.url, "again");
-    assert_eq!(xlen(&f.redis_url, "again:0"), 3, "deleting a stream keeps its records");
+    assert_eq!(
+        xlen(&f.redis_url, "again:0"),
+        3,
+        "deleting a stream keeps its records"
+    );
 
     let apply = |extra: &[&str]| {
-        let mut args = vec!["apply", "-f", "/dev/stdin", "--auto-approve", "--reason", "second life"];
+        let mut args = vec![
+            "apply",
+            "-f",
+            "/dev/stdin",
+            "--auto-approve",
+            "--reason",
+            "second life",
+        ];
         args.extend_from_slice(extra);
         f.run(&args, Some(file))
     };
     let refused = apply(&[]);
     assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
     let why = stderr(&refused);
-    for part in ["STREAM_PREFIX_ALREADY_EXISTS", "again:0, again:1", "ADOPT", "PURGE", "--existing-records"] {
+    for part in [
+        "STREAM_PREFIX_ALREADY_EXISTS",
+        "again:0, again:1",
+        "ADOPT",
+        "PURGE",
+        "--existing-records",
+    ] {
         assert!(why.contains(part), "{part} missing: {}", text(&refused));
     }
 
@@ -686,16 +707,35 @@ fn a_deleted_stream_keeps_its_records_and_is_created_again_by_adopting_or_purgin
         .query(&mut c)
         .unwrap();
     let delivered: usize = unread.keys.iter().map(|k| k.ids.len()).sum();
-    assert_eq!(delivered, 3, "the adopted records are delivered: {unread:?}");
+    assert_eq!(
+        delivered, 3,
+        "the adopted records are delivered: {unread:?}"
+    );
 
     delete_stream(&f.url, "again");
     let purged = apply(&["--existing-records", "purge"]);
     assert!(purged.status.success(), "{}", text(&purged));
-    assert_eq!(xlen(&f.redis_url, "again:0"), 0, "PURGE deletes the records");
-    assert_eq!(xlen(&f.redis_url, "again:1"), 0, "PURGE deletes the records");
+    assert_eq!(
+        xlen(&f.redis_url, "again:0"),
+        0,
+        "PURGE deletes the records"
+    );
+    assert_eq!(
+        xlen(&f.redis_url, "again:1"),
+        0,
+        "PURGE deletes the records"
+    );
 
     let audit = f.run(
-        &["audit", "--stream", "again", "--action", "CREATE_STREAM", "--output", "json"],
+        &[
+            "audit",
+            "--stream",
+            "again",
+            "--action",
+            "CREATE_STREAM",
+            "--output",
+            "json",
+        ],
         None,
     );
     assert!(audit.status.success(), "{}", text(&audit));
@@ -761,13 +801,19 @@ fn a_login_through_one_replica_serves_every_replica_of_that_deployment_and_no_ot
     );
     assert!(!said.contains(&dead), "{}", text(&o));
 
-    for target in [b_url.clone(), format!("{dead},{b_url}"), format!("{b_url},{a_url}")] {
+    for target in [
+        b_url.clone(),
+        format!("{dead},{b_url}"),
+        format!("{b_url},{a_url}"),
+    ] {
         let groups = rsc(&target, dir.path(), &["groups"], None);
         assert!(groups.status.success(), "{target}: {}", text(&groups));
     }
     let stored: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.path().join("credentials")).unwrap()).unwrap();
-    let clusters = stored["clusters"].as_object().expect("logins by cluster id");
+    let clusters = stored["clusters"]
+        .as_object()
+        .expect("logins by cluster id");
     assert_eq!(clusters.len(), 1, "{stored:#}");
     let urls = &clusters.values().next().unwrap()["urls"];
     assert_eq!(urls, &serde_json::json!([a_url, b_url]), "{stored:#}");
@@ -823,12 +869,19 @@ fn plan_reports_every_problem_of_a_file_at_once() {
         &dead,
         dir.path(),
         &["plan", "-f", "/dev/stdin"],
-        Some("[[stream]]\nprefix = \"o\"\nshards = 0\ngroups = [\"a:b\"]\n[[stream]]\nprefix = \"p\"\nshards = 2\ngroups = []\n"),
+        Some(
+            "[[stream]]\nprefix = \"o\"\nshards = 0\ngroups = [\"a:b\"]\n[[stream]]\nprefix = \"p\"\nshards = 2\ngroups = []\n",
+        ),
     );
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let e = stderr(&o);
     assert_eq!(e.lines().count(), 1, "one line: {}", text(&o));
-    for part in ["3 problems", "shards = 0", "\"a:b\"", "stream \"p\": list at least one"] {
+    for part in [
+        "3 problems",
+        "shards = 0",
+        "\"a:b\"",
+        "stream \"p\": list at least one",
+    ] {
         assert!(e.contains(part), "{part} missing: {}", text(&o));
     }
 }

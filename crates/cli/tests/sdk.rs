@@ -692,7 +692,15 @@ fn rsc_demo_prints_the_summary_line_and_loses_nothing() {
         (out.status.success(), text)
     };
     let redis_url = redis.url();
-    let demo_args = ["demo", "--redis-url", &redis_url, "--duration", "1", "--rate", "50"];
+    let demo_args = [
+        "demo",
+        "--redis-url",
+        &redis_url,
+        "--duration",
+        "1",
+        "--rate",
+        "50",
+    ];
     let (ok, text) = run(
         &[&demo_args[..], &["--username", "admin", "--password-stdin"]].concat(),
         &format!("{ADMIN_PASSWORD}\n"),

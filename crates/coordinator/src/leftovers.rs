@@ -32,7 +32,11 @@ impl Leftovers {
     }
 
     fn keys(&self, prefix: &str) -> Vec<String> {
-        let mut keys: Vec<String> = self.prefix_key.then(|| prefix.to_owned()).into_iter().collect();
+        let mut keys: Vec<String> = self
+            .prefix_key
+            .then(|| prefix.to_owned())
+            .into_iter()
+            .collect();
         keys.extend(self.shards.iter().map(|s| shard_stream_key(prefix, *s)));
         keys
     }
@@ -145,17 +149,26 @@ pub async fn find(store: &Store, prefix: &str, shard_count: u32) -> Result<Lefto
 
 /// Carries out a decision before the stream is provisioned; logs what it deleted.
 pub async fn carry_out(store: &Store, prefix: &str, decision: &Decision) -> Result<(), CoordError> {
-    let unavailable =
-        |e: StoreError| CoordError::RedisUnavailable(format!("Redis is unavailable: {}", store_error_text(&e)));
+    let unavailable = |e: StoreError| {
+        CoordError::RedisUnavailable(format!("Redis is unavailable: {}", store_error_text(&e)))
+    };
     match decision {
         Decision::Create => {}
         Decision::Adopt { routing_keys } => {
             store.delete_keys(routing_keys).await.map_err(unavailable)?;
-            tracing::info!(stream = prefix, shards = routing_keys.len(), "adopting the shard streams an earlier stream left");
+            tracing::info!(
+                stream = prefix,
+                shards = routing_keys.len(),
+                "adopting the shard streams an earlier stream left"
+            );
         }
         Decision::Purge { keys } => {
             let deleted = store.delete_keys(keys).await.map_err(unavailable)?;
-            tracing::info!(stream = prefix, deleted, "purged the keys an earlier stream left");
+            tracing::info!(
+                stream = prefix,
+                deleted,
+                "purged the keys an earlier stream left"
+            );
         }
     }
     Ok(())
@@ -179,7 +192,10 @@ mod tests {
             ExistingRecords::Adopt,
             ExistingRecords::Purge,
         ] {
-            assert_eq!(decide("o", 2, c, &Leftovers::default()).unwrap(), Decision::Create);
+            assert_eq!(
+                decide("o", 2, c, &Leftovers::default()).unwrap(),
+                Decision::Create
+            );
         }
     }
 
@@ -189,7 +205,13 @@ mod tests {
         let CoordError::StreamExists(m) = e else {
             panic!("not a STREAM_PREFIX_ALREADY_EXISTS: {e:?}")
         };
-        for part in ["o:0, o:1", "ADOPT", "PURGE", "--existing-records", "existing_records"] {
+        for part in [
+            "o:0, o:1",
+            "ADOPT",
+            "PURGE",
+            "--existing-records",
+            "existing_records",
+        ] {
             assert!(m.contains(part), "{part} missing from {m}");
         }
     }
@@ -205,7 +227,10 @@ mod tests {
         );
         let e = decide("o", 2, ExistingRecords::Adopt, &left(&[0, 1, 2, 3])).unwrap_err();
         let m = e.message();
-        assert!(m.contains("o:2, o:3") && m.contains("initialShardCount 4"), "{m}");
+        assert!(
+            m.contains("o:2, o:3") && m.contains("initialShardCount 4"),
+            "{m}"
+        );
     }
 
     #[test]
@@ -214,7 +239,8 @@ mod tests {
             prefix_key: true,
             shards: vec![0, 5],
         };
-        let Decision::Purge { keys } = decide("o", 2, ExistingRecords::Purge, &found).unwrap() else {
+        let Decision::Purge { keys } = decide("o", 2, ExistingRecords::Purge, &found).unwrap()
+        else {
             panic!("not a purge")
         };
         assert_eq!(

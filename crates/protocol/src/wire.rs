@@ -405,8 +405,13 @@ pub trait AdminBody {
 }
 
 impl AdminBody for CreateStreamRequest {
-    const FIELDS: &'static [&'static str] =
-        &["initialShardCount", "requestedBy", "reason", "ordering", "existingRecords"];
+    const FIELDS: &'static [&'static str] = &[
+        "initialShardCount",
+        "requestedBy",
+        "reason",
+        "ordering",
+        "existingRecords",
+    ];
 }
 
 impl AdminBody for DeleteGroupRequest {

@@ -140,7 +140,12 @@ fn known_count(diags: &mut Diagnostics, count: &Value<Count>) -> Option<i64> {
     match n.whole("shard_count") {
         Ok(n) => Some(n),
         Err(e) => {
-            diag::error(diags, e, "Nothing was sent.", AttributePath::new("shard_count"));
+            diag::error(
+                diags,
+                e,
+                "Nothing was sent.",
+                AttributePath::new("shard_count"),
+            );
             None
         }
     }

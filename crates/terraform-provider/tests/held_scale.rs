@@ -349,7 +349,13 @@ resource "rsc_stream" "again" {{
 
     // A shard count that is not a whole number: a diagnostic naming the attribute, before anything is sent.
     let fractional = a.run(
-        &["plan", "-input=false", "-no-color", "-var", "shard_count=2.5"],
+        &[
+            "plan",
+            "-input=false",
+            "-no-color",
+            "-var",
+            "shard_count=2.5",
+        ],
         &[],
     );
     assert_eq!(fractional.code, 1, "{}", fractional.text());
@@ -359,11 +365,22 @@ resource "rsc_stream" "again" {{
         "{}",
         fractional.text()
     );
-    for bad in ["backtrace", "RUST_BACKTRACE", "Internal error", "invalid type"] {
+    for bad in [
+        "backtrace",
+        "RUST_BACKTRACE",
+        "Internal error",
+        "invalid type",
+    ] {
         assert!(!text.contains(bad), "{bad}: {}", fractional.text());
     }
     let choice = a.run(
-        &["plan", "-input=false", "-no-color", "-var", "existing_records=KEEP"],
+        &[
+            "plan",
+            "-input=false",
+            "-no-color",
+            "-var",
+            "existing_records=KEEP",
+        ],
         &[],
     );
     assert_eq!(choice.code, 1, "{}", choice.text());
@@ -396,18 +413,38 @@ resource "rsc_stream" "again" {{
         &[],
     );
     assert_eq!(destroyed.code, 0, "{}", destroyed.text());
-    assert_eq!(xlen(redis.port(), &format!("{AGAIN}:1")), 4, "destroy keeps the records");
+    assert_eq!(
+        xlen(redis.port(), &format!("{AGAIN}:1")),
+        4,
+        "destroy keeps the records"
+    );
 
     let refused = tf(&[]);
     assert_ne!(refused.code, 0, "{}", refused.text());
     let text = words(&refused.text());
-    assert!(text.contains("STREAM_PREFIX_ALREADY_EXISTS"), "{}", refused.text());
-    assert!(text.contains("existing_records = \"ADOPT\"") || text.contains("existing_records = ADOPT"), "{}", refused.text());
-    assert!(!text.contains("terraform import"), "an import cannot work here: {}", refused.text());
+    assert!(
+        text.contains("STREAM_PREFIX_ALREADY_EXISTS"),
+        "{}",
+        refused.text()
+    );
+    assert!(
+        text.contains("existing_records = \"ADOPT\"") || text.contains("existing_records = ADOPT"),
+        "{}",
+        refused.text()
+    );
+    assert!(
+        !text.contains("terraform import"),
+        "an import cannot work here: {}",
+        refused.text()
+    );
 
     let adopted = tf(&["-var", "existing_records=ADOPT"]);
     assert_eq!(adopted.code, 0, "{}", adopted.text());
-    assert_eq!(xlen(redis.port(), &format!("{AGAIN}:1")), 4, "ADOPT keeps the records");
+    assert_eq!(
+        xlen(redis.port(), &format!("{AGAIN}:1")),
+        4,
+        "ADOPT keeps the records"
+    );
     let plan = a.run(
         &[
             "plan",

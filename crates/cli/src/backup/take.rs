@@ -29,7 +29,12 @@ pub struct BackupArgs {
     #[arg(short = 'f', long = "file", required_unless_present = "output_file")]
     pub file: Option<PathBuf>,
     /// Deprecated spelling of `-f/--file` (elsewhere `-o` is the output format); still works, with a note.
-    #[arg(short = 'o', long = "output-file", hide = true, conflicts_with = "file")]
+    #[arg(
+        short = 'o',
+        long = "output-file",
+        hide = true,
+        conflicts_with = "file"
+    )]
     pub output_file: Option<PathBuf>,
     /// Output format of the summary.
     #[arg(long, value_enum, default_value = "text")]

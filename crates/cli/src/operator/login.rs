@@ -99,12 +99,12 @@ pub async fn login(args: LoginArgs) -> Result<ExitCode, Failure> {
         .unwrap_or(0);
     // The URL that answered the login, and the deployment it belongs to (asked there first).
     let answered = normalise(&anonymous.client.current_url());
-    let cluster_id = anonymous
-        .client
-        .get_json(&[])
-        .await
-        .ok()
-        .and_then(|index| index.get("clusterId").and_then(Value::as_str).map(str::to_owned));
+    let cluster_id = anonymous.client.get_json(&[]).await.ok().and_then(|index| {
+        index
+            .get("clusterId")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    });
     let token = StoredToken {
         username: username.clone(),
         access_token: token,
@@ -118,10 +118,13 @@ pub async fn login(args: LoginArgs) -> Result<ExitCode, Failure> {
     }
     match &cluster_id {
         Some(id) => {
-            let login = file.clusters.entry(id.clone()).or_insert_with(|| ClusterLogin {
-                token: token.clone(),
-                urls: Vec::new(),
-            });
+            let login = file
+                .clusters
+                .entry(id.clone())
+                .or_insert_with(|| ClusterLogin {
+                    token: token.clone(),
+                    urls: Vec::new(),
+                });
             login.token = token;
             login.add_url(&answered);
         }

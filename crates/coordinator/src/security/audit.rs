@@ -150,12 +150,10 @@ impl BodyMeta {
             })
             .collect();
         // A stream create's choice for an earlier stream's records (only a known choice: never free text).
-        if let Some(choice) = map
-            .get("existingRecords")
-            .and_then(|v| {
-                serde_json::from_value::<rsc_protocol::existing_records::ExistingRecords>(v.clone()).ok()
-            })
-        {
+        if let Some(choice) = map.get("existingRecords").and_then(|v| {
+            serde_json::from_value::<rsc_protocol::existing_records::ExistingRecords>(v.clone())
+                .ok()
+        }) {
             summary.insert("existingRecords".to_owned(), choice.as_str().into());
         }
         BodyMeta {
