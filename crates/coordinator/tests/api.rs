@@ -967,7 +967,10 @@ async fn the_root_is_a_public_index_of_where_to_go() {
         "{text}"
     );
     // The deployment's cluster id (issue #33): random, kept in Redis, the same on every answer.
-    let id = r.body["clusterId"].as_str().expect("a cluster id").to_owned();
+    let id = r.body["clusterId"]
+        .as_str()
+        .expect("a cluster id")
+        .to_owned();
     assert_eq!(id.len(), 36, "{id}");
     let again = api.with_auth(Auth::None).send("GET", "/", None).await;
     assert_eq!(again.body["clusterId"], id.as_str());

@@ -475,9 +475,7 @@ impl Resource for StreamResource {
         let mut planned = planned;
         default_flags(&mut planned, Some(&config));
         let prefix = planned.prefix().to_owned();
-        let Some(count) = known_count(diags, &planned.shard_count) else {
-            return None;
-        };
+        let count = known_count(diags, &planned.shard_count)?;
         let count = match validate::validate_shard_count("initialShardCount", count, 1) {
             Ok(c) => c,
             Err(e) => {
