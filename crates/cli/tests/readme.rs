@@ -1,6 +1,6 @@
 //! Walks the README as a new user would: every `sh` block of "A walk through the API with curl", "Scaling a
-//! stream's shard count" and "Operations runbook", in order, against a fresh `rsc serve` with its own
-//! redis-server.
+//! stream's shard count", "Operations runbook", "Operating with the `rsc` CLI" and "A first Rust consumer and
+//! producer", in order, against a fresh `rsc serve` with its own redis-server.
 //!
 //! - The block that starts the coordinator (`… rsc serve`) runs in the background with `RSC_LISTEN` and
 //!   `RSC_REDIS_URL` pointing at this test's port and Redis (the README says those variables do that).
@@ -9,6 +9,10 @@
 //!   prompt is answered with the password. `rsc` is on `PATH`; `RSC_COORDINATOR` and `RSC_REDIS_URL` are
 //!   set, as the README tells users with another coordinator or Redis to do.
 //! - Substituted in the text: the password (`pick-a-long-password`) and `localhost:8080` (this test's port).
+//!   The README runs the example programs with `cargo run` from the repository root; the walk's shell runs in
+//!   a directory of its own, so `cargo run` is given this workspace's manifest (`--manifest-path`) and this
+//!   test's target directory, where the examples are built before the walk starts (its bound counts no
+//!   compilation).
 //! - A command followed by a `# →` line must print output with every key, and every string value, that line
 //!   shows (`…` = anything; a value `"reshard-…"` must start with `reshard-`; `k=v` words need `k=`); and no
 //!   output may carry an `errorCode` unless the `# →` line shows one.
@@ -27,11 +31,12 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The README sections the walk runs, in README order.
-const SECTIONS: [&str; 4] = [
+const SECTIONS: [&str; 5] = [
     "A walk through the API with curl",
     "Scaling a stream's shard count",
     "Operations runbook",
     "Operating with the `rsc` CLI",
+    "A first Rust consumer and producer",
 ];
 /// The README's example password, replaced by the test's.
 const README_PASSWORD: &str = "pick-a-long-password";
@@ -261,15 +266,23 @@ fn every_command_of_the_readme_walk_and_runbook_works_as_written() {
         walk.len()
     );
 
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_rsc")).parent().unwrap();
+    let target_dir = bin_dir.parent().expect("target/<profile>/rsc");
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.toml");
+    build_examples(&manifest, target_dir);
+
     let redis = RedisServer::start();
     let port = rsc_testkit::free_port();
     let password = format!("walk-{}", std::process::id());
     let substitute = |text: &str| {
         text.replace(README_PASSWORD, &password)
             .replace("localhost:8080", &format!("127.0.0.1:{port}"))
+            .replace(
+                "cargo run ",
+                &format!("cargo run --manifest-path {} ", manifest.display()),
+            )
     };
     let dir = tempfile::tempdir().unwrap();
-    let bin_dir = Path::new(env!("CARGO_BIN_EXE_rsc")).parent().unwrap();
     let env = vec![
         (
             "PATH",
@@ -283,6 +296,7 @@ fn every_command_of_the_readme_walk_and_runbook_works_as_written() {
         ("RSC_REDIS_URL", redis.url()),
         ("RSC_COORDINATOR", format!("http://127.0.0.1:{port}")),
         ("RSC_LOG", "warn".to_owned()),
+        ("CARGO_TARGET_DIR", target_dir.display().to_string()),
         // `rsc login` stores its token here, not in the home directory of whoever runs the tests.
         (
             "RSC_CONFIG_DIR",
@@ -394,6 +408,19 @@ fn every_command_of_the_readme_walk_and_runbook_works_as_written() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// Builds the README's example programs (`cargo run -p rsc-examples …`) into `target_dir`, as the walk's
+/// `cargo run` will find them.
+fn build_examples(manifest: &Path, target_dir: &Path) {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = Command::new(cargo)
+        .args(["build", "-q", "-p", "rsc-examples", "--bins", "--manifest-path"])
+        .arg(manifest)
+        .env("CARGO_TARGET_DIR", target_dir)
+        .status()
+        .expect("run cargo to build the examples");
+    assert!(status.success(), "cargo build -p rsc-examples failed: {status}");
 }
 
 /// The `sh` blocks under the README heading `## <heading>`, in order.
