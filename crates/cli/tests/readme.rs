@@ -9,10 +9,10 @@
 //!   prompt is answered with the password. `rsc` is on `PATH`; `RSC_COORDINATOR` and `RSC_REDIS_URL` are
 //!   set, as the README tells users with another coordinator or Redis to do.
 //! - Substituted in the text: the password (`pick-a-long-password`) and `localhost:8080` (this test's port).
-//!   The README runs the example programs with `cargo run` from the repository root; the walk's shell runs in
-//!   a directory of its own, so `cargo run` is given this workspace's manifest (`--manifest-path`) and this
-//!   test's target directory, where the examples are built before the walk starts (its bound counts no
-//!   compilation).
+//!   The README runs the example programs with `cargo run -q -p rsc-examples --bin NAME -- …`; the walk runs
+//!   the binary that command runs, `target/<profile>/NAME` next to `rsc` (built by `cargo test --workspace`
+//!   through the examples' own test; built here with `cargo build -p rsc-examples` when missing or older than
+//!   the sources it is built from), so the walk's bound counts no compilation.
 //! - A command followed by a `# →` line must print output with every key, and every string value, that line
 //!   shows (`…` = anything; a value `"reshard-…"` must start with `reshard-`; `k=v` words need `k=`); and no
 //!   output may carry an `errorCode` unless the `# →` line shows one.
@@ -267,9 +267,7 @@ fn every_command_of_the_readme_walk_and_runbook_works_as_written() {
     );
 
     let bin_dir = Path::new(env!("CARGO_BIN_EXE_rsc")).parent().unwrap();
-    let target_dir = bin_dir.parent().expect("target/<profile>/rsc");
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.toml");
-    build_examples(&manifest, target_dir);
+    let examples = example_binaries(bin_dir);
 
     let redis = RedisServer::start();
     let port = rsc_testkit::free_port();
@@ -277,11 +275,20 @@ fn every_command_of_the_readme_walk_and_runbook_works_as_written() {
     let substitute = |text: &str| {
         text.replace(README_PASSWORD, &password)
             .replace("localhost:8080", &format!("127.0.0.1:{port}"))
-            .replace(
-                "cargo run ",
-                &format!("cargo run --manifest-path {} ", manifest.display()),
-            )
     };
+    let substitute = |text: &str| {
+        examples
+            .iter()
+            .fold(substitute(text), |t, (command, binary)| {
+                t.replace(command.as_str(), &binary.display().to_string())
+            })
+    };
+    for (command, _) in &examples {
+        assert!(
+            readme.contains(command.as_str()),
+            "the README no longer runs `{command}`: update EXAMPLES"
+        );
+    }
     let dir = tempfile::tempdir().unwrap();
     let env = vec![
         (
@@ -296,7 +303,6 @@ fn every_command_of_the_readme_walk_and_runbook_works_as_written() {
         ("RSC_REDIS_URL", redis.url()),
         ("RSC_COORDINATOR", format!("http://127.0.0.1:{port}")),
         ("RSC_LOG", "warn".to_owned()),
-        ("CARGO_TARGET_DIR", target_dir.display().to_string()),
         // `rsc login` stores its token here, not in the home directory of whoever runs the tests.
         (
             "RSC_CONFIG_DIR",
@@ -410,17 +416,61 @@ fn every_command_of_the_readme_walk_and_runbook_works_as_written() {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
-/// Builds the README's example programs (`cargo run -p rsc-examples …`) into `target_dir`, as the walk's
-/// `cargo run` will find them.
-fn build_examples(manifest: &Path, target_dir: &Path) {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(cargo)
-        .args(["build", "-q", "-p", "rsc-examples", "--bins", "--manifest-path"])
-        .arg(manifest)
-        .env("CARGO_TARGET_DIR", target_dir)
-        .status()
-        .expect("run cargo to build the examples");
-    assert!(status.success(), "cargo build -p rsc-examples failed: {status}");
+/// The example programs the README runs with `cargo run -q -p rsc-examples --bin NAME --`.
+const EXAMPLES: [&str; 2] = ["orders-producer", "orders-consumer"];
+
+/// Each README command that runs an example, with the binary it runs: `target/<profile>/NAME` beside `rsc`,
+/// built first when missing or older than the sources of the crates it is built from.
+fn example_binaries(bin_dir: &Path) -> Vec<(String, PathBuf)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let binaries: Vec<PathBuf> = EXAMPLES.iter().map(|n| bin_dir.join(n)).collect();
+    let sources = [
+        "examples/rust/src",
+        "examples/rust/Cargo.toml",
+        "crates/client/src",
+        "crates/member/src",
+        "crates/protocol/src",
+        "crates/redis-connect/src",
+        "crates/store/src",
+    ];
+    let stale = binaries.iter().any(|b| {
+        let Ok(built) = std::fs::metadata(b).and_then(|m| m.modified()) else {
+            return true;
+        };
+        sources.iter().any(|s| newer_than(&root.join(s), built))
+    });
+    if stale {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let mut cmd = Command::new(cargo);
+        cmd.args(["build", "-q", "-p", "rsc-examples", "--bins", "--target-dir"])
+            .arg(bin_dir.parent().expect("target/<profile>"))
+            .current_dir(&root);
+        if bin_dir.file_name().is_some_and(|n| n != "debug") {
+            cmd.arg("--profile").arg(bin_dir.file_name().unwrap());
+        }
+        let status = cmd.status().expect("run cargo to build the examples");
+        assert!(status.success(), "cargo build -p rsc-examples failed: {status}");
+    }
+    EXAMPLES
+        .iter()
+        .zip(binaries)
+        .map(|(name, b)| (format!("cargo run -q -p rsc-examples --bin {name} --"), b))
+        .collect()
+}
+
+/// Whether `path` (a file, or any file under a directory) was modified after `than`.
+fn newer_than(path: &Path, than: std::time::SystemTime) -> bool {
+    if path.is_dir() {
+        std::fs::read_dir(path)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| newer_than(&e.path(), than))
+    } else {
+        std::fs::metadata(path)
+            .and_then(|m| m.modified())
+            .is_ok_and(|m| m > than)
+    }
 }
 
 /// The `sh` blocks under the README heading `## <heading>`, in order.

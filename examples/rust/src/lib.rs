@@ -2,7 +2,7 @@
 //! credentials, from the same environment variables (and defaults) as the `rsc` CLI.
 
 use clap::Args;
-use rsc_client::{ClientError, CoordinatorClient, Credentials};
+use rsc_client::{CoordinatorClient, Credentials};
 
 /// Where the coordinator and Redis are, and who we are. Every flag also reads its environment variable.
 #[derive(Debug, Args)]
@@ -18,14 +18,21 @@ pub struct Connection {
     pub username: String,
     /// Its password; from the environment, so that it stays out of the shell history and `ps`.
     #[arg(long, env = "RSC_PASSWORD", hide_env_values = true)]
-    pub password: String,
+    pub password: Option<String>,
 }
 
 impl Connection {
     /// A coordinator client that logs in with these credentials (and renews its token).
-    pub fn coordinator(&self) -> Result<CoordinatorClient, ClientError> {
+    pub fn coordinator(&self) -> Result<CoordinatorClient, String> {
+        let Some(password) = self.password.as_deref().filter(|p| !p.is_empty()) else {
+            return Err(format!(
+                "no password for {:?}: set RSC_PASSWORD (read -rsp 'Coordinator password: ' RSC_PASSWORD; export RSC_PASSWORD)",
+                self.username
+            ));
+        };
         CoordinatorClient::builder(self.coordinator.iter())
-            .credentials(Some(Credentials::new(&self.username, &self.password)))
+            .credentials(Some(Credentials::new(&self.username, password)))
             .build()
+            .map_err(|e| format!("coordinator {}: {e}", self.coordinator.join(",")))
     }
 }

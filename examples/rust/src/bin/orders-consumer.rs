@@ -40,7 +40,7 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn run(cli: &Cli) -> Result<(), rsc_client::ClientError> {
+async fn run(cli: &Cli) -> Result<(), String> {
     let coordinator = cli.connection.coordinator()?;
     let handled = Arc::new(AtomicU64::new(0));
     let enough = Arc::new(Notify::new());
@@ -70,7 +70,8 @@ async fn run(cli: &Cli) -> Result<(), rsc_client::ClientError> {
             }
         }
     })
-    .await?;
+    .await
+    .map_err(|e| e.to_string())?;
     eprintln!(
         "orders-consumer: member {} joined group {} of stream {} (Ctrl-C to leave)",
         consumer.member_ids().join(","),

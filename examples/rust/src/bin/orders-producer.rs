@@ -34,14 +34,15 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn run(cli: &Cli) -> Result<(), rsc_client::ClientError> {
+async fn run(cli: &Cli) -> Result<(), String> {
     let coordinator = cli.connection.coordinator()?;
     // Fetches the stream's routing (shard count, stream keys) once now, then refreshes it in the background.
     let producer = Producer::connect(
         coordinator,
         ProducerConfig::new(&cli.stream, &cli.connection.redis_url),
     )
-    .await?;
+    .await
+    .map_err(|e| e.to_string())?;
     let orders: Vec<Record> = (1..=cli.count)
         .map(|n| {
             Record::new(format!("order-{n}"))
@@ -50,7 +51,10 @@ async fn run(cli: &Cli) -> Result<(), rsc_client::ClientError> {
         })
         .collect();
     // One pipelined round trip for the whole batch; `publish` sends a single record.
-    let published = producer.publish_batch(&orders).await?;
+    let published = producer
+        .publish_batch(&orders)
+        .await
+        .map_err(|e| e.to_string())?;
     let mut per_shard: BTreeMap<u32, usize> = BTreeMap::new();
     for p in &published {
         *per_shard.entry(p.shard).or_default() += 1;
