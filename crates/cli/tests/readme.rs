@@ -273,15 +273,12 @@ fn every_command_of_the_readme_walk_and_runbook_works_as_written() {
     let port = rsc_testkit::free_port();
     let password = format!("walk-{}", std::process::id());
     let substitute = |text: &str| {
-        text.replace(README_PASSWORD, &password)
-            .replace("localhost:8080", &format!("127.0.0.1:{port}"))
-    };
-    let substitute = |text: &str| {
-        examples
-            .iter()
-            .fold(substitute(text), |t, (command, binary)| {
-                t.replace(command.as_str(), &binary.display().to_string())
-            })
+        let text = text
+            .replace(README_PASSWORD, &password)
+            .replace("localhost:8080", &format!("127.0.0.1:{port}"));
+        examples.iter().fold(text, |t, (command, binary)| {
+            t.replace(command.as_str(), &binary.display().to_string())
+        })
     };
     for (command, _) in &examples {
         assert!(
@@ -442,14 +439,24 @@ fn example_binaries(bin_dir: &Path) -> Vec<(String, PathBuf)> {
     if stale {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let mut cmd = Command::new(cargo);
-        cmd.args(["build", "-q", "-p", "rsc-examples", "--bins", "--target-dir"])
-            .arg(bin_dir.parent().expect("target/<profile>"))
-            .current_dir(&root);
+        cmd.args([
+            "build",
+            "-q",
+            "-p",
+            "rsc-examples",
+            "--bins",
+            "--target-dir",
+        ])
+        .arg(bin_dir.parent().expect("target/<profile>"))
+        .current_dir(&root);
         if bin_dir.file_name().is_some_and(|n| n != "debug") {
             cmd.arg("--profile").arg(bin_dir.file_name().unwrap());
         }
         let status = cmd.status().expect("run cargo to build the examples");
-        assert!(status.success(), "cargo build -p rsc-examples failed: {status}");
+        assert!(
+            status.success(),
+            "cargo build -p rsc-examples failed: {status}"
+        );
     }
     EXAMPLES
         .iter()

@@ -6,7 +6,8 @@
 //! a real `rsc serve`. The installed provider's schema (`terraform providers schema -json`) is checked
 //! against the provider's `docs/` pages: one per resource and data source, naming every attribute and block.
 
-#[allow(dead_code)] // this test uses the shared support's binaries and outcome, not its dev_overrides workdir
+#[allow(dead_code)]
+// this test uses the shared support's binaries and outcome, not its dev_overrides workdir
 mod support;
 
 use rsc_testkit::{RedisServer, RscBuilder};
@@ -105,9 +106,18 @@ fn the_install_script_makes_terraform_init_work_offline_and_the_docs_cover_the_s
         home.path(),
         &proxy,
     ));
-    assert_eq!(installed.code, 0, "the install script failed:\n{}", installed.text());
+    assert_eq!(
+        installed.code,
+        0,
+        "the install script failed:\n{}",
+        installed.text()
+    );
     let plugins = home.path().join(".terraform.d/plugins").join(PROVIDER);
-    assert!(plugins.is_dir(), "nothing installed in {}", plugins.display());
+    assert!(
+        plugins.is_dir(),
+        "nothing installed in {}",
+        plugins.display()
+    );
 
     // 2. `terraform init` on the shipped example: from the mirror, offline, writing the lock file.
     std::fs::copy(
@@ -177,7 +187,12 @@ fn the_install_script_makes_terraform_init_work_offline_and_the_docs_cover_the_s
         home.path(),
         &proxy,
     ));
-    assert_eq!(schema.code, 0, "providers schema failed:\n{}", schema.text());
+    assert_eq!(
+        schema.code,
+        0,
+        "providers schema failed:\n{}",
+        schema.text()
+    );
     let schema: Value = serde_json::from_str(&schema.stdout).expect("schema JSON");
     let ours = &schema["provider_schemas"][PROVIDER];
     let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs");
@@ -204,11 +219,16 @@ fn the_install_script_makes_terraform_init_work_offline_and_the_docs_cover_the_s
             );
         }
         // and no page for something the provider does not have
-        for page in std::fs::read_dir(docs.join(dir)).expect("docs dir").flatten() {
+        for page in std::fs::read_dir(docs.join(dir))
+            .expect("docs dir")
+            .flatten()
+        {
             let file = page.file_name().to_string_lossy().into_owned();
             let name = format!("rsc_{}", file.trim_end_matches(".md"));
             if !entries.contains_key(&name) {
-                problems.push(format!("docs/{dir}/{file} documents {name}, which the provider does not have"));
+                problems.push(format!(
+                    "docs/{dir}/{file} documents {name}, which the provider does not have"
+                ));
             }
         }
     }

@@ -8,7 +8,12 @@ use rsc_client::{CoordinatorClient, Credentials};
 #[derive(Debug, Args)]
 pub struct Connection {
     /// Coordinator URLs, comma-separated: the next is tried when one does not answer.
-    #[arg(long, env = "RSC_COORDINATOR", default_value = "http://127.0.0.1:8080", value_delimiter = ',')]
+    #[arg(
+        long,
+        env = "RSC_COORDINATOR",
+        default_value = "http://127.0.0.1:8080",
+        value_delimiter = ','
+    )]
     pub coordinator: Vec<String>,
     /// The Redis holding the shard streams (the coordinator's Redis).
     #[arg(long, env = "RSC_REDIS_URL", default_value = "redis://127.0.0.1:6379")]

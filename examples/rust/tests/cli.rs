@@ -34,7 +34,10 @@ fn help_names_every_setting_and_its_environment_variable() {
             "--stream",
             own,
         ] {
-            assert!(help.contains(word), "{binary} --help does not name {word}:\n{help}");
+            assert!(
+                help.contains(word),
+                "{binary} --help does not name {word}:\n{help}"
+            );
         }
     }
 }
