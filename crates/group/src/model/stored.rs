@@ -170,23 +170,24 @@ fn target_entry(id: &str, t: Option<&ShardSet>) -> SplitEntry {
 }
 
 /// Appends an entry for every key of `next` whose value differs from `base`'s, and a deletion for every key of
-/// `base` that `next` lacks.
+/// `base` that `next` lacks. Both maps are walked once, side by side, in key order (no lookup per key).
 fn changed<V: PartialEq>(
     base: &BTreeMap<String, V>,
     next: &BTreeMap<String, V>,
     out: &mut Vec<SplitEntry>,
     entry: fn(&str, Option<&V>) -> SplitEntry,
 ) {
+    let mut old = base.iter().peekable();
     for (id, value) in next {
-        if base.get(id) != Some(value) {
-            out.push(entry(id, Some(value)));
+        while let Some((gone, _)) = old.next_if(|(k, _)| *k < id) {
+            out.push(entry(gone, None));
+        }
+        match old.next_if(|(k, _)| *k == id) {
+            Some((_, before)) if before == value => {}
+            _ => out.push(entry(id, Some(value))),
         }
     }
-    for id in base.keys() {
-        if !next.contains_key(id) {
-            out.push(entry(id, None));
-        }
-    }
+    out.extend(old.map(|(gone, _)| entry(gone, None)));
 }
 
 #[cfg(test)]

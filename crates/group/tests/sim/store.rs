@@ -8,7 +8,7 @@
 //!
 //! The aggregate is stored as the real store keeps it: whole (layout "1"/"3": the document, encoded and parsed
 //! again) or split (layout "4": a header and one entry per member; each write applies only the entries that
-//! changed, `Group::split_changes`, or all of them when the group was stored whole before). A scenario's
+//! changed, or all of them when the group was stored whole before: `Group::write_form`). A scenario's
 //! [`LayoutPlan`] says which writes use which, so some groups are split from the start and others move from
 //! whole to split mid-run, through a rolling upgrade where old and new replicas' writes alternate. After every
 //! write the group is what loading the stored form gives (`Group::from_split` / `Group::from_json`), and it
@@ -21,7 +21,7 @@
 use super::TIMING;
 use super::shards::SimShards;
 use rsc_group::heartbeat::Transition;
-use rsc_group::model::Group;
+use rsc_group::model::{Group, WriteForm};
 use rsc_group::quiesce::ProducerSighting;
 use rsc_group::replica::reshard::StreamSnapshot;
 use rsc_group::stream::StreamRecord;
@@ -236,16 +236,23 @@ impl SimStore {
     fn store_and_load(&mut self, mut g: Group) -> Group {
         let write = self.writes_committed;
         self.writes_committed += 1;
-        if !self.layout.split(write) {
+        // A replica configured for layout 4 decides as the coordinator does (`Group::write_form`): changes, every
+        // entry, or (a large group most of which changed) the whole document.
+        let form = if self.layout.split(write) {
+            g.write_form(&self.group, matches!(self.stored, Stored::Split { .. }))
+        } else {
+            WriteForm::Whole
+        };
+        let WriteForm::Split(split) = form else {
             self.stored = Stored::Whole;
             let loaded = Group::from_json(&g.to_json()).expect("a whole aggregate loads");
             assert_eq!(loaded, g, "layout 3: write {write} loads back as written");
             return loaded;
-        }
+        };
         self.split_writes += 1;
-        let (split, mut entries) = match std::mem::replace(&mut self.stored, Stored::Whole) {
-            Stored::Split { entries, .. } => (g.split_changes(&self.group), entries),
-            Stored::Whole => (g.split_full(), BTreeMap::new()),
+        let mut entries = match std::mem::replace(&mut self.stored, Stored::Whole) {
+            Stored::Split { entries, .. } => entries,
+            Stored::Whole => BTreeMap::new(),
         };
         if split.full {
             entries.clear();
