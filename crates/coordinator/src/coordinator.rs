@@ -368,14 +368,18 @@ impl Coordinator {
         // The split layout carries the header and only the entries that changed since `base`, when Redis holds
         // `base` split already (else every entry, once), or the whole document while a rebalance changes most
         // of a large group (`rsc_group::model::WriteForm`: compressed, the document is far cheaper for Redis;
-        // uncompressed it is not, so it is never chosen); the whole layout always carries the document.
+        // uncompressed it is not, so it is never chosen); the whole layout always carries the document. A
+        // batch says which members it changed, so only their entries are compared with `base`.
         let store = &self.config.store;
         let form = if store.layout != crate::config::LAYOUT_SPLIT {
             WriteForm::Whole
         } else if store.aggregate_compression == crate::config::AggregateCompression::Lz4 {
-            group.write_form(&base.group, base.split)
+            group.write_form(&base.group, base.split, t.changed_members.as_ref())
         } else if base.split {
-            WriteForm::Split(group.split_changes(&base.group))
+            WriteForm::Split(match &t.changed_members {
+                Some(among) => group.split_changes_among(&base.group, among),
+                None => group.split_changes(&base.group),
+            })
         } else {
             WriteForm::Split(group.split_full())
         };

@@ -13,7 +13,7 @@
 //! and the deterministic simulation stores every aggregate this way and checks after every write that what it
 //! loads is what was written.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::{AggregateError, Group, Member, ShardSet};
 
@@ -91,6 +91,26 @@ impl Group {
         changed(
             &base.target_assignments,
             &self.target_assignments,
+            &mut entries,
+            target_entry,
+        );
+        SplitWrite {
+            header: self.header_json(),
+            entries,
+            full: false,
+        }
+    }
+
+    /// [`Group::split_changes`] when the members whose entries may differ from `base` are known (`among`, as
+    /// a batch notes them): only their entries are compared, so the cost follows the change, not the group.
+    /// Every member not in `among` must have the same entries in both groups.
+    pub fn split_changes_among(&mut self, base: &Group, among: &BTreeSet<String>) -> SplitWrite {
+        let mut entries = Vec::new();
+        changed_among(&base.members, &self.members, among, &mut entries, member_entry);
+        changed_among(
+            &base.target_assignments,
+            &self.target_assignments,
+            among,
             &mut entries,
             target_entry,
         );
@@ -190,6 +210,23 @@ fn changed<V: PartialEq>(
     out.extend(old.map(|(gone, _)| entry(gone, None)));
 }
 
+/// [`changed`] over the keys in `among` only, in key order.
+fn changed_among<V: PartialEq>(
+    base: &BTreeMap<String, V>,
+    next: &BTreeMap<String, V>,
+    among: &BTreeSet<String>,
+    out: &mut Vec<SplitEntry>,
+    entry: fn(&str, Option<&V>) -> SplitEntry,
+) {
+    for id in among {
+        match (base.get(id), next.get(id)) {
+            (before, Some(value)) if before != Some(value) => out.push(entry(id, Some(value))),
+            (Some(_), None) => out.push(entry(id, None)),
+            _ => {}
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -284,6 +321,16 @@ mod tests {
         );
         apply(&mut stored, &write);
         assert_eq!(load(&write.header, &stored), next);
+        // Told which members may have changed (a superset), the same entries come out.
+        let among: BTreeSet<String> = ["m-3", "m-7", "m-9", "m-new", "m-11", "m-nobody"]
+            .map(String::from)
+            .into();
+        let mut told = next.split_changes_among(&base, &among);
+        let mut all = next.split_changes(&base);
+        let key = |e: &SplitEntry| (e.part, e.key.clone());
+        told.entries.sort_by_key(key);
+        all.entries.sort_by_key(key);
+        assert_eq!(told, all);
         // Nothing changed: no entry at all.
         assert!(base.clone().split_changes(&base).entries.is_empty());
         let _ = base.header_json();

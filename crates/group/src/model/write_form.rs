@@ -15,6 +15,7 @@
 //! Redis checks the revision either way, so which form a write takes never changes what a reader sees.
 
 use super::{Group, SplitWrite};
+use std::collections::BTreeSet;
 
 /// Groups with fewer entries (members plus targets) than this are always stored split.
 pub const WHOLE_MIN_ENTRIES: usize = 1_000;
@@ -30,9 +31,18 @@ pub enum WriteForm {
 
 impl Group {
     /// How to store this group, decided on `base` (what Redis holds; `base_split`: held split). Compares the
-    /// two groups entry by entry, so the decision is exact.
-    pub fn write_form(&mut self, base: &Group, base_split: bool) -> WriteForm {
-        let changes = self.split_changes(base);
+    /// two groups entry by entry — only the entries of `changed` when the members that may have changed are
+    /// known (`Transition::changed_members`) — so the decision is exact.
+    pub fn write_form(
+        &mut self,
+        base: &Group,
+        base_split: bool,
+        changed: Option<&BTreeSet<String>>,
+    ) -> WriteForm {
+        let changes = match changed {
+            Some(among) => self.split_changes_among(base, among),
+            None => self.split_changes(base),
+        };
         let total = self.members.len() + self.target_assignments.len();
         let changed = changes.entries.len();
         let whole = total >= WHOLE_MIN_ENTRIES
@@ -99,7 +109,7 @@ mod tests {
             (0, true, "changes"),
         ];
         for (n, base_split, expected) in cases {
-            let form = retargeted(&base, n).write_form(&base, base_split);
+            let form = retargeted(&base, n).write_form(&base, base_split, None);
             assert_eq!(kind(&form), expected, "{n} changed, base split {base_split}");
             if let WriteForm::Split(w) = form {
                 let want = if w.full { 2_000 } else { n };
@@ -112,7 +122,10 @@ mod tests {
     fn a_small_group_is_always_stored_split() {
         let base = group(499);
         let all = retargeted(&base, 499);
-        assert_eq!(kind(&all.clone().write_form(&base, true)), "changes");
-        assert_eq!(kind(&all.clone().write_form(&base, false)), "full");
+        assert_eq!(kind(&all.clone().write_form(&base, true, None)), "changes");
+        assert_eq!(kind(&all.clone().write_form(&base, false, None)), "full");
+        // Told the members that changed, the same.
+        let among = all.members.keys().cloned().collect();
+        assert_eq!(kind(&all.clone().write_form(&base, true, Some(&among))), "changes");
     }
 }
