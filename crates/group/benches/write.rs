@@ -15,9 +15,9 @@ use divan::Bencher;
 use rsc_group::batch::Batch;
 use rsc_group::invariants;
 use rsc_group::model::{Group, WriteForm};
-use std::collections::BTreeSet;
 use rsc_group::timing::Timing;
 use rsc_protocol::wire::{HeartbeatRequest, RuntimeConsumerCapacity};
+use std::collections::BTreeSet;
 
 fn main() {
     divan::main();
@@ -154,8 +154,10 @@ fn encode_split(bencher: Bencher, members: usize) {
 fn encode_split_compare_all(bencher: Bencher, members: usize) {
     let g = converged_group(members, members as u32);
     let next = decide_join(&g, &join_request(), &Timing::default());
-    bencher.with_inputs(|| next.clone()).bench_local_refs(|next| {
-        let w = next.split_changes(&g);
-        w.header.len() + w.entries.len()
-    });
+    bencher
+        .with_inputs(|| next.clone())
+        .bench_local_refs(|next| {
+            let w = next.split_changes(&g);
+            w.header.len() + w.entries.len()
+        });
 }

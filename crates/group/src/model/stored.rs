@@ -106,7 +106,13 @@ impl Group {
     /// Every member not in `among` must have the same entries in both groups.
     pub fn split_changes_among(&mut self, base: &Group, among: &BTreeSet<String>) -> SplitWrite {
         let mut entries = Vec::new();
-        changed_among(&base.members, &self.members, among, &mut entries, member_entry);
+        changed_among(
+            &base.members,
+            &self.members,
+            among,
+            &mut entries,
+            member_entry,
+        );
         changed_among(
             &base.target_assignments,
             &self.target_assignments,

@@ -110,7 +110,11 @@ mod tests {
         ];
         for (n, base_split, expected) in cases {
             let form = retargeted(&base, n).write_form(&base, base_split, None);
-            assert_eq!(kind(&form), expected, "{n} changed, base split {base_split}");
+            assert_eq!(
+                kind(&form),
+                expected,
+                "{n} changed, base split {base_split}"
+            );
             if let WriteForm::Split(w) = form {
                 let want = if w.full { 2_000 } else { n };
                 assert_eq!(w.entries.len(), want);
@@ -126,6 +130,9 @@ mod tests {
         assert_eq!(kind(&all.clone().write_form(&base, false, None)), "full");
         // Told the members that changed, the same.
         let among = all.members.keys().cloned().collect();
-        assert_eq!(kind(&all.clone().write_form(&base, true, Some(&among))), "changes");
+        assert_eq!(
+            kind(&all.clone().write_form(&base, true, Some(&among))),
+            "changes"
+        );
     }
 }

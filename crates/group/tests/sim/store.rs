@@ -202,7 +202,13 @@ impl SimStore {
             self.leases.remove(m);
         }
         let g = t.group.clone().expect("a transition carries a group");
-        self.commit(g, t.must_be_lapsed.clone(), t.changed_members.as_ref(), by, now);
+        self.commit(
+            g,
+            t.must_be_lapsed.clone(),
+            t.changed_members.as_ref(),
+            by,
+            now,
+        );
         CasOutcome::Written(self.revision)
     }
 
@@ -252,17 +258,29 @@ impl SimStore {
             let told = g.split_changes_among(&self.group, among);
             let all = g.split_changes(&self.group);
             let keys = |w: &rsc_group::model::SplitWrite| {
-                let mut k: Vec<_> = w.entries.iter().map(|e| (e.part, e.key.clone(), e.json.clone())).collect();
+                let mut k: Vec<_> = w
+                    .entries
+                    .iter()
+                    .map(|e| (e.part, e.key.clone(), e.json.clone()))
+                    .collect();
                 k.sort();
                 k
             };
-            assert_eq!(keys(&told), keys(&all), "write {write}: the batch's changed members miss a change");
+            assert_eq!(
+                keys(&told),
+                keys(&all),
+                "write {write}: the batch's changed members miss a change"
+            );
             self.batch_writes_checked += 1;
         }
         // A replica configured for layout 4 decides as the coordinator does (`Group::write_form`): changes, every
         // entry, or (a large group most of which changed) the whole document.
         let form = if self.layout.split(write) {
-            g.write_form(&self.group, matches!(self.stored, Stored::Split { .. }), changed)
+            g.write_form(
+                &self.group,
+                matches!(self.stored, Stored::Split { .. }),
+                changed,
+            )
         } else {
             WriteForm::Whole
         };

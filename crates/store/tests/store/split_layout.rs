@@ -322,17 +322,28 @@ async fn writes_of_more_entries_than_one_call_takes_are_whole(store: &Store, nam
     let full = split(r#"{"storeRevision":2}"#, many(4_500, Some("1")), true);
     written(store, &keys, &write(1, full)).await;
     let f = fields(store, &keys).await;
-    assert_eq!(f.keys().filter(|k| k.starts_with("members/")).count(), 4_500);
+    assert_eq!(
+        f.keys().filter(|k| k.starts_with("members/")).count(),
+        4_500
+    );
     assert_eq!(f["members/m04499"], "1");
     // Change the first 4,100 entries and delete the last 400 (at both ends of a chunk of the script).
     let mut changes = many(4_100, Some("2"));
     changes.extend(many(4_500, None).split_off(4_100));
-    written(store, &keys, &write(2, split(r#"{"storeRevision":3}"#, changes, false))).await;
+    written(
+        store,
+        &keys,
+        &write(2, split(r#"{"storeRevision":3}"#, changes, false)),
+    )
+    .await;
     let loaded = store.load(&keys).await.expect("load").expect("exists");
     let doc: serde_json::Value = serde_json::from_str(&loaded.aggregate).expect("JSON");
     let members = doc["members"].as_object().expect("members");
     assert_eq!(members.len(), 4_100);
-    assert!(members.values().all(|v| v == 2), "every entry left was changed");
+    assert!(
+        members.values().all(|v| v == 2),
+        "every entry left was changed"
+    );
     // A whole write removes all of them.
     let whole = CasWrite {
         expected_revision: 3,
@@ -343,6 +354,10 @@ async fn writes_of_more_entries_than_one_call_takes_are_whole(store: &Store, nam
     };
     written(store, &keys, &whole).await;
     let f = fields(store, &keys).await;
-    assert!(!f.keys().any(|k| k.contains('/')), "{} fields left", f.len());
+    assert!(
+        !f.keys().any(|k| k.contains('/')),
+        "{} fields left",
+        f.len()
+    );
     assert!(!f.contains_key("header") && !f.contains_key("parts"));
 }
