@@ -423,7 +423,7 @@ async fn rolling_restart(
     for share in shares.iter_mut() {
         for (p, m) in share.iter_mut().enumerate() {
             if restarts(p, percent) {
-                *m = Member::new(&m.id().to_owned(), m.group, m.replica);
+                *m = Member::new(m.id(), m.group, m.replica);
             }
         }
     }
