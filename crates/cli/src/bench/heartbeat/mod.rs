@@ -11,8 +11,8 @@
 //! memory is reported next to the totals.
 //!
 //! With `--restart-percent P`, after the report a rolling restart follows: P % of the members leave
-//! (`memberEpoch` -1, until their leaves are complete) and join again as new processes would (the same ids,
-//! epoch 0), and the bench reports how long after the last rejoin every group had converged again.
+//! (`memberEpoch` -1) and join again as new processes would (the same ids, epoch 0), all within one round,
+//! and the bench reports how long after the last rejoin every group had converged again.
 //!
 //! Split: `member.rs` the simulated members and the phases they run (converge, steady), `cost.rs` what a
 //! run costs (replica CPU and memory from /proc, Redis commandstats and CPU), `report.rs` the printed
@@ -398,9 +398,8 @@ async fn measure(
     Ok(())
 }
 
-/// `--restart-percent`: the chosen members leave (heartbeating until each leave is complete, as a process
-/// stopping gracefully does), then join again as new processes (same ids, epoch 0) in one round, which every
-/// member takes part in; then rounds until every group has converged.
+/// `--restart-percent`: the chosen members leave in one round, then join again as new processes (same ids,
+/// epoch 0) in the next, which every member takes part in; then rounds until every group has converged.
 /// Reports the time from the end of the rejoin round (the last rejoin answered) to convergence.
 async fn rolling_restart(
     api: &Arc<Api>,
@@ -419,24 +418,8 @@ async fn rolling_restart(
     }
     let start = Instant::now();
     let percent = args.restart_percent;
-    // A graceful stop: each leaving member heartbeats until its leave is complete (its shards reported
-    // drained and released), as the SDK does before the process exits.
-    let mut errors = 0;
-    let still_leaving = move |p: usize, m: &Member| restarts(p, percent) && !m.membership.left();
-    while shares
-        .iter()
-        .any(|share| share.iter().enumerate().any(|(p, m)| still_leaving(p, m)))
-    {
-        if start.elapsed() > CONVERGE_TIMEOUT {
-            return Err(format!(
-                "the restarting members did not finish leaving within {}s",
-                CONVERGE_TIMEOUT.as_secs()
-            ));
-        }
-        let (next, tally) = round_of(api, streams, shares, still_leaving).await;
-        shares = next;
-        errors += tally.errors;
-    }
+    let (next, left) = round_of(api, streams, shares, move |p, _| restarts(p, percent)).await;
+    shares = next;
     for share in shares.iter_mut() {
         for (p, m) in share.iter_mut().enumerate() {
             if restarts(p, percent) {
@@ -448,7 +431,7 @@ async fn rolling_restart(
     shares = next;
     let last_rejoin = Instant::now();
     let mut rounds = 1;
-    errors += rejoined.errors;
+    let mut errors = left.errors + rejoined.errors;
     while !converged(&shares, args.groups, args.shards) {
         if last_rejoin.elapsed() > CONVERGE_TIMEOUT {
             return Err(format!(
