@@ -20,6 +20,7 @@ fn config_with_users(redis_url: &str) -> Config {
         user("member", &["MEMBER"], &[]),
         user("team-a", &["WRITE", "READ"], &["team-a-*"]),
         user("team-a-member", &["MEMBER"], &["team-a-*"]),
+        user("data-reader", &["DATA_READ"], &[]),
     ];
     c
 }
@@ -189,6 +190,7 @@ async fn every_route_rejects_callers_without_the_right_credentials_role_or_scope
         ("WRITE", basic("writer")),
         ("MEMBER", basic("member")),
         ("scoped WRITE of team-a", basic("team-a")),
+        ("DATA_READ", basic("data-reader")),
     ];
     let table = routes::table();
     assert!(table.len() >= 16, "the walk covers the whole table");
@@ -224,6 +226,8 @@ async fn every_route_rejects_callers_without_the_right_credentials_role_or_scope
                 (Access::Read, "READ (token)" | "WRITE") => Expect::Allowed,
                 (Access::Write, "WRITE") => Expect::Allowed,
                 (Access::Member, "MEMBER") => Expect::Allowed,
+                // Record payloads need DATA_READ (or ADMIN): READ and WRITE are refused (issue #32, finding 13).
+                (Access::DataRead, "DATA_READ") => Expect::Allowed,
                 (Access::Read, "scoped WRITE of team-a")
                     if !spec.path.contains("{stream_prefix}") =>
                 {
@@ -1223,7 +1227,7 @@ async fn sign_ins_are_audited_without_their_password_and_query_strings_keep_know
     let bad = login(&api, "writer", "not-the-password").await;
     assert_eq!(bad.status, 401);
 
-    let signed_in: Vec<Value> = audit_stream(&redis.url(), "audit")
+    let signed_in: Vec<Value> = audit_stream(&redis.url(), "audit:signins")
         .await
         .into_iter()
         .filter(|r| r["action"] == "LOGIN")
