@@ -500,7 +500,9 @@ async fn a_forged_backup_is_refused_before_anything_is_written_and_files_are_pri
     );
     // 100,000 shards.
     refused(
-        forge(&good, |c| edit_group(c, |g| g["shardCount"] = json!(100_000))),
+        forge(&good, |c| {
+            edit_group(c, |g| g["shardCount"] = json!(100_000))
+        }),
         "shardCount 100000 is outside",
     );
     // A member epoch out of range.
@@ -558,7 +560,13 @@ async fn a_forged_backup_is_refused_before_anything_is_written_and_files_are_pri
     assert!(out.status.success(), "{:?}", text(&out));
     assert_eq!(mode(&signed), 0o600);
     let signed_text = std::fs::read_to_string(&signed).unwrap();
-    assert!(signed_text.lines().next().unwrap().contains("contentHmacSha256"));
+    assert!(
+        signed_text
+            .lines()
+            .next()
+            .unwrap()
+            .contains("contentHmacSha256")
+    );
     // A harmless-looking edit (a reason), re-checksummed.
     let edited = forge(&signed_text, |c| {
         edit_group(c, |g| g["consumerGroup"] = json!("pay"));
@@ -570,10 +578,7 @@ async fn a_forged_backup_is_refused_before_anything_is_written_and_files_are_pri
         "HMAC mismatch",
     );
     assert_one_line_error(&restore(&url, &forged, &[]), "carries an HMAC");
-    assert_one_line_error(
-        &restore(&url, &plain, &["--key-file", key_arg]),
-        "no HMAC",
-    );
+    assert_one_line_error(&restore(&url, &plain, &["--key-file", key_arg]), "no HMAC");
     // The untouched signed backup restores (over identical live metadata: nothing to write).
     let out = restore(&url, &signed, &["--key-file", key_arg, "--output", "json"]);
     let (stdout, stderr) = text(&out);

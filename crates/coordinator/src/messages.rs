@@ -128,8 +128,7 @@ pub async fn read_page(
         let got = records.len();
         for r in records {
             let size = record_bytes(&r);
-            if page.records.len() == limit
-                || (!page.records.is_empty() && bytes + size > max_bytes)
+            if page.records.len() == limit || (!page.records.is_empty() && bytes + size > max_bytes)
             {
                 page.more = true;
                 return Ok(page);

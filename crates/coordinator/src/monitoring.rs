@@ -167,7 +167,10 @@ impl Monitoring<'_> {
 
     /// Health as a caller who may see only the streams `visible` accepts: suspected groups of other streams
     /// are neither named nor counted (a principal scoped to some streams learns nothing of the others').
-    pub async fn health_view_for(&self, visible: impl Fn(&str) -> bool) -> HealthResponse {
+    pub async fn health_view_for(
+        &self,
+        visible: impl Fn(&str) -> bool + Send + Sync,
+    ) -> HealthResponse {
         self.health_view_showing(Some(&visible)).await
     }
 
@@ -177,7 +180,10 @@ impl Monitoring<'_> {
         self.health_view_showing(None).await
     }
 
-    async fn health_view_showing(&self, visible: Option<&dyn Fn(&str) -> bool>) -> HealthResponse {
+    async fn health_view_showing(
+        &self,
+        visible: Option<&(dyn Fn(&str) -> bool + Sync)>,
+    ) -> HealthResponse {
         let (redis, redis_detail) = self.probe_redis().await;
         let (loop_state, last) = crate::metrics_refresh::reconciler_state(self);
         let (durability, suspected, checked_by) = if redis == "DOWN" {

@@ -371,10 +371,7 @@ async fn pages_are_bounded_by_bytes_and_walk_every_record_once() {
     // comes alone too; then the last 2.
     assert_eq!(pages, 6);
     let (backward, _) = walk(&api, "BACKWARD", 1000).await;
-    assert_eq!(
-        backward,
-        written.iter().rev().cloned().collect::<Vec<_>>()
-    );
+    assert_eq!(backward, written.iter().rev().cloned().collect::<Vec<_>>());
     let first = api
         .send(
             "GET",
@@ -395,9 +392,10 @@ async fn pages_are_bounded_by_bytes_and_walk_every_record_once() {
     let mut cursor: Option<String> = None;
     for page in 0.. {
         assert!(page < 50, "paging does not end");
-        let mut path = "/coord/v1/monitoring/grafana/messages?streamPrefix=browse&consumerGroup=browse\
+        let mut path =
+            "/coord/v1/monitoring/grafana/messages?streamPrefix=browse&consumerGroup=browse\
                         &shardIndex=all&direction=FORWARD&limit=1000"
-            .to_owned();
+                .to_owned();
         if let Some(c) = &cursor {
             path.push_str(&format!("&cursor={c}"));
         }
@@ -413,7 +411,10 @@ async fn pages_are_bounded_by_bytes_and_walk_every_record_once() {
             "{} rows of {payload_bytes} payload bytes",
             rows.len()
         );
-        seen.extend(rows.iter().map(|row| row["recordId"].as_str().unwrap().to_owned()));
+        seen.extend(
+            rows.iter()
+                .map(|row| row["recordId"].as_str().unwrap().to_owned()),
+        );
         match rows.last().and_then(|row| row["pageNextCursor"].as_str()) {
             Some(next) => cursor = Some(next.to_owned()),
             None => break,

@@ -287,7 +287,11 @@ async fn grafana_routes_answer_the_contract_rows_page_messages_and_respect_scope
     assert_eq!(rows(&reader, "groups").await.len(), 1);
     // Record payloads need DATA_READ (or ADMIN): READ sees the coordination state only.
     let r = reader
-        .send("GET", &format!("{G}/messages?streamPrefix=gf&consumerGroup=gf"), None)
+        .send(
+            "GET",
+            &format!("{G}/messages?streamPrefix=gf&consumerGroup=gf"),
+            None,
+        )
         .await;
     assert_eq!(r.status, 403, "{}", r.body);
     assert!(

@@ -60,7 +60,7 @@ async fn login_issues_bearer_tokens_and_bad_credentials_get_a_json_401() {
     assert_eq!(r.body["expiresInSeconds"], 604_800);
     assert_eq!(
         r.body["roles"],
-        json!(["ADMIN", "MEMBER", "MONITOR", "READ", "WRITE"])
+        json!(["ADMIN", "DATA_READ", "MEMBER", "MONITOR", "READ", "WRITE"])
     );
     let token = r.body["accessToken"].as_str().unwrap().to_owned();
     assert!(token.starts_with("rsc_") && token.len() == 47, "{token}");
@@ -707,7 +707,7 @@ async fn every_admin_mutation_yields_exactly_one_audit_record_whatever_its_outco
     assert_eq!(r["principal"], "admin");
     assert_eq!(
         r["roles"],
-        json!(["ADMIN", "MEMBER", "MONITOR", "READ", "WRITE"])
+        json!(["ADMIN", "DATA_READ", "MEMBER", "MONITOR", "READ", "WRITE"])
     );
     assert_eq!(r["method"], "POST");
     assert_eq!(r["route"], "/coord/v1/streams/{stream_prefix}");

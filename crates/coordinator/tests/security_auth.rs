@@ -639,7 +639,11 @@ async fn twenty_thousand_sign_ins_leave_an_admin_change_findable_by_its_request_
         t.await.unwrap();
     }
     let other = other.lock().unwrap().clone();
-    assert!(other.is_empty(), "unexpected answers: {:?}", &other[..other.len().min(3)]);
+    assert!(
+        other.is_empty(),
+        "unexpected answers: {:?}",
+        &other[..other.len().min(3)]
+    );
     let (ok, limited) = (ok.load(Ordering::Relaxed), limited.load(Ordering::Relaxed));
     assert_eq!(ok + limited, LOGINS);
     // 120 per minute by default: the first 120 of the window, and at most that many per further minute.
@@ -667,7 +671,11 @@ async fn twenty_thousand_sign_ins_leave_an_admin_change_findable_by_its_request_
         .query_async(&mut conn)
         .await
         .unwrap();
-    assert_eq!(mutations.len(), 1, "only the mutation is in the mutations' stream");
+    assert_eq!(
+        mutations.len(),
+        1,
+        "only the mutation is in the mutations' stream"
+    );
     assert!(mutations[0].1[1].contains("admin-change-kept-1"));
 
     // Sign-ins are folded: one record per window of (address, principal), then one summary with the count.

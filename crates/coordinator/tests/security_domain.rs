@@ -282,7 +282,10 @@ async fn a_read_principal_cannot_freeze_admin_changes_and_a_writer_dismisses_an_
     let r = producer2
         .send(
             "GET",
-            &format!("{}/producer-routing?producerId=second-producer", group_path(p)),
+            &format!(
+                "{}/producer-routing?producerId=second-producer",
+                group_path(p)
+            ),
             None,
         )
         .await;

@@ -138,10 +138,7 @@ mod tests {
                 "redis-stream:coord:audit:rejected",
                 "rejected-request audit stream",
             ),
-            (
-                "redis-stream:coord:audit:signins",
-                "sign-in audit stream",
-            ),
+            ("redis-stream:coord:audit:signins", "sign-in audit stream"),
             (
                 "redis-stream:coord:ratelimit:{login:reader}",
                 "sign-in rate limit",

@@ -95,7 +95,10 @@ fn check_group(kp: &str, saved: &SavedGroup) -> Result<(), String> {
     if saved.key != names::group_metadata_key(kp, &saved.stream_prefix, &saved.consumer_group) {
         return Err("the key is not the group's metadata key".into());
     }
-    epoch("revision", i64::try_from(saved.revision).unwrap_or(i64::MAX))?;
+    epoch(
+        "revision",
+        i64::try_from(saved.revision).unwrap_or(i64::MAX),
+    )?;
     epoch("groupEpoch", g.group_epoch)?;
     epoch("metadataVersion", g.metadata_version)?;
     epoch("assignmentEpoch", g.assignment_epoch)?;
@@ -110,7 +113,10 @@ fn check_group(kp: &str, saved: &SavedGroup) -> Result<(), String> {
     }
     for (id, m) in &g.members {
         if *id != m.member_id {
-            return Err(format!("member entry {id:?} holds member {:?}", m.member_id));
+            return Err(format!(
+                "member entry {id:?} holds member {:?}",
+                m.member_id
+            ));
         }
         validate::validate_member_id(id).map_err(|e| format!("member {id:?}: {e:?}"))?;
         let at = |field: &str| format!("member {id:?} {field}");
@@ -147,8 +153,7 @@ fn check_index_entry(
     value: &str,
     groups: &BTreeSet<&str>,
 ) -> Result<(), String> {
-    let entry: IndexEntry =
-        serde_json::from_str(value).map_err(|e| format!("unreadable ({e})"))?;
+    let entry: IndexEntry = serde_json::from_str(value).map_err(|e| format!("unreadable ({e})"))?;
     if key != names::group_metadata_key(kp, &entry.stream_prefix, &entry.consumer_group) {
         return Err(format!(
             "names group {}/{}, whose key is another",

@@ -110,12 +110,7 @@ fn same(a: &str, b: &str) -> bool {
 }
 
 /// The file's text for `content`, with an HMAC of it when a `key` is given.
-pub fn encode(
-    key_prefix: &str,
-    created_at: &str,
-    content: &Content,
-    key: Option<&[u8]>,
-) -> String {
+pub fn encode(key_prefix: &str, created_at: &str, content: &Content, key: Option<&[u8]>) -> String {
     let body = serde_json::to_string(content).unwrap_or_default();
     let header = Header {
         format: FORMAT.to_owned(),
@@ -223,7 +218,12 @@ mod tests {
         );
         let edited = text.replace("\\\"a\\\":1", "\\\"a\\\":2");
         assert_ne!(edited, text);
-        assert!(decode(&edited, None).unwrap_err().message.contains("checksum"));
+        assert!(
+            decode(&edited, None)
+                .unwrap_err()
+                .message
+                .contains("checksum")
+        );
         assert!(decode("", None).is_err());
         assert!(
             decode(&text.replace("\"version\":1", "\"version\":2"), None)
@@ -251,7 +251,12 @@ mod tests {
         let key = b"0123456789abcdef0123456789abcdef";
         let text = encode("kp", "t", &sample(), Some(key));
         assert!(decode(&text, Some(key)).is_ok());
-        assert!(decode(&text, None).unwrap_err().message.contains("--key-file"));
+        assert!(
+            decode(&text, None)
+                .unwrap_err()
+                .message
+                .contains("--key-file")
+        );
         assert!(
             decode(&text, Some(b"another key of thirty-two bytes!"))
                 .unwrap_err()
@@ -265,8 +270,16 @@ mod tests {
         let mut header: Header = serde_json::from_str(header_line).unwrap();
         header.content_sha256 = hex(&Sha256::digest(edited_body.as_bytes()));
         header.content_bytes = edited_body.len();
-        let forged = format!("{}\n{edited_body}\n", serde_json::to_string(&header).unwrap());
-        assert!(decode(&forged, None).unwrap_err().message.contains("--key-file"));
+        let forged = format!(
+            "{}\n{edited_body}\n",
+            serde_json::to_string(&header).unwrap()
+        );
+        assert!(
+            decode(&forged, None)
+                .unwrap_err()
+                .message
+                .contains("--key-file")
+        );
         assert!(
             decode(&forged, Some(key))
                 .unwrap_err()

@@ -68,6 +68,9 @@ pub async fn message_rows(
     let max_bytes = c.config().http.message_page_max_bytes;
     let mut found: Vec<(u32, StreamRecord)> = Vec::new();
     let mut more = false;
+    // The last record read of each shard whose page was cut (by count or bytes): records of other shards
+    // beyond the earliest of them may not be shown yet, since that shard's unread ones come first.
+    let mut cut_at: Vec<(Id, u32)> = Vec::new();
     let mut total = 0i64;
     for s in &shards {
         let key = shard_stream_key(&g.stream_prefix, *s);
@@ -86,8 +89,13 @@ pub async fn message_rows(
                     .await?
             }
             (None, Start::At(positions)) => {
-                let page = read_page(c.store(), &key, direction, positions[s], limit, max_bytes)
-                    .await?;
+                let page =
+                    read_page(c.store(), &key, direction, positions[s], limit, max_bytes).await?;
+                if page.more
+                    && let Some(last) = page.records.last()
+                {
+                    cut_at.push((parse_stream_id(&last.id).unwrap_or_default(), *s));
+                }
                 more |= page.more;
                 page.records
             }
@@ -99,6 +107,18 @@ pub async fn message_rows(
         PageDirection::Forward => key(a).cmp(&key(b)),
         PageDirection::Backward => key(b).cmp(&key(a)),
     });
+    let horizon = match read_direction {
+        PageDirection::Forward => cut_at.iter().min().copied(),
+        PageDirection::Backward => cut_at.iter().max().copied(),
+    };
+    if let Some(h) = horizon {
+        let before = found.len();
+        found.retain(|r| match read_direction {
+            PageDirection::Forward => key(r) <= h,
+            PageDirection::Backward => key(r) >= h,
+        });
+        more |= found.len() < before;
+    }
     if let Start::Tail(n) = start {
         found.truncate(read_count);
         found.drain(..found.len().min(n as usize * limit));

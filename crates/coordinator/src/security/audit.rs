@@ -209,10 +209,7 @@ impl AuditLog {
             signins_key: names::audit_signins_stream_key(key_prefix),
             max_entries: config.redis_max_entries,
             folder: RejectionFolder::new(window_ms, config.max_rejection_records_per_window),
-            signin_folder: RejectionFolder::new(
-                window_ms,
-                config.max_rejection_records_per_window,
-            ),
+            signin_folder: RejectionFolder::new(window_ms, config.max_rejection_records_per_window),
         }
     }
 

@@ -111,7 +111,11 @@ mod tests {
             assert_eq!(roles.satisfies(Access::Read), read, "{roles:?} READ");
             assert_eq!(roles.satisfies(Access::Write), write, "{roles:?} WRITE");
             assert_eq!(roles.satisfies(Access::Member), member, "{roles:?} MEMBER");
-            assert_eq!(roles.satisfies(Access::DataRead), data, "{roles:?} DATA_READ");
+            assert_eq!(
+                roles.satisfies(Access::DataRead),
+                data,
+                "{roles:?} DATA_READ"
+            );
         }
         assert_eq!(
             Roles::all().names(),
