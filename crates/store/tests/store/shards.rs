@@ -266,7 +266,7 @@ async fn observations_in_one_go_and_growth_since_an_id(store: &Store, name: &str
     assert_eq!(b.groups, store.shard_groups(&keys[1]).await.unwrap().unwrap());
     assert_eq!(b.groups[0].lag, Some(1));
     assert!(b.memory_bytes.is_some_and(|m| m > 0));
-    assert_eq!(store.shard_observations(&[]).await.expect("none"), vec![]);
+    assert!(store.shard_observations(&[]).await.expect("none").is_empty());
 
     let after: Vec<String> = vec![
         a.info.last_generated_id.clone().expect("an id"),
@@ -294,7 +294,7 @@ async fn observations_in_one_go_and_growth_since_an_id(store: &Store, name: &str
         "an append to a stream, and a stream that appeared with an entry"
     );
     assert!(store.streams_grown_since(&keys, &after[..1]).await.is_err());
-    assert_eq!(store.streams_grown_since(&[], &[]).await.expect("none"), vec![]);
+    assert!(store.streams_grown_since(&[], &[]).await.expect("none").is_empty());
 }
 
 async fn revisions_of_many_groups(store: &Store, name: &str) {
@@ -307,5 +307,5 @@ async fn revisions_of_many_groups(store: &Store, name: &str) {
         store.revisions(&[&a, &missing, &b]).await.expect("revisions"),
         vec![Some(1), None, Some(1)]
     );
-    assert_eq!(store.revisions(&[]).await.expect("none"), vec![]);
+    assert!(store.revisions(&[]).await.expect("none").is_empty());
 }
