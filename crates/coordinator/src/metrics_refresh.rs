@@ -28,8 +28,8 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 mod shard_cache;
-pub(crate) use shard_cache::ShardCache;
 use shard_cache::Plan;
+pub(crate) use shard_cache::ShardCache;
 
 /// Runs until `stop` turns true.
 pub async fn run(c: Arc<Coordinator>, mut stop: watch::Receiver<bool>) {
@@ -292,7 +292,11 @@ impl Monitoring<'_> {
             .iter()
             .zip(&exists)
             .map(|(s, there)| {
-                let o = if *there { observed.next().flatten() } else { None };
+                let o = if *there {
+                    observed.next().flatten()
+                } else {
+                    None
+                };
                 crate::offsets::from_observation(prefix, &name.consumer_group, *s, o.as_ref())
             })
             .collect();

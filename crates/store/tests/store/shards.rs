@@ -259,14 +259,29 @@ async fn observations_in_one_go_and_growth_since_an_id(store: &Store, name: &str
     .await;
     let seen = store.shard_observations(&keys).await.expect("observations");
     assert_eq!(seen.len(), 3);
-    let (a, b) = (seen[0].clone().expect("0 exists"), seen[1].clone().expect("1 exists"));
+    let (a, b) = (
+        seen[0].clone().expect("0 exists"),
+        seen[1].clone().expect("1 exists"),
+    );
     assert!(seen[2].is_none(), "the absent stream reads as absent");
     assert_eq!((a.info.length, b.info.length), (0, 1));
-    assert_eq!(b.info, store.shard_stream_info(&keys[1]).await.unwrap().unwrap());
-    assert_eq!(b.groups, store.shard_groups(&keys[1]).await.unwrap().unwrap());
+    assert_eq!(
+        b.info,
+        store.shard_stream_info(&keys[1]).await.unwrap().unwrap()
+    );
+    assert_eq!(
+        b.groups,
+        store.shard_groups(&keys[1]).await.unwrap().unwrap()
+    );
     assert_eq!(b.groups[0].lag, Some(1));
     assert!(b.memory_bytes.is_some_and(|m| m > 0));
-    assert!(store.shard_observations(&[]).await.expect("none").is_empty());
+    assert!(
+        store
+            .shard_observations(&[])
+            .await
+            .expect("none")
+            .is_empty()
+    );
 
     let after: Vec<String> = vec![
         a.info.last_generated_id.clone().expect("an id"),
@@ -274,7 +289,10 @@ async fn observations_in_one_go_and_growth_since_an_id(store: &Store, name: &str
         "0-0".to_owned(),
     ];
     assert_eq!(
-        store.streams_grown_since(&keys, &after).await.expect("xread"),
+        store
+            .streams_grown_since(&keys, &after)
+            .await
+            .expect("xread"),
         vec![false, false, false],
         "nothing appended since"
     );
@@ -289,12 +307,21 @@ async fn observations_in_one_go_and_growth_since_an_id(store: &Store, name: &str
     )
     .await;
     assert_eq!(
-        store.streams_grown_since(&keys, &after).await.expect("xread"),
+        store
+            .streams_grown_since(&keys, &after)
+            .await
+            .expect("xread"),
         vec![true, false, true],
         "an append to a stream, and a stream that appeared with an entry"
     );
     assert!(store.streams_grown_since(&keys, &after[..1]).await.is_err());
-    assert!(store.streams_grown_since(&[], &[]).await.expect("none").is_empty());
+    assert!(
+        store
+            .streams_grown_since(&[], &[])
+            .await
+            .expect("none")
+            .is_empty()
+    );
 }
 
 async fn revisions_of_many_groups(store: &Store, name: &str) {
@@ -304,7 +331,10 @@ async fn revisions_of_many_groups(store: &Store, name: &str) {
     create_group(store, &a, &[]).await;
     create_group(store, &b, &[]).await;
     assert_eq!(
-        store.revisions(&[&a, &missing, &b]).await.expect("revisions"),
+        store
+            .revisions(&[&a, &missing, &b])
+            .await
+            .expect("revisions"),
         vec![Some(1), None, Some(1)]
     );
     assert!(store.revisions(&[]).await.expect("none").is_empty());
