@@ -10,7 +10,8 @@ terraform {
   required_version = ">= 1.5"
   required_providers {
     rsc = {
-      source = "rsc/rsc"
+      source  = "rsc/rsc"
+      version = "~> 0.1"
     }
   }
 }

@@ -420,3 +420,169 @@ fn doctor_flags_appendonly_no_and_passes_a_good_redis() {
         .collect();
     assert_eq!(failed, ["maxmemory-policy", "key prefix"], "{report}");
 }
+
+/// The backup file's text with its content changed by `edit` and the checksum and length made to match, as
+/// someone who edits a backup without the HMAC key would do (issue #32, finding 15).
+fn forge(good: &str, edit: impl FnOnce(&mut Value)) -> String {
+    use sha2::{Digest, Sha256};
+    let (header, body) = good.trim_end().split_once('\n').unwrap();
+    let mut header: Value = serde_json::from_str(header).unwrap();
+    let mut content: Value = serde_json::from_str(body).unwrap();
+    edit(&mut content);
+    let body = content.to_string();
+    let sha: String = Sha256::digest(body.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    header["contentSha256"] = json!(sha);
+    header["contentBytes"] = json!(body.len());
+    format!("{header}\n{body}\n")
+}
+
+/// Changes the first group's document (a JSON string inside the content).
+fn edit_group(content: &mut Value, edit: impl FnOnce(&mut Value)) {
+    let doc = content["groups"][0]["document"].as_str().unwrap();
+    let mut doc: Value = serde_json::from_str(doc).unwrap();
+    edit(&mut doc);
+    content["groups"][0]["document"] = json!(doc.to_string());
+}
+
+#[cfg(unix)]
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_forged_backup_is_refused_before_anything_is_written_and_files_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let redis = RedisServer::start();
+    let url = redis.url();
+    let rsc_serve = start_rsc(&url);
+    let (s, b) = call(
+        reqwest::Method::POST,
+        &rsc_serve.url(),
+        "/coord/v1/streams/pay",
+        Some(json!({"initialShardCount": 2, "requestedBy": "test"})),
+    )
+    .await;
+    assert_eq!(s, 201, "{b}");
+    let dir = tempfile::tempdir().unwrap();
+
+    // Files are written 0600, even over a file that was world-readable.
+    let plain = dir.path().join("plain.backup");
+    std::fs::write(&plain, "old").unwrap();
+    std::fs::set_permissions(&plain, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = backup(&url, &plain);
+    assert!(out.status.success(), "{:?}", text(&out));
+    assert_eq!(mode(&plain), 0o600);
+    let good = std::fs::read_to_string(&plain).unwrap();
+
+    let metadata = "redis-stream:coord:{pay:pay}:metadata";
+    let live_before = format!("{:?}", redis_cmd(&url, &["HGETALL", metadata]));
+    let index_before = format!(
+        "{:?}",
+        redis_cmd(&url, &["HGETALL", "redis-stream:coord:group-index"])
+    );
+    let forged = dir.path().join("forged.backup");
+    let refused = |text: String, needle: &str| {
+        std::fs::write(&forged, text).unwrap();
+        // Even --force does not write invalid metadata.
+        assert_one_line_error(&restore(&url, &forged, &["--force"]), needle);
+    };
+    // An epoch of 2^63 - 1 (the group would answer RETRY forever).
+    refused(
+        forge(&good, |c| {
+            edit_group(c, |g| g["groupEpoch"] = json!(i64::MAX));
+        }),
+        "groupEpoch 9223372036854775807 is outside",
+    );
+    // 100,000 shards.
+    refused(
+        forge(&good, |c| {
+            edit_group(c, |g| g["shardCount"] = json!(100_000))
+        }),
+        "shardCount 100000 is outside",
+    );
+    // A member epoch out of range.
+    refused(
+        forge(&good, |c| {
+            edit_group(c, |g| {
+                g["assignmentEpoch"] = json!(1_i64 << 60);
+            })
+        }),
+        "assignmentEpoch",
+    );
+    // A phantom index entry: a LIVE group that the file does not hold.
+    refused(
+        forge(&good, |c| {
+            c["index"].as_array_mut().unwrap().push(json!({
+                "key": "redis-stream:coord:{pay:ghost}:metadata",
+                "value": "{\"streamPrefix\":\"pay\",\"consumerGroup\":\"ghost\",\"state\":\"LIVE\"}",
+            }));
+        }),
+        "phantom",
+    );
+    assert_eq!(
+        format!("{:?}", redis_cmd(&url, &["HGETALL", metadata])),
+        live_before,
+        "nothing written"
+    );
+    assert_eq!(
+        format!(
+            "{:?}",
+            redis_cmd(&url, &["HGETALL", "redis-stream:coord:group-index"])
+        ),
+        index_before
+    );
+
+    // With a key, the file carries an HMAC: an edit that fixes the checksum is still detected.
+    let key = dir.path().join("backup.key");
+    std::fs::write(&key, "k3y-of-more-than-thirty-two-bytes-0123456789\n").unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let signed = dir.path().join("signed.backup");
+    let key_arg = key.to_str().unwrap();
+    let backup_signed = || {
+        rsc(&[
+            "backup",
+            "--redis-url",
+            &url,
+            "-o",
+            signed.to_str().unwrap(),
+            "--key-file",
+            key_arg,
+        ])
+    };
+    assert_one_line_error(&backup_signed(), "readable by others");
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out = backup_signed();
+    assert!(out.status.success(), "{:?}", text(&out));
+    assert_eq!(mode(&signed), 0o600);
+    let signed_text = std::fs::read_to_string(&signed).unwrap();
+    assert!(
+        signed_text
+            .lines()
+            .next()
+            .unwrap()
+            .contains("contentHmacSha256")
+    );
+    // A harmless-looking edit (a reason), re-checksummed.
+    let edited = forge(&signed_text, |c| {
+        edit_group(c, |g| g["consumerGroup"] = json!("pay"));
+        c["groups"][0]["updatedAt"] = json!("2020-01-01T00:00:00Z");
+    });
+    std::fs::write(&forged, edited).unwrap();
+    assert_one_line_error(
+        &restore(&url, &forged, &["--key-file", key_arg]),
+        "HMAC mismatch",
+    );
+    assert_one_line_error(&restore(&url, &forged, &[]), "carries an HMAC");
+    assert_one_line_error(&restore(&url, &plain, &["--key-file", key_arg]), "no HMAC");
+    // The untouched signed backup restores (over identical live metadata: nothing to write).
+    let out = restore(&url, &signed, &["--key-file", key_arg, "--output", "json"]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    let summary: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(summary["written"], json!([]));
+}

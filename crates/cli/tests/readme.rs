@@ -1,6 +1,6 @@
 //! Walks the README as a new user would: every `sh` block of "A walk through the API with curl", "Scaling a
-//! stream's shard count" and "Operations runbook", in order, against a fresh `rsc serve` with its own
-//! redis-server.
+//! stream's shard count", "Operations runbook", "Operating with the `rsc` CLI" and "A first Rust consumer and
+//! producer", in order, against a fresh `rsc serve` with its own redis-server.
 //!
 //! - The block that starts the coordinator (`… rsc serve`) runs in the background with `RSC_LISTEN` and
 //!   `RSC_REDIS_URL` pointing at this test's port and Redis (the README says those variables do that).
@@ -9,6 +9,10 @@
 //!   prompt is answered with the password. `rsc` is on `PATH`; `RSC_COORDINATOR` and `RSC_REDIS_URL` are
 //!   set, as the README tells users with another coordinator or Redis to do.
 //! - Substituted in the text: the password (`pick-a-long-password`) and `localhost:8080` (this test's port).
+//!   The README runs the example programs with `cargo run -q -p rsc-examples --bin NAME -- …`; the walk runs
+//!   the binary that command runs, `target/<profile>/NAME` next to `rsc` (built by `cargo test --workspace`
+//!   through the examples' own test; built here with `cargo build -p rsc-examples` when missing or older than
+//!   the sources it is built from), so the walk's bound counts no compilation.
 //! - A command followed by a `# →` line must print output with every key, and every string value, that line
 //!   shows (`…` = anything; a value `"reshard-…"` must start with `reshard-`; `k=v` words need `k=`); and no
 //!   output may carry an `errorCode` unless the `# →` line shows one.
@@ -27,11 +31,12 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The README sections the walk runs, in README order.
-const SECTIONS: [&str; 4] = [
+const SECTIONS: [&str; 5] = [
     "A walk through the API with curl",
     "Scaling a stream's shard count",
     "Operations runbook",
     "Operating with the `rsc` CLI",
+    "A first Rust consumer and producer",
 ];
 /// The README's example password, replaced by the test's.
 const README_PASSWORD: &str = "pick-a-long-password";
@@ -261,15 +266,27 @@ fn every_command_of_the_readme_walk_and_runbook_works_as_written() {
         walk.len()
     );
 
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_rsc")).parent().unwrap();
+    let examples = example_binaries(bin_dir);
+
     let redis = RedisServer::start();
     let port = rsc_testkit::free_port();
     let password = format!("walk-{}", std::process::id());
     let substitute = |text: &str| {
-        text.replace(README_PASSWORD, &password)
-            .replace("localhost:8080", &format!("127.0.0.1:{port}"))
+        let text = text
+            .replace(README_PASSWORD, &password)
+            .replace("localhost:8080", &format!("127.0.0.1:{port}"));
+        examples.iter().fold(text, |t, (command, binary)| {
+            t.replace(command.as_str(), &binary.display().to_string())
+        })
     };
+    for (command, _) in &examples {
+        assert!(
+            readme.contains(command.as_str()),
+            "the README no longer runs `{command}`: update EXAMPLES"
+        );
+    }
     let dir = tempfile::tempdir().unwrap();
-    let bin_dir = Path::new(env!("CARGO_BIN_EXE_rsc")).parent().unwrap();
     let env = vec![
         (
             "PATH",
@@ -394,6 +411,73 @@ fn every_command_of_the_readme_walk_and_runbook_works_as_written() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// The example programs the README runs with `cargo run -q -p rsc-examples --bin NAME --`.
+const EXAMPLES: [&str; 2] = ["orders-producer", "orders-consumer"];
+
+/// Each README command that runs an example, with the binary it runs: `target/<profile>/NAME` beside `rsc`,
+/// built first when missing or older than the sources of the crates it is built from.
+fn example_binaries(bin_dir: &Path) -> Vec<(String, PathBuf)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let binaries: Vec<PathBuf> = EXAMPLES.iter().map(|n| bin_dir.join(n)).collect();
+    let sources = [
+        "examples/rust/src",
+        "examples/rust/Cargo.toml",
+        "crates/client/src",
+        "crates/member/src",
+        "crates/protocol/src",
+        "crates/redis-connect/src",
+        "crates/store/src",
+    ];
+    let stale = binaries.iter().any(|b| {
+        let Ok(built) = std::fs::metadata(b).and_then(|m| m.modified()) else {
+            return true;
+        };
+        sources.iter().any(|s| newer_than(&root.join(s), built))
+    });
+    if stale {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let mut cmd = Command::new(cargo);
+        cmd.args([
+            "build",
+            "-q",
+            "-p",
+            "rsc-examples",
+            "--bins",
+            "--target-dir",
+        ])
+        .arg(bin_dir.parent().expect("target/<profile>"))
+        .current_dir(&root);
+        if bin_dir.file_name().is_some_and(|n| n != "debug") {
+            cmd.arg("--profile").arg(bin_dir.file_name().unwrap());
+        }
+        let status = cmd.status().expect("run cargo to build the examples");
+        assert!(
+            status.success(),
+            "cargo build -p rsc-examples failed: {status}"
+        );
+    }
+    EXAMPLES
+        .iter()
+        .zip(binaries)
+        .map(|(name, b)| (format!("cargo run -q -p rsc-examples --bin {name} --"), b))
+        .collect()
+}
+
+/// Whether `path` (a file, or any file under a directory) was modified after `than`.
+fn newer_than(path: &Path, than: std::time::SystemTime) -> bool {
+    if path.is_dir() {
+        std::fs::read_dir(path)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| newer_than(&e.path(), than))
+    } else {
+        std::fs::metadata(path)
+            .and_then(|m| m.modified())
+            .is_ok_and(|m| m > than)
+    }
 }
 
 /// The `sh` blocks under the README heading `## <heading>`, in order.

@@ -17,6 +17,8 @@ pub enum Access {
     Write,
     /// Member heartbeats.
     Member,
+    /// Reads of record payloads (the message browser, Grafana's message rows): DATA_READ or ADMIN.
+    DataRead,
     /// Any authenticated caller, whatever its roles (token revocation).
     Authenticated,
 }

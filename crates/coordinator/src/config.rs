@@ -96,6 +96,9 @@ pub struct HttpConfig {
     /// Connections one client address may hold on a listener (behind a load balancer, which shares one
     /// address, raise it to `max-connections`).
     pub max_connections_per_address: u32,
+    /// Bytes of record ids, field names and values in one page of the message browser or Grafana's message
+    /// rows (past its first record); a page cut short says `nextCursor`.
+    pub message_page_max_bytes: usize,
 }
 
 impl Default for HttpConfig {
@@ -106,6 +109,7 @@ impl Default for HttpConfig {
             idle_timeout: Dur::from_secs(120),
             max_connections: 10_000,
             max_connections_per_address: 256,
+            message_page_max_bytes: 4 * 1024 * 1024,
         }
     }
 }
@@ -655,6 +659,15 @@ fn validate(c: &Config) -> Result<(), ConfigError> {
         return fail(
             "group.max-members-per-principal",
             "must be at least 1".into(),
+        );
+    }
+    if !(1024..=256 * 1024 * 1024).contains(&k.http.message_page_max_bytes) {
+        return fail(
+            "http.message-page-max-bytes",
+            format!(
+                "{} must be between 1024 and 268435456",
+                k.http.message_page_max_bytes
+            ),
         );
     }
     if k.http.max_connections_per_address == 0 {

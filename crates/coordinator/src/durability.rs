@@ -118,7 +118,18 @@ impl Durability<'_> {
         base: &Cached,
         signal: &Signal,
     ) -> Option<Cached> {
-        let next = durability::record(&base.group, signal, self.clock().now_ms())?;
+        let now = self.clock().now_ms();
+        if durability::quieted(&base.group, signal, now) {
+            Stats::bump(&self.stats().rollback_observations_ignored);
+            tracing::warn!(
+                stream = ?name.stream_prefix, group = ?name.consumer_group, principal = ?signal.principal,
+                signal = ?durability::describe(signal),
+                "rollback evidence not recorded: an operator dismissed this principal's evidence on the group \
+                 within the last hour"
+            );
+            return None;
+        }
+        let next = durability::record(&base.group, signal, now)?;
         if let Some(principal) = &signal.principal
             && !self.within_suspicion_budget(name, principal).await
         {

@@ -475,8 +475,9 @@ impl Heartbeats<'_> {
     /// A join that would add a member beyond `coordinator.group.max-members`, or beyond what one principal may
     /// hold in the group, is refused before anything is decided (issue #32, finding 14: one principal put
     /// 17,332 members into a group and a legitimate join went from 14 ms to 1 s). Only a new member id counts:
-    /// a member that joins again keeps its place. Decided on the aggregate in hand, so concurrent joins on
-    /// several replicas may pass the cap by the few a batch holds.
+    /// a member that joins again keeps its place. Checked here on the aggregate in hand (to answer at once), and
+    /// kept exactly by the batch that writes the join (`rsc_group::batch::MemberCaps`, counted on the aggregate
+    /// its compare-and-set replaces), so concurrent joins on several replicas never pass it.
     fn check_member_cap(
         &self,
         group: &rsc_group::model::Group,

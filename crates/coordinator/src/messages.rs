@@ -1,7 +1,10 @@
 //! The message browser: one page of a shard stream's records, newest first by default, walked with an
 //! exclusive cursor (`GET …/shards/{i}/messages?direction=&cursor=&limit=`). Query values are checked here
 //! (bad direction, cursor or limit → `CoordError::Invalid`); records are read through `rsc_store`
-//! (`XRANGE` / `XREVRANGE`), one page per request.
+//! (`XRANGE` / `XREVRANGE`). A page holds at most `limit` records and, past its first record, at most
+//! `coordinator.http.message-page-max-bytes` of ids, field names and values ([`read_page`]): records are read
+//! in chunks sized from what was seen so far, so a page of huge records is not read whole before it is cut.
+//! Each record's `payload` field is sent once, as `payload` (not again among `fields`).
 
 use crate::cache::GroupName;
 use crate::clock::iso_ms;
@@ -10,7 +13,7 @@ use crate::domain_error::CoordError;
 use rsc_protocol::names::shard_stream_key;
 use rsc_protocol::wire::ShardId;
 use rsc_protocol::wire::browse::{StreamMessageRecord, StreamMessagesPageResponse};
-use rsc_store::{PageDirection, StreamRecord, parse_stream_id};
+use rsc_store::{PageDirection, Store, StoreError, StreamRecord, parse_stream_id};
 use std::collections::BTreeMap;
 
 /// Records per page when `limit` is not given.
@@ -80,6 +83,67 @@ pub fn direction_name(d: PageDirection) -> &'static str {
     }
 }
 
+/// One page as [`read_page`] read it.
+#[derive(Debug, Default)]
+pub struct Page {
+    pub records: Vec<StreamRecord>,
+    /// Whether records follow the last one (another page).
+    pub more: bool,
+}
+
+/// The size a record counts for against a page's byte budget: its id, field names and values.
+pub fn record_bytes(r: &StreamRecord) -> usize {
+    r.id.len()
+        + r.fields
+            .iter()
+            .map(|(k, v)| k.len() + v.len())
+            .sum::<usize>()
+}
+
+/// The first records of at most this many are read in one chunk, before their sizes are known.
+const FIRST_CHUNK: usize = 10;
+
+/// Up to `limit` records of the stream `key` from `cursor` on, of at most `max_bytes` together (the first
+/// record whatever its size, so a walk always moves on), and whether more follow. Read in chunks: after the
+/// first, each chunk asks for as many records as the budget left holds at the largest size seen so far, so
+/// at most one chunk beyond the budget is read.
+pub async fn read_page(
+    store: &Store,
+    key: &str,
+    direction: PageDirection,
+    cursor: Option<(u64, u64)>,
+    limit: usize,
+    max_bytes: usize,
+) -> Result<Page, StoreError> {
+    let mut page = Page::default();
+    let (mut bytes, mut largest, mut from) = (0usize, 1usize, cursor);
+    loop {
+        let wanted = limit - page.records.len() + 1;
+        let chunk = if page.records.is_empty() {
+            wanted.min(FIRST_CHUNK)
+        } else {
+            wanted.min((max_bytes.saturating_sub(bytes) / largest).max(1))
+        };
+        let records = store.shard_records(key, direction, from, chunk).await?;
+        let got = records.len();
+        for r in records {
+            let size = record_bytes(&r);
+            if page.records.len() == limit || (!page.records.is_empty() && bytes + size > max_bytes)
+            {
+                page.more = true;
+                return Ok(page);
+            }
+            bytes += size;
+            largest = largest.max(size);
+            from = parse_stream_id(&r.id);
+            page.records.push(r);
+        }
+        if got < chunk {
+            return Ok(page);
+        }
+    }
+}
+
 /// One record as the contract shows it.
 pub fn record_view(
     stream_prefix: &str,
@@ -89,13 +153,15 @@ pub fn record_view(
     r: StreamRecord,
 ) -> StreamMessageRecord {
     let ms = parse_stream_id(&r.id).map_or(0, |(ms, _)| i64::try_from(ms).unwrap_or(i64::MAX));
-    let fields: BTreeMap<String, String> = r.fields.into_iter().collect();
+    let mut fields: BTreeMap<String, String> = r.fields.into_iter().collect();
+    // The payload is sent once (issue #32, finding 13): as `payload`, not again among the fields.
+    let payload = fields.remove("payload");
     StreamMessageRecord {
         stream_prefix: stream_prefix.to_owned(),
         consumer_group: consumer_group.to_owned(),
         shard: ShardId::new(shard),
         stream_key: stream_key.to_owned(),
-        payload: fields.get("payload").cloned(),
+        payload,
         fields,
         record_timestamp_ms: ms,
         record_time: iso_ms(ms),
@@ -122,23 +188,24 @@ impl Monitoring<'_> {
             )));
         }
         let key = shard_stream_key(&g.stream_prefix, shard);
-        // One record more than asked tells whether another page follows.
-        let mut records = self
+        let max_bytes = self.config().http.message_page_max_bytes;
+        let page = self
             .metrics()
             .time_store(
                 "xrange",
-                self.store().shard_records(
+                read_page(
+                    self.store(),
                     &key,
                     query.direction,
                     query.cursor,
-                    query.limit as usize + 1,
+                    query.limit as usize,
+                    max_bytes,
                 ),
             )
             .await
             .map_err(CoordError::from)?;
-        let more = records.len() > query.limit as usize;
-        records.truncate(query.limit as usize);
-        let next_cursor = if more {
+        let records = page.records;
+        let next_cursor = if page.more {
             records.last().map(|r| r.id.clone())
         } else {
             None

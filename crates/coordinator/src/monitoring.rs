@@ -162,32 +162,50 @@ impl Monitoring<'_> {
     /// Coordinator health with components that are really checked: Redis answers a PING in time, the
     /// reconciler ran recently, and no group is suspected of a metadata rollback. `UP`, `DEGRADED` or `DOWN`.
     pub async fn health_view(&self) -> HealthResponse {
-        self.health_view_showing(true).await
+        self.health_view_for(|_| true).await
+    }
+
+    /// Health as a caller who may see only the streams `visible` accepts: suspected groups of other streams
+    /// are neither named nor counted (a principal scoped to some streams learns nothing of the others').
+    pub async fn health_view_for(
+        &self,
+        visible: impl Fn(&str) -> bool + Send + Sync,
+    ) -> HealthResponse {
+        self.health_view_showing(Some(&visible)).await
     }
 
     /// Health for a caller whose credentials could not be checked because Redis is unreachable
     /// (`security::guard::CredentialsUnchecked`): the same statuses, but no group is named.
     pub async fn health_without_credentials(&self) -> HealthResponse {
-        self.health_view_showing(false).await
+        self.health_view_showing(None).await
     }
 
-    async fn health_view_showing(&self, groups: bool) -> HealthResponse {
+    async fn health_view_showing(
+        &self,
+        visible: Option<&(dyn Fn(&str) -> bool + Sync)>,
+    ) -> HealthResponse {
         let (redis, redis_detail) = self.probe_redis().await;
         let (loop_state, last) = crate::metrics_refresh::reconciler_state(self);
         let (durability, suspected, checked_by) = if redis == "DOWN" {
             ("UNKNOWN", Vec::new(), "not checked: Redis is down")
-        } else if !groups {
+        } else if let Some(visible) = visible {
+            match self.durability().suspected_groups().await {
+                Ok((mut list, how)) => {
+                    list.retain(|s| visible(&s.stream_prefix));
+                    if list.is_empty() {
+                        ("UP", list, how)
+                    } else {
+                        ("SUSPECTED_ROLLBACK", list, how)
+                    }
+                }
+                Err(_) => ("UNKNOWN", Vec::new(), "groups could not be read"),
+            }
+        } else {
             (
                 "UNKNOWN",
                 Vec::new(),
                 "not shown: the caller's credentials could not be checked (Redis was unreachable)",
             )
-        } else {
-            match self.durability().suspected_groups().await {
-                Ok((list, how)) if list.is_empty() => ("UP", list, how),
-                Ok((list, how)) => ("SUSPECTED_ROLLBACK", list, how),
-                Err(_) => ("UNKNOWN", Vec::new(), "groups could not be read"),
-            }
         };
         let mut status = crate::metrics_refresh::overall_status(
             redis,

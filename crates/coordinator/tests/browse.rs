@@ -16,8 +16,9 @@ fn config(url: &str) -> rsc_coordinator::config::Config {
     let mut c = test_config(url);
     c.coordinator.api.users = vec![
         user("reader", &["READ"], &[]),
-        user("other-team", &["READ"], &["other-*"]),
-        user("browse-team", &["READ"], &["browse"]),
+        user("data-reader", &["DATA_READ"], &[]),
+        user("other-team", &["DATA_READ"], &["other-*"]),
+        user("browse-team", &["DATA_READ"], &["browse"]),
     ];
     c
 }
@@ -126,10 +127,8 @@ async fn messages_are_paged_both_ways_with_the_contract_shape_and_refuse_bad_inp
     assert_eq!(records[0]["fields"], json!({"other": "no payload"}));
     let r = &records[1];
     assert_eq!(r["payload"], "{\"n\":6}");
-    assert_eq!(
-        r["fields"],
-        json!({"payload": "{\"n\":6}", "source": "test"})
-    );
+    // The payload is sent once: as `payload`, not again among the fields (issue #32, finding 13).
+    assert_eq!(r["fields"], json!({"source": "test"}));
     assert_eq!(r["streamPrefix"], "browse");
     assert_eq!(r["consumerGroup"], "browse");
     assert_eq!(r["shard"], json!({"shardIndex": 1}));
@@ -181,10 +180,25 @@ async fn messages_are_paged_both_ways_with_the_contract_shape_and_refuse_bad_inp
     assert_eq!(missing.status, 404, "{}", missing.body);
     assert_eq!(missing.body["errorCode"], "GROUP_NOT_FOUND");
 
-    // Access: READ is enough; a READ principal scoped to other streams is refused; none at all is 401.
+    // Access: payloads need DATA_READ (READ is refused, issue #32 finding 13); a DATA_READ principal scoped
+    // to other streams is refused; none at all is 401.
     let reader = api.with_auth(basic("reader"));
+    let refused = reader
+        .send("GET", &format!("{BASE}/shards/1/messages"), None)
+        .await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert_eq!(refused.body["errorCode"], "FORBIDDEN");
+    assert!(
+        refused.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("DATA_READ"),
+        "{}",
+        refused.body
+    );
+    let data_reader = api.with_auth(basic("data-reader"));
     assert_eq!(
-        reader
+        data_reader
             .send("GET", &format!("{BASE}/shards/1/messages"), None)
             .await
             .status,
@@ -324,5 +338,100 @@ async fn offsets_name_each_shard_s_cluster_node_and_slot_range() {
     assert_eq!(page.status, 200, "{}", page.body);
     assert_eq!(page.body["records"][0]["recordId"], id);
     assert_eq!(page.body["records"][0]["payload"], "on a cluster");
+    running.shutdown().await.unwrap();
+}
+
+/// Pages are bounded by bytes as well as by count (issue #32, finding 13): with
+/// `message-page-max-bytes` 4096, records of 1,100-byte payloads come three to a page whatever `limit`
+/// says, every record exactly once in both directions; a record larger than the budget comes alone on its
+/// page; Grafana's merged view of every shard is cut the same way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_are_bounded_by_bytes_and_walk_every_record_once() {
+    let redis = RedisServer::start();
+    let url = redis.url();
+    let mut c = config(&url);
+    c.coordinator.http.message_page_max_bytes = 4096;
+    let (running, api) = coordinator(c).await;
+    assert_eq!(api.create_stream("browse", 2).await.status, 201);
+    let big = "x".repeat(1100);
+    let mut written = Vec::new();
+    for _ in 0..10 {
+        written.push(xadd(&url, "browse:1", &[("payload", &big)]).await);
+    }
+    // One record of 5,000 bytes, over the budget by itself.
+    let huge = "y".repeat(5000);
+    written.push(xadd(&url, "browse:1", &[("payload", &huge)]).await);
+    for _ in 0..2 {
+        written.push(xadd(&url, "browse:1", &[("payload", &big)]).await);
+    }
+
+    let (forward, pages) = walk(&api, "FORWARD", 1000).await;
+    assert_eq!(forward, written, "every record once, in order");
+    // 10 small records three (about 3 × 1,120 bytes) to a page, the tenth alone before the huge one, which
+    // comes alone too; then the last 2.
+    assert_eq!(pages, 6);
+    let (backward, _) = walk(&api, "BACKWARD", 1000).await;
+    assert_eq!(backward, written.iter().rev().cloned().collect::<Vec<_>>());
+    let first = api
+        .send(
+            "GET",
+            &format!("{BASE}/shards/1/messages?direction=FORWARD&limit=1000"),
+            None,
+        )
+        .await;
+    let body = first.body.to_string();
+    assert_eq!(first.body["records"].as_array().unwrap().len(), 3);
+    assert!(body.len() < 4096 + 2048, "{} bytes", body.len());
+    assert_eq!(first.body["nextCursor"], written[2]);
+
+    // Grafana: every shard merged, walked with its cursors; every page within the budget.
+    for _ in 0..4 {
+        written.push(xadd(&url, "browse:0", &[("payload", &big)]).await);
+    }
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    for page in 0.. {
+        assert!(page < 50, "paging does not end");
+        let mut path =
+            "/coord/v1/monitoring/grafana/messages?streamPrefix=browse&consumerGroup=browse\
+                        &shardIndex=all&direction=FORWARD&limit=1000"
+                .to_owned();
+        if let Some(c) = &cursor {
+            path.push_str(&format!("&cursor={c}"));
+        }
+        let r = api.send("GET", &path, None).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        let rows = r.body.as_array().unwrap().clone();
+        let payload_bytes: usize = rows
+            .iter()
+            .map(|row| row["payload"].as_str().unwrap().len())
+            .sum();
+        assert!(
+            rows.len() == 1 || payload_bytes <= 4096,
+            "{} rows of {payload_bytes} payload bytes",
+            rows.len()
+        );
+        seen.extend(
+            rows.iter()
+                .map(|row| row["recordId"].as_str().unwrap().to_owned()),
+        );
+        match rows.last().and_then(|row| row["pageNextCursor"].as_str()) {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => break,
+        }
+    }
+    let id = |id: &String| {
+        let (ms, seq) = id.split_once('-').unwrap();
+        (ms.parse::<u64>().unwrap(), seq.parse::<u64>().unwrap())
+    };
+    assert_eq!(seen.len(), written.len(), "every record once");
+    assert_eq!(
+        seen.iter().collect::<BTreeSet<_>>(),
+        written.iter().collect::<BTreeSet<_>>()
+    );
+    assert!(
+        seen.windows(2).all(|w| id(&w[0]) <= id(&w[1])),
+        "in order: {seen:?}"
+    );
     running.shutdown().await.unwrap();
 }

@@ -241,7 +241,8 @@ async fn grafana_routes_answer_the_contract_rows_page_messages_and_respect_scope
         assert!(row.get(key).is_some(), "message row lacks {key}: {row}");
     }
     assert_eq!(row["payload"], "m7");
-    assert_eq!(row["fieldsJson"], "{\"payload\":\"m7\"}");
+    // The payload is sent once: not again among the fields (issue #32, finding 13).
+    assert_eq!(row["fieldsJson"], "{}");
     assert_eq!(row["pageTotalMessages"], 3);
     let (_, wanted) = &written[4];
     let found = rows(
@@ -284,6 +285,20 @@ async fn grafana_routes_answer_the_contract_rows_page_messages_and_respect_scope
     // refused when it names gf.
     let reader = api.with_auth(basic("reader"));
     assert_eq!(rows(&reader, "groups").await.len(), 1);
+    // Record payloads need DATA_READ (or ADMIN): READ sees the coordination state only.
+    let r = reader
+        .send(
+            "GET",
+            &format!("{G}/messages?streamPrefix=gf&consumerGroup=gf"),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert!(
+        r.body["message"].as_str().unwrap().contains("DATA_READ"),
+        "{}",
+        r.body
+    );
     let other = api.with_auth(basic("other-team"));
     for path in [
         "groups",

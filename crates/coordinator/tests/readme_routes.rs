@@ -54,6 +54,7 @@ fn served() -> BTreeSet<Row> {
                 Access::Read => "READ",
                 Access::Write => "WRITE",
                 Access::Member => "MEMBER",
+                Access::DataRead => "DATA_READ",
                 Access::Authenticated => "authenticated",
             };
             (

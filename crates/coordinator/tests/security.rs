@@ -20,6 +20,7 @@ fn config_with_users(redis_url: &str) -> Config {
         user("member", &["MEMBER"], &[]),
         user("team-a", &["WRITE", "READ"], &["team-a-*"]),
         user("team-a-member", &["MEMBER"], &["team-a-*"]),
+        user("data-reader", &["DATA_READ"], &[]),
     ];
     c
 }
@@ -59,7 +60,7 @@ async fn login_issues_bearer_tokens_and_bad_credentials_get_a_json_401() {
     assert_eq!(r.body["expiresInSeconds"], 604_800);
     assert_eq!(
         r.body["roles"],
-        json!(["ADMIN", "MEMBER", "MONITOR", "READ", "WRITE"])
+        json!(["ADMIN", "DATA_READ", "MEMBER", "MONITOR", "READ", "WRITE"])
     );
     let token = r.body["accessToken"].as_str().unwrap().to_owned();
     assert!(token.starts_with("rsc_") && token.len() == 47, "{token}");
@@ -189,6 +190,7 @@ async fn every_route_rejects_callers_without_the_right_credentials_role_or_scope
         ("WRITE", basic("writer")),
         ("MEMBER", basic("member")),
         ("scoped WRITE of team-a", basic("team-a")),
+        ("DATA_READ", basic("data-reader")),
     ];
     let table = routes::table();
     assert!(table.len() >= 16, "the walk covers the whole table");
@@ -224,6 +226,8 @@ async fn every_route_rejects_callers_without_the_right_credentials_role_or_scope
                 (Access::Read, "READ (token)" | "WRITE") => Expect::Allowed,
                 (Access::Write, "WRITE") => Expect::Allowed,
                 (Access::Member, "MEMBER") => Expect::Allowed,
+                // Record payloads need DATA_READ (or ADMIN): READ and WRITE are refused (issue #32, finding 13).
+                (Access::DataRead, "DATA_READ") => Expect::Allowed,
                 (Access::Read, "scoped WRITE of team-a")
                     if !spec.path.contains("{stream_prefix}") =>
                 {
@@ -703,7 +707,7 @@ async fn every_admin_mutation_yields_exactly_one_audit_record_whatever_its_outco
     assert_eq!(r["principal"], "admin");
     assert_eq!(
         r["roles"],
-        json!(["ADMIN", "MEMBER", "MONITOR", "READ", "WRITE"])
+        json!(["ADMIN", "DATA_READ", "MEMBER", "MONITOR", "READ", "WRITE"])
     );
     assert_eq!(r["method"], "POST");
     assert_eq!(r["route"], "/coord/v1/streams/{stream_prefix}");
@@ -1223,7 +1227,7 @@ async fn sign_ins_are_audited_without_their_password_and_query_strings_keep_know
     let bad = login(&api, "writer", "not-the-password").await;
     assert_eq!(bad.status, 401);
 
-    let signed_in: Vec<Value> = audit_stream(&redis.url(), "audit")
+    let signed_in: Vec<Value> = audit_stream(&redis.url(), "audit:signins")
         .await
         .into_iter()
         .filter(|r| r["action"] == "LOGIN")

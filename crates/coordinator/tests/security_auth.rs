@@ -581,3 +581,177 @@ async fn revoking_all_of_a_users_tokens_reaches_every_token_on_every_replica() {
 
 /// Bounded wait for the throttle and replica tests.
 const WAIT: Duration = Duration::from_secs(30);
+
+// ---- issue #32, finding 4: sign-ins never erase the audit trail -----------------------------------
+
+/// 20,000 sign-ins as `reader` (answered from the credential cache, as in the report) leave an admin
+/// mutation's record findable by its request id: sign-ins have their own stream, folded per principal and
+/// address, and a principal may sign in `logins-per-minute` times per minute (429 beyond). On the old build
+/// every sign-in was a record in the capped `…:audit` stream and pushed the admin record out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_thousand_sign_ins_leave_an_admin_change_findable_by_its_request_id() {
+    const LOGINS: usize = 20_000;
+    const TASKS: usize = 8;
+    let redis = RedisServer::start();
+    let mut c = config(&redis.url());
+    c.coordinator.api.credential_cache_ttl = Dur(Duration::from_secs(60));
+    // The smallest stream the configuration allows, so the old build lost the record after 100 sign-ins.
+    c.coordinator.audit.redis_max_entries = 100;
+    c.coordinator.audit.rejection_window = Dur(Duration::from_secs(2));
+    let (running, api) = coordinator(c).await;
+
+    let created = api
+        .http
+        .post(format!("{}/coord/v1/streams/kept", api.base))
+        .basic_auth("admin", Some(ADMIN_PASSWORD))
+        .header("x-request-id", "admin-change-kept-1")
+        .json(&json!({"initialShardCount": 2, "requestedBy": "ops", "reason": "kept"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status().as_u16(), 201);
+
+    let ok = Arc::new(AtomicUsize::new(0));
+    let limited = Arc::new(AtomicUsize::new(0));
+    let other = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let mut tasks = Vec::new();
+    for _ in 0..TASKS {
+        let (api, ok, limited, other) = (api.clone(), ok.clone(), limited.clone(), other.clone());
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..LOGINS / TASKS {
+                let a = login_from(&api, "192.0.2.44", "reader", USER_PASSWORD).await;
+                match a.status {
+                    200 => ok.fetch_add(1, Ordering::Relaxed),
+                    429 if a.body["errorCode"] == "RATE_LIMIT_EXCEEDED"
+                        && a.retry_after.is_some() =>
+                    {
+                        limited.fetch_add(1, Ordering::Relaxed)
+                    }
+                    s => {
+                        other.lock().unwrap().push(format!("{s} {}", a.body));
+                        0
+                    }
+                };
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let other = other.lock().unwrap().clone();
+    assert!(
+        other.is_empty(),
+        "unexpected answers: {:?}",
+        &other[..other.len().min(3)]
+    );
+    let (ok, limited) = (ok.load(Ordering::Relaxed), limited.load(Ordering::Relaxed));
+    assert_eq!(ok + limited, LOGINS);
+    // 120 per minute by default: the first 120 of the window, and at most that many per further minute.
+    assert!(ok >= 120, "{ok} sign-ins succeeded");
+    assert!(limited > LOGINS / 2, "{limited} of {LOGINS} were limited");
+
+    // The admin change is findable by its request id, through the API and in Redis.
+    let found = api
+        .send(
+            "GET",
+            "/coord/v1/monitoring/audit?requestId=admin-change-kept-1",
+            None,
+        )
+        .await;
+    assert_eq!(found.status, 200, "{}", found.body);
+    let records = found.body["records"].as_array().unwrap();
+    assert_eq!(records.len(), 1, "{}", found.body);
+    assert_eq!(records[0]["action"], "CREATE_STREAM");
+    assert_eq!(records[0]["reason"], "kept");
+    let mut conn = redis_conn(&redis.url()).await;
+    let mutations: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
+        .arg("redis-stream:coord:audit")
+        .arg("-")
+        .arg("+")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(
+        mutations.len(),
+        1,
+        "only the mutation is in the mutations' stream"
+    );
+    assert!(mutations[0].1[1].contains("admin-change-kept-1"));
+
+    // Sign-ins are folded: one record per window of (address, principal), then one summary with the count.
+    let summary = wait_for("the sign-ins' summary", WAIT, || {
+        let api = api.clone();
+        async move {
+            let r = api
+                .send(
+                    "GET",
+                    "/coord/v1/monitoring/audit?action=LOGIN&principal=reader&outcome=SUCCESS&limit=1000",
+                    None,
+                )
+                .await;
+            r.body["records"]
+                .as_array()?
+                .iter()
+                .find(|r| r["repeats"]["count"].as_u64().is_some_and(|n| n > 1))
+                .cloned()
+        }
+    })
+    .await;
+    assert_eq!(summary["clientAddress"], "192.0.2.44");
+    let signins: i64 = redis::cmd("XLEN")
+        .arg("redis-stream:coord:audit:signins")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert!(
+        signins < (ok as i64),
+        "{signins} sign-in records for {ok} sign-ins: they are folded"
+    );
+    running.shutdown().await.unwrap();
+}
+
+/// A failed sign-in keeps the username it named only when it is a user: a password typed into the username
+/// field is kept as its first two characters (issue #32, Low).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_password_typed_as_the_username_is_not_kept_in_the_audit_record() {
+    let redis = RedisServer::start();
+    let (running, api) = coordinator(config(&redis.url())).await;
+    assert_eq!(
+        login_from(&api, "192.0.2.50", "Tr0ub4dor&3-secret", "x")
+            .await
+            .status,
+        401
+    );
+    assert_eq!(
+        login_from(&api, "192.0.2.51", "reader", "wrong-password")
+            .await
+            .status,
+        401
+    );
+    let r = api
+        .send(
+            "GET",
+            "/coord/v1/monitoring/audit?action=LOGIN&outcome=UNAUTHORIZED",
+            None,
+        )
+        .await;
+    let named: Vec<&str> = r.body["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["attemptedUsername"].as_str())
+        .collect();
+    assert!(named.contains(&"reader"), "{}", r.body);
+    assert!(named.contains(&"Tr… (not a user)"), "{}", r.body);
+    assert!(!r.body.to_string().contains("ub4dor"), "{}", r.body);
+    let mut conn = redis_conn(&redis.url()).await;
+    let raw: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
+        .arg("redis-stream:coord:audit:rejected")
+        .arg("-")
+        .arg("+")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert!(!format!("{raw:?}").contains("ub4dor"));
+    running.shutdown().await.unwrap();
+}

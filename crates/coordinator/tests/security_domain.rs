@@ -24,6 +24,8 @@ fn config(redis_url: &str) -> Config {
         user("monitor", &["MONITOR"], &[]),
         user("writer", &["WRITE"], &[]),
         user("producer", &["READ", "MEMBER"], &[]),
+        user("producer2", &["READ", "MEMBER"], &[]),
+        user("other-team", &["READ"], &["other-*"]),
         user("alice", &["MEMBER"], &[]),
         user("bob", &["MEMBER"], &[]),
     ];
@@ -183,6 +185,20 @@ async fn a_read_principal_cannot_freeze_admin_changes_and_a_writer_dismisses_an_
     assert_eq!(s["raisedBy"]["stored"], before["metadataVersion"]);
     assert!(s["raisedBy"]["at"].is_string());
     assert_eq!(s["evidence"].as_array().unwrap().len(), 1);
+    // Health names the suspected group to an unscoped caller, and neither names nor counts it for a principal
+    // scoped to other streams (issue #32, Low).
+    let health = |who: Api| async move {
+        let r = who.send("GET", "/coord/v1/monitoring/health", None).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.body["components"]["metadataDurability"].clone()
+    };
+    let all = health(as_user(&api, "reader")).await;
+    assert_eq!(all["status"], "SUSPECTED_ROLLBACK", "{all}");
+    assert_eq!(all["suspectedGroups"][0]["streamPrefix"], p, "{all}");
+    let scoped = health(as_user(&api, "other-team")).await;
+    assert_eq!(scoped["status"], "UP", "{scoped}");
+    assert_eq!(scoped["suspectedGroups"], json!([]), "{scoped}");
+    assert!(!scoped.to_string().contains(p), "{scoped}");
     let r = noop_scale(&writer, p, 2).await;
     assert_eq!(r.status, 409, "{}", r.body);
     assert!(
@@ -252,13 +268,32 @@ async fn a_read_principal_cannot_freeze_admin_changes_and_a_writer_dismisses_an_
     assert_eq!(records[0]["requestedBy"], "alice@ops");
     assert_eq!(records[0]["consumerGroup"], p);
 
-    // Admin changes work again; the dismissed evidence does not raise it again, newer evidence does.
+    // Admin changes work again; the dismissed evidence does not raise it again, nor, for the quiet period
+    // after a dismissal, anything from the principal whose evidence was dismissed (it re-froze the group
+    // with one more, issue #32 Low); another principal's newer evidence does.
     assert_eq!(noop_scale(&writer, p, 2).await.status, 202);
     let producer = as_user(&api, "producer");
     assert_eq!(observe(&producer, p, "1000").await.status, 409);
     assert_eq!(durability(&api, p).await["status"], "OK");
     assert_eq!(observe(&producer, p, "1001").await.status, 409);
-    assert_eq!(durability(&api, p).await["status"], "SUSPECTED_ROLLBACK");
+    assert_eq!(durability(&api, p).await["status"], "OK");
+    assert_eq!(noop_scale(&writer, p, 2).await.status, 202);
+    let producer2 = as_user(&api, "producer2");
+    let r = producer2
+        .send(
+            "GET",
+            &format!(
+                "{}/producer-routing?producerId=second-producer",
+                group_path(p)
+            ),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(observe(&producer2, p, "1001").await.status, 409);
+    let d = durability(&api, p).await;
+    assert_eq!(d["status"], "SUSPECTED_ROLLBACK", "{d}");
+    assert_eq!(d["rollbackSuspicion"]["raisedBy"]["principal"], "producer2");
     running.shutdown().await.unwrap();
 }
 

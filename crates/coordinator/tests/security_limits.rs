@@ -186,6 +186,55 @@ async fn a_group_admits_at_most_its_member_cap_in_all_and_per_principal() {
     running.shutdown().await.unwrap();
 }
 
+/// The cap is exact across replicas (a gap of issue #32's finding 14: joins decided on the aggregate in hand
+/// on two replicas at once passed it by a batch): 60 joins at once, half on each of two replicas, leave
+/// exactly `max-members` members; every other join is refused (409) or asked to retry, never admitted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_joins_on_two_replicas_never_pass_the_member_cap() {
+    const CAP: usize = 10;
+    let redis = RedisServer::start();
+    let mut c = config(&redis.url());
+    c.coordinator.group.max_members = CAP as u32;
+    let (r1, api1) = coordinator(c.clone()).await;
+    let (r2, api2) = coordinator(c).await;
+    assert_eq!(api1.create_stream("exact", 4).await.status, 201);
+    let mut joins = Vec::new();
+    for i in 0..60 {
+        let api = as_user(if i % 2 == 0 { &api1 } else { &api2 }, "alice");
+        joins.push(tokio::spawn(async move {
+            let id = format!("m-{i}");
+            let m = Member::new(&id);
+            let r = api
+                .send("POST", &heartbeat_path("exact", &id), Some(m.request()))
+                .await;
+            (r.status, r.body)
+        }));
+    }
+    let mut admitted = 0;
+    for j in joins {
+        let (status, body) = j.await.unwrap();
+        match status {
+            200 if body["status"] == "RETRY" => {}
+            200 => admitted += 1,
+            409 => assert_eq!(body["errorCode"], "TOO_MANY_MEMBERS", "{body}"),
+            s => panic!("unexpected {s}: {body}"),
+        }
+    }
+    let members = api1
+        .send(
+            "GET",
+            "/coord/v1/monitoring/streams/exact/groups/exact/members",
+            None,
+        )
+        .await;
+    assert_eq!(members.status, 200, "{}", members.body);
+    let live = members.body["members"].as_array().unwrap().len();
+    assert_eq!(live, CAP, "{}", members.body);
+    assert_eq!(admitted, CAP);
+    r1.shutdown().await.unwrap();
+    r2.shutdown().await.unwrap();
+}
+
 #[tokio::test]
 async fn routing_reads_write_nothing_for_missing_streams_and_sightings_expire() {
     let redis = RedisServer::start();

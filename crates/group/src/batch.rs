@@ -24,6 +24,12 @@
 //! Every answer is finally re-stated on the aggregate committed ([`restate_on_committed`]): an OK tells the
 //! member exactly what Redis holds for it (a joiner gets its shards in its first answer), not an intermediate
 //! aggregate no one ever stored.
+//!
+//! A batch also keeps a group's member caps ([`MemberCaps`]) exactly: a join that would add a live member
+//! beyond them, counted on the batch's aggregate (the one its compare-and-set will replace, joins of the batch
+//! included), is not combined ([`NotCombined::OverCap`]) and is decided again, alone, on what was written. So
+//! concurrent joins on several replicas never pass a cap: each batch's count is checked against the aggregate
+//! Redis still holds when it commits.
 
 use crate::heartbeat::{
     Caller, Decision, Draft, Outcome, Transition, decide_in_place, owner_conflict,
@@ -33,7 +39,21 @@ use crate::model::Group;
 use crate::timing::Timing;
 use rsc_protocol::wire::HeartbeatRequest;
 use std::borrow::Cow;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The most live members a group may hold, in all and per principal (None: no cap).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MemberCaps {
+    pub max_members: Option<usize>,
+    pub max_per_principal: Option<usize>,
+}
+
+/// Live members counted on the batch's aggregate, kept up to date as joins are combined.
+#[derive(Debug, Default)]
+struct LiveCount {
+    all: usize,
+    by_principal: BTreeMap<String, usize>,
+}
 
 /// Transitions combined so far: the newest aggregate, and the union of conditions and lease operations.
 #[derive(Debug)]
@@ -45,6 +65,9 @@ pub struct Batch<'a> {
     named: BTreeSet<String>,
     /// Each combined request with its decision, in order.
     decided: Vec<(HeartbeatRequest, Decision)>,
+    caps: MemberCaps,
+    /// Counted on the first join that a cap concerns.
+    live: Option<LiveCount>,
 }
 
 /// Why a request was not combined into the batch.
@@ -56,6 +79,8 @@ pub enum NotCombined {
     NotATransition,
     /// On the batch's aggregate the member belongs to another principal: decide again alone (and be refused).
     OwnedByAnother,
+    /// A join beyond a member cap on the batch's aggregate: decide again alone (and be refused).
+    OverCap,
 }
 
 /// A finished batch: the one transition to commit and, in the order they were combined, each request's
@@ -76,6 +101,44 @@ impl<'a> Batch<'a> {
             combined: Transition::default(),
             named: BTreeSet::new(),
             decided: Vec::new(),
+            caps: MemberCaps::default(),
+            live: None,
+        }
+    }
+
+    /// The batch keeping these member caps.
+    pub fn with_caps(mut self, caps: MemberCaps) -> Self {
+        self.caps = caps;
+        self
+    }
+
+    /// Whether a join of `member_id` by `caller` would pass a cap on the batch's aggregate.
+    fn over_cap(&mut self, member_id: &str, req: &HeartbeatRequest, caller: &Caller<'_>) -> bool {
+        if req.member_epoch != 0
+            || self.group.members.contains_key(member_id)
+            || (self.caps.max_members.is_none() && self.caps.max_per_principal.is_none())
+        {
+            return false;
+        }
+        let group = &self.group;
+        let live = self.live.get_or_insert_with(|| {
+            let mut count = LiveCount::default();
+            for m in group.members.values().filter(|m| m.state.is_live()) {
+                count.all += 1;
+                if let Some(owner) = &m.owner {
+                    *count.by_principal.entry(owner.clone()).or_default() += 1;
+                }
+            }
+            count
+        });
+        if self.caps.max_members.is_some_and(|cap| live.all >= cap) {
+            return true;
+        }
+        match (self.caps.max_per_principal, caller.principal) {
+            (Some(cap), Some(p)) if !caller.acts_for_any_member => {
+                live.by_principal.get(p).copied().unwrap_or(0) >= cap
+            }
+            _ => false,
         }
     }
 
@@ -103,6 +166,10 @@ impl<'a> Batch<'a> {
         if owner_conflict(&self.group, path_member_id, caller).is_some() {
             return Err(NotCombined::OwnedByAnother);
         }
+        if self.over_cap(path_member_id, req, caller) {
+            return Err(NotCombined::OverCap);
+        }
+        let was_member = self.group.members.contains_key(path_member_id);
         let decision = decide_in_place(
             &mut self.group,
             path_member_id,
@@ -114,6 +181,15 @@ impl<'a> Batch<'a> {
         let Outcome::Write(t) = &decision.outcome else {
             return Err(NotCombined::NotATransition);
         };
+        if !was_member
+            && let (Some(live), Some(m)) = (&mut self.live, self.group.members.get(path_member_id))
+            && m.state.is_live()
+        {
+            live.all += 1;
+            if let Some(owner) = &m.owner {
+                *live.by_principal.entry(owner.clone()).or_default() += 1;
+            }
+        }
         let c = &mut self.combined;
         self.named.extend(t.named_members().cloned());
         c.must_be_lapsed.extend(t.must_be_lapsed.iter().cloned());
@@ -196,6 +272,46 @@ mod tests {
 
     fn group() -> Group {
         Group::new("orders", "g", 4, NOW, "life")
+    }
+
+    #[test]
+    fn joins_beyond_a_cap_are_not_combined_whatever_the_batch_holds() {
+        let g = group();
+        let caps = super::MemberCaps {
+            max_members: Some(3),
+            max_per_principal: Some(2),
+        };
+        let alice = Caller {
+            principal: Some("alice"),
+            acts_for_any_member: false,
+        };
+        let bob = Caller {
+            principal: Some("bob"),
+            acts_for_any_member: false,
+        };
+        let mut batch = Batch::on(&g, NOW, &timing()).with_caps(caps);
+        assert_eq!(batch.decide_as("a1", &join_req("a1"), &alice), Ok(()));
+        assert_eq!(batch.decide_as("a2", &join_req("a2"), &alice), Ok(()));
+        assert_eq!(
+            batch.decide_as("a3", &join_req("a3"), &alice),
+            Err(NotCombined::OverCap),
+            "alice's cap of 2, counting this batch's joins"
+        );
+        assert_eq!(batch.decide_as("b1", &join_req("b1"), &bob), Ok(()));
+        assert_eq!(
+            batch.decide_as("b2", &join_req("b2"), &bob),
+            Err(NotCombined::OverCap),
+            "the group's cap of 3"
+        );
+        let done = batch.finish().unwrap();
+        let written = done.transition.group.unwrap();
+        assert_eq!(written.members.len(), 3);
+        // A later batch on what was written counts it too.
+        let mut next = Batch::on(&written, NOW + 1, &timing()).with_caps(caps);
+        assert_eq!(
+            next.decide_as("c1", &join_req("c1"), &Caller::ANONYMOUS),
+            Err(NotCombined::OverCap)
+        );
     }
 
     /// The group after `a` joined alone (it holds all four shards).

@@ -17,6 +17,9 @@
 //! - dismisses it ([`dismiss`]) because the recorded evidence ([`Evidence`]: who reported what, when) does
 //!   not support it. A dismissal changes no epoch or version; it is kept in the aggregate ([`Dismissal`]),
 //!   and evidence it covered (an observation no higher than the dismissed ones) raises no new suspicion.
+//!   For [`DISMISSAL_QUIET_MS`] after it, the principals whose evidence it dismissed raise none at all on the
+//!   group (issue #32: one bogus reporter re-froze a group minutes after each dismissal by reporting one
+//!   more); other principals' evidence still does, so a real rollback seen by anyone else is still caught.
 //!
 //! Who may raise a suspicion at all (which principals, how often) is the coordinator's decision; this module
 //! records the principal with the evidence.
@@ -64,6 +67,22 @@ pub enum DismissError {
     /// The suspicion received evidence after the one the operator reviewed.
     #[error("the suspicion changed (updated at {current_updated_at_ms} ms) since the one reviewed")]
     Changed { current_updated_at_ms: i64 },
+}
+
+/// How long after a dismissal the principals whose evidence it dismissed raise no new suspicion on the group.
+pub const DISMISSAL_QUIET_MS: i64 = 60 * 60 * 1000;
+
+/// Whether `signal` comes, within [`DISMISSAL_QUIET_MS`] of the last dismissal, from a principal whose
+/// evidence that dismissal judged unsupported.
+pub fn quieted(g: &Group, signal: &Signal, now_ms: i64) -> bool {
+    let (Some(d), Some(p)) = (&g.rollback_dismissal, &signal.principal) else {
+        return false;
+    };
+    now_ms < d.at_ms.saturating_add(DISMISSAL_QUIET_MS)
+        && d.suspicion
+            .evidence
+            .iter()
+            .any(|e| e.principal.as_deref() == Some(p.as_str()))
 }
 
 /// Whether an earlier dismissal already covers `signal`: the operator judged evidence at least this high.
@@ -115,10 +134,11 @@ pub fn member_signal(
 }
 
 /// Records `signal` in the group's suspicion. None when the group already records this kind of evidence with
-/// an observed value at least as high (so repeated reports cause no writes), or when an operator dismissed
-/// evidence of this kind at least as high.
+/// an observed value at least as high (so repeated reports cause no writes), when an operator dismissed
+/// evidence of this kind at least as high, or when the signal's principal had its evidence dismissed within
+/// [`DISMISSAL_QUIET_MS`].
 pub fn record(g: &Group, signal: &Signal, now_ms: i64) -> Option<Group> {
-    if dismissed(g, signal) {
+    if dismissed(g, signal) || quieted(g, signal, now_ms) {
         return None;
     }
     let mut next = g.clone();

@@ -120,6 +120,17 @@ pub fn audit_stream_key(key_prefix: &str) -> String {
     format!("{key_prefix}:audit")
 }
 
+/// The audit stream of successful sign-ins (folded per principal and address): `<keyPrefix>:audit:signins`.
+pub fn audit_signins_stream_key(key_prefix: &str) -> String {
+    format!("{key_prefix}:audit:signins")
+}
+
+/// A principal's count of sign-ins in the current minute (the login rate limit):
+/// `<keyPrefix>:ratelimit:{login:<principalPart>}`.
+pub fn ratelimit_login_key(key_prefix: &str, principal_part: &str) -> String {
+    format!("{key_prefix}:ratelimit:{{login:{principal_part}}}")
+}
+
 /// The audit stream of refused requests and failed sign-ins: `<keyPrefix>:audit:rejected`.
 pub fn audit_rejected_stream_key(key_prefix: &str) -> String {
     format!("{key_prefix}:audit:rejected")
@@ -197,6 +208,14 @@ mod tests {
         assert_eq!(
             audit_rejected_stream_key(KP),
             "redis-stream:coord:audit:rejected"
+        );
+        assert_eq!(
+            audit_signins_stream_key(KP),
+            "redis-stream:coord:audit:signins"
+        );
+        assert_eq!(
+            ratelimit_login_key(KP, "reader"),
+            "redis-stream:coord:ratelimit:{login:reader}"
         );
         assert_eq!(
             bootstrap_admin_key(KP),

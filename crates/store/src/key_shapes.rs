@@ -37,6 +37,7 @@ pub fn coordinator_key_shapes(key_prefix: &str) -> Vec<KeyShape> {
             "rejected-request audit stream",
             names::audit_rejected_stream_key(kp),
         ),
+        shape("sign-in audit stream", names::audit_signins_stream_key(kp)),
         shape("bootstrap admin", names::bootstrap_admin_key(kp)),
         shape(
             "group aggregate (large groups)",
@@ -57,6 +58,7 @@ pub fn coordinator_key_shapes(key_prefix: &str) -> Vec<KeyShape> {
             names::ratelimit_principal_key(kp, m),
         ),
         shape("rate limit (group)", names::ratelimit_group_key(kp, m)),
+        shape("sign-in rate limit", names::ratelimit_login_key(kp, m)),
         shape("suspicion report limit", names::suspicion_limit_key(kp, m)),
         shape("bearer token", names::token_key(kp, m)),
         shape("tokens of a user", names::user_tokens_key(kp, m)),
@@ -135,6 +137,11 @@ mod tests {
             (
                 "redis-stream:coord:audit:rejected",
                 "rejected-request audit stream",
+            ),
+            ("redis-stream:coord:audit:signins", "sign-in audit stream"),
+            (
+                "redis-stream:coord:ratelimit:{login:reader}",
+                "sign-in rate limit",
             ),
             ("redis-stream:coord:auth:token:{ab12}", "bearer token"),
             (

@@ -4,6 +4,7 @@
 //! against the runbook's recommendations. This file holds what they share: arguments, the Redis
 //! connection, redaction of credentials in URLs they echo, and one-line errors.
 
+mod checks;
 pub mod doctor;
 mod file;
 pub mod restore;
@@ -34,6 +35,37 @@ pub struct RedisArgs {
     /// The coordinator's coordinator.store.key-prefix.
     #[arg(long, default_value = DEFAULT_KEY_PREFIX)]
     pub key_prefix: String,
+}
+
+/// The HMAC key of `--key-file`: the file's bytes without trailing whitespace, at least 32 of them, in a file
+/// only its owner may read (a key others can read proves nothing).
+pub fn read_key_file(path: &std::path::Path) -> Result<Vec<u8>, Failure> {
+    let fail = |why: String| Failure::new(format!("--key-file {}: {why}", path.display()));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path)
+            .map_err(|e| fail(e.to_string()))?
+            .permissions()
+            .mode();
+        if mode & 0o077 != 0 {
+            return Err(fail(format!(
+                "is readable by others (mode {:o}); run chmod 600 on it",
+                mode & 0o777
+            )));
+        }
+    }
+    let mut key = std::fs::read(path).map_err(|e| fail(e.to_string()))?;
+    while key.last().is_some_and(u8::is_ascii_whitespace) {
+        key.pop();
+    }
+    if key.len() < 32 {
+        return Err(fail(format!(
+            "holds {} bytes; a key needs at least 32 (e.g. head -c 32 /dev/urandom | base64 > key)",
+            key.len()
+        )));
+    }
+    Ok(key)
 }
 
 /// Connects to the Redis of `url`; errors name the URL with its credentials redacted.

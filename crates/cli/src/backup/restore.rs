@@ -1,8 +1,9 @@
 //! `rsc restore`: writes a backup (`file.rs`) back, following the runbook's durability rules.
 //!
-//! Everything is checked before anything is written: the file (format, version, checksum), its key prefix
-//! against `--key-prefix`, every document (parsed as the coordinator would), every key's name (rebuilt from
-//! the names in the file with `rsc_protocol::names`), and every live key it would replace. Live metadata
+//! Everything is checked before anything is written: the file (format, version, checksum, and with
+//! `--key-file` its HMAC), its key prefix against `--key-prefix`, every document with the API's rules
+//! (`checks.rs`: ranges, shard limits, invariants, index entries that match groups of the file), every key's
+//! name (rebuilt from the names in the file with `rsc_protocol::names`), and every live key it would replace. Live metadata
 //! whose revision or metadataVersion (a stream record: routingVersion) is higher than the backup's, or that
 //! differs at the same revision, is refused unless `--force`; with `--force` the restore says what will
 //! follow. Then, in order: the shard streams and Redis consumer groups the restored groups route to are
@@ -46,6 +47,9 @@ pub struct RestoreArgs {
     /// lease may still run.
     #[arg(long, default_value_t = 15_000)]
     pub member_lease_ttl_ms: i64,
+    /// The key file the backup was taken with (`rsc backup --key-file`): its HMAC must match.
+    #[arg(long, env = "RSC_BACKUP_KEY_FILE")]
+    pub key_file: Option<PathBuf>,
     /// Output format of the summary.
     #[arg(long, value_enum, default_value = "text")]
     pub output: Output,
@@ -73,7 +77,12 @@ pub async fn run(args: RestoreArgs) -> Result<ExitCode, Failure> {
     }
     let text = std::fs::read_to_string(&args.input_file)
         .map_err(|e| Failure::new(format!("cannot read {}: {e}", args.input_file.display())))?;
-    let (header, content) = file::decode(&text)?;
+    let key = args
+        .key_file
+        .as_deref()
+        .map(super::read_key_file)
+        .transpose()?;
+    let (header, content) = file::decode(&text, key.as_deref())?;
     if header.key_prefix != *kp {
         return Err(Failure::new(format!(
             "the backup is of key prefix {:?}, this restore writes under {kp:?}; pass --key-prefix {:?} if \
@@ -81,6 +90,12 @@ pub async fn run(args: RestoreArgs) -> Result<ExitCode, Failure> {
             header.key_prefix, header.key_prefix
         )));
     }
+    // The whole file is checked, whatever --group selects: a file with one forged record is not trusted.
+    super::checks::check_content(kp, &content).map_err(|e| {
+        Failure::new(format!(
+            "the backup does not hold valid metadata: {e}; nothing written"
+        ))
+    })?;
     let content = select(&content, &args.groups)?;
     check_names(kp, &content)?;
 

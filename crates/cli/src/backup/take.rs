@@ -1,5 +1,6 @@
 //! `rsc backup`: reads every record that defines a group or stream — the group index, each indexed group's
-//! metadata hash and each stream's record — and writes them to a checksummed file (`file.rs`).
+//! metadata hash and each stream's record — and writes them to a checksummed file (`file.rs`), mode 0600,
+//! with an HMAC of its content when `--key-file` names a key.
 //!
 //! Consistency: a group adopts what its stream record says (shard count, migrations), so a group and its
 //! stream record are read as a pair that matches. Per stream: read the stream record, then each of its
@@ -28,6 +29,10 @@ pub struct BackupArgs {
     /// The file to write (written beside it first, then renamed, so a failed backup leaves no half file).
     #[arg(short = 'o', long = "output-file")]
     pub output_file: PathBuf,
+    /// A file holding a secret key (at least 32 bytes, mode 0600): the backup then carries an HMAC of its
+    /// content, and `rsc restore --key-file` with the same key detects any edit.
+    #[arg(long, env = "RSC_BACKUP_KEY_FILE")]
+    pub key_file: Option<PathBuf>,
     /// Output format of the summary.
     #[arg(long, value_enum, default_value = "text")]
     pub output: Output,
@@ -36,6 +41,11 @@ pub struct BackupArgs {
 pub async fn run(args: BackupArgs) -> Result<ExitCode, Failure> {
     let url = &args.redis.redis_url;
     let kp = &args.redis.key_prefix;
+    let key = args
+        .key_file
+        .as_deref()
+        .map(super::read_key_file)
+        .transpose()?;
     let store = connect(url).await?;
     let index_key = names::group_index_key(kp);
     let raw_index = store
@@ -78,9 +88,18 @@ pub async fn run(args: BackupArgs) -> Result<ExitCode, Failure> {
         content.streams.extend(record);
         content.groups.extend(saved);
     }
+    // A LIVE entry whose metadata is gone (the group was deleted while this backup ran) is left out:
+    // restored, it would name a group that does not exist, and `rsc restore` refuses such phantoms.
+    let saved: std::collections::BTreeSet<String> =
+        content.groups.iter().map(|g| g.key.clone()).collect();
+    content.index.retain(|e| {
+        saved.contains(&e.key)
+            || serde_json::from_str::<IndexEntry>(&e.value)
+                .is_ok_and(|entry| entry.state != rsc_store::IndexState::Live)
+    });
 
     let created_at = now_rfc3339();
-    let text = file::encode(kp, &created_at, &content);
+    let text = file::encode(kp, &created_at, &content, key.as_deref());
     write_file(&args.output_file, &text)?;
 
     let path = args.output_file.display().to_string();
@@ -173,11 +192,22 @@ async fn read_stream(
     )))
 }
 
+/// Writes the file beside `path` first, then renames it: created afresh (never through a planted file or
+/// symlink) and readable by its owner only (0600), since a backup shows every group's members and state.
 fn write_file(path: &std::path::Path, text: &str) -> Result<(), Failure> {
+    use std::io::Write;
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".partial");
     let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, text)
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    // A leftover of an interrupted backup (or anything planted there) is removed, not written through.
+    let _ = std::fs::remove_file(&tmp);
+    options
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(text.as_bytes()).and_then(|()| f.sync_all()))
         .and_then(|()| std::fs::rename(&tmp, path))
         .map_err(|e| {
             let _ = std::fs::remove_file(&tmp);

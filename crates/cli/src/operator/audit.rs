@@ -25,6 +25,9 @@ pub struct AuditArgs {
     /// Only this outcome: SUCCESS, UNAUTHORIZED, FORBIDDEN or FAILED.
     #[arg(long)]
     pub outcome: Option<String>,
+    /// Only the record of the request with this X-Request-Id.
+    #[arg(long)]
+    pub request_id: Option<String>,
     /// Only records at or after this time: ISO-8601 (2026-12-01T10:00:00Z), epoch ms, or a duration ago (15m).
     #[arg(long)]
     pub since: Option<String>,
@@ -61,6 +64,9 @@ pub async fn audit(args: AuditArgs) -> Result<ExitCode, Failure> {
         }
         if let Some(o) = &args.outcome {
             q.push(("outcome", o.clone()));
+        }
+        if let Some(r) = &args.request_id {
+            q.push(("requestId", r.clone()));
         }
         if let Some(t) = since {
             q.push(("since", t.to_string()));

@@ -80,6 +80,13 @@ pub async fn login(
         Ok(p) => p,
         Err(f) => return with_attempt(f.into_response(), attempted, None, 0),
     };
+    // Signing in again and again (each answered from the credential cache) is refused before a token is
+    // issued: a client should reuse its token (issue #32, finding 4).
+    match sec.check_login_rate(&principal).await {
+        Ok(Ok(())) => {}
+        Ok(Err(limited)) => return with_attempt(limited.into_response(), attempted, None, 0),
+        Err(e) => return ApiError::from(e).into_response(),
+    }
     let (token, expires_ms, revoked_oldest) = match sec.issue_token(&principal, now).await {
         Ok(t) => t,
         Err(e) => return ApiError::from(e).into_response(),
@@ -282,6 +289,8 @@ pub struct AuditQuery {
     principal: Option<String>,
     action: Option<String>,
     outcome: Option<String>,
+    /// The `X-Request-Id` of the request the record is about.
+    request_id: Option<String>,
     /// ISO-8601 instant or epoch milliseconds (inclusive).
     since: Option<String>,
     until: Option<String>,
@@ -299,7 +308,7 @@ pub async fn audit_log(
 ) -> Result<Response, ApiError> {
     let Query(q) = query.map_err(|e| {
         ApiError::invalid(format!(
-            "query: {}; known parameters: streamPrefix, consumerGroup, principal, action, outcome, since, until, limit",
+            "query: {}; known parameters: streamPrefix, consumerGroup, principal, action, outcome, requestId, since, until, limit",
             e.body_text()
         ))
     })?;
@@ -315,6 +324,7 @@ pub async fn audit_log(
         principal: q.principal,
         action: q.action,
         outcome: q.outcome,
+        request_id: q.request_id,
         since_ms: q
             .since
             .as_deref()

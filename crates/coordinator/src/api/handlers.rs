@@ -84,14 +84,19 @@ pub async fn heartbeat(
 
 /// Health; while Redis is down it answers even when the caller's credentials cannot be checked (then naming
 /// no group), so that a monitor reads `DOWN` rather than a 503.
+/// A principal scoped to some streams sees only their suspected groups (issue #32, Low).
 pub async fn health(
     State(c): Coord,
     unchecked: Option<Extension<crate::security::guard::CredentialsUnchecked>>,
+    principal: Option<Extension<Arc<Principal>>>,
 ) -> Response {
     let view = if unchecked.is_some() {
         c.monitoring().health_without_credentials().await
     } else {
-        c.monitoring().health_view().await
+        let scopes = principal.map(|Extension(p)| p.scopes.clone());
+        c.monitoring()
+            .health_view_for(|prefix| scopes.as_ref().is_none_or(|s| s.allows(prefix)))
+            .await
     };
     ok(StatusCode::OK, view)
 }

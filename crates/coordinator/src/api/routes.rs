@@ -237,7 +237,7 @@ pub fn table() -> Vec<RouteSpec> {
             GET,
             mg!("/shards/{shard_index}/messages"),
             "getStreamShardMessages",
-            Read,
+            DataRead,
             None,
             get(observability::shard_messages)
         ),
@@ -301,7 +301,7 @@ pub fn table() -> Vec<RouteSpec> {
             GET,
             "/coord/v1/monitoring/grafana/messages",
             "listGrafanaMessageRows",
-            Read,
+            DataRead,
             None,
             get(super::grafana::messages)
         ),

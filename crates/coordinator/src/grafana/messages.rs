@@ -1,6 +1,9 @@
 //! `grafana/messages`: records of one shard, or of every shard merged by record id, as flat rows, paged with
 //! the cursors of `cursor.rs` (record ids, merged positions, `__rsc_last__`, `__rsc_tail__:<n>`).
-//! `recordId=<id>` finds that exact record on the selected shards.
+//! `recordId=<id>` finds that exact record on the selected shards. Pages are bounded by
+//! `coordinator.http.message-page-max-bytes` as well as by `limit` (the browser's [`read_page`]): each shard
+//! reads at most one page, and the merged rows are cut at the budget; the payload is sent once (`payload`,
+//! not again in `fieldsJson`).
 
 use super::cursor::{self, Id, Start};
 use super::types::GrafanaMessageRow;
@@ -8,7 +11,7 @@ use super::{Params, one_group, param};
 use crate::clock::iso_ms;
 use crate::coordinator::Coordinator;
 use crate::domain_error::CoordError;
-use crate::messages::{PageQuery, direction_name, parse_cursor};
+use crate::messages::{PageQuery, direction_name, parse_cursor, read_page, record_bytes};
 use rsc_protocol::names::shard_stream_key;
 use rsc_store::{PageDirection, StreamRecord, parse_stream_id};
 use std::collections::BTreeMap;
@@ -62,8 +65,12 @@ pub async fn message_rows(
         Start::Tail(n) => (reversed(direction), (*n as usize + 1) * limit),
         Start::At(_) => (direction, limit + 1),
     };
+    let max_bytes = c.config().http.message_page_max_bytes;
     let mut found: Vec<(u32, StreamRecord)> = Vec::new();
     let mut more = false;
+    // The last record read of each shard whose page was cut (by count or bytes): records of other shards
+    // beyond the earliest of them may not be shown yet, since that shard's unread ones come first.
+    let mut cut_at: Vec<(Id, u32)> = Vec::new();
     let mut total = 0i64;
     for s in &shards {
         let key = shard_stream_key(&g.stream_prefix, *s);
@@ -82,12 +89,15 @@ pub async fn message_rows(
                     .await?
             }
             (None, Start::At(positions)) => {
-                let r = c
-                    .store()
-                    .shard_records(&key, direction, positions[s], read_count)
-                    .await?;
-                more |= r.len() > limit;
-                r
+                let page =
+                    read_page(c.store(), &key, direction, positions[s], limit, max_bytes).await?;
+                if page.more
+                    && let Some(last) = page.records.last()
+                {
+                    cut_at.push((parse_stream_id(&last.id).unwrap_or_default(), *s));
+                }
+                more |= page.more;
+                page.records
             }
         };
         found.extend(records.into_iter().map(|r| (*s, r)));
@@ -97,6 +107,18 @@ pub async fn message_rows(
         PageDirection::Forward => key(a).cmp(&key(b)),
         PageDirection::Backward => key(b).cmp(&key(a)),
     });
+    let horizon = match read_direction {
+        PageDirection::Forward => cut_at.iter().min().copied(),
+        PageDirection::Backward => cut_at.iter().max().copied(),
+    };
+    if let Some(h) = horizon {
+        let before = found.len();
+        found.retain(|r| match read_direction {
+            PageDirection::Forward => key(r) <= h,
+            PageDirection::Backward => key(r) >= h,
+        });
+        more |= found.len() < before;
+    }
     if let Start::Tail(n) = start {
         found.truncate(read_count);
         found.drain(..found.len().min(n as usize * limit));
@@ -106,6 +128,17 @@ pub async fn message_rows(
     }
     more |= found.len() > limit;
     found.truncate(limit);
+    // The merged page within the byte budget too (its first row whatever its size).
+    let mut bytes = 0usize;
+    let within = found
+        .iter()
+        .position(|(_, r)| {
+            bytes += record_bytes(r);
+            bytes > max_bytes
+        })
+        .map_or(found.len(), |i| i.max(1));
+    more |= within < found.len();
+    found.truncate(within);
     let next = match (found.last(), exact) {
         (Some(last), None) if more => {
             let (last_id, last_shard) = key(last);
@@ -132,11 +165,12 @@ pub async fn message_rows(
         .into_iter()
         .map(|(s, r)| {
             let ms = id_of(&r).0 as i64;
-            let fields: BTreeMap<&str, &str> = r
+            let mut fields: BTreeMap<&str, &str> = r
                 .fields
                 .iter()
                 .map(|(k, v)| (k.as_str(), v.as_str()))
                 .collect();
+            let payload = fields.remove("payload").map(str::to_owned);
             GrafanaMessageRow {
                 stream_prefix: g.stream_prefix.clone(),
                 consumer_group: g.consumer_group.clone(),
@@ -144,7 +178,7 @@ pub async fn message_rows(
                 shard_selector: selector.clone(),
                 shard_label: format!(":{s}"),
                 stream_key: shard_stream_key(&g.stream_prefix, s),
-                payload: fields.get("payload").map(|p| (*p).to_owned()),
+                payload,
                 fields_json: serde_json::to_string(&fields).unwrap_or_default(),
                 record_id: r.id.clone(),
                 page_direction: direction_name(direction).to_owned(),

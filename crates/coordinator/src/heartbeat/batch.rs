@@ -17,9 +17,10 @@ use crate::cache::GroupName;
 use crate::coordinator::queues::Pending;
 use crate::coordinator::{Heartbeats, commit_result};
 use crate::stats::Stats;
+use rsc_group::batch::MemberCaps;
 use rsc_group::heartbeat::Caller;
 use rsc_group::replica::CommitResult;
-use rsc_group::replica::commit::{BatchReply, decide_queue, replies};
+use rsc_group::replica::commit::{BatchReply, decide_queue_capped, replies};
 use rsc_protocol::wire::HeartbeatRequest;
 use tokio::sync::oneshot;
 
@@ -90,8 +91,18 @@ impl Heartbeats<'_> {
         // starved.
         let group = base.group.clone();
         let timing = *self.timing();
+        // The member caps, kept exactly by the batch (issue #32: checked only on the aggregate in hand,
+        // concurrent joins on several replicas passed them by a batch).
+        let caps = MemberCaps {
+            max_members: Some(self.config().group.max_members as usize),
+            max_per_principal: self
+                .config()
+                .group
+                .max_members_per_principal
+                .map(|n| n as usize),
+        };
         let decided = tokio::task::spawn_blocking(move || {
-            let decided = decide_queue(&group, batch, now, &timing);
+            let decided = decide_queue_capped(&group, batch, now, &timing, caps);
             // The progress documents of the heartbeats the transition accepts, stored with it.
             let progress: Vec<(String, String)> = decided
                 .included

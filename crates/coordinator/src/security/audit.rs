@@ -1,15 +1,20 @@
 //! Audit records: one per admin mutation that passed authentication and authorisation (whatever its
 //! outcome: 2xx, 400, 404, 409, 413, 422, 503 …) and one per successful sign-in, each in the structured log
-//! (target `rsc::audit`) and in the capped Redis stream `<key-prefix>:audit`.
+//! (target `rsc::audit`) and in a capped Redis stream.
 //!
-//! Requests refused before a handler ran (no or bad credentials, a missing role or scope, a rate limit, a
-//! bad request id) and failed sign-ins are *folded* ([`RejectionFolder`]): per client address, principal,
-//! action and status, the first one of a window (`coordinator.audit.rejection-window`, 1 minute) is recorded
-//! at once and the rest are counted into one summary record when the window ends; at most
-//! `coordinator.audit.max-rejection-records-per-window` distinct ones are kept per window, the others share
-//! one overflow summary. They go to a stream of their own, `<key-prefix>:audit:rejected`, so that no amount
-//! of refused traffic can push a real record out of `<key-prefix>:audit`. `GET /coord/v1/monitoring/audit`
-//! reads both, newest first. The guard writes a request's record before it sends the response, so a
+//! Three streams keep apart what could otherwise push each other out (issue #32, finding 4):
+//! - `<key-prefix>:audit`: admin mutations only, so no amount of sign-ins or refusals erases one;
+//! - `<key-prefix>:audit:signins`: successful sign-ins, *folded* per (client address, principal) and window
+//!   like refusals (the first one of a window at once, the rest counted into one summary when it ends); a
+//!   sign-in that revoked older tokens is always written on its own;
+//! - `<key-prefix>:audit:rejected`: requests refused before a handler ran (no or bad credentials, a missing
+//!   role or scope, a rate limit, a bad request id) and failed sign-ins, folded per client address,
+//!   principal, action and status ([`RejectionFolder`]); at most
+//!   `coordinator.audit.max-rejection-records-per-window` distinct ones are kept per window, the others
+//!   share one overflow summary.
+//!
+//! The window is `coordinator.audit.rejection-window` (1 minute). `GET /coord/v1/monitoring/audit` reads
+//! all three, newest first. The guard writes a request's record before it sends the response, so a
 //! successful mutation's record is in Redis when the caller sees success.
 
 use super::tokens::store_error;
@@ -93,6 +98,7 @@ pub const KNOWN_QUERY_PARAMS: &[&str] = &[
     "until",
     "limit",
     "force",
+    "requestId",
 ];
 
 /// The query string reduced to the parameters the API knows, in their order; None when nothing is left.
@@ -160,6 +166,7 @@ pub struct AuditFilter {
     pub principal: Option<String>,
     pub action: Option<String>,
     pub outcome: Option<String>,
+    pub request_id: Option<String>,
     pub since_ms: Option<i64>,
     pub until_ms: Option<i64>,
     pub limit: usize,
@@ -175,6 +182,10 @@ impl AuditFilter {
             && eq(&self.principal, &r.principal)
             && self.action.as_ref().is_none_or(|a| *a == r.action)
             && self.outcome.as_ref().is_none_or(|o| *o == r.outcome)
+            && self
+                .request_id
+                .as_ref()
+                .is_none_or(|id| *id == r.request_id)
     }
 }
 
@@ -182,21 +193,23 @@ pub struct AuditLog {
     store: Store,
     key: String,
     rejected_key: String,
+    signins_key: String,
     max_entries: u32,
     folder: RejectionFolder,
+    signin_folder: RejectionFolder,
 }
 
 impl AuditLog {
     pub fn new(store: Store, key_prefix: &str, config: &super::config::AuditConfig) -> Self {
+        let window_ms = i64::try_from(config.rejection_window.0.as_millis()).unwrap_or(60_000);
         AuditLog {
             store,
             key: names::audit_stream_key(key_prefix),
             rejected_key: names::audit_rejected_stream_key(key_prefix),
+            signins_key: names::audit_signins_stream_key(key_prefix),
             max_entries: config.redis_max_entries,
-            folder: RejectionFolder::new(
-                i64::try_from(config.rejection_window.0.as_millis()).unwrap_or(60_000),
-                config.max_rejection_records_per_window,
-            ),
+            folder: RejectionFolder::new(window_ms, config.max_rejection_records_per_window),
+            signin_folder: RejectionFolder::new(window_ms, config.max_rejection_records_per_window),
         }
     }
 
@@ -219,11 +232,29 @@ impl AuditLog {
         }
     }
 
+    /// Records a successful sign-in: written at once when it is the first of its (client address,
+    /// principal) in this window, otherwise only counted into the window's summary; `always` (a sign-in
+    /// that revoked older tokens) writes it on its own whatever the window holds.
+    pub async fn signed_in(&self, record: AuditRecord, always: bool) {
+        if always {
+            self.append(&self.signins_key, &record).await;
+            return;
+        }
+        let now = record.timestamp_ms;
+        let (write_now, summaries) = self.signin_folder.fold(record, now);
+        for r in summaries.iter().chain(write_now.iter()) {
+            self.append(&self.signins_key, r).await;
+        }
+    }
+
     /// Writes the summaries of windows that have ended (called now and then by a background task, so a
     /// burst that stopped still gets its count recorded).
     pub async fn flush_ended(&self, now_ms: i64) {
         for r in self.folder.take_ended(now_ms) {
             self.append(&self.rejected_key, &r).await;
+        }
+        for r in self.signin_folder.take_ended(now_ms) {
+            self.append(&self.signins_key, &r).await;
         }
     }
 
@@ -271,7 +302,8 @@ impl AuditLog {
         None
     }
 
-    /// Newest-first records matching `filter`, of those the caller may see (`visible`), from both streams.
+    /// Newest-first records matching `filter`, of those the caller may see (`visible`), from the three
+    /// streams.
     pub async fn read(
         &self,
         filter: &AuditFilter,
@@ -280,10 +312,9 @@ impl AuditLog {
         // Each list holds the newest `limit` matches of its stream, so the newest `limit` of their union
         // are among them.
         let mut out = self.read_stream(&self.key, filter, &visible).await?;
-        out.extend(
-            self.read_stream(&self.rejected_key, filter, &visible)
-                .await?,
-        );
+        for key in [&self.signins_key, &self.rejected_key] {
+            out.extend(self.read_stream(key, filter, &visible).await?);
+        }
         out.sort_by(|a, b| stream_id_order(b.id.as_deref(), a.id.as_deref()));
         out.truncate(filter.limit);
         Ok(out)
@@ -374,8 +405,8 @@ struct FoldWindow {
     overflow: Option<Folded>,
 }
 
-/// Folds refused requests per (client address, principal, action, status) and window, so that a flood of
-/// them costs the audit stream a bounded number of records: per window at most `max_keys` first records,
+/// Folds refused requests (and, in a folder of its own, successful sign-ins) per (client address, principal,
+/// action, status) and window, so that a flood of them costs the audit stream a bounded number of records: per window at most `max_keys` first records,
 /// as many summaries, and one overflow summary. Pure bookkeeping (no I/O); the caller writes what it returns.
 #[derive(Debug)]
 pub struct RejectionFolder {

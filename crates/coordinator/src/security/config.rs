@@ -81,7 +81,7 @@ pub struct UserConfig {
     pub username: String,
     /// Argon2id PHC string, e.g. from `rsc hash-password`.
     pub password_hash: String,
-    /// Any of READ, WRITE, MEMBER, ADMIN, MONITOR.
+    /// Any of READ, WRITE, MEMBER, ADMIN, MONITOR, DATA_READ (record payloads).
     pub roles: Vec<String>,
     /// When non-empty, the user may only touch streams whose prefix matches one of these patterns:
     /// an exact prefix, or a pattern ending in `*` (`team-a-*`).
@@ -97,6 +97,9 @@ pub struct RateLimitConfig {
     pub admin_mutations_per_minute: u32,
     /// Admin mutations per consumer group (or per stream for stream-level actions) per minute.
     pub group_mutations_per_minute: u32,
+    /// Successful sign-ins per principal per minute (all replicas together); one beyond it gets 429 and no
+    /// token. Counted only once the password is verified, so nobody else can spend a user's budget.
+    pub logins_per_minute: u32,
 }
 
 /// Sign-in throttling (see `throttle.rs`). Failures are counted per (username, client address), per client
@@ -162,6 +165,7 @@ impl Default for RateLimitConfig {
             enabled: true,
             admin_mutations_per_minute: 60,
             group_mutations_per_minute: 60,
+            logins_per_minute: 120,
         }
     }
 }
@@ -277,14 +281,16 @@ pub fn validate(api: &ApiConfig, audit: &AuditConfig) -> Result<(), String> {
         if u.roles.is_empty() {
             return fail(
                 &format!("{key}.roles"),
-                "must name at least one of READ, WRITE, MEMBER, ADMIN, MONITOR".into(),
+                "must name at least one of READ, WRITE, MEMBER, ADMIN, MONITOR, DATA_READ".into(),
             );
         }
         for r in &u.roles {
             if Role::parse(r).is_none() {
                 return fail(
                     &format!("{key}.roles"),
-                    format!("unknown role {r:?}; use READ, WRITE, MEMBER, ADMIN or MONITOR"),
+                    format!(
+                        "unknown role {r:?}; use READ, WRITE, MEMBER, ADMIN, MONITOR or DATA_READ"
+                    ),
                 );
             }
         }
@@ -296,7 +302,11 @@ pub fn validate(api: &ApiConfig, audit: &AuditConfig) -> Result<(), String> {
         return fail("api.trusted-proxies", e);
     }
     let rl = &api.rate_limit;
-    if rl.enabled && (rl.admin_mutations_per_minute == 0 || rl.group_mutations_per_minute == 0) {
+    if rl.enabled
+        && (rl.admin_mutations_per_minute == 0
+            || rl.group_mutations_per_minute == 0
+            || rl.logins_per_minute == 0)
+    {
         return fail(
             "api.rate-limit",
             "limits must be at least 1 per minute (set enabled = false to turn limiting off)"

@@ -1,6 +1,6 @@
 //! Admin-mutation rate limits, per principal and per consumer group (per stream for stream-level actions),
-//! in fixed one-minute windows counted in Redis so every replica enforces the same budget. Heartbeats and
-//! reads never pass through here. A rejection is 429 `RATE_LIMIT_EXCEEDED` with `Retry-After`.
+//! and successful sign-ins per principal, in fixed one-minute windows counted in Redis so every replica
+//! enforces the same budget. Heartbeats and reads never pass through here. A rejection is 429 `RATE_LIMIT_EXCEEDED` with `Retry-After`.
 
 use super::config::RateLimitConfig;
 use super::window;
@@ -55,6 +55,27 @@ impl RateLimiter {
             key_prefix: key_prefix.to_owned(),
             config,
         }
+    }
+
+    /// Counts one successful sign-in of `principal` (its password already verified, so only the holder of
+    /// the password spends this budget).
+    pub async fn check_login(&self, principal: &str) -> Result<Result<(), Limited>, CoordError> {
+        if !self.config.enabled {
+            return Ok(Ok(()));
+        }
+        let key = names::ratelimit_login_key(&self.key_prefix, &window::key_part(principal));
+        let c = window::hit(&self.store, &key, WINDOW_MS).await?;
+        if c.count > i64::from(self.config.logins_per_minute) {
+            return Ok(Err(Limited {
+                what: format!(
+                    "principal {principal:?} may sign in {} times per minute; reuse the token a sign-in \
+                     returned instead of signing in again",
+                    self.config.logins_per_minute
+                ),
+                retry_after_secs: c.retry_after_secs(),
+            }));
+        }
+        Ok(Ok(()))
     }
 
     /// Counts one admin mutation by `principal` on `(prefix, group)`; `group` None = stream-level.

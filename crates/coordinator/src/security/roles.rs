@@ -1,5 +1,7 @@
 //! Roles and what they satisfy (coord/v1 contract): READ reads, WRITE mutates and reads, MEMBER sends
-//! heartbeats only, and the contract's aliases ADMIN (everything) and MONITOR (reads only).
+//! heartbeats only, and the contract's aliases ADMIN (everything) and MONITOR (reads only). DATA_READ (rsc's
+//! own, issue #32 finding 13) reads record payloads (the message browser and Grafana's message rows), which
+//! READ, WRITE and MONITOR do not: those see the coordination state, not the data.
 
 use crate::access::Access;
 use std::collections::BTreeSet;
@@ -7,6 +9,7 @@ use std::collections::BTreeSet;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Role {
     Admin,
+    DataRead,
     Member,
     Monitor,
     Read,
@@ -14,8 +17,9 @@ pub enum Role {
 }
 
 impl Role {
-    pub const ALL: [Role; 5] = [
+    pub const ALL: [Role; 6] = [
         Role::Admin,
+        Role::DataRead,
         Role::Member,
         Role::Monitor,
         Role::Read,
@@ -26,6 +30,7 @@ impl Role {
     pub fn parse(name: &str) -> Option<Role> {
         match name.trim().to_ascii_uppercase().as_str() {
             "ADMIN" => Some(Role::Admin),
+            "DATA_READ" => Some(Role::DataRead),
             "MEMBER" => Some(Role::Member),
             "MONITOR" => Some(Role::Monitor),
             "READ" => Some(Role::Read),
@@ -37,6 +42,7 @@ impl Role {
     pub fn as_str(self) -> &'static str {
         match self {
             Role::Admin => "ADMIN",
+            Role::DataRead => "DATA_READ",
             Role::Member => "MEMBER",
             Role::Monitor => "MONITOR",
             Role::Read => "READ",
@@ -81,6 +87,7 @@ impl Roles {
             Access::Read => any(&[Role::Read, Role::Write, Role::Monitor, Role::Admin]),
             Access::Write => any(&[Role::Write, Role::Admin]),
             Access::Member => any(&[Role::Member, Role::Admin]),
+            Access::DataRead => any(&[Role::DataRead, Role::Admin]),
         }
     }
 }
@@ -93,20 +100,26 @@ mod tests {
     fn roles_satisfy_what_the_contract_says() {
         let r = |n: &[&str]| Roles::from_names(n);
         let table = [
-            (r(&["READ"]), [true, false, false]),
-            (r(&["MONITOR"]), [true, false, false]),
-            (r(&["WRITE"]), [true, true, false]),
-            (r(&["MEMBER"]), [false, false, true]),
-            (r(&["ADMIN"]), [true, true, true]),
+            (r(&["READ"]), [true, false, false, false]),
+            (r(&["MONITOR"]), [true, false, false, false]),
+            (r(&["WRITE"]), [true, true, false, false]),
+            (r(&["MEMBER"]), [false, false, true, false]),
+            (r(&["DATA_READ"]), [false, false, false, true]),
+            (r(&["ADMIN"]), [true, true, true, true]),
         ];
-        for (roles, [read, write, member]) in table {
+        for (roles, [read, write, member, data]) in table {
             assert_eq!(roles.satisfies(Access::Read), read, "{roles:?} READ");
             assert_eq!(roles.satisfies(Access::Write), write, "{roles:?} WRITE");
             assert_eq!(roles.satisfies(Access::Member), member, "{roles:?} MEMBER");
+            assert_eq!(
+                roles.satisfies(Access::DataRead),
+                data,
+                "{roles:?} DATA_READ"
+            );
         }
         assert_eq!(
             Roles::all().names(),
-            ["ADMIN", "MEMBER", "MONITOR", "READ", "WRITE"]
+            ["ADMIN", "DATA_READ", "MEMBER", "MONITOR", "READ", "WRITE"]
         );
     }
 }

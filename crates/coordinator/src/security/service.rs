@@ -1,5 +1,5 @@
 //! What the security endpoints' handlers (`api/auth.rs`) ask of the security layer beyond authentication:
-//! issue a token after a login, revoke one, read the audit records. `Security` keeps its parts private;
+//! count a sign-in against its rate limit, issue a token after it, revoke one, read the audit records. `Security` keeps its parts private;
 //! these methods (and those of `authn.rs`) are its interface outside this module.
 
 use super::Security;
@@ -38,6 +38,25 @@ impl Security {
             );
         }
         Ok((token, expires_ms, displaced.len()))
+    }
+
+    /// Counts a verified sign-in of `principal` against `coordinator.api.rate-limit.logins-per-minute`.
+    pub async fn check_login_rate(
+        &self,
+        principal: &Principal,
+    ) -> Result<Result<(), super::rate_limit::Limited>, CoordError> {
+        self.limits.check_login(&principal.username).await
+    }
+
+    /// What a failed sign-in's audit record keeps of the username it named: the name of a configured user
+    /// as it is, anything else (a password typed into the username field, say) only as its first two
+    /// characters, so the audit trail never holds a secret.
+    pub fn attempted_username(&self, username: &str) -> String {
+        if self.directory.get(username).is_some() {
+            return username.to_owned();
+        }
+        let head: String = username.chars().take(2).collect();
+        format!("{head}… (not a user)")
     }
 
     /// Revokes the token with this digest on all replicas (whether it was live), and drops it from this

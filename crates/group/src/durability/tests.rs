@@ -2,8 +2,8 @@
 //! classified.
 
 use super::{
-    DismissError, Signal, Signals, dismiss, lifecycle_start, member_signal, mutation_block,
-    new_lifecycle, record,
+    DISMISSAL_QUIET_MS, DismissError, Signal, Signals, dismiss, lifecycle_start, member_signal,
+    mutation_block, new_lifecycle, record,
 };
 use crate::model::Member;
 use crate::model::{EpochOverflow, Group, MAX_EVIDENCE, SignalKind};
@@ -147,10 +147,20 @@ fn a_dismissal_changes_no_version_is_recorded_and_covers_what_it_judged() {
         dismiss(&d, None, "ops", "alice", "again", 4_000),
         Err(DismissError::NotSuspected)
     );
-    // The same (or lower) evidence does not raise it again; higher evidence, or another kind, does.
+    // The same (or lower) evidence does not raise it again; for the quiet period nothing from the principal
+    // whose evidence was dismissed does; another principal's does, and so does that principal's afterwards.
     assert!(record(&d, &signal(SignalKind::ProducerMetadataVersion, 9), 5_000).is_none());
-    assert!(record(&d, &signal(SignalKind::MemberMetadataVersion, 8), 5_000).is_some());
-    assert!(record(&d, &signal(SignalKind::ProducerMetadataVersion, 10), 5_000).is_some());
+    assert!(record(&d, &signal(SignalKind::MemberMetadataVersion, 8), 5_000).is_none());
+    assert!(record(&d, &signal(SignalKind::ProducerMetadataVersion, 10), 5_000).is_none());
+    let other = Signal {
+        principal: Some("another-app".into()),
+        ..signal(SignalKind::ProducerMetadataVersion, 10)
+    };
+    assert!(record(&d, &other, 5_000).is_some());
+    let later = 3_000 + DISMISSAL_QUIET_MS;
+    assert!(record(&d, &signal(SignalKind::ProducerMetadataVersion, 9), later).is_none());
+    assert!(record(&d, &signal(SignalKind::MemberMetadataVersion, 8), later).is_some());
+    assert!(record(&d, &signal(SignalKind::ProducerMetadataVersion, 10), later).is_some());
     let back = Group::from_json(&d.to_json()).unwrap();
     assert_eq!(back, d);
 }

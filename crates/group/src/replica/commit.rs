@@ -11,7 +11,7 @@
 //!   (once each), the others decide again;
 //! - store unavailable: everyone answers `RETRY`.
 
-use crate::batch::Batch;
+use crate::batch::{Batch, MemberCaps};
 use crate::heartbeat::{Caller, Outcome, Transition};
 use crate::model::Group;
 use crate::replica::CommitResult;
@@ -88,7 +88,19 @@ pub fn decide_queue<T>(
     now_ms: i64,
     timing: &Timing,
 ) -> DecidedBatch<T> {
-    let mut batch = Batch::on(base, now_ms, timing);
+    decide_queue_capped(base, queue, now_ms, timing, MemberCaps::default())
+}
+
+/// [`decide_queue`] keeping the group's member caps exactly: a join beyond one on the batch's aggregate is
+/// declined (it decides again alone, on what was written, and is refused there).
+pub fn decide_queue_capped<T>(
+    base: &Group,
+    queue: Vec<Queued<T>>,
+    now_ms: i64,
+    timing: &Timing,
+    caps: MemberCaps,
+) -> DecidedBatch<T> {
+    let mut batch = Batch::on(base, now_ms, timing).with_caps(caps);
     let mut combined = Vec::new();
     let mut declined = Vec::new();
     for q in queue {

@@ -25,6 +25,7 @@ pub fn access_name(access: Access) -> &'static str {
         Access::Read => "READ",
         Access::Write => "WRITE",
         Access::Member => "MEMBER",
+        Access::DataRead => "DATA_READ",
         Access::Authenticated => "authenticated",
     }
 }

@@ -292,6 +292,11 @@ pub fn describe(operation_id: &str) -> Option<Operation> {
                 ("principal", false, "filter"),
                 ("action", false, "filter"),
                 ("outcome", false, "filter"),
+                (
+                    "requestId",
+                    false,
+                    "the X-Request-Id of the request recorded",
+                ),
                 ("since", false, "ISO-8601 instant"),
                 ("until", false, "ISO-8601 instant"),
                 ("limit", false, "records, newest first"),
