@@ -231,6 +231,7 @@ fn failover_times_a_kill_and_a_leave_and_removes_its_streams() {
 
 /// With two coordinators running, the CPU figure is the one listening on --coordinator's port (it used to be
 /// "unknown": `pgrep "rsc serve"` found two). Without --redis-url the Redis cost is "unknown", not 0.000.
+/// `--restart-percent` adds a rolling restart after the steady phase, reported when the group converged again.
 #[test]
 fn heartbeat_measures_the_coordinator_on_its_port_and_never_reports_an_unmeasured_zero() {
     let redis = RedisServer::start();
@@ -285,9 +286,19 @@ fn heartbeat_measures_the_coordinator_on_its_port_and_never_reports_an_unmeasure
         "1",
         "--concurrency",
         "2",
+        "--restart-percent",
+        "1",
     ]);
     let s = summary(&out, "heartbeats_per_sec");
     positive(&s, "redis_cmds_per_heartbeat");
+    // And the rolling restart: the first member of each of the two workers leaves and joins again, and the
+    // group converges again.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("rolling restart of 2 members (1%): left and rejoined in")
+            && stdout.contains("after the last rejoin"),
+        "{stdout}"
+    );
 }
 
 /// Two replicas on one Redis: the members are spread over both, each replica is reported with its own

@@ -25,7 +25,7 @@ use crate::stats::Stats;
 use heartbeat_state::HeartbeatState;
 use reconciler_state::ReconcilerState;
 use rsc_group::heartbeat::Transition;
-use rsc_group::model::{AggregateError, Group};
+use rsc_group::model::{AggregateError, Group, WriteForm};
 use rsc_group::replica::CommitResult;
 use rsc_group::timing::Timing;
 use rsc_protocol::names;
@@ -366,18 +366,28 @@ impl Coordinator {
             .into_iter()
             .partition(|m| group.members.contains_key(m));
         // The split layout carries the header and only the entries that changed since `base`, when Redis holds
-        // `base` split already (else every entry, once); the whole layout carries the document.
-        let split_layout = self.config.store.layout == crate::config::LAYOUT_SPLIT;
-        let (aggregate_json, split) = if split_layout {
-            let parts = if base.split {
-                group.split_changes(&base.group)
-            } else {
-                group.split_full()
-            };
-            (String::new(), Some(for_store(parts)))
+        // `base` split already (else every entry, once), or the whole document while a rebalance changes most
+        // of a large group (`rsc_group::model::WriteForm`: compressed, the document is far cheaper for Redis;
+        // uncompressed it is not, so it is never chosen); the whole layout always carries the document. A
+        // batch says which members it changed, so only their entries are compared with `base`.
+        let store = &self.config.store;
+        let form = if store.layout != crate::config::LAYOUT_SPLIT {
+            WriteForm::Whole
+        } else if store.aggregate_compression == crate::config::AggregateCompression::Lz4 {
+            group.write_form(&base.group, base.split, t.changed_members.as_ref())
+        } else if base.split {
+            WriteForm::Split(match &t.changed_members {
+                Some(among) => group.split_changes_among(&base.group, among),
+                None => group.split_changes(&base.group),
+            })
         } else {
-            (group.to_json(), None)
+            WriteForm::Split(group.split_full())
         };
+        let (aggregate_json, split) = match form {
+            WriteForm::Split(parts) => (String::new(), Some(for_store(parts))),
+            WriteForm::Whole => (group.to_json(), None),
+        };
+        let split_layout = split.is_some();
         let write = CasWrite {
             expected_revision: base.revision,
             aggregate_json,

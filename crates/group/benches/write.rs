@@ -2,8 +2,10 @@
 //! each): a member joins a converged group (a real transition: a new member record, new epochs, no shard
 //! moves), decided as a batch of one (`Batch`: the group copied once, the deferred rebalance run), the
 //! invariants checked on the result, and the aggregate encoded for the store, whole (JSON, then LZ4 as
-//! layoutVersion "3" stores a large one) or split (layoutVersion "4": the header and the entries that changed,
-//! `Group::split_changes`). `write_whole` and `write_split` are the whole of that work; the others are its parts.
+//! layoutVersion "3" stores a large one) or split (layoutVersion "4": the header and the entries of the members
+//! the batch says it changed, `Group::write_form` as the coordinator calls it). `write_whole` and `write_split`
+//! are the whole of that work; the others are its parts (`encode_split_compare_all`: the comparison of every
+//! member's entries that writes other than a batch's make).
 //! The group is built outside the timed section; the setup checks the decision is a write.
 
 mod common;
@@ -12,9 +14,10 @@ use common::{NOW_MS, converged_group};
 use divan::Bencher;
 use rsc_group::batch::Batch;
 use rsc_group::invariants;
-use rsc_group::model::Group;
+use rsc_group::model::{Group, WriteForm};
 use rsc_group::timing::Timing;
 use rsc_protocol::wire::{HeartbeatRequest, RuntimeConsumerCapacity};
+use std::collections::BTreeSet;
 
 fn main() {
     divan::main();
@@ -45,15 +48,24 @@ fn join_request() -> HeartbeatRequest {
 
 /// The join decided as a batch of one on `base`: the aggregate to commit.
 fn decide_join(base: &Group, req: &HeartbeatRequest, timing: &Timing) -> Group {
+    decide_join_noting(base, req, timing).0
+}
+
+/// [`decide_join`] with the members the batch says it changed.
+fn decide_join_noting(
+    base: &Group,
+    req: &HeartbeatRequest,
+    timing: &Timing,
+) -> (Group, BTreeSet<String>) {
     let mut batch = Batch::on(base, NOW_MS + 1_000, timing);
     batch
         .decide("joiner", req)
         .expect("the join is a transition");
-    let finished = batch.finish().expect("a decided batch");
-    finished
-        .transition
-        .group
-        .expect("a write carries its aggregate")
+    let t = batch.finish().expect("a decided batch").transition;
+    (
+        t.group.expect("a write carries its aggregate"),
+        t.changed_members.expect("a batch notes its changes"),
+    )
 }
 
 fn whole(next: &Group) -> usize {
@@ -61,9 +73,11 @@ fn whole(next: &Group) -> usize {
     lz4_flex::block::compress_prepend_size(json.as_bytes()).len()
 }
 
-fn split(next: &mut Group, base: &Group) -> usize {
-    let w = next.split_changes(base);
-    w.header.len() + w.entries.len()
+fn split(next: &mut Group, base: &Group, changed: &BTreeSet<String>) -> usize {
+    match next.write_form(base, true, Some(changed)) {
+        WriteForm::Split(w) => w.header.len() + w.entries.len(),
+        WriteForm::Whole => unreachable!("a join changes two entries"),
+    }
 }
 
 #[divan::bench(args = SIZES)]
@@ -87,18 +101,19 @@ fn write_split(bencher: Bencher, members: usize) {
         join_request(),
         Timing::default(),
     );
-    let mut next = decide_join(&g, &req, &timing);
-    let w = next.split_changes(&g);
+    let (mut next, changed) = decide_join_noting(&g, &req, &timing);
+    let w = next.split_changes_among(&g, &changed);
     let written: Vec<&str> = w.entries.iter().map(|e| e.key.as_str()).collect();
     assert_eq!(
         written,
         ["joiner", "joiner"],
         "only the joiner's record and its target are written"
     );
+    assert_eq!(w, next.split_changes(&g), "as comparing every member finds");
     bencher.bench(|| {
-        let mut next = decide_join(&g, &req, &timing);
+        let (mut next, changed) = decide_join_noting(&g, &req, &timing);
         assert!(invariants::check(&next).is_empty());
-        split(&mut next, &g)
+        split(&mut next, &g, &changed)
     });
 }
 
@@ -129,8 +144,20 @@ fn encode_whole(bencher: Bencher, members: usize) {
 #[divan::bench(args = SIZES)]
 fn encode_split(bencher: Bencher, members: usize) {
     let g = converged_group(members, members as u32);
+    let (next, changed) = decide_join_noting(&g, &join_request(), &Timing::default());
+    bencher
+        .with_inputs(|| next.clone())
+        .bench_local_refs(|next| split(next, &g, &changed));
+}
+
+#[divan::bench(args = SIZES)]
+fn encode_split_compare_all(bencher: Bencher, members: usize) {
+    let g = converged_group(members, members as u32);
     let next = decide_join(&g, &join_request(), &Timing::default());
     bencher
         .with_inputs(|| next.clone())
-        .bench_local_refs(|next| split(next, &g));
+        .bench_local_refs(|next| {
+            let w = next.split_changes(&g);
+            w.header.len() + w.entries.len()
+        });
 }

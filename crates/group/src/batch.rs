@@ -21,6 +21,12 @@
 //! alone. The one decision that reads other members' revocations, closing a metadata-correction round, sees
 //! the aggregate rebalanced (`heartbeat::Draft`).
 //!
+//! The members a batch changed are known without comparing the group: each decision changes its own member's
+//! entries (and group-wide fields, in the header), and the rebalance notes the members it changed
+//! (`rebalance::recompute_target_noting`); [`Finished`]'s transition carries them (`changed_members`), so the
+//! split write compares only those. The simulation checks, for every batch, that they are exactly what comparing
+//! every member finds.
+//!
 //! Every answer is finally re-stated on the aggregate committed ([`restate_on_committed`]): an OK tells the
 //! member exactly what Redis holds for it (a joiner gets its shards in its first answer), not an intermediate
 //! aggregate no one ever stored.
@@ -63,6 +69,8 @@ pub struct Batch<'a> {
     timing: Timing,
     combined: Transition,
     named: BTreeSet<String>,
+    /// The members whose own requests were decided (and so whose entries they may have changed).
+    touched: BTreeSet<String>,
     /// Each combined request with its decision, in order.
     decided: Vec<(HeartbeatRequest, Decision)>,
     caps: MemberCaps,
@@ -100,6 +108,7 @@ impl<'a> Batch<'a> {
             timing: *timing,
             combined: Transition::default(),
             named: BTreeSet::new(),
+            touched: BTreeSet::new(),
             decided: Vec::new(),
             caps: MemberCaps::default(),
             live: None,
@@ -178,6 +187,10 @@ impl<'a> Batch<'a> {
             self.now_ms,
             &self.timing,
         );
+        // A decision changes the entries of its own member only (the rebalance's changes are noted apart);
+        // one that is not combined is counted too, in case it changed the draft before refusing.
+        self.touched.insert(req.member_id.clone());
+        self.touched.insert(path_member_id.to_owned());
         let Outcome::Write(t) = &decision.outcome else {
             return Err(NotCombined::NotATransition);
         };
@@ -216,6 +229,8 @@ impl<'a> Batch<'a> {
             return None;
         }
         self.group.rebalance_now(self.now_ms, &self.timing);
+        let mut changed = self.touched;
+        changed.extend(self.group.noted().iter().cloned());
         let group = self.group.into_group();
         let decisions = self
             .decided
@@ -227,6 +242,7 @@ impl<'a> Batch<'a> {
             .collect();
         let mut transition = self.combined;
         transition.group = Some(group);
+        transition.changed_members = Some(changed);
         Some(Finished {
             transition,
             decisions,

@@ -8,10 +8,10 @@ use std::collections::BTreeMap;
 /// by a live member and a hold; and every held shard exists or is being drained.
 pub fn check(g: &Group) -> Vec<String> {
     let mut violations = Vec::new();
-    let mut holder: BTreeMap<u32, String> = BTreeMap::new();
+    let mut holder: BTreeMap<u32, &str> = BTreeMap::new();
     for m in g.members.values().filter(|m| m.state.is_live()) {
         for s in m.held() {
-            if let Some(other) = holder.insert(s, m.member_id.clone()) {
+            if let Some(other) = holder.insert(s, &m.member_id) {
                 violations.push(format!(
                     "shard {s} held by both {other} and {}",
                     m.member_id
@@ -29,6 +29,7 @@ pub fn check(g: &Group) -> Vec<String> {
             }
         }
     }
+    let gated = g.gated_shards();
     for m in g.members.values() {
         if !m.state.is_live() && (!m.assigned.is_empty() || !m.revoking.is_empty()) {
             violations.push(format!(
@@ -37,7 +38,7 @@ pub fn check(g: &Group) -> Vec<String> {
                 m.member_id
             ));
         }
-        if let Some(s) = m.assigned.iter().find(|s| g.gated_shards().contains(s)) {
+        if let Some(s) = m.assigned.iter().find(|s| gated.contains(s)) {
             violations.push(format!(
                 "member {} is assigned shard {s}, withheld until its parents {:?} drained",
                 m.member_id, g.ordering_gates[s]

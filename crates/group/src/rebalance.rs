@@ -48,6 +48,15 @@ pub fn bump_epochs(g: &mut Group) -> Result<(), EpochOverflow> {
 /// Shards reserved for a stopped static member (`Group::static_reservations`) are left out: no other member's
 /// target changes when a static member stops, and none when it comes back for them.
 pub fn recompute_target(g: &mut Group, now_ms: i64, timing: &Timing) {
+    recompute_target_noting(g, now_ms, timing, &mut Noted::new());
+}
+
+/// The members whose `members` or `targetAssignments` entry a rebalance changed (or removed).
+pub type Noted = std::collections::BTreeSet<String>;
+
+/// [`recompute_target`], adding to `noted` every member whose target or record it changed, so that a write
+/// can carry those entries without comparing every member.
+pub fn recompute_target_noting(g: &mut Group, now_ms: i64, timing: &Timing, noted: &mut Noted) {
     let mut shards = g.assignable_shards();
     if !g.static_reservations.is_empty() {
         let reserved = g.reserved_shards();
@@ -69,7 +78,13 @@ pub fn recompute_target(g: &mut Group, now_ms: i64, timing: &Timing) {
         .map(|(id, s)| (id.as_str(), s));
     let mut targets = assign_sorted(&shards, &members, previous);
     let mut seen = AscendingIds::new(&members);
-    g.target_assignments.retain(|id, _| seen.contains(id));
+    g.target_assignments.retain(|id, _| {
+        let keep = seen.contains(id);
+        if !keep {
+            noted.insert(id.clone());
+        }
+        keep
+    });
     // Every key left is a member: update in place, and collect the members that have no entry yet.
     let mut missing = Vec::new();
     let mut i = 0;
@@ -82,6 +97,7 @@ pub fn recompute_target(g: &mut Group, now_ms: i64, timing: &Timing) {
             let target = std::mem::take(&mut targets[i]);
             if *old != target {
                 *old = target;
+                noted.insert(id.clone());
             }
             i += 1;
         }
@@ -90,8 +106,9 @@ pub fn recompute_target(g: &mut Group, now_ms: i64, timing: &Timing) {
     for i in missing {
         let target = std::mem::take(&mut targets[i]);
         g.target_assignments.insert(members[i].to_owned(), target);
+        noted.insert(members[i].to_owned());
     }
-    settle(g, now_ms, timing);
+    settle_noting(g, now_ms, timing, noted);
 }
 
 /// Membership tests of ascending keys in an ascending id list, by walking it once.
@@ -139,6 +156,11 @@ impl<'m, V> AscendingMap<'m, V> {
 /// Moves every live member towards its target: revokes what it must give up, takes back shards it was
 /// revoking but is now meant to keep, and grants free target shards. Updates member epochs and group state.
 pub fn settle(g: &mut Group, now_ms: i64, timing: &Timing) {
+    settle_noting(g, now_ms, timing, &mut Noted::new());
+}
+
+/// [`settle`], adding to `noted` every member whose record it changed.
+pub fn settle_noting(g: &mut Group, now_ms: i64, timing: &Timing, noted: &mut Noted) {
     let epoch = g.assignment_epoch;
     // Ordered streams: gated children are granted to nobody, and revoked from whoever holds them.
     let gated = g.gated_shards();
@@ -159,6 +181,7 @@ pub fn settle(g: &mut Group, now_ms: i64, timing: &Timing) {
             ShardSet::new()
         };
         let mut changed = false;
+        let deadline_before = m.rebalance_deadline_ms;
         let to_revoke: Vec<u32> = m.assigned.difference(&target).copied().collect();
         let revocation_epoch = if m.state == MemberState::Leaving {
             -1
@@ -190,6 +213,9 @@ pub fn settle(g: &mut Group, now_ms: i64, timing: &Timing) {
         } else if m.rebalance_deadline_ms.is_none() {
             m.rebalance_deadline_ms = Some(now_ms + timing.rebalance_timeout_ms);
         }
+        if changed || m.rebalance_deadline_ms != deadline_before {
+            noted.insert(m.member_id.clone());
+        }
         held.extend(m.held());
     }
 
@@ -213,6 +239,7 @@ pub fn settle(g: &mut Group, now_ms: i64, timing: &Timing) {
         }
         if granted {
             m.member_epoch = epoch;
+            noted.insert(m.member_id.clone());
         }
     }
     g.state = derive_state(g);

@@ -117,5 +117,9 @@ fn simulated_groups_keep_invariants_and_converge() {
             summary.split_writes > 0 && summary.upgraded_to_split > 0,
             "the scenarios stored nothing in the split layout, or moved no group to it: {summary:?}"
         );
+        assert!(
+            summary.batch_changes_checked > 0,
+            "no batch write's changed members were checked: {summary:?}"
+        );
     }
 }

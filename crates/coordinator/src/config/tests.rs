@@ -430,3 +430,39 @@ fn risky_settings_are_named_and_defaults_have_none() {
         assert!(risks.contains(key), "{key}: {risks}");
     }
 }
+
+/// The member cap (issue #32's `coordinator.group.max-members`) is also read as issue #36 names it,
+/// `coordinator.groups.max-members`; either spelling, in a file or the environment, sets the one setting.
+#[test]
+fn the_member_cap_is_read_under_group_and_groups() {
+    let c = load(None, &env(&[]), &Overrides::default())
+        .unwrap()
+        .coordinator;
+    assert_eq!(c.group.max_members, 10_000);
+    let dir = tempfile::tempdir().unwrap();
+    for table in ["group", "groups"] {
+        let path = dir.path().join(format!("{table}.toml"));
+        std::fs::write(
+            &path,
+            format!("[coordinator.{table}]\nmax-members = 20000\n"),
+        )
+        .unwrap();
+        let c = load(Some(&path), &env(&[]), &Overrides::default())
+            .unwrap()
+            .coordinator;
+        assert_eq!(c.group.max_members, 20_000, "[coordinator.{table}]");
+        std::fs::write(&path, format!("[coordinator.{table}]\nmax-members = 0\n")).unwrap();
+        let err = load(Some(&path), &env(&[]), &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("group.max-members"), "{err}");
+    }
+    let c = load(
+        None,
+        &env(&[("COORDINATOR_GROUP_MAX_MEMBERS", "500")]),
+        &Overrides::default(),
+    )
+    .unwrap()
+    .coordinator;
+    assert_eq!(c.group.max_members, 500);
+}

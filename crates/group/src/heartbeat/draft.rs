@@ -1,7 +1,7 @@
 //! The `Draft`: the aggregate a heartbeat decision works on (copy-on-write, probing, deferred rebalance).
 
 use crate::model::Group;
-use crate::rebalance::{recompute_target, settle};
+use crate::rebalance::{Noted, recompute_target_noting, settle_noting};
 use crate::timing::Timing;
 use std::borrow::Cow;
 
@@ -19,6 +19,8 @@ pub struct Draft<'a> {
     probing: bool,
     deferring: bool,
     deferred: Option<Rebalance>,
+    /// The members whose entries the rebalances run so far changed.
+    noted: Noted,
 }
 
 /// A rebalance a write calls for; the later variant includes the earlier.
@@ -37,6 +39,7 @@ impl<'a> Draft<'a> {
             probing: false,
             deferring: false,
             deferred: None,
+            noted: Noted::new(),
         }
     }
 
@@ -60,6 +63,12 @@ impl<'a> Draft<'a> {
         self.group.into_owned()
     }
 
+    /// The members whose `members` or `targetAssignments` entries the rebalances run so far changed (the
+    /// decisions' own changes are to the requesting member only; `batch.rs` adds those).
+    pub fn noted(&self) -> &Noted {
+        &self.noted
+    }
+
     /// Runs the rebalance deferred so far, if any.
     pub fn rebalance_now(&mut self, now_ms: i64, timing: &Timing) {
         let Some(kind) = self.deferred.take() else {
@@ -67,8 +76,8 @@ impl<'a> Draft<'a> {
         };
         let g = self.group.to_mut();
         match kind {
-            Rebalance::Grants => settle(g, now_ms, timing),
-            Rebalance::Target => recompute_target(g, now_ms, timing),
+            Rebalance::Grants => settle_noting(g, now_ms, timing, &mut self.noted),
+            Rebalance::Target => recompute_target_noting(g, now_ms, timing, &mut self.noted),
         }
     }
 

@@ -65,6 +65,10 @@ pub struct Transition {
     pub remove: Vec<String>,
     /// Redis time must be at least this (0 = no condition).
     pub not_before_ms: i64,
+    /// When known (a batch's write, [`crate::batch::Batch`]): every member whose `members` or
+    /// `targetAssignments` entry may differ from the aggregate the transition was decided on; every other
+    /// member's entries are equal to it, so a split write need not compare them. None: not known.
+    pub changed_members: Option<std::collections::BTreeSet<String>>,
 }
 
 impl Transition {

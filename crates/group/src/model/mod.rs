@@ -9,16 +9,19 @@
 //! `durability`, …) depend on the model and never the other way round: [`migration`] the resharding
 //! migration record, [`durability`] the rollback suspicion and its dismissal, [`gates`] the read-only
 //! queries of an ordered stream's gates; [`stored`] the aggregate split into a header and per-member entries,
-//! as the store's layout 4 keeps it.
+//! as the store's layout 4 keeps it, and [`write_form`] whether one write is stored as its changes, every entry
+//! or the whole document.
 
 mod durability;
 mod gates;
 mod migration;
 mod stored;
+mod write_form;
 
 pub use durability::{Dismissal, Evidence, MAX_EVIDENCE, RollbackSuspicion, SignalKind};
 pub use migration::{MAX_HISTORY, Migration, MigrationState};
 pub use stored::{PART_MEMBERS, PART_TARGETS, SPLIT_PARTS, SplitEntry, SplitWrite};
+pub use write_form::{WHOLE_MIN_ENTRIES, WriteForm};
 
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};

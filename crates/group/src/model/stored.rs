@@ -13,7 +13,7 @@
 //! and the deterministic simulation stores every aggregate this way and checks after every write that what it
 //! loads is what was written.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::{AggregateError, Group, Member, ShardSet};
 
@@ -101,6 +101,32 @@ impl Group {
         }
     }
 
+    /// [`Group::split_changes`] when the members whose entries may differ from `base` are known (`among`, as
+    /// a batch notes them): only their entries are compared, so the cost follows the change, not the group.
+    /// Every member not in `among` must have the same entries in both groups.
+    pub fn split_changes_among(&mut self, base: &Group, among: &BTreeSet<String>) -> SplitWrite {
+        let mut entries = Vec::new();
+        changed_among(
+            &base.members,
+            &self.members,
+            among,
+            &mut entries,
+            member_entry,
+        );
+        changed_among(
+            &base.target_assignments,
+            &self.target_assignments,
+            among,
+            &mut entries,
+            target_entry,
+        );
+        SplitWrite {
+            header: self.header_json(),
+            entries,
+            full: false,
+        }
+    }
+
     /// A group from its header document and its entries (part, key, JSON), as [`Group::split_full`] or a
     /// sequence of writes stored them. Refuses an unknown part, a malformed entry and an unknown schema, as
     /// [`Group::from_json`] does for a whole document.
@@ -170,21 +196,39 @@ fn target_entry(id: &str, t: Option<&ShardSet>) -> SplitEntry {
 }
 
 /// Appends an entry for every key of `next` whose value differs from `base`'s, and a deletion for every key of
-/// `base` that `next` lacks.
+/// `base` that `next` lacks. Both maps are walked once, side by side, in key order (no lookup per key).
 fn changed<V: PartialEq>(
     base: &BTreeMap<String, V>,
     next: &BTreeMap<String, V>,
     out: &mut Vec<SplitEntry>,
     entry: fn(&str, Option<&V>) -> SplitEntry,
 ) {
+    let mut old = base.iter().peekable();
     for (id, value) in next {
-        if base.get(id) != Some(value) {
-            out.push(entry(id, Some(value)));
+        while let Some((gone, _)) = old.next_if(|(k, _)| *k < id) {
+            out.push(entry(gone, None));
+        }
+        match old.next_if(|(k, _)| *k == id) {
+            Some((_, before)) if before == value => {}
+            _ => out.push(entry(id, Some(value))),
         }
     }
-    for id in base.keys() {
-        if !next.contains_key(id) {
-            out.push(entry(id, None));
+    out.extend(old.map(|(gone, _)| entry(gone, None)));
+}
+
+/// [`changed`] over the keys in `among` only, in key order.
+fn changed_among<V: PartialEq>(
+    base: &BTreeMap<String, V>,
+    next: &BTreeMap<String, V>,
+    among: &BTreeSet<String>,
+    out: &mut Vec<SplitEntry>,
+    entry: fn(&str, Option<&V>) -> SplitEntry,
+) {
+    for id in among {
+        match (base.get(id), next.get(id)) {
+            (before, Some(value)) if before != Some(value) => out.push(entry(id, Some(value))),
+            (Some(_), None) => out.push(entry(id, None)),
+            _ => {}
         }
     }
 }
@@ -283,6 +327,16 @@ mod tests {
         );
         apply(&mut stored, &write);
         assert_eq!(load(&write.header, &stored), next);
+        // Told which members may have changed (a superset), the same entries come out.
+        let among: BTreeSet<String> = ["m-3", "m-7", "m-9", "m-new", "m-11", "m-nobody"]
+            .map(String::from)
+            .into();
+        let mut told = next.split_changes_among(&base, &among);
+        let mut all = next.split_changes(&base);
+        let key = |e: &SplitEntry| (e.part, e.key.clone());
+        told.entries.sort_by_key(key);
+        all.entries.sort_by_key(key);
+        assert_eq!(told, all);
         // Nothing changed: no entry at all.
         assert!(base.clone().split_changes(&base).entries.is_empty());
         let _ = base.header_json();

@@ -8,7 +8,7 @@
 //!
 //! The aggregate is stored as the real store keeps it: whole (layout "1"/"3": the document, encoded and parsed
 //! again) or split (layout "4": a header and one entry per member; each write applies only the entries that
-//! changed, `Group::split_changes`, or all of them when the group was stored whole before). A scenario's
+//! changed, or all of them when the group was stored whole before: `Group::write_form`). A scenario's
 //! [`LayoutPlan`] says which writes use which, so some groups are split from the start and others move from
 //! whole to split mid-run, through a rolling upgrade where old and new replicas' writes alternate. After every
 //! write the group is what loading the stored form gives (`Group::from_split` / `Group::from_json`), and it
@@ -21,7 +21,7 @@
 use super::TIMING;
 use super::shards::SimShards;
 use rsc_group::heartbeat::Transition;
-use rsc_group::model::Group;
+use rsc_group::model::{Group, WriteForm};
 use rsc_group::quiesce::ProducerSighting;
 use rsc_group::replica::reshard::StreamSnapshot;
 use rsc_group::stream::StreamRecord;
@@ -104,6 +104,8 @@ pub struct SimStore {
     /// Writes committed so far, and how many of them were split.
     pub writes_committed: usize,
     pub split_writes: usize,
+    /// Batch writes whose changed members (`Transition::changed_members`) were checked.
+    pub batch_writes_checked: usize,
     pub revision: u64,
     pub leases: BTreeMap<String, i64>,
     pub writes: Vec<WriteRecord>,
@@ -127,6 +129,7 @@ impl SimStore {
             layout,
             writes_committed: 0,
             split_writes: 0,
+            batch_writes_checked: 0,
             leases: BTreeMap::new(),
             writes: Vec::new(),
             stream: StreamSnapshot {
@@ -199,7 +202,13 @@ impl SimStore {
             self.leases.remove(m);
         }
         let g = t.group.clone().expect("a transition carries a group");
-        self.commit(g, t.must_be_lapsed.clone(), by, now);
+        self.commit(
+            g,
+            t.must_be_lapsed.clone(),
+            t.changed_members.as_ref(),
+            by,
+            now,
+        );
         CasOutcome::Written(self.revision)
     }
 
@@ -216,10 +225,17 @@ impl SimStore {
         RenewOutcome::Renewed
     }
 
-    fn commit(&mut self, mut g: Group, must_be_lapsed: Vec<String>, by: Writer, now: i64) {
+    fn commit(
+        &mut self,
+        mut g: Group,
+        must_be_lapsed: Vec<String>,
+        changed: Option<&BTreeSet<String>>,
+        by: Writer,
+        now: i64,
+    ) {
         self.revision += 1;
         g.store_revision = self.revision;
-        let new = Rc::new(self.store_and_load(g));
+        let new = Rc::new(self.store_and_load(g, changed));
         let old = std::mem::replace(&mut self.group, new.clone());
         self.writes.push(WriteRecord {
             old,
@@ -233,19 +249,51 @@ impl SimStore {
 
 impl SimStore {
     /// Stores `g` in the layout this write uses and returns what loading it gives, checked equal to `g`.
-    fn store_and_load(&mut self, mut g: Group) -> Group {
+    /// `changed`: the members a batch says it changed (`Transition::changed_members`), checked to be exactly
+    /// the ones whose entries comparing every member finds changed.
+    fn store_and_load(&mut self, mut g: Group, changed: Option<&BTreeSet<String>>) -> Group {
         let write = self.writes_committed;
         self.writes_committed += 1;
-        if !self.layout.split(write) {
+        if let Some(among) = changed {
+            let told = g.split_changes_among(&self.group, among);
+            let all = g.split_changes(&self.group);
+            let keys = |w: &rsc_group::model::SplitWrite| {
+                let mut k: Vec<_> = w
+                    .entries
+                    .iter()
+                    .map(|e| (e.part, e.key.clone(), e.json.clone()))
+                    .collect();
+                k.sort();
+                k
+            };
+            assert_eq!(
+                keys(&told),
+                keys(&all),
+                "write {write}: the batch's changed members miss a change"
+            );
+            self.batch_writes_checked += 1;
+        }
+        // A replica configured for layout 4 decides as the coordinator does (`Group::write_form`): changes, every
+        // entry, or (a large group most of which changed) the whole document.
+        let form = if self.layout.split(write) {
+            g.write_form(
+                &self.group,
+                matches!(self.stored, Stored::Split { .. }),
+                changed,
+            )
+        } else {
+            WriteForm::Whole
+        };
+        let WriteForm::Split(split) = form else {
             self.stored = Stored::Whole;
             let loaded = Group::from_json(&g.to_json()).expect("a whole aggregate loads");
             assert_eq!(loaded, g, "layout 3: write {write} loads back as written");
             return loaded;
-        }
+        };
         self.split_writes += 1;
-        let (split, mut entries) = match std::mem::replace(&mut self.stored, Stored::Whole) {
-            Stored::Split { entries, .. } => (g.split_changes(&self.group), entries),
-            Stored::Whole => (g.split_full(), BTreeMap::new()),
+        let mut entries = match std::mem::replace(&mut self.stored, Stored::Whole) {
+            Stored::Split { entries, .. } => entries,
+            Stored::Whole => BTreeMap::new(),
         };
         if split.full {
             entries.clear();

@@ -24,6 +24,8 @@ pub struct Summary {
     /// layout to the split one mid-run.
     pub split_writes: u64,
     pub upgraded_to_split: u64,
+    /// Batch writes whose noted changed members were checked against a comparison of every member.
+    pub batch_changes_checked: u64,
     /// Static membership: reservations taken back by a restarted instance, lapsed past the grace, and
     /// joins refused because another live member held the instance id.
     pub reservations_claimed: u64,
@@ -56,6 +58,7 @@ impl Summary {
         self.writes += o.writes;
         self.split_writes += o.split_writes;
         self.upgraded_to_split += o.upgraded_to_split;
+        self.batch_changes_checked += o.batch_changes_checked;
         self.reservations_claimed += o.reservations_claimed;
         self.reservations_lapsed += o.reservations_lapsed;
         self.instance_refusals += o.instance_refusals;

@@ -591,6 +591,7 @@ impl World {
         s.stale_answers = self.clients.iter().map(|c| c.stale_answers).sum();
         s.operator = self.operator.stats;
         s.split_writes = self.store.split_writes as u64;
+        s.batch_changes_checked = self.store.batch_writes_checked as u64;
         s.upgraded_to_split = u64::from(
             self.store.split_writes > 0 && self.store.split_writes < self.store.writes_committed,
         );

@@ -3,6 +3,8 @@
 //! a write of changes alone onto a hash that is not split yet is refused as a conflict; a whole write (a replica
 //! still on layout 3, a rolling downgrade) onto a split hash removes every entry; a refused split write changes
 //! nothing; loads assemble one document; backup reads it and restore writes it back whole; damage fails closed.
+//! The script passes entries to Redis a few thousand per call: writes of more than that (set, deleted, and
+//! removed by a whole write) are applied whole.
 
 use std::collections::BTreeMap;
 
@@ -21,6 +23,7 @@ on_both_topologies!(
     a_refused_split_write_changes_nothing,
     backup_reads_a_split_group_and_restore_writes_it_back_whole,
     a_damaged_split_hash_fails_closed,
+    writes_of_more_entries_than_one_call_takes_are_whole,
 );
 
 fn entry(part: &str, key: &str, json: Option<&str>) -> SplitEntry {
@@ -303,4 +306,58 @@ async fn a_damaged_split_hash_fails_closed(store: &Store, name: &str) {
         Err(StoreError::Corrupt { detail, .. }) => assert!(detail.contains("header"), "{detail}"),
         other => panic!("expected Corrupt, got {other:?}"),
     }
+}
+
+/// `n` member entries `m<i>` with `value`, or their deletions (`value` None).
+fn many(n: usize, value: Option<&str>) -> Vec<SplitEntry> {
+    (0..n)
+        .map(|i| entry("members", &format!("m{i:05}"), value))
+        .collect()
+}
+
+async fn writes_of_more_entries_than_one_call_takes_are_whole(store: &Store, name: &str) {
+    let keys = group(name);
+    create_group(store, &keys, &["a"]).await;
+    // 4,500 pairs: 9,000 arguments, more than one call of the script takes (and Lua's stack holds).
+    let full = split(r#"{"storeRevision":2}"#, many(4_500, Some("1")), true);
+    written(store, &keys, &write(1, full)).await;
+    let f = fields(store, &keys).await;
+    assert_eq!(
+        f.keys().filter(|k| k.starts_with("members/")).count(),
+        4_500
+    );
+    assert_eq!(f["members/m04499"], "1");
+    // Change the first 4,100 entries and delete the last 400 (at both ends of a chunk of the script).
+    let mut changes = many(4_100, Some("2"));
+    changes.extend(many(4_500, None).split_off(4_100));
+    written(
+        store,
+        &keys,
+        &write(2, split(r#"{"storeRevision":3}"#, changes, false)),
+    )
+    .await;
+    let loaded = store.load(&keys).await.expect("load").expect("exists");
+    let doc: serde_json::Value = serde_json::from_str(&loaded.aggregate).expect("JSON");
+    let members = doc["members"].as_object().expect("members");
+    assert_eq!(members.len(), 4_100);
+    assert!(
+        members.values().all(|v| v == 2),
+        "every entry left was changed"
+    );
+    // A whole write removes all of them.
+    let whole = CasWrite {
+        expected_revision: 3,
+        aggregate_json: r#"{"storeRevision":4}"#.into(),
+        updated_at: "2026-01-01T00:00:04.000Z".into(),
+        lease_ttl_ms: 20_000,
+        ..CasWrite::default()
+    };
+    written(store, &keys, &whole).await;
+    let f = fields(store, &keys).await;
+    assert!(
+        !f.keys().any(|k| k.contains('/')),
+        "{} fields left",
+        f.len()
+    );
+    assert!(!f.contains_key("header") && !f.contains_key("parts"));
 }

@@ -173,14 +173,26 @@ pub(super) async fn round(
     streams: &Arc<Vec<String>>,
     shares: Vec<Vec<Member>>,
 ) -> (Vec<Vec<Member>>, Tally) {
+    round_of(api, streams, shares, |_, _| true).await
+}
+
+/// A round of the members `chosen` (by their position in their worker's share, and themselves).
+pub(super) async fn round_of(
+    api: &Arc<Api>,
+    streams: &Arc<Vec<String>>,
+    shares: Vec<Vec<Member>>,
+    chosen: impl Fn(usize, &Member) -> bool + Copy + Send + 'static,
+) -> (Vec<Vec<Member>>, Tally) {
     let mut handles = Vec::with_capacity(shares.len());
     for mut share in shares {
         let api = api.clone();
         let streams = streams.clone();
         handles.push(tokio::spawn(async move {
             let mut tally = Tally::default();
-            for m in share.iter_mut() {
-                heartbeat_once(&api, &streams, m, &mut tally).await;
+            for (p, m) in share.iter_mut().enumerate() {
+                if chosen(p, m) {
+                    heartbeat_once(&api, &streams, m, &mut tally).await;
+                }
             }
             (share, tally)
         }));
@@ -229,7 +241,7 @@ pub(super) async fn steady(
     shares: Vec<Vec<Member>>,
     duration: Duration,
     rate: Option<f64>,
-) -> (Tally, Duration) {
+) -> (Tally, Duration, Vec<Vec<Member>>) {
     let workers = shares.len();
     // Each worker sends at rate/workers per second, on a fixed schedule (no catch-up bursts beyond it).
     let interval = rate.map(|r| Duration::from_secs_f64(workers as f64 / r));
@@ -242,7 +254,7 @@ pub(super) async fn steady(
         handles.push(tokio::spawn(async move {
             let mut tally = Tally::default();
             if share.is_empty() {
-                return tally;
+                return (tally, share);
             }
             // Stagger workers over one interval so a rate-limited run does not send in waves.
             let mut next = interval.map(|i| start + i.mul_f64(w as f64 / workers as f64));
@@ -270,12 +282,15 @@ pub(super) async fn steady(
                         .push(d.as_micros().min(u32::MAX as u128) as u32);
                 }
             }
-            tally
+            (tally, share)
         }));
     }
     let mut total = Tally::default();
+    let mut shares = Vec::with_capacity(handles.len());
     for h in handles {
-        merge(&mut total, h.await.expect("bench worker panicked"));
+        let (tally, share) = h.await.expect("bench worker panicked");
+        merge(&mut total, tally);
+        shares.push(share);
     }
-    (total, start.elapsed())
+    (total, start.elapsed(), shares)
 }

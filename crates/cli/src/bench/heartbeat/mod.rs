@@ -10,6 +10,10 @@
 //! replica, a group's members spread over all of them, and each replica's throughput, latency, CPU and
 //! memory is reported next to the totals.
 //!
+//! With `--restart-percent P`, after the report a rolling restart follows: P % of the members leave
+//! (`memberEpoch` -1) and join again as new processes would (the same ids, epoch 0), all within one round,
+//! and the bench reports how long after the last rejoin every group had converged again.
+//!
 //! Split: `member.rs` the simulated members and the phases they run (converge, steady), `cost.rs` what a
 //! run costs (replica CPU and memory from /proc, Redis commandstats and CPU), `report.rs` the printed
 //! figures, tests in `tests.rs`.
@@ -85,6 +89,10 @@ pub struct HeartbeatArgs {
     /// the process listening on each URL's port).
     #[arg(long, value_delimiter = ',')]
     pub coordinator_pid: Vec<u32>,
+    /// After the steady phase, this percentage of the members leave and join again at once (a rolling
+    /// restart), and the time to converge again after the last rejoin is reported. 0: no restart.
+    #[arg(long, default_value_t = 0)]
+    pub restart_percent: u8,
 }
 
 impl HeartbeatArgs {
@@ -148,6 +156,9 @@ impl HeartbeatArgs {
             .is_some_and(|u| !is_loopback_url(u))
         {
             return Err("--redis-url must be a loopback URL (127.0.0.1, ::1 or localhost)".into());
+        }
+        if self.restart_percent > 100 {
+            return Err("--restart-percent must be 0..=100".into());
         }
         if self.tls.tls()?.is_some() && self.redis_url.is_none() {
             return Err("--redis-tls-* options apply to --redis-url: give it too".into());
@@ -349,7 +360,7 @@ async fn measure(
         .collect();
     let before = Snapshot::take(&pids, conn.as_deref_mut()).await?;
 
-    let (tally, elapsed) = steady(
+    let (tally, elapsed, shares) = steady(
         api,
         streams,
         shares,
@@ -381,7 +392,70 @@ async fn measure(
         elapsed,
         redis_url: args.redis_url.as_deref(),
     });
+    if args.restart_percent > 0 {
+        rolling_restart(api, streams, shares, args).await?;
+    }
     Ok(())
+}
+
+/// `--restart-percent`: the chosen members leave in one round, then join again as new processes (same ids,
+/// epoch 0) in the next, which every member takes part in; then rounds until every group has converged.
+/// Reports the time from the end of the rejoin round (the last rejoin answered) to convergence.
+async fn rolling_restart(
+    api: &Arc<Api>,
+    streams: &Arc<Vec<String>>,
+    mut shares: Vec<Vec<Member>>,
+    args: &HeartbeatArgs,
+) -> Result<(), String> {
+    let mut restarting = 0;
+    for share in shares.iter_mut() {
+        for (p, m) in share.iter_mut().enumerate() {
+            if restarts(p, args.restart_percent) {
+                m.membership.begin_leave();
+                restarting += 1;
+            }
+        }
+    }
+    let start = Instant::now();
+    let percent = args.restart_percent;
+    let (next, left) = round_of(api, streams, shares, move |p, _| restarts(p, percent)).await;
+    shares = next;
+    for share in shares.iter_mut() {
+        for (p, m) in share.iter_mut().enumerate() {
+            if restarts(p, percent) {
+                *m = Member::new(m.id(), m.group, m.replica);
+            }
+        }
+    }
+    let (next, rejoined) = round(api, streams, shares).await;
+    shares = next;
+    let last_rejoin = Instant::now();
+    let mut rounds = 1;
+    let mut errors = left.errors + rejoined.errors;
+    while !converged(&shares, args.groups, args.shards) {
+        if last_rejoin.elapsed() > CONVERGE_TIMEOUT {
+            return Err(format!(
+                "the rolling restart did not converge within {}s of the last rejoin ({rounds} rounds)",
+                CONVERGE_TIMEOUT.as_secs()
+            ));
+        }
+        let (next, tally) = round(api, streams, shares).await;
+        shares = next;
+        rounds += 1;
+        errors += tally.errors;
+    }
+    println!(
+        "rolling restart of {restarting} members ({percent}%): left and rejoined in {:.2}s, converged {:.2}s after \
+         the last rejoin ({rounds} heartbeat rounds, {errors} failed requests retried)",
+        (last_rejoin - start).as_secs_f64(),
+        last_rejoin.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Whether the member at position `p` of its worker's share is one of the `percent` % that restart.
+pub(super) fn restarts(p: usize, percent: u8) -> bool {
+    p % 100 < usize::from(percent)
 }
 
 /// Member `i`'s group and replica: groups round-robin, and within a group its members round-robin over

@@ -26,6 +26,18 @@ fn defaults_and_bounds() {
     assert!(a.validate().is_err());
     let t = T::try_parse_from(["t", "--members", "0"]).unwrap();
     assert!(t.a.validate().is_err());
+    assert_eq!(a.restart_percent, 0);
+    let t = T::try_parse_from(["t", "--restart-percent", "101"]).unwrap();
+    assert!(t.a.validate().unwrap_err().contains("--restart-percent"));
+}
+
+#[test]
+fn a_rolling_restart_takes_that_percentage_of_each_share() {
+    let chosen = |percent| (0..1_000).filter(|&p| restarts(p, percent)).count();
+    assert_eq!(chosen(10), 100);
+    assert_eq!(chosen(0), 0);
+    assert_eq!(chosen(100), 1_000);
+    assert!(restarts(0, 1) && !restarts(1, 1) && restarts(100, 1));
 }
 
 #[test]
