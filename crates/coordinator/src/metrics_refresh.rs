@@ -5,8 +5,11 @@
 //! The task: every `coordinator.metrics.refresh-interval` (15 s, a Prometheus scrape) it
 //! checks Redis, reads every group this replica owns (`coordinator/cluster_view.rs`) as Redis holds it (the
 //! cached aggregate when one HGET shows its revision is current, else a fresh load, which also notices store
-//! revisions going backwards without anyone calling an API), their leases, progress and the offsets of the
-//! shard streams that exist (one pipelined EXISTS first), and swaps in a new snapshot. Every replica runs it
+//! revisions going backwards without anyone calling an API), the leases and progress of a group that has
+//! members, and the offsets of its shard streams, and swaps in a new snapshot. Shard offsets: a group with
+//! members has the shard streams that exist read in full (one pipelined EXISTS, then one pipeline of XINFO
+//! STREAM, XINFO GROUPS and MEMORY USAGE); an idle group costs one XREAD that says whether any of its shards
+//! got an entry since the last full read (`metrics_refresh/shard_cache.rs`). Every replica runs it
 //! for its own groups, so each group's series come from one replica (labelled with it, `group_owner`) and
 //! Prometheus scrapes every replica; health and process metrics are each replica's own. Parsing every member's progress and
 //! building the snapshot take milliseconds for a group of thousands of members, so they run off the async
@@ -24,13 +27,18 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
+mod shard_cache;
+use shard_cache::Plan;
+pub(crate) use shard_cache::ShardCache;
+
 /// Runs until `stop` turns true.
 pub async fn run(c: Arc<Coordinator>, mut stop: watch::Receiver<bool>) {
     let mut ticker = tokio::time::interval(c.config().metrics.refresh_interval.0);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut shards = ShardCache::default();
     loop {
         tokio::select! {
-            _ = ticker.tick() => c.monitoring().refresh_metrics().await,
+            _ = ticker.tick() => c.monitoring().refresh_metrics(&mut shards).await,
             _ = stop.changed() => return,
         }
         if *stop.borrow() {
@@ -97,8 +105,8 @@ impl Monitoring<'_> {
         }
     }
 
-    /// Rebuilds the gauge snapshot once.
-    pub async fn refresh_metrics(&self) {
+    /// Rebuilds the gauge snapshot once; `shards` is what the last refreshes read of the owned groups' shards.
+    pub(crate) async fn refresh_metrics(&self, shards: &mut ShardCache) {
         let durability_generation = self.cache().durability_generation();
         let (redis, _) = self.probe_redis().await;
         let redis_up = redis != "DOWN";
@@ -125,6 +133,8 @@ impl Monitoring<'_> {
                         .collect();
                     // A snapshot of some groups cannot answer for all (`Durability::suspected_groups`).
                     complete &= owned.len() == entries.len();
+                    let owned_set: std::collections::HashSet<&GroupName> = owned.iter().collect();
+                    shards.retain(|n| owned_set.contains(n));
                     self.metrics().retain_groups(
                         &owned
                             .iter()
@@ -136,7 +146,7 @@ impl Monitoring<'_> {
                         if !cluster.owns_group(&name) {
                             continue;
                         }
-                        match self.observe_group(&name).await {
+                        match self.observe_group(&name, shards).await {
                             Ok(Some(obs)) => groups.push(obs),
                             Ok(None) => {}
                             Err(err) => {
@@ -183,72 +193,48 @@ impl Monitoring<'_> {
     async fn observe_group(
         &self,
         name: &GroupName,
+        cache: &mut ShardCache,
     ) -> Result<Option<GroupObservation>, CoordError> {
         let Some(cached) = self.current_or_load(name).await? else {
             return Ok(None);
         };
         let keys = self.keys(name);
-        let leases: HashMap<String, i64> = self
-            .metrics()
-            .time_store("leases", self.store().leases(&keys))
-            .await?
-            .into_iter()
-            .collect();
-        let stored = self
-            .metrics()
-            .time_store("progress", self.store().progress_all(&keys))
-            .await?;
-        let progress: HashMap<String, Value> = tokio::task::spawn_blocking(move || {
-            stored
-                .into_iter()
-                .filter_map(|(m, json)| serde_json::from_str(&json).ok().map(|v| (m, v)))
-                .collect()
-        })
-        .await
-        .map_err(|e| CoordError::Internal(format!("parsing member progress failed: {e}")))?;
         let g = &cached.group;
-        let shard_ids = g.assignable_shards();
-        let shards = if shard_ids.len() <= self.config().metrics.max_shard_series as usize {
-            let mut rows = Vec::with_capacity(shard_ids.len());
-            let mut ok = true;
-            // One pipelined EXISTS for every shard first: a shard stream that is not there reads as empty
-            // without an XINFO that would fail.
-            let ids: Vec<u32> = shard_ids.into_iter().collect();
-            let keys: Vec<String> = ids
-                .iter()
-                .map(|s| rsc_protocol::names::shard_stream_key(&g.stream_prefix, *s))
-                .collect();
-            let exists = self
+        // Leases and progress belong to members: a group without any has none to read.
+        let has_members = !g.members.is_empty();
+        let (leases, progress) = if has_members {
+            let leases: HashMap<String, i64> = self
                 .metrics()
-                .time_store("exists", self.store().keys_exist(&keys))
+                .time_store("leases", self.store().leases(&keys))
+                .await?
+                .into_iter()
+                .collect();
+            let stored = self
+                .metrics()
+                .time_store("progress", self.store().progress_all(&keys))
                 .await?;
-            for (s, there) in ids.into_iter().zip(exists) {
-                if !there {
-                    rows.push(crate::offsets::absent_shard(&g.stream_prefix, s));
-                    continue;
-                }
-                let read = self
-                    .metrics()
-                    .time_store(
-                        "xinfo",
-                        crate::offsets::read_shard(
-                            self.store(),
-                            &g.stream_prefix,
-                            &g.consumer_group,
-                            s,
-                            true,
-                        ),
-                    )
-                    .await;
-                match read {
-                    Ok(r) => rows.push(r),
-                    Err(_) => {
-                        ok = false;
-                        break;
-                    }
+            let progress: HashMap<String, Value> = tokio::task::spawn_blocking(move || {
+                stored
+                    .into_iter()
+                    .filter_map(|(m, json)| serde_json::from_str(&json).ok().map(|v| (m, v)))
+                    .collect()
+            })
+            .await
+            .map_err(|e| CoordError::Internal(format!("parsing member progress failed: {e}")))?;
+            (leases, progress)
+        } else {
+            (HashMap::new(), HashMap::new())
+        };
+        let shard_ids: Vec<u32> = g.assignable_shards().into_iter().collect();
+        let shards = if shard_ids.len() <= self.config().metrics.max_shard_series as usize {
+            match self.shard_rows(name, &shard_ids, has_members, cache).await {
+                Ok(rows) => Some(rows),
+                Err(e) => {
+                    cache.forget(name);
+                    tracing::debug!(group = %name, error = %e, "shard offsets left out of metrics");
+                    None
                 }
             }
-            ok.then_some(rows)
         } else {
             None
         };
@@ -258,5 +244,63 @@ impl Monitoring<'_> {
             progress,
             shards,
         }))
+    }
+
+    /// The offsets rows of `name`'s shards: the remembered ones when the group is idle and none of its
+    /// shards got an entry since they were read, else a full read (only of the shard streams that exist: one
+    /// pipelined EXISTS first, so no XINFO fails on a missing key).
+    async fn shard_rows(
+        &self,
+        name: &GroupName,
+        shard_ids: &[u32],
+        has_members: bool,
+        cache: &mut ShardCache,
+    ) -> Result<Vec<crate::offsets::ShardOffsets>, CoordError> {
+        let prefix = &name.stream_prefix;
+        let keys: Vec<String> = shard_ids
+            .iter()
+            .map(|s| rsc_protocol::names::shard_stream_key(prefix, *s))
+            .collect();
+        let now = std::time::Instant::now();
+        if let Plan::Check { after } = cache.plan(name, shard_ids, has_members, now) {
+            let grown = self
+                .metrics()
+                .time_store("xread", self.store().streams_grown_since(&keys, &after))
+                .await?;
+            if !grown.contains(&true)
+                && let Some(rows) = cache.rows(name)
+            {
+                return Ok(rows.to_vec());
+            }
+        }
+        let exists = self
+            .metrics()
+            .time_store("exists", self.store().keys_exist(&keys))
+            .await?;
+        let present: Vec<String> = keys
+            .iter()
+            .zip(&exists)
+            .filter(|(_, there)| **there)
+            .map(|(k, _)| k.clone())
+            .collect();
+        let observed = self
+            .metrics()
+            .time_store("xinfo", self.store().shard_observations(&present))
+            .await?;
+        let mut observed = observed.into_iter();
+        let rows: Vec<crate::offsets::ShardOffsets> = shard_ids
+            .iter()
+            .zip(&exists)
+            .map(|(s, there)| {
+                let o = if *there {
+                    observed.next().flatten()
+                } else {
+                    None
+                };
+                crate::offsets::from_observation(prefix, &name.consumer_group, *s, o.as_ref())
+            })
+            .collect();
+        cache.record(name, shard_ids.to_vec(), rows.clone(), now);
+        Ok(rows)
     }
 }

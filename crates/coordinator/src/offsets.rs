@@ -6,7 +6,7 @@
 
 use rsc_protocol::names::shard_stream_key;
 use rsc_protocol::slot::redis_slot;
-use rsc_store::{Store, StoreError};
+use rsc_store::{ShardObservation, Store, StoreError};
 use serde::Serialize;
 
 /// What Redis says about one shard stream and the group's consumer group on it.
@@ -48,6 +48,37 @@ pub fn absent_shard(stream_prefix: &str, shard: u32) -> ShardOffsets {
         lag: None,
         memory_usage_bytes: None,
     }
+}
+
+/// One shard from what [`Store::shard_observations`] read of it (None: the stream is not there).
+pub fn from_observation(
+    stream_prefix: &str,
+    consumer_group: &str,
+    shard: u32,
+    observed: Option<&ShardObservation>,
+) -> ShardOffsets {
+    let mut out = absent_shard(stream_prefix, shard);
+    let Some(o) = observed else {
+        return out;
+    };
+    out.exists = true;
+    out.stream_length = o.info.length;
+    out.last_generated_id = o.info.last_generated_id.clone();
+    out.first_record_id = o.info.first_entry_id.clone();
+    out.last_record_id = o.info.last_entry_id.clone();
+    if let Some(g) = o
+        .groups
+        .iter()
+        .find(|g| g.name.as_deref() == Some(consumer_group))
+    {
+        out.group_exists = true;
+        out.pending_count = g.pending;
+        out.lag = g.lag;
+        out.entries_read = g.entries_read;
+        out.group_last_delivered_id = g.last_delivered_id.clone();
+    }
+    out.memory_usage_bytes = o.memory_bytes;
+    out
 }
 
 /// Reads one shard. `memory`: also run `MEMORY USAGE` (one more round trip).

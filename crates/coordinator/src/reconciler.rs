@@ -155,8 +155,11 @@ impl Reconciler<'_> {
         for name in pass.schedule.take_due(now_ms) {
             self.visit(&mut pass.schedule, &name).await;
         }
+        let mut listed = std::mem::take(&mut pass.listed);
         for prefix in pass.schedule.take_due_streams() {
-            self.resharding().reconcile_stream(&prefix).await;
+            self.resharding()
+                .reconcile_stream(&prefix, listed.remove(&prefix))
+                .await;
             let stream = self.resharding().load_stream(&prefix).await;
             let migrating = match &stream {
                 Ok(Some(s)) => s.record.active_migration.is_some(),
@@ -202,15 +205,22 @@ impl Reconciler<'_> {
         let cluster = self.cluster();
         let mut owned = std::collections::HashSet::new();
         let mut streams = BTreeSet::new();
+        pass.listed.clear();
         for e in entries.iter().filter(|e| e.state == IndexState::Live) {
             let name = GroupName::new(&e.stream_prefix, &e.consumer_group);
             // A stream's pass reads every group of the stream: run it once for a stream newly owned, not at
-            // every sweep (the change feed and the every-tick rule of a migration cover the rest).
+            // every sweep (the change feed and the every-tick rule of a migration cover the rest). Its groups
+            // are those listed here (the entries are sorted by stream, then group): the pass need not read
+            // the whole index again, once per stream — at a takeover or start-up, once per owned stream.
             if cluster.owns_stream(&e.stream_prefix)
                 && streams.insert(e.stream_prefix.clone())
                 && !pass.owned_streams.contains(&e.stream_prefix)
             {
                 pass.schedule.stream_touched(&e.stream_prefix);
+                pass.listed.insert(e.stream_prefix.clone(), Vec::new());
+            }
+            if let Some(groups) = pass.listed.get_mut(&e.stream_prefix) {
+                groups.push(e.consumer_group.clone());
             }
             if cluster.owns_group(&name) {
                 if !pass.schedule.contains(&name) {
@@ -223,10 +233,19 @@ impl Reconciler<'_> {
         pass.schedule.retain_streams(|p| streams.contains(p));
         pass.owned_streams = streams;
         if sweep {
-            for (name, revision) in pass.schedule.quiet() {
-                match self.store().revision(&self.keys(&name)).await {
-                    Ok(Some(r)) if r == revision => {}
-                    Ok(_) => pass.schedule.due_now(&name),
+            // Pipelined: one round trip per page of groups, not one per group.
+            let quiet = pass.schedule.quiet();
+            for page in quiet.chunks(rsc_store::REVISIONS_PAGE) {
+                let keys: Vec<_> = page.iter().map(|(name, _)| self.keys(name)).collect();
+                let refs: Vec<_> = keys.iter().collect();
+                match self.store().revisions(&refs).await {
+                    Ok(revisions) => {
+                        for ((name, seen), now) in page.iter().zip(revisions) {
+                            if now != Some(*seen) {
+                                pass.schedule.due_now(name);
+                            }
+                        }
+                    }
                     Err(e) => {
                         self.note_store_error(&e);
                         break;
@@ -259,9 +278,11 @@ impl Reconciler<'_> {
                     }
                 }
                 // A write of the stream record or of one of its groups makes the stream's pass due: a
-                // group's write can be the drain or acknowledgement a migration's next step waits for.
+                // group's write can be the drain or acknowledgement a migration's next step waits for. (Its
+                // pass reads the index afresh: the write may be of a group the last listing did not have.)
                 if cluster.owns_stream(&c.stream_prefix) {
                     pass.schedule.stream_touched(&c.stream_prefix);
+                    pass.listed.remove(&c.stream_prefix);
                 }
             }
             if let Some(last) = page.last() {
@@ -326,6 +347,9 @@ pub(crate) struct Pass {
     schedule: Schedule,
     /// The streams this replica owned at its last look at ownership.
     owned_streams: BTreeSet<String>,
+    /// Streams newly owned at that look, with their live groups as the index listed them then: for their
+    /// passes in the same tick.
+    listed: std::collections::HashMap<String, Vec<String>>,
     generation: Option<u64>,
     feed_cursor: Option<String>,
     next_sweep: tokio::time::Instant,
@@ -336,6 +360,7 @@ impl Pass {
         Pass {
             schedule: Schedule::default(),
             owned_streams: BTreeSet::new(),
+            listed: std::collections::HashMap::new(),
             generation: None,
             feed_cursor: None,
             next_sweep: tokio::time::Instant::now() + sweep_interval,
@@ -365,6 +390,8 @@ pub async fn run(coordinator: Arc<Coordinator>, mut stop: watch::Receiver<bool>)
     loop {
         tokio::select! {
             _ = ticker.tick() => coordinator.reconciler().tick(&mut pass).await,
+            // The live replicas changed: take up the groups that are now this replica's without waiting.
+            _ = coordinator.cluster().live_set_changed() => coordinator.reconciler().tick(&mut pass).await,
             _ = coordinator.reconciler().state().woken() => {
                 coordinator.reconciler().reconcile_urgent().await;
                 tokio::time::sleep(URGENT_MIN_GAP).await;

@@ -27,6 +27,9 @@ const GROUP_FIELD: &str = "g";
 pub struct LiveReplicas {
     pub now_ms: i64,
     pub ids: Vec<String>,
+    /// The earliest lease end (Redis ms) among the other replicas: when, if that replica does not renew, the
+    /// live set next changes.
+    pub next_lease_end_ms: Option<i64>,
 }
 
 /// One entry of the change feed.
@@ -41,20 +44,41 @@ pub struct ChangeEntry {
 
 impl Store {
     /// Registers or renews `replica` in the registry `key` with a lease of `lease_ms`; returns the live
-    /// replicas (this one included).
+    /// replicas (this one included) and the earliest lease end of the others.
     pub async fn replica_register(
         &self,
         key: &str,
         replica: &str,
         lease_ms: i64,
     ) -> Result<LiveReplicas, StoreError> {
-        let (now_ms, ids): (i64, Vec<String>) = REGISTER
+        let (now_ms, flat): (i64, Vec<String>) = REGISTER
             .key(key)
             .arg(replica)
             .arg(lease_ms.max(1))
             .invoke_async(&mut self.connection())
             .await?;
-        Ok(LiveReplicas { now_ms, ids })
+        let mut ids = Vec::with_capacity(flat.len() / 2);
+        let mut next_lease_end_ms: Option<i64> = None;
+        for pair in flat.chunks(2) {
+            let [id, end] = pair else {
+                return Err(StoreError::UnexpectedReply {
+                    detail: format!("the replica registry answered an odd list: {flat:?}"),
+                });
+            };
+            let end = end.parse::<f64>().map_err(|_| StoreError::Corrupt {
+                key: key.to_owned(),
+                detail: format!("the lease end of replica {id:?} is not a number: {end:?}"),
+            })? as i64;
+            if id != replica {
+                next_lease_end_ms = Some(next_lease_end_ms.map_or(end, |e| e.min(end)));
+            }
+            ids.push(id.clone());
+        }
+        Ok(LiveReplicas {
+            now_ms,
+            ids,
+            next_lease_end_ms,
+        })
     }
 
     /// Removes `replica` from the registry (a graceful stop): its work moves at once.

@@ -66,7 +66,7 @@ pub use routing_floor::{
     AppendReply, BoundaryFields, RaisedBoundary, SwitchPoint, guarded_append, read_boundary,
 };
 pub use rsc_redis_connect::RedisTls;
-pub use shards::{ConsumerGroupInfo, RetireOutcome, StreamInfo, parse_stream_id};
+pub use shards::{ConsumerGroupInfo, RetireOutcome, ShardObservation, StreamInfo, parse_stream_id};
 pub use split_layout::{LAYOUT_SPLIT, SplitAggregate, SplitEntry};
-pub use store::Store;
+pub use store::{REVISIONS_PAGE, Store};
 pub use topology::{SlotOwner, owner_of};

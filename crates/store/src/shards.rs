@@ -39,6 +39,15 @@ pub struct ConsumerGroupInfo {
     pub last_delivered_id: Option<String>,
 }
 
+/// One shard stream as [`Store::shard_observations`] reads it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ShardObservation {
+    pub info: StreamInfo,
+    pub groups: Vec<ConsumerGroupInfo>,
+    /// `MEMORY USAGE` (None: Redis did not say).
+    pub memory_bytes: Option<i64>,
+}
+
 /// The answer to [`Store::shard_retire_if_drained`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RetireOutcome {
@@ -139,18 +148,11 @@ impl Store {
             .arg(key)
             .query_async(&mut self.connection())
             .await;
-        let info = match reply {
-            Ok(v) => v,
-            Err(e) if is_missing_key(&e) => return Ok(None),
-            Err(e) => return Err(e.into()),
-        };
-        Ok(Some(StreamInfo {
-            length: field_i64(&info, "length").unwrap_or(0),
-            entries_added: field_i64(&info, "entries-added"),
-            last_generated_id: field(&info, "last-generated-id").and_then(text),
-            first_entry_id: entry_id(field(&info, "first-entry")),
-            last_entry_id: entry_id(field(&info, "last-entry")),
-        }))
+        match reply {
+            Ok(v) => Ok(Some(stream_info(&v))),
+            Err(e) if is_missing_key(&e) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// `XINFO GROUPS`; None when the stream does not exist.
@@ -158,28 +160,135 @@ impl Store {
         &self,
         key: &str,
     ) -> Result<Option<Vec<ConsumerGroupInfo>>, StoreError> {
-        let reply: redis::RedisResult<Vec<Value>> = redis::cmd("XINFO")
+        let reply: redis::RedisResult<Value> = redis::cmd("XINFO")
             .arg("GROUPS")
             .arg(key)
             .query_async(&mut self.connection())
             .await;
-        let groups = match reply {
-            Ok(v) => v,
-            Err(e) if is_missing_key(&e) => return Ok(None),
-            Err(e) => return Err(e.into()),
+        match reply {
+            Ok(v) => Ok(Some(consumer_groups(&v))),
+            Err(e) if is_missing_key(&e) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// `XINFO STREAM`, `XINFO GROUPS` and `MEMORY USAGE` of each of `keys` (streams the caller found to
+    /// exist), in order; None for a stream that is not there (any more). Standalone: one pipeline for all
+    /// keys, one round trip. Redis Cluster: the keys lie in many slots, so each key is read on its own.
+    pub async fn shard_observations(
+        &self,
+        keys: &[String],
+    ) -> Result<Vec<Option<ShardObservation>>, StoreError> {
+        let conn = self.connection();
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        if conn.is_cluster() {
+            let mut out = Vec::with_capacity(keys.len());
+            for k in keys {
+                let Some(info) = self.shard_stream_info(k).await? else {
+                    out.push(None);
+                    continue;
+                };
+                let groups = self.shard_groups(k).await?.ok_or_else(|| vanished(k))?;
+                let memory_bytes = self.shard_memory_usage(k).await?;
+                out.push(Some(ShardObservation {
+                    info,
+                    groups,
+                    memory_bytes,
+                }));
+            }
+            return Ok(out);
+        }
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
+        for k in keys {
+            pipe.cmd("XINFO").arg("STREAM").arg(k);
+            pipe.cmd("XINFO").arg("GROUPS").arg(k);
+            pipe.cmd("MEMORY").arg("USAGE").arg(k);
+        }
+        let replies: Vec<redis::RedisResult<Value>> = pipe.query_async(&mut conn.clone()).await?;
+        let answered = replies.len();
+        let mut replies = replies.into_iter();
+        let mut out = Vec::with_capacity(keys.len());
+        for k in keys {
+            let (Some(info), Some(groups), Some(memory)) =
+                (replies.next(), replies.next(), replies.next())
+            else {
+                return Err(StoreError::UnexpectedReply {
+                    detail: format!(
+                        "the shard pipeline answered {answered} replies for {} keys",
+                        keys.len()
+                    ),
+                });
+            };
+            let info = match info {
+                Ok(v) => stream_info(&v),
+                Err(e) if is_missing_key(&e) => {
+                    out.push(None);
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let groups = match groups {
+                Ok(v) => consumer_groups(&v),
+                Err(e) if is_missing_key(&e) => return Err(vanished(k)),
+                Err(e) => return Err(e.into()),
+            };
+            let memory_bytes = match memory? {
+                Value::Int(n) => Some(n),
+                _ => None,
+            };
+            out.push(Some(ShardObservation {
+                info,
+                groups,
+                memory_bytes,
+            }));
+        }
+        Ok(out)
+    }
+
+    /// Whether each of `keys` has an entry after the matching id of `after` (a stream that is not there has
+    /// none): what tells that an idle shard's figures may have moved since they were read. Standalone: one
+    /// `XREAD COUNT 1` over every key, one command however many shards. Redis Cluster: one per key (the keys
+    /// lie in many slots).
+    pub async fn streams_grown_since(
+        &self,
+        keys: &[String],
+        after: &[String],
+    ) -> Result<Vec<bool>, StoreError> {
+        if keys.len() != after.len() {
+            return Err(StoreError::UnexpectedReply {
+                detail: format!("{} stream keys but {} ids", keys.len(), after.len()),
+            });
+        }
+        let conn = self.connection();
+        let mut grown = vec![false; keys.len()];
+        if keys.is_empty() {
+            return Ok(grown);
+        }
+        let batches: Vec<Vec<usize>> = if conn.is_cluster() {
+            (0..keys.len()).map(|i| vec![i]).collect()
+        } else {
+            vec![(0..keys.len()).collect()]
         };
-        Ok(Some(
-            groups
-                .iter()
-                .map(|g| ConsumerGroupInfo {
-                    name: field(g, "name").and_then(text),
-                    pending: field_i64(g, "pending"),
-                    lag: field_i64(g, "lag"),
-                    entries_read: field_i64(g, "entries-read"),
-                    last_delivered_id: field(g, "last-delivered-id").and_then(text),
-                })
-                .collect(),
-        ))
+        for batch in batches {
+            let mut cmd = redis::cmd("XREAD");
+            cmd.arg("COUNT").arg(1).arg("STREAMS");
+            for &i in &batch {
+                cmd.arg(&keys[i]);
+            }
+            for &i in &batch {
+                cmd.arg(&after[i]);
+            }
+            let reply: Value = cmd.query_async(&mut conn.clone()).await?;
+            for key in streams_with_entries(&reply) {
+                if let Some(&i) = batch.iter().find(|&&i| keys[i].as_bytes() == key) {
+                    grown[i] = true;
+                }
+            }
+        }
+        Ok(grown)
     }
 
     /// How many entries the Redis consumer group `group` has pending on `key` at or before `end`, counting
@@ -237,6 +346,70 @@ impl Store {
         } else {
             RetireOutcome::Retired
         })
+    }
+}
+
+fn vanished(key: &str) -> StoreError {
+    StoreError::UnexpectedReply {
+        detail: format!("XINFO GROUPS {key}: no such key (the stream vanished while read)"),
+    }
+}
+
+fn stream_info(info: &Value) -> StreamInfo {
+    StreamInfo {
+        length: field_i64(info, "length").unwrap_or(0),
+        entries_added: field_i64(info, "entries-added"),
+        last_generated_id: field(info, "last-generated-id").and_then(text),
+        first_entry_id: entry_id(field(info, "first-entry")),
+        last_entry_id: entry_id(field(info, "last-entry")),
+    }
+}
+
+fn consumer_groups(reply: &Value) -> Vec<ConsumerGroupInfo> {
+    let Value::Array(groups) = reply else {
+        return Vec::new();
+    };
+    groups
+        .iter()
+        .map(|g| ConsumerGroupInfo {
+            name: field(g, "name").and_then(text),
+            pending: field_i64(g, "pending"),
+            lag: field_i64(g, "lag"),
+            entries_read: field_i64(g, "entries-read"),
+            last_delivered_id: field(g, "last-delivered-id").and_then(text),
+        })
+        .collect()
+}
+
+/// The keys of the streams an `XREAD` answered entries for: nil (none), `[[key, entries], …]` (RESP2) or a
+/// map key → entries (RESP3).
+fn streams_with_entries(reply: &Value) -> Vec<&[u8]> {
+    fn key(k: &Value) -> Option<&[u8]> {
+        match k {
+            Value::BulkString(b) => Some(b.as_slice()),
+            Value::SimpleString(s) => Some(s.as_bytes()),
+            _ => None,
+        }
+    }
+    let non_empty = |entries: &Value| match entries {
+        Value::Nil => false,
+        Value::Array(a) => !a.is_empty(),
+        _ => true,
+    };
+    match reply {
+        Value::Array(streams) => streams
+            .iter()
+            .filter_map(|s| match s {
+                Value::Array(kv) if kv.len() == 2 && non_empty(&kv[1]) => key(&kv[0]),
+                _ => None,
+            })
+            .collect(),
+        Value::Map(pairs) => pairs
+            .iter()
+            .filter(|(_, entries)| non_empty(entries))
+            .filter_map(|(k, _)| key(k))
+            .collect(),
+        _ => Vec::new(),
     }
 }
 
@@ -303,6 +476,15 @@ mod tests {
         assert_eq!(field_i64(&map, "lag"), None);
         assert!(field(&map, "lag").is_some());
         assert_eq!(parse_stream_id("12-3"), Some((12, 3)));
+        assert!(streams_with_entries(&Value::Nil).is_empty());
+        let entry = Value::Array(vec![Value::Array(vec![name("1-1"), Value::Array(vec![])])]);
+        let resp2 = Value::Array(vec![
+            Value::Array(vec![name("p:0"), entry.clone()]),
+            Value::Array(vec![name("p:1"), Value::Array(vec![])]),
+        ]);
+        assert_eq!(streams_with_entries(&resp2), vec![b"p:0".as_slice()]);
+        let resp3 = Value::Map(vec![(name("p:2"), entry), (name("p:3"), Value::Nil)]);
+        assert_eq!(streams_with_entries(&resp3), vec![b"p:2".as_slice()]);
         assert_eq!(parse_stream_id("12"), None);
     }
 }

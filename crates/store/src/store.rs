@@ -141,6 +141,49 @@ impl Store {
         metadata::parse_revision_field(&keys.metadata, field)
     }
 
+    /// [`Store::revision`] of many groups, in order, in pipelines of [`REVISIONS_PAGE`] (standalone); on a
+    /// Redis Cluster, whose groups lie in many slots, one HGET each, sent concurrently a page at a time.
+    pub async fn revisions(&self, keys: &[&GroupKeys]) -> Result<Vec<Option<u64>>, StoreError> {
+        let conn = self.connection();
+        let mut out = Vec::with_capacity(keys.len());
+        for page in keys.chunks(REVISIONS_PAGE) {
+            let fields: Vec<Option<String>> = if conn.is_cluster() {
+                let mut asks = tokio::task::JoinSet::new();
+                for (i, k) in page.iter().enumerate() {
+                    let (mut c, key) = (conn.clone(), k.metadata.clone());
+                    asks.spawn(async move {
+                        let f: redis::RedisResult<Option<String>> = redis::cmd("HGET")
+                            .arg(&key)
+                            .arg("revision")
+                            .query_async(&mut c)
+                            .await;
+                        (i, f)
+                    });
+                }
+                let mut fields = vec![None; page.len()];
+                while let Some(joined) = asks.join_next().await {
+                    let (i, f) = joined.map_err(|e| {
+                        StoreError::from(redis::RedisError::from(std::io::Error::other(
+                            e.to_string(),
+                        )))
+                    })?;
+                    fields[i] = f.map_err(|e| on_group_key(&page[i].metadata, e))?;
+                }
+                fields
+            } else {
+                let mut pipe = redis::pipe();
+                for k in page {
+                    pipe.cmd("HGET").arg(&k.metadata).arg("revision");
+                }
+                pipe.query_async(&mut conn.clone()).await?
+            };
+            for (k, field) in page.iter().zip(fields) {
+                out.push(metadata::parse_revision_field(&k.metadata, field)?);
+            }
+        }
+        Ok(out)
+    }
+
     /// Creates the group at revision 1 unless its metadata already exists. Clears leftover
     /// leases/progress under the same keys and gives each of `initial_leases` a lease of
     /// `lease_ttl_ms` from Redis time.
@@ -626,6 +669,9 @@ fn positive_ttl(lease_ttl_ms: i64) -> Result<(), StoreError> {
 
 /// Entries per HSCAN / ZSCAN page (a hint to Redis; a small hash or set comes back whole).
 const SCAN_PAGE: usize = 500;
+
+/// Revisions read per pipeline by [`Store::revisions`].
+pub const REVISIONS_PAGE: usize = 500;
 
 fn sorted(map: HashMap<String, String>) -> Vec<(String, String)> {
     let mut entries: Vec<(String, String)> = map.into_iter().collect();

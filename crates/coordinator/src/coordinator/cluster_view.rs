@@ -16,6 +16,9 @@ pub struct ClusterView {
     replicas: RwLock<Arc<ReplicaSet>>,
     /// Bumped whenever the live set changes, so the reconciler knows to look at ownership again.
     generation: AtomicU64,
+    /// Wakes the reconciler when the live set changes, so a dead replica's groups are taken up at once rather
+    /// than at the next tick.
+    changed: tokio::sync::Notify,
 }
 
 impl ClusterView {
@@ -25,6 +28,7 @@ impl ClusterView {
             me: me.to_owned(),
             replicas: RwLock::new(Arc::new(ReplicaSet::default().with(me))),
             generation: AtomicU64::new(0),
+            changed: tokio::sync::Notify::new(),
         }
     }
 
@@ -55,7 +59,13 @@ impl ClusterView {
         }
         *current = Arc::new(next);
         self.generation.fetch_add(1, Ordering::AcqRel);
+        self.changed.notify_one();
         true
+    }
+
+    /// Returns once the live set changed (at once if it changed since the last call returned).
+    pub async fn live_set_changed(&self) {
+        self.changed.notified().await
     }
 
     /// The replica that owns `name`'s background work in this view.

@@ -19,6 +19,8 @@ pub(crate) struct Schedule {
     groups: HashMap<GroupName, Entry>,
     /// Groups due at a time, by that time.
     timeline: BTreeSet<(i64, GroupName)>,
+    /// Groups visited every tick (a tick looks at these and the head of the timeline, never at every group).
+    every_tick: BTreeSet<GroupName>,
     /// Streams whose pass is due: `true` = every tick (a migration in flight), `false` = once.
     streams: BTreeMap<String, bool>,
 }
@@ -37,8 +39,14 @@ impl Schedule {
     /// After a visit: next due as `next`, the group being at `revision`.
     pub(crate) fn set(&mut self, name: &GroupName, next: NextVisit, revision: Option<u64>) {
         self.unqueue(name);
-        if let NextVisit::At(t) = next {
-            self.timeline.insert((t, name.clone()));
+        match next {
+            NextVisit::At(t) => {
+                self.timeline.insert((t, name.clone()));
+            }
+            NextVisit::EveryTick => {
+                self.every_tick.insert(name.clone());
+            }
+            NextVisit::OnChange => {}
         }
         self.groups.insert(name.clone(), Entry { next, revision });
     }
@@ -68,12 +76,7 @@ impl Schedule {
                 due.push(name);
             }
         }
-        due.extend(
-            self.groups
-                .iter()
-                .filter(|(_, e)| e.next == NextVisit::EveryTick)
-                .map(|(n, _)| n.clone()),
-        );
+        due.extend(self.every_tick.iter().cloned());
         due
     }
 
@@ -114,12 +117,14 @@ impl Schedule {
     }
 
     fn unqueue(&mut self, name: &GroupName) {
-        if let Some(Entry {
-            next: NextVisit::At(t),
-            ..
-        }) = self.groups.get(name)
-        {
-            self.timeline.remove(&(*t, name.clone()));
+        match self.groups.get(name).map(|e| e.next) {
+            Some(NextVisit::At(t)) => {
+                self.timeline.remove(&(t, name.clone()));
+            }
+            Some(NextVisit::EveryTick) => {
+                self.every_tick.remove(name);
+            }
+            _ => {}
         }
     }
 }

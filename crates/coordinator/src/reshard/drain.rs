@@ -21,8 +21,11 @@ impl Resharding<'_> {
     /// Reconciler step for one stream: resume a PREPARING scale, make groups adopt the active migration,
     /// feed drain evidence (also for shards left draining by a rollback) and gated children's parents'
     /// evidence, and end the stream's migration (retiring removed shards) once every group is done.
-    pub async fn reconcile_stream(&self, prefix: &str) {
+    /// `listed`: the stream's live groups (sorted) if the caller has just read them from the index; else the
+    /// pass reads the index.
+    pub async fn reconcile_stream(&self, prefix: &str, listed: Option<Vec<String>>) {
         let mut p = Performer::on(prefix);
+        p.listed = listed;
         let (mut pass, first) = StreamPass::start(&self.settings());
         self.drive(&mut p, &mut pass, first).await;
     }

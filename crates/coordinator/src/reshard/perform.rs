@@ -26,6 +26,9 @@ pub(super) struct Performer<'a> {
     pub failure: Option<CoordError>,
     /// Who asked, and why (an operator's end of a migration is logged with them).
     pub requested: Option<(String, String)>,
+    /// The stream's live groups as the caller just read them from the index (the reconciler, which read the
+    /// whole index anyway): `ListGroups` answers with them instead of reading the index again.
+    pub listed: Option<Vec<String>>,
 }
 
 impl<'a> Performer<'a> {
@@ -34,6 +37,7 @@ impl<'a> Performer<'a> {
             prefix,
             failure: None,
             requested: None,
+            listed: None,
         }
     }
 
@@ -83,9 +87,12 @@ impl Resharding<'_> {
     async fn perform(&self, p: &mut Performer<'_>, step: Step) -> Answer<Cached> {
         let prefix = p.prefix;
         match step {
-            Step::ListGroups => Answer::Groups(match self.stream_groups(prefix).await {
-                Ok(groups) => Ok(groups.into_iter().map(|g| g.consumer_group).collect()),
-                Err(e) => Err(p.failed(e)),
+            Step::ListGroups => Answer::Groups(match &p.listed {
+                Some(listed) => Ok(listed.clone()),
+                None => match self.stream_groups(prefix).await {
+                    Ok(groups) => Ok(groups.into_iter().map(|g| g.consumer_group).collect()),
+                    Err(e) => Err(p.failed(e)),
+                },
             }),
             Step::LoadStream => {
                 Answer::Stream(self.load_stream(prefix).await.map_err(|e| p.failed(e)))

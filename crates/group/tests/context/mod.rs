@@ -152,6 +152,13 @@ impl Context {
         self.leases.get(member).is_some_and(|d| self.now < *d)
     }
 
+    /// Every lease entry: member → lease end (Redis ms), as the lease set holds them. (Read by
+    /// deadline_props.rs, which computes a group's next visit from them; not every test binary does.)
+    #[allow(dead_code)]
+    pub fn lease_ends(&self) -> &BTreeMap<String, i64> {
+        &self.leases
+    }
+
     /// Members whose leases lapsed by the mock time.
     pub fn lapsed(&self) -> BTreeSet<String> {
         self.leases

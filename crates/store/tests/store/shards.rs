@@ -2,9 +2,11 @@
 
 use rsc_store::{RetireOutcome, Store, parse_stream_id};
 
-use crate::fixtures::raw;
+use crate::fixtures::{create_group, group, raw};
 
 on_both_topologies!(
+    observations_in_one_go_and_growth_since_an_id,
+    revisions_of_many_groups,
     provision_and_xinfo_evidence,
     keys_exist_in_order,
     retire_only_when_drained,
@@ -241,4 +243,99 @@ async fn pending_up_to_a_switch_point(store: &Store, name: &str) {
         "the entry after the switch point is still pending, but not counted"
     );
     assert_eq!(up_to(ids[2].clone()).await, Some(1));
+}
+
+/// What the metrics refresh reads: every existing shard's XINFO and MEMORY at once, and for an idle group only
+/// whether any shard got an entry after the last id read.
+async fn observations_in_one_go_and_growth_since_an_id(store: &Store, name: &str) {
+    let keys: Vec<String> = (0..3).map(|s| format!("rsc-test-{name}:{s}")).collect();
+    for k in &keys[..2] {
+        store.shard_provision(k, "g").await.expect("provision");
+    }
+    let _: String = raw(
+        store,
+        redis::cmd("XADD").arg(&keys[1]).arg("*").arg("f").arg("v"),
+    )
+    .await;
+    let seen = store.shard_observations(&keys).await.expect("observations");
+    assert_eq!(seen.len(), 3);
+    let (a, b) = (
+        seen[0].clone().expect("0 exists"),
+        seen[1].clone().expect("1 exists"),
+    );
+    assert!(seen[2].is_none(), "the absent stream reads as absent");
+    assert_eq!((a.info.length, b.info.length), (0, 1));
+    assert_eq!(
+        b.info,
+        store.shard_stream_info(&keys[1]).await.unwrap().unwrap()
+    );
+    assert_eq!(
+        b.groups,
+        store.shard_groups(&keys[1]).await.unwrap().unwrap()
+    );
+    assert_eq!(b.groups[0].lag, Some(1));
+    assert!(b.memory_bytes.is_some_and(|m| m > 0));
+    assert!(
+        store
+            .shard_observations(&[])
+            .await
+            .expect("none")
+            .is_empty()
+    );
+
+    let after: Vec<String> = vec![
+        a.info.last_generated_id.clone().expect("an id"),
+        b.info.last_generated_id.clone().expect("an id"),
+        "0-0".to_owned(),
+    ];
+    assert_eq!(
+        store
+            .streams_grown_since(&keys, &after)
+            .await
+            .expect("xread"),
+        vec![false, false, false],
+        "nothing appended since"
+    );
+    let _: String = raw(
+        store,
+        redis::cmd("XADD").arg(&keys[0]).arg("*").arg("f").arg("v"),
+    )
+    .await;
+    let _: String = raw(
+        store,
+        redis::cmd("XADD").arg(&keys[2]).arg("*").arg("f").arg("v"),
+    )
+    .await;
+    assert_eq!(
+        store
+            .streams_grown_since(&keys, &after)
+            .await
+            .expect("xread"),
+        vec![true, false, true],
+        "an append to a stream, and a stream that appeared with an entry"
+    );
+    assert!(store.streams_grown_since(&keys, &after[..1]).await.is_err());
+    assert!(
+        store
+            .streams_grown_since(&[], &[])
+            .await
+            .expect("none")
+            .is_empty()
+    );
+}
+
+async fn revisions_of_many_groups(store: &Store, name: &str) {
+    let a = group(&format!("{name}-a"));
+    let b = group(&format!("{name}-b"));
+    let missing = group(&format!("{name}-missing"));
+    create_group(store, &a, &[]).await;
+    create_group(store, &b, &[]).await;
+    assert_eq!(
+        store
+            .revisions(&[&a, &missing, &b])
+            .await
+            .expect("revisions"),
+        vec![Some(1), None, Some(1)]
+    );
+    assert!(store.revisions(&[]).await.expect("none").is_empty());
 }
