@@ -64,8 +64,8 @@ pub struct CoordinatorConfig {
     pub reconciler: LoopConfig,
     /// Replicas: the registry lease, ownership of background work, the change feed.
     pub cluster: ClusterConfig,
-    /// Consumer-group behaviour: static membership, member caps (`[coordinator.groups]` is read too).
-    #[serde(alias = "groups")]
+    /// Consumer-group behaviour: static membership, member caps (`[coordinator.groups]` is read too: see
+    /// [`with_groups_table_read_as_group`]).
     pub group: GroupConfig,
     pub store: StoreConfig,
     pub streams: StreamsConfig,
@@ -274,6 +274,32 @@ pub struct Overrides {
 
 /// Loads the configuration: defaults < TOML file < the reference's variables < `COORDINATOR_*` env <
 /// overrides; then validates it.
+/// Merges a config file, reading a `[coordinator.groups]` table as `[coordinator.group]` (both spellings are
+/// documented). A serde alias cannot do it: the defaults already carry `group`, and serde would see the
+/// field twice. Only a file that uses the plural spelling takes this path, so every other file keeps its
+/// source in error messages.
+fn with_groups_table_read_as_group(figment: Figment, path: &Path) -> Result<Figment, ConfigError> {
+    let file = Figment::from(Toml::file(path));
+    if file.find_value("coordinator.groups").is_err() {
+        return Ok(figment.merge(Toml::file(path)));
+    }
+    let mut document: Dict = file
+        .extract()
+        .map_err(|e| ConfigError(format!("config file {}: {e}", path.display())))?;
+    if let Some(Value::Dict(_, coordinator)) = document.get_mut("coordinator") {
+        if coordinator.contains_key("group") {
+            return Err(ConfigError(format!(
+                "config file {}: [coordinator.group] and [coordinator.groups] are the same table; keep one",
+                path.display()
+            )));
+        }
+        if let Some(groups) = coordinator.remove("groups") {
+            coordinator.insert("group".into(), groups);
+        }
+    }
+    Ok(figment.merge(Named::new(SOURCE_FILE_GROUPS, document)))
+}
+
 pub fn load(
     file: Option<&Path>,
     env: &BTreeMap<String, String>,
@@ -287,7 +313,7 @@ pub fn load(
                 path.display()
             )));
         }
-        figment = figment.merge(Toml::file(path));
+        figment = with_groups_table_read_as_group(figment, path)?;
     }
     // The reference implementation's variables (SPRING_DATA_REDIS_*, SERVER_PORT, …), below rsc's own.
     let reference = reference_env::translate(env, overrides).map_err(ConfigError)?;
@@ -372,6 +398,8 @@ pub fn risky_settings(c: &CoordinatorConfig) -> Vec<String> {
     out
 }
 
+/// The name of a config file's provider when its `[coordinator.groups]` table was read as `[coordinator.group]`.
+const SOURCE_FILE_GROUPS: &str = "the config file";
 /// The name the `COORDINATOR_*` variables' provider reports, so that an error can name the variable.
 const SOURCE_ENV: &str = "COORDINATOR_* environment variables";
 /// The name of the provider of the reference implementation's variables (see `reference_env.rs`).
