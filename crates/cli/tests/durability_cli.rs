@@ -37,6 +37,16 @@ fn text(o: &Output) -> String {
 }
 
 async fn heartbeat(c: &CoordinatorClient, member: &str, epoch: i64, version: i64) -> Value {
+    heartbeat_on(c, "ledger", member, epoch, version).await
+}
+
+async fn heartbeat_on(
+    c: &CoordinatorClient,
+    stream: &str,
+    member: &str,
+    epoch: i64,
+    version: i64,
+) -> Value {
     let body = json!({
         "protocolVersion": 1, "requestId": format!("{member}-{epoch}-{version}"), "memberId": member,
         "memberEpoch": epoch, "metadataVersion": version,
@@ -49,9 +59,9 @@ async fn heartbeat(c: &CoordinatorClient, member: &str, epoch: i64, version: i64
             "coord",
             "v1",
             "streams",
-            "ledger",
+            stream,
             "groups",
-            "ledger",
+            stream,
             "members",
             member,
             "heartbeat",
@@ -181,10 +191,27 @@ async fn durability_repairs_from_the_cli() {
         "a test client"
     );
 
-    // Recreate needs a suspected (or lost) group: raise it again with newer evidence, then repair.
+    // For an hour after the dismissal, newer evidence from the same principal does not raise it again
+    // (issue #32: a dismissed client cannot re-freeze the group), so recreate refuses a healthy group.
     heartbeat(&c, "m1", epoch, version + 20).await;
+    let view = c
+        .get_json(&[
+            "coord",
+            "v1",
+            "monitoring",
+            "streams",
+            "ledger",
+            "groups",
+            "ledger",
+        ])
+        .await
+        .unwrap();
+    assert!(
+        view["metadataDurability"]["rollbackSuspicion"].is_null(),
+        "{view}"
+    );
     let url2 = url.clone();
-    let recreated = tokio::task::spawn_blocking(move || {
+    let refused = tokio::task::spawn_blocking(move || {
         rsc(
             &url2,
             &[
@@ -192,6 +219,39 @@ async fn durability_repairs_from_the_cli() {
                 "recreate",
                 "ledger",
                 "ledger",
+                "--reason",
+                "not needed",
+                "--yes",
+            ],
+        )
+    })
+    .await
+    .unwrap();
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("not suspected"),
+        "{}",
+        text(&refused)
+    );
+
+    // Recreate repairs a suspected group: another stream's group, raised and not dismissed.
+    c.create_stream("journal", 2, "durability-cli")
+        .await
+        .unwrap();
+    let joined = heartbeat_on(&c, "journal", "m1", 0, 0).await;
+    let journal_epoch = joined["memberEpoch"].as_i64().unwrap();
+    let journal_version = joined["metadataVersion"].as_i64().unwrap();
+    let ahead = heartbeat_on(&c, "journal", "m1", journal_epoch, journal_version + 7).await;
+    assert_eq!(ahead["status"], "SYNC_METADATA", "{ahead}");
+    let url2 = url.clone();
+    let recreated = tokio::task::spawn_blocking(move || {
+        rsc(
+            &url2,
+            &[
+                "durability",
+                "recreate",
+                "journal",
+                "journal",
                 "--reason",
                 "repair after a restore",
                 "--yes",
@@ -207,9 +267,9 @@ async fn durability_repairs_from_the_cli() {
             "v1",
             "monitoring",
             "streams",
-            "ledger",
+            "journal",
             "groups",
-            "ledger",
+            "journal",
         ])
         .await
         .unwrap();
