@@ -321,7 +321,8 @@ async fn every_route_rejects_callers_without_the_right_credentials_role_or_scope
 
 /// Every key's content in a canonical form, except the keys that refused requests may legitimately touch:
 /// the audit streams and the sign-in throttle's counters; and the replica registry, whose lease each replica
-/// renews on its own (nobody's request).
+/// renews on its own (nobody's request); and the deployment's cluster id, which the first reader of `GET /`
+/// creates once (SET NX) and never changes.
 async fn state_of(url: &str) -> std::collections::BTreeMap<String, String> {
     let mut conn = redis_conn(url).await;
     let keys: Vec<String> = redis::cmd("KEYS")
@@ -331,7 +332,11 @@ async fn state_of(url: &str) -> std::collections::BTreeMap<String, String> {
         .unwrap();
     let mut out = std::collections::BTreeMap::new();
     for k in keys {
-        if k.contains(":audit") || k.contains(":login-throttle:") || k.ends_with(":replicas") {
+        if k.contains(":audit")
+            || k.contains(":login-throttle:")
+            || k.ends_with(":replicas")
+            || k.ends_with(":cluster-id")
+        {
             continue;
         }
         let kind: String = redis::cmd("TYPE")
