@@ -64,8 +64,8 @@ pub struct CoordinatorConfig {
     pub reconciler: LoopConfig,
     /// Replicas: the registry lease, ownership of background work, the change feed.
     pub cluster: ClusterConfig,
-    /// Consumer-group behaviour: static membership, member caps (`[coordinator.groups]` is read too: see
-    /// [`with_groups_table_read_as_group`]).
+    /// Consumer-group behaviour: static membership, member caps (`[coordinator.groups]` is read too, by
+    /// `with_groups_table_read_as_group`).
     pub group: GroupConfig,
     pub store: StoreConfig,
     pub streams: StreamsConfig,
