@@ -36,6 +36,21 @@ fn text(o: &Output) -> String {
     )
 }
 
+/// The monitoring view of a stream's default group.
+async fn group_view(c: &CoordinatorClient, stream: &str) -> Value {
+    c.get_json(&[
+        "coord",
+        "v1",
+        "monitoring",
+        "streams",
+        stream,
+        "groups",
+        stream,
+    ])
+    .await
+    .unwrap()
+}
+
 async fn heartbeat(c: &CoordinatorClient, member: &str, epoch: i64, version: i64) -> Value {
     heartbeat_on(c, "ledger", member, epoch, version).await
 }
@@ -170,18 +185,7 @@ async fn durability_repairs_from_the_cli() {
         "{}",
         text(&dismissed)
     );
-    let view = c
-        .get_json(&[
-            "coord",
-            "v1",
-            "monitoring",
-            "streams",
-            "ledger",
-            "groups",
-            "ledger",
-        ])
-        .await
-        .unwrap();
+    let view = group_view(&c, "ledger").await;
     assert!(
         view["metadataDurability"]["rollbackSuspicion"].is_null(),
         "{view}"
@@ -194,18 +198,7 @@ async fn durability_repairs_from_the_cli() {
     // For an hour after the dismissal, newer evidence from the same principal does not raise it again
     // (issue #32: a dismissed client cannot re-freeze the group), so recreate refuses a healthy group.
     heartbeat(&c, "m1", epoch, version + 20).await;
-    let view = c
-        .get_json(&[
-            "coord",
-            "v1",
-            "monitoring",
-            "streams",
-            "ledger",
-            "groups",
-            "ledger",
-        ])
-        .await
-        .unwrap();
+    let view = group_view(&c, "ledger").await;
     assert!(
         view["metadataDurability"]["rollbackSuspicion"].is_null(),
         "{view}"
@@ -261,18 +254,7 @@ async fn durability_repairs_from_the_cli() {
     .await
     .unwrap();
     assert!(recreated.status.success(), "{}", text(&recreated));
-    let view = c
-        .get_json(&[
-            "coord",
-            "v1",
-            "monitoring",
-            "streams",
-            "journal",
-            "groups",
-            "journal",
-        ])
-        .await
-        .unwrap();
+    let view = group_view(&c, "journal").await;
     assert!(
         view["metadataDurability"]["rollbackSuspicion"].is_null(),
         "{view}"
