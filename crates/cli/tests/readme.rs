@@ -62,7 +62,9 @@ struct Step {
 
 /// The text of a documentation file, by its path from the repository root.
 fn doc(file: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(file);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(file);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{file}: {e}"))
 }
 
@@ -758,7 +760,10 @@ fn broken(root: &Path, file: &Path, target: &str) -> Option<String> {
 
 #[test]
 fn every_relative_link_of_the_documentation_resolves() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("the repository root");
     let mut failures = Vec::new();
     let mut checked = 0;
     for file in linked_documents(&root) {
@@ -771,8 +776,15 @@ fn every_relative_link_of_the_documentation_resolves() {
             }
         }
     }
-    assert!(checked >= 50, "only {checked} links found: is the parser blind?");
-    assert!(failures.is_empty(), "broken links:\n{}", failures.join("\n"));
+    assert!(
+        checked >= 50,
+        "only {checked} links found: is the parser blind?"
+    );
+    assert!(
+        failures.is_empty(),
+        "broken links:\n{}",
+        failures.join("\n")
+    );
 }
 
 #[test]
