@@ -436,7 +436,13 @@ impl CoordinatorClient {
             stream_prefix,
         ];
         let (status, _) = self
-            .call::<()>(Method::GET, &segments, &[], None, self.inner.request_timeout)
+            .call::<()>(
+                Method::GET,
+                &segments,
+                &[],
+                None,
+                self.inner.request_timeout,
+            )
             .await?;
         match status.as_u16() {
             200..=299 | 403 => Ok(true),
