@@ -1,5 +1,5 @@
 # A complete configuration for the rsc Terraform provider (crates/terraform-provider): one stream, two consumer
-# groups, and read-only views of them. See the README's "Terraform and GitOps".
+# groups, and read-only views of them. See docs/terraform.md.
 #
 # Credentials come from the environment, never from this file:
 #   export RSC_COORDINATOR=http://localhost:8080      # or several, comma-separated: tried in order

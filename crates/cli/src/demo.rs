@@ -266,7 +266,7 @@ async fn demo(args: DemoArgs) -> ExitCode {
     producer_config.redis_tls = redis_tls;
     if args.scale.len() > 1 {
         // Scaling while publishing: pick up each new routing within half a second (order holds for records
-        // published with current routing; see the README's "Ordered streams").
+        // published with current routing; see docs/api.md, "Ordered streams").
         producer_config = producer_config.refresh_interval(Duration::from_millis(500));
     }
     let producer = match Producer::connect(coord.clone(), producer_config).await {

@@ -1,6 +1,7 @@
-//! Walks the README as a new user would: every `sh` block of "A walk through the API with curl", "Scaling a
-//! stream's shard count", "Operations runbook", "Operating with the `rsc` CLI" and "A first Rust consumer and
-//! producer", in order, against a fresh `rsc serve` with its own redis-server.
+//! Walks the documentation as a new user would: every `sh` block of the README's "A walk through the API with
+//! curl", then of "Scaling a stream's shard count" (docs/api.md), "Operations runbook" (docs/operations.md),
+//! "Operating with the `rsc` CLI" (docs/cli.md) and "A first Rust consumer and producer" (docs/sdk.md), in
+//! that order (`SECTIONS`), against a fresh `rsc serve` with its own redis-server.
 //!
 //! - The block that starts the coordinator (`… rsc serve`) runs in the background with `RSC_LISTEN` and
 //!   `RSC_REDIS_URL` pointing at this test's port and Redis (the README says those variables do that).
@@ -9,7 +10,7 @@
 //!   prompt is answered with the password. `rsc` is on `PATH`; `RSC_COORDINATOR` and `RSC_REDIS_URL` are
 //!   set, as the README tells users with another coordinator or Redis to do.
 //! - Substituted in the text: the password (`pick-a-long-password`) and `localhost:8080` (this test's port).
-//!   The README runs the example programs with `cargo run -q -p rsc-examples --bin NAME -- …`; the walk runs
+//!   docs/sdk.md runs the example programs with `cargo run -q -p rsc-examples --bin NAME -- …`; the walk runs
 //!   the binary that command runs, `target/<profile>/NAME` next to `rsc` (built by `cargo test --workspace`
 //!   through the examples' own test; built here with `cargo build -p rsc-examples` when missing or older than
 //!   the sources it is built from), so the walk's bound counts no compilation.
@@ -17,9 +18,14 @@
 //!   shows (`…` = anything; a value `"reshard-…"` must start with `reshard-`; `k=v` words need `k=`); and no
 //!   output may carry an `errorCode` unless the `# →` line shows one.
 //!
-//! The "Backup and restore" rehearsal runs apart (it starts its own Redis and coordinator): every `sh` block of
-//! that section and of "Doctor" (which goes on with the rehearsal's Redis), in one `set -euo pipefail` shell, with its ports (6380, 8081, 6399) swapped for free ones; it
-//! must print "routing identical", so a rehearsal that compares two error pages cannot pass.
+//! The "Backup and restore" rehearsal of docs/operations.md runs apart (it starts its own Redis and
+//! coordinator): every `sh` block of that section and of "Doctor" (which goes on with the rehearsal's Redis),
+//! in one `set -euo pipefail` shell, with its ports (6380, 8081, 6399) swapped for free ones; it must print
+//! "routing identical", so a rehearsal that compares two error pages cannot pass.
+//!
+//! And every relative link of the documentation (README.md, docs/*.md, ARCHITECTURE.md, TESTING.md,
+//! BENCHMARKS.md, CONTRIBUTING.md) leads to a file that exists and, for an `#anchor` into a markdown file, to
+//! one of its headings.
 //!
 //! Needs `bash`, `curl` and `jq` (`.ci/run` installs them).
 
@@ -30,20 +36,23 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The README sections the walk runs, in README order.
-const SECTIONS: [&str; 5] = [
-    "A walk through the API with curl",
-    "Scaling a stream's shard count",
-    "Operations runbook",
-    "Operating with the `rsc` CLI",
-    "A first Rust consumer and producer",
+/// The sections the walk runs, in the order it runs them: (file from the repository root, `## ` heading).
+/// Each section's blocks include those of its `###` subsections.
+const SECTIONS: [(&str, &str); 5] = [
+    ("README.md", "A walk through the API with curl"),
+    ("docs/api.md", "Scaling a stream's shard count"),
+    ("docs/operations.md", "Operations runbook"),
+    ("docs/cli.md", "Operating with the `rsc` CLI"),
+    ("docs/sdk.md", "A first Rust consumer and producer"),
 ];
+/// The file that holds the backup rehearsal's sections ("Backup and restore", then "Doctor").
+const REHEARSAL_FILE: &str = "docs/operations.md";
 /// The README's example password, replaced by the test's.
 const README_PASSWORD: &str = "pick-a-long-password";
 /// The whole walk (it includes a 10-second `rsc demo`) must finish within this.
 const WALK_BOUND: Duration = Duration::from_secs(240);
 
-/// One command (one or more lines) of a block, and the output shape the README shows after it.
+/// One command (one or more lines) of a block, and the output shape the documentation shows after it.
 #[derive(Debug, Clone)]
 struct Step {
     section: String,
@@ -51,32 +60,27 @@ struct Step {
     expect: Option<String>,
 }
 
-/// The `sh` blocks of the walked sections, in order, with their section's heading.
-fn blocks(readme: &str) -> Vec<(String, String)> {
+/// The text of a documentation file, by its path from the repository root.
+fn doc(file: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(file);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{file}: {e}"))
+}
+
+/// The `sh` blocks of the walked sections, in walk order, each with its section's name (`file "heading"`).
+fn blocks() -> Vec<(String, String)> {
     let mut out = Vec::new();
-    let mut section = String::new();
-    let mut block: Option<String> = None;
-    for line in readme.lines() {
-        if let Some(b) = block.as_mut() {
-            if line.trim_end() == "```" {
-                if SECTIONS.iter().any(|s| section.starts_with(s)) {
-                    out.push((section.clone(), b.clone()));
-                }
-                block = None;
-            } else {
-                b.push_str(line);
-                b.push('\n');
-            }
-        } else if let Some(h) = line.strip_prefix("## ") {
-            section = h.trim().to_owned();
-        } else if line.trim_end() == "```sh" {
-            block = Some(String::new());
-        }
-    }
-    for s in SECTIONS {
+    for (file, heading) in SECTIONS {
+        let found = section_blocks(&doc(file), heading);
         assert!(
-            out.iter().any(|(h, _)| h.starts_with(s)),
-            "README has no `sh` block under \"## {s}\""
+            !found.is_empty(),
+            "{file} has no `sh` block under \"## {heading}\""
+        );
+        out.extend(
+            found
+                .into_iter()
+                .map(|b| (format!("{file} \"{heading}\""), b)),
         );
     }
     out
@@ -247,9 +251,8 @@ fn every_command_of_the_readme_walk_and_runbook_works_as_written() {
             .is_ok_and(|o| o.status.success());
         assert!(found, "the README walk needs {tool} (.ci/run installs it)");
     }
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
-        .expect("README.md");
-    let all: Vec<Step> = blocks(&readme)
+    let walked: String = SECTIONS.iter().map(|(file, _)| doc(file)).collect();
+    let all: Vec<Step> = blocks()
         .iter()
         .flat_map(|(section, block)| steps(section, block))
         .collect();
@@ -282,8 +285,8 @@ fn every_command_of_the_readme_walk_and_runbook_works_as_written() {
     };
     for (command, _) in &examples {
         assert!(
-            readme.contains(command.as_str()),
-            "the README no longer runs `{command}`: update EXAMPLES"
+            walked.contains(command.as_str()),
+            "the walked documentation no longer runs `{command}`: update EXAMPLES"
         );
     }
     let dir = tempfile::tempdir().unwrap();
@@ -362,7 +365,7 @@ fn every_command_of_the_readme_walk_and_runbook_works_as_written() {
     let current = read(dir.path().join("current")).trim().to_owned();
     let report = |n: usize, why: &str| -> String {
         format!(
-            "README \"{}\": this command {why}:\n{}\n--- expected: {}\n--- stdout:\n{}\n--- stderr:\n{}\n--- server log (tail):\n{}",
+            "{}: this command {why}:\n{}\n--- expected: {}\n--- stdout:\n{}\n--- stderr:\n{}\n--- server log (tail):\n{}",
             walk[n].section,
             walk[n].text,
             walk[n].expect.as_deref().unwrap_or("(nothing shown)"),
@@ -394,7 +397,7 @@ fn every_command_of_the_readme_walk_and_runbook_works_as_written() {
         }
     }
 
-    // Every answer has the shape the README shows.
+    // Every answer has the shape the documentation shows.
     let mut failures = Vec::new();
     for (n, step) in walk.iter().enumerate() {
         let output = read(dir.path().join(format!("out.{n}")));
@@ -413,10 +416,10 @@ fn every_command_of_the_readme_walk_and_runbook_works_as_written() {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
-/// The example programs the README runs with `cargo run -q -p rsc-examples --bin NAME --`.
+/// The example programs the walked documentation runs with `cargo run -q -p rsc-examples --bin NAME --`.
 const EXAMPLES: [&str; 2] = ["orders-producer", "orders-consumer"];
 
-/// Each README command that runs an example, with the binary it runs: `target/<profile>/NAME` beside `rsc`,
+/// Each documented command that runs an example, with the binary it runs: `target/<profile>/NAME` beside `rsc`,
 /// built first when missing or older than the sources of the crates it is built from.
 fn example_binaries(bin_dir: &Path) -> Vec<(String, PathBuf)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -480,7 +483,8 @@ fn newer_than(path: &Path, than: std::time::SystemTime) -> bool {
     }
 }
 
-/// The `sh` blocks under the README heading `## <heading>`, in order.
+/// The `sh` blocks under the heading `## <heading>` of a markdown text (its `###` subsections included), in
+/// order.
 fn section_blocks(readme: &str, heading: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut inside = false;
@@ -520,13 +524,12 @@ impl Drop for RedisShutdown {
 
 #[test]
 fn the_backup_rehearsal_of_the_readme_proves_the_restore() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
-        .expect("README.md");
-    let mut blocks = section_blocks(&readme, "Backup and restore");
-    blocks.extend(section_blocks(&readme, "Doctor"));
+    let rehearsal = doc(REHEARSAL_FILE);
+    let mut blocks = section_blocks(&rehearsal, "Backup and restore");
+    blocks.extend(section_blocks(&rehearsal, "Doctor"));
     assert!(
         blocks.len() >= 6,
-        "the README's backup rehearsal has {} sh blocks",
+        "the backup rehearsal of {REHEARSAL_FILE} has {} sh blocks",
         blocks.len()
     );
     let redis_port = rsc_testkit::free_port();
@@ -629,4 +632,193 @@ fn shapes_are_checked_by_keys_and_string_values() {
     assert_eq!(s[0].expect.as_deref(), Some("201 {\"a\":1, \"b\":\"x\"}"));
     assert_eq!(s[1].text, "curl c\ncurl d");
     assert_eq!(s[1].expect, None);
+}
+
+/// The markdown files whose relative links must resolve: README.md, ARCHITECTURE.md, TESTING.md,
+/// BENCHMARKS.md, CONTRIBUTING.md and every `docs/*.md`, as paths from the repository root.
+fn linked_documents(root: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = [
+        "README.md",
+        "ARCHITECTURE.md",
+        "TESTING.md",
+        "BENCHMARKS.md",
+        "CONTRIBUTING.md",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .collect();
+    let mut pages: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
+        .expect("docs/ is readable")
+        .map(|e| e.expect("a docs/ entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .map(|p| p.strip_prefix(root).expect("under the root").to_path_buf())
+        .collect();
+    pages.sort();
+    files.extend(pages);
+    files
+}
+
+/// The lines of a markdown text outside fenced code blocks (``` fences, indented or not).
+fn prose_lines(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if !fenced {
+            out.push(line);
+        }
+    }
+    out
+}
+
+/// GitHub's anchor of a heading: lowercase, punctuation dropped except `-` and `_`, spaces turned into `-`.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | ' '))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The anchors of a markdown text's headings, with GitHub's `-1`, `-2`, … for repeated ones.
+fn anchors(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in prose_lines(text) {
+        let hashes = line.chars().take_while(|&c| c == '#').count();
+        if !(1..=6).contains(&hashes) || !line[hashes..].starts_with(' ') {
+            continue;
+        }
+        let base = slug(&line[hashes..]);
+        let mut anchor = base.clone();
+        let mut n = 0;
+        while out.contains(&anchor) {
+            n += 1;
+            anchor = format!("{base}-{n}");
+        }
+        out.push(anchor);
+    }
+    out
+}
+
+/// The targets of a markdown text's links and images (`[text](target)`, `![alt](target)`) outside code.
+fn link_targets(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in prose_lines(text) {
+        // Drop inline code spans: what is between a pair of backticks is not a link.
+        let prose: String = line
+            .split('`')
+            .enumerate()
+            .filter(|(i, _)| i % 2 == 0)
+            .map(|(_, part)| part)
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut rest = prose.as_str();
+        while let Some(at) = rest.find("](") {
+            rest = &rest[at + 2..];
+            let end = rest.find(')').unwrap_or(rest.len());
+            let target = rest[..end].trim();
+            if !target.is_empty() && !target.contains(' ') {
+                out.push(target.to_owned());
+            }
+            rest = &rest[end..];
+        }
+    }
+    out
+}
+
+/// What is wrong with one link of `file` (a path from the repository root), if anything.
+fn broken(root: &Path, file: &Path, target: &str) -> Option<String> {
+    if target.contains("://") || target.starts_with("mailto:") {
+        return None;
+    }
+    let (path, anchor) = target.split_once('#').unwrap_or((target, ""));
+    let resolved = if path.is_empty() {
+        root.join(file)
+    } else if let Some(from_root) = path.strip_prefix('/') {
+        root.join(from_root)
+    } else {
+        root.join(file.parent().unwrap_or(Path::new(""))).join(path)
+    };
+    if !resolved.exists() {
+        return Some(format!("{} does not exist", resolved.display()));
+    }
+    if anchor.is_empty() || resolved.extension().is_none_or(|x| x != "md") {
+        return None;
+    }
+    let text = std::fs::read_to_string(&resolved).ok()?;
+    if anchors(&text).iter().any(|a| a == anchor) {
+        None
+    } else {
+        Some(format!("{} has no heading #{anchor}", resolved.display()))
+    }
+}
+
+#[test]
+fn every_relative_link_of_the_documentation_resolves() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("the repository root");
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for file in linked_documents(&root) {
+        let text = std::fs::read_to_string(root.join(&file))
+            .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        for target in link_targets(&text) {
+            checked += 1;
+            if let Some(why) = broken(&root, &file, &target) {
+                failures.push(format!("{}: ({target}): {why}", file.display()));
+            }
+        }
+    }
+    assert!(
+        checked >= 50,
+        "only {checked} links found: is the parser blind?"
+    );
+    assert!(
+        failures.is_empty(),
+        "broken links:\n{}",
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn links_are_read_as_github_reads_them() {
+    assert_eq!(
+        slug("Operating with the `rsc` CLI"),
+        "operating-with-the-rsc-cli"
+    );
+    assert_eq!(
+        slug("Replicas: one, two and three side by side (2026-12-01 09:03–09:11, shared machine)"),
+        "replicas-one-two-and-three-side-by-side-2026-12-01-09030911-shared-machine"
+    );
+    assert_eq!(
+        slug("Scaling a stream's shard_count"),
+        "scaling-a-streams-shard_count"
+    );
+    let text = "# Top\n\n## Same\n\n```sh\n# not a heading\n[not](a-link.md)\n```\n\n### Same\n\
+                See [the top](#top), `[code](no.md)`, ![an image](docs/x.png) and [a page](a.md#same-1).\n";
+    assert_eq!(anchors(text), ["top", "same", "same-1"]);
+    assert_eq!(link_targets(text), ["#top", "docs/x.png", "a.md#same-1"]);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let readme = Path::new("README.md");
+    assert_eq!(broken(&root, readme, "docs/api.md#routes"), None);
+    assert_eq!(broken(&root, readme, "https://example.invalid/x"), None);
+    assert!(
+        broken(&root, readme, "docs/api.md#no-such-heading")
+            .unwrap()
+            .contains("no heading #no-such-heading")
+    );
+    assert!(
+        broken(&root, readme, "docs/no-such-page.md")
+            .unwrap()
+            .contains("does not exist")
+    );
+    assert!(broken(&root, Path::new("docs/api.md"), "api.md#routes").is_none());
+    assert!(broken(&root, Path::new("docs/api.md"), "docs/api.md").is_some());
 }

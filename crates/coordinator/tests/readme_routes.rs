@@ -1,15 +1,15 @@
-//! The README's "Routes" table and the route table (`api/routes.rs`) list the same routes, with the same
+//! The "Routes" table of docs/api.md and the route table (`api/routes.rs`) list the same routes, with the same
 //! access and audit action, so the documentation cannot drift from what the server serves.
 
 use rsc_coordinator::api::routes::{self, Access};
 use std::collections::BTreeSet;
 
-/// (method, path as the README writes it, access, audit action)
+/// (method, path as docs/api.md writes it, access, audit action)
 type Row = (String, String, String, String);
 
 fn readme() -> String {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md");
-    std::fs::read_to_string(path).expect("README.md is readable")
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/api.md");
+    std::fs::read_to_string(path).expect("docs/api.md is readable")
 }
 
 /// The rows of the table under `## Routes`.
@@ -18,7 +18,7 @@ fn documented() -> BTreeSet<Row> {
     let section = text
         .split("\n## ")
         .find(|s| s.starts_with("Routes\n"))
-        .expect("README has a \"## Routes\" section");
+        .expect("docs/api.md has a \"## Routes\" section");
     let mut rows = BTreeSet::new();
     for line in section.lines().filter(|l| l.starts_with('|')) {
         let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
@@ -32,12 +32,12 @@ fn documented() -> BTreeSet<Row> {
             cells[2].to_owned(),
             unquote(cells[3]),
         );
-        assert!(rows.insert(row.clone()), "README lists {row:?} twice");
+        assert!(rows.insert(row.clone()), "docs/api.md lists {row:?} twice");
     }
     rows
 }
 
-/// The route table in the README's notation: `{p}`, `{g}`, `{memberId}`, `{reshardingId}`.
+/// The route table in the notation of docs/api.md: `{p}`, `{g}`, `{memberId}`, `{reshardingId}`.
 fn served() -> BTreeSet<Row> {
     routes::table()
         .iter()
@@ -75,7 +75,7 @@ fn the_readme_routes_table_lists_exactly_the_served_routes() {
     let extra: Vec<&Row> = documented.difference(&served).collect();
     assert!(
         missing.is_empty() && extra.is_empty(),
-        "README \"Routes\" disagrees with api/routes.rs.\n  served but not documented (add these rows): \
+        "docs/api.md \"Routes\" disagrees with api/routes.rs.\n  served but not documented (add these rows): \
          {missing:#?}\n  documented but not served (remove or fix these rows): {extra:#?}"
     );
 }

@@ -1,7 +1,7 @@
 //! `terraform-provider-rsc`: the Terraform provider of rsc (plugin protocol 6, source address `rsc/rsc`).
 //! Terraform starts this binary and talks gRPC to it; it manages streams (`rsc_stream`) and consumer groups
 //! (`rsc_consumer_group`) through the coordinator's HTTP API, and reads them for plans (data sources of the
-//! same names). See the README's "Terraform and GitOps".
+//! same names). See docs/terraform.md.
 
 mod api;
 mod count;

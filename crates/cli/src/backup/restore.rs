@@ -44,7 +44,7 @@ pub struct RestoreArgs {
     /// Restore only this group (`<streamPrefix>/<consumerGroup>`), with its stream record; repeatable.
     #[arg(long = "group", value_name = "S/G")]
     pub groups: Vec<String>,
-    /// Replace live metadata that is newer than the backup (disaster recovery; see README "durability").
+    /// Replace live metadata that is newer than the backup (disaster recovery; see docs/operations.md, "Backup and restore").
     #[arg(long)]
     pub force: bool,
     /// Lease given to every live member of a restored group, in ms: at least the coordinator's

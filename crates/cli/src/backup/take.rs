@@ -6,8 +6,8 @@
 //! stream record are read as a pair that matches. Per stream: read the stream record, then each of its
 //! groups, then the stream record again; if its revision moved in between, read them all again (at most
 //! `ATTEMPTS` times). Groups of different streams are independent and read one stream at a time. Leases,
-//! progress, tokens, rate-limit windows and the audit streams are not backed up (README "Backup and
-//! restore" says why).
+//! progress, tokens, rate-limit windows and the audit streams are not backed up (docs/operations.md,
+//! "Backup and restore", says why).
 
 use clap::Args;
 use rsc_protocol::names;

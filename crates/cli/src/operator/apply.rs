@@ -16,7 +16,7 @@ use std::process::ExitCode;
 pub struct PlanArgs {
     #[command(flatten)]
     pub target: Target,
-    /// The desired-state file (TOML; see the README's "Declarative changes").
+    /// The desired-state file (TOML; see docs/cli.md, "Operating with the `rsc` CLI": GitOps admin mutation).
     #[arg(short = 'f', long = "file")]
     pub file: PathBuf,
 }

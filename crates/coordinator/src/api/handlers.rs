@@ -185,7 +185,7 @@ pub enum ProbeState {
     NotReady,
 }
 
-/// `GET /`: what this server is and where to go next. Public, so it says nothing a route list in the README
+/// `GET /`: what this server is and where to go next. Public, so it says nothing the route list of docs/api.md
 /// does not (no coordinator id, no Redis, no groups) beyond the deployment's random cluster id, which lets a
 /// client tell that two URLs are replicas of one deployment.
 pub async fn index(State(c): Coord) -> Response {
@@ -206,7 +206,7 @@ pub async fn index(State(c): Coord) -> Response {
             },
             authentication: "every /coord/v1 route except login, and /metrics, need credentials: \
                 Authorization: Bearer <accessToken from login> or Basic",
-            documentation: "README.md of the rsc source: \"Routes\" lists every route with its access",
+            documentation: "docs/api.md of the rsc source: \"Routes\" lists every route with its access",
         },
     )
 }

@@ -18,7 +18,7 @@ use serde_json::{Map, Value, json};
 use std::sync::OnceLock;
 use utoipa::openapi::OpenApi;
 
-/// The wire name of an access level (as the README's route table spells it).
+/// The wire name of an access level (as the routes table of docs/api.md spells it).
 pub fn access_name(access: Access) -> &'static str {
     match access {
         Access::Public => "public",
