@@ -305,9 +305,9 @@ where
     }
 }
 
-/// Waits until Redis's clock (the one the coordinator stamps sightings and changes with) is past the first
+/// Waits until Redis's clock (the one the coordinator's estimate of time follows) is 20 ms past the first
 /// sighting of every producer of stream `p` recorded so far, so that a change made next (a scale, a group
-/// created) is strictly later than all of them.
+/// created) is stamped strictly later than all of them, whatever the estimate's jitter.
 pub async fn wait_past_producer_sightings(redis_url: &str, p: &str) {
     let kp = Config::default().coordinator.store.key_prefix;
     let key = rsc_protocol::names::producers_first_seen_key(&kp, p);
@@ -329,7 +329,7 @@ pub async fn wait_past_producer_sightings(redis_url: &str, p: &str) {
             async move {
                 let (secs, micros): (i64, i64) =
                     redis::cmd("TIME").query_async(&mut conn).await.unwrap();
-                (secs * 1000 + micros / 1000 > latest + 1).then_some(())
+                (secs * 1000 + micros / 1000 > latest + 20).then_some(())
             }
         },
     )
