@@ -192,6 +192,18 @@ async fn demo(args: DemoArgs) -> ExitCode {
         Ok(CreateStream::AlreadyExists) => println!("using existing stream {}", args.stream),
         Err(e) => {
             let hint = match (&e, &args.username) {
+                (
+                    rsc_client::ClientError::Api {
+                        error_code: Some(code),
+                        ..
+                    },
+                    _,
+                ) if code == "STREAM_PREFIX_ALREADY_EXISTS" => format!(
+                    "  No stream {:?} exists, but Redis still holds records of a deleted stream under that prefix. \
+                     Say what to do with them: create it with `rsc apply -f FILE --existing-records adopt` (keep \
+                     them) or `--existing-records purge` (delete them), or run the demo with another --stream.",
+                    args.stream
+                ),
                 (rsc_client::ClientError::Unauthorized { .. }, None) => {
                     "  The coordinator requires credentials: set RSC_USERNAME and RSC_PASSWORD (e.g. \
                      RSC_USERNAME=admin and the password rsc serve was started with) or pass --username and --password."

@@ -146,6 +146,7 @@ async fn doctor_knows_every_key_a_coordinator_writes() {
         "member leases",
         "stream record",
         "producers seen",
+        "producers first seen",
         "producers quiesced",
         "bearer token",
         "tokens of a user",

@@ -689,6 +689,38 @@ fn a_deleted_stream_keeps_its_records_and_is_created_again_by_adopting_or_purgin
     ] {
         assert!(why.contains(part), "{part} missing: {}", text(&refused));
     }
+    // The SDK's create_stream (here through `rsc demo`, with the stored login) does not take leftover
+    // records for an existing stream either: the refusal and the choices reach the user, nothing changes.
+    let demo = f.run(
+        &[
+            "demo",
+            "--redis-url",
+            &f.redis_url,
+            "--stream",
+            "again",
+            "--duration",
+            "1",
+        ],
+        None,
+    );
+    assert!(!demo.status.success(), "{}", text(&demo));
+    assert!(
+        !stdout(&demo).contains("using existing stream"),
+        "{}",
+        text(&demo)
+    );
+    for part in ["STREAM_PREFIX_ALREADY_EXISTS", "--existing-records adopt"] {
+        assert!(
+            stderr(&demo).contains(part),
+            "{part} missing: {}",
+            text(&demo)
+        );
+    }
+    assert_eq!(
+        xlen(&f.redis_url, "again:0"),
+        3,
+        "the refused demo changed nothing"
+    );
 
     let adopted = apply(&["--existing-records", "adopt"]);
     assert!(adopted.status.success(), "{}", text(&adopted));

@@ -56,7 +56,9 @@ pub struct CoordinatorClientBuilder {
 pub enum CreateStream {
     /// The stream and its group were created.
     Created(CreateStreamResponse),
-    /// A group already uses this stream prefix (409 `STREAM_PREFIX_ALREADY_EXISTS`); nothing changed.
+    /// The stream exists already (409 `STREAM_PREFIX_ALREADY_EXISTS` or `GROUP_ALREADY_EXISTS`, and its group
+    /// answers); nothing changed. Records left by a deleted stream are not a stream: that refusal is returned
+    /// as [`ClientError::Api`] with code `STREAM_PREFIX_ALREADY_EXISTS`, naming the keys and the choices.
     AlreadyExists,
 }
 
@@ -400,10 +402,55 @@ impl CoordinatorClient {
             Err(ClientError::Api {
                 error_code: Some(code),
                 ..
-            }) if code == "STREAM_PREFIX_ALREADY_EXISTS" || code == "GROUP_ALREADY_EXISTS" => {
-                Ok(CreateStream::AlreadyExists)
+            }) if code == "GROUP_ALREADY_EXISTS" => Ok(CreateStream::AlreadyExists),
+            Err(ClientError::Api {
+                status,
+                error_code: Some(code),
+                message,
+            }) if code == "STREAM_PREFIX_ALREADY_EXISTS" => {
+                // The same code answers a prefix that only holds records left by a deleted stream: that
+                // is not a stream to use, and the refusal (naming the keys and the choices) goes back.
+                if self.stream_group_exists(stream_prefix).await? {
+                    Ok(CreateStream::AlreadyExists)
+                } else {
+                    Err(ClientError::Api {
+                        status,
+                        error_code: Some(code),
+                        message,
+                    })
+                }
             }
             Err(e) => Err(e),
+        }
+    }
+
+    /// Whether the stream's own group (named after the stream) exists: a read of it answers (a caller
+    /// without READ on it is told 403, which also means it exists), or 404.
+    async fn stream_group_exists(&self, stream_prefix: &str) -> Result<bool, ClientError> {
+        let segments = [
+            "coord",
+            "v1",
+            "streams",
+            stream_prefix,
+            "groups",
+            stream_prefix,
+        ];
+        let (status, _) = self
+            .call::<()>(
+                Method::GET,
+                &segments,
+                &[],
+                None,
+                self.inner.request_timeout,
+            )
+            .await?;
+        match status.as_u16() {
+            200..=299 | 403 => Ok(true),
+            404 => Ok(false),
+            other => Err(ClientError::Protocol(format!(
+                "reading group {stream_prefix}/{stream_prefix} to tell an existing stream from leftover \
+                 records answered HTTP {other}"
+            ))),
         }
     }
 

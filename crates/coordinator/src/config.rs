@@ -99,6 +99,10 @@ pub struct HttpConfig {
     /// Bytes of record ids, field names and values in one page of the message browser or Grafana's message
     /// rows (past its first record); a page cut short says `nextCursor`.
     pub message_page_max_bytes: usize,
+    /// The largest heartbeat body (every other route: 1 MiB). The default fits a member owning every shard of
+    /// a group at the largest shard count (16,384) and reporting progress for each
+    /// (`access::DEFAULT_HEARTBEAT_MAX_BODY_BYTES`); issue #32, finding 9.
+    pub heartbeat_max_body_bytes: usize,
 }
 
 impl Default for HttpConfig {
@@ -110,6 +114,7 @@ impl Default for HttpConfig {
             max_connections: 10_000,
             max_connections_per_address: 256,
             message_page_max_bytes: 4 * 1024 * 1024,
+            heartbeat_max_body_bytes: crate::access::DEFAULT_HEARTBEAT_MAX_BODY_BYTES,
         }
     }
 }
@@ -695,6 +700,17 @@ fn validate(c: &Config) -> Result<(), ConfigError> {
             format!(
                 "{} must be between 1024 and 268435456",
                 k.http.message_page_max_bytes
+            ),
+        );
+    }
+    if !(64 * 1024..=256 * 1024 * 1024).contains(&k.http.heartbeat_max_body_bytes) {
+        return fail(
+            "http.heartbeat-max-body-bytes",
+            format!(
+                "{} must be between 65536 and 268435456 (the default, {}, fits a member owning all 16384 \
+                 shards of a group and reporting progress for each)",
+                k.http.heartbeat_max_body_bytes,
+                crate::access::DEFAULT_HEARTBEAT_MAX_BODY_BYTES
             ),
         );
     }

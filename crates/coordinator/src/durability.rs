@@ -10,7 +10,9 @@
 //!
 //! A suspicion freezes a group's admin mutations, so who may raise one is limited: the application's
 //! principals (MEMBER: producers and consumers) and ADMIN. A READ/MONITOR/WRITE-only principal's observation
-//! is counted and logged, and that producer is still refused older routing, but nothing is recorded.
+//! is counted and logged, and that producer is still refused older routing, but nothing is recorded; so is a
+//! MEMBER principal's with no stake in the group (no live member in it, and no producer of its stream first
+//! seen before the group's routing last changed: `Durability::stake`).
 //! Heartbeats served without authentication (`authenticate-member-api = false`) raise suspicions as before.
 //! Each principal raises at most [`SUSPICIONS_PER_PRINCIPAL`] per [`SUSPICION_WINDOW_MS`] (a Redis window
 //! shared by all replicas); every piece of evidence records the principal, the time and the values.
@@ -52,6 +54,20 @@ pub const SUSPICION_WINDOW_MS: i64 = 10 * 60 * 1000;
 /// ADMIN. A READ, MONITOR or WRITE-only principal cannot freeze a group's admin mutations.
 pub fn may_raise_suspicion(p: &Principal) -> bool {
     p.roles.contains(Role::Member) || p.roles.contains(Role::Admin)
+}
+
+/// Whether a MEMBER principal's observation counts as rollback evidence on a group ([`Durability::stake`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stake {
+    Yes,
+    /// No live member in the group and no producer of its stream.
+    None,
+    /// A producer of the stream, first seen (at the earliest) at `first_seen_ms`, not before the group's
+    /// routing last changed (`cutoff_ms`).
+    LateProducer {
+        first_seen_ms: i64,
+        cutoff_ms: i64,
+    },
 }
 
 impl From<EpochOverflow> for CoordError {
@@ -239,12 +255,12 @@ impl Durability<'_> {
         }
         Stats::bump(&self.stats().metadata_regressions);
         let stored = base.group.metadata_version;
-        let outsider = match principal {
-            Some(p) if may_raise_suspicion(p) => !self.has_stake(name, &base.group, p).await,
-            _ => false,
+        let stake = match principal {
+            Some(p) if may_raise_suspicion(p) => self.stake(name, &base.group, p).await,
+            _ => Stake::Yes,
         };
-        let note = match principal {
-            Some(p) if outsider => {
+        let note = match (principal, stake) {
+            (Some(p), Stake::None) => {
                 Stats::bump(&self.stats().rollback_observations_ignored);
                 tracing::warn!(
                     stream = ?name.stream_prefix, group = ?name.consumer_group, principal = ?p.username,
@@ -258,7 +274,31 @@ impl Durability<'_> {
                     p.username
                 )
             }
-            Some(p) if !may_raise_suspicion(p) => {
+            (
+                Some(p),
+                Stake::LateProducer {
+                    first_seen_ms,
+                    cutoff_ms,
+                },
+            ) => {
+                Stats::bump(&self.stats().rollback_observations_ignored);
+                tracing::warn!(
+                    stream = ?name.stream_prefix, group = ?name.consumer_group, principal = ?p.username,
+                    observed, stored, first_seen = %crate::clock::iso_ms(first_seen_ms),
+                    routing_changed = %crate::clock::iso_ms(cutoff_ms),
+                    "a producer observation from a principal first seen producing to the stream after the \
+                     group's routing last changed was not recorded as rollback evidence"
+                );
+                format!(
+                    "principal {:?} has no live member in this group and was first seen producing to this \
+                     stream at {}, after the group's routing last changed ({}), so its observation was logged \
+                     but not recorded as rollback evidence",
+                    p.username,
+                    crate::clock::iso_ms(first_seen_ms),
+                    crate::clock::iso_ms(cutoff_ms)
+                )
+            }
+            (Some(p), _) if !may_raise_suspicion(p) => {
                 Stats::bump(&self.stats().rollback_observations_ignored);
                 tracing::warn!(
                     stream = ?name.stream_prefix, group = ?name.consumer_group, principal = ?p.username,
@@ -292,34 +332,46 @@ impl Durability<'_> {
     }
 
     /// Whether `p` has a stake in the group: an ADMIN, a principal with a live member in it, or one whose
-    /// routing reads registered a producer of its stream (issue #32, finding 12: any MEMBER principal froze
-    /// any group with one routing read).
-    async fn has_stake(
-        &self,
-        name: &GroupName,
-        group: &rsc_group::model::Group,
-        p: &Principal,
-    ) -> bool {
+    /// routing reads registered a producer of its stream first seen before the group's routing last changed
+    /// (`durability::producer_stake_cutoff_ms`). Issue #32, finding 12: any MEMBER principal froze any group
+    /// with one routing read and then one with an observation; a producer sighting made after the last scale
+    /// (or, for a group that never scaled, after its creation) gives no stake. An unreadable sighting hash
+    /// gives none either.
+    async fn stake(&self, name: &GroupName, group: &Group, p: &Principal) -> Stake {
         if p.roles.contains(Role::Admin) {
-            return true;
+            return Stake::Yes;
         }
         if group
             .members
             .values()
             .any(|m| m.state.is_live() && m.owner.as_deref() == Some(p.username.as_str()))
         {
-            return true;
+            return Stake::Yes;
         }
-        let kp = &self.config().store.key_prefix;
-        let seen = rsc_protocol::names::producers_seen_key(kp, &name.stream_prefix);
-        let quiesced = rsc_protocol::names::producers_quiesced_key(kp, &name.stream_prefix);
-        self.store()
-            .producers(&seen, &quiesced)
-            .await
-            .is_ok_and(|all| {
-                all.values()
-                    .any(|e| e.principal.as_deref() == Some(p.username.as_str()))
-            })
+        let keys =
+            rsc_store::ProducerKeys::of(&self.config().store.key_prefix, &name.stream_prefix);
+        let Ok(all) = self.store().producers(&keys).await else {
+            return Stake::None;
+        };
+        let cutoff_ms = durability::producer_stake_cutoff_ms(group, self.clock().now_ms());
+        let mine = all
+            .values()
+            .filter(|e| e.principal.as_deref() == Some(p.username.as_str()));
+        let mut earliest: Option<i64> = None;
+        for e in mine {
+            if durability::producer_sighting_has_stake(e.first_seen_ms, e.last_seen_ms, cutoff_ms) {
+                return Stake::Yes;
+            }
+            let first = e.first_seen_ms.unwrap_or(e.last_seen_ms);
+            earliest = Some(earliest.map_or(first, |x| x.min(first)));
+        }
+        match earliest {
+            Some(first_seen_ms) => Stake::LateProducer {
+                first_seen_ms,
+                cutoff_ms,
+            },
+            None => Stake::None,
+        }
     }
 
     /// `POST …/groups/{g}/durability/dismiss`: removes a suspicion the evidence does not support. WRITE,

@@ -70,20 +70,34 @@ async fn observe(api: &Api, p: &str, observed: &str) -> Reply {
     .await
 }
 
-/// A plain routing read with a producer id: the principal becomes a producer of the stream (only a principal
-/// with a member in the group or a producer of its stream raises a suspicion).
-async fn register_producer(api: &Api, p: &str) {
+/// Creates stream `p` (2 shards) through a first group, `feed`, whose routing these principals fetch as
+/// producers, then group `p`: they were producing to the stream before group `p` existed, so they have a
+/// stake in it (only a principal with a member in the group, or a producer of its stream first seen before the
+/// group's routing last changed, raises a suspicion: issue #32, finding 12).
+async fn stream_with_producers(api: &Api, redis_url: &str, p: &str, producers: &[&str]) {
+    let body = json!({"initialShardCount": 2, "requestedBy": "test", "reason": "test"});
     let r = api
         .send(
-            "GET",
-            &format!(
-                "{}/producer-routing?producerId=test-producer",
-                group_path(p)
-            ),
-            None,
+            "POST",
+            &format!("/coord/v1/streams/{p}/groups/feed"),
+            Some(body),
         )
         .await;
-    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.status, 201, "{}", r.body);
+    for who in producers {
+        let r = as_user(api, who)
+            .send(
+                "GET",
+                &format!("/coord/v1/streams/{p}/groups/feed/producer-routing?producerId={who}-1"),
+                None,
+            )
+            .await;
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    wait_past_producer_sightings(redis_url, p).await;
+    let body = json!({"requestedBy": "test", "reason": "test"});
+    let r = api.send("POST", &group_path(p), Some(body)).await;
+    assert_eq!(r.status, 201, "{}", r.body);
 }
 
 /// An admin mutation that only a rollback suspicion refuses: scaling to the current shard count (a no-op).
@@ -141,7 +155,7 @@ async fn a_read_principal_cannot_freeze_admin_changes_and_a_writer_dismisses_an_
     let redis = RedisServer::start();
     let (running, api) = coordinator(config(&redis.url())).await;
     let p = "frz";
-    assert_eq!(api.create_stream(p, 2).await.status, 201);
+    stream_with_producers(&api, &redis.url(), p, &["producer", "producer2"]).await;
     let writer = as_user(&api, "writer");
     let before = group(&api, p).await;
 
@@ -173,7 +187,6 @@ async fn a_read_principal_cannot_freeze_admin_changes_and_a_writer_dismisses_an_
     );
 
     // A producer principal (MEMBER) is the application: its observation raises the suspicion.
-    register_producer(&as_user(&api, "producer"), p).await;
     let r = observe(&as_user(&api, "producer"), p, "1000").await;
     assert_eq!(r.status, 409, "{}", r.body);
     let d = durability(&api, p).await;
@@ -304,7 +317,7 @@ async fn suspicions_record_their_principal_and_are_limited_per_principal() {
     let redis = RedisServer::start();
     let (running, api) = coordinator(config(&redis.url())).await;
     let p = "lim";
-    assert_eq!(api.create_stream(p, 2).await.status, 201);
+    stream_with_producers(&api, &redis.url(), p, &["producer"]).await;
 
     // A consumer (MEMBER alice) reports a newer metadataVersion than Redis holds.
     let alice = as_user(&api, "alice");
@@ -330,7 +343,6 @@ async fn suspicions_record_their_principal_and_are_limited_per_principal() {
 
     // A producer principal raises (writes new evidence) at most 5 times per window.
     let producer = as_user(&api, "producer");
-    register_producer(&producer, p).await;
     for v in 100..106 {
         assert_eq!(observe(&producer, p, &v.to_string()).await.status, 409);
     }

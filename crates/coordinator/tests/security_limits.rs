@@ -1,5 +1,6 @@
 //! Limits that keep one caller from growing Redis or a group without bound, over a real redis-server
-//! (issue #32): progress reported only for shards the group has (finding 9), and a cap on a group's members,
+//! (issue #32): progress reported only for shards the group has, in a heartbeat body whose limit fits the
+//! largest group (finding 9), and a cap on a group's members,
 //! in all and per principal (finding 14), and routing reads that write nothing for a stream that does not
 //! exist and sightings that expire (finding 8).
 
@@ -115,6 +116,147 @@ async fn progress_is_stored_only_for_shards_the_group_has() {
         consumption.body.to_string().contains("7-0"),
         "{}",
         consumption.body
+    );
+    running.shutdown().await.unwrap();
+}
+
+/// A heartbeat body of `len` bytes: `req` as JSON, padded with trailing spaces (still one JSON document).
+fn padded(req: &Value, len: usize) -> String {
+    let mut body = req.to_string();
+    assert!(body.len() <= len, "{} > {len}", body.len());
+    body.extend(std::iter::repeat_n(' ', len - body.len()));
+    body
+}
+
+/// Finding 9, the body's size: one limit of 1 MiB for every route refused a member owning about 3,000 shards
+/// that reported progress for each. The heartbeat's limit now fits a member owning every shard of a group at
+/// the largest shard count (16,384), each progress field at its longest real size (a 200-byte stream prefix,
+/// stream ids of two 20-digit numbers, a 19-digit count, an instant with nanoseconds); a body of exactly the
+/// limit is read, one byte more is refused 413 naming the limit and its setting, and nothing of it is
+/// written. Other routes keep 1 MiB (an admin body, read by the security guard, included).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_heartbeat_body_fits_the_largest_group_and_one_byte_more_is_refused() {
+    use rsc_coordinator::access::DEFAULT_HEARTBEAT_MAX_BODY_BYTES as LIMIT;
+    use rsc_protocol::validate::{MAX_ID_LEN, MAX_SHARD_COUNT};
+    let redis = RedisServer::start();
+    let mut c = config(&redis.url());
+    // The shard streams themselves play no part in heartbeats; 16,384 of them would only slow the test.
+    c.coordinator.streams.provisioning_enabled = false;
+    // Building and reading bodies of megabytes in a debug build takes longer than the test lease.
+    c.coordinator.member_lease_ttl =
+        rsc_coordinator::config::Dur(std::time::Duration::from_secs(120));
+    let (running, api) = coordinator(c).await;
+    let p = "w".repeat(MAX_ID_LEN);
+    assert_eq!(api.create_stream(&p, MAX_SHARD_COUNT).await.status, 201);
+    let alice = as_user(&api, "alice");
+    let path = heartbeat_path(&p, "m-1");
+    let mut m = Member::new("m-1");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while m.owned().len() < MAX_SHARD_COUNT as usize {
+        let r = alice.send("POST", &path, Some(m.request())).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        m.adopt(&r.body);
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the only member never owned every shard: {} of them",
+            m.owned().len()
+        );
+    }
+
+    // Every shard owned and reported, each entry at its worst.
+    let id = "18446744073709551615-18446744073709551615";
+    let mut req = m.request();
+    let progress: Vec<Value> = (0..MAX_SHARD_COUNT)
+        .map(|i| {
+            json!({"shard": {"shardIndex": i}, "streamKey": format!("{p}:{i}"), "lastDeliveredId": id,
+                   "lastAckedId": id, "pendingCount": i64::MAX, "updatedAt": "2026-12-04T19:32:52.123456789+00:00"})
+        })
+        .collect();
+    req["shardProgress"] = Value::Array(progress);
+    assert_eq!(
+        req["ownedShards"].as_array().unwrap().len(),
+        MAX_SHARD_COUNT as usize
+    );
+    let body = req.to_string();
+    assert!(body.len() > 7_000_000, "{}", body.len());
+    let r = alice.raw("POST", &path, Some(body)).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["status"], "OK", "{}", r.body);
+    let consumption = || async {
+        let r = api
+            .send(
+                "GET",
+                &format!("/coord/v1/monitoring/streams/{p}/groups/{p}/consumption"),
+                None,
+            )
+            .await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.body
+    };
+    let stored = consumption().await;
+    assert_eq!(
+        stored["progress"].as_array().unwrap().len(),
+        MAX_SHARD_COUNT as usize
+    );
+    assert_eq!(
+        stored["progress"][MAX_SHARD_COUNT as usize - 1]["lastAckedId"],
+        id
+    );
+
+    // A body of exactly the limit is read; one byte more is refused, naming the limit and the setting, and
+    // nothing of it is stored.
+    let with_progress = |last: &str| {
+        let mut req = m.request();
+        req["shardProgress"] =
+            json!([{"shard": {"shardIndex": 0}, "lastDeliveredId": last, "pendingCount": 0}]);
+        req
+    };
+    let r = alice
+        .raw("POST", &path, Some(padded(&with_progress("1111-1"), LIMIT)))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["status"], "OK", "{}", r.body);
+    let r = alice
+        .raw(
+            "POST",
+            &path,
+            Some(padded(&with_progress("4242-1"), LIMIT + 1)),
+        )
+        .await;
+    assert_eq!(r.status, 413, "{}", r.body);
+    assert_eq!(r.body["errorCode"], "PAYLOAD_TOO_LARGE");
+    let message = r.body["message"].as_str().unwrap();
+    assert!(
+        message.contains(&LIMIT.to_string())
+            && message.contains("coordinator.http.heartbeat-max-body-bytes"),
+        "{message}"
+    );
+    let stored = consumption().await;
+    assert_eq!(
+        stored["progress"][0]["lastDeliveredId"], "1111-1",
+        "{stored}"
+    );
+
+    // Every other route keeps 1 MiB: an admin body (read by the guard to audit it) one byte over is refused.
+    let create = json!({"initialShardCount": 2, "requestedBy": "test", "reason": "test"});
+    let r = api
+        .raw(
+            "POST",
+            "/coord/v1/streams/other",
+            Some(padded(&create, 1024 * 1024 + 1)),
+        )
+        .await;
+    assert_eq!(r.status, 413, "{}", r.body);
+    assert!(
+        r.body["message"].as_str().unwrap().contains("1048576"),
+        "{}",
+        r.body
+    );
+    assert_eq!(
+        api.send("GET", "/coord/v1/streams/other/groups/other", None)
+            .await
+            .status,
+        404
     );
     running.shutdown().await.unwrap();
 }

@@ -18,6 +18,7 @@ fn config(redis_url: &str) -> Config {
         user("reader", &["READ"], &[]),
         user("member", &["READ", "MEMBER"], &[]),
         user("member2", &["READ", "MEMBER"], &[]),
+        user("member3", &["READ", "MEMBER"], &[]),
         user("app", &["READ", "MEMBER"], &[]),
         user("writer", &["WRITE"], &[]),
     ];
@@ -209,5 +210,85 @@ async fn only_principals_with_a_stake_in_a_group_raise_a_rollback_suspicion() {
     let r = observe(&member, p, 1000).await;
     assert_eq!(r.status, 409, "{}", r.body);
     assert_eq!(durability_status(&api, p).await, "SUSPECTED_ROLLBACK");
+    running.shutdown().await.unwrap();
+}
+
+/// Finding 12, the producer gap: one plain routing read made a MEMBER principal a "producer" of any stream,
+/// and its next read, with an observation, froze the group. Now a producer has a stake only when it was first
+/// seen producing to the stream before the group's routing last changed: its latest scale, or its creation if
+/// it never scaled. A principal that appears afterwards is logged, not recorded, however often it reads; a
+/// producer seen before the scale still raises a suspicion.
+#[tokio::test]
+async fn a_producer_first_seen_after_the_groups_routing_last_changed_raises_no_suspicion() {
+    let redis = RedisServer::start();
+    let (running, api) = coordinator(config(&redis.url())).await;
+    let p = "team-c";
+    assert_eq!(api.create_stream(p, 2).await.status, 201);
+    let (app, member2, member3) = (
+        as_user(&api, "app"),
+        as_user(&api, "member2"),
+        as_user(&api, "member3"),
+    );
+    // The application's producer fetches routing before the scale.
+    assert_eq!(routing(&app, p, "app-prod").await.status, 200);
+
+    // A group that never scaled: member2, which never joined, reads routing once, then reports.
+    assert_eq!(routing(&member2, p, "m2-prod").await.status, 200);
+    let r = observe(&member2, p, 1000).await;
+    assert_eq!(r.status, 409, "{}", r.body);
+    let message = r.body["message"].as_str().unwrap();
+    assert!(
+        message.contains("not recorded as rollback evidence"),
+        "{message}"
+    );
+    assert!(
+        message.contains("after the group's routing last changed"),
+        "{message}"
+    );
+    assert_eq!(durability_status(&api, p).await, "OK");
+
+    // The stream scales (later than every sighting so far).
+    wait_past_producer_sightings(&redis.url(), p).await;
+    let r = as_user(&api, "writer")
+        .send(
+            "POST",
+            &format!("/coord/v1/streams/{p}/scale"),
+            Some(json!({"targetShardCount": 3, "requestedBy": "t", "reason": "grow"})),
+        )
+        .await;
+    assert_eq!(r.status, 202, "{}", r.body);
+
+    // member3 arrives after the scale: one routing read, then evidence, is logged and not recorded.
+    assert_eq!(routing(&member3, p, "m3-prod").await.status, 200);
+    for _ in 0..2 {
+        let r = observe(&member3, p, 1000).await;
+        assert_eq!(r.status, 409, "{}", r.body);
+        assert!(
+            r.body["message"]
+                .as_str()
+                .unwrap()
+                .contains("not recorded as rollback evidence"),
+            "{}",
+            r.body
+        );
+    }
+    assert_eq!(durability_status(&api, p).await, "OK");
+
+    // The producer seen before the scale raises it.
+    let r = observe(&app, p, 1000).await;
+    assert_eq!(r.status, 409, "{}", r.body);
+    assert_eq!(durability_status(&api, p).await, "SUSPECTED_ROLLBACK");
+    let r = api
+        .send(
+            "GET",
+            &format!("/coord/v1/monitoring/streams/{p}/groups/{p}"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        r.body["metadataDurability"]["rollbackSuspicion"]["raisedBy"]["principal"], "app",
+        "{}",
+        r.body
+    );
     running.shutdown().await.unwrap();
 }

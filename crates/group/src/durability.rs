@@ -334,5 +334,36 @@ pub fn new_lifecycle(
     Ok(g)
 }
 
+/// The time before which a producer of the group's stream must have been first seen for its observation to
+/// count as rollback evidence (issue #32, finding 12: a MEMBER principal became a "producer" of any stream
+/// with one routing read and froze the group with the next): when the group's routing last changed as far as
+/// the stored state shows — the start of its latest scale on record, or its creation if it never scaled — and
+/// never later than the observation itself (`observed_at_ms`).
+///
+/// A producer that arrived after that has seen no routing the stored state could have lost. The rule may
+/// miss a real producer that started between the last recorded scale and a lost one; the group's members
+/// (consumers) report the same rollback through their heartbeats, and a principal with a live member in the
+/// group has a stake whenever it arrived.
+pub fn producer_stake_cutoff_ms(g: &Group, observed_at_ms: i64) -> i64 {
+    g.migrations
+        .iter()
+        .map(|m| m.created_at_ms)
+        .max()
+        .unwrap_or(g.created_at_ms)
+        .min(observed_at_ms)
+}
+
+/// Whether one producer sighting gives its principal a stake ([`producer_stake_cutoff_ms`]): first seen
+/// strictly before the cutoff. A sighting stored without a first-seen time (written by a version that did not
+/// keep one) counts from its last-seen time, the earliest moment it is known to have been there: it has a
+/// stake only if even that is before the cutoff.
+pub fn producer_sighting_has_stake(
+    first_seen_ms: Option<i64>,
+    last_seen_ms: i64,
+    cutoff_ms: i64,
+) -> bool {
+    first_seen_ms.unwrap_or(last_seen_ms) < cutoff_ms
+}
+
 #[cfg(test)]
 mod tests;

@@ -160,6 +160,14 @@ pub fn producers_seen_key(key_prefix: &str, stream_prefix: &str) -> String {
     format!("{key_prefix}:{{{stream_prefix}}}:producers:seen")
 }
 
+/// When each producer of a stream was first seen fetching routing (hash: producer id → epoch ms, kept across
+/// later sightings while the producer stays in [`producers_seen_key`]), beside it:
+/// `<keyPrefix>:{<streamPrefix>}:producers:first-seen`. Only a producer first seen before a group's routing
+/// last changed may raise a rollback suspicion on it (issue #32, finding 12).
+pub fn producers_first_seen_key(key_prefix: &str, stream_prefix: &str) -> String {
+    format!("{key_prefix}:{{{stream_prefix}}}:producers:first-seen")
+}
+
 /// The quiesce each producer of a stream last reported (hash: producer id → report), beside
 /// [`producers_seen_key`]: `<keyPrefix>:{<streamPrefix>}:producers:quiesced`.
 pub fn producers_quiesced_key(key_prefix: &str, stream_prefix: &str) -> String {

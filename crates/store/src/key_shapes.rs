@@ -55,6 +55,10 @@ pub fn coordinator_key_shapes(key_prefix: &str) -> Vec<KeyShape> {
         shape("producers seen", names::producers_seen_key(kp, m)),
         shape("producers quiesced", names::producers_quiesced_key(kp, m)),
         shape(
+            "producers first seen",
+            names::producers_first_seen_key(kp, m),
+        ),
+        shape(
             "rate limit (principal)",
             names::ratelimit_principal_key(kp, m),
         ),
@@ -132,6 +136,10 @@ mod tests {
             (
                 "redis-stream:coord:{orders}:producers:quiesced",
                 "producers quiesced",
+            ),
+            (
+                "redis-stream:coord:{orders}:producers:first-seen",
+                "producers first seen",
             ),
             ("redis-stream:coord:group-index", "group index"),
             ("redis-stream:coord:audit", "audit stream"),

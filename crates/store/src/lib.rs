@@ -61,7 +61,7 @@ pub use metadata::{LAYOUT_VERSION, SCHEMA_VERSION};
 pub use outcome::{
     CasOutcome, CasWrite, CreateOutcome, DeleteOutcome, HeartbeatOutcome, PeerLease, StoredGroup,
 };
-pub use producers::{ProducerEntry, Sighting, SightingLimits};
+pub use producers::{ProducerEntry, ProducerKeys, Sighting, SightingLimits};
 pub use routing_floor::{
     AppendReply, BoundaryFields, RaisedBoundary, SwitchPoint, guarded_append, read_boundary,
 };

@@ -1,10 +1,14 @@
-//! Producers of a stream as the coordinator sees them, for a scale's producer quiesce: when each last
-//! fetched routing, and which resharding each last reported quiesced for.
+//! Producers of a stream as the coordinator sees them, for a scale's producer quiesce and for who may raise
+//! a rollback suspicion: when each first and last fetched routing, and which resharding each last reported
+//! quiesced for.
 //!
-//! Two hashes in the stream's hash tag (key names are the caller's: `rsc_protocol::names::producers_*`):
-//! `seen` maps a producer id to the epoch ms of its last routing fetch and the principal that made it
-//! (`<ms> <principal>`; `<ms>` alone without authentication, and as written before); `quiesced` maps it to its last
-//! report, `<reshardingId> <observedRoutingVersion> <epoch ms>`. A sighting never overwrites a report.
+//! Three hashes in the stream's hash tag (key names from `rsc_protocol::names::producers_*`, see
+//! [`ProducerKeys`]): `seen` maps a producer id to the epoch ms of its last routing fetch and the principal
+//! that made it (`<ms> <principal>`; `<ms>` alone without authentication, and as written before);
+//! `first-seen` maps it to the epoch ms of its first routing fetch, kept across later ones while the producer
+//! stays in `seen` (a hash of its own, so that `seen` keeps the shape earlier versions read); `quiesced` maps
+//! it to its last report, `<reshardingId> <observedRoutingVersion> <epoch ms>`. A sighting never overwrites a
+//! report.
 //! Entries not seen for a while are removed by [`Store::producers_forget`]; both hashes also expire a while
 //! after their last write, a sighting is written only while the stream's record exists (producer_seen.lua: a
 //! routing read of a stream that does not exist writes nothing), and a stream keeps at most a given number
@@ -37,10 +41,35 @@ pub struct SightingLimits {
     pub max_producers: u32,
 }
 
+/// The keys of one stream's producer sightings, and of the stream record they are written beside.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProducerKeys {
+    pub record: String,
+    pub seen: String,
+    pub first_seen: String,
+    pub quiesced: String,
+}
+
+impl ProducerKeys {
+    /// The keys of stream `stream_prefix` under `key_prefix`.
+    pub fn of(key_prefix: &str, stream_prefix: &str) -> Self {
+        use rsc_protocol::names;
+        ProducerKeys {
+            record: names::stream_record_key(key_prefix, stream_prefix),
+            seen: names::producers_seen_key(key_prefix, stream_prefix),
+            first_seen: names::producers_first_seen_key(key_prefix, stream_prefix),
+            quiesced: names::producers_quiesced_key(key_prefix, stream_prefix),
+        }
+    }
+}
+
 /// One producer's entries.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ProducerEntry {
     pub last_seen_ms: i64,
+    /// When it was first seen (None for a producer whose sightings were all written by a version that did not
+    /// keep this; its next sighting records the time of the one before).
+    pub first_seen_ms: Option<i64>,
     /// The principal whose routing fetch registered the producer (None without authentication).
     pub principal: Option<String>,
     /// `(reshardingId, observedRoutingVersion, reported at ms)` of its last quiesced report.
@@ -48,12 +77,11 @@ pub struct ProducerEntry {
 }
 
 impl Store {
-    /// Notes that `producer` fetched routing at `now_ms`, if the stream record `record_key` exists and the
-    /// stream has room.
+    /// Notes that `producer` fetched routing at `now_ms`, if the stream record exists and the stream has room;
+    /// the first sighting's time is kept.
     pub async fn producer_seen(
         &self,
-        record_key: &str,
-        seen_key: &str,
+        keys: &ProducerKeys,
         producer: &str,
         principal: Option<&str>,
         now_ms: i64,
@@ -64,12 +92,14 @@ impl Store {
             None => now_ms.to_string(),
         };
         let answer: i64 = PRODUCER_SEEN
-            .key(record_key)
-            .key(seen_key)
+            .key(&keys.record)
+            .key(&keys.seen)
+            .key(&keys.first_seen)
             .arg(producer)
             .arg(value)
             .arg(limits.ttl_ms.max(1))
             .arg(limits.max_producers)
+            .arg(now_ms)
             .invoke_async(&mut self.connection())
             .await?;
         Ok(match answer {
@@ -84,9 +114,7 @@ impl Store {
     #[allow(clippy::too_many_arguments)]
     pub async fn producer_quiesced(
         &self,
-        record_key: &str,
-        seen_key: &str,
-        quiesced_key: &str,
+        keys: &ProducerKeys,
         producer: &str,
         principal: Option<&str>,
         resharding_id: &str,
@@ -95,7 +123,7 @@ impl Store {
         limits: SightingLimits,
     ) -> Result<Sighting, StoreError> {
         let seen = self
-            .producer_seen(record_key, seen_key, producer, principal, now_ms, limits)
+            .producer_seen(keys, producer, principal, now_ms, limits)
             .await?;
         if seen != Sighting::Recorded {
             return Ok(seen);
@@ -103,12 +131,12 @@ impl Store {
         let _: () = redis::pipe()
             .atomic()
             .cmd("HSET")
-            .arg(quiesced_key)
+            .arg(&keys.quiesced)
             .arg(producer)
             .arg(format!("{resharding_id} {routing_version} {now_ms}"))
             .ignore()
             .cmd("PEXPIRE")
-            .arg(quiesced_key)
+            .arg(&keys.quiesced)
             .arg(limits.ttl_ms.max(1))
             .ignore()
             .query_async(&mut self.connection())
@@ -120,15 +148,19 @@ impl Store {
     /// left out.
     pub async fn producers(
         &self,
-        seen_key: &str,
-        quiesced_key: &str,
+        keys: &ProducerKeys,
     ) -> Result<BTreeMap<String, ProducerEntry>, StoreError> {
-        let seen: BTreeMap<String, String> = redis::cmd("HGETALL")
-            .arg(seen_key)
-            .query_async(&mut self.connection())
-            .await?;
-        let quiesced: BTreeMap<String, String> = redis::cmd("HGETALL")
-            .arg(quiesced_key)
+        let (seen, first_seen, quiesced): (
+            BTreeMap<String, String>,
+            BTreeMap<String, String>,
+            BTreeMap<String, String>,
+        ) = redis::pipe()
+            .cmd("HGETALL")
+            .arg(&keys.seen)
+            .cmd("HGETALL")
+            .arg(&keys.first_seen)
+            .cmd("HGETALL")
+            .arg(&keys.quiesced)
             .query_async(&mut self.connection())
             .await?;
         let mut out = BTreeMap::new();
@@ -138,10 +170,12 @@ impl Store {
                 None => (value.as_str(), None),
             };
             if let Ok(ms) = ms.parse::<i64>() {
+                let first_seen_ms = first_seen.get(&id).and_then(|f| f.parse().ok());
                 out.insert(
                     id,
                     ProducerEntry {
                         last_seen_ms: ms,
+                        first_seen_ms,
                         principal,
                         quiesced: None,
                     },
@@ -165,31 +199,27 @@ impl Store {
         Ok(out)
     }
 
-    /// Deletes both hashes (the stream's last group is gone). One DEL: they share the stream's hash tag.
-    pub async fn producers_clear(
-        &self,
-        seen_key: &str,
-        quiesced_key: &str,
-    ) -> Result<(), StoreError> {
+    /// Deletes the three hashes (the stream's last group is gone). One DEL: they share the stream's hash tag.
+    pub async fn producers_clear(&self, keys: &ProducerKeys) -> Result<(), StoreError> {
         let _: i64 = redis::cmd("DEL")
-            .arg(seen_key)
-            .arg(quiesced_key)
+            .arg(&keys.seen)
+            .arg(&keys.first_seen)
+            .arg(&keys.quiesced)
             .query_async(&mut self.connection())
             .await?;
         Ok(())
     }
 
-    /// Removes these producers from both hashes (those not seen for long).
+    /// Removes these producers from the three hashes (those not seen for long).
     pub async fn producers_forget(
         &self,
-        seen_key: &str,
-        quiesced_key: &str,
+        keys: &ProducerKeys,
         producers: &[String],
     ) -> Result<(), StoreError> {
         if producers.is_empty() {
             return Ok(());
         }
-        for key in [seen_key, quiesced_key] {
+        for key in [&keys.seen, &keys.first_seen, &keys.quiesced] {
             let _: i64 = redis::cmd("HDEL")
                 .arg(key)
                 .arg(producers)

@@ -497,6 +497,7 @@ mod tests {
             "redis-stream:coord:{orders}:stream",
             "redis-stream:coord:{orders}:producers:seen",
             "redis-stream:coord:{orders}:producers:quiesced",
+            "redis-stream:coord:{orders}:producers:first-seen",
             "redis-stream:coord:group-index",
             "redis-stream:coord:audit",
             "redis-stream:coord:audit:rejected",

@@ -13,7 +13,6 @@ use axum::extract::{FromRequest, FromRequestParts, Path, Request};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
 use bytes::Bytes;
-use rsc_protocol::errors::ErrorCode;
 use rsc_protocol::validate;
 use rsc_protocol::wire::AdminBody;
 use serde::de::DeserializeOwned;
@@ -32,23 +31,26 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
     }
 }
 
-/// The request body as bytes (at most [`MAX_BODY_BYTES`]); a body too large or unreadable fails with the
-/// contract's error body, not axum's plain-text rejection.
+/// The request body as bytes (at most the route's limit, `access::BodyLimit`: [`MAX_BODY_BYTES`] but for the
+/// heartbeat); a body too large or unreadable fails with the contract's error body, not axum's plain-text
+/// rejection, and a body too large names the limit (and the setting that changes it).
 pub struct RawBody(pub Bytes);
 
 impl<S: Send + Sync> FromRequest<S> for RawBody {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let limit = req
+            .extensions()
+            .get::<crate::access::MatchedRoute>()
+            .map(|r| r.body_limit)
+            .unwrap_or_default();
         Bytes::from_request(req, state)
             .await
             .map(RawBody)
             .map_err(|e| {
                 if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                    ApiError::new(
-                        ErrorCode::PayloadTooLarge,
-                        format!("request body exceeds {MAX_BODY_BYTES} bytes"),
-                    )
+                    limit.too_large()
                 } else if crate::access::is_body_timeout(&e) {
                     crate::access::body_timeout()
                 } else {

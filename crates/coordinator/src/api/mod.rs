@@ -1,4 +1,5 @@
-//! The HTTP API: the router built from the route table, body limits, JSON fallbacks for unknown paths and
+//! The HTTP API: the router built from the route table, body limits (each route's `access::BodyLimit`, in its
+//! spec for the guard and as axum's limit for the extractors), JSON fallbacks for unknown paths and
 //! methods, and the edge middleware (`edge`) that resolves each request to its route's spec, counts it and
 //! passes it through the security guard.
 
@@ -14,6 +15,7 @@ pub mod openapi;
 pub mod quiesce;
 pub mod routes;
 
+use crate::access::BodyLimit;
 pub use crate::access::MatchedRoute;
 use crate::coordinator::Coordinator;
 use crate::error::ApiError;
@@ -27,9 +29,19 @@ use std::sync::Arc;
 /// roles, scopes, rate limits, audit), which reads the route's spec the edge attached.
 pub fn router(coordinator: Arc<Coordinator>, security: Arc<crate::security::Security>) -> Router {
     let table = routes::table();
+    let heartbeat_limit = coordinator.config().http.heartbeat_max_body_bytes;
+    let limit_of = |s: &routes::RouteSpec| BodyLimit::for_route(s.operation_id, heartbeat_limit);
     let mut router: Router<Arc<Coordinator>> = Router::new();
     for spec in &table {
-        router = router.route(spec.path, (spec.handler)());
+        let limit = limit_of(spec);
+        // The router-wide limit below is the default one; a route with another gets its own, inside it
+        // (the innermost limit is the one the body extractors apply).
+        let handler = if limit == BodyLimit::default() {
+            (spec.handler)()
+        } else {
+            (spec.handler)().layer(DefaultBodyLimit::max(limit.max_bytes))
+        };
+        router = router.route(spec.path, handler);
     }
     let mut by_path: HashMap<_, Vec<_>> = HashMap::new();
     for s in &table {
@@ -40,6 +52,7 @@ pub fn router(coordinator: Arc<Coordinator>, security: Arc<crate::security::Secu
                 access: s.access,
                 audit_action: s.audit_action,
                 path: s.path,
+                body_limit: limit_of(s),
             },
         ));
     }
@@ -56,7 +69,7 @@ pub fn router(coordinator: Arc<Coordinator>, security: Arc<crate::security::Secu
         .layer(
             tower::ServiceBuilder::new()
                 .layer(axum::middleware::from_fn_with_state(edge, edge::edge))
-                .layer(DefaultBodyLimit::max(crate::access::MAX_BODY_BYTES))
+                .layer(DefaultBodyLimit::max(BodyLimit::default().max_bytes))
                 .layer(axum::Extension(security)),
         )
         .with_state(coordinator)

@@ -466,3 +466,41 @@ fn the_member_cap_is_read_under_group_and_groups() {
     .coordinator;
     assert_eq!(c.group.max_members, 500);
 }
+
+#[test]
+fn the_heartbeat_body_limit_fits_the_largest_group_and_is_set_by_file_or_env() {
+    let c = load(None, &env(&[]), &Overrides::default())
+        .unwrap()
+        .coordinator;
+    assert_eq!(
+        c.http.heartbeat_max_body_bytes,
+        crate::access::DEFAULT_HEARTBEAT_MAX_BODY_BYTES
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rsc.toml");
+    std::fs::write(
+        &path,
+        "[coordinator.http]\nheartbeat-max-body-bytes = 2097152\n",
+    )
+    .unwrap();
+    let c = load(Some(&path), &env(&[]), &Overrides::default())
+        .unwrap()
+        .coordinator;
+    assert_eq!(c.http.heartbeat_max_body_bytes, 2_097_152);
+    let c = load(
+        Some(&path),
+        &env(&[("COORDINATOR_HTTP_HEARTBEAT_MAX_BODY_BYTES", "33554432")]),
+        &Overrides::default(),
+    )
+    .unwrap()
+    .coordinator;
+    assert_eq!(c.http.heartbeat_max_body_bytes, 33_554_432);
+    let err = load(
+        None,
+        &env(&[("COORDINATOR_HTTP_HEARTBEAT_MAX_BODY_BYTES", "1000")]),
+        &Overrides::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("http.heartbeat-max-body-bytes"), "{err}");
+}

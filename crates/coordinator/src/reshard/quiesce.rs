@@ -25,7 +25,7 @@ use rsc_protocol::wire::ScaleRequest;
 use rsc_protocol::wire::quiesce::{
     ProducerQuiescedRequest, ProducerQuiescedResponse, QuiesceNotice,
 };
-use rsc_store::{Sighting, SightingLimits};
+use rsc_store::{ProducerKeys, Sighting, SightingLimits};
 use serde::Serialize;
 
 /// The audit action of a quiesced scale's routing switch.
@@ -83,12 +83,8 @@ pub fn validate_producer_id(field: &str, id: &str) -> Result<(), CoordError> {
 }
 
 impl Resharding<'_> {
-    pub(super) fn producer_keys(&self, prefix: &str) -> (String, String) {
-        let kp = &self.config().store.key_prefix;
-        (
-            names::producers_seen_key(kp, prefix),
-            names::producers_quiesced_key(kp, prefix),
-        )
+    pub(super) fn producer_keys(&self, prefix: &str) -> ProducerKeys {
+        ProducerKeys::of(&self.config().store.key_prefix, prefix)
     }
 
     /// Notes a routing fetch by `producer` (best effort: a failure is logged, routing still answers).
@@ -99,13 +95,11 @@ impl Resharding<'_> {
     /// producer id once the stream keeps [`MAX_PRODUCERS_PER_STREAM`]; the hashes expire
     /// `FORGET_AFTER_WINDOWS` refresh windows after their last write (issue #32, finding 8).
     pub async fn note_producer_seen(&self, prefix: &str, producer: &str, principal: Option<&str>) {
-        let (seen, _) = self.producer_keys(prefix);
-        let record = names::stream_record_key(&self.config().store.key_prefix, prefix);
+        let keys = self.producer_keys(prefix);
         match self
             .store()
             .producer_seen(
-                &record,
-                &seen,
+                &keys,
                 producer,
                 principal,
                 self.clock().now_ms(),
@@ -138,10 +132,9 @@ impl Resharding<'_> {
         producer: &str,
         principal: Option<&crate::security::principal::Principal>,
     ) -> Result<(), CoordError> {
-        let (seen, quiesced) = self.producer_keys(prefix);
         let all = self
             .store()
-            .producers(&seen, &quiesced)
+            .producers(&self.producer_keys(prefix))
             .await
             .map_err(CoordError::from)?;
         let Some(entry) = all.get(producer) else {
@@ -214,13 +207,9 @@ impl Resharding<'_> {
         let waiting = waiting_quiesce(&stream.record, now).is_some_and(|q| q.resharding_id == rid);
         if waiting {
             self.check_reporter(prefix, &producer, principal).await?;
-            let (seen, quiesced) = self.producer_keys(prefix);
-            let record = names::stream_record_key(&self.config().store.key_prefix, prefix);
             self.store()
                 .producer_quiesced(
-                    &record,
-                    &seen,
-                    &quiesced,
+                    &self.producer_keys(prefix),
                     &producer,
                     principal.map(|p| p.username.as_str()),
                     &rid,
@@ -265,10 +254,10 @@ impl Resharding<'_> {
         &self,
         prefix: &str,
     ) -> Result<Vec<ProducerSighting>, CoordError> {
-        let (seen, quiesced) = self.producer_keys(prefix);
+        let keys = self.producer_keys(prefix);
         let all = self
             .store()
-            .producers(&seen, &quiesced)
+            .producers(&keys)
             .await
             .map_err(CoordError::from)?;
         let window = self.config().streams.producer_refresh_window.ms();
@@ -281,7 +270,7 @@ impl Resharding<'_> {
             .filter(|(_, e)| e.last_seen_ms < horizon)
             .map(|(id, _)| id.clone())
             .collect();
-        if let Err(e) = self.store().producers_forget(&seen, &quiesced, &old).await {
+        if let Err(e) = self.store().producers_forget(&keys, &old).await {
             tracing::debug!(stream = prefix, error = %store_error_text(&e), "old producer sightings not removed");
         }
         Ok(all

@@ -111,8 +111,11 @@ impl Resharding<'_> {
                 .stream_record_delete(&self.stream_record_key(prefix), s.revision)
                 .await;
         }
-        let (seen, quiesced) = self.producer_keys(prefix);
-        if let Err(e) = self.store().producers_clear(&seen, &quiesced).await {
+        if let Err(e) = self
+            .store()
+            .producers_clear(&self.producer_keys(prefix))
+            .await
+        {
             tracing::warn!(stream = prefix, error = %store_error_text(&e), "producer sightings not deleted");
         }
     }

@@ -17,7 +17,7 @@ use super::config::ApiConfig;
 use super::principal::Principal;
 use super::request_id;
 use super::tokens::hex;
-use crate::access::{Access, MAX_BODY_BYTES, MatchedRoute};
+use crate::access::{Access, MatchedRoute};
 use crate::error::ApiError;
 use axum::body::Body;
 use axum::extract::{ConnectInfo, FromRequestParts, RawPathParams, Request};
@@ -320,18 +320,13 @@ async fn audited(
     next: Next,
 ) -> Response {
     let head = parts.clone_head();
-    let (resp, body_facts) = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
+    // The route's own limit, the one its body extractor applies (`access::BodyLimit`).
+    let limit = ctx.route.body_limit;
+    let (resp, body_facts) = match axum::body::to_bytes(body, limit.max_bytes).await {
         Err(e) if crate::access::is_body_timeout(&e) => {
             (crate::access::body_timeout().into_response(), None)
         }
-        Err(_) => (
-            ApiError::new(
-                ErrorCode::PayloadTooLarge,
-                format!("request body exceeds {MAX_BODY_BYTES} bytes"),
-            )
-            .into_response(),
-            None,
-        ),
+        Err(_) => (limit.too_large().into_response(), None),
         Ok(bytes) => {
             let facts = (hex(&digest_bytes(&bytes)), BodyMeta::parse(&bytes));
             let resp = next

@@ -305,6 +305,37 @@ where
     }
 }
 
+/// Waits until Redis's clock (the one the coordinator's estimate of time follows) is 20 ms past the first
+/// sighting of every producer of stream `p` recorded so far, so that a change made next (a scale, a group
+/// created) is stamped strictly later than all of them, whatever the estimate's jitter.
+pub async fn wait_past_producer_sightings(redis_url: &str, p: &str) {
+    let kp = Config::default().coordinator.store.key_prefix;
+    let key = rsc_protocol::names::producers_first_seen_key(&kp, p);
+    let mut conn = redis_conn(redis_url).await;
+    let seen: Vec<i64> = redis::cmd("HVALS")
+        .arg(&key)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let latest = seen
+        .into_iter()
+        .max()
+        .expect("a producer sighting of the stream");
+    wait_for(
+        "Redis's clock passes the sightings",
+        Duration::from_secs(5),
+        || {
+            let mut conn = conn.clone();
+            async move {
+                let (secs, micros): (i64, i64) =
+                    redis::cmd("TIME").query_async(&mut conn).await.unwrap();
+                (secs * 1000 + micros / 1000 > latest + 20).then_some(())
+            }
+        },
+    )
+    .await;
+}
+
 /// Asserts that no shard appears in two members' `owned` sets.
 pub fn assert_disjoint(members: &[&Member]) {
     let mut seen = std::collections::BTreeMap::new();

@@ -3,7 +3,7 @@
 
 use super::{
     DISMISSAL_QUIET_MS, DismissError, Signal, Signals, dismiss, lifecycle_start, member_signal,
-    mutation_block, new_lifecycle, record,
+    mutation_block, new_lifecycle, producer_sighting_has_stake, producer_stake_cutoff_ms, record,
 };
 use crate::model::Member;
 use crate::model::{EpochOverflow, Group, MAX_EVIDENCE, SignalKind};
@@ -219,4 +219,37 @@ fn heartbeat_evidence_is_classified_by_what_was_ahead() {
         member_signal(&g, "m1", &req(4, 1), &back).is_none(),
         "a shard reported revoking again is counted, not recorded"
     );
+}
+
+#[test]
+fn a_producer_has_a_stake_only_when_first_seen_before_the_groups_routing_last_changed() {
+    use crate::model::{Migration, MigrationState};
+    let mut g = group();
+    // Never scaled: the group's creation (1_000), and never later than the observation.
+    assert_eq!(producer_stake_cutoff_ms(&g, 5_000), 1_000);
+    assert_eq!(producer_stake_cutoff_ms(&g, 500), 500);
+    for (created, at) in [(3_000, 3_500), (2_000, 2_500)] {
+        let m = Migration::new(
+            format!("r-{created}"),
+            4,
+            5,
+            MigrationState::Deprecated,
+            "ops".into(),
+            "t".into(),
+            created,
+        );
+        g.migrations.push(Migration {
+            updated_at_ms: at,
+            ..m
+        });
+    }
+    // The latest scale on record, whatever the order of the history.
+    let cutoff = producer_stake_cutoff_ms(&g, 9_000);
+    assert_eq!(cutoff, 3_000);
+    assert!(producer_sighting_has_stake(Some(2_999), 8_000, cutoff));
+    assert!(!producer_sighting_has_stake(Some(3_000), 8_000, cutoff));
+    assert!(!producer_sighting_has_stake(Some(8_500), 8_600, cutoff));
+    // Stored without a first-seen time: counted from its last sighting.
+    assert!(producer_sighting_has_stake(None, 2_000, cutoff));
+    assert!(!producer_sighting_has_stake(None, 8_000, cutoff));
 }
