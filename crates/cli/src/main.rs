@@ -2,6 +2,9 @@
 //! `describe`, `scale`, `rollback`, `force-complete`, `durability`, `audit`, `plan`, `apply`, `version`, `upgrade-check`,
 //! in `operator/`) talk to it over coord/v1; `rsc demo` shows a live demo group, `rsc bench` drives load
 //! against a running coordinator, `rsc hash-password` prints an Argon2id hash for the configuration.
+// `deny`, not `forbid`: pipe.rs restores the default SIGPIPE action through libc, the one allowed item.
+#![deny(unsafe_code)]
+#![deny(clippy::unwrap_used, clippy::expect_used)]
 
 mod backup;
 mod bench;

@@ -40,6 +40,8 @@
 //! consumer.shutdown().await;
 //! # Ok(()) }
 //! ```
+#![forbid(unsafe_code)]
+#![deny(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod admin;
 pub mod auth;

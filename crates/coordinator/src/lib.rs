@@ -17,6 +17,8 @@
 //!   them).
 //! - [`console`]: the web console's embedded page, scripts and styles (served at `/console`).
 //! - [`api`]: the HTTP router built from the route table, and every handler. [`server`]: start-up and graceful shutdown.
+#![forbid(unsafe_code)]
+#![deny(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod access;
 pub mod admin;

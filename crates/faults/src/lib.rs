@@ -56,6 +56,9 @@
 //! - [`log`], [`check`], [`rng`]: the ownership log, the checks over it, the seeded generator;
 //! - [`order`]: the per-key order check over the logs (the suite's stream is ordered, `ordering: KEY`);
 //! - `bin/rsc-fault-worker.rs`: the consumer and producer process.
+// Test support (publish = false): unwrap/expect allowed; process.rs sends signals through libc, the one
+// item allowed unsafe code.
+#![deny(unsafe_code)]
 
 pub mod backlog;
 pub mod check;

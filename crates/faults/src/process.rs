@@ -6,6 +6,8 @@ use rsc_testkit::{RscBuilder, RscProcess};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
+/// Sends `sig` to `pid`. The crate's one unsafe item: std can only SIGKILL a child, not stop or resume it.
+#[allow(unsafe_code)]
 pub fn send_signal(pid: u32, sig: libc::c_int) {
     // SAFETY: kill(2) with a pid of a child we own; no memory is shared.
     let rc = unsafe { libc::kill(pid as libc::pid_t, sig) };

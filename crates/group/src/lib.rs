@@ -25,6 +25,8 @@
 //!
 //! Modules import one way: every rule depends on [`model`], which depends on nothing here; no two
 //! modules import each other (`crates/coordinator/tests/module_graph.rs` checks every crate).
+#![forbid(unsafe_code)]
+#![deny(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod assign;
 pub mod batch;

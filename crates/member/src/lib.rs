@@ -9,6 +9,8 @@
 //!
 //! It depends on `rsc-protocol` only, so the I/O-free simulation (`rsc-group`'s tests) can use it
 //! without tokio or an HTTP client in its build.
+#![forbid(unsafe_code)]
+#![deny(clippy::unwrap_used, clippy::expect_used)]
 
 mod fences;
 mod membership;

@@ -9,6 +9,8 @@
 //! - [`names`]: Redis key naming for shard streams and coordinator metadata.
 //! - [`stream_id`]: Redis stream entry ids as numbers, ordered as Redis orders them.
 //! - [`validate`]: identifier and shard-count validation with field-naming errors.
+#![forbid(unsafe_code)]
+#![deny(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod errors;
 pub mod existing_records;

@@ -6,6 +6,8 @@
 //! passwords for messages ([`redact_url`], [`scrub`]).
 //!
 //! Only how to reach Redis lives here; what is done over the connection belongs to the store and the SDK.
+#![forbid(unsafe_code)]
+#![deny(clippy::unwrap_used, clippy::expect_used)]
 
 mod build;
 mod explain;

@@ -65,6 +65,14 @@ pub enum StoreError {
     /// The caller passed an argument the store refuses (e.g. a non-positive lease TTL).
     #[error("invalid argument: {detail}")]
     InvalidArgument { detail: String },
+
+    /// A value to be written could not be encoded as JSON; nothing was written.
+    #[error("could not encode the {what} as JSON: {source}")]
+    Encode {
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
 }
 
 impl From<rsc_redis_connect::ConnectError> for StoreError {
@@ -94,7 +102,8 @@ impl StoreError {
             | StoreError::UnknownSchema { .. }
             | StoreError::UnknownLayout { .. }
             | StoreError::UnexpectedReply { .. }
-            | StoreError::InvalidArgument { .. } => false,
+            | StoreError::InvalidArgument { .. }
+            | StoreError::Encode { .. } => false,
         }
     }
 

@@ -43,7 +43,7 @@ impl Store {
         metadata_key: &str,
         entry: &IndexEntry,
     ) -> Result<(), StoreError> {
-        let value = serde_json::to_string(entry).unwrap_or_default();
+        let value = crate::to_json("group index entry", entry)?;
         self.index_put(index_key, metadata_key, &value).await
     }
 

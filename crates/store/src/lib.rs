@@ -19,6 +19,8 @@
 //! layoutVersion "4"). Every Lua script is in
 //! `lua/`. Key names are built by the caller with `rsc_protocol::names`; the store takes them as
 //! arguments.
+#![forbid(unsafe_code)]
+#![deny(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod aggregate_codec;
 mod audit;
@@ -29,6 +31,7 @@ mod connection;
 mod diagnostics;
 mod error;
 mod index;
+mod json;
 mod key_shapes;
 mod keys;
 mod limits;
@@ -53,6 +56,7 @@ pub use connection::{RedisConn, RedisTopology};
 pub use diagnostics::AclAnswer;
 pub use error::StoreError;
 pub use index::{IndexEntry, IndexState};
+pub use json::to_json;
 pub use key_shapes::{KeyShape, coordinator_key_kind, coordinator_key_shapes};
 pub use keys::{GroupKeys, aggregate_key, aggregate_staging_key};
 pub use limits::{ThrottleBudgets, ThrottleKeys, ThrottleReason, ThrottleVerdict, WindowCount};

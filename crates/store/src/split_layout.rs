@@ -161,8 +161,8 @@ pub(crate) fn assemble(
 
 /// Appends `s` as a JSON string.
 fn push_json_string(out: &mut String, s: &str) {
-    // Encoding a string cannot fail.
-    out.push_str(&serde_json::to_string(s).unwrap_or_default());
+    // A JSON string value's Display cannot fail (it only escapes characters), so nothing can turn into "".
+    out.push_str(&serde_json::Value::from(s).to_string());
 }
 
 #[cfg(test)]

@@ -2,6 +2,8 @@
 //! Terraform starts this binary and talks gRPC to it; it manages streams (`rsc_stream`) and consumer groups
 //! (`rsc_consumer_group`) through the coordinator's HTTP API, and reads them for plans (data sources of the
 //! same names). See docs/terraform.md.
+#![forbid(unsafe_code)]
+#![deny(clippy::unwrap_used, clippy::expect_used)]
 
 mod api;
 mod count;

@@ -7,6 +7,8 @@
 //! reads Redis' own command counters for tests that pin down how many round trips an operation
 //! costs. It is test-only code: it panics with a clear message (and the server log) on failure,
 //! and it never skips silently when `redis-server` is missing.
+// Test support: a failed expectation panics the test that called it, so unwrap/expect are allowed here.
+#![forbid(unsafe_code)]
 
 mod cluster;
 mod cluster_ops;

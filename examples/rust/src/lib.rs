@@ -1,5 +1,6 @@
 //! What both examples need to reach rsc: the coordinator's URLs, the Redis that holds the shard streams, and
 //! credentials, from the same environment variables (and defaults) as the `rsc` CLI.
+#![forbid(unsafe_code)]
 
 use clap::Args;
 use rsc_client::{CoordinatorClient, Credentials};

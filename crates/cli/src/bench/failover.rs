@@ -274,7 +274,9 @@ impl Fleet {
         for s in 0..shards {
             match self.readers.get(&s) {
                 Some(r) if r.len() == 1 => {
-                    let w = *r.iter().next().expect("one reader");
+                    let Some(&w) = r.iter().next() else {
+                        return false;
+                    };
                     match per_worker.get_mut(&w) {
                         Some(n) => *n += 1,
                         None => return false,

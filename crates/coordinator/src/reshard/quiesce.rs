@@ -344,7 +344,13 @@ impl Resharding<'_> {
             attempted_username: None,
             repeats: None,
         };
-        let json = serde_json::to_string(&record).unwrap_or_default();
+        let json = match rsc_store::to_json("audit record", &record) {
+            Ok(json) => json,
+            Err(e) => {
+                tracing::error!(target: "rsc::audit", action = SWITCH_AUDIT_ACTION, stream_prefix = prefix, error = %e, "audit record of a quiesced switch not written");
+                return;
+            }
+        };
         tracing::info!(target: "rsc::audit", action = SWITCH_AUDIT_ACTION, stream_prefix = prefix,
             forced_by_timeout = outcome.forced_by_timeout, not_quiesced = ?outcome.not_quiesced, record = %json, "audit");
         let key = names::audit_stream_key(&self.config().store.key_prefix);

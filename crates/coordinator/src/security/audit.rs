@@ -277,7 +277,14 @@ impl AuditLog {
     }
 
     async fn append(&self, key: &str, record: &AuditRecord) -> Option<String> {
-        let json = serde_json::to_string(record).unwrap_or_default();
+        let json = match rsc_store::to_json("audit record", record) {
+            Ok(json) => json,
+            Err(e) => {
+                // Nothing is appended: an empty entry in the audit stream would be worse than none.
+                tracing::error!(target: "rsc::audit", action = %record.action, error = %e, "audit record not written");
+                return None;
+            }
+        };
         tracing::info!(
             target: "rsc::audit",
             action = %record.action,

@@ -1,8 +1,9 @@
 //! Scoped principals: a principal may be limited to stream-prefix patterns, so one team's WRITE or MEMBER
 //! credentials cannot touch another team's groups. A pattern is an exact prefix or ends in `*`.
 
-/// The streams a principal may touch. `None` = every stream.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// The streams a principal may touch. `None` = every stream; `Some(empty)` = none (see [`Scopes::none`]).
+/// No `Default`: a scope that is not stated explicitly must never become "every stream" by accident.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Scopes(Option<Vec<Pattern>>);
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -14,6 +15,11 @@ enum Pattern {
 impl Scopes {
     pub fn unrestricted() -> Scopes {
         Scopes(None)
+    }
+
+    /// No stream at all: what a user whose configured patterns do not parse gets (fail closed).
+    pub fn none() -> Scopes {
+        Scopes(Some(Vec::new()))
     }
 
     /// Parses configured patterns; an empty list means unrestricted.
@@ -60,6 +66,9 @@ impl Scopes {
 
     /// The patterns as configured (for the session endpoint); empty = unrestricted.
     pub fn describe(&self) -> Vec<String> {
+        if self.0.as_ref().is_some_and(Vec::is_empty) {
+            return vec!["(no stream: the configured stream-prefixes did not parse)".to_owned()];
+        }
         self.0
             .iter()
             .flatten()
@@ -84,5 +93,13 @@ mod tests {
         assert!(Scopes::parse(&["*".into()]).is_err());
         assert!(Scopes::parse(&["a*b".into()]).is_err());
         assert_eq!(s.describe(), ["orders", "team-a-*"]);
+    }
+
+    #[test]
+    fn no_scope_allows_no_stream_and_says_so() {
+        let none = Scopes::none();
+        assert!(none.is_restricted());
+        assert!(!none.allows("orders") && !none.allows(""));
+        assert_eq!(none.describe().len(), 1);
     }
 }

@@ -119,7 +119,7 @@ impl TokenStore {
             expires_ms,
             issued_ms: now_ms,
         };
-        let json = serde_json::to_string(&value).unwrap_or_default();
+        let json = rsc_store::to_json("token record", &value).map_err(store_error)?;
         self.store
             .token_put(&self.key(&digest_hex), &json, expires_ms)
             .await

@@ -36,7 +36,9 @@ impl Directory {
                     username: u.username.clone(),
                     password_hash: u.password_hash.clone(),
                     roles: Roles::from_names(&u.roles),
-                    scopes: Scopes::parse(&u.stream_prefixes).unwrap_or_default(),
+                    // Configuration validation refuses such patterns at start-up; should one reach this
+                    // point anyway, the user may touch no stream (never every stream).
+                    scopes: Scopes::parse(&u.stream_prefixes).unwrap_or_else(|_| Scopes::none()),
                     phc: Phc::parse(&u.password_hash).map(Arc::new),
                 },
             );
@@ -82,5 +84,33 @@ impl Directory {
         let phc = user.and_then(|u| u.phc.clone());
         let ok = verifier.verify(client, password.to_owned(), phc).await;
         if ok { user } else { None }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::security::config::UserConfig;
+
+    #[test]
+    fn a_user_whose_scope_does_not_parse_may_touch_no_stream() {
+        // Validation refuses these patterns at start-up; the directory must still fail closed if one slips by.
+        let api = ApiConfig {
+            users: vec![UserConfig {
+                username: "team-a".into(),
+                password_hash: "plain".into(),
+                roles: vec!["WRITE".into()],
+                stream_prefixes: vec!["team-a-*".into(), "a*b".into()],
+            }],
+            ..ApiConfig::default()
+        };
+        let directory = Directory::build(&api, None);
+        let user = directory
+            .get("team-a")
+            .expect("the user is in the directory");
+        assert!(user.scopes.is_restricted());
+        for prefix in ["team-a-x", "a*b", "axb", "orders", ""] {
+            assert!(!user.scopes.allows(prefix), "{prefix} allowed");
+        }
     }
 }

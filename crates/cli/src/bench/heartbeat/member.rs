@@ -200,11 +200,20 @@ pub(super) async fn round_of(
     let mut out = Vec::with_capacity(handles.len());
     let mut total = Tally::default();
     for h in handles {
-        let (share, tally) = h.await.expect("bench worker panicked");
+        let (share, tally) = joined(h.await);
         out.push(share);
         merge(&mut total, tally);
     }
     (out, total)
+}
+
+/// A bench worker's result. A worker that panicked (a bug in the bench, not a measurement) ends the bench with
+/// its own panic; the workers are never aborted, so a join error is always a panic.
+fn joined<T>(result: Result<T, tokio::task::JoinError>) -> T {
+    match result {
+        Ok(value) => value,
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
+    }
 }
 
 pub(super) fn merge(into: &mut Tally, from: Tally) {
@@ -288,7 +297,7 @@ pub(super) async fn steady(
     let mut total = Tally::default();
     let mut shares = Vec::with_capacity(handles.len());
     for h in handles {
-        let (tally, share) = h.await.expect("bench worker panicked");
+        let (tally, share) = joined(h.await);
         merge(&mut total, tally);
         shares.push(share);
     }
