@@ -8,8 +8,7 @@
 
 #[path = "console/admin.rs"]
 mod admin;
-#[path = "console/browser.rs"]
-mod browser;
+use crate::browser;
 
 use browser::{Browser, WAIT};
 use rsc_client::{LocalShard, Membership, Outgoing};

@@ -7,9 +7,7 @@
 //! Now: no challenge is sent to a request that did not use Basic (so nothing is cached), a cross-site
 //! mutation is refused by `Sec-Fetch-Site`/`Origin`, and a body that is not `application/json` gets 415.
 
-#[path = "console/browser.rs"]
-#[allow(dead_code)]
-mod browser;
+use crate::browser;
 
 use browser::{Browser, WAIT};
 use rsc_testkit::{RedisServer, RscBuilder, RscProcess};

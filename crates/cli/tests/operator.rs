@@ -3,8 +3,7 @@
 //! terraform's exit codes, scale `--wait` to the end, describe and upgrade-check showing a member's
 //! protocol version, audit listing the changes, and bad input answered with one line and a non-zero exit.
 
-#[path = "support/operator_cli.rs"]
-mod operator_cli;
+use crate::operator_cli;
 
 use operator_cli::{rsc, text};
 use rsc_client::{Auth, CoordinatorClient, Credentials};

@@ -3,8 +3,7 @@
 //! `redis_up 0` and `health{status="DOWN"} 1` (so `RscCoordinatorDown` can fire), and a verb that needs Redis
 //! says that the coordinator answered but cannot reach Redis.
 
-#[path = "support/operator_cli.rs"]
-mod operator_cli;
+use crate::operator_cli;
 
 use operator_cli::{rsc, text};
 use rsc_testkit::{RedisServer, RscBuilder};

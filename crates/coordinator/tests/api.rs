@@ -1,6 +1,6 @@
 //! coord/v1 admin, routing and heartbeat behaviour of a real coordinator over a real redis-server.
 
-mod support;
+use crate::support;
 
 use rsc_coordinator::server::Running;
 use rsc_testkit::RedisServer;

@@ -3,7 +3,7 @@
 //! cursors, limits and directions, stream scopes; and what the offsets view now fills in (the consumer's
 //! reported ids, and the cluster node and slot range of each shard on a Redis Cluster).
 
-mod support;
+use crate::support;
 
 use rsc_testkit::{RedisCluster, RedisServer};
 use serde_json::{Value, json};

@@ -2,7 +2,7 @@
 //! bodies, idle connections and the connection cap (`coordinator.http.*`). Each test waits on the
 //! condition it names with a bound far above the configured timeout; none measures time.
 
-mod support;
+use crate::support;
 
 use rsc_coordinator::config::{Config, Dur};
 use rsc_testkit::RedisServer;

@@ -2,7 +2,7 @@
 //! Content-Security-Policy; an unknown file is a JSON 404; the page holds no data (it reads everything
 //! through the authenticated API, which still refuses callers without credentials).
 
-mod support;
+use crate::support;
 
 use rsc_testkit::RedisServer;
 use support::*;

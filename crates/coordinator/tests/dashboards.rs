@@ -3,7 +3,7 @@
 //! with a consuming member), every JSON API panel reads a Grafana route of the route table that answers an
 //! array, and the provisioning files name the data sources the panels use.
 
-mod support;
+use crate::support;
 
 use rsc_testkit::RedisServer;
 use serde_json::{Value, json};

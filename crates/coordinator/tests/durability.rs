@@ -4,7 +4,7 @@
 //! fail admin mutations closed, refuse producers that saw newer routing, and be repaired only by restoring a
 //! good backup or by the audited recreate-as-new-lifecycle operation.
 
-mod support;
+use crate::support;
 
 use rsc_testkit::RedisServer;
 use serde_json::{Value, json};

@@ -5,7 +5,7 @@
 //!
 //! The reconciler's tick is set far beyond the test, so only the heartbeat path can move the shard in time.
 
-mod support;
+use crate::support;
 
 use rsc_coordinator::config::Dur;
 use rsc_testkit::RedisServer;

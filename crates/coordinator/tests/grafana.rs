@@ -4,7 +4,7 @@
 //! cursors (a tail page and the walk on from it), exact record search, and stream scopes (rows of other
 //! streams hidden; naming one is 403).
 
-mod support;
+use crate::support;
 
 use rsc_testkit::RedisServer;
 use serde_json::{Value, json};

@@ -3,7 +3,7 @@
 //! and deleted groups disappearing, the unauthenticated metrics listener, and the monitoring API additions
 //! (consumption, offsets, migrations, health components).
 
-mod support;
+use crate::support;
 
 use rsc_testkit::RedisServer;
 use serde_json::{Value, json};

@@ -4,7 +4,7 @@
 //! missing); the real coordinator serves it as JSON and YAML without credentials, and the API reference page
 //! and its assets from the binary, with no link off the server.
 
-mod support;
+use crate::support;
 
 use rsc_coordinator::api::openapi::{access_name, document};
 use rsc_coordinator::api::routes::{Access, table};

@@ -5,7 +5,7 @@
 //! document's schemas: no field the schema lacks, every required field present, each value of its declared
 //! type or enum.
 
-mod support;
+use crate::support;
 
 use rsc_coordinator::api::openapi::document;
 use rsc_coordinator::api::routes::table;

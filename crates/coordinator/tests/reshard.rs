@@ -1,7 +1,7 @@
 //! Online resharding against real Redis with real streams and consuming members: every message produced
 //! before and during each migration is acknowledged; drains, rollback, force-complete and resumption.
 
-mod support;
+use crate::support;
 
 use rsc_protocol::routing::shard_for_key;
 use rsc_testkit::RedisServer;

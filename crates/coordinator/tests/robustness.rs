@@ -7,7 +7,7 @@
 //! Requests are written by hand over TCP, so paths reach the server exactly as written (an HTTP client
 //! would normalise `..` and percent-encoding) and headers can be duplicated or huge.
 
-mod support;
+use crate::support;
 
 use rsc_coordinator::api::routes;
 use rsc_testkit::RedisServer;

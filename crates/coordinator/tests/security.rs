@@ -1,7 +1,7 @@
 //! Security and governance over a real redis-server: login and tokens, authentication on every route,
 //! roles and scoped principals, request ids, audit records, rate limits shared by replicas, revocation.
 
-mod support;
+use crate::support;
 
 use rsc_coordinator::api::routes::{self, Access};
 use rsc_coordinator::config::{Config, Dur};

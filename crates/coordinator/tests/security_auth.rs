@@ -6,7 +6,7 @@
 //! The test client connects from 127.0.0.1, configured as a trusted proxy, so `X-Forwarded-For` chooses the
 //! client address each request comes from.
 
-mod support;
+use crate::support;
 
 use rsc_coordinator::config::{Config, Dur};
 use rsc_testkit::RedisServer;

@@ -5,7 +5,7 @@
 //! - a scale-out never adopts a foreign stream key as a new shard;
 //! - a member incarnation belongs to the principal that joined it.
 
-mod support;
+use crate::support;
 
 use rsc_coordinator::config::Config;
 use rsc_testkit::RedisServer;

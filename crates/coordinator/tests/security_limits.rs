@@ -4,7 +4,7 @@
 //! in all and per principal (finding 14), and routing reads that write nothing for a stream that does not
 //! exist and sightings that expire (finding 8).
 
-mod support;
+use crate::support;
 
 use rsc_coordinator::config::Config;
 use rsc_testkit::RedisServer;

@@ -2,7 +2,7 @@
 //! (finding 6), a producer's quiesced report (finding 7), and the right to raise a rollback suspicion on a
 //! group (finding 12).
 
-mod support;
+use crate::support;
 
 use rsc_coordinator::config::Config;
 use rsc_testkit::RedisServer;

@@ -5,7 +5,7 @@
 //! is refused with `FENCED_INSTANCE_ID`; a temporary leave (`memberEpoch` -2) reserves too; a malformed
 //! instance id is a 400.
 
-mod support;
+use crate::support;
 
 use rsc_coordinator::config::{Config, Dur};
 use rsc_testkit::RedisServer;

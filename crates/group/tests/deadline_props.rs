@@ -8,7 +8,7 @@
 //! moments before it, with the leases lapsed by each moment: it must find nothing due.
 
 #[allow(dead_code)]
-mod context;
+use crate::context;
 
 use context::{Context, TIMING};
 use proptest::prelude::*;

@@ -3,7 +3,7 @@
 //! then a few hundred deterministic pseudo-random scripts. `scripts/fuzz-smoke` runs the same checks under
 //! libFuzzer.
 
-mod fuzz_checks;
+use crate::fuzz_checks;
 
 use std::path::PathBuf;
 

@@ -3,7 +3,7 @@
 //! replayed from its JSON, "member X heartbeats with …, expect …"). The simulation checks the same rules over
 //! random interleavings; these show each one on its smallest case, and fail naming it.
 
-mod context;
+use crate::context;
 
 use context::answer::Persisted;
 use context::{Context, START, TIMING, set};

@@ -18,7 +18,7 @@
 //! - `SIM_DURATION_SECS=<n>`: long mode, new seeds (from `SIM_FIRST_SEED`, else the clock) until time is up;
 //! - `SIM_TRACE=1`: print every request, answer and write (with `SIM_SEED`);
 
-mod sim;
+use crate::sim;
 
 use sim::world::{Summary, run};
 use std::sync::Mutex;
@@ -35,7 +35,9 @@ fn env_u64(name: &str) -> Option<u64> {
 }
 
 fn rerun_command(seed: u64) -> String {
-    format!("SIM_SEED={seed} cargo test -p rsc-group --test simulation -- --nocapture")
+    format!(
+        "SIM_SEED={seed} cargo test -p rsc-group --test integration -- simulation:: --nocapture"
+    )
 }
 
 /// Runs seeds `first..first+count` (or until `deadline`) on every core; stops at the first failure.

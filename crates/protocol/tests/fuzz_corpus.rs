@@ -3,7 +3,7 @@
 //! hostile hand-written inputs and deterministic pseudo-random ones. `scripts/fuzz-smoke` runs the same
 //! checks under libFuzzer.
 
-mod fuzz_checks;
+use crate::fuzz_checks;
 
 use std::path::PathBuf;
 

@@ -3,7 +3,7 @@
 //! next plan shows the unfinished change (not "No changes") with the same diagnosis; once an operator
 //! force-completes the migration the plan is empty again. The runs, with username and password, mint no token.
 
-mod support;
+use crate::support;
 
 use rsc_testkit::{RedisServer, RscBuilder};
 use std::path::Path;

@@ -8,7 +8,7 @@
 
 #[allow(dead_code)]
 // this test uses the shared support's binaries and outcome, not its dev_overrides workdir
-mod support;
+use crate::support;
 
 use rsc_testkit::{RedisServer, RscBuilder};
 use serde_json::Value;

@@ -5,7 +5,7 @@
 //! bad input and wrong credentials as diagnostics; destroy refused, then forced, while a member heartbeats;
 //! and the audit naming the provider's requests with principal, requestedBy, reason and request id.
 
-mod support;
+use crate::support;
 
 use rsc_client::{AdminClient, Consumer, ConsumerConfig, CoordinatorClient, Credentials, Delivery};
 use rsc_testkit::{RedisServer, RscBuilder};

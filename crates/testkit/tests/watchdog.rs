@@ -42,7 +42,7 @@ fn a_leaked_server_dies_with_the_test_process() {
     let mut child = Command::new(exe)
         .args([
             "--exact",
-            "a_leaked_server_dies_with_the_test_process",
+            "watchdog::a_leaked_server_dies_with_the_test_process",
             "--nocapture",
         ])
         .env(CHILD_ENV, "1")

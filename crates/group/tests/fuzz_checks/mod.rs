@@ -193,7 +193,7 @@ impl Run {
         if !self.verbose {
             panic!(
                 "{what}\nto see the steps, copy the input into fuzz/corpus/heartbeat_transition/ and run \
-                 cargo test -p rsc-group --test fuzz_corpus"
+                 cargo test -p rsc-group --test integration -- fuzz_corpus::"
             );
         }
         panic!(

@@ -1,0 +1,31 @@
+//! The coordinator over HTTP against real Redis, and workspace-wide source checks: every integration test of this crate in one test binary (`integration`), so the
+//! workspace links one binary per crate instead of one per file. Each file of `tests/` is a module
+//! here (`cargo test --workspace --test integration -- <file>::` runs one file's tests); a file left out
+//! of this list would silently stop running, so `test_binaries` (crates/coordinator/tests) fails on it.
+
+// Helpers shared by several files (one copy in this binary).
+mod support;
+
+// One module per test file.
+mod api;
+mod browse;
+mod connections;
+mod console;
+mod dashboards;
+mod durability;
+mod failover;
+mod grafana;
+mod module_graph;
+mod observability;
+mod openapi;
+mod openapi_schemas;
+mod readme_routes;
+mod reshard;
+mod robustness;
+mod security;
+mod security_auth;
+mod security_domain;
+mod security_limits;
+mod security_ownership;
+mod static_members;
+mod test_binaries;

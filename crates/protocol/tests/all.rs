@@ -1,0 +1,11 @@
+//! The wire protocol: fuzz corpus replay and ordering fences: every integration test of this crate in one test binary (`integration`), so the
+//! workspace links one binary per crate instead of one per file. Each file of `tests/` is a module
+//! here (`cargo test --workspace --test integration -- <file>::` runs one file's tests); a file left out
+//! of this list would silently stop running, so `test_binaries` (crates/coordinator/tests) fails on it.
+
+// Helpers shared by several files (one copy in this binary).
+mod fuzz_checks;
+
+// One module per test file.
+mod fuzz_corpus;
+mod ordering_fences;
