@@ -631,3 +631,45 @@ async fn health_is_down_and_readiness_fails_when_redis_stops() {
     );
     running.shutdown().await.unwrap();
 }
+
+/// Issue #33 point 5: the labelled counters that alerts take `increase()` of have their series, at 0, before
+/// their first event, so the first burst after a restart is seen: a group's `member_expired_total` from the
+/// first metrics pass after it exists, and `redis_connection_failures_total` for every Redis operation from
+/// the start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn counters_used_by_alerts_have_series_at_zero_before_their_first_event() {
+    let redis = RedisServer::start();
+    let (running, api) = coordinator(obs_config(&redis.url())).await;
+    let metrics = format!("http://{}", running.metrics_addr.expect("metrics listener"));
+    assert_eq!(api.create_stream("zero", 2).await.status, 201);
+    let e = scrape_until(
+        &metrics,
+        "the new group's member_expired_total series",
+        |e| {
+            e.value(
+                "redis_stream_coord_member_expired_total",
+                &[("stream", "zero"), ("group", "zero")],
+            )
+            .is_some()
+        },
+    )
+    .await;
+    assert_eq!(
+        e.value(
+            "redis_stream_coord_member_expired_total",
+            &[("stream", "zero"), ("group", "zero")],
+        ),
+        Some(0.0),
+        "no member of the new group has expired"
+    );
+    for operation in ["cas", "heartbeat", "load", "ping", "revision", "xinfo"] {
+        assert_eq!(
+            e.value(
+                "redis_stream_coord_redis_connection_failures_total",
+                &[("operation", operation)],
+            ),
+            Some(0.0),
+            "redis_connection_failures_total{{operation={operation:?}}} is exposed at 0 before any failure"
+        );
+    }
+}
