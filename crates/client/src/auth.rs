@@ -1,7 +1,7 @@
 //! Credentials and how they are sent: nothing, HTTP Basic on every call, or a bearer token from
 //! `POST /coord/v1/auth/login` that is renewed before it expires (coord/v1 contract).
 //!
-//! The token state is pure bookkeeping ([`TokenState`]); the HTTP exchange lives in
+//! The token state is pure bookkeeping (`TokenState`); the HTTP exchange lives in
 //! [`crate::coordinator`]. Passwords and tokens are never logged or shown by `Debug`.
 
 use std::fmt;

@@ -1,6 +1,6 @@
 //! The routed producer: publishes keyed records to the shard stream the contract's hash picks
 //! (coord/v1 contract), with a routing cache that keeps working through coordinator outages for the length
-//! of its lease (see [`crate::routing`]).
+//! of its lease (see `crate::routing`).
 //!
 //! Publish procedure: route with the cached table → a guarded `XADD <streamKey> NOMKSTREAM [MAXLEN ~ n] * f v …`
 //! (`producer/publish.rs`: the store's `guarded_append` script, refused when the routing used is older than
@@ -9,7 +9,7 @@
 //! retry on the right shard; a Redis error one refresh and one retry. Batches are pipelined in one round
 //! trip. The producer never creates streams.
 //!
-//! Producer quiesce (a scale with `producerQuiesce`, see [`crate::quiesce`]): while routing carries a quiesce
+//! Producer quiesce (a scale with `producerQuiesce`, see `crate::quiesce`): while routing carries a quiesce
 //! notice no new publish starts (callers wait, at most [`ProducerConfig::publish_timeout`]); the publishes in
 //! flight finish with their retry, then the producer reports `quiesced` under its producer id.
 

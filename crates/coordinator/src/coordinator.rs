@@ -4,7 +4,7 @@
 //!
 //! Requests flow one way: route → validate → load group (cache or store) → pure transition → CAS write →
 //! response derived from what was written. The operations themselves live in services
-//! ([`services`]), borrowed from the runtime: `heartbeats()`, `admin()`, `reconciler()`, `resharding()`,
+//! (`services`), borrowed from the runtime: `heartbeats()`, `admin()`, `reconciler()`, `resharding()`,
 //! `monitoring()` and `durability()`.
 
 pub mod cluster_view;
@@ -39,7 +39,7 @@ pub use rsc_group::replica::MAX_CAS_ATTEMPTS;
 
 /// The shared runtime every service works through. Its fields are private: services reach them through
 /// the read accessors below, and each service's own state (the heartbeat queues, the reconciler's wake-up)
-/// is reachable only through that service ([`services`]).
+/// is reachable only through that service (`services`).
 pub struct Coordinator {
     config: CoordinatorConfig,
     timing: Timing,

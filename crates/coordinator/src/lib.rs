@@ -2,7 +2,7 @@
 //!
 //! - [`config`]: configuration (TOML + env + flags), validated at start-up; [`duration`] its durations.
 //! - [`coordinator`]: the `Coordinator` (store, clock, cache) with `load` and `commit`.
-//! - [`heartbeat`]: the hot path; [`batch`] writes a group's waiting transitions at once. [`admin`]: create/delete/get/routing. [`reconciler`]: time-driven work.
+//! - [`heartbeat`]: the hot path; `batch` writes a group's waiting transitions at once. [`admin`]: create/delete/get/routing. [`reconciler`]: time-driven work.
 //! - [`monitoring`]: members, assignments, health. [`views`]: contract response shapes.
 //! - [`reshard`]: online scale-out/in with drain, rollback and force-complete.
 //! - [`metrics`]: Prometheus `/metrics`, kept current by a background task ([`metrics_refresh`]). [`inspect`]: consumption,

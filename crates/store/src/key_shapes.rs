@@ -9,12 +9,12 @@
 
 use rsc_protocol::names;
 
-/// One kind of key: its name for people, and its shape with [`MARKER`] where a name part goes.
+/// One kind of key: its name for people, and its shape with `MARKER` where a name part goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyShape {
     /// What the key holds, e.g. `group metadata`.
     pub what: &'static str,
-    /// The key name with every variable part replaced by [`MARKER`] (no marker: the name is fixed).
+    /// The key name with every variable part replaced by `MARKER` (no marker: the name is fixed).
     pub shape: String,
 }
 

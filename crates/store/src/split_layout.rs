@@ -8,7 +8,7 @@
 //! then sets and deletes only the entries the caller says changed, with the new header, atomically; the first
 //! write of this layout onto a hash of another layout is *full* (it removes the whole document and any stray
 //! entry first), and a write of another layout onto this one removes every entry. Reading a hash of this layout
-//! ([`assemble`]) gives back one JSON document — the header's fields followed by each part as an object of its
+//! (`assemble`) gives back one JSON document — the header's fields followed by each part as an object of its
 //! entries in key order — so every reader (the coordinator, backup, restore) still sees one aggregate. Which
 //! maps are split is the caller's choice (`rsc_group::model::SPLIT_PARTS`); the store never parses the JSON.
 

@@ -28,6 +28,7 @@ pub struct ApplyArgs {
     #[arg(short = 'f', long = "file")]
     pub file: PathBuf,
     /// Why (recorded with every change; default: "rsc apply <file>").
+    #[allow(rustdoc::invalid_html_tags)] // the doc is the option's --help text, shown as written
     #[arg(long)]
     pub reason: Option<String>,
     /// Who asks (default: the logged-in user).

@@ -1,9 +1,9 @@
 //! The managed consumer: N logical members in one process, each joining the coordinator group,
 //! heartbeating, and reading exactly the shards it is entitled to, with explicit acknowledgement.
 //!
-//! - [`config`]: settings and the assignment lease. [`membership`]: how the SDK sets up and uses the
+//! - [`config`]: settings and the assignment lease. `membership`: how the SDK sets up and uses the
 //!   member protocol model ([`crate::Membership`], from `rsc-member`).
-//! - [`member`]: one member's runtime (heartbeats, reconciling read loops). [`reader`]: one shard's loop.
+//! - `member`: one member's runtime (heartbeats, reconciling read loops). `reader`: one shard's loop.
 //! - [`delivery`]: what the handler receives and acknowledges. [`events`]: ownership events, snapshots.
 
 pub mod config;
@@ -92,7 +92,7 @@ impl Consumer {
         Self::start_with_events(coord, config, handler, None).await
     }
 
-    /// Like [`Consumer::start`], also calling `events` for every [`ConsumerEvent`] (read loops started and
+    /// Like [`Consumer::start`], also calling `events` for every `ConsumerEvent` (read loops started and
     /// stopped, heartbeats, lease expiry). The callback must be quick.
     ///
     /// ```no_run

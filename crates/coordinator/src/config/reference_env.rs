@@ -3,7 +3,7 @@
 //! The reference is a Spring Boot application: it reads `SPRING_DATA_REDIS_*`, `SERVER_PORT`, its own
 //! `coordinator.*` properties through Spring's relaxed binding (`COORDINATOR_STORE_TYPE`, and the
 //! dash-less spellings such as `COORDINATOR_MEMBERLEASETTL`), and a few placeholders
-//! (`REDIS_STREAM_COORDINATOR_ADMIN_PASSWORD`). [`ROWS`] says for each what it means here: an rsc key
+//! (`REDIS_STREAM_COORDINATOR_ADMIN_PASSWORD`). `ROWS` says for each what it means here: an rsc key
 //! (with its value translated: Spring durations, the Redis address parts composed into one URL, the
 //! listen address), nothing (one WARN line naming the variable and why), or something rsc cannot do
 //! (start-up fails naming the variable). rsc's own spelling of a key wins over a reference variable for the

@@ -85,7 +85,7 @@ pub struct GrafanaShardRow {
     pub shard: ShardRef,
     pub shard_count: u32,
     pub shard_index: u32,
-    /// ":<index>".
+    /// `":<index>"`.
     pub shard_label: String,
     pub stream_key: String,
     pub redis_slot: u16,

@@ -176,7 +176,7 @@ fn liveness_gauges(g: &mut Gauges, coordinator_id: &str, health: &HealthObservat
     );
 }
 
-/// A registry of the liveness gauges alone ([`liveness_gauges`]).
+/// A registry of the liveness gauges alone (`liveness_gauges`).
 pub fn liveness_registry(coordinator_id: &str, health: &HealthObservation) -> Registry {
     let mut g = Gauges::default();
     liveness_gauges(&mut g, coordinator_id, health);

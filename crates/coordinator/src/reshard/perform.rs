@@ -275,7 +275,7 @@ impl Resharding<'_> {
         }
     }
 
-    /// [`Resharding::change_group`] as an operation's result.
+    /// `Resharding::change_group` as an operation's result.
     pub async fn update_group(
         &self,
         name: &GroupName,

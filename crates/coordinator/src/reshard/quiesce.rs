@@ -92,7 +92,7 @@ impl Resharding<'_> {
     /// by any switch decision made after the flag was set.
     ///
     /// Nothing is written for a stream without a record (a routing read that ends in 404), nor for a new
-    /// producer id once the stream keeps [`MAX_PRODUCERS_PER_STREAM`]; the hashes expire
+    /// producer id once the stream keeps `MAX_PRODUCERS_PER_STREAM`; the hashes expire
     /// `FORGET_AFTER_WINDOWS` refresh windows after their last write (issue #32, finding 8).
     pub async fn note_producer_seen(&self, prefix: &str, producer: &str, principal: Option<&str>) {
         let keys = self.producer_keys(prefix);

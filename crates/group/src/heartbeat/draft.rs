@@ -12,7 +12,7 @@ use std::borrow::Cow;
 /// [`Draft::rebalance_now`]: the batch runs one for all its requests instead of one per request, which over a
 /// group of N members turns a join wave's O(N²) into O(N) per batch. Nothing a later request's decision
 /// reads depends on it (`batch.rs` says why), except an open metadata-correction round, so while one is open
-/// every decision ends rebalanced ([`decide_in_place`]).
+/// every decision ends rebalanced (`decide_in_place`).
 #[derive(Debug)]
 pub struct Draft<'a> {
     group: Cow<'a, Group>,

@@ -9,7 +9,7 @@
 //!
 //! Static members (`groupInstanceId`): a join claiming an instance id that another active member holds is
 //! refused (`FENCED_INSTANCE_ID`); a join claiming a reserved one takes the reserved target
-//! ([`Reservation`]); a leave with epoch -2 ("temporary") reserves the leaving member's target.
+//! (`Reservation`); a leave with epoch -2 ("temporary") reserves the leaving member's target.
 //!
 //! Epochs: a request whose epoch lies in `incarnation_epoch..=member_epoch` comes from the current
 //! incarnation and is always answered (a retry after a lost response is never fenced). Its report can only
@@ -100,7 +100,7 @@ impl Transition {
 }
 
 /// Who sends a heartbeat, as far as member ownership goes. A member incarnation records the principal that
-/// joined it ([`Member::owner`]); a heartbeat or leave for it from another principal is refused, unless the
+/// joined it (`Member::owner`); a heartbeat or leave for it from another principal is refused, unless the
 /// caller may act for any member (an ADMIN). Heartbeats served without authentication have no principal:
 /// nothing is recorded and nothing is checked.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -6,10 +6,10 @@
 //! heartbeat never rewrites this document. All instants are milliseconds of Redis server time.
 //!
 //! Every record type the aggregate stores is here, so the rules (`heartbeat`, `migration`, `ordering`,
-//! `durability`, …) depend on the model and never the other way round: [`migration`] the resharding
-//! migration record, [`durability`] the rollback suspicion and its dismissal, [`gates`] the read-only
-//! queries of an ordered stream's gates; [`stored`] the aggregate split into a header and per-member entries,
-//! as the store's layout 4 keeps it, and [`write_form`] whether one write is stored as its changes, every entry
+//! `durability`, …) depend on the model and never the other way round: `migration` the resharding
+//! migration record, `durability` the rollback suspicion and its dismissal, `gates` the read-only
+//! queries of an ordered stream's gates; `stored` the aggregate split into a header and per-member entries,
+//! as the store's layout 4 keeps it, and `write_form` whether one write is stored as its changes, every entry
 //! or the whole document.
 
 mod durability;

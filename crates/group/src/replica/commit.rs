@@ -1,6 +1,6 @@
 //! Group commit: the heartbeats of one group waiting to write on a replica are decided in sequence on the
 //! newest aggregate ([`crate::batch::Batch`]), committed with one compare-and-set, and each is then told what
-//! the commit means for it ([`DecidedBatch::replies`]).
+//! the commit means for it (`DecidedBatch::replies`).
 //!
 //! A request that is not combined (on the newer aggregate it no longer needs a write, its member is already
 //! named by an earlier request of the batch, or another principal now owns it) is told to decide again at

@@ -64,7 +64,7 @@ pub(super) fn parse_redis_cpu(info: &str) -> Option<f64> {
     Some(get("used_cpu_user")? + get("used_cpu_sys")?)
 }
 
-/// utime+stime of a process in seconds, from /proc/<pid>/stat.
+/// utime+stime of a process in seconds, from `/proc/<pid>/stat`.
 pub(crate) fn cpu_seconds(pid: u32) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     parse_cpu_ticks(&stat).map(|t| t as f64 / clock_ticks_per_sec())
@@ -79,7 +79,7 @@ pub(super) fn parse_cpu_ticks(stat: &str) -> Option<u64> {
     Some(utime + stime)
 }
 
-/// Resident memory of a process in MiB (VmRSS from /proc/<pid>/status).
+/// Resident memory of a process in MiB (VmRSS from `/proc/<pid>/status`).
 pub(super) fn resident_mib(pid: u32) -> Option<f64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     parse_vm_rss_kib(&status).map(|kib| kib as f64 / 1024.0)

@@ -71,6 +71,7 @@ pub struct HeartbeatArgs {
     #[arg(long, default_value_t = 1000)]
     pub members: usize,
     /// Groups (one stream each, named bench-<run>-<i>).
+    #[allow(rustdoc::invalid_html_tags)] // the doc is the option's --help text, shown as written
     #[arg(long, default_value_t = 10)]
     pub groups: usize,
     /// Shards per group.
@@ -167,7 +168,7 @@ impl HeartbeatArgs {
     }
 }
 
-/// True when the URL's host is 127.0.0.1, [::1] or localhost.
+/// True when the URL's host is 127.0.0.1, `[::1]` or localhost.
 pub(crate) fn is_loopback_url(url: &str) -> bool {
     let Some((_, rest)) = url.split_once("://") else {
         return false;
