@@ -785,13 +785,14 @@ fn a_deleted_stream_keeps_its_records_and_is_created_again_by_adopting_or_purgin
             )
         })
         .collect();
-    // Newest first: the purge, the adoption, the refusal, the first create (the group route's creates of a
-    // new prefix are audited as CREATE_STREAM).
+    // Newest first: the purge, the adoption, the demo's refused create, the apply's refusal, the first create
+    // (the group route's creates of a new prefix are audited as CREATE_STREAM).
     assert_eq!(
         choices,
         [
             ("SUCCESS".to_owned(), "PURGE".to_owned()),
             ("SUCCESS".to_owned(), "ADOPT".to_owned()),
+            ("FAILED".to_owned(), "-".to_owned()),
             ("FAILED".to_owned(), "-".to_owned()),
             ("SUCCESS".to_owned(), "-".to_owned()),
         ],
