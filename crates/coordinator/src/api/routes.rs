@@ -428,3 +428,20 @@ pub fn table() -> Vec<RouteSpec> {
         ),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::access::HEARTBEAT_OPERATION;
+
+    /// `access::BodyLimit` gives the larger body limit to the route with this operation id: it must be the
+    /// heartbeat's. (Here rather than in `access`, which the router imports: no import circle.)
+    #[test]
+    fn the_operation_id_with_the_heartbeat_body_limit_is_the_heartbeat_route() {
+        let routes = super::table();
+        let heartbeat = routes
+            .iter()
+            .find(|r| r.operation_id == HEARTBEAT_OPERATION)
+            .expect("the heartbeat route");
+        assert!(heartbeat.path.ends_with("/heartbeat"), "{}", heartbeat.path);
+    }
+}
