@@ -427,6 +427,28 @@ async fn an_unconsumed_extra_group_blocks_the_drain_until_forced() {
         .unwrap()
         .to_owned();
     h.until_state(&id, "DEPRECATED").await;
+    // The group's migration has ended; the stream's record names it active until the stream's pass ends it
+    // there too, and a force-complete in between still reaches the stream's migration. Wait for the record
+    // (bounded), then a force-complete of the ended migration is refused.
+    let conn = h.redis.clone();
+    wait_for(
+        "the stream's record no longer names the ended migration",
+        Duration::from_secs(20),
+        || {
+            let mut conn = conn.clone();
+            async move {
+                let aggregate: Option<String> = redis::cmd("HGET")
+                    .arg("redis-stream:coord:{x}:stream")
+                    .arg("aggregate")
+                    .query_async(&mut conn)
+                    .await
+                    .unwrap();
+                let record: Value = serde_json::from_str(&aggregate?).ok()?;
+                record["activeMigration"].is_null().then_some(())
+            }
+        },
+    )
+    .await;
     let r = api
         .send(
             "POST",
