@@ -154,6 +154,18 @@ async fn only_the_producers_own_principal_reports_it_quiesced() {
     running.shutdown().await.unwrap();
 }
 
+/// Asserts that an observation was answered 409 and logged but not recorded as rollback evidence; returns
+/// the answer's message.
+fn assert_logged_not_recorded(r: &Reply) -> &str {
+    assert_eq!(r.status, 409, "{}", r.body);
+    let message = r.body["message"].as_str().unwrap();
+    assert!(
+        message.contains("not recorded as rollback evidence"),
+        "{message}"
+    );
+    message
+}
+
 async fn observe(api: &Api, p: &str, observed: i64) -> Reply {
     api.send(
         "GET",
@@ -184,15 +196,7 @@ async fn only_principals_with_a_stake_in_a_group_raise_a_rollback_suspicion() {
     assert_eq!(api.create_stream(p, 2).await.status, 201);
     // member2 never joined team-b and produces nothing to it: its observation is logged, not recorded.
     let r = observe(&as_user(&api, "member2"), p, 1000).await;
-    assert_eq!(r.status, 409, "{}", r.body);
-    assert!(
-        r.body["message"]
-            .as_str()
-            .unwrap()
-            .contains("not recorded as rollback evidence"),
-        "{}",
-        r.body
-    );
+    assert_logged_not_recorded(&r);
     assert_eq!(durability_status(&api, p).await, "OK");
     let r = as_user(&api, "writer")
         .send(
@@ -235,12 +239,7 @@ async fn a_producer_first_seen_after_the_groups_routing_last_changed_raises_no_s
     // A group that never scaled: member2, which never joined, reads routing once, then reports.
     assert_eq!(routing(&member2, p, "m2-prod").await.status, 200);
     let r = observe(&member2, p, 1000).await;
-    assert_eq!(r.status, 409, "{}", r.body);
-    let message = r.body["message"].as_str().unwrap();
-    assert!(
-        message.contains("not recorded as rollback evidence"),
-        "{message}"
-    );
+    let message = assert_logged_not_recorded(&r);
     assert!(
         message.contains("after the group's routing last changed"),
         "{message}"
@@ -262,15 +261,7 @@ async fn a_producer_first_seen_after_the_groups_routing_last_changed_raises_no_s
     assert_eq!(routing(&member3, p, "m3-prod").await.status, 200);
     for _ in 0..2 {
         let r = observe(&member3, p, 1000).await;
-        assert_eq!(r.status, 409, "{}", r.body);
-        assert!(
-            r.body["message"]
-                .as_str()
-                .unwrap()
-                .contains("not recorded as rollback evidence"),
-            "{}",
-            r.body
-        );
+        assert_logged_not_recorded(&r);
     }
     assert_eq!(durability_status(&api, p).await, "OK");
 
