@@ -39,7 +39,8 @@ pub enum ErrorCode {
     /// 503: creating a shard stream's Redis consumer group (`XGROUP CREATE`) failed with anything but
     /// `BUSYGROUP`.
     RedisStreamProvisioningFailed,
-    /// 503: the coordinator is shutting down and refuses mutations and heartbeats; send them to another replica.
+    /// 503: the coordinator is shutting down and refuses mutations and heartbeats; send them to another
+    /// replica.
     CoordinatorTerminating,
     /// 429: the admin-mutation rate limit was hit; the `Retry-After` header says when to try again.
     RateLimitExceeded,

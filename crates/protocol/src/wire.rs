@@ -70,29 +70,29 @@ where
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum HeartbeatStatus {
-    /// The heartbeat was accepted: read exactly `assignedShards`, wait for `pendingShards`, and send the returned
-    /// `memberEpoch` next.
+    /// The heartbeat was accepted: read exactly `assignedShards`, wait for `pendingShards`, and send the
+    /// returned `memberEpoch` next.
     Ok,
     /// Keep the current state and try again (defined by the contract; rsc does not send it today).
     Retry,
-    /// The member's `metadataVersion` disagrees with the group's during a metadata-correction round: keep only
-    /// already-owned shards that are in `assignedShards`, start no new ones, adopt the returned epochs and
-    /// version.
+    /// The member's `metadataVersion` disagrees with the group's during a metadata-correction round: keep
+    /// only already-owned shards that are in `assignedShards`, start no new ones, adopt the returned epochs
+    /// and version.
     SyncMetadata,
-    /// A metadata-correction round is open and the member is on the current version: as `SYNC_METADATA`, keep only
-    /// already-owned shards that are in `assignedShards` and start no new ones.
+    /// A metadata-correction round is open and the member is on the current version: as `SYNC_METADATA`, keep
+    /// only already-owned shards that are in `assignedShards` and start no new ones.
     RevokePending,
-    /// The group or the member is unknown (or a non-zero epoch for a member the group no longer has): drop every
-    /// shard and join again with `memberEpoch` 0.
+    /// The group or the member is unknown (or a non-zero epoch for a member the group no longer has): drop
+    /// every shard and join again with `memberEpoch` 0.
     UnknownMemberId,
-    /// The member's epoch is stale, or it was expired or fenced (invalid ownership report, rebalance timeout):
-    /// drop every shard and join again with `memberEpoch` 0.
+    /// The member's epoch is stale, or it was expired or fenced (invalid ownership report, rebalance
+    /// timeout): drop every shard and join again with `memberEpoch` 0.
     FencedMemberEpoch,
     /// The request's `protocolVersion` is outside the range this coordinator speaks; nothing is stored.
     UnsupportedProtocol,
     /// The request is malformed or contradicts the member's stored state (body and path `memberId` differ, an
-    /// epoch below -2, -2 without a `groupInstanceId`, an epoch above the stored one, an epoch-0 join of an id
-    /// that still owns shards); nothing is stored.
+    /// epoch below -2, -2 without a `groupInstanceId`, an epoch above the stored one, an epoch-0 join of an
+    /// id that still owns shards); nothing is stored.
     InvalidRequest,
     /// Another live member holds the `groupInstanceId` this request claims (static membership): the
     /// request is refused (rejected shape, nothing stored); the member keeps nothing and may try to join
@@ -143,16 +143,16 @@ pub enum RevokeState {
     Revoked,
 }
 
-/// `runtimeConsumerCapacity` of a heartbeat: how much work the member can do. Shown to operators; rsc does not use
-/// it for assignment.
+/// `runtimeConsumerCapacity` of a heartbeat: how much work the member can do. Shown to operators; rsc does
+/// not use it for assignment.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct RuntimeConsumerCapacity {
     /// How many entries the member handles at once at most (at least 1).
     pub runtime_max_concurrency: i64,
-    /// How many of those slots are free now (at least 0); `runtimeMaxConcurrency - availableConcurrency` is shown
-    /// as the member's active workers.
+    /// How many of those slots are free now (at least 0); `runtimeMaxConcurrency - availableConcurrency` is
+    /// shown as the member's active workers.
     pub available_concurrency: i64,
 }
 
@@ -180,8 +180,8 @@ impl RevokingShardReport {
     }
 }
 
-/// One entry of a heartbeat's `shardProgress`: where the member is in a shard, for monitoring. Every field but
-/// `shard` is optional.
+/// One entry of a heartbeat's `shardProgress`: where the member is in a shard, for monitoring. Every field
+/// but `shard` is optional.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
@@ -234,8 +234,8 @@ pub struct HeartbeatRequest {
     /// clients of the coord/v1 contract that do not send it are unaffected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group_instance_id: Option<String>,
-    /// `0`: join (or rejoin); `-1`: leave; `-2`: leave temporarily (a static member keeps its target reserved);
-    /// positive: the `memberEpoch` of the last answer, echoed.
+    /// `0`: join (or rejoin); `-1`: leave; `-2`: leave temporarily (a static member keeps its target
+    /// reserved); positive: the `memberEpoch` of the last answer, echoed.
     pub member_epoch: i64,
     /// The last `metadataVersion` the member saw (0 before its first answer).
     pub metadata_version: i64,
@@ -259,8 +259,8 @@ pub struct HeartbeatRequest {
 pub struct AssignmentView {
     /// The shards the member may read now, ascending.
     pub assigned_shards: Vec<ShardId>,
-    /// The shards promised to the member but still held by another member that is giving them up, ascending: not
-    /// to be read yet.
+    /// The shards promised to the member but still held by another member that is giving them up, ascending:
+    /// not to be read yet.
     pub pending_shards: Vec<ShardId>,
     /// The group's `metadataVersion` this assignment belongs to.
     pub metadata_version: i64,
@@ -287,8 +287,8 @@ pub struct HeartbeatResponse {
     pub group_epoch: i64,
     /// The group epoch the current target assignment was computed at (0 in rejections).
     pub assignment_epoch: i64,
-    /// The group's metadata version: bumped by every change of the group's metadata, including membership changes
-    /// (0 in rejections).
+    /// The group's metadata version: bumped by every change of the group's metadata, including membership
+    /// changes (0 in rejections).
     pub metadata_version: i64,
     /// What the member may read now and what it must still wait for (empty in rejections).
     pub assignment: AssignmentView,
@@ -375,7 +375,8 @@ pub struct MigrationView {
     pub from_shard_count: u32,
     /// The shard count the scale moves to.
     pub to_shard_count: u32,
-    /// `PREPARING`, `ACTIVE`, `DRAINING`, `DEPRECATED` (complete), `ROLLED_BACK`, `FORCE_COMPLETED` or `ABORTED`.
+    /// `PREPARING`, `ACTIVE`, `DRAINING`, `DEPRECATED` (complete), `ROLLED_BACK`, `FORCE_COMPLETED` or
+    /// `ABORTED`.
     pub state: String,
     /// When the scale was requested (ISO-8601 UTC).
     pub created_at: String,
@@ -392,8 +393,8 @@ pub struct GroupResponse {
     pub stream_prefix: String,
     /// The group's name (also the Redis consumer group's name on every shard stream).
     pub consumer_group: String,
-    /// `EMPTY` (no live member), `RECONCILING` (a member's shards differ from its target, or a handover is under
-    /// way) or `STABLE`.
+    /// `EMPTY` (no live member), `RECONCILING` (a member's shards differ from its target, or a handover is
+    /// under way) or `STABLE`.
     pub state: String,
     /// The group's epoch: bumped by every membership or shard-count change.
     pub group_epoch: i64,
@@ -403,7 +404,8 @@ pub struct GroupResponse {
     pub metadata_version: i64,
     /// The group's current shard count.
     pub shard_count: u32,
-    /// The scale under way as this group adopted it; `null` when none is (or the group has not adopted it yet).
+    /// The scale under way as this group adopted it; `null` when none is (or the group has not adopted it
+    /// yet).
     pub active_migration: Option<MigrationView>,
     /// Member id → how many shards its target holds, for every active member.
     pub target_assignment_summary: BTreeMap<String, usize>,

@@ -49,7 +49,8 @@ pub struct Evidence {
     pub stored: i64,
     /// Who reported it: a member id, `producer`, or `coordinator <id>`.
     pub source: String,
-    /// The authenticated principal that sent it (None: unauthenticated heartbeats, or the coordinator itself).
+    /// The authenticated principal that sent it (None: unauthenticated heartbeats, or the coordinator
+    /// itself).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub principal: Option<String>,
     /// When it was recorded.

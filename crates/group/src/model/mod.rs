@@ -65,14 +65,15 @@ pub type ShardSet = BTreeSet<u32>;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum MemberState {
-    /// A live member taking part in assignment (`STARTING` on the wire is never stored: a join is ACTIVE at once).
+    /// A live member taking part in assignment (`STARTING` on the wire is never stored: a join is ACTIVE at
+    /// once).
     Active,
     /// Left with epoch -1 (or -2): out of assignment, but still holds what it has not released.
     Leaving,
     /// Its lease ran out; it holds nothing and must join again.
     Expired,
-    /// Fenced (invalid ownership report, rebalance timeout, a newer incarnation); it holds nothing and must join
-    /// again.
+    /// Fenced (invalid ownership report, rebalance timeout, a newer incarnation); it holds nothing and must
+    /// join again.
     Fenced,
 }
 

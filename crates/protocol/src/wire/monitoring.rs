@@ -262,8 +262,8 @@ pub struct AssignmentsResponse {
     pub current_assignments: BTreeMap<String, Vec<ShardId>>,
     /// rsc: what the coordinator has granted each live member.
     pub granted_assignments: BTreeMap<String, Vec<ShardId>>,
-    /// Live member id → the shards being taken from it, with its last report on each (members with none are left
-    /// out).
+    /// Live member id → the shards being taken from it, with its last report on each (members with none are
+    /// left out).
     pub revoke_progress: BTreeMap<String, Vec<RevokeProgress>>,
     /// rsc: the last report of each member that is no longer live.
     pub departed_members: BTreeMap<String, DepartedMember>,
@@ -319,8 +319,8 @@ pub struct DepartedMember {
     pub since: String,
 }
 
-/// Shards of a dead or fenced incarnation held back from assignment until its client-side lease has certainly run
-/// out (`holds` of the assignments view).
+/// Shards of a dead or fenced incarnation held back from assignment until its client-side lease has certainly
+/// run out (`holds` of the assignments view).
 #[derive(Debug, Clone, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
@@ -356,7 +356,8 @@ pub struct ConsumerShardProgress {
     pub member_id: String,
     /// The member's display name.
     pub member_name: String,
-    /// The member's state (`ACTIVE`, `LEAVING`, `EXPIRED`, `FENCED`).
+    /// The member's state (`ACTIVE`, `LEAVING`, `EXPIRED`, `FENCED`; `UNKNOWN` once the group no longer lists
+    /// it).
     pub member_state: String,
     /// The shard reported on.
     pub shard: ShardId,

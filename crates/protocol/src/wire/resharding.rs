@@ -14,7 +14,8 @@ pub struct MigrationResponse {
     pub from_shard_count: u32,
     /// The shard count the scale moves to.
     pub to_shard_count: u32,
-    /// `PREPARING`, `ACTIVE`, `DRAINING`, `DEPRECATED` (complete), `ROLLED_BACK`, `FORCE_COMPLETED` or `ABORTED`.
+    /// `PREPARING`, `ACTIVE`, `DRAINING`, `DEPRECATED` (complete), `ROLLED_BACK`, `FORCE_COMPLETED` or
+    /// `ABORTED`.
     pub state: String,
     /// When the scale was requested (ISO-8601 UTC).
     pub created_at: String,
