@@ -22,6 +22,7 @@ mod openapi_schemas;
 mod readme_routes;
 mod reshard;
 mod robustness;
+mod sdk_dependencies;
 mod security;
 mod security_auth;
 mod security_domain;

@@ -66,10 +66,10 @@ pub use outcome::{
     CasOutcome, CasWrite, CreateOutcome, DeleteOutcome, HeartbeatOutcome, PeerLease, StoredGroup,
 };
 pub use producers::{ProducerEntry, ProducerKeys, Sighting, SightingLimits};
-pub use routing_floor::{
-    AppendReply, BoundaryFields, RaisedBoundary, SwitchPoint, guarded_append, read_boundary,
-};
+pub use routing_floor::{RaisedBoundary, SwitchPoint};
+// Guarded publish and the boundary's read are the SDK's too: they live in rsc-scripts (crates/scripts).
 pub use rsc_redis_connect::RedisTls;
+pub use rsc_scripts::{AppendReply, BoundaryFields, ScriptError, guarded_append, read_boundary};
 pub use shards::{ConsumerGroupInfo, RetireOutcome, ShardObservation, StreamInfo, parse_stream_id};
 pub use split_layout::{LAYOUT_SPLIT, SplitAggregate, SplitEntry};
 pub use store::{REVISIONS_PAGE, Store};
