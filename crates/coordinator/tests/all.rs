@@ -15,6 +15,7 @@ mod dashboards;
 mod durability;
 mod failover;
 mod grafana;
+mod key_names;
 mod module_graph;
 mod observability;
 mod openapi;
