@@ -6,6 +6,8 @@
 //! No handler builds an error response by hand and nothing ever answers a bare 500: unexpected store
 //! failures become 503 `REDIS_UNAVAILABLE` (retry later), and unreadable metadata fails closed with 409
 //! `METADATA_CORRUPT`.
+//!
+//! Every error response also carries its [`ErrorCode`] as a response extension, which the audit reads.
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -110,13 +112,29 @@ impl IntoResponse for ApiError {
         let body = ErrorBody::new(self.code, self.message);
         // No `WWW-Authenticate` here: the guard adds the Basic challenge only to requests that used Basic
         // (security/browser.rs), so browsers are never invited to cache credentials.
-        (status, axum::Json(body)).into_response()
+        let mut response = (status, axum::Json(body)).into_response();
+        // The code also travels beside the body, for the layers that record it (the audit): they read this
+        // extension and never parse the body.
+        response.extensions_mut().insert(self.code);
+        response
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::plain_decode_error;
+    use super::{ApiError, plain_decode_error};
+    use axum::response::IntoResponse;
+    use rsc_protocol::errors::ErrorCode;
+
+    #[test]
+    fn an_error_response_carries_its_code_as_an_extension() {
+        let response = ApiError::new(ErrorCode::MetadataCorrupt, "unreadable").into_response();
+        assert_eq!(response.status().as_u16(), 409);
+        assert_eq!(
+            response.extensions().get::<ErrorCode>(),
+            Some(&ErrorCode::MetadataCorrupt)
+        );
+    }
 
     #[test]
     fn integer_types_read_as_a_whole_number() {

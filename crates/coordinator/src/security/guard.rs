@@ -134,9 +134,8 @@ pub async fn guard(sec: &Security, req: Request, next: Next) -> Response {
         }
         Err(refusal) => {
             if route.audit_action.is_some() {
-                let (resp, record) = ctx
-                    .record(&parts, refusal.response, refusal.principal.as_deref(), None)
-                    .await;
+                let (resp, record) =
+                    ctx.record(&parts, refusal.response, refusal.principal.as_deref(), None);
                 sec.audit.rejected(record).await;
                 resp
             } else {
@@ -335,9 +334,7 @@ async fn audited(
             (resp, Some(facts))
         }
     };
-    let (resp, record) = ctx
-        .record(&head, resp, principal.as_deref(), body_facts)
-        .await;
+    let (resp, record) = ctx.record(&head, resp, principal.as_deref(), body_facts);
     ctx.sec.audit.write(&record).await;
     resp
 }
@@ -349,7 +346,7 @@ async fn login_audited(ctx: Ctx<'_>, parts: Parts, body: Body, next: Next) -> Re
     let resp = next.run(Request::from_parts(parts, body)).await;
     let attempt = resp.extensions().get::<LoginAttempt>().cloned();
     let principal = attempt.as_ref().and_then(|a| a.principal.clone());
-    let (resp, mut record) = ctx.record(&head, resp, principal.as_deref(), None).await;
+    let (resp, mut record) = ctx.record(&head, resp, principal.as_deref(), None);
     if resp.status().is_success() {
         let revoked = attempt
             .as_ref()
@@ -396,16 +393,16 @@ impl CloneHead for Parts {
 }
 
 impl Ctx<'_> {
-    /// The audit record of this request with the given response (whose error code it reads, keeping the
-    /// response intact).
-    async fn record(
+    /// The audit record of this request with the given response (whose error code it reads from the
+    /// response's extensions).
+    fn record(
         &self,
         head: &Parts,
         resp: Response,
         principal: Option<&Principal>,
         body_facts: Option<(String, BodyMeta)>,
     ) -> (Response, AuditRecord) {
-        let (resp, error_code) = error_code_of(resp).await;
+        let error_code = error_code_of(&resp);
         let status = resp.status().as_u16();
         let now = super::now_ms();
         let user_agent = head
@@ -464,21 +461,36 @@ fn digest_bytes(bytes: &[u8]) -> [u8; 32] {
     Sha256::digest(bytes).into()
 }
 
-/// Reads the `errorCode` of an error response (small JSON bodies), keeping the response intact.
-async fn error_code_of(resp: Response) -> (Response, Option<String>) {
-    if resp.status().as_u16() < 400 {
-        return (resp, None);
+/// The `errorCode` of a response, as the edge attached it (`ApiError` inserts its [`ErrorCode`] as a response
+/// extension): the body is never read or parsed for it.
+fn error_code_of(resp: &Response) -> Option<String> {
+    resp.extensions().get::<ErrorCode>().map(|c| c.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_code_of;
+    use axum::body::Body;
+    use axum::response::Response;
+    use rsc_protocol::errors::ErrorCode;
+
+    #[test]
+    fn the_audited_code_comes_from_the_extension_not_the_body() {
+        // A body that is not JSON at all, carrying the extension: recorded with its code.
+        let mut plain = Response::new(Body::from("not json"));
+        *plain.status_mut() = axum::http::StatusCode::SERVICE_UNAVAILABLE;
+        plain
+            .extensions_mut()
+            .insert(ErrorCode::CoordinatorTerminating);
+        assert_eq!(
+            error_code_of(&plain).as_deref(),
+            Some("COORDINATOR_TERMINATING")
+        );
+        // A JSON error body without the extension: its `errorCode` is not read.
+        let mut json = Response::new(Body::from(
+            r#"{"status":"FORBIDDEN","errorCode":"FORBIDDEN","message":"no"}"#,
+        ));
+        *json.status_mut() = axum::http::StatusCode::FORBIDDEN;
+        assert_eq!(error_code_of(&json), None);
     }
-    let (parts, body) = resp.into_parts();
-    let bytes = axum::body::to_bytes(body, 64 * 1024)
-        .await
-        .unwrap_or_default();
-    let code = serde_json::from_slice::<serde_json::Value>(&bytes)
-        .ok()
-        .and_then(|v| {
-            v.get("errorCode")
-                .and_then(|c| c.as_str())
-                .map(str::to_owned)
-        });
-    (Response::from_parts(parts, Body::from(bytes)), code)
 }
