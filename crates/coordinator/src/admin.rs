@@ -175,7 +175,6 @@ impl Admin<'_> {
         first_of_prefix: bool,
         existing_records: ExistingRecords,
     ) -> Result<Cached, CoordError> {
-        self.ensure_running()?;
         let resuming = entries.iter().any(|e| {
             e.stream_prefix == name.stream_prefix
                 && e.consumer_group == name.consumer_group
@@ -265,7 +264,6 @@ impl Admin<'_> {
             true,
         )?;
         validate::validate_text("reason", req.reason.as_deref().unwrap_or(""), true)?;
-        self.ensure_running()?;
         let force = req.force.unwrap_or(false);
         for _ in 0..MAX_CAS_ATTEMPTS {
             let base = self.require_group(name).await?;

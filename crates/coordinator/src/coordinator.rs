@@ -222,7 +222,8 @@ impl Coordinator {
         self.terminating.load(Ordering::SeqCst)
     }
 
-    /// Rejects mutations once shutdown has begun.
+    /// Refuses once shutdown has begun: the one shutdown check (`api/shutdown.rs`) calls it for every route
+    /// that changes state.
     pub fn ensure_running(&self) -> Result<(), CoordError> {
         if self.is_terminating() {
             return Err(CoordError::Terminating(

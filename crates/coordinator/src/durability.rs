@@ -391,7 +391,6 @@ impl Durability<'_> {
             .as_ref()
             .map(expected_instant)
             .transpose()?;
-        self.ensure_running()?;
         let lock = self.cache().lock_for(name);
         let _guard = lock.lock().await;
         for _ in 0..MAX_CAS_ATTEMPTS {
@@ -510,7 +509,6 @@ impl Durability<'_> {
             req.minimum_metadata_version.unwrap_or(0),
             0,
         )?;
-        self.ensure_running()?;
         let lock = self.cache().lock_for(name);
         let _guard = lock.lock().await;
         for _ in 0..MAX_CAS_ATTEMPTS {

@@ -930,6 +930,44 @@ async fn terminating_coordinator_refuses_new_mutations_and_heartbeats() {
     running.shutdown().await.unwrap();
 }
 
+/// The one shutdown check covers every route that changes state (the route table's WRITE and MEMBER routes),
+/// before the handler reads the body, while reads keep answering.
+#[tokio::test]
+async fn terminating_coordinator_refuses_every_mutating_route_and_keeps_answering_reads() {
+    let redis = RedisServer::start();
+    let (running, api) = coordinator(test_config(&redis.url())).await;
+    api.create_stream("t", 1).await;
+    running.coordinator.begin_termination();
+    let body = json!({"requestedBy": "t", "reason": "shutdown test"});
+    let g = "/coord/v1/streams/t/groups/t";
+    for (method, path) in [
+        ("POST", "/coord/v1/streams/u".to_owned()),
+        ("POST", "/coord/v1/streams/t/groups/other".to_owned()),
+        ("DELETE", g.to_owned()),
+        ("POST", format!("{g}/recreate")),
+        ("POST", format!("{g}/durability/dismiss")),
+        ("POST", "/coord/v1/streams/t/scale".to_owned()),
+        ("POST", "/coord/v1/streams/t/ordering".to_owned()),
+        ("POST", "/coord/v1/streams/t/producers/quiesced".to_owned()),
+        ("POST", format!("{g}/scale")),
+        ("POST", format!("{g}/migrations/x/rollback")),
+        ("POST", format!("{g}/migrations/x/force-complete")),
+        ("POST", format!("{g}/members/m/heartbeat")),
+    ] {
+        let r = api.send(method, &path, Some(body.clone())).await;
+        assert_eq!(r.status, 503, "{method} {path}: {}", r.body);
+        assert_eq!(
+            r.body["errorCode"], "COORDINATOR_TERMINATING",
+            "{method} {path}"
+        );
+    }
+    let r = api.send("GET", g, None).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = api.send("GET", "/coord/v1/monitoring/health", None).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    running.shutdown().await.unwrap();
+}
+
 /// `jq -r .accessToken` prints `null` for a failed login's error body; the runbook's snippet then stores
 /// RSC_TOKEN=null. The 401 that follows says so instead of only "not an rsc token".
 #[tokio::test]

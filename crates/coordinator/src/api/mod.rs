@@ -14,6 +14,7 @@ pub mod observability;
 pub mod openapi;
 pub mod quiesce;
 pub mod routes;
+pub mod shutdown;
 
 use crate::access::BodyLimit;
 pub use crate::access::MatchedRoute;
@@ -40,6 +41,15 @@ pub fn router(coordinator: Arc<Coordinator>, security: Arc<crate::security::Secu
             (spec.handler)()
         } else {
             (spec.handler)().layer(DefaultBodyLimit::max(limit.max_bytes))
+        };
+        // The one shutdown check, on the routes that change state (`shutdown.rs`).
+        let handler = if shutdown::refused_while_terminating(spec.access) {
+            handler.layer(axum::middleware::from_fn_with_state(
+                coordinator.clone(),
+                shutdown::refuse_while_terminating,
+            ))
+        } else {
+            handler
         };
         router = router.route(spec.path, handler);
     }

@@ -39,7 +39,6 @@ impl Resharding<'_> {
         let reason = req.reason.clone().unwrap_or_default();
         validate::validate_text("reason", &reason, true)?;
         let quiesce_timeout = quiesce::requested_timeout(req)?;
-        self.ensure_running()?;
         let groups = self.stream_groups(prefix).await?;
         if groups.is_empty() {
             return Err(CoordError::StreamNotFound(format!(
@@ -127,7 +126,6 @@ impl Resharding<'_> {
         validate::validate_text("requestedBy", &requested_by, true)?;
         let reason = req.reason.clone().unwrap_or_default();
         validate::validate_text("reason", &reason, true)?;
-        self.ensure_running()?;
         let group = self.require_group(name).await?;
         self.durability().ensure_mutable(&group.group)?;
         let prefix = &name.stream_prefix;

@@ -196,7 +196,6 @@ impl Resharding<'_> {
             ));
         };
         validate::validate_observed("observedRoutingVersion", version, 0)?;
-        self.ensure_running()?;
         let Some(stream) = self.load_stream(prefix).await? else {
             return Err(CoordError::StreamNotFound(format!(
                 "stream {prefix:?} has no consumer groups; nothing to quiesce for"
