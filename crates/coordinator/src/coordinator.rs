@@ -226,9 +226,7 @@ impl Coordinator {
     /// that changes state.
     pub fn ensure_running(&self) -> Result<(), CoordError> {
         if self.is_terminating() {
-            return Err(CoordError::Terminating(
-                "this coordinator is shutting down; retry against another replica".to_owned(),
-            ));
+            return Err(CoordError::Terminating);
         }
         Ok(())
     }

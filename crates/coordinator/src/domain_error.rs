@@ -1,18 +1,28 @@
 //! `CoordError`: what an operation of the coordinator (admin, resharding, monitoring, inspection,
-//! durability) can fail with, in the domain's words. It knows nothing of HTTP: the API maps each kind to
-//! the contract's error code and status in one place (`api/error.rs`), and control flow outside the API
-//! branches on these kinds, never on wire error codes. Every variant carries the message the caller
-//! reads; the API sends it unchanged.
+//! durability) can fail with, in the domain's words. Each kind is answered with one of the contract's error
+//! codes, decided in one place ([`CoordError::code`]; the HTTP status follows from the code), and control
+//! flow outside the API branches on these kinds, never on wire error codes. A variant carries the facts its
+//! message is made of ([`CoordError::message`] writes it), or the message its operation wrote; the API sends
+//! the message unchanged.
 
+use rsc_protocol::errors::ErrorCode;
 use rsc_protocol::validate::ValidationError;
 use rsc_store::StoreError;
+use std::borrow::Cow;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CoordError {
     /// The request is not acceptable as written (a field, a body, a query, a name).
     Invalid(String),
     /// The group does not exist (the message says whether its stream does, and how to create it).
-    GroupNotFound(String),
+    GroupNotFound {
+        /// The stream prefix.
+        stream: String,
+        /// The consumer group.
+        group: String,
+        /// The live groups of the stream (empty: the stream does not exist either).
+        stream_groups: Vec<String>,
+    },
     /// No group of the stream exists.
     StreamNotFound(String),
     /// The group has no migration of that id.
@@ -54,7 +64,7 @@ pub enum CoordError {
     /// Shard streams or their consumer groups could not be provisioned.
     ProvisioningFailed(String),
     /// This replica is shutting down.
-    Terminating(String),
+    Terminating,
     /// A failure that is nobody's input (a bug).
     Internal(String),
 }
@@ -67,63 +77,65 @@ impl CoordError {
     /// 404 for a group that does not exist, saying how to create it: `stream_groups` are the live groups of
     /// its stream (empty: the stream does not exist either).
     pub fn group_not_found(p: &str, g: &str, stream_groups: &[String]) -> Self {
-        let hint = if !stream_groups.is_empty() {
-            format!(
-                "stream {p:?} exists (groups: {}); add this group with POST /coord/v1/streams/{p}/groups/{g}",
-                stream_groups.join(", ")
-            )
-        } else if p == g {
-            format!(
-                "stream {p:?} does not exist either; create it with POST /coord/v1/streams/{p} (its first consumer \
-                 group is named after it)"
-            )
-        } else {
-            format!(
-                "stream {p:?} does not exist either; create both with POST /coord/v1/streams/{p}/groups/{g} \
-                 (POST /coord/v1/streams/{p} would name the stream's first group {p:?})"
-            )
-        };
-        CoordError::GroupNotFound(format!(
-            "consumer group {g:?} of stream {p:?} does not exist; {hint}"
-        ))
-    }
-
-    /// The kind's name, as logs and messages show it (`METADATA_CORRUPT: …`); it reads as the contract's
-    /// error code the API answers the kind with (a test in `api/error.rs` keeps the two equal).
-    pub fn kind(&self) -> &'static str {
-        match self {
-            CoordError::Invalid(_) => "INVALID_REQUEST",
-            CoordError::GroupNotFound(_) => "GROUP_NOT_FOUND",
-            CoordError::StreamNotFound(_) => "STREAM_NOT_FOUND",
-            CoordError::MigrationNotFound(_) => "MIGRATION_NOT_FOUND",
-            CoordError::GroupAlreadyExists(_) => "GROUP_ALREADY_EXISTS",
-            CoordError::StreamExists(_) => "STREAM_PREFIX_ALREADY_EXISTS",
-            CoordError::GroupHasActiveMembers(_) => "GROUP_HAS_ACTIVE_MEMBERS",
-            CoordError::MigrationInProgress(_) => "ACTIVE_MIGRATION_EXISTS",
-            CoordError::MigrationAlreadyEnded(_) => "MIGRATION_ALREADY_ENDED",
-            CoordError::RollbackNotAllowed(_) => "ROLLBACK_NOT_ALLOWED",
-            CoordError::CorrectionInProgress(_) => "METADATA_SYNC_IN_PROGRESS",
-            CoordError::Conflict(_) => "STATE_VERSION_CONFLICT",
-            CoordError::RollbackSuspected(_) => "METADATA_ROLLBACK_SUSPECTED",
-            CoordError::MetadataCorrupt(_) => "METADATA_CORRUPT",
-            CoordError::MetadataMissing(_) => "METADATA_MISSING",
-            CoordError::EpochsExhausted(_) => "EPOCHS_EXHAUSTED",
-            CoordError::MemberOwnedByAnotherPrincipal(_) => "MEMBER_OWNED_BY_ANOTHER_PRINCIPAL",
-            CoordError::TooManyMembers(_) => "TOO_MANY_MEMBERS",
-            CoordError::InstanceOwnedByAnotherPrincipal(_) => "INSTANCE_OWNED_BY_ANOTHER_PRINCIPAL",
-            CoordError::Forbidden(_) => "FORBIDDEN",
-            CoordError::RedisUnavailable(_) => "REDIS_UNAVAILABLE",
-            CoordError::ProvisioningFailed(_) => "REDIS_STREAM_PROVISIONING_FAILED",
-            CoordError::Terminating(_) => "COORDINATOR_TERMINATING",
-            CoordError::Internal(_) => "INTERNAL",
+        CoordError::GroupNotFound {
+            stream: p.to_owned(),
+            group: g.to_owned(),
+            stream_groups: stream_groups.to_vec(),
         }
     }
 
-    /// The message the caller reads.
-    pub fn message(&self) -> &str {
+    /// The contract's error code each kind is answered with — the one table of it. Logs and messages show it
+    /// as the kind's name (`METADATA_CORRUPT: …`).
+    pub fn code(&self) -> ErrorCode {
         match self {
+            CoordError::Invalid(_) => ErrorCode::InvalidRequest,
+            CoordError::GroupNotFound { .. } => ErrorCode::GroupNotFound,
+            CoordError::StreamNotFound(_) => ErrorCode::StreamNotFound,
+            CoordError::MigrationNotFound(_) => ErrorCode::MigrationNotFound,
+            CoordError::GroupAlreadyExists(_) => ErrorCode::GroupAlreadyExists,
+            CoordError::StreamExists(_) => ErrorCode::StreamPrefixAlreadyExists,
+            CoordError::GroupHasActiveMembers(_) => ErrorCode::GroupHasActiveMembers,
+            CoordError::MigrationInProgress(_) => ErrorCode::ActiveMigrationExists,
+            CoordError::MigrationAlreadyEnded(_) => ErrorCode::MigrationAlreadyEnded,
+            CoordError::RollbackNotAllowed(_) => ErrorCode::RollbackNotAllowed,
+            CoordError::CorrectionInProgress(_) => ErrorCode::MetadataSyncInProgress,
+            CoordError::Conflict(_) => ErrorCode::StateVersionConflict,
+            CoordError::RollbackSuspected(_) => ErrorCode::MetadataRollbackSuspected,
+            CoordError::MetadataCorrupt(_) => ErrorCode::MetadataCorrupt,
+            CoordError::MetadataMissing(_) => ErrorCode::MetadataMissing,
+            CoordError::EpochsExhausted(_) => ErrorCode::EpochsExhausted,
+            CoordError::MemberOwnedByAnotherPrincipal(_) => {
+                ErrorCode::MemberOwnedByAnotherPrincipal
+            }
+            CoordError::TooManyMembers(_) => ErrorCode::TooManyMembers,
+            CoordError::InstanceOwnedByAnotherPrincipal(_) => {
+                ErrorCode::InstanceOwnedByAnotherPrincipal
+            }
+            CoordError::Forbidden(_) => ErrorCode::Forbidden,
+            CoordError::RedisUnavailable(_) => ErrorCode::RedisUnavailable,
+            CoordError::ProvisioningFailed(_) => ErrorCode::RedisStreamProvisioningFailed,
+            CoordError::Terminating => ErrorCode::CoordinatorTerminating,
+            CoordError::Internal(_) => ErrorCode::Internal,
+        }
+    }
+
+    /// The HTTP status the kind is answered with (the code's).
+    pub fn status(&self) -> u16 {
+        self.code().http_status()
+    }
+
+    /// The message the caller reads.
+    pub fn message(&self) -> Cow<'_, str> {
+        match self {
+            CoordError::GroupNotFound {
+                stream,
+                group,
+                stream_groups,
+            } => Cow::Owned(group_not_found_message(stream, group, stream_groups)),
+            CoordError::Terminating => {
+                Cow::Borrowed("this coordinator is shutting down; retry against another replica")
+            }
             CoordError::Invalid(m)
-            | CoordError::GroupNotFound(m)
             | CoordError::StreamNotFound(m)
             | CoordError::MigrationNotFound(m)
             | CoordError::GroupAlreadyExists(m)
@@ -144,15 +156,14 @@ impl CoordError {
             | CoordError::Forbidden(m)
             | CoordError::RedisUnavailable(m)
             | CoordError::ProvisioningFailed(m)
-            | CoordError::Terminating(m)
-            | CoordError::Internal(m) => m,
+            | CoordError::Internal(m) => Cow::Borrowed(m),
         }
     }
 }
 
 impl std::fmt::Display for CoordError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.kind(), self.message())
+        write!(f, "{}: {}", self.code().as_str(), self.message())
     }
 }
 
@@ -175,4 +186,25 @@ impl From<StoreError> for CoordError {
             _ => CoordError::RedisUnavailable(format!("Redis is unavailable: {e}; retry later")),
         }
     }
+}
+
+/// The message of [`CoordError::GroupNotFound`]: whether the stream exists, and how to create the group.
+fn group_not_found_message(p: &str, g: &str, stream_groups: &[String]) -> String {
+    let hint = if !stream_groups.is_empty() {
+        format!(
+            "stream {p:?} exists (groups: {}); add this group with POST /coord/v1/streams/{p}/groups/{g}",
+            stream_groups.join(", ")
+        )
+    } else if p == g {
+        format!(
+            "stream {p:?} does not exist either; create it with POST /coord/v1/streams/{p} (its first consumer \
+             group is named after it)"
+        )
+    } else {
+        format!(
+            "stream {p:?} does not exist either; create both with POST /coord/v1/streams/{p}/groups/{g} \
+             (POST /coord/v1/streams/{p} would name the stream's first group {p:?})"
+        )
+    };
+    format!("consumer group {g:?} of stream {p:?} does not exist; {hint}")
 }

@@ -102,7 +102,7 @@ pub async fn start(config: Config) -> Result<Running, ServeError> {
     let security =
         crate::security::Security::start(&cc.api, &cc.audit, &cc.id, coordinator.store())
             .await
-            .map_err(|e| ServeError::Security(e.message().to_owned()))?;
+            .map_err(|e| ServeError::Security(e.message().into_owned()))?;
     let (stop_tx, stop_rx) = watch::channel(false);
 
     // A replica that runs the reconciler registers, so the others count it in the split of background work;

@@ -1,45 +1,14 @@
-//! Where the domain meets the wire: each kind of [`CoordError`] becomes the contract's error code (and so
-//! its HTTP status) here, and nowhere else. The message is sent as the operation wrote it.
+//! Where the domain meets the wire: a [`CoordError`] becomes an [`ApiError`] with the code its kind is
+//! answered with ([`CoordError::code`], the one table of it) and the message the operation wrote, unchanged.
 
 use crate::domain_error::CoordError;
 use crate::error::ApiError;
 use rsc_group::migration::MigrationError;
 use rsc_group::model::EpochOverflow;
-use rsc_protocol::errors::ErrorCode;
 
 impl From<CoordError> for ApiError {
     fn from(e: CoordError) -> Self {
-        let code = match &e {
-            CoordError::Invalid(_) => ErrorCode::InvalidRequest,
-            CoordError::GroupNotFound(_) => ErrorCode::GroupNotFound,
-            CoordError::StreamNotFound(_) => ErrorCode::StreamNotFound,
-            CoordError::MigrationNotFound(_) => ErrorCode::MigrationNotFound,
-            CoordError::GroupAlreadyExists(_) => ErrorCode::GroupAlreadyExists,
-            CoordError::StreamExists(_) => ErrorCode::StreamPrefixAlreadyExists,
-            CoordError::GroupHasActiveMembers(_) => ErrorCode::GroupHasActiveMembers,
-            CoordError::MigrationInProgress(_) => ErrorCode::ActiveMigrationExists,
-            CoordError::MigrationAlreadyEnded(_) => ErrorCode::MigrationAlreadyEnded,
-            CoordError::RollbackNotAllowed(_) => ErrorCode::RollbackNotAllowed,
-            CoordError::CorrectionInProgress(_) => ErrorCode::MetadataSyncInProgress,
-            CoordError::Conflict(_) => ErrorCode::StateVersionConflict,
-            CoordError::RollbackSuspected(_) => ErrorCode::MetadataRollbackSuspected,
-            CoordError::MetadataCorrupt(_) => ErrorCode::MetadataCorrupt,
-            CoordError::MetadataMissing(_) => ErrorCode::MetadataMissing,
-            CoordError::EpochsExhausted(_) => ErrorCode::EpochsExhausted,
-            CoordError::MemberOwnedByAnotherPrincipal(_) => {
-                ErrorCode::MemberOwnedByAnotherPrincipal
-            }
-            CoordError::TooManyMembers(_) => ErrorCode::TooManyMembers,
-            CoordError::InstanceOwnedByAnotherPrincipal(_) => {
-                ErrorCode::InstanceOwnedByAnotherPrincipal
-            }
-            CoordError::Forbidden(_) => ErrorCode::Forbidden,
-            CoordError::RedisUnavailable(_) => ErrorCode::RedisUnavailable,
-            CoordError::ProvisioningFailed(_) => ErrorCode::RedisStreamProvisioningFailed,
-            CoordError::Terminating(_) => ErrorCode::CoordinatorTerminating,
-            CoordError::Internal(_) => ErrorCode::Internal,
-        };
-        ApiError::new(code, e.message())
+        ApiError::new(e.code(), e.message())
     }
 }
 
@@ -60,38 +29,54 @@ impl From<MigrationError> for ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rsc_protocol::errors::ErrorCode;
 
+    /// The structured kinds write the messages their string forms carried, word for word.
     #[test]
-    fn every_kind_reads_as_the_code_it_is_answered_with() {
-        let all = [
-            CoordError::Invalid(String::new()),
-            CoordError::GroupNotFound(String::new()),
-            CoordError::StreamNotFound(String::new()),
-            CoordError::MigrationNotFound(String::new()),
-            CoordError::GroupAlreadyExists(String::new()),
-            CoordError::StreamExists(String::new()),
-            CoordError::GroupHasActiveMembers(String::new()),
-            CoordError::MigrationInProgress(String::new()),
-            CoordError::MigrationAlreadyEnded(String::new()),
-            CoordError::RollbackNotAllowed(String::new()),
-            CoordError::CorrectionInProgress(String::new()),
-            CoordError::Conflict(String::new()),
-            CoordError::RollbackSuspected(String::new()),
-            CoordError::MetadataCorrupt(String::new()),
-            CoordError::MetadataMissing(String::new()),
-            CoordError::EpochsExhausted(String::new()),
-            CoordError::MemberOwnedByAnotherPrincipal(String::new()),
-            CoordError::TooManyMembers(String::new()),
-            CoordError::InstanceOwnedByAnotherPrincipal(String::new()),
-            CoordError::Forbidden(String::new()),
-            CoordError::RedisUnavailable(String::new()),
-            CoordError::ProvisioningFailed(String::new()),
-            CoordError::Terminating(String::new()),
-            CoordError::Internal(String::new()),
+    fn a_kind_is_answered_with_its_code_status_and_message() {
+        let cases = [
+            (
+                CoordError::group_not_found("s", "g", &["a".to_owned(), "b".to_owned()]),
+                ErrorCode::GroupNotFound,
+                404,
+                "consumer group \"g\" of stream \"s\" does not exist; stream \"s\" exists (groups: a, b); add this \
+                 group with POST /coord/v1/streams/s/groups/g",
+            ),
+            (
+                CoordError::group_not_found("s", "s", &[]),
+                ErrorCode::GroupNotFound,
+                404,
+                "consumer group \"s\" of stream \"s\" does not exist; stream \"s\" does not exist either; create it \
+                 with POST /coord/v1/streams/s (its first consumer group is named after it)",
+            ),
+            (
+                CoordError::group_not_found("s", "g", &[]),
+                ErrorCode::GroupNotFound,
+                404,
+                "consumer group \"g\" of stream \"s\" does not exist; stream \"s\" does not exist either; create \
+                 both with POST /coord/v1/streams/s/groups/g (POST /coord/v1/streams/s would name the stream's \
+                 first group \"s\")",
+            ),
+            (
+                CoordError::Terminating,
+                ErrorCode::CoordinatorTerminating,
+                503,
+                "this coordinator is shutting down; retry against another replica",
+            ),
+            (
+                CoordError::Conflict("kept changing".to_owned()),
+                ErrorCode::StateVersionConflict,
+                409,
+                "kept changing",
+            ),
         ];
-        for e in all {
+        for (e, code, status, message) in cases {
             let api = ApiError::from(e.clone());
-            assert_eq!(api.code.as_str(), e.kind(), "{e:?}");
+            assert_eq!(api.code, code, "{e:?}");
+            assert_eq!(e.status(), status, "{e:?}");
+            assert_eq!(api.status().as_u16(), status, "{e:?}");
+            assert_eq!(api.message, message, "{e:?}");
+            assert_eq!(e.to_string(), format!("{}: {message}", code.as_str()));
         }
     }
 }
