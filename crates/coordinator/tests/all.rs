@@ -17,6 +17,7 @@ mod failover;
 mod grafana;
 mod module_graph;
 mod observability;
+mod offset_reset;
 mod openapi;
 mod openapi_schemas;
 mod readme_routes;
