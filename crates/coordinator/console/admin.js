@@ -70,7 +70,7 @@ export function confirmAction({ title, text, fields, okLabel, run, done, extra }
   };
   holder.oninput = name;
   name();
-  if (extra) holder.append(extra(current, () => reason.value.trim(), error));
+  if (extra) holder.append(...[].concat(extra(current, () => reason.value.trim(), error)));
   reason.value = "";
   error.textContent = "";
   ok.disabled = false;

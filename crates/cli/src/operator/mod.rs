@@ -267,7 +267,7 @@ fn rsc_hint(code: &str) -> Option<&'static str> {
             "rsc durability show STREAM GROUP, then rsc durability dismiss or recreate"
         }
         "GROUP_HAS_ACTIVE_MEMBERS" => {
-            "rsc describe STREAM GROUP lists them; in rsc apply's file, force = true deletes anyway"
+            "rsc describe STREAM GROUP lists them and their leases; in rsc apply's file, force = true deletes anyway"
         }
         _ => return None,
     })

@@ -219,11 +219,24 @@ async fn an_operator_creates_a_group_rolls_back_force_completes_and_deletes_with
         body.to_string()
     };
     let before = offsets(url.clone()).await;
-    assert!(before.contains("\"groupLastDeliveredId\":\"0-0\""), "the plan moved nothing: {before}");
+    assert!(
+        before.contains("\"groupLastDeliveredId\":\"0-0\""),
+        "the plan moved nothing: {before}"
+    );
     confirm_with(&b, "skip the test records").await;
     let after = offsets(url.clone()).await;
-    assert!(!after.contains("\"groupLastDeliveredId\":\"0-0\""), "the reset moved shard 0: {after}");
-    assert_audited(&url, "RESET_OFFSETS", "shop", "shop", "skip the test records").await;
+    assert!(
+        !after.contains("\"groupLastDeliveredId\":\"0-0\""),
+        "the reset moved shard 0: {after}"
+    );
+    assert_audited(
+        &url,
+        "RESET_OFFSETS",
+        "shop",
+        "shop",
+        "skip the test records",
+    )
+    .await;
 
     // Roll back the stuck scale-in of "roll" from its group page.
     b.js("location.hash = '#/group/roll/roll'; return true")
