@@ -16,7 +16,6 @@ use crate::cache::GroupName;
 use crate::coordinator::Admin;
 use crate::domain_error::CoordError;
 use rsc_group::model::Group;
-use rsc_protocol::names::shard_stream_key;
 use rsc_protocol::stream_id::parse_stream_id;
 use rsc_protocol::validate;
 use rsc_protocol::wire::offsets::{
@@ -179,7 +178,7 @@ impl Admin<'_> {
         shard: u32,
         target: Target,
     ) -> Result<Planned, CoordError> {
-        let key = shard_stream_key(&name.stream_prefix, shard);
+        let key = rsc_store::Keyspace::shard_stream(&name.stream_prefix, shard);
         let store_err = |e: rsc_store::StoreError| {
             self.note_store_error(&e);
             CoordError::from(e)

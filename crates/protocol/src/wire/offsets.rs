@@ -52,8 +52,10 @@ pub struct OffsetResetRequest {
     /// Redis (stopped processes the reconciler has not expired yet). Never overrides a live lease.
     #[serde(default)]
     pub force: Option<bool>,
+    /// Who asks (required; recorded in the audit log).
     #[serde(default)]
     pub requested_by: Option<String>,
+    /// Why (optional; recorded in the audit log).
     #[serde(default)]
     pub reason: Option<String>,
 }
@@ -88,12 +90,15 @@ pub enum ResetDirection {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ShardReset {
+    /// The shard.
     pub shard_index: u32,
+    /// Its shard stream's key.
     pub stream_key: String,
     /// The group's last-delivered id on the shard stream before the reset (`0-0`: nothing delivered).
     pub current_id: String,
     /// The last-delivered id the reset sets: the next read returns the records after it.
     pub new_id: String,
+    /// Which way the position moves.
     pub direction: ResetDirection,
     /// Records after `currentId` up to `newId` that the group will not read (SKIP).
     pub records_skipped: i64,
@@ -114,16 +119,22 @@ pub struct ShardReset {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct OffsetResetResponse {
+    /// The stream.
     pub stream_prefix: String,
+    /// The consumer group.
     pub consumer_group: String,
+    /// The target asked for.
     pub to: ResetTo,
+    /// The target's value (DATETIME, ID), as sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
+    /// Whether this was a dry run.
     pub dry_run: bool,
     /// Whether the positions were changed (false for a dry run).
     pub applied: bool,
     /// Records skipped or re-read are counted up to this many per shard.
     pub count_cap: i64,
+    /// One row per shard reset, by shard index.
     pub shards: Vec<ShardReset>,
     /// What the caller should know beyond the rows (e.g. a member that joined while the reset ran).
     #[serde(default)]
