@@ -20,7 +20,7 @@ pub enum ErrorCode {
     GroupNotFound,
     /// 404: a stream-level request (scale, ordering, …) for a prefix no group uses.
     StreamNotFound,
-    /// 409: a delete without `force` while a member of the group is still live.
+    /// 409: a delete without `force` while the group has an active member.
     GroupHasActiveMembers,
     /// 409: a scale while another migration of the stream is still active.
     ActiveMigrationExists,
@@ -196,7 +196,7 @@ pub fn http_status_name(code: u16) -> &'static str {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ErrorBody {
-    /// The HTTP status as its enum name (`"NOT_FOUND"`, `"CONFLICT"`, …), as [`http_status_name`] spells it.
+    /// The HTTP status as its enum name: `"NOT_FOUND"`, `"CONFLICT"`, ….
     pub status: String,
     /// What went wrong, as a stable code a client can branch on.
     pub error_code: ErrorCode,

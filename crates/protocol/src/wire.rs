@@ -359,8 +359,8 @@ pub struct DeleteGroupRequest {
     /// Why, for the audit (required, not blank).
     #[serde(default)]
     pub reason: Option<String>,
-    /// Delete even while members are live (absent: false, and a group with live members is refused with 409
-    /// `GROUP_HAS_ACTIVE_MEMBERS`).
+    /// Delete even while members are active (absent: false, and a group with an active member is refused
+    /// with 409 `GROUP_HAS_ACTIVE_MEMBERS`).
     #[serde(default)]
     pub force: Option<bool>,
 }
@@ -442,7 +442,8 @@ pub struct ProducerRoutingResponse {
     pub shard_count: u32,
     /// `<streamPrefix>:{shardIndex}`, the placeholder text literal.
     pub stream_key_pattern: String,
-    /// Every shard `0..shardCount`, ascending; pick one with [`crate::routing::shard_for_key`].
+    /// Every shard `0..shardCount`, ascending; a key's shard is picked by the contract's routing hash
+    /// (`rsc_protocol::routing::shard_for_key`).
     pub shards: Vec<RoutingShard>,
     /// rsc: the stream's routing version (bumped on every switch and rollback).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -72,8 +72,8 @@ pub enum MemberState {
     Leaving,
     /// Its lease ran out; it holds nothing and must join again.
     Expired,
-    /// Fenced (invalid ownership report, rebalance timeout, a newer incarnation); it holds nothing and must
-    /// join again.
+    /// Fenced (an ownership report outside its authority, or a rebalance timeout); what it held is on hold
+    /// until its lease has certainly run out, and it must join again.
     Fenced,
 }
 
