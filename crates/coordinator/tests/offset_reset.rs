@@ -404,3 +404,63 @@ async fn bad_input_is_refused_with_400_and_what_to_send() {
     assert_eq!(r.status, 404, "{}", r.body);
     running.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn force_waives_a_member_whose_lease_lapsed_but_not_a_live_one() {
+    let redis = rsc_testkit::RedisServer::start();
+    let url = redis.url();
+    let mut config = test_config(&url);
+    // No reconciler: a member that stopped stays ACTIVE in the group after its lease lapsed (as it does for
+    // the moments before the reconciler expires it).
+    config.coordinator.reconciler.enabled = false;
+    let key_prefix = config.coordinator.store.key_prefix.clone();
+    let (running, api) = coordinator(config).await;
+    assert_eq!(api.create_stream("rs", 1).await.status, 201);
+    let mut conn = redis_conn(&url).await;
+    xadd(&mut conn, "rs:0", 1000).await;
+    let mut m = Member::new("stopped");
+    let answer = api.heartbeat("rs", "rs", &m).await;
+    m.adopt(&answer);
+
+    // Its lease is live: refused, force or not.
+    let r = reset(&api, json!({"to": "LATEST", "force": true})).await;
+    assert_eq!(r.status, 409, "{}", r.body);
+    assert!(
+        r.body["message"].as_str().unwrap().contains("live lease"),
+        "{}",
+        r.body
+    );
+
+    // The process stops heartbeating; once Redis shows its lease lapsed, force proceeds (without it, refused).
+    let leases = rsc_protocol::names::group_leases_key(&key_prefix, "rs", "rs");
+    wait_for(
+        "the member's lease lapsed in Redis",
+        Duration::from_secs(10),
+        || {
+            let mut conn = conn.clone();
+            let leases = leases.clone();
+            async move {
+                let until: Option<f64> = redis::cmd("ZSCORE")
+                    .arg(&leases)
+                    .arg("stopped")
+                    .query_async(&mut conn)
+                    .await
+                    .unwrap();
+                let (secs, micros): (i64, i64) =
+                    redis::cmd("TIME").query_async(&mut conn).await.unwrap();
+                until
+                    .is_some_and(|u| (u as i64) < secs * 1000 + micros / 1000)
+                    .then_some(())
+            }
+        },
+    )
+    .await;
+    let r = reset(&api, json!({"to": "LATEST"})).await;
+    assert_eq!(r.status, 409, "{}", r.body);
+    assert_eq!(r.body["errorCode"], "GROUP_HAS_ACTIVE_MEMBERS");
+    assert_eq!(position(&mut conn, "rs:0").await, ("0-0".into(), 0));
+    let r = reset(&api, json!({"to": "LATEST", "force": true})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(position(&mut conn, "rs:0").await, ("1000-0".into(), 0));
+    running.shutdown().await.unwrap();
+}
