@@ -9,6 +9,7 @@
 pub mod auth;
 pub mod browse;
 pub mod monitoring;
+pub mod offsets;
 pub mod quiesce;
 pub mod resharding;
 
