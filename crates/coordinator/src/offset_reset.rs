@@ -53,7 +53,6 @@ impl Admin<'_> {
             CoordError::from(e)
         })?;
         let target = target::target(req, now_ms)?;
-        self.ensure_running()?;
         let base = self.require_group(name).await?;
         let group = &base.group;
         self.durability().ensure_mutable(group)?;

@@ -952,6 +952,7 @@ async fn terminating_coordinator_refuses_every_mutating_route_and_keeps_answerin
         ("POST", format!("{g}/scale")),
         ("POST", format!("{g}/migrations/x/rollback")),
         ("POST", format!("{g}/migrations/x/force-complete")),
+        ("POST", format!("{g}/offsets/reset")),
         ("POST", format!("{g}/members/m/heartbeat")),
     ] {
         let r = api.send(method, &path, Some(body.clone())).await;
