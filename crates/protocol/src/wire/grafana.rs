@@ -1,12 +1,15 @@
-//! The rows the Grafana routes answer, as typed structs: what the routes serialise is what the OpenAPI
-//! document describes (each derives `utoipa::ToSchema`; `api/openapi/schemas.rs` lists them as components).
-//! Owner lists are comma-joined strings and shards are plain indexes, flat as JSON-API dashboards expect.
+//! The rows of the contract's Grafana data routes (`/coord/v1/monitoring/grafana/*`, §3.9), flat as Grafana's
+//! JSON API data source expects: owner lists are comma-joined strings and shards plain indexes. The
+//! `shards` row is the offsets view of one shard ([`ShardOffsetsView`], monitoring.rs) flattened, with its
+//! owners ([`GrafanaShardRow::from_offsets`]); what the routes serialise is what the OpenAPI document describes.
 
+use super::ShardId;
+use super::monitoring::ShardOffsetsView;
 use serde::Serialize;
-use utoipa::ToSchema;
 
 /// A variable option (`options/streams`, `options/consumer-groups`, `options/shards`).
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct GrafanaOption {
     /// What the variable shows.
     #[serde(rename = "__text")]
@@ -17,7 +20,8 @@ pub struct GrafanaOption {
 }
 
 /// A row of `groups`: one per group.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct GrafanaGroupRow {
     pub stream_prefix: String,
@@ -49,7 +53,8 @@ pub struct GrafanaGroupRow {
 }
 
 /// A row of `members`: one per member of the group.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct GrafanaMemberRow {
     pub stream_prefix: String,
@@ -68,21 +73,15 @@ pub struct GrafanaMemberRow {
     pub member_lease_expires_at: Option<String>,
 }
 
-/// A shard as the offsets row names it: `{"shardIndex": n}`.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ShardRef {
-    pub shard_index: u32,
-}
-
 /// A row of `shards`: the offsets row of one shard of a group, plus its owners, flat.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct GrafanaShardRow {
     pub stream_prefix: String,
     pub consumer_group: String,
-    #[schema(inline)]
-    pub shard: ShardRef,
+    #[cfg_attr(feature = "openapi", schema(inline))]
+    pub shard: ShardId,
     pub shard_count: u32,
     pub shard_index: u32,
     /// `":<index>"`.
@@ -120,7 +119,8 @@ pub struct GrafanaShardRow {
 }
 
 /// A row of `assignments`: the owners of one shard of a group (live members, comma-joined).
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct GrafanaAssignmentRow {
     pub stream_prefix: String,
@@ -132,7 +132,8 @@ pub struct GrafanaAssignmentRow {
 }
 
 /// A row of `messages`: one record of a shard (or of every shard, merged), with the page it is on.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct GrafanaMessageRow {
     pub stream_prefix: String,
@@ -155,4 +156,59 @@ pub struct GrafanaMessageRow {
     pub page_total_messages: i64,
     pub record_timestamp_ms: i64,
     pub record_time: String,
+}
+
+/// Who owns a shard, as the `shards` row tells it ([`GrafanaShardRow::from_offsets`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ShardOwners {
+    /// Comma-joined member ids of the target assignment.
+    pub target: String,
+    /// Comma-joined member ids that own the shard now.
+    pub current: String,
+    /// UNASSIGNED, PENDING_ACK, CURRENT or TRANSITIONING.
+    pub state: String,
+}
+
+impl GrafanaShardRow {
+    /// The row of one shard: its offsets view flattened (owner ids comma-joined, `lagKnown` and
+    /// `memoryUsageKnown` from whether Redis told them; the rates are per group, so null here), with the
+    /// group's shard count and the shard's owners.
+    pub fn from_offsets(view: &ShardOffsetsView, shard_count: u32, owners: ShardOwners) -> Self {
+        let i = view.shard.shard_index;
+        GrafanaShardRow {
+            stream_prefix: view.stream_prefix.clone(),
+            consumer_group: view.consumer_group.clone(),
+            shard: view.shard,
+            shard_count,
+            shard_index: i,
+            shard_label: format!(":{i}"),
+            stream_key: view.stream_key.clone(),
+            redis_slot: view.redis_slot,
+            redis_node_endpoint: view.redis_node_endpoint.clone(),
+            redis_node_id: view.redis_node_id.clone(),
+            redis_slot_range_start: view.redis_slot_range_start,
+            redis_slot_range_end: view.redis_slot_range_end,
+            stream_exists: view.stream_exists,
+            stream_length: view.stream_length,
+            first_record_id: view.first_record_id.clone(),
+            last_record_id: view.last_record_id.clone(),
+            last_generated_id: view.last_generated_id.clone(),
+            group_last_delivered_id: view.group_last_delivered_id.clone(),
+            consumer_last_delivered_id: view.consumer_last_delivered_id.clone(),
+            consumer_last_acked_id: view.consumer_last_acked_id.clone(),
+            entries_read: view.entries_read,
+            pending_count: view.pending_count,
+            lag: view.lag,
+            lag_known: view.lag.is_some(),
+            produced_per_second: None,
+            consumed_per_second: None,
+            memory_usage_bytes: view.memory_usage_bytes,
+            memory_usage_known: view.memory_usage_bytes.is_some(),
+            draining: view.draining,
+            owner_member_ids: view.owner_member_ids.join(","),
+            target_owner_member_ids: owners.target,
+            current_owner_member_ids: owners.current,
+            owner_state: owners.state,
+        }
+    }
 }
