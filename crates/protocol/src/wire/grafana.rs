@@ -24,15 +24,23 @@ pub struct GrafanaOption {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct GrafanaGroupRow {
+    /// The group's stream.
     pub stream_prefix: String,
+    /// The group's name.
     pub consumer_group: String,
     /// EMPTY, ASSIGNING, RECONCILING or STABLE.
     pub state: String,
+    /// The group epoch.
     pub group_epoch: i64,
+    /// The epoch of the target assignment.
     pub assignment_epoch: i64,
+    /// The group's metadata version.
     pub metadata_version: i64,
+    /// The group's shard count.
     pub shard_count: u32,
+    /// Members in state ACTIVE.
     pub active_members: usize,
+    /// Members the group lists, in any state.
     pub total_members: usize,
     /// Shards live members own now.
     pub current_shards: usize,
@@ -40,15 +48,22 @@ pub struct GrafanaGroupRow {
     pub target_shards: usize,
     /// "current / shardCount".
     pub assigned_shard_ratio: String,
+    /// Shards being revoked from live members.
     pub revoking_shards: usize,
+    /// Entries in the group's shard streams.
     pub total_stream_length: i64,
+    /// Entries delivered to the group and not yet acknowledged, over all shards.
     pub total_pending_count: i64,
     /// Null when Redis cannot tell.
     pub total_lag: Option<i64>,
     /// Null on the group's first observation by this coordinator.
     pub produced_per_second: Option<f64>,
+    /// Entries consumed per second since the previous observation (produced minus lag growth); null on the
+    /// first.
     pub consumed_per_second: Option<f64>,
+    /// Redis memory of the shard streams whose usage is known, in bytes.
     pub total_memory_usage_bytes: i64,
+    /// Whether `totalMemoryUsageBytes` covers every existing shard stream.
     pub memory_usage_known: bool,
 }
 
@@ -57,19 +72,31 @@ pub struct GrafanaGroupRow {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct GrafanaMemberRow {
+    /// The group's stream.
     pub stream_prefix: String,
+    /// The group's name.
     pub consumer_group: String,
+    /// The member's id.
     pub member_id: String,
+    /// The member's name.
     pub member_name: String,
     /// The member state as the contract spells it (ACTIVE, STARTING, LEAVING, FENCED, EXPIRED, …).
     pub state: String,
+    /// The member's epoch.
     pub member_epoch: i64,
+    /// The group's metadata version.
     pub metadata_version: i64,
+    /// Shards the member owns now.
     pub current_shard_count: usize,
+    /// Shards being revoked from the member.
     pub revoking_shard_count: usize,
+    /// The member's reported `runtimeMaxConcurrency`.
     pub runtime_max_concurrency: i64,
+    /// `runtimeMaxConcurrency - availableConcurrency` as last reported (at least 0).
     pub active_consumer_workers: i64,
+    /// When the member last heartbeated (ISO-8601 UTC).
     pub last_heartbeat_at: Option<String>,
+    /// When the member's lease runs out (ISO-8601 UTC).
     pub member_lease_expires_at: Option<String>,
 }
 
@@ -78,41 +105,69 @@ pub struct GrafanaMemberRow {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct GrafanaShardRow {
+    /// The group's stream.
     pub stream_prefix: String,
+    /// The group's name.
     pub consumer_group: String,
-    #[cfg_attr(feature = "openapi", schema(inline))]
+    /// The shard.
     pub shard: ShardId,
+    /// The group's shard count.
     pub shard_count: u32,
+    /// The shard's index.
     pub shard_index: u32,
     /// `":<index>"`.
     pub shard_label: String,
+    /// The shard's stream key.
     pub stream_key: String,
+    /// The Redis Cluster hash slot of `streamKey`.
     pub redis_slot: u16,
+    /// `host:port` of the cluster node serving the slot.
     pub redis_node_endpoint: Option<String>,
+    /// The cluster node's id.
     pub redis_node_id: Option<String>,
+    /// First slot of the node's range that holds the slot.
     pub redis_slot_range_start: Option<u16>,
+    /// Last slot of that range.
     pub redis_slot_range_end: Option<u16>,
+    /// Whether the shard stream exists.
     pub stream_exists: bool,
+    /// Entries in the stream (`XLEN`; 0 when it does not exist).
     pub stream_length: i64,
+    /// Id of the oldest entry.
     pub first_record_id: Option<String>,
+    /// Id of the newest entry.
     pub last_record_id: Option<String>,
+    /// The stream's last generated id (XINFO STREAM `last-generated-id`).
     pub last_generated_id: Option<String>,
+    /// The Redis consumer group's last-delivered id on the stream.
     pub group_last_delivered_id: Option<String>,
+    /// The last delivered id the shard's consumer reported.
     pub consumer_last_delivered_id: Option<String>,
+    /// The last acknowledged id the shard's consumer reported.
     pub consumer_last_acked_id: Option<String>,
+    /// XINFO GROUPS `entries-read`.
     pub entries_read: Option<i64>,
+    /// Entries delivered to the group and not yet acknowledged (XINFO GROUPS `pending`).
     pub pending_count: i64,
+    /// Entries not yet delivered to the group (XINFO GROUPS `lag`); null when Redis cannot tell.
     pub lag: Option<i64>,
+    /// Whether `lag` is known.
     pub lag_known: bool,
     /// Always null per shard (the rates are per group).
     pub produced_per_second: Option<f64>,
+    /// Always null per shard (the rates are per group).
     pub consumed_per_second: Option<f64>,
+    /// Redis memory of the stream (`MEMORY USAGE`), in bytes; null when unknown.
     pub memory_usage_bytes: Option<i64>,
+    /// Whether `memoryUsageBytes` is known.
     pub memory_usage_known: bool,
+    /// The shard is being drained by a scale-in.
     pub draining: bool,
     /// Comma-joined member ids.
     pub owner_member_ids: String,
+    /// Comma-joined ids of the members the target assignment gives the shard.
     pub target_owner_member_ids: String,
+    /// Comma-joined ids of the members that own the shard now.
     pub current_owner_member_ids: String,
     /// UNASSIGNED, PENDING_ACK, CURRENT or TRANSITIONING.
     pub owner_state: String,
@@ -123,11 +178,17 @@ pub struct GrafanaShardRow {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct GrafanaAssignmentRow {
+    /// The group's stream.
     pub stream_prefix: String,
+    /// The group's name.
     pub consumer_group: String,
+    /// The shard's index.
     pub shard_index: u32,
+    /// Comma-joined ids of the members the target assignment gives the shard.
     pub target_owners: String,
+    /// Comma-joined ids of the members that own the shard now.
     pub current_owners: String,
+    /// Comma-joined ids of the members the shard is being revoked from.
     pub revoking_owners: String,
 }
 
@@ -136,13 +197,19 @@ pub struct GrafanaAssignmentRow {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct GrafanaMessageRow {
+    /// The group's stream.
     pub stream_prefix: String,
+    /// The group's name.
     pub consumer_group: String,
+    /// The shard the record is on.
     pub shard_index: u32,
     /// The `shardIndex` parameter as given (an index, or the "all shards" selector).
     pub shard_selector: String,
+    /// `":<index>"`.
     pub shard_label: String,
+    /// The shard's stream key.
     pub stream_key: String,
+    /// The record's stream id.
     pub record_id: String,
     /// The record's `payload` field, null when it has none.
     pub payload: Option<String>,
@@ -150,11 +217,15 @@ pub struct GrafanaMessageRow {
     pub fields_json: String,
     /// FORWARD or BACKWARD.
     pub page_direction: String,
+    /// The page size asked for.
     pub page_limit: usize,
     /// The cursor of the next page, null on the last one.
     pub page_next_cursor: Option<String>,
+    /// Entries in the shard streams read.
     pub page_total_messages: i64,
+    /// The record's time: the milliseconds part of its id.
     pub record_timestamp_ms: i64,
+    /// The record's time, ISO-8601 UTC.
     pub record_time: String,
 }
 
