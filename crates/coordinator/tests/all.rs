@@ -18,6 +18,7 @@ mod grafana;
 mod key_names;
 mod module_graph;
 mod observability;
+mod offset_reset;
 mod openapi;
 mod openapi_schemas;
 mod readme_routes;

@@ -10,6 +10,7 @@ pub mod auth;
 pub mod browse;
 pub mod grafana;
 pub mod monitoring;
+pub mod offsets;
 pub mod quiesce;
 pub mod resharding;
 

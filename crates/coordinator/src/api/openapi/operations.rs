@@ -121,6 +121,7 @@ pub fn request_type(operation_id: &str) -> Option<&'static str> {
             "MigrationActionRequest"
         }
         "dismissRollbackSuspicion" => "DismissSuspicionRequest",
+        "resetGroupOffsets" => "OffsetResetRequest",
         "recreateGroupLifecycle" => "RecreateGroupRequest",
         "reportProducerQuiesced" => "ProducerQuiescedRequest",
         "loginCoordinatorApi" => "LoginBody",
@@ -157,6 +158,11 @@ pub fn describe(operation_id: &str) -> Option<Operation> {
             "Dismiss a metadata-rollback suspicion",
             200,
             "MetadataDurability",
+        ),
+        "resetGroupOffsets" => admin(
+            "Reset a group's position on its shard streams (to EARLIEST, LATEST, a DATETIME or an ID; dryRun plans only)",
+            200,
+            "OffsetResetResponse",
         ),
         "scaleStreamShards" => admin("Scale every group of a stream", 202, "StreamScaleResponse"),
         "startGroupResharding" => admin("Scale the stream of a group", 202, "Migration"),

@@ -87,6 +87,8 @@ pub fn typed() -> Map<String, Value> {
     add::<rsc_protocol::wire::MigrationActionRequest>(&mut out);
     add::<rsc_protocol::wire::quiesce::ProducerQuiescedRequest>(&mut out);
     add::<crate::durability::DismissSuspicionRequest>(&mut out);
+    add::<rsc_protocol::wire::offsets::OffsetResetRequest>(&mut out);
+    add::<rsc_protocol::wire::offsets::OffsetResetResponse>(&mut out);
     add::<crate::durability::RecreateGroupRequest>(&mut out);
     add::<crate::api::auth::LoginBody>(&mut out);
     add::<crate::api::auth::RevokeBody>(&mut out);
