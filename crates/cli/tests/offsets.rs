@@ -1,4 +1,4 @@
-//! `rsc produce` and `rsc offsets reset` with the real binary, a real `rsc serve` and redis-server, and SDK
+//! `rsc produce`, `rsc messages` (finding a produced record) and `rsc offsets reset` with the real binary, a real `rsc serve` and redis-server, and SDK
 //! consumers reading before and after: records produced with `rsc produce` land where the printed shard and
 //! id say; a reset is planned per shard and asked for (refused without a terminal or `--yes`), refused while a
 //! consumer runs, and once applied the SDK's consumers are handed exactly the records after the new position
@@ -221,7 +221,60 @@ async fn produce_then_reset_to_earliest_and_to_a_datetime_redelivers_exactly_the
             .unwrap();
         assert_eq!(found.len(), 1, "seq {seq} at orders:{shard} {id}");
         assert_eq!(found[0].1, vec![("seq".to_owned(), seq.to_string())]);
+        // `rsc messages` finds it again: by its field value, and by jumping to its id.
+        let shard_arg = shard.to_string();
+        let seq_field = format!("seq={seq}");
+        let o = rsc(
+            &url,
+            dir.path(),
+            &[
+                "messages", "orders", "--shard", &shard_arg, "--field", &seq_field, "-o", "json",
+            ],
+            None,
+        );
+        assert!(o.status.success(), "{}", text(&o));
+        let page: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(page["records"][0]["recordId"], id.as_str(), "{page}");
+        assert_eq!(page["records"].as_array().unwrap().len(), 1, "{page}");
+        assert_eq!(page["search"]["stoppedAtBound"], false);
+        let o = rsc(
+            &url,
+            dir.path(),
+            &[
+                "messages",
+                "orders",
+                "--shard",
+                &shard_arg,
+                "--from-id",
+                &id,
+                "--limit",
+                "1",
+            ],
+            None,
+        );
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(o.status.success(), "{}", text(&o));
+        assert!(out.contains(&id) && out.contains(&seq_field), "{out}");
     }
+    let o = rsc(
+        &url,
+        dir.path(),
+        &[
+            "messages",
+            "orders",
+            "--shard",
+            "0",
+            "--from-time",
+            "yesterday",
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("fromTime"),
+        "{}",
+        text(&o)
+    );
     let bad = rsc(
         &url,
         dir.path(),

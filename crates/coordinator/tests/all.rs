@@ -14,6 +14,7 @@ mod console;
 mod dashboards;
 mod durability;
 mod failover;
+mod find;
 mod grafana;
 mod key_names;
 mod module_graph;

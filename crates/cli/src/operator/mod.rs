@@ -10,6 +10,7 @@
 //! - `change.rs`: `rsc scale`, `rollback`, `force-complete` (with `--wait` progress);
 //! - `offsets.rs`: `rsc offsets reset` (plan, confirm, apply); `produce.rs`: `rsc produce` (one record through
 //!   the SDK's guarded append);
+//! - `messages.rs`: `rsc messages` (a shard's records: page, jump, bounded search);
 //! - `audit.rs`: `rsc audit` (with `--follow`);
 //! - `desired.rs` (the file format, pure) and `apply.rs`: `rsc plan`, `rsc apply`;
 //! - `table.rs`: plain-text tables; `terminal.rs`: everything printed is escaped for the terminal (`say!`,
@@ -24,6 +25,7 @@ pub mod credentials;
 pub mod desired;
 pub mod durability;
 pub mod login;
+pub mod messages;
 pub mod offsets;
 pub mod produce;
 pub mod show;

@@ -254,6 +254,36 @@ pub fn describe(operation_id: &str) -> Option<Operation> {
                     "the nextCursor of the previous page (a record id, exclusive)",
                 ),
                 ("limit", false, "records per page, 1 to 1000 (default 25)"),
+                (
+                    "fromId",
+                    false,
+                    "start at this record id <ms>-<seq> or <ms> (inclusive; not with cursor)",
+                ),
+                (
+                    "fromTime",
+                    false,
+                    "start at this RFC 3339 time, read as the id <ms>-0 (inclusive; not with cursor or fromId)",
+                ),
+                (
+                    "field",
+                    false,
+                    "search: keep records whose field <name> equals <value>, given as <name>=<value>",
+                ),
+                (
+                    "search",
+                    false,
+                    "search: keep records whose payload contains this text",
+                ),
+                (
+                    "scanLimit",
+                    false,
+                    "search: records scanned at most, 1 to 100000 (default 1000)",
+                ),
+                (
+                    "scanMaxBytes",
+                    false,
+                    "search: bytes scanned at most, 1024 to 67108864 (default 4194304)",
+                ),
             ],
             ..read(
                 "One page of a shard's records",
