@@ -493,11 +493,7 @@ impl Heartbeats<'_> {
         // not) than either cap, as during most of a big group's first join.
         let all = group.members.len();
         let below = |cap: u32| all < cap as usize;
-        if below(caps.max_members)
-            && caps
-                .max_members_per_principal
-                .is_none_or(|per_principal| below(per_principal))
-        {
+        if below(caps.max_members) && caps.max_members_per_principal.is_none_or(below) {
             return Ok(());
         }
         let live = group.members.values().filter(|m| m.state.is_live()).count();

@@ -20,14 +20,14 @@ pub(crate) const MIN_MEMBERS: usize = 1_000;
 pub(crate) const MAX_COPIES: usize = 16;
 
 /// One group's copy, equal to the aggregate of `revision`.
-struct Copy {
+struct KeptCopy {
     revision: u64,
     group: Group,
 }
 
 #[derive(Default)]
 pub(crate) struct BatchCopies {
-    copies: Mutex<HashMap<GroupName, Copy>>,
+    copies: Mutex<HashMap<GroupName, KeptCopy>>,
 }
 
 impl BatchCopies {
@@ -65,7 +65,7 @@ impl BatchCopies {
         if copies.len() < MAX_COPIES || copies.contains_key(name) {
             copies.insert(
                 name.clone(),
-                Copy {
+                KeptCopy {
                     revision: written.revision,
                     group,
                 },
