@@ -248,8 +248,37 @@ async fn an_operator_creates_watches_scales_browses_audits_and_signs_out() {
     b.screenshot("05-migration-finished").await;
     b.assert_accessible("05-migration-finished").await;
 
+    // A pending entry links to its record: read two records of shard 0 for the group (they stay pending);
+    // the pending count opens the browser at the last delivered one.
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut con = client.get_multiplexed_async_connection().await.unwrap();
+    let read: redis::Value = redis::cmd("XREADGROUP")
+        .arg("GROUP")
+        .arg("orders")
+        .arg("console-test-reader")
+        .arg("COUNT")
+        .arg(2)
+        .arg("STREAMS")
+        .arg(rsc_protocol::names::shard_stream_key("orders", 0))
+        .arg(">")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert!(!matches!(read, redis::Value::Nil), "records were read");
+    b.wait_css("[data-key=\"pending:0\"]").await;
+    b.click("[data-key=\"pending:0\"]").await;
+    b.wait_for(
+        "the browser at the last delivered record (the second oldest)",
+        "const r = document.querySelectorAll('.record'); \
+         return r.length === 2 && r[0].innerText.includes('o-0-1') && r[1].innerText.includes('o-0-0')",
+        WAIT,
+    )
+    .await;
+    b.js("history.back(); return true").await;
+    b.wait_css("[data-key=\"msg:0\"]").await;
+
     // Messages of shard 0: newest first, JSON payloads pretty-printed, paged.
-    b.click("[data-shard=\"0\"] a").await;
+    b.click("[data-key=\"msg:0\"]").await;
     b.wait_css(".record pre.payload.json").await;
     b.select("#page-size", "10").await;
     b.wait_for(
