@@ -229,3 +229,126 @@ async fn each_group_has_one_owner_and_a_killed_owners_groups_are_taken_up() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// `components.reconciler.lastRunAt` of a replica's health: changes at every reconciler tick.
+async fn last_run(base: &str) -> Option<String> {
+    let health = json_call(
+        reqwest::Method::GET,
+        base,
+        "/coord/v1/monitoring/health",
+        None,
+    )
+    .await;
+    health["components"]["reconciler"]["lastRunAt"]
+        .as_str()
+        .map(str::to_owned)
+}
+
+/// Waits (bounded) until the replica at `base` has completed `ticks` more reconciler ticks.
+async fn wait_ticks(base: &str, ticks: usize) {
+    let mut last = last_run(base).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for _ in 0..ticks {
+        loop {
+            let now = last_run(base).await;
+            if now.is_some() && now != last {
+                last = now;
+                break;
+            }
+            assert!(Instant::now() < deadline, "no reconciler tick on {base}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+fn signal(p: &RscProcess, sig: &str) {
+    let pid = p.pid().expect("running").to_string();
+    let ok = std::process::Command::new("kill")
+        .args([sig, &pid])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "kill {sig} {pid}");
+}
+
+/// Many streams written while their owner is away make their passes due in one tick; the owner lists their
+/// groups from one read of the group index, not one read per stream (which made a tick after thousands of
+/// creations cost streams × groups: issue #35's 10,000-group inventory).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tick_with_many_due_streams_reads_the_group_index_once() {
+    const STREAMS: usize = 30;
+    let redis = RedisServer::start();
+    let slow = |id: &str| {
+        RscBuilder::new(env!("CARGO_BIN_EXE_rsc"), &redis.url())
+            .admin_password(PASSWORD)
+            .env("COORDINATOR_ID", id)
+            .env("COORDINATOR_LOOP_TICK_INTERVAL", "1s")
+            // Nothing else reads the index while the counts are taken: no sweep, no metrics refresh, and
+            // the stopped owner stays in the other replica's view.
+            .env("COORDINATOR_CLUSTER_SWEEP_INTERVAL", "10m")
+            .env("COORDINATOR_METRICS_REFRESH_INTERVAL", "10m")
+            .env("COORDINATOR_CLUSTER_REPLICA_LEASE", "60s")
+            .start()
+    };
+    let ids = ["replica-a", "replica-b"];
+    let front = slow(ids[0]);
+    let owner = slow(ids[1]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while registry(&redis.url()).await.len() < ids.len() {
+        assert!(Instant::now() < deadline, "replicas did not register");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let view = ReplicaSet::new(ids);
+    let streams: Vec<String> = (0..)
+        .map(|i| format!("idle{i}"))
+        .filter(|s| view.owner(s) == Some(ids[1]))
+        .take(STREAMS)
+        .collect();
+    wait_ticks(&owner.url(), 2).await;
+
+    // The owner is away while every stream is created through the other replica.
+    signal(&owner, "-STOP");
+    for s in &streams {
+        json_call(
+            reqwest::Method::POST,
+            &front.url(),
+            &format!("/coord/v1/streams/{s}"),
+            Some(json!({"initialShardCount": 1, "requestedBy": "test", "reason": "inventory"})),
+        )
+        .await;
+    }
+    // Every command Redis runs from here on, as `MONITOR` lists them.
+    let log = std::env::temp_dir().join(format!("rsc-monitor-{}.log", std::process::id()));
+    let mut monitor = std::process::Command::new("redis-cli")
+        .args(["-p", &redis.port().to_string(), "monitor"])
+        .stdout(std::fs::File::create(&log).expect("monitor log"))
+        .spawn()
+        .expect("redis-cli monitor");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !std::fs::read_to_string(&log).is_ok_and(|t| t.starts_with("OK")) {
+        assert!(Instant::now() < deadline, "MONITOR did not start");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    signal(&owner, "-CONT");
+    // The first tick after it returns takes every notice and runs every stream's pass; the next ones show
+    // it is done.
+    wait_ticks(&owner.url(), 3).await;
+    let _ = monitor.kill();
+    let _ = monitor.wait();
+    let seen = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_file(&log);
+    let index_reads = seen
+        .lines()
+        .filter(|l| l.contains("\"HGETALL\" \"redis-stream:coord:group-index\""))
+        .count();
+    // Every stream's pass ran: it publishes the routing ceiling of the stream's shard.
+    for s in &streams {
+        assert!(
+            seen.contains(&format!("{s}:0:{{{s}:0}}:routing")),
+            "the pass of {s} did not run after the owner came back"
+        );
+    }
+    assert!(
+        (1..=3).contains(&index_reads),
+        "the group index was read {index_reads} times for {STREAMS} due streams in three ticks"
+    );
+}

@@ -301,6 +301,10 @@ impl Admin<'_> {
                     self.resharding()
                         .forget_stream_if_unused(&name.stream_prefix)
                         .await;
+                    // The owner drops the group from its schedule at once, and the stream's pass (a
+                    // migration may have been waiting on this group) runs at its next tick.
+                    self.announce_change(&name.stream_prefix, &name.consumer_group)
+                        .await;
                     tracing::info!(stream = ?name.stream_prefix, group = ?name.consumer_group, force, "group deleted");
                     return Ok(group_response(&base.group));
                 }
