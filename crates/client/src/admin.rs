@@ -28,7 +28,9 @@ pub struct AdminClient {
 /// A mutation that the coordinator accepted, with the request id it was sent under.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Applied<T> {
+    /// The `X-Request-Id` the mutation was sent with: the key of its audit record.
     pub request_id: String,
+    /// The coordinator's answer.
     pub answer: T,
 }
 
@@ -36,7 +38,9 @@ pub struct Applied<T> {
 /// request never reached a coordinator, or was refused before its handler).
 #[derive(Debug)]
 pub struct AdminError {
+    /// The `X-Request-Id` the mutation was sent with.
     pub request_id: String,
+    /// What went wrong.
     pub error: ClientError,
 }
 
@@ -56,10 +60,14 @@ impl std::error::Error for AdminError {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ScaleAnswer {
+    /// The stream scaled.
     pub stream_prefix: String,
+    /// The shard count requested.
     pub target_shard_count: u32,
+    /// Every group of the stream, by name.
     #[serde(default)]
     pub affected_consumer_groups: Vec<String>,
+    /// One migration per group, in the order of `affected_consumer_groups`.
     #[serde(default)]
     pub migrations: Vec<Migration>,
 }
@@ -68,10 +76,14 @@ pub struct ScaleAnswer {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Migration {
+    /// The group the migration is of (absent where the answer is about one group anyway).
     #[serde(default)]
     pub consumer_group: Option<String>,
+    /// The migration's id (`reshard-<uuid>`).
     pub resharding_id: String,
+    /// The shard count before the scale.
     pub from_shard_count: u32,
+    /// The shard count the scale moves to.
     pub to_shard_count: u32,
     /// `PREPARING`, `ACTIVE`, `DRAINING`, `DEPRECATED`, `ROLLED_BACK`, `FORCE_COMPLETED` or `ABORTED`.
     pub state: String,
@@ -103,13 +115,17 @@ impl Migration {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MigrationHold {
+    /// The group that holds the migration.
     pub consumer_group: String,
     /// `NO_LIVE_CONSUMER`, `DRAINING`, `DRAIN_GRACE`, `PRODUCER_QUIESCE`, `PREPARING`, `CONSUMERS_CONVERGING`
     /// or `FINISHING`.
     pub reason: String,
+    /// The reason in a sentence, naming the group, the records and the shards.
     pub detail: String,
+    /// Records of this group on the removed shards that are unread or delivered and unacknowledged.
     #[serde(default)]
     pub unread_records: i64,
+    /// What an operator can do about it.
     #[serde(default)]
     pub ways_out: Vec<WayOut>,
 }
@@ -118,8 +134,11 @@ pub struct MigrationHold {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WayOut {
+    /// `START_CONSUMER`, `WAIT`, `FORCE_COMPLETE` or `ROLLBACK`.
     pub action: String,
+    /// How to do it: an `rsc` command where one exists.
     pub how: String,
+    /// What it does to the records.
     pub effect: String,
 }
 
@@ -146,8 +165,10 @@ impl fmt::Display for MigrationHold {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Session {
+    /// The principal's name.
     #[serde(default)]
     pub username: Option<String>,
+    /// The principal's role names, sorted.
     #[serde(default)]
     pub roles: Vec<String>,
 }

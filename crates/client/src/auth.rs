@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 /// A username and password. `Debug` hides the password.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Credentials {
+    /// The user to sign in as.
     pub username: String,
+    /// The user's password (hidden by `Debug`).
     pub password: String,
 }
 

@@ -19,15 +19,24 @@ pub enum ClientError {
     #[error(
         "coordinator rejected the credentials (HTTP 401) at {url}; check the username and password"
     )]
-    Unauthorized { url: String },
+    Unauthorized {
+        /// The URL that answered 401.
+        url: String,
+    },
     /// The credentials lack the role the call needs (HTTP 403).
     #[error("the principal lacks the role needed for {url} (HTTP 403)")]
-    Forbidden { url: String },
+    Forbidden {
+        /// The URL that answered 403.
+        url: String,
+    },
     /// The coordinator answered with a contract error body (`errorCode` + message).
     #[error("coordinator answered HTTP {status}{}: {message}", code_suffix(.error_code))]
     Api {
+        /// The HTTP status.
         status: u16,
+        /// The body's `errorCode` (e.g. `GROUP_NOT_FOUND`), when it had one.
         error_code: Option<String>,
+        /// The body's `message`, or (the start of) the body itself when it was not an error body.
         message: String,
     },
     /// The coordinator answered something that does not follow the wire contract.
@@ -45,8 +54,11 @@ pub enum ClientError {
         "producer routing for {stream_prefix}/{consumer_group} expired and could not be refreshed: {reason}"
     )]
     RoutingUnavailable {
+        /// The producer's stream.
         stream_prefix: String,
+        /// The group whose routing the producer reads.
         consumer_group: String,
+        /// Why the refresh failed.
         reason: String,
     },
     /// A scale had producers quiesced for longer than the publish timeout: the publish did not start.
@@ -54,26 +66,38 @@ pub enum ClientError {
         "publishing to {stream_prefix} is paused while scale {resharding_id} waits for producers to quiesce; waited {waited:?}"
     )]
     Quiesced {
+        /// The producer's stream.
         stream_prefix: String,
+        /// The scale that waits for producers.
         resharding_id: String,
+        /// How long the publish waited before giving up.
         waited: std::time::Duration,
     },
     /// The stream currently has zero shards: there is nowhere to publish (fails closed).
     #[error("stream {stream_prefix} has no shards (shardCount 0); nothing can be published")]
-    NoShards { stream_prefix: String },
+    NoShards {
+        /// The producer's stream.
+        stream_prefix: String,
+    },
     /// The shard stream is missing even after refreshing the routing once (`XADD … NOMKSTREAM` gave nil).
     #[error(
         "shard stream {stream_key} does not exist even after a routing refresh; is the group provisioned?"
     )]
-    StreamMissing { stream_key: String },
+    StreamMissing {
+        /// The missing shard stream.
+        stream_key: String,
+    },
     /// Every attempt was refused because the routing in use was older than the shard's routing boundary (a
     /// scale switched routing and the refreshed routing was still the old one). Nothing was written.
     #[error(
         "append to {stream_key} refused: routing version {routing_version} is older than the shard's boundary {floor}, even after refreshing routing"
     )]
     StaleRouting {
+        /// The shard stream that refused the append.
         stream_key: String,
+        /// The routing version the producer appended with.
         routing_version: i64,
+        /// The shard's boundary: the lowest routing version it accepts.
         floor: i64,
     },
     /// Every attempt was refused because the routing in use was newer than any the coordinator published for
@@ -82,8 +106,11 @@ pub enum ClientError {
         "append to {stream_key} refused: routing version {routing_version} is newer than any the coordinator published ({ceiling}), even after refreshing routing"
     )]
     RoutingAhead {
+        /// The shard stream that refused the append.
         stream_key: String,
+        /// The routing version the producer appended with.
         routing_version: i64,
+        /// The highest routing version the coordinator published for the stream.
         ceiling: i64,
     },
     /// The client was shut down.

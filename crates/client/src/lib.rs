@@ -41,6 +41,7 @@
 //! # Ok(()) }
 //! ```
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod admin;

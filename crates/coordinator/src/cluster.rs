@@ -6,7 +6,6 @@
 //! stop it leaves the registry, so its groups move at once instead of when its lease runs out.
 
 use crate::coordinator::Coordinator;
-use rsc_protocol::names;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
@@ -18,7 +17,7 @@ const LAPSE_MARGIN: Duration = Duration::from_millis(5);
 /// Renews this replica's registration once and takes the live set as the view. Returns how long until the
 /// earliest lease end among the other replicas (None: no other replica, or the registry was not read).
 pub async fn renew(c: &Coordinator) -> Option<Duration> {
-    let key = names::replica_registry_key(&c.config().store.key_prefix);
+    let key = c.store().keyspace().replicas();
     let lease_ms = c.config().cluster.replica_lease.ms();
     let me = c.cluster().me().to_owned();
     match c
@@ -70,7 +69,7 @@ pub async fn run(c: Arc<Coordinator>, mut stop: watch::Receiver<bool>) {
             break;
         }
     }
-    let key = names::replica_registry_key(&c.config().store.key_prefix);
+    let key = c.store().keyspace().replicas();
     if let Err(e) = c.store().replica_leave(&key, c.cluster().me()).await {
         tracing::warn!(error = %e, "could not leave the replica registry; the lease runs out instead");
     }

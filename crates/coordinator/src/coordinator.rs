@@ -28,7 +28,6 @@ use rsc_group::heartbeat::Transition;
 use rsc_group::model::{AggregateError, Group, WriteForm};
 use rsc_group::replica::CommitResult;
 use rsc_group::timing::Timing;
-use rsc_protocol::names;
 use rsc_store::{CasOutcome, CasWrite, GroupKeys, Store, StoreError};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -75,7 +74,9 @@ pub enum Commit {
 }
 
 impl Coordinator {
+    /// The runtime over `store`, which names its keys under the configured key prefix from here on.
     pub fn new(config: CoordinatorConfig, store: Store) -> Arc<Coordinator> {
+        let store = store.with_key_prefix(&config.store.key_prefix);
         let timing = Timing {
             heartbeat_interval_ms: config.heartbeat_interval.ms(),
             member_lease_ttl_ms: config.member_lease_ttl.ms(),
@@ -100,10 +101,10 @@ impl Coordinator {
         })
     }
 
-    /// The deployment's cluster id, shared by every replica through Redis (`names::cluster_id_key`); the
+    /// The deployment's cluster id, shared by every replica through Redis (`Keyspace::cluster_id`); the
     /// first replica to ask stores a fresh one. None while Redis cannot be reached (asked again next time).
     pub async fn cluster_id(&self) -> Option<String> {
-        let key = rsc_protocol::names::cluster_id_key(&self.config.store.key_prefix);
+        let key = self.store.keyspace().cluster_id();
         let read = self.cluster_id.get_or_try_init(|| async {
             self.store
                 .cluster_id(&key, &uuid::Uuid::new_v4().to_string())
@@ -153,7 +154,7 @@ impl Coordinator {
     /// `rsc_store`'s cluster.rs); an empty consumer group names the stream record. A failure is only logged:
     /// the owner's sweep finds the change later.
     pub async fn announce_change(&self, stream_prefix: &str, consumer_group: &str) {
-        let key = names::change_feed_key(&self.config.store.key_prefix);
+        let key = self.store.keyspace().changes();
         let sent = self
             .metrics
             .time_store(
@@ -201,17 +202,16 @@ impl Coordinator {
         Durability::new(self)
     }
 
+    /// The keys of group `name` (named by the store's keyspace).
     pub fn keys(&self, name: &GroupName) -> GroupKeys {
-        let kp = &self.config.store.key_prefix;
-        GroupKeys {
-            metadata: names::group_metadata_key(kp, &name.stream_prefix, &name.consumer_group),
-            leases: names::group_leases_key(kp, &name.stream_prefix, &name.consumer_group),
-            progress: names::group_progress_key(kp, &name.stream_prefix, &name.consumer_group),
-        }
+        self.store
+            .keyspace()
+            .group(&name.stream_prefix, &name.consumer_group)
     }
 
+    /// The group index's key (named by the store's keyspace).
     pub fn index_key(&self) -> String {
-        names::group_index_key(&self.config.store.key_prefix)
+        self.store.keyspace().group_index()
     }
 
     pub fn begin_termination(&self) {

@@ -37,7 +37,6 @@ use rsc_group::durability::{self, DismissError, Signal};
 use rsc_group::heartbeat::Transition;
 use rsc_group::model::SignalKind;
 use rsc_group::model::{EpochOverflow, Group};
-use rsc_protocol::names;
 use rsc_protocol::validate;
 use rsc_store::IndexState;
 use serde::Deserialize;
@@ -170,10 +169,10 @@ impl Durability<'_> {
     /// Counts one suspicion raised by `principal` in its Redis window; false (not recorded, counted, logged)
     /// once it has raised [`SUSPICIONS_PER_PRINCIPAL`] in the window, or when the window cannot be read.
     async fn within_suspicion_budget(&self, name: &GroupName, principal: &str) -> bool {
-        let key = names::suspicion_limit_key(
-            &self.config().store.key_prefix,
-            &window::key_part(principal),
-        );
+        let key = self
+            .store()
+            .keyspace()
+            .suspicion_limit(&window::key_part(principal));
         let within = match window::hit(self.store(), &key, SUSPICION_WINDOW_MS).await {
             Ok(c) => c.count <= SUSPICIONS_PER_PRINCIPAL,
             Err(e) => {
@@ -348,8 +347,7 @@ impl Durability<'_> {
         {
             return Stake::Yes;
         }
-        let keys =
-            rsc_store::ProducerKeys::of(&self.config().store.key_prefix, &name.stream_prefix);
+        let keys = self.store().keyspace().producers(&name.stream_prefix);
         let Ok(all) = self.store().producers(&keys).await else {
             return Stake::None;
         };

@@ -10,9 +10,8 @@
 use crate::domain_error::CoordError;
 use crate::error::store_error_text;
 use rsc_protocol::existing_records::ExistingRecords;
-use rsc_protocol::names::{shard_routing_key, shard_stream_key};
 use rsc_protocol::validate::MAX_SHARD_COUNT;
-use rsc_store::{Store, StoreError};
+use rsc_store::{Keyspace, Store, StoreError};
 
 /// Shard indexes probed per round trip; probing stops after a block with no shard stream in it.
 const PROBE_BLOCK: u32 = 256;
@@ -37,7 +36,11 @@ impl Leftovers {
             .then(|| prefix.to_owned())
             .into_iter()
             .collect();
-        keys.extend(self.shards.iter().map(|s| shard_stream_key(prefix, *s)));
+        keys.extend(
+            self.shards
+                .iter()
+                .map(|s| Keyspace::shard_stream(prefix, *s)),
+        );
         keys
     }
 }
@@ -87,7 +90,7 @@ pub fn decide(
                     list(
                         &beyond
                             .iter()
-                            .map(|s| shard_stream_key(prefix, *s))
+                            .map(|s| Keyspace::shard_stream(prefix, *s))
                             .collect::<Vec<_>>()
                     ),
                     last + 1
@@ -97,7 +100,7 @@ pub fn decide(
                 routing_keys: found
                     .shards
                     .iter()
-                    .map(|s| shard_routing_key(&shard_stream_key(prefix, *s)))
+                    .map(|s| Keyspace::shard_routing(prefix, *s))
                     .collect(),
             })
         }
@@ -107,7 +110,7 @@ pub fn decide(
                 found
                     .shards
                     .iter()
-                    .map(|s| shard_routing_key(&shard_stream_key(prefix, *s))),
+                    .map(|s| Keyspace::shard_routing(prefix, *s)),
             );
             Ok(Decision::Purge { keys: all })
         }
@@ -134,7 +137,9 @@ pub async fn find(store: &Store, prefix: &str, shard_count: u32) -> Result<Lefto
         let end = start
             .saturating_add(PROBE_BLOCK.max(shard_count.saturating_sub(start)))
             .min(MAX_SHARD_COUNT);
-        let keys: Vec<String> = (start..end).map(|i| shard_stream_key(prefix, i)).collect();
+        let keys: Vec<String> = (start..end)
+            .map(|i| Keyspace::shard_stream(prefix, i))
+            .collect();
         let exists = store.keys_exist(&keys).await?;
         let before = found.shards.len();
         found

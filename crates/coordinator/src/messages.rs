@@ -10,10 +10,9 @@ use crate::cache::GroupName;
 use crate::clock::iso_ms;
 use crate::coordinator::Monitoring;
 use crate::domain_error::CoordError;
-use rsc_protocol::names::shard_stream_key;
 use rsc_protocol::wire::ShardId;
 use rsc_protocol::wire::browse::{StreamMessageRecord, StreamMessagesPageResponse};
-use rsc_store::{PageDirection, Store, StoreError, StreamRecord, parse_stream_id};
+use rsc_store::{Keyspace, PageDirection, Store, StoreError, StreamRecord, parse_stream_id};
 use std::collections::BTreeMap;
 
 /// Records per page when `limit` is not given.
@@ -187,7 +186,7 @@ impl Monitoring<'_> {
                 g.shard_count
             )));
         }
-        let key = shard_stream_key(&g.stream_prefix, shard);
+        let key = Keyspace::shard_stream(&g.stream_prefix, shard);
         let max_bytes = self.config().http.message_page_max_bytes;
         let page = self
             .metrics()

@@ -20,7 +20,7 @@ use crate::coordinator::Coordinator;
 use crate::coordinator::Monitoring;
 use crate::domain_error::CoordError;
 use crate::metrics::snapshot::{self, GroupObservation, HealthObservation};
-use rsc_store::IndexState;
+use rsc_store::{IndexState, Keyspace};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -259,7 +259,7 @@ impl Monitoring<'_> {
         let prefix = &name.stream_prefix;
         let keys: Vec<String> = shard_ids
             .iter()
-            .map(|s| rsc_protocol::names::shard_stream_key(prefix, *s))
+            .map(|s| Keyspace::shard_stream(prefix, *s))
             .collect();
         let now = std::time::Instant::now();
         if let Plan::Check { after } = cache.plan(name, shard_ids, has_members, now) {

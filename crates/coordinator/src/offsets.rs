@@ -4,9 +4,8 @@
 //! Used by `GET …/offsets` and by the metrics task. A shard stream that does not exist reads as empty with
 //! unknown group fields (it is reported, not guessed). Other Redis errors are returned, not swallowed.
 
-use rsc_protocol::names::shard_stream_key;
 use rsc_protocol::slot::redis_slot;
-use rsc_store::{ShardObservation, Store, StoreError};
+use rsc_store::{Keyspace, ShardObservation, Store, StoreError};
 use serde::Serialize;
 
 /// What Redis says about one shard stream and the group's consumer group on it.
@@ -31,7 +30,7 @@ pub struct ShardOffsets {
 
 /// A shard whose stream does not exist, as [`read_shard`] reports it.
 pub fn absent_shard(stream_prefix: &str, shard: u32) -> ShardOffsets {
-    let key = shard_stream_key(stream_prefix, shard);
+    let key = Keyspace::shard_stream(stream_prefix, shard);
     ShardOffsets {
         shard,
         redis_slot: redis_slot(key.as_bytes()),

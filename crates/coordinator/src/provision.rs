@@ -6,8 +6,7 @@
 //! a new consumer group starts at the stream's end (`$`) with ENTRIESREAD set to the stream's
 //! entries-added, so its lag is known (0) from the start; BUSYGROUP means "already there" and is fine.
 
-use rsc_protocol::names::shard_stream_key;
-use rsc_store::{Store, StoreError};
+use rsc_store::{Keyspace, Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 #[error("could not provision {key}: {}", crate::error::store_error_text(.source))]
@@ -26,14 +25,11 @@ pub async fn provision(
     shards: impl IntoIterator<Item = u32>,
 ) -> Result<(), ProvisionError> {
     for shard in shards {
-        let key = shard_stream_key(prefix, shard);
+        let key = Keyspace::shard_stream(prefix, shard);
         if let Err(source) = store.shard_provision(&key, group).await {
             return Err(ProvisionError { key, source });
         }
-        if let Err(source) = store
-            .ensure_routing_key(&rsc_protocol::names::shard_routing_key(&key))
-            .await
-        {
+        if let Err(source) = store.ensure_routing_key(&Keyspace::routing_of(&key)).await {
             return Err(ProvisionError { key, source });
         }
     }
@@ -48,7 +44,7 @@ pub async fn existing_shards(
 ) -> Result<Vec<u32>, StoreError> {
     let keys: Vec<String> = shards
         .clone()
-        .map(|i| shard_stream_key(prefix, i))
+        .map(|i| Keyspace::shard_stream(prefix, i))
         .collect();
     let exists = store.keys_exist(&keys).await?;
     Ok(shards

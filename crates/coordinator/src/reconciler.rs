@@ -363,7 +363,7 @@ impl Reconciler<'_> {
     }
 
     fn change_feed_key(&self) -> String {
-        rsc_protocol::names::change_feed_key(&self.config().store.key_prefix)
+        self.store().keyspace().changes()
     }
 
     /// Redis time of the last completed pass over every group (0 = never).

@@ -99,15 +99,10 @@ pub async fn start(config: Config) -> Result<Running, ServeError> {
     let addr = listener.local_addr()?;
     let coordinator = Coordinator::new(config.coordinator.clone(), store);
     let cc = coordinator.config();
-    let security = crate::security::Security::start(
-        &cc.api,
-        &cc.audit,
-        &cc.store.key_prefix,
-        &cc.id,
-        coordinator.store(),
-    )
-    .await
-    .map_err(|e| ServeError::Security(e.message().to_owned()))?;
+    let security =
+        crate::security::Security::start(&cc.api, &cc.audit, &cc.id, coordinator.store())
+            .await
+            .map_err(|e| ServeError::Security(e.message().to_owned()))?;
     let (stop_tx, stop_rx) = watch::channel(false);
 
     // A replica that runs the reconciler registers, so the others count it in the split of background work;

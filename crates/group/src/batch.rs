@@ -50,7 +50,9 @@ use std::collections::{BTreeMap, BTreeSet};
 /// The most live members a group may hold, in all and per principal (None: no cap).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MemberCaps {
+    /// The most live members of the group.
     pub max_members: Option<usize>,
+    /// The most live members one principal may hold in the group.
     pub max_per_principal: Option<usize>,
 }
 
@@ -95,7 +97,9 @@ pub enum NotCombined {
 /// decision with its answer stated on the aggregate to commit.
 #[derive(Debug)]
 pub struct Finished {
+    /// The one transition to commit.
     pub transition: Transition,
+    /// Each combined request's decision, in order, its answer stated on the aggregate to commit.
     pub decisions: Vec<Decision>,
 }
 
@@ -219,6 +223,7 @@ impl<'a> Batch<'a> {
         self.decided.len()
     }
 
+    /// Whether no transition was combined.
     pub fn is_empty(&self) -> bool {
         self.decided.is_empty()
     }

@@ -48,6 +48,7 @@ pub struct Signals {
 /// One observation that the stored metadata is older than something already seen.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Signal {
+    /// What kind of observation it is.
     pub kind: SignalKind,
     /// The value that was observed elsewhere (version, epoch or revision).
     pub observed: i64,
@@ -62,11 +63,15 @@ pub struct Signal {
 /// Why a dismissal was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DismissError {
+    /// The group is not suspected.
     #[error("the group is not suspected of a metadata rollback; there is nothing to dismiss")]
     NotSuspected,
     /// The suspicion received evidence after the one the operator reviewed.
     #[error("the suspicion changed (updated at {current_updated_at_ms} ms) since the one reviewed")]
-    Changed { current_updated_at_ms: i64 },
+    Changed {
+        /// When the suspicion now recorded was last updated.
+        current_updated_at_ms: i64,
+    },
 }
 
 /// How long after a dismissal the principals whose evidence it dismissed raise no new suspicion on the group.

@@ -26,6 +26,7 @@
 //! Modules import one way: every rule depends on [`model`], which depends on nothing here; no two
 //! modules import each other (`crates/coordinator/tests/module_graph.rs` checks every crate).
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod assign;

@@ -18,10 +18,13 @@ use crate::timing::Timing;
 /// Why a migration operation was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MigrationError {
+    /// The group keeps no migration of this id.
     #[error("migration {0} does not exist for this group")]
     NotFound(String),
+    /// The operation is not allowed in the migration's state (the message says why).
     #[error("{0}")]
     NotAllowed(String),
+    /// An epoch or version would overflow; nothing changed.
     #[error(transparent)]
     EpochOverflow(#[from] EpochOverflow),
 }

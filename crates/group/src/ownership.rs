@@ -20,6 +20,7 @@ pub struct ReplicaSet {
 }
 
 impl ReplicaSet {
+    /// The set of `ids` (sorted, duplicates dropped).
     pub fn new<I, S>(ids: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -40,14 +41,17 @@ impl ReplicaSet {
         self
     }
 
+    /// The replica ids, sorted.
     pub fn ids(&self) -> &[String] {
         &self.ids
     }
 
+    /// How many replicas.
     pub fn len(&self) -> usize {
         self.ids.len()
     }
 
+    /// Whether no replica is live.
     pub fn is_empty(&self) -> bool {
         self.ids.is_empty()
     }

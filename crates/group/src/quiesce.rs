@@ -18,6 +18,7 @@ pub const MAX_TIMEOUT_MS: i64 = 600_000;
 pub struct ProducerQuiesce {
     /// The migration that waits for producers.
     pub resharding_id: String,
+    /// How long the scale waits for producers at most, in milliseconds (1 to [`MAX_TIMEOUT_MS`]).
     pub timeout_ms: i64,
     /// When routing switches even if producers have not quiesced (Redis time, epoch ms).
     pub deadline_ms: i64,
@@ -30,6 +31,7 @@ pub struct ProducerQuiesce {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct QuiesceOutcome {
+    /// When routing switched (Redis time, epoch ms).
     pub decided_at_ms: i64,
     /// True when the deadline passed before every producer seen had quiesced.
     pub forced_by_timeout: bool,
@@ -59,11 +61,13 @@ impl ProducerQuiesce {
 /// What the coordinator knows about one producer of a stream.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ProducerSighting {
+    /// The producer's stable id.
     pub producer_id: String,
     /// When it last fetched routing (epoch ms).
     pub last_seen_ms: i64,
     /// The resharding it last reported quiesced for, with the routing version it had then.
     pub quiesced_for: Option<String>,
+    /// The routing version it held when it reported quiesced.
     pub observed_routing_version: Option<i64>,
 }
 
@@ -71,7 +75,10 @@ pub struct ProducerSighting {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
     /// Keep waiting for these producers (sorted).
-    Wait { pending: Vec<String> },
+    Wait {
+        /// The producers that have not quiesced yet.
+        pending: Vec<String>,
+    },
     /// Switch routing now.
     Switch(QuiesceOutcome),
 }

@@ -15,18 +15,25 @@ use crate::quiesce::ProducerQuiesce;
 use rsc_protocol::ordering::Ordering;
 use serde::{Deserialize, Serialize};
 
+/// The coordinator's record of one stream: its shard count and routing version, its migration under way and
+/// the ones before, what it provisioned, and its ordering option.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StreamRecord {
+    /// The stream.
     pub stream_prefix: String,
+    /// The document's schema ([`SCHEMA_VERSION`]).
     pub schema_version: u32,
+    /// Mirrors the store's revision of the hash this record was written with.
     pub store_revision: u64,
     /// The routing shard count of every group of the stream.
     pub shard_count: u32,
     /// Bumped on every routing change (a switch, a rollback); starts at the record's creation time in ms.
     pub routing_version: i64,
+    /// The scale under way, with the stream's view of it (switch points of an ordered switch included).
     #[serde(default)]
     pub active_migration: Option<Migration>,
+    /// Migrations that ended, oldest first (at most [`MAX_HISTORY`]).
     #[serde(default)]
     pub history: Vec<Migration>,
     /// Shard keys `<p>:0..n` were provisioned by the coordinator for this record (and not all retired since).
@@ -41,11 +48,15 @@ pub struct StreamRecord {
     /// (absent in records written before the option): at-least-once only.
     #[serde(default, skip_serializing_if = "Ordering::is_none")]
     pub ordering: Ordering,
+    /// When the record was created.
     pub created_at_ms: i64,
+    /// When the record was last written.
     pub updated_at_ms: i64,
 }
 
 impl StreamRecord {
+    /// A new record: `shard_count` shards, all provisioned, no migration, not ordered; its routing version
+    /// starts at `now_ms`.
     pub fn new(stream_prefix: &str, shard_count: u32, now_ms: i64) -> Self {
         StreamRecord {
             stream_prefix: stream_prefix.to_owned(),
@@ -106,10 +117,12 @@ impl StreamRecord {
         self.updated_at_ms = now_ms;
     }
 
+    /// Parses a record as stored.
     pub fn from_json(json: &str) -> Result<StreamRecord, AggregateError> {
         serde_json::from_str(json).map_err(|e| AggregateError::Malformed(e.to_string()))
     }
 
+    /// The record as stored.
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
     }

@@ -24,13 +24,18 @@ use std::collections::BTreeSet;
 /// Counts of what a tick did, for metrics and logs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TickReport {
+    /// Members expired because their lease lapsed.
     pub expired: Vec<String>,
+    /// Members fenced because they did not release revoked shards within the rebalance timeout.
     pub fenced: Vec<String>,
     /// (u32 with the flag below, so the report — part of every reconcile step — does not grow.)
     pub holds_released: u32,
+    /// Members removed from the aggregate: expired, fenced, or left and holding nothing, for longer than the
+    /// stale-member retention.
     pub pruned: Vec<String>,
     /// Static members' reservations made (lease lapsed) and dropped (grace over), by `groupInstanceId`.
     pub reserved: Vec<String>,
+    /// See `reserved`.
     pub reservations_lapsed: Vec<String>,
     /// A metadata-correction round closed because no live member was left to synchronise.
     pub correction_closed: bool,

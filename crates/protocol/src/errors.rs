@@ -10,20 +10,41 @@ use serde::{Deserialize, Serialize};
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ErrorCode {
+    /// 409: the compatibility create of a `(streamPrefix, consumerGroup)` pair that already exists.
     GroupAlreadyExists,
+    /// 409: a stream create for a prefix some group already uses, or whose shard streams an earlier stream
+    /// left in Redis (the message names the keys; see `existingRecords`).
     StreamPrefixAlreadyExists,
+    /// 404: a group-scoped read or mutation names an unknown `(streamPrefix, consumerGroup)` (heartbeats
+    /// answer `UNKNOWN_MEMBER_ID` instead).
     GroupNotFound,
+    /// 404: a stream-level request (scale, ordering, …) for a prefix no group uses.
     StreamNotFound,
+    /// 409: a delete without `force` while the group has an active member.
     GroupHasActiveMembers,
+    /// 409: a scale while another migration of the stream is still active.
     ActiveMigrationExists,
+    /// 409: a scale or rollback while a metadata-correction round of the group is open.
     MetadataSyncInProgress,
+    /// 404: an unknown `reshardingId`.
     MigrationNotFound,
+    /// 422: a rollback or force-complete of a migration that is not the stream's active one or not in a state
+    /// that allows it (the message says why).
     RollbackNotAllowed,
+    /// 409: the compare-and-set write of the group's metadata lost to concurrent writers every time it was
+    /// retried; nothing was changed, the request may be sent again.
     StateVersionConflict,
+    /// 503: the request needs Redis but the coordinator has no Redis connection configured.
     RedisNotConfigured,
+    /// 503: creating a shard stream's Redis consumer group (`XGROUP CREATE`) failed with anything but
+    /// `BUSYGROUP`.
     RedisStreamProvisioningFailed,
+    /// 503: the coordinator is shutting down and refuses mutations and heartbeats; send them to another
+    /// replica.
     CoordinatorTerminating,
+    /// 429: the admin-mutation rate limit was hit; the `Retry-After` header says when to try again.
     RateLimitExceeded,
+    /// 400: the request failed validation (the message names the field and the rule).
     InvalidRequest,
     /// Not in the reference: the group's metadata key is unreadable (corrupt, unknown schema or layout).
     MetadataCorrupt,
@@ -51,15 +72,21 @@ pub enum ErrorCode {
     InstanceOwnedByAnotherPrincipal,
     /// Not in the reference: route exists but the method or path is unknown.
     NotFound,
+    /// 401: no credentials, wrong credentials, or an invalid or expired token.
     Unauthorized,
+    /// 403: authenticated, but the principal's roles or scope do not allow this request.
     Forbidden,
+    /// 413: the request body is larger than the coordinator accepts.
     PayloadTooLarge,
+    /// 415: a request body not declared as `Content-Type: application/json` (UTF-8).
     UnsupportedMediaType,
+    /// 405: the path exists but not with this HTTP method.
     MethodNotAllowed,
     /// Not in the reference: the request body did not arrive within `coordinator.http.body-read-timeout`.
     RequestTimeout,
     /// Not in the reference: the listener already serves `coordinator.http.max-connections` connections.
     TooManyConnections,
+    /// 500: an unexpected failure inside the coordinator (a bug); the message says what failed.
     Internal,
 }
 
@@ -169,12 +196,16 @@ pub fn http_status_name(code: u16) -> &'static str {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ErrorBody {
+    /// The HTTP status as its enum name: `"NOT_FOUND"`, `"CONFLICT"`, ….
     pub status: String,
+    /// What went wrong, as a stable code a client can branch on.
     pub error_code: ErrorCode,
+    /// What went wrong and what to do about it, in words; for people, not for parsing.
     pub message: String,
 }
 
 impl ErrorBody {
+    /// The body of `code` with `message`; `status` follows from the code's HTTP status.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         ErrorBody {
             status: http_status_name(code.http_status()).to_owned(),

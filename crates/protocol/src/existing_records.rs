@@ -13,13 +13,17 @@ use serde::{Deserialize, Serialize};
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ExistingRecords {
+    /// Refuse the create with 409 `STREAM_PREFIX_ALREADY_EXISTS`, naming the keys found (the default).
     #[default]
     Refuse,
+    /// Keep the shard streams with their records and Redis consumer groups; what was not read is read.
     Adopt,
+    /// Delete the shard streams, then create the stream empty.
     Purge,
 }
 
 impl ExistingRecords {
+    /// The wire name: `REFUSE`, `ADOPT` or `PURGE`.
     pub fn as_str(self) -> &'static str {
         match self {
             ExistingRecords::Refuse => "REFUSE",

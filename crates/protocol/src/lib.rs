@@ -10,6 +10,7 @@
 //! - [`stream_id`]: Redis stream entry ids as numbers, ordered as Redis orders them.
 //! - [`validate`]: identifier and shard-count validation with field-naming errors.
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod errors;

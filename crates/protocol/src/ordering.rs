@@ -60,12 +60,17 @@ use std::collections::{BTreeMap, BTreeSet};
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Ordering {
+    /// At-least-once only: after a scale, a key's records on its new shard may be read before its older
+    /// records on the old shard (the default).
     #[default]
     None,
+    /// Per-key order across scales: a new shard's records wait (withheld shards, read fences) until the
+    /// old shards its keys come from have drained for the group.
     Key,
 }
 
 impl Ordering {
+    /// The wire name: `NONE` or `KEY`.
     pub fn as_str(self) -> &'static str {
         match self {
             Ordering::None => "NONE",
@@ -73,6 +78,7 @@ impl Ordering {
         }
     }
 
+    /// Whether this is `NONE` (serde skips the field then).
     pub fn is_none(&self) -> bool {
         *self == Ordering::None
     }
@@ -141,9 +147,13 @@ pub fn is_child(from: u32, to: u32, shard: u32) -> bool {
 /// of routing version `version`, on a stream whose ordering option was `ordered` then.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BoundaryScale {
+    /// The stream's routing version the switch introduced.
     pub version: i64,
+    /// The shard count before the switch.
     pub from: u32,
+    /// The shard count after the switch.
     pub to: u32,
+    /// Whether the stream's ordering option was `KEY` at the switch.
     pub ordered: bool,
 }
 

@@ -36,42 +36,79 @@ pub const MEMBER_ID: &str = "memberId";
 /// A rejected input value. The message starts with the wire field name.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ValidationError {
+    /// The value is empty or only whitespace.
     #[error("{field}: must not be blank")]
-    Blank { field: &'static str },
+    Blank {
+        /// The wire name of the field.
+        field: &'static str,
+    },
 
+    /// The value is longer than the field allows.
     #[error("{field}: must be at most {max} bytes of UTF-8 (got {actual})")]
     TooLong {
+        /// The wire name of the field.
         field: &'static str,
+        /// The longest value allowed, in UTF-8 bytes.
         max: usize,
+        /// The value's length, in UTF-8 bytes.
         actual: usize,
     },
 
+    /// The value starts or ends with whitespace.
     #[error("{field}: must not start or end with whitespace")]
-    SurroundingWhitespace { field: &'static str },
+    SurroundingWhitespace {
+        /// The wire name of the field.
+        field: &'static str,
+    },
 
+    /// The value contains a control character (or, for text shown to operators, a line separator or bidi
+    /// override).
     #[error("{field}: must not contain control characters (found U+{code:04X})")]
-    ControlCharacter { field: &'static str, code: u32 },
+    ControlCharacter {
+        /// The wire name of the field.
+        field: &'static str,
+        /// The first offending character's code point.
+        code: u32,
+    },
 
+    /// The value contains `{` or `}`, which would change the Redis Cluster slot of the keys built from it.
     #[error("{field}: must not contain '{{' or '}}' (Redis Cluster hash-tag characters)")]
-    HashTagCharacter { field: &'static str },
+    HashTagCharacter {
+        /// The wire name of the field.
+        field: &'static str,
+    },
 
+    /// A consumer group contains `:`, which would make the group tag ambiguous.
     #[error(
         "{field}: must not contain ':' (the group tag '{{<streamPrefix>:<consumerGroup>}}' must stay unambiguous)"
     )]
-    Colon { field: &'static str },
+    Colon {
+        /// The wire name of the field.
+        field: &'static str,
+    },
 
+    /// A number outside its allowed range.
     #[error("{field}: must be between {min} and {max} (got {actual})")]
     OutOfRange {
+        /// The wire name of the field.
         field: &'static str,
+        /// The smallest value allowed.
         min: i64,
+        /// The largest value allowed.
         max: i64,
+        /// The value sent.
         actual: i64,
     },
 
     /// Any other field rule of a request body; `field` is the field's path, e.g.
     /// `revokingShards[shard 3].inFlight`.
     #[error("{field}: {rule}")]
-    Field { field: String, rule: String },
+    Field {
+        /// The path of the field in the body.
+        field: String,
+        /// The rule the value broke, in words (e.g. `must be at least 0`).
+        rule: String,
+    },
 }
 
 impl ValidationError {

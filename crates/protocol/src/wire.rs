@@ -20,10 +20,12 @@ use std::collections::BTreeMap;
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ShardId {
+    /// The shard's index, `0..shardCount`; its stream key is `<streamPrefix>:<shardIndex>`.
     pub shard_index: u32,
 }
 
 impl ShardId {
+    /// The shard with index `shard_index`.
     pub fn new(shard_index: u32) -> Self {
         ShardId { shard_index }
     }
@@ -68,13 +70,29 @@ where
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum HeartbeatStatus {
+    /// The heartbeat was accepted: read exactly `assignedShards`, wait for `pendingShards`, and send the
+    /// returned `memberEpoch` next.
     Ok,
+    /// Keep the current state and try again (defined by the contract; rsc does not send it today).
     Retry,
+    /// The member's `metadataVersion` disagrees with the group's during a metadata-correction round: keep
+    /// only already-owned shards that are in `assignedShards`, start no new ones, adopt the returned epochs
+    /// and version.
     SyncMetadata,
+    /// A metadata-correction round is open and the member is on the current version: as `SYNC_METADATA`, keep
+    /// only already-owned shards that are in `assignedShards` and start no new ones.
     RevokePending,
+    /// The group or the member is unknown (or a non-zero epoch for a member the group no longer has): drop
+    /// every shard and join again with `memberEpoch` 0.
     UnknownMemberId,
+    /// The member's epoch is stale, or it was expired or fenced (invalid ownership report, rebalance
+    /// timeout): drop every shard and join again with `memberEpoch` 0.
     FencedMemberEpoch,
+    /// The request's `protocolVersion` is outside the range this coordinator speaks; nothing is stored.
     UnsupportedProtocol,
+    /// The request is malformed or contradicts the member's stored state (body and path `memberId` differ, an
+    /// epoch below -2, -2 without a `groupInstanceId`, an epoch above the stored one, an epoch-0 join of an
+    /// id that still owns shards); nothing is stored.
     InvalidRequest,
     /// Another live member holds the `groupInstanceId` this request claims (static membership): the
     /// request is refused (rejected shape, nothing stored); the member keeps nothing and may try to join
@@ -83,6 +101,7 @@ pub enum HeartbeatStatus {
 }
 
 impl HeartbeatStatus {
+    /// Every status, in the order the contract lists them (rsc's own last).
     pub const ALL: [HeartbeatStatus; 9] = [
         HeartbeatStatus::Ok,
         HeartbeatStatus::Retry,
@@ -95,6 +114,7 @@ impl HeartbeatStatus {
         HeartbeatStatus::FencedInstanceId,
     ];
 
+    /// The wire spelling, e.g. `SYNC_METADATA`.
     pub fn as_str(self) -> &'static str {
         match self {
             HeartbeatStatus::Ok => "OK",
@@ -115,27 +135,40 @@ impl HeartbeatStatus {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum RevokeState {
+    /// Told to give the shard up; not yet stopped reading it.
     Revoking,
+    /// Stopped reading new entries; entries already handed to the application are still in flight.
     Draining,
+    /// Stopped; with `inFlight` 0 the shard is released and may be granted to its next owner.
     Revoked,
 }
 
+/// `runtimeConsumerCapacity` of a heartbeat: how much work the member can do. Shown to operators; rsc does
+/// not use it for assignment.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct RuntimeConsumerCapacity {
+    /// How many entries the member handles at once at most (at least 1).
     pub runtime_max_concurrency: i64,
+    /// How many of those slots are free now (at least 0); `runtimeMaxConcurrency - availableConcurrency` is
+    /// shown as the member's active workers.
     pub available_concurrency: i64,
 }
 
+/// One entry of a heartbeat's `revokingShards`: how far the member has got with giving up a shard.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct RevokingShardReport {
+    /// The shard being given up.
     pub shard: ShardId,
+    /// How far the member has got.
     pub state: RevokeState,
+    /// Entries of the shard handed to the application and not yet acknowledged (`null` or absent: 0).
     #[serde(default, deserialize_with = "null_as_default")]
     pub in_flight: i64,
+    /// When the last in-flight entry was acknowledged (ISO-8601 UTC), if the member says.
     #[serde(default)]
     pub acked_at: Option<String>,
 }
@@ -147,19 +180,27 @@ impl RevokingShardReport {
     }
 }
 
+/// One entry of a heartbeat's `shardProgress`: where the member is in a shard, for monitoring. Every field
+/// but `shard` is optional.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ShardProgressReport {
+    /// The shard reported on (one the member owns or is revoking).
     pub shard: ShardId,
+    /// The shard's stream key, `<streamPrefix>:<shardIndex>`.
     #[serde(default)]
     pub stream_key: Option<String>,
+    /// The id of the last entry Redis delivered to the member on this shard.
     #[serde(default)]
     pub last_delivered_id: Option<String>,
+    /// The id of the last entry the member acknowledged on this shard.
     #[serde(default)]
     pub last_acked_id: Option<String>,
+    /// Entries of the shard delivered to the member and not yet acknowledged (`null` or absent: 0).
     #[serde(default, deserialize_with = "null_as_default")]
     pub pending_count: i64,
+    /// When the member took these figures (ISO-8601 UTC).
     #[serde(default)]
     pub updated_at: Option<String>,
 }
@@ -169,9 +210,13 @@ pub struct ShardProgressReport {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct HeartbeatRequest {
+    /// The coord/v1 protocol version the member speaks (at least 1; this build speaks 1).
     pub protocol_version: i64,
+    /// An id of this request (not blank, at most 200 bytes), echoed as `responseTo`.
     pub request_id: String,
+    /// The member's id; must equal the `memberId` of the path.
     pub member_id: String,
+    /// A display name for operators; `null` keeps the previous one.
     #[serde(default)]
     pub member_name: Option<String>,
     /// rsc extension, optional: the client library's name and version (e.g. `rsc-client`, `0.1.0`), recorded
@@ -179,6 +224,7 @@ pub struct HeartbeatRequest {
     /// contract that do not send them are unaffected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_name: Option<String>,
+    /// rsc extension, optional: the client library's version (see `clientName`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_version: Option<String>,
     /// rsc extension, optional: the member's static identity (static membership, as Kafka's
@@ -188,13 +234,20 @@ pub struct HeartbeatRequest {
     /// clients of the coord/v1 contract that do not send it are unaffected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group_instance_id: Option<String>,
+    /// `0`: join (or rejoin); `-1`: leave; `-2`: leave temporarily (a static member keeps its target
+    /// reserved); positive: the `memberEpoch` of the last answer, echoed.
     pub member_epoch: i64,
+    /// The last `metadataVersion` the member saw (0 before its first answer).
     pub metadata_version: i64,
+    /// How much work the member can do (for monitoring).
     pub runtime_consumer_capacity: RuntimeConsumerCapacity,
+    /// The shards the member reads now (`null` or absent: none).
     #[serde(default, deserialize_with = "null_as_default")]
     pub owned_shards: Vec<ShardId>,
+    /// The shards the member is giving up, with how far it has got (`null` or absent: none).
     #[serde(default, deserialize_with = "null_as_default")]
     pub revoking_shards: Vec<RevokingShardReport>,
+    /// Where the member is in each shard it owns or is revoking (`null` or absent: nothing reported).
     #[serde(default, deserialize_with = "null_as_default")]
     pub shard_progress: Vec<ShardProgressReport>,
 }
@@ -204,8 +257,12 @@ pub struct HeartbeatRequest {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct AssignmentView {
+    /// The shards the member may read now, ascending.
     pub assigned_shards: Vec<ShardId>,
+    /// The shards promised to the member but still held by another member that is giving them up, ascending:
+    /// not to be read yet.
     pub pending_shards: Vec<ShardId>,
+    /// The group's `metadataVersion` this assignment belongs to.
     pub metadata_version: i64,
 }
 
@@ -214,15 +271,26 @@ pub struct AssignmentView {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct HeartbeatResponse {
+    /// The request's `requestId`.
     pub response_to: String,
+    /// The outcome, and what the member must do.
     pub status: HeartbeatStatus,
+    /// The member id of the path.
     pub member_id: String,
+    /// The epoch the member must send in its next heartbeat (-1 while leaving).
     pub member_epoch: i64,
+    /// How long to wait before the next heartbeat, in milliseconds (always positive).
     pub heartbeat_interval_ms: i64,
+    /// How long a member has to give up a revoked shard before it is fenced, in milliseconds.
     pub rebalance_timeout_ms: i64,
+    /// The group's epoch: bumped by every membership or shard-count change (0 in rejections).
     pub group_epoch: i64,
+    /// The group epoch the current target assignment was computed at (0 in rejections).
     pub assignment_epoch: i64,
+    /// The group's metadata version: bumped by every change of the group's metadata, including membership
+    /// changes (0 in rejections).
     pub metadata_version: i64,
+    /// What the member may read now and what it must still wait for (empty in rejections).
     pub assignment: AssignmentView,
     /// For any status but `OK`: what happened and what the member should do, in words. Not part of the
     /// reference contract: absent on `OK` answers, and clients that do not know it ignore it.
@@ -248,13 +316,16 @@ pub struct HeartbeatResponse {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateStreamRequest {
+    /// How many shards the stream starts with (1 to 16384; absent: the coordinator's configured default).
     #[serde(default)]
     pub initial_shard_count: Option<i64>,
     /// `KEY`: per-key order across scales (rsc's addition; absent or `NONE`: at-least-once only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ordering: Option<crate::ordering::Ordering>,
+    /// Who asks, for the audit (required, not blank, at most 1024 bytes).
     #[serde(default)]
     pub requested_by: Option<String>,
+    /// Why, for the audit (free text, at most 1024 bytes).
     #[serde(default)]
     pub reason: Option<String>,
     /// What to do with shard streams an earlier stream of this prefix left in Redis (the first group of a
@@ -263,12 +334,16 @@ pub struct CreateStreamRequest {
     pub existing_records: Option<crate::existing_records::ExistingRecords>,
 }
 
+/// Answer of a stream create (201, StreamCreateResponse).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct CreateStreamResponse {
+    /// The stream created; its shard streams are `<streamPrefix>:0 … <streamPrefix>:<shardCount - 1>`.
     pub stream_prefix: String,
+    /// How many shards the stream has.
     pub shard_count: u32,
+    /// The new group's metadata version.
     pub metadata_version: i64,
 }
 
@@ -277,10 +352,14 @@ pub struct CreateStreamResponse {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DeleteGroupRequest {
+    /// Who asks, for the audit (required, not blank).
     #[serde(default)]
     pub requested_by: Option<String>,
+    /// Why, for the audit (required, not blank).
     #[serde(default)]
     pub reason: Option<String>,
+    /// Delete even while members are active (absent: false, and a group with an active member is refused
+    /// with 409 `GROUP_HAS_ACTIVE_MEMBERS`).
     #[serde(default)]
     pub force: Option<bool>,
 }
@@ -290,11 +369,18 @@ pub struct DeleteGroupRequest {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct MigrationView {
+    /// The migration's id (`reshard-<uuid>`).
     pub resharding_id: String,
+    /// The shard count before the scale.
     pub from_shard_count: u32,
+    /// The shard count the scale moves to.
     pub to_shard_count: u32,
+    /// `PREPARING`, `ACTIVE`, `DRAINING`, `DEPRECATED` (complete), `ROLLED_BACK`, `FORCE_COMPLETED` or
+    /// `ABORTED`.
     pub state: String,
+    /// When the scale was requested (ISO-8601 UTC).
     pub created_at: String,
+    /// When the migration last changed state (ISO-8601 UTC).
     pub updated_at: String,
 }
 
@@ -303,15 +389,27 @@ pub struct MigrationView {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct GroupResponse {
+    /// The stream the group consumes.
     pub stream_prefix: String,
+    /// The group's name (also the Redis consumer group's name on every shard stream).
     pub consumer_group: String,
+    /// `EMPTY` (no live member), `RECONCILING` (a member's shards differ from its target, or a handover is
+    /// under way) or `STABLE`.
     pub state: String,
+    /// The group's epoch: bumped by every membership or shard-count change.
     pub group_epoch: i64,
+    /// The group epoch the current target assignment was computed at (equal to `groupEpoch` in steady state).
     pub assignment_epoch: i64,
+    /// The group's metadata version: bumped by every change of its metadata.
     pub metadata_version: i64,
+    /// The group's current shard count.
     pub shard_count: u32,
+    /// The scale under way as this group adopted it; `null` when none is (or the group has not adopted it
+    /// yet).
     pub active_migration: Option<MigrationView>,
+    /// Member id → how many shards its target holds, for every active member.
     pub target_assignment_summary: BTreeMap<String, usize>,
+    /// Member id → how many shards it reported owning, for live members that own any.
     pub current_assignment_summary: BTreeMap<String, usize>,
 }
 
@@ -320,8 +418,11 @@ pub struct GroupResponse {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct RoutingShard {
+    /// The shard's index, `0..shardCount`.
     pub shard_index: u32,
+    /// The shard's stream key, `<streamPrefix>:<shardIndex>`: publish with `XADD <streamKey> NOMKSTREAM …`.
     pub stream_key: String,
+    /// The Redis Cluster hash slot of `streamKey` (0 to 16383).
     pub redis_slot: u16,
 }
 
@@ -330,11 +431,18 @@ pub struct RoutingShard {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ProducerRoutingResponse {
+    /// The stream, as requested.
     pub stream_prefix: String,
+    /// The group whose routing this is, as requested.
     pub consumer_group: String,
+    /// The group's metadata version (changes on membership changes too, not only on routing changes).
     pub metadata_version: i64,
+    /// How many shards keys are routed over now (0 after a scale to zero: nothing can be published).
     pub shard_count: u32,
+    /// `<streamPrefix>:{shardIndex}`, the placeholder text literal.
     pub stream_key_pattern: String,
+    /// Every shard `0..shardCount`, ascending; a key's shard is picked by the contract's routing hash
+    /// (`rsc_protocol::routing::shard_for_key`).
     pub shards: Vec<RoutingShard>,
     /// rsc: the stream's routing version (bumped on every switch and rollback).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -349,10 +457,13 @@ pub struct ProducerRoutingResponse {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ScaleRequest {
+    /// The shard count to move to (required; 0 to 16384, 0 drains and removes every shard).
     #[serde(default)]
     pub target_shard_count: Option<i64>,
+    /// Who asks, for the audit (required, not blank).
     #[serde(default)]
     pub requested_by: Option<String>,
+    /// Why, for the audit (required, not blank).
     #[serde(default)]
     pub reason: Option<String>,
     /// Informational only (coord/v1 contract).
@@ -368,10 +479,13 @@ pub struct ScaleRequest {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OrderingRequest {
+    /// The new option (required).
     #[serde(default)]
     pub ordering: Option<crate::ordering::Ordering>,
+    /// Who asks, for the audit (required, not blank).
     #[serde(default)]
     pub requested_by: Option<String>,
+    /// Why, for the audit (required, not blank).
     #[serde(default)]
     pub reason: Option<String>,
 }
@@ -381,7 +495,9 @@ pub struct OrderingRequest {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct OrderingResponse {
+    /// The stream changed.
     pub stream_prefix: String,
+    /// The stream's ordering option now.
     pub ordering: crate::ordering::Ordering,
 }
 
@@ -390,8 +506,10 @@ pub struct OrderingResponse {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MigrationActionRequest {
+    /// Who asks, for the audit (required, not blank).
     #[serde(default)]
     pub requested_by: Option<String>,
+    /// Why, for the audit (required, not blank).
     #[serde(default)]
     pub reason: Option<String>,
 }

@@ -75,6 +75,16 @@ pub enum StoreError {
     },
 }
 
+impl From<rsc_scripts::ScriptError> for StoreError {
+    fn from(e: rsc_scripts::ScriptError) -> Self {
+        match e {
+            rsc_scripts::ScriptError::UnexpectedReply { detail } => {
+                StoreError::UnexpectedReply { detail }
+            }
+        }
+    }
+}
+
 impl From<rsc_redis_connect::ConnectError> for StoreError {
     /// A bad address stays [`StoreError::InvalidUrl`]; TLS and node-map problems are [`StoreError::Connect`].
     fn from(e: rsc_redis_connect::ConnectError) -> Self {

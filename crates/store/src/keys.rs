@@ -1,7 +1,7 @@
-//! The Redis key names of one group, as the store receives them.
+//! The sets of key names one store operation takes: a group's three keys, a stream's producer sightings,
+//! the sign-in throttle's counters (each named by [`crate::Keyspace`]).
 //!
-//! Key naming (prefix, hash tag, suffixes) belongs to the protocol crate; the store only needs the
-//! three names and relies on them sharing one hash tag (`{<p>:<g>}`), so that one Lua script may
+//! The store relies on a group's three names sharing one hash tag (`{<p>:<g>}`), so that one Lua script may
 //! touch all of them in cluster mode too. The keys of a large aggregate stored out of line are the
 //! store's own layout, derived from the metadata key ([`aggregate_key`], [`aggregate_staging_key`]).
 
@@ -14,6 +14,28 @@ pub struct GroupKeys {
     pub leases: String,
     /// HASH: member id → progress JSON.
     pub progress: String,
+}
+
+/// The keys of one stream's producer sightings, and of the stream record they are written beside
+/// ([`crate::Keyspace::producers`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProducerKeys {
+    pub record: String,
+    pub seen: String,
+    pub first_seen: String,
+    pub quiesced: String,
+}
+
+/// The three counters of one sign-in attempt ([`crate::Keyspace::login_throttle`]). All must share one hash
+/// tag (one cluster slot).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThrottleKeys {
+    /// HASH (`n`, `next`, `delay`): failures of this username from this address.
+    pub pair: String,
+    /// HASH (`n`, `next`, `delay`): failures from this address, whatever the usernames.
+    pub address: String,
+    /// STRING counter: failures of this username over all addresses within the window.
+    pub username: String,
 }
 
 /// The string key that holds a large aggregate out of line (`layoutVersion` "3") for the metadata-shaped hash

@@ -17,8 +17,8 @@
 //! (`diagnostics.rs`), with every shape of key the coordinator writes (`key_shapes.rs`). A group's aggregate
 //! is stored whole (`aggregate_codec.rs`) or split into a header and per-member entries (`split_layout.rs`,
 //! layoutVersion "4"). Every Lua script is in
-//! `lua/`. Key names are built by the caller with `rsc_protocol::names`; the store takes them as
-//! arguments.
+//! `lua/`. Key names are the store's: a [`Keyspace`] built from the key prefix (`keyspace.rs`, spelled by
+//! `rsc_protocol::names`) names a group's, a stream's or a shard's keys by their ids.
 #![forbid(unsafe_code)]
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 
@@ -34,6 +34,7 @@ mod index;
 mod json;
 mod key_shapes;
 mod keys;
+mod keyspace;
 mod limits;
 mod messages;
 mod metadata;
@@ -58,18 +59,19 @@ pub use error::StoreError;
 pub use index::{IndexEntry, IndexState};
 pub use json::to_json;
 pub use key_shapes::{KeyShape, coordinator_key_kind, coordinator_key_shapes};
-pub use keys::{GroupKeys, aggregate_key, aggregate_staging_key};
-pub use limits::{ThrottleBudgets, ThrottleKeys, ThrottleReason, ThrottleVerdict, WindowCount};
+pub use keys::{GroupKeys, ProducerKeys, ThrottleKeys, aggregate_key, aggregate_staging_key};
+pub use keyspace::{DEFAULT_KEY_PREFIX, Keyspace};
+pub use limits::{ThrottleBudgets, ThrottleReason, ThrottleVerdict, WindowCount};
 pub use messages::{PageDirection, StreamRecord};
 pub use metadata::{LAYOUT_VERSION, SCHEMA_VERSION};
 pub use outcome::{
     CasOutcome, CasWrite, CreateOutcome, DeleteOutcome, HeartbeatOutcome, PeerLease, StoredGroup,
 };
-pub use producers::{ProducerEntry, ProducerKeys, Sighting, SightingLimits};
-pub use routing_floor::{
-    AppendReply, BoundaryFields, RaisedBoundary, SwitchPoint, guarded_append, read_boundary,
-};
+pub use producers::{ProducerEntry, Sighting, SightingLimits};
+pub use routing_floor::{RaisedBoundary, SwitchPoint};
+// Guarded publish and the boundary's read are the SDK's too: they live in rsc-scripts (crates/scripts).
 pub use rsc_redis_connect::RedisTls;
+pub use rsc_scripts::{AppendReply, BoundaryFields, ScriptError, guarded_append, read_boundary};
 pub use shards::{ConsumerGroupInfo, RetireOutcome, ShardObservation, StreamInfo, parse_stream_id};
 pub use split_layout::{LAYOUT_SPLIT, SplitAggregate, SplitEntry};
 pub use store::{REVISIONS_PAGE, Store};

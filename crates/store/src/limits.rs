@@ -14,6 +14,7 @@ use std::sync::LazyLock;
 use redis::Script;
 
 use crate::error::StoreError;
+use crate::keys::ThrottleKeys;
 use crate::store::Store;
 
 static WINDOW_HIT: LazyLock<Script> =
@@ -39,17 +40,6 @@ impl WindowCount {
     pub fn retry_after_secs(&self) -> i64 {
         ((self.reset_ms + 999) / 1000).max(1)
     }
-}
-
-/// The three counters of one sign-in attempt. All must share one hash tag (one cluster slot).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ThrottleKeys {
-    /// HASH (`n`, `next`, `delay`): failures of this username from this address.
-    pub pair: String,
-    /// HASH (`n`, `next`, `delay`): failures from this address, whatever the usernames.
-    pub address: String,
-    /// STRING counter: failures of this username over all addresses within the window.
-    pub username: String,
 }
 
 /// The sign-in throttle's budgets, in the script's units.

@@ -15,6 +15,7 @@
 //! of producers (issue #32, finding 8: READ callers grew Redis without bound with made-up streams and ids).
 
 use crate::error::StoreError;
+use crate::keys::ProducerKeys;
 use crate::store::Store;
 use redis::Script;
 use std::collections::BTreeMap;
@@ -39,28 +40,6 @@ pub enum Sighting {
 pub struct SightingLimits {
     pub ttl_ms: i64,
     pub max_producers: u32,
-}
-
-/// The keys of one stream's producer sightings, and of the stream record they are written beside.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProducerKeys {
-    pub record: String,
-    pub seen: String,
-    pub first_seen: String,
-    pub quiesced: String,
-}
-
-impl ProducerKeys {
-    /// The keys of stream `stream_prefix` under `key_prefix`.
-    pub fn of(key_prefix: &str, stream_prefix: &str) -> Self {
-        use rsc_protocol::names;
-        ProducerKeys {
-            record: names::stream_record_key(key_prefix, stream_prefix),
-            seen: names::producers_seen_key(key_prefix, stream_prefix),
-            first_seen: names::producers_first_seen_key(key_prefix, stream_prefix),
-            quiesced: names::producers_quiesced_key(key_prefix, stream_prefix),
-        }
-    }
 }
 
 /// One producer's entries.

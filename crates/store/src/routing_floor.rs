@@ -5,7 +5,7 @@
 //! for it (`switchId`: its last id when the boundary was raised). When a scale switches routing the
 //! coordinator raises it on every shard, old and new ([`Store::raise_routing_floor`]), and annotates the
 //! switch (`scale`: its counts and whether the stream is ordered). SDK producers append through
-//! [`guarded_append`]: a producer whose routing is older than the boundary is refused, writes nothing,
+//! [`guarded_append`](rsc_scripts::guarded_append): a producer whose routing is older than the boundary is refused, writes nothing,
 //! refreshes its routing and retries on the right shard; one whose routing is newer raises the boundary
 //! itself first, so the switch point splits the shard exactly into records routed before and after the
 //! switch, whoever learnt of it first, but never above the shard's `ceiling`, the highest routing version the
@@ -15,24 +15,22 @@
 //! the script; [`Store::appends_after_switch`] counts what they appended to a shard after the switch
 //! (entries added minus guarded appends: two counters, no scan).
 //!
-//! The SDK builds its appends with [`guarded_append`] and sends them on its own data-plane connection, so the
-//! script text stays here with every other script (`lua/guarded_append.lua`). It is sent with EVAL, whole,
-//! so it works in pipelines, on every cluster node and after a Redis restart without a NOSCRIPT round trip.
+//! The SDK builds its appends with [`guarded_append`](rsc_scripts::guarded_append) and sends them on its own data-plane connection: that
+//! script, the switch-point step it shares with the raise of the boundary, and the boundary's read live in
+//! `rsc-scripts` (crates/scripts), which the SDK depends on instead of this crate; they are re-exported here.
 
 use std::sync::LazyLock;
 
 use redis::{Script, Value};
+use rsc_scripts::{BoundaryFields, read_boundary};
 
 use crate::error::StoreError;
 use crate::store::Store;
 
-const GUARDED_APPEND: &str = concat!(
-    include_str!("lua/switch_point.lua"),
-    include_str!("lua/guarded_append.lua")
-);
 static RAISE_ROUTING_FLOOR: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(concat!(
-        include_str!("lua/switch_point.lua"),
+    Script::new(&format!(
+        "{}{}",
+        rsc_scripts::SWITCH_POINT,
         include_str!("lua/raise_routing_floor.lua")
     ))
 });
@@ -40,120 +38,6 @@ static RAISE_ROUTING_CEILING: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/raise_routing_ceiling.lua")));
 static APPENDS_AFTER_SWITCH: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/appends_after_switch.lua")));
-
-/// The answer to one [`guarded_append`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AppendReply {
-    /// Appended with this entry id.
-    Appended(String),
-    /// The stream does not exist (a stale route, e.g. to a retired shard): nothing written.
-    StreamMissing,
-    /// The producer's routing version is below the shard's boundary `floor`: nothing written.
-    StaleRouting { floor: i64 },
-    /// The producer's routing version is above the highest the coordinator published for the stream
-    /// (`ceiling`): a made-up version, refused so it cannot move the boundary; nothing written.
-    AheadOfRouting { ceiling: i64 },
-}
-
-impl AppendReply {
-    /// Decodes the script's reply.
-    pub fn from_value(v: &Value) -> Result<AppendReply, StoreError> {
-        let text = |v: &Value| match v {
-            Value::BulkString(b) => String::from_utf8(b.clone()).ok(),
-            Value::SimpleString(s) => Some(s.clone()),
-            _ => None,
-        };
-        match v {
-            Value::Nil => Ok(AppendReply::StreamMissing),
-            Value::Array(items)
-                if items.len() == 2 && text(&items[0]).as_deref() == Some("stale") =>
-            {
-                match &items[1] {
-                    Value::Int(floor) => Ok(AppendReply::StaleRouting { floor: *floor }),
-                    other => Err(unexpected(format!("boundary {other:?}"))),
-                }
-            }
-            Value::Array(items)
-                if items.len() == 2 && text(&items[0]).as_deref() == Some("ahead") =>
-            {
-                match &items[1] {
-                    Value::Int(ceiling) => Ok(AppendReply::AheadOfRouting { ceiling: *ceiling }),
-                    other => Err(unexpected(format!("ceiling {other:?}"))),
-                }
-            }
-            other => text(other)
-                .map(AppendReply::Appended)
-                .ok_or_else(|| unexpected(format!("reply {other:?}"))),
-        }
-    }
-}
-
-fn unexpected(detail: String) -> StoreError {
-    StoreError::UnexpectedReply {
-        detail: format!("guarded append: {detail}"),
-    }
-}
-
-/// `EVAL guarded_append.lua 2 <streamKey> <routingKey> <routingVersion> <maxLen or ''> f v …`: an XADD
-/// NOMKSTREAM refused when `routing_version` is below the shard's boundary. Decode with
-/// [`AppendReply::from_value`].
-pub fn guarded_append<'a>(
-    stream_key: &str,
-    routing_key: &str,
-    routing_version: i64,
-    max_len: Option<u64>,
-    fields: impl IntoIterator<Item = (&'a str, &'a [u8])>,
-) -> redis::Cmd {
-    let mut cmd = redis::cmd("EVAL");
-    cmd.arg(GUARDED_APPEND)
-        .arg(2)
-        .arg(stream_key)
-        .arg(routing_key)
-        .arg(routing_version);
-    match max_len {
-        Some(n) => cmd.arg(n),
-        None => cmd.arg(""),
-    };
-    for (f, v) in fields {
-        cmd.arg(f).arg(v);
-    }
-    cmd
-}
-
-/// `HMGET <routingKey> floor switchId scale`: a shard's routing boundary as the SDK consumer reads it after
-/// a read (pipelined with it: the key lies in the stream's slot). Decode the reply with
-/// [`BoundaryFields::from_value`].
-pub fn read_boundary(routing_key: &str) -> redis::Cmd {
-    let mut cmd = redis::cmd("HMGET");
-    cmd.arg(routing_key)
-        .arg("floor")
-        .arg("switchId")
-        .arg("scale");
-    cmd
-}
-
-/// The routing key's fields as [`read_boundary`] returns them (None: absent). The protocol's
-/// `ShardBoundary::from_fields` gives them meaning.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct BoundaryFields {
-    pub floor: Option<String>,
-    pub switch_id: Option<String>,
-    pub scale: Option<String>,
-}
-
-impl BoundaryFields {
-    /// Decodes the reply of [`read_boundary`].
-    pub fn from_value(v: &Value) -> Result<BoundaryFields, StoreError> {
-        let (floor, switch_id, scale): (Option<String>, Option<String>, Option<String>) =
-            redis::from_redis_value_ref(v)
-                .map_err(|e| unexpected(format!("routing boundary {e}")))?;
-        Ok(BoundaryFields {
-            floor,
-            switch_id,
-            scale,
-        })
-    }
-}
 
 /// A boundary as [`Store::raise_routing_floor`] left it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -248,7 +132,7 @@ impl Store {
         let v: Value = read_boundary(routing_key)
             .query_async(&mut self.connection())
             .await?;
-        BoundaryFields::from_value(&v)
+        Ok(BoundaryFields::from_value(&v)?)
     }
 
     /// The shard's switch point and what was appended after it; None when no boundary was ever raised.

@@ -20,6 +20,7 @@ use crate::aggregate_codec::{self, AggregateCompression, LAYOUT_LZ4_OUT_OF_LINE}
 use crate::connection::{RedisConn, RedisTopology};
 use crate::error::{StoreError, on_group_key};
 use crate::keys::{GroupKeys, aggregate_key, aggregate_staging_key};
+use crate::keyspace::Keyspace;
 use crate::metadata;
 use crate::outcome::{
     CasOutcome, CasWrite, CreateOutcome, DeleteOutcome, HeartbeatOutcome, PeerLease, StoredGroup,
@@ -36,6 +37,8 @@ pub struct Store {
     scripts: Arc<Scripts>,
     /// How large aggregates are written (`aggregate_codec.rs`); reads understand every layout.
     compression: AggregateCompression,
+    /// Every key name under the deployment's key prefix ([`Store::with_key_prefix`]).
+    keyspace: Keyspace,
 }
 
 impl Store {
@@ -59,6 +62,7 @@ impl Store {
             conn,
             scripts: Arc::new(Scripts::new()),
             compression: AggregateCompression::default(),
+            keyspace: Keyspace::default(),
         };
         let url = topology.describe();
         let over_tls = tls.is_some() || url.contains("rediss://");
@@ -80,6 +84,18 @@ impl Store {
     pub fn with_aggregate_compression(mut self, compression: AggregateCompression) -> Store {
         self.compression = compression;
         self
+    }
+
+    /// The same store, naming its keys under `key_prefix` (default: [`crate::DEFAULT_KEY_PREFIX`]).
+    pub fn with_key_prefix(mut self, key_prefix: &str) -> Store {
+        self.keyspace = Keyspace::new(key_prefix);
+        self
+    }
+
+    /// Every key name under this store's key prefix: the coordinator names a group, a stream or a shard by
+    /// its ids through it and never spells a key itself.
+    pub fn keyspace(&self) -> &Keyspace {
+        &self.keyspace
     }
 
     /// A clonable connection handle in either topology, for the store's own modules and for tests that

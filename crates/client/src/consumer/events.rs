@@ -19,31 +19,51 @@ pub enum StopReason {
 pub enum ConsumerEvent {
     /// A read loop for `shard` started; no read of it by this member happens before `at`.
     ReadStarted {
+        /// The member that reads.
         member_id: String,
+        /// The shard index.
         shard: u32,
+        /// When the loop started.
         at: SystemTime,
         /// It first reclaims the previous owner's pending entries.
         reclaim: bool,
     },
     /// The read loop for `shard` ended; no read of it by this member happens after `at`.
     ReadStopped {
+        /// The member that read.
         member_id: String,
+        /// The shard index.
         shard: u32,
+        /// When the loop ended.
         at: SystemTime,
+        /// Why it ended.
         reason: StopReason,
     },
     /// A heartbeat was answered.
     Heartbeat {
+        /// The member that sent it.
         member_id: String,
+        /// The answer's status.
         status: HeartbeatStatus,
+        /// The epoch the answer gave the member (the one it sends next).
         member_epoch: i64,
+        /// The answer's `assignedShards`: the shards the member may read.
         assigned: Vec<u32>,
+        /// The answer's `pendingShards`: promised, still held by another member.
         pending: Vec<u32>,
     },
     /// A heartbeat could not be delivered to any coordinator URL.
-    HeartbeatFailed { member_id: String, error: String },
+    HeartbeatFailed {
+        /// The member whose heartbeat failed.
+        member_id: String,
+        /// What went wrong, in words.
+        error: String,
+    },
     /// The assignment lease ran out: the member stopped reading every shard.
-    LeaseExpired { member_id: String },
+    LeaseExpired {
+        /// The member whose lease ran out.
+        member_id: String,
+    },
 }
 
 /// A callback receiving every event; it must be quick (it runs on the consumer's tasks).
@@ -52,6 +72,7 @@ pub type EventSink = Arc<dyn Fn(&ConsumerEvent) + Send + Sync>;
 /// One member as it stands.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MemberSnapshot {
+    /// The member's id (also its Redis consumer name).
     pub member_id: String,
     /// The epoch it sends next (0 = joining, -1 = leaving).
     pub member_epoch: i64,

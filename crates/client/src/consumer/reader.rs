@@ -23,7 +23,7 @@ use crate::redis_target::{ConnectOptions, DataConn, Endpoint};
 use redis::streams::{StreamAutoClaimReply, StreamId, StreamReadReply};
 use rsc_member::ReadFences;
 use rsc_protocol::ordering::ShardBoundary;
-use rsc_store::{BoundaryFields, read_boundary};
+use rsc_scripts::{BoundaryFields, read_boundary};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

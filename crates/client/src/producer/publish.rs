@@ -1,5 +1,5 @@
 //! Publishing once admitted: route each record with the cached table, append through the store's guarded
-//! script (`rsc_store::guarded_append`, sent on the producer's own data connection), and retry on the right
+//! script (`rsc_scripts::guarded_append`, sent on the producer's own data connection), and retry on the right
 //! shard after a routing refresh when an append was refused.
 //!
 //! A guarded append is refused — nothing written — when the routing version it was routed with is older than
@@ -10,7 +10,7 @@
 
 use super::*;
 use rsc_protocol::names::shard_routing_key;
-use rsc_store::AppendReply;
+use rsc_scripts::AppendReply;
 use std::sync::atomic::Ordering::Relaxed;
 
 /// Attempts of one publish: the first, and up to two after a routing refresh (a refusal right after a switch
@@ -51,7 +51,7 @@ impl Producer {
                     .map(|(f, v)| (f.as_str(), v.as_slice()));
                 cmds.push((
                     stream_key.to_owned(),
-                    rsc_store::guarded_append(
+                    rsc_scripts::guarded_append(
                         stream_key,
                         &shard_routing_key(stream_key),
                         version,

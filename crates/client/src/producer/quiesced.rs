@@ -10,7 +10,9 @@ use super::*;
 /// routing fetch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
+    /// How many attempts in all (the first included).
     pub attempts: u32,
+    /// How long to wait between two attempts.
     pub backoff: Duration,
 }
 

@@ -3,7 +3,10 @@
 /// One record to publish: a partition key and its fields.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Record {
+    /// The partition key (bytes): it picks the shard, and records of one key keep their order on it.
     pub key: Vec<u8>,
+    /// The stream entry's fields, in order, as `XADD` writes them (at least one; the key is not added as a
+    /// field).
     pub fields: Vec<(String, Vec<u8>)>,
 }
 
@@ -31,7 +34,9 @@ impl Record {
 /// Where a record went.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Published {
+    /// The shard index the key routed to.
     pub shard: u32,
+    /// The shard's stream key (`<streamPrefix>:<shard>`).
     pub stream_key: String,
     /// The stream entry id Redis assigned.
     pub id: String,

@@ -12,8 +12,7 @@ use crate::clock::iso_ms;
 use crate::coordinator::Coordinator;
 use crate::domain_error::CoordError;
 use crate::messages::{PageQuery, direction_name, parse_cursor, read_page, record_bytes};
-use rsc_protocol::names::shard_stream_key;
-use rsc_store::{PageDirection, StreamRecord, parse_stream_id};
+use rsc_store::{Keyspace, PageDirection, StreamRecord, parse_stream_id};
 use std::collections::BTreeMap;
 
 const ALL_SELECTORS: [&str; 4] = ["all", ".*", "__all", "$__all"];
@@ -73,7 +72,7 @@ pub async fn message_rows(
     let mut cut_at: Vec<(Id, u32)> = Vec::new();
     let mut total = 0i64;
     for s in &shards {
-        let key = shard_stream_key(&g.stream_prefix, *s);
+        let key = Keyspace::shard_stream(&g.stream_prefix, *s);
         total += c.store().shard_length(&key).await?;
         let records = match (exact, &start) {
             (Some(id), _) => c
@@ -177,7 +176,7 @@ pub async fn message_rows(
                 shard_index: s,
                 shard_selector: selector.clone(),
                 shard_label: format!(":{s}"),
-                stream_key: shard_stream_key(&g.stream_prefix, s),
+                stream_key: Keyspace::shard_stream(&g.stream_prefix, s),
                 payload,
                 fields_json: serde_json::to_string(&fields).unwrap_or_default(),
                 record_id: r.id.clone(),

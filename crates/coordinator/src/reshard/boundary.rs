@@ -22,8 +22,8 @@
 use crate::coordinator::Resharding;
 use crate::error::store_error_text;
 use rsc_group::reshard::record::raised_shards;
-use rsc_protocol::names::{self, shard_stream_key};
 use rsc_protocol::ordering::BoundaryScale;
+use rsc_store::Keyspace;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -58,7 +58,7 @@ impl Resharding<'_> {
             upto = upto.max(m.from_shard_count).max(m.to_shard_count);
         }
         let keys: Vec<String> = (0..upto)
-            .map(|s| names::shard_routing_key(&shard_stream_key(prefix, s)))
+            .map(|s| Keyspace::shard_routing(prefix, s))
             .collect();
         self.store()
             .raise_routing_ceilings(&keys, record.routing_version)
@@ -77,12 +77,12 @@ impl Resharding<'_> {
         let annotation = scale.encode();
         let mut points = BTreeMap::new();
         for s in raised_shards(&scale) {
-            let key = shard_stream_key(prefix, s);
+            let key = Keyspace::shard_stream(prefix, s);
             match self
                 .store()
                 .raise_routing_floor(
                     &key,
-                    &names::shard_routing_key(&key),
+                    &Keyspace::routing_of(&key),
                     scale.version,
                     &annotation,
                 )
@@ -111,10 +111,10 @@ impl Resharding<'_> {
     pub(super) async fn switched_shards(&self, prefix: &str, from: u32) -> Vec<SwitchedShard> {
         let mut out = Vec::new();
         for s in 0..from {
-            let key = shard_stream_key(prefix, s);
+            let key = Keyspace::shard_stream(prefix, s);
             match self
                 .store()
-                .appends_after_switch(&key, &names::shard_routing_key(&key))
+                .appends_after_switch(&key, &Keyspace::routing_of(&key))
                 .await
             {
                 Ok(Some(p)) => out.push(SwitchedShard {

@@ -7,7 +7,7 @@ use crate::error::store_error_text;
 use rsc_group::model::Group;
 use rsc_group::replica::reshard::pass::StreamPass;
 use rsc_group::reshard::evidence::drain_evidence_from_ms;
-use rsc_protocol::names::shard_stream_key;
+use rsc_store::Keyspace;
 use rsc_store::RetireOutcome;
 
 impl Resharding<'_> {
@@ -54,7 +54,7 @@ impl Resharding<'_> {
     /// and logged.
     pub(super) async fn retire_shards(&self, prefix: &str, shards: std::ops::Range<u32>) {
         for s in shards {
-            let key = shard_stream_key(prefix, s);
+            let key = Keyspace::shard_stream(prefix, s);
             match self.store().shard_retire_if_drained(&key).await {
                 Ok(RetireOutcome::KeptUnread) => tracing::warn!(
                     key,

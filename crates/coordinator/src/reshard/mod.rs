@@ -54,7 +54,7 @@ use crate::domain_error::CoordError;
 use rsc_group::migration::MigrationError;
 use rsc_group::replica::reshard::ReshardError;
 use rsc_group::reshard::end::EndRefusal;
-use rsc_protocol::names::shard_stream_key;
+use rsc_store::Keyspace;
 
 /// A stream record and the revision it was read at.
 pub use rsc_group::replica::reshard::StreamSnapshot as CachedStream;
@@ -100,7 +100,10 @@ fn coord_error(prefix: &str, e: ReshardError, failure: Option<CoordError>) -> Co
             "{why}; the migration stays PREPARING and routing is unchanged — retry the same scale to resume"
         )),
         ReshardError::ForeignShardKeys(found) => {
-            let keys: Vec<String> = found.iter().map(|s| shard_stream_key(prefix, *s)).collect();
+            let keys: Vec<String> = found
+                .iter()
+                .map(|s| Keyspace::shard_stream(prefix, *s))
+                .collect();
             CoordError::StreamExists(format!(
                 "Redis keys of stream {prefix:?} already exist, were not created by the coordinator and would be \
                  adopted as new shards (and deleted by a later scale-in): {}; delete them, or choose a target \

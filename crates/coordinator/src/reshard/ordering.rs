@@ -14,10 +14,10 @@ use crate::coordinator::{MAX_CAS_ATTEMPTS, Resharding};
 use crate::domain_error::CoordError;
 use rsc_group::model::Group;
 use rsc_group::reshard::evidence::delivered_to;
-use rsc_protocol::names::shard_stream_key;
 use rsc_protocol::ordering::Ordering;
 use rsc_protocol::validate;
 use rsc_protocol::wire::{OrderingRequest, OrderingResponse};
+use rsc_store::Keyspace;
 use serde::Serialize;
 
 /// One gated child shard of a group, and what each parent it waits for still holds for that group.
@@ -120,7 +120,7 @@ impl Resharding<'_> {
         for (child, parents) in &g.ordering_gates {
             let mut waiting_for = Vec::new();
             for &p in parents {
-                let key = shard_stream_key(&g.stream_prefix, p);
+                let key = Keyspace::shard_stream(&g.stream_prefix, p);
                 let point = g.ordering_switch_points.get(&p).cloned();
                 let mine = match self.store().shard_groups(&key).await {
                     Ok(Some(groups)) => groups
@@ -151,7 +151,7 @@ impl Resharding<'_> {
             }
             out.push(OrderingGate {
                 child_shard: *child,
-                stream_key: shard_stream_key(&g.stream_prefix, *child),
+                stream_key: Keyspace::shard_stream(&g.stream_prefix, *child),
                 read_fence: g.ordering_switch_points.get(child).cloned(),
                 waiting_for,
             });

@@ -16,8 +16,8 @@ use rsc_group::replica::reshard::{
 };
 use rsc_group::reshard::evidence::ConsumerGroupInfo;
 use rsc_group::reshard::sync::GroupChange;
-use rsc_protocol::names::shard_stream_key;
 use rsc_protocol::stream_id::parse_stream_id;
+use rsc_store::Keyspace;
 
 /// One flow's performance on stream `prefix`: what the steps left behind for the operation.
 pub(super) struct Performer<'a> {
@@ -140,7 +140,7 @@ impl Resharding<'_> {
                     }),
             ),
             Step::ShardGroups(shard) => {
-                let key = shard_stream_key(prefix, shard);
+                let key = Keyspace::shard_stream(prefix, shard);
                 Answer::ShardGroups(match self.store().shard_groups(&key).await {
                     Ok(groups) => Ok(groups.map(|gs| gs.into_iter().map(evidence_of).collect())),
                     Err(e) => {
@@ -150,7 +150,7 @@ impl Resharding<'_> {
                 })
             }
             Step::LastGeneratedId(shard) => {
-                let key = shard_stream_key(prefix, shard);
+                let key = Keyspace::shard_stream(prefix, shard);
                 Answer::LastId(self.last_generated_id(&key).await)
             }
             Step::PendingUpTo {
@@ -158,7 +158,7 @@ impl Resharding<'_> {
                 group,
                 point,
             } => {
-                let key = shard_stream_key(prefix, shard);
+                let key = Keyspace::shard_stream(prefix, shard);
                 Answer::Pending(self.pending_up_to(&key, &group, &point, 1).await)
             }
             Step::RaiseBoundaries(scale) => {

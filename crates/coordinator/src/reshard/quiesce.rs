@@ -18,7 +18,6 @@ use rsc_group::model::{Migration, MigrationState};
 use rsc_group::quiesce::{self, ProducerQuiesce, ProducerSighting, QuiesceOutcome};
 use rsc_group::replica::reshard::switch::SwitchFlow;
 use rsc_group::stream::StreamRecord;
-use rsc_protocol::names;
 use rsc_protocol::validate;
 use rsc_protocol::wire::ProducerRoutingResponse;
 use rsc_protocol::wire::ScaleRequest;
@@ -84,7 +83,7 @@ pub fn validate_producer_id(field: &str, id: &str) -> Result<(), CoordError> {
 
 impl Resharding<'_> {
     pub(super) fn producer_keys(&self, prefix: &str) -> ProducerKeys {
-        ProducerKeys::of(&self.config().store.key_prefix, prefix)
+        self.store().keyspace().producers(prefix)
     }
 
     /// Notes a routing fetch by `producer` (best effort: a failure is logged, routing still answers).
@@ -353,7 +352,7 @@ impl Resharding<'_> {
         };
         tracing::info!(target: "rsc::audit", action = SWITCH_AUDIT_ACTION, stream_prefix = prefix,
             forced_by_timeout = outcome.forced_by_timeout, not_quiesced = ?outcome.not_quiesced, record = %json, "audit");
-        let key = names::audit_stream_key(&self.config().store.key_prefix);
+        let key = self.store().keyspace().audit();
         if let Err(e) = self
             .store()
             .audit_append(&key, self.config().audit.redis_max_entries, &json)

@@ -10,13 +10,12 @@ use crate::error::store_error_text;
 use rsc_group::replica::reshard::ensure::EnsureStream;
 use rsc_group::reshard::sync::GroupChange;
 use rsc_group::stream::StreamRecord;
-use rsc_protocol::names;
 use rsc_store::{CasOutcome, CreateOutcome, IndexState};
 
 impl Resharding<'_> {
     /// The key of the stream record of `prefix`.
     pub fn stream_record_key(&self, prefix: &str) -> String {
-        names::stream_record_key(&self.config().store.key_prefix, prefix)
+        self.store().keyspace().stream_record(prefix)
     }
 
     pub async fn load_stream(&self, prefix: &str) -> Result<Option<CachedStream>, CoordError> {

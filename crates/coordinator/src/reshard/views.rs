@@ -7,8 +7,8 @@ use crate::domain_error::CoordError;
 use crate::views::migration_response;
 use rsc_group::migration::{MigrationError, rollback_check};
 use rsc_group::model::{Migration, MigrationState};
-use rsc_protocol::names::shard_stream_key;
 use rsc_protocol::wire::resharding::{MigrationResponse, ScaleResponse};
+use rsc_store::Keyspace;
 use serde::Serialize;
 
 /// `GET …/migrations/{id}`: the Migration, its age, per-shard drain progress of removed and draining
@@ -145,13 +145,13 @@ impl Resharding<'_> {
                 .collect();
             let info = self
                 .shard_group_info(
-                    &shard_stream_key(&name.stream_prefix, s),
+                    &Keyspace::shard_stream(&name.stream_prefix, s),
                     &name.consumer_group,
                 )
                 .await;
             shards.push(RemovedShard {
                 shard_index: s,
-                stream_key: shard_stream_key(&name.stream_prefix, s),
+                stream_key: Keyspace::shard_stream(&name.stream_prefix, s),
                 draining: g.draining_shards.contains(&s),
                 stream_length: info.length,
                 pending: info.pending,

@@ -19,7 +19,6 @@
 
 use super::tokens::store_error;
 use crate::domain_error::CoordError;
-use rsc_protocol::names;
 use rsc_store::{Store, StoreError};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -212,13 +211,14 @@ pub struct AuditLog {
 }
 
 impl AuditLog {
-    pub fn new(store: Store, key_prefix: &str, config: &super::config::AuditConfig) -> Self {
+    pub fn new(store: Store, config: &super::config::AuditConfig) -> Self {
         let window_ms = i64::try_from(config.rejection_window.0.as_millis()).unwrap_or(60_000);
+        let keys = store.keyspace();
         AuditLog {
+            key: keys.audit(),
+            rejected_key: keys.audit_rejected(),
+            signins_key: keys.audit_signins(),
             store,
-            key: names::audit_stream_key(key_prefix),
-            rejected_key: names::audit_rejected_stream_key(key_prefix),
-            signins_key: names::audit_signins_stream_key(key_prefix),
             max_entries: config.redis_max_entries,
             folder: RejectionFolder::new(window_ms, config.max_rejection_records_per_window),
             signin_folder: RejectionFolder::new(window_ms, config.max_rejection_records_per_window),

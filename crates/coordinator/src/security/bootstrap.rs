@@ -9,7 +9,6 @@ use super::config::ApiConfig;
 use super::password;
 use super::tokens::store_error;
 use crate::domain_error::CoordError;
-use rsc_protocol::names;
 use rsc_store::Store;
 
 /// Where the admin password came from.
@@ -22,15 +21,10 @@ pub enum AdminSource {
     Stored,
 }
 
-pub fn bootstrap_key(key_prefix: &str) -> String {
-    names::bootstrap_admin_key(key_prefix)
-}
-
 /// Resolves the admin's Argon2id hash (None when the admin user is disabled).
 pub async fn admin_hash(
     api: &ApiConfig,
     store: &Store,
-    key_prefix: &str,
 ) -> Result<Option<(String, AdminSource)>, CoordError> {
     if !api.admin_enabled {
         return Ok(None);
@@ -44,7 +38,7 @@ pub async fn admin_hash(
     if let Some(hash) = &api.admin_password_hash {
         return Ok(Some((hash.clone(), AdminSource::Configured)));
     }
-    let key = bootstrap_key(key_prefix);
+    let key = store.keyspace().bootstrap_admin();
     if let Some(stored) = stored_hash(store, &key).await? {
         return Ok(Some((stored, AdminSource::Stored)));
     }

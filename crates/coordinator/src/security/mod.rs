@@ -63,15 +63,14 @@ impl Security {
     }
 
     /// Builds the security layer: resolves (or bootstraps) the admin password against Redis.
-    /// `kp` is the Redis key prefix, `coordinator_id` this replica's id.
+    /// `coordinator_id` is this replica's id; `store` names the keys under the deployment's key prefix.
     pub async fn start(
         api: &config::ApiConfig,
         audit_config: &config::AuditConfig,
-        kp: &str,
         coordinator_id: &str,
         store: &Store,
     ) -> Result<Arc<Security>, CoordError> {
-        let admin = bootstrap::admin_hash(api, store, kp).await?;
+        let admin = bootstrap::admin_hash(api, store).await?;
         let admin_source = admin.as_ref().map(|(_, s)| *s);
         let proxies = proxies::TrustedProxies::parse(&api.trusted_proxies).map_err(|e| {
             CoordError::invalid(format!("key `coordinator.api.trusted-proxies`: {e}"))
@@ -84,14 +83,14 @@ impl Security {
             directory,
             verifier,
             admin_source,
-            tokens: tokens::TokenStore::new(store.clone(), kp),
+            tokens: tokens::TokenStore::new(store.clone()),
             cache: cache::CredentialCache::new(
                 api.credential_cache_ttl.0,
                 api.credential_cache_size,
             ),
-            limits: rate_limit::RateLimiter::new(store.clone(), kp, api.rate_limit.clone()),
-            throttle: throttle::LoginThrottle::new(store.clone(), kp, api.login_throttle.clone()),
-            audit: audit::AuditLog::new(store.clone(), kp, audit_config),
+            limits: rate_limit::RateLimiter::new(store.clone(), api.rate_limit.clone()),
+            throttle: throttle::LoginThrottle::new(store.clone(), api.login_throttle.clone()),
+            audit: audit::AuditLog::new(store.clone(), audit_config),
             proxies,
         });
         spawn_audit_flush(Arc::downgrade(&security), audit_config.rejection_window.0);

@@ -9,14 +9,12 @@ use crate::error::ApiError;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use rsc_protocol::errors::ErrorCode;
-use rsc_protocol::names;
 use rsc_store::Store;
 
 const WINDOW_MS: i64 = 60_000;
 
 pub struct RateLimiter {
     store: Store,
-    key_prefix: String,
     config: RateLimitConfig,
 }
 
@@ -49,12 +47,8 @@ pub fn too_many(message: String, retry_after_secs: i64) -> Response {
 }
 
 impl RateLimiter {
-    pub fn new(store: Store, key_prefix: &str, config: RateLimitConfig) -> Self {
-        RateLimiter {
-            store,
-            key_prefix: key_prefix.to_owned(),
-            config,
-        }
+    pub fn new(store: Store, config: RateLimitConfig) -> Self {
+        RateLimiter { store, config }
     }
 
     /// Counts one successful sign-in of `principal` (its password already verified, so only the holder of
@@ -63,7 +57,10 @@ impl RateLimiter {
         if !self.config.enabled {
             return Ok(Ok(()));
         }
-        let key = names::ratelimit_login_key(&self.key_prefix, &window::key_part(principal));
+        let key = self
+            .store
+            .keyspace()
+            .ratelimit_login(&window::key_part(principal));
         let c = window::hit(&self.store, &key, WINDOW_MS).await?;
         if c.count > i64::from(self.config.logins_per_minute) {
             return Ok(Err(Limited {
@@ -88,8 +85,8 @@ impl RateLimiter {
         if !self.config.enabled {
             return Ok(Ok(()));
         }
-        let kp = &self.key_prefix;
-        let key = names::ratelimit_principal_key(kp, &window::key_part(principal));
+        let keys = self.store.keyspace();
+        let key = keys.ratelimit_principal(&window::key_part(principal));
         let c = window::hit(&self.store, &key, WINDOW_MS).await?;
         if c.count > i64::from(self.config.admin_mutations_per_minute) {
             return Ok(Err(Limited {
@@ -102,7 +99,7 @@ impl RateLimiter {
         }
         if let Some(prefix) = prefix {
             let target = format!("{prefix}:{}", group.unwrap_or("*"));
-            let key = names::ratelimit_group_key(kp, &window::key_part(&target));
+            let key = keys.ratelimit_group(&window::key_part(&target));
             let c = window::hit(&self.store, &key, WINDOW_MS).await?;
             if c.count > i64::from(self.config.group_mutations_per_minute) {
                 return Ok(Err(Limited {

@@ -24,7 +24,6 @@
 use super::config::LoginThrottleConfig;
 use super::window;
 use crate::domain_error::CoordError;
-use rsc_protocol::names;
 use rsc_store::{Store, ThrottleBudgets, ThrottleKeys, ThrottleVerdict};
 
 /// Why an attempt was refused, and for how long.
@@ -57,7 +56,6 @@ impl Refused {
 
 pub struct LoginThrottle {
     store: Store,
-    key_prefix: String,
     config: LoginThrottleConfig,
 }
 
@@ -65,29 +63,19 @@ pub struct LoginThrottle {
 pub struct Keys(ThrottleKeys);
 
 impl LoginThrottle {
-    pub fn new(store: Store, key_prefix: &str, config: LoginThrottleConfig) -> Self {
-        LoginThrottle {
-            store,
-            key_prefix: key_prefix.to_owned(),
-            config,
-        }
+    pub fn new(store: Store, config: LoginThrottleConfig) -> Self {
+        LoginThrottle { store, config }
     }
 
     /// The keys of an attempt at `username` from `addr` (one hash tag: one cluster slot).
     pub fn keys(&self, username: &str, addr: &str) -> Keys {
         // The pair is hashed together so that no username/address split is ambiguous.
         let pair = window::key_part(&format!("{username}\n{addr}"));
-        let (pair, address, username) = names::login_throttle_keys(
-            &self.key_prefix,
+        Keys(self.store.keyspace().login_throttle(
             &pair,
             &window::key_part(addr),
             &window::key_part(username),
-        );
-        Keys(ThrottleKeys {
-            pair,
-            address,
-            username,
-        })
+        ))
     }
 
     fn ms(d: std::time::Duration) -> i64 {

@@ -12,7 +12,6 @@
 
 use crate::domain_error::CoordError;
 use base64::Engine;
-use rsc_protocol::names;
 use rsc_store::Store;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -33,7 +32,6 @@ pub struct StoredToken {
 #[derive(Clone)]
 pub struct TokenStore {
     store: Store,
-    key_prefix: String,
 }
 
 /// SHA-256 of a token.
@@ -72,20 +70,19 @@ pub fn redis_error(e: redis::RedisError) -> CoordError {
 }
 
 impl TokenStore {
-    pub fn new(store: Store, key_prefix: &str) -> Self {
-        TokenStore {
-            store,
-            key_prefix: key_prefix.to_owned(),
-        }
+    pub fn new(store: Store) -> Self {
+        TokenStore { store }
     }
 
     pub fn key(&self, digest_hex: &str) -> String {
-        names::token_key(&self.key_prefix, digest_hex)
+        self.store.keyspace().token(digest_hex)
     }
 
     /// The user's token index (its own hash tag).
     pub fn index_key(&self, user: &str) -> String {
-        names::user_tokens_key(&self.key_prefix, &super::window::key_part(user))
+        self.store
+            .keyspace()
+            .user_tokens(&super::window::key_part(user))
     }
 
     /// Deletes token keys whose index entries are gone (each key is its own slot: one command each).

@@ -33,6 +33,8 @@ pub(super) enum Rebalance {
 }
 
 impl<'a> Draft<'a> {
+    /// A draft of `group` that applies writes and rebalances at once (copying a borrowed group on the first
+    /// change).
     pub fn new(group: Cow<'a, Group>) -> Self {
         Draft {
             group,

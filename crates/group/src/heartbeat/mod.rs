@@ -42,9 +42,12 @@ use std::borrow::Cow;
 /// What the caller must persist before sending the response.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    /// Nothing to store. `needs_fresh_state`: the answer depends on group state, so a caller deciding on a
-    /// cached aggregate must reload and decide again before answering.
-    Rejected { needs_fresh_state: bool },
+    /// Nothing to store.
+    Rejected {
+        /// The answer depends on group state, so a caller deciding on a cached aggregate must reload and
+        /// decide again before answering.
+        needs_fresh_state: bool,
+    },
     /// Renew the member's lease (only if still live) and store its progress; the aggregate is unchanged.
     Steady,
     /// Compare-and-set a new aggregate.
@@ -54,6 +57,7 @@ pub enum Outcome {
 /// A new aggregate plus the lease conditions and operations that must apply atomically with it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Transition {
+    /// The aggregate to write (None while the caller has not filled it in).
     pub group: Option<Group>,
     /// Members whose leases must have lapsed (by Redis time) for this transition to be valid.
     pub must_be_lapsed: Vec<String>,
@@ -82,6 +86,7 @@ impl Transition {
         }
     }
 
+    /// A transition to `group` with no lease condition or operation.
     pub fn new(group: Group) -> Self {
         Transition {
             group: Some(group),
@@ -105,7 +110,9 @@ impl Transition {
 /// nothing is recorded and nothing is checked.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Caller<'a> {
+    /// The authenticated principal (None: heartbeats served without authentication).
     pub principal: Option<&'a str>,
+    /// Whether the principal may act for any member (an ADMIN).
     pub acts_for_any_member: bool,
 }
 
@@ -129,10 +136,14 @@ pub fn owner_conflict<'g>(g: &'g Group, member_id: &str, caller: &Caller<'_>) ->
         .filter(|owner| *owner != principal)
 }
 
+/// A heartbeat decision: the answer, what must be stored before it is sent, and what it saw.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision {
+    /// The answer to send once `outcome` is persisted.
     pub response: HeartbeatResponse,
+    /// What to persist first.
     pub outcome: Outcome,
+    /// Things worth counting, and the request's evidence of a rollback.
     pub signals: Signals,
 }
 

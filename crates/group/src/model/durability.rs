@@ -22,6 +22,7 @@ pub enum SignalKind {
 }
 
 impl SignalKind {
+    /// The wire spelling, e.g. `MEMBER_EPOCH`.
     pub fn as_str(self) -> &'static str {
         match self {
             SignalKind::MemberMetadataVersion => "MEMBER_METADATA_VERSION",
@@ -40,12 +41,19 @@ pub const MAX_EVIDENCE: usize = 20;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Evidence {
+    /// What kind of observation it was.
     pub kind: SignalKind,
+    /// The value observed elsewhere (version, epoch or revision).
     pub observed: i64,
+    /// The value Redis held then.
     pub stored: i64,
+    /// Who reported it: a member id, `producer`, or `coordinator <id>`.
     pub source: String,
+    /// The authenticated principal that sent it (None: unauthenticated heartbeats, or the coordinator
+    /// itself).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub principal: Option<String>,
+    /// When it was recorded.
     pub at_ms: i64,
 }
 
@@ -53,8 +61,11 @@ pub struct Evidence {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RollbackSuspicion {
+    /// Every kind of evidence recorded.
     pub kinds: BTreeSet<SignalKind>,
+    /// When the first evidence was recorded.
     pub detected_at_ms: i64,
+    /// When evidence was last added (a dismissal names it, so that newer evidence is not dismissed unseen).
     pub updated_at_ms: i64,
     /// The group's metadataVersion when the suspicion was first recorded.
     pub stored_metadata_version: i64,
@@ -77,8 +88,12 @@ pub struct RollbackSuspicion {
 pub struct Dismissal {
     /// The authenticated principal that dismissed it.
     pub principal: String,
+    /// Who asked, as the request said.
     pub requested_by: String,
+    /// Why the evidence does not support the suspicion, as the request said.
     pub reason: String,
+    /// When it was dismissed.
     pub at_ms: i64,
+    /// The suspicion dismissed (merged with what earlier dismissals covered).
     pub suspicion: RollbackSuspicion,
 }

@@ -21,6 +21,7 @@ pub enum MigrationState {
     Draining,
     /// Complete.
     Deprecated,
+    /// Rolled back by an operator: routing is back at `from_shard_count`.
     RolledBack,
     /// Ended by an operator while draining (removed shards left the assignment without drain evidence).
     ForceCompleted,
@@ -29,6 +30,7 @@ pub enum MigrationState {
 }
 
 impl MigrationState {
+    /// Whether the migration has ended (completed, rolled back, force-completed or aborted).
     pub fn is_terminal(self) -> bool {
         matches!(
             self,
@@ -39,6 +41,7 @@ impl MigrationState {
         )
     }
 
+    /// The wire spelling, e.g. `ROLLED_BACK`.
     pub fn as_str(self) -> &'static str {
         match self {
             MigrationState::Preparing => "PREPARING",
@@ -56,18 +59,29 @@ impl MigrationState {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Migration {
+    /// The migration's id (`reshard-<uuid>`).
     pub resharding_id: String,
+    /// The shard count before the scale.
     pub from_shard_count: u32,
+    /// The shard count the scale moves to.
     pub to_shard_count: u32,
+    /// Where the migration is in its lifecycle.
     pub state: MigrationState,
+    /// Who requested the scale.
     pub requested_by: String,
+    /// Why, as the request said.
     pub reason: String,
+    /// When the scale was requested.
     pub created_at_ms: i64,
+    /// When the migration last changed.
     pub updated_at_ms: i64,
+    /// When routing switched (it became ACTIVE).
     #[serde(default)]
     pub activated_at_ms: Option<i64>,
+    /// When it became DRAINING.
     #[serde(default)]
     pub draining_at_ms: Option<i64>,
+    /// When it ended, however it ended.
     #[serde(default)]
     pub completed_at_ms: Option<i64>,
     /// Why an operator ended it (force-complete, abort, rollback).
@@ -109,6 +123,7 @@ impl Migration {
         }
     }
 
+    /// Whether the scale removes shards.
     pub fn is_scale_in(&self) -> bool {
         self.to_shard_count < self.from_shard_count
     }

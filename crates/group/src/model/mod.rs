@@ -40,7 +40,9 @@ pub const SCHEMA_VERSION: u32 = 1;
      largest integer JSON clients represent exactly), so this group's epochs are exhausted"
 )]
 pub struct EpochOverflow {
+    /// The epoch or version that could not grow (`groupEpoch`, `metadataVersion`, …).
     pub field: &'static str,
+    /// Its value, which already is [`MAX_EPOCH`] (or above, in a tampered document).
     pub value: i64,
 }
 
@@ -63,9 +65,15 @@ pub type ShardSet = BTreeSet<u32>;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum MemberState {
+    /// A live member taking part in assignment (`STARTING` on the wire is never stored: a join is ACTIVE at
+    /// once).
     Active,
+    /// Left with epoch -1 (or -2): out of assignment, but still holds what it has not released.
     Leaving,
+    /// Its lease ran out; it holds nothing and must join again.
     Expired,
+    /// Fenced (an ownership report outside its authority, or a rebalance timeout); what it held is on hold
+    /// until its lease has certainly run out, and it must join again.
     Fenced,
 }
 
@@ -75,6 +83,7 @@ impl MemberState {
         matches!(self, MemberState::Active | MemberState::Leaving)
     }
 
+    /// The wire spelling, e.g. `ACTIVE`.
     pub fn as_str(self) -> &'static str {
         match self {
             MemberState::Active => "ACTIVE",
@@ -89,12 +98,17 @@ impl MemberState {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum GroupState {
+    /// No active member.
     Empty,
+    /// Not stable: some grant, report or revocation is still moving towards the target, or a hold is open.
     Reconciling,
+    /// Every active member is granted exactly its target, reports owning it and revokes nothing; no leaving
+    /// member still revokes and no hold is open.
     Stable,
 }
 
 impl GroupState {
+    /// The wire spelling, e.g. `STABLE`.
     pub fn as_str(self) -> &'static str {
         match self {
             GroupState::Empty => "EMPTY",
@@ -108,7 +122,9 @@ impl GroupState {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RevokeReport {
+    /// How far the member said it had got.
     pub state: rsc_protocol::wire::RevokeState,
+    /// Entries it said were still in flight on the shard.
     pub in_flight: i64,
 }
 
@@ -120,8 +136,11 @@ pub struct RevokeReport {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Member {
+    /// The member's id (also its Redis consumer name).
     pub member_id: String,
+    /// Its display name (its id when it sent none).
     pub member_name: String,
+    /// Where the incarnation is in its lifecycle.
     pub state: MemberState,
     /// The epoch handed to this member in its latest response; it echoes it back.
     pub member_epoch: i64,
@@ -141,6 +160,7 @@ pub struct Member {
     /// The client library's name and version the joining request named (rsc's optional fields), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_name: Option<String>,
+    /// See `client_name`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_version: Option<String>,
     /// The static identity (`groupInstanceId`) this incarnation joined with; None for a dynamic member (and
@@ -158,7 +178,9 @@ pub struct Member {
     pub reported_revoking: BTreeMap<u32, RevokeReport>,
     /// When the member must have released its revoking shards, or be fenced.
     pub rebalance_deadline_ms: Option<i64>,
+    /// When this incarnation joined.
     pub joined_at_ms: i64,
+    /// When `state` last changed (pruning of departed members counts from it).
     pub state_changed_at_ms: i64,
     /// The principal (username) that joined this incarnation; only it (or an ADMIN) may send its heartbeats.
     /// None when heartbeats are unauthenticated (`authenticate-member-api = false`) and in aggregates written
@@ -168,6 +190,7 @@ pub struct Member {
 }
 
 impl Member {
+    /// A new ACTIVE incarnation at epoch 0 that holds nothing, joined at `now_ms`.
     pub fn new(member_id: &str, member_name: &str, now_ms: i64) -> Self {
         Member {
             member_id: member_id.to_owned(),
@@ -200,6 +223,7 @@ impl Member {
             .chain(self.revoking.keys().copied())
     }
 
+    /// Whether this member holds `shard` (assigned or still revoking).
     pub fn holds(&self, shard: u32) -> bool {
         self.assigned.contains(&shard) || self.revoking.contains_key(&shard)
     }
@@ -210,9 +234,13 @@ impl Member {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Hold {
+    /// The incarnation whose shards are held.
     pub member_id: String,
+    /// The shards held back.
     pub shards: ShardSet,
+    /// When the hold ends and the shards may be granted.
     pub until_ms: i64,
+    /// Why, in words (shown to operators).
     pub reason: String,
 }
 
@@ -227,6 +255,7 @@ pub enum ReservationReason {
 }
 
 impl ReservationReason {
+    /// The wire spelling, e.g. `LEASE_LAPSED`.
     pub fn as_str(self) -> &'static str {
         match self {
             ReservationReason::LeaseLapsed => "LEASE_LAPSED",
@@ -244,11 +273,15 @@ impl ReservationReason {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Reservation {
+    /// The static identity the shards are kept for.
     pub group_instance_id: String,
     /// The incarnation that stopped.
     pub member_id: String,
+    /// The stopped incarnation's target, kept.
     pub shards: ShardSet,
+    /// When the reservation lapses and the shards are rebalanced.
     pub until_ms: i64,
+    /// Why the incarnation stopped.
     pub reason: ReservationReason,
     /// The principal that joined the stopped incarnation: only it (or an ADMIN) may claim the instance id
     /// back (None without authentication, and in documents written before).
@@ -260,10 +293,15 @@ pub struct Reservation {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MetadataCorrection {
+    /// The metadataVersion every participant must report before the round closes.
     pub target_metadata_version: i64,
+    /// The highest metadataVersion a member reported (above what Redis held).
     pub observed_metadata_version: i64,
+    /// When the round opened.
     pub requested_at_ms: i64,
+    /// When it was last extended or acknowledged.
     pub updated_at_ms: i64,
+    /// Members that have reported the target version since the round opened.
     pub acknowledged_members: BTreeSet<String>,
 }
 
@@ -275,27 +313,40 @@ fn is_zero(v: &i64) -> bool {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Group {
+    /// The stream the group consumes.
     pub stream_prefix: String,
+    /// The group's name (also the Redis consumer group's name on every shard stream).
     pub consumer_group: String,
     /// Random id of this group's lifecycle: a group deleted and created again gets a new one, so revision
     /// numbers of different lifecycles are never compared.
     #[serde(default)]
     pub lifecycle_id: String,
+    /// The document's schema, [`SCHEMA_VERSION`].
     pub schema_version: u32,
     /// Mirrors the store's `revision` field of the hash this document was written with.
     pub store_revision: u64,
+    /// Bumped by every membership or shard-count change (join, leave, expiry, fencing, scale, rollback).
     pub group_epoch: i64,
+    /// Bumped by every change of the group's metadata (a superset of `group_epoch`'s changes); members and
+    /// producers echo it, which is how a metadata rollback is noticed.
     pub metadata_version: i64,
+    /// The `group_epoch` at which the target assignment was last computed.
     pub assignment_epoch: i64,
+    /// The group's state as the contract reports it.
     pub state: GroupState,
+    /// The group's shard count (the stream's, once the group has adopted its latest switch).
     pub shard_count: u32,
+    /// Every member incarnation by member id, live and departed (until pruned).
     pub members: BTreeMap<String, Member>,
+    /// Member id → the shards the assignment gives it (active members only).
     pub target_assignments: BTreeMap<String, ShardSet>,
+    /// Shards of dead or fenced incarnations not grantable yet.
     #[serde(default)]
     pub holds: Vec<Hold>,
     /// Targets reserved for static members that stopped (at most one per `groupInstanceId`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub static_reservations: Vec<Reservation>,
+    /// The open metadata-correction round, if any.
     #[serde(default)]
     pub metadata_correction: Option<MetadataCorrection>,
     /// Shards beyond `shard_count` that a scale-in (or a rolled-back scale-out) removed from routing but that
@@ -325,6 +376,7 @@ pub struct Group {
     /// The group's resharding migrations, oldest first (bounded history; see `migration.rs`).
     #[serde(default)]
     pub migrations: Vec<Migration>,
+    /// The id of the migration in `migrations` under way for this group, if any.
     #[serde(default)]
     pub active_migration_id: Option<String>,
     /// Set when the stored metadata is suspected of having rolled back; admin mutations fail closed until an
@@ -338,7 +390,9 @@ pub struct Group {
     /// of the rebalance in progress, for the rebalance duration metric.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reconciling_since_ms: Option<i64>,
+    /// When the group was created.
     pub created_at_ms: i64,
+    /// When the document was last written.
     pub updated_at_ms: i64,
 }
 
@@ -454,6 +508,7 @@ impl Group {
         serde_json::from_str(json).map_err(|e| AggregateError::Malformed(e.to_string()))
     }
 
+    /// The document as stored in the `aggregate` field.
     pub fn to_json(&self) -> String {
         // Serialising plain structs of strings, integers and maps with string keys cannot fail.
         serde_json::to_string(self).unwrap_or_default()
@@ -463,8 +518,10 @@ impl Group {
 /// Why an aggregate document could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AggregateError {
+    /// The document is not valid JSON of the aggregate's shape.
     #[error("aggregate JSON is malformed: {0}")]
     Malformed(String),
+    /// The document's `schemaVersion` is missing or not [`SCHEMA_VERSION`].
     #[error("aggregate schemaVersion {0} is not supported (expected {SCHEMA_VERSION})")]
     UnknownSchema(String),
 }

@@ -29,8 +29,11 @@ pub const PART_TARGETS: &str = "targetAssignments";
 /// One entry of a split aggregate: a key of one of the [`SPLIT_PARTS`], and its JSON value (`None`: delete it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SplitEntry {
+    /// Which per-member map: [`PART_MEMBERS`] or [`PART_TARGETS`].
     pub part: &'static str,
+    /// The member id the entry is of.
     pub key: String,
+    /// The entry's JSON value (a [`Member`] or a [`ShardSet`]); `None` deletes the entry.
     pub json: Option<String>,
 }
 

@@ -37,11 +37,15 @@ pub enum BatchReply {
 /// A request waiting to write. `T`: the shell's handle to answer it with (a channel, a simulated job).
 #[derive(Debug)]
 pub struct Queued<T> {
+    /// The member id of the request's path.
     pub member_id: String,
+    /// The heartbeat body.
     pub req: HeartbeatRequest,
     /// The authenticated principal (None: unauthenticated heartbeats) and whether it is an ADMIN.
     pub principal: Option<String>,
+    /// Whether the principal may act for any member (an ADMIN).
     pub acts_for_any_member: bool,
+    /// Where the request's reply goes.
     pub reply_to: T,
 }
 
@@ -57,9 +61,13 @@ impl<T> Queued<T> {
 /// A request combined into the batch, with its answer stated on the aggregate to commit.
 #[derive(Debug)]
 pub struct Included<T> {
+    /// The member id of the request's path.
     pub member_id: String,
+    /// The heartbeat body.
     pub req: HeartbeatRequest,
+    /// Where the request's reply goes.
     pub reply_to: T,
+    /// The request's answer, stated on the aggregate to commit (sent only once it is written).
     pub response: HeartbeatResponse,
     /// This request fenced its member.
     pub fenced: bool,

@@ -34,7 +34,12 @@ pub enum Step<S> {
     ConfirmCurrent(S),
     /// Record this rollback evidence in the aggregate, by compare-and-set on `base` (the shell may decline:
     /// a principal over its budget). Then [`HeartbeatFlow::on_recorded`].
-    RecordSuspicion { base: S, signal: Signal },
+    RecordSuspicion {
+        /// The group the evidence was seen on: the revision the write is conditional on.
+        base: S,
+        /// The evidence.
+        signal: Signal,
+    },
     /// Renew the member's lease (and store its progress) if the store still holds `base`'s revision. Then
     /// [`HeartbeatFlow::on_renewed`].
     Renew(S),
@@ -45,7 +50,10 @@ pub enum Step<S> {
     /// Done: send this answer.
     Answer(HeartbeatResponse),
     /// Done: the member belongs to another principal (`owner`); refuse the request.
-    Refuse { owner: String },
+    Refuse {
+        /// The principal that joined the member.
+        owner: String,
+    },
     /// Done: the group's metadata cannot be read; answer that it fails closed.
     FailClosed,
 }
@@ -62,7 +70,9 @@ pub enum ReadFailure {
 /// What the store said about a cached revision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Confirmation {
+    /// The store still holds the revision: decide on the cached aggregate.
     Current,
+    /// The group has moved on: read it again and decide again.
     Moved,
     /// The store could not answer now.
     Unavailable,
@@ -73,11 +83,13 @@ pub enum Confirmation {
 /// What the lease renewal came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Renewal {
+    /// The lease was renewed (and the progress stored).
     Renewed,
     /// The revision moved: decide again.
     Conflict,
     /// The member's lease had already lapsed: reconcile, then decide again.
     LeaseLapsed,
+    /// The store could not answer now: answer RETRY.
     Unavailable,
 }
 

@@ -28,7 +28,9 @@ pub const MAX_CAS_ATTEMPTS: usize = 5;
 /// An aggregate as a replica holds it: the group and the store revision it was read or written at. The
 /// coordinator's cache entry and the simulation's both are one.
 pub trait Snapshot: Clone {
+    /// The group.
     fn group(&self) -> &Group;
+    /// The store revision it was read or written at (the base of the next compare-and-set).
     fn revision(&self) -> u64;
 }
 
@@ -40,8 +42,10 @@ pub enum CommitResult {
     /// Someone else changed the group first: decide again on fresh state.
     Conflict,
     /// A time or lease condition did not hold: reconcile the group's time-driven state, then decide again.
-    /// `member`: whose lease condition failed (None: the time condition).
-    ConditionFailed { member: Option<String> },
+    ConditionFailed {
+        /// The member whose lease condition failed (None: the time condition).
+        member: Option<String>,
+    },
     /// The store could not be reached (or answered an error): nothing is known to be written.
     Unavailable,
 }

@@ -21,8 +21,11 @@ pub enum ReconcileStep<S> {
     Observe(S),
     /// Compare-and-set this transition on `base`. Then [`ReconcileFlow::on_committed`].
     Commit {
+        /// The group as read: the revision the write is conditional on.
         base: S,
+        /// The tick, as a transition of that group (with its time and lease conditions).
         transition: Box<Transition>,
+        /// What the tick did, for the pass's result.
         report: TickReport,
     },
     /// Done: what was committed (None: nothing due, nothing written, or the store failed).
@@ -39,6 +42,7 @@ pub struct ReconcileFlow {
 }
 
 impl ReconcileFlow {
+    /// Starts a pass; the first step reads the group.
     pub fn start<S>(timing: &Timing) -> (Self, ReconcileStep<S>) {
         let mut flow = ReconcileFlow {
             timing: *timing,

@@ -11,7 +11,9 @@ pub enum EndPlan {
     /// End the stream's active migration: file it as `final_state` (ABORTED for one that never switched
     /// routing) on the stream record, then bring every group in line.
     Proceed {
+        /// The stream's active migration, as the stream record holds it.
         active: Migration,
+        /// The state to file it in.
         final_state: MigrationState,
     },
     /// A repeated end: answer with the migration as this group ended it, nothing written.
@@ -24,18 +26,29 @@ pub enum EndPlan {
 /// Why an end request is refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EndRefusal {
+    /// The group refuses it (unknown migration, or a rollback its rules do not allow).
     #[error(transparent)]
     Migration(#[from] MigrationError),
     /// A rollback of a migration the group has that is no longer the stream's active one.
     #[error("migration {id} is not the stream's active migration ({})", .state.as_str())]
-    NotTheStreamsActive { id: String, state: MigrationState },
+    NotTheStreamsActive {
+        /// The migration.
+        id: String,
+        /// Its state in the group.
+        state: MigrationState,
+    },
     /// A force-complete of a migration that already ended otherwise.
     #[error(
         "migration {id} already ended ({}), so there is nothing to force-complete; scale again to change \
          the shard count",
         .state.as_str()
     )]
-    AlreadyEnded { id: String, state: MigrationState },
+    AlreadyEnded {
+        /// The migration.
+        id: String,
+        /// How it ended.
+        state: MigrationState,
+    },
     /// A rollback of a migration that has not switched routing.
     #[error("migration {0} has not switched routing yet; abort it with force-complete instead")]
     NotSwitched(String),

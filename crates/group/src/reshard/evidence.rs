@@ -20,17 +20,22 @@ use rsc_protocol::stream_id::{StreamId, parse_stream_id};
 /// One Redis consumer group on a shard stream, as `XINFO GROUPS` reports it (the fields evidence reads).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ConsumerGroupInfo {
+    /// The Redis consumer group's name.
     pub name: Option<String>,
+    /// Entries delivered to the group and not acknowledged (None: Redis did not say).
     pub pending: Option<i64>,
     /// Entries not yet delivered to the group (None: Redis cannot say).
     pub lag: Option<i64>,
+    /// The group's last-delivered id on the stream.
     pub last_delivered_id: Option<String>,
 }
 
 /// What the evidence read so far says about a shard, or which read it needs next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Look {
+    /// The shard is drained (for this group): the step may go ahead.
     Drained,
+    /// It is not: the step waits.
     NotDrained,
     /// The stream's last-generated id decides ([`removed_shard_delivered`], [`parent_delivered`]).
     LastIdNeeded,

@@ -68,8 +68,11 @@ pub fn noop_migration(target: u32, requested_by: &str, reason: &str, now_ms: i64
 pub struct ScaleRequest {
     /// The new migration's id (the shell makes it unique).
     pub resharding_id: String,
+    /// The shard count to move to.
     pub target: u32,
+    /// Who asks, for the record and the audit.
     pub requested_by: String,
+    /// Why, for the record and the audit.
     pub reason: String,
     /// Producer quiesce: how long routing waits for producers to stop (None: it switches at once).
     pub quiesce_timeout_ms: Option<i64>,

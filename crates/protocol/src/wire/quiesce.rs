@@ -19,6 +19,7 @@ pub struct ProducerQuiesceRequest {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct QuiesceNotice {
+    /// The migration that waits; a producer reports with this id once it has stopped publishing.
     pub resharding_id: String,
     /// When routing switches even if not every producer quiesced (ISO-8601, UTC).
     pub deadline: String,
@@ -47,7 +48,9 @@ pub struct ProducerQuiescedRequest {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ProducerQuiescedResponse {
+    /// The reporting producer's id, as sent.
     pub producer_id: String,
+    /// The migration reported on, as sent.
     pub resharding_id: String,
     /// Whether the scale still waits for producers (false: routing switched or the quiesce ended; refresh).
     pub waiting: bool,

@@ -471,10 +471,11 @@ async fn a_boundary_raised_by_a_newer_switch_fences_the_shard_until_told_otherwi
         .expect("XGROUP CREATE");
     let routing_key = rsc_protocol::names::shard_routing_key(STREAM);
     let guarded = |version: i64, n: &str| {
-        rsc_store::guarded_append(STREAM, &routing_key, version, None, [("n", n.as_bytes())])
+        rsc_scripts::guarded_append(STREAM, &routing_key, version, None, [("n", n.as_bytes())])
     };
-    let appended = |v: redis::Value| match rsc_store::AppendReply::from_value(&v).expect("reply") {
-        rsc_store::AppendReply::Appended(id) => id,
+    let appended = |v: redis::Value| match rsc_scripts::AppendReply::from_value(&v).expect("reply")
+    {
+        rsc_scripts::AppendReply::Appended(id) => id,
         other => panic!("not appended: {other:?}"),
     };
     let first = appended(guarded(4, "a").query_async(&mut c).await.expect("EVAL"));

@@ -30,6 +30,8 @@ pub struct Complete {
 }
 
 impl Complete {
+    /// Starts completing `active` (the stream's active migration as the pass read it); the first step loads
+    /// the stream record.
     pub fn start(active: Migration, settings: &Settings) -> (Self, Progress<()>) {
         let flow = Complete {
             active,
@@ -132,6 +134,7 @@ pub struct Forget {
 }
 
 impl Forget {
+    /// Starts; the first step loads the stream record.
     pub fn start() -> (Self, Progress<()>) {
         let flow = Forget {
             attempts: 1,

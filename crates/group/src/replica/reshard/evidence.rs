@@ -90,6 +90,8 @@ pub struct ParentEvidence {
 }
 
 impl ParentEvidence {
+    /// Starts looking at the parents `g`'s gates wait for; `grace_ms`: how long after routing last changed
+    /// evidence starts to count.
     pub fn start(g: &Group, grace_ms: i64, now_ms: i64) -> (Self, Progress<ShardSet>) {
         let mut flow = ParentEvidence {
             group: g.consumer_group.clone(),

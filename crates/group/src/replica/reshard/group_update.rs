@@ -18,7 +18,9 @@ pub enum UpdateStep<S> {
     Read,
     /// Compare-and-set `transition` on `base`. Then [`GroupUpdate::on_committed`].
     Commit {
+        /// The group as read: the revision the write is conditional on.
         base: S,
+        /// The change, as a transition of that group.
         transition: Box<Transition>,
     },
     /// Done: the group as written (or as read, when the change changed nothing).
@@ -34,6 +36,7 @@ pub struct GroupUpdate {
 }
 
 impl GroupUpdate {
+    /// Starts changing a group by `change`; the first step reads it.
     pub fn start<S>(change: GroupChange, timing: &Timing) -> (Self, UpdateStep<S>) {
         let update = GroupUpdate {
             change,

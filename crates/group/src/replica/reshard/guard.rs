@@ -33,6 +33,7 @@ pub struct Guard {
 }
 
 impl Guard {
+    /// Starts guarding the switch of `stream`'s active migration; with none, it is done at once.
     pub fn start(stream: StreamSnapshot) -> (Self, Progress<StreamSnapshot>) {
         let Some(m) = stream.record.active_migration.as_ref() else {
             return (

@@ -48,7 +48,9 @@ use std::ops::Range;
 /// A stream record as a replica holds it: the record and the store revision it was read or written at.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StreamSnapshot {
+    /// The stream record.
     pub record: StreamRecord,
+    /// The store revision it was read or written at (the base of the next compare-and-set).
     pub revision: u64,
 }
 
@@ -78,15 +80,27 @@ pub enum Step {
     /// Create the stream record if it does not exist. → [`Answer::Created`]
     CreateStream(Box<StreamRecord>),
     /// Compare-and-set the stream record on revision `base`. → [`Answer::Written`]
-    WriteStream { base: u64, next: Box<StreamRecord> },
+    WriteStream {
+        /// The revision the record must still be at.
+        base: u64,
+        /// The record to write.
+        next: Box<StreamRecord>,
+    },
     /// The group, fresh from the store. → [`Answer::Group`]
     LoadGroup(String),
     /// Change the group by driving a [`group_update::GroupUpdate`] with `change`. → [`Answer::Updated`]
-    UpdateGroup { group: String, change: GroupChange },
+    UpdateGroup {
+        /// The consumer group to change.
+        group: String,
+        /// What to apply to it.
+        change: GroupChange,
+    },
     /// Create (idempotently) the shard streams `shards`, each group's Redis consumer group on them and
     /// their routing keys. → [`Answer::Provisioned`]
     Provision {
+        /// The consumer groups to create on every shard stream.
         groups: Vec<String>,
+        /// The shard indexes to provision.
         shards: Range<u32>,
     },
     /// Which of the shard keys `shards` exist. → [`Answer::Existing`]
@@ -98,8 +112,11 @@ pub enum Step {
     /// How many entries `group` has pending on `shard` up to `point` (counting at most one). →
     /// [`Answer::Pending`]
     PendingUpTo {
+        /// The shard index.
         shard: u32,
+        /// The Redis consumer group.
         group: String,
+        /// The stream id up to which (inclusive) pending entries count.
         point: String,
     },
     /// Raise the routing boundary of every shard of `scale` ([`crate::reshard::record::raised_shards`]) to
@@ -111,7 +128,10 @@ pub enum Step {
     ReadSightings,
     /// Publish the plain appends after the switch of the old shards `0..old_shards` (a gauge). →
     /// [`Answer::Done`]
-    WatchAppends { old_shards: u32 },
+    WatchAppends {
+        /// How many old shards (`0..old_shards`) to watch.
+        old_shards: u32,
+    },
     /// Something to log, count or audit. → [`Answer::Done`]
     Report(Event),
 }
@@ -119,6 +139,7 @@ pub enum Step {
 /// The answer to a [`Step`].
 #[derive(Debug, Clone)]
 pub enum Answer<S> {
+    /// The live groups of the stream, by consumer group.
     Groups(Result<Vec<String>, StoreFailed>),
     /// None: there is no stream record.
     Stream(Result<Option<StreamSnapshot>, StoreFailed>),
@@ -126,10 +147,13 @@ pub enum Answer<S> {
     Created(Result<Option<StreamSnapshot>, StoreFailed>),
     /// The record as written; None when the revision had moved (a lost race).
     Written(Result<Option<StreamSnapshot>, StoreFailed>),
+    /// The group as the shell holds it.
     Group(Result<S, StoreFailed>),
+    /// The group as written (or as found, when the change had nothing to do).
     Updated(Result<S, UpdateFailed>),
     /// Err: why provisioning failed, for people.
     Provisioned(Result<(), String>),
+    /// The shard indexes asked about whose stream keys exist.
     Existing(Result<Vec<u32>, StoreFailed>),
     /// None: the shard stream does not exist.
     ShardGroups(Result<Option<Vec<ConsumerGroupInfo>>, StoreFailed>),
@@ -140,7 +164,9 @@ pub enum Answer<S> {
     /// The switch point of each shard whose boundary now stands at the scale's version (a shard whose raise
     /// failed, or whose boundary a later switch raised further, is left out).
     Raised(BTreeMap<u32, String>),
+    /// The stream's producers, each with what it last reported.
     Sightings(Result<Vec<ProducerSighting>, StoreFailed>),
+    /// The step was performed (or, for a report, taken note of).
     Done,
 }
 
@@ -165,10 +191,14 @@ pub enum ReshardError {
     /// The store failed; the shell knows why.
     #[error("the store failed")]
     Store,
+    /// The stream record's compare-and-set lost every attempt to other writers; nothing of this step was
+    /// written, the caller may retry.
     #[error("stream record kept changing; retry")]
     StreamKeptChanging,
+    /// The stream record disappeared while the flow ran (the stream was deleted).
     #[error("stream vanished")]
     StreamVanished,
+    /// A group's compare-and-set lost every attempt to other writers; the caller may retry.
     #[error("the group kept changing; retry")]
     GroupKeptChanging,
     /// Provisioning the new shards failed (why, for people); nothing was switched.
@@ -180,10 +210,13 @@ pub enum ReshardError {
     /// Another migration is active.
     #[error("migration {} is still active", .0.resharding_id)]
     InProgress(Box<Migration>),
+    /// A group refused the migration change.
     #[error(transparent)]
     Change(#[from] MigrationError),
+    /// An epoch or version would overflow.
     #[error(transparent)]
     EpochOverflow(#[from] EpochOverflow),
+    /// An operator's end of the migration was refused.
     #[error(transparent)]
     Refused(#[from] EndRefusal),
     /// A step was answered with the answer to another step (a bug in the shell).
@@ -206,28 +239,42 @@ impl From<UpdateFailed> for ReshardError {
 pub enum Event {
     /// A quiesced scale waits for these producers (sorted).
     QuiesceWaiting {
+        /// The waiting migration.
         resharding_id: String,
+        /// The ids of the producers that have not quiesced yet.
         pending: Vec<String>,
     },
     /// A quiesced scale switched routing (audit it, count it by outcome).
     QuiesceSwitched {
+        /// The migration as switched.
         migration: Box<Migration>,
+        /// Whether every producer quiesced or the timeout ran out, and when.
         outcome: QuiesceOutcome,
     },
     /// An ordered switch's switch points were recorded on the stream's migration.
     SwitchPointsRecorded {
+        /// The migration.
         resharding_id: String,
+        /// How many shards' switch points were recorded.
         shards: usize,
     },
     /// Recording them failed at the store (the reconciler retries).
-    SwitchPointsNotRecorded { resharding_id: String },
+    SwitchPointsNotRecorded {
+        /// The migration.
+        resharding_id: String,
+    },
     /// The reconciler could not resume a PREPARING migration.
     ResumeFailed(ReshardError),
     /// The stream's migration completed (every group done; removed shards retired).
-    MigrationComplete { resharding_id: String },
+    MigrationComplete {
+        /// The migration.
+        resharding_id: String,
+    },
     /// An operator's rollback or force-complete was filed on the stream record.
     EndedByOperator {
+        /// The migration.
         resharding_id: String,
+        /// How it ended: `ROLLED_BACK`, `FORCE_COMPLETED`, or `ABORTED` (ended before routing switched).
         state: MigrationState,
     },
 }
@@ -235,13 +282,17 @@ pub enum Event {
 /// What a flow says after an answer: the next step, or its result.
 #[derive(Debug)]
 pub enum Progress<O> {
+    /// Perform this step and answer it.
     Step(Step),
+    /// The flow is finished, with this result.
     Done(O),
 }
 
 /// A resharding flow: takes the answer to the step it returned last (and the replica's estimate of the
 /// store's time), returns the next step or its result.
 pub trait Flow<S> {
+    /// What the flow ends with.
     type Output;
+    /// Takes the answer to the last step, returns the next step or the result.
     fn answer(&mut self, answer: Answer<S>, now_ms: i64) -> Progress<Self::Output>;
 }

@@ -53,6 +53,7 @@ pub struct StreamPass<S> {
 }
 
 impl<S: Snapshot> StreamPass<S> {
+    /// Starts a pass; the first step lists the stream's live groups.
     pub fn start(settings: &Settings) -> (Self, Progress<()>) {
         let pass = StreamPass {
             settings: *settings,

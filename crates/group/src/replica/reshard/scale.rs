@@ -22,7 +22,9 @@ pub enum ScaleOutcome {
     Noop(Migration),
     /// The migration (as the stream recorded it) and what [`SwitchFlow`] left.
     Scaled {
+        /// The migration as the stream recorded it.
         migration: Box<Migration>,
+        /// The stream record and each group's migration after the switch.
         switched: Box<Switched>,
     },
 }

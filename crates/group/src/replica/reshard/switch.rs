@@ -13,7 +13,9 @@ use crate::reshard::sync::GroupChange;
 /// group's copy of the migration (the stream's, for a group that has not adopted it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Switched {
+    /// The stream record as it then stands.
     pub stream: StreamSnapshot,
+    /// Each group's copy of the migration, in the order of the groups given.
     pub per_group: Vec<Migration>,
 }
 
@@ -36,6 +38,7 @@ pub struct SwitchFlow {
 }
 
 impl SwitchFlow {
+    /// Starts activating `migration` (recorded on `stream`) for `groups`, the stream's live groups.
     pub fn start(
         stream: StreamSnapshot,
         migration: Migration,
