@@ -72,6 +72,12 @@ enum Command {
     ForceComplete(operator::change::EndMigrationArgs),
     /// Metadata durability of a group: show the rollback suspicion, dismiss it, or recreate the group.
     Durability(operator::durability::DurabilityArgs),
+    /// Move a consumer group's position (offsets reset): plan per shard, confirm, apply.
+    Offsets(operator::offsets::OffsetsArgs),
+    /// Append one record to a stream through the SDK's routed producer (guarded append); prints shard and id.
+    Produce(operator::produce::ProduceArgs),
+    /// A shard's records: a page, a jump to an id or a time, or a bounded search by field or payload text.
+    Messages(operator::messages::MessagesArgs),
     /// Audit records, newest first; --follow for new ones.
     Audit(operator::audit::AuditArgs),
     /// Compare a desired-state file with the coordinator (exit 0 no changes, 2 changes, 1 error).
@@ -132,6 +138,9 @@ fn main() -> ExitCode {
             operator::run("force-complete", operator::change::force_complete(args))
         }
         Command::Durability(args) => operator::run("durability", operator::durability::run(args)),
+        Command::Offsets(args) => operator::run("offsets", operator::offsets::run(args)),
+        Command::Produce(args) => operator::run("produce", operator::produce::run(args)),
+        Command::Messages(args) => operator::run("messages", operator::messages::run(args)),
         Command::Audit(args) => operator::run("audit", operator::audit::audit(args)),
         Command::Plan(args) => operator::run("plan", operator::apply::plan(args)),
         Command::Apply(args) => operator::run("apply", operator::apply::apply(args)),

@@ -21,6 +21,7 @@ mod durability_cli;
 mod e2e;
 mod guarded;
 mod login_memory;
+mod offsets;
 mod operator;
 mod ordered;
 mod packaging;

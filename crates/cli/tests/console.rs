@@ -377,7 +377,13 @@ async fn a_reader_sees_no_admin_actions_and_a_revoked_or_expired_token_returns_t
     assert!(!b.exists("#create-stream").await && !b.exists("#create-group").await);
     b.click("[data-group=\"payments/payments\"] a").await;
     b.wait_css("#shard-grid").await;
-    for admin in ["#scale", "#delete-group", "#rollback", "#force-complete"] {
+    for admin in [
+        "#scale",
+        "#reset-offsets",
+        "#delete-group",
+        "#rollback",
+        "#force-complete",
+    ] {
         assert!(!b.exists(admin).await, "a READ user sees no {admin}");
     }
     b.screenshot("08-read-only").await;

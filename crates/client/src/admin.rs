@@ -355,6 +355,23 @@ impl AdminClient {
         .await
     }
 
+    /// `POST …/groups/{g}/offsets/reset` (rsc's addition): moves the group's position on its shard streams
+    /// as `request` says (its `requestedBy` is this client's); with `dryRun` only the plan comes back.
+    pub async fn reset_offsets(
+        &self,
+        stream_prefix: &str,
+        consumer_group: &str,
+        request: &rsc_protocol::wire::offsets::OffsetResetRequest,
+    ) -> Result<Applied<rsc_protocol::wire::offsets::OffsetResetResponse>, AdminError> {
+        let body = rsc_protocol::wire::offsets::OffsetResetRequest {
+            requested_by: Some(self.requested_by.clone()),
+            ..request.clone()
+        };
+        let mut path = group_path(stream_prefix, consumer_group);
+        path.extend(["offsets", "reset"]);
+        self.mutate(Method::POST, &path, &body).await
+    }
+
     /// `GET /coord/v1/streams/{p}/groups/{g}`; `Ok(None)` when the coordinator answers 404.
     pub async fn group(
         &self,

@@ -2,7 +2,7 @@
 // opens a confirmation dialog that names its target and requires a reason; the requester recorded in the
 // audit log is the signed-in user.
 
-import { h, say } from "/console/dom.js";
+import { h, say, table } from "/console/dom.js";
 import { groupPath, post, del } from "/console/api.js";
 
 let session = { username: "", roles: [], streamPrefixes: [] };
@@ -29,9 +29,10 @@ export function canWrite(prefix) {
  * `title`, `text` and `okLabel` are strings, or functions of the fields' current values (re-evaluated as
  * the user types, so a dialog whose target is typed in names it before it is confirmed);
  * `run(values, reason)` performs the action and returns a message; the dialog stays open on failure,
- * showing the coordinator's error.
+ * showing the coordinator's error. `extra(values, reason)`, when given, returns nodes shown under the fields
+ * (e.g. a plan with its own button).
  */
-export function confirmAction({ title, text, fields, okLabel, run, done }) {
+export function confirmAction({ title, text, fields, okLabel, run, done, extra }) {
   const dlg = document.getElementById("confirm");
   const form = document.getElementById("confirm-form");
   const reason = document.getElementById("confirm-reason");
@@ -46,6 +47,10 @@ export function confirmAction({ title, text, fields, okLabel, run, done }) {
     if (f.type === "checkbox") {
       input = h("input", { id, type: "checkbox", checked: f.value });
       holder.append(h("label.check", { for: id }, input, " " + f.label));
+    } else if (f.type === "select") {
+      input = h("select", { id }, f.options.map((o) => h("option", { value: o }, o)));
+      input.value = f.value;
+      holder.append(h("label", { for: id }, f.label), input);
     } else {
       input = h("input", { id, type: f.type || "text", value: f.value, min: f.min, required: f.required, autocomplete: "off" });
       holder.append(h("label", { for: id }, f.label), input);
@@ -65,6 +70,7 @@ export function confirmAction({ title, text, fields, okLabel, run, done }) {
   };
   holder.oninput = name;
   name();
+  if (extra) holder.append(...[].concat(extra(current, () => reason.value.trim(), error)));
   reason.value = "";
   error.textContent = "";
   ok.disabled = false;
@@ -106,7 +112,7 @@ export function confirmAction({ title, text, fields, okLabel, run, done }) {
     }
   };
   dlg.showModal();
-  const first = holder.querySelector("input") || reason;
+  const first = holder.querySelector("input, select") || reason;
   first.focus();
 }
 
@@ -194,6 +200,62 @@ export function deleteGroup(p, g, done) {
     run: async (v, reason) => {
       await del(groupPath(p, g), body(reason, { force: v.force }));
       return "Deleted group " + g + " of stream " + p + ".";
+    },
+    done,
+  });
+}
+
+/** One row per shard of an offset-reset answer (a plan or what was done). */
+export function resetPlanTable(answer) {
+  const rows = (answer.shards || []).map((r) => {
+    const n = r.direction === "SKIP" ? r.recordsSkipped : r.direction === "REREAD" ? r.recordsReread : 0;
+    const what = r.direction === "SKIP" ? " skipped" : r.direction === "REREAD" ? " re-read" : "";
+    return [String(r.shardIndex), r.currentId, r.newId, r.direction, n + (r.countCapped ? "+" : "") + what, r.pendingBefore + " \u2192 " + r.pendingAfter];
+  });
+  return table(
+    (answer.applied ? "Done: " : "Plan (dry run): ") + "to " + answer.to + (answer.value ? " " + answer.value : ""),
+    ["Shard", "Current id", "New id", "Move", "Records", "Pending"],
+    rows,
+    { id: "reset-plan-table", rowHeader: true },
+  );
+}
+
+export function resetOffsets(p, g, done) {
+  const request = (v, reason, dryRun) => {
+    const extra = { to: v.to, dryRun, force: v.force };
+    if (v.to === "DATETIME" || v.to === "ID") extra.value = v.value;
+    if (v.shards) extra.shards = v.shards.split(",").map((s) => Number(s.trim()));
+    return body(reason || "plan (dry run) from the console", extra);
+  };
+  const path = groupPath(p, g) + "/offsets/reset";
+  confirmAction({
+    title: "Reset the position of group " + g + " of stream " + p,
+    text:
+      "Moves where group \u201c" + g + "\u201d reads next on each shard stream. Its consumers must be stopped (the coordinator refuses while a member may read, or during a migration). Moving forward skips records and acknowledges the pending ones up to the new position; moving back reads records again and keeps what is pending. Show the plan first.",
+    fields: [
+      { id: "to", label: "Move to", type: "select", options: ["EARLIEST", "LATEST", "DATETIME", "ID"], value: "LATEST" },
+      { id: "value", label: "Time (RFC 3339, for DATETIME) or stream id (for ID)" },
+      { id: "shards", label: "Shards (comma-separated; empty: every shard)" },
+      { id: "force", label: "Force (members whose lease has lapsed only)", type: "checkbox", value: false },
+    ],
+    extra: (values, reason, error) => {
+      const out = h("div#reset-plan");
+      const show = async () => {
+        error.textContent = "";
+        try {
+          out.replaceChildren(resetPlanTable(await post(path, request(values(), reason(), true))));
+        } catch (e) {
+          out.replaceChildren();
+          error.textContent = e.message;
+        }
+      };
+      return [h("button#reset-plan-button", { type: "button", onclick: show }, "Show plan (dry run)"), out];
+    },
+    okLabel: "Reset " + p + "/" + g,
+    run: async (v, reason) => {
+      const a = await post(path, request(v, reason, false));
+      const moved = (a.shards || []).map((r) => r.shardIndex + ": " + r.currentId + " \u2192 " + r.newId).join(", ");
+      return "Reset " + p + "/" + g + " to " + a.to + " (" + moved + ")." + (a.notes && a.notes.length ? " " + a.notes.join(" ") : "");
     },
     done,
   });

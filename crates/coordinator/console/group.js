@@ -4,7 +4,7 @@
 
 import { get, groupPath, monitoringPath, serverNow } from "/console/api.js";
 import { h, replace, table, badge, num, age, fact, duration } from "/console/dom.js";
-import { canWrite, scale, deleteGroup, migrationAction } from "/console/admin.js";
+import { canWrite, scale, deleteGroup, migrationAction, resetOffsets } from "/console/admin.js";
 import { rebalance, migration, idx, LIVE } from "/console/triage.js";
 
 const STATES = {
@@ -29,6 +29,7 @@ export function mount(el, args) {
         "div.actions",
         { "aria-label": "Admin actions for " + name, hidden: true },
         h("button#scale", { type: "button", onclick: () => scale(p, g, view.shardCount, reload) }, "Scale stream…"),
+        h("button#reset-offsets", { type: "button", onclick: () => resetOffsets(p, g, reload) }, "Reset position…"),
         h("button#delete-group.danger", { type: "button", onclick: () => deleteGroup(p, g, () => (location.hash = "#/overview")) }, "Delete group…"),
       )
     : null;

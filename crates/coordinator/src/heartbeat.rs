@@ -27,7 +27,7 @@ use crate::security::principal::Principal;
 use crate::security::roles::Role;
 use crate::stats::Stats;
 use rsc_group::heartbeat::{Caller, rejected_response};
-use rsc_group::model::MemberState;
+use rsc_group::model::{HoldReason, MemberState};
 use rsc_group::replica::heartbeat::{
     Confirmation, HeartbeatFlow, Notes, ReadFailure, Renewal, Step,
 };
@@ -157,13 +157,13 @@ impl Heartbeats<'_> {
                         let why = cached
                             .as_ref()
                             .and_then(|c| c.group.holds.iter().find(|h| h.member_id == m))
-                            .map(|h| h.reason.as_str());
+                            .map(|h| &h.reason);
                         let why = match why {
-                            Some("rebalance timeout") => format!(
+                            Some(HoldReason::RebalanceTimeout) => format!(
                                 "it did not release the shards taken from it within the rebalance timeout ({})",
                                 human_ms(self.timing().rebalance_timeout_ms)
                             ),
-                            Some("ownership report outside its grants") => {
+                            Some(HoldReason::OwnershipReportOutsideGrants) => {
                                 "it reported reading shards it had not been given".to_owned()
                             }
                             _ => "it did not release revoked shards in time, or reported shards it had not been \

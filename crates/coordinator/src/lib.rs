@@ -43,6 +43,7 @@ pub mod messages;
 pub mod metrics;
 pub mod metrics_refresh;
 pub mod monitoring;
+pub mod offset_reset;
 pub mod offsets;
 pub mod provision;
 pub mod reconciler;

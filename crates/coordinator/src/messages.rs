@@ -4,14 +4,20 @@
 //! (`XRANGE` / `XREVRANGE`). A page holds at most `limit` records and, past its first record, at most
 //! `coordinator.http.message-page-max-bytes` of ids, field names and values ([`read_page`]): records are read
 //! in chunks sized from what was seen so far, so a page of huge records is not read whole before it is cut.
-//! Each record's `payload` field is sent once, as `payload` (not again among `fields`).
+//! Each record's `payload` field is sent once, as `payload` (not again among `fields`). Jumps (`fromId`,
+//! `fromTime`) and the bounded search (`field`, `search`) are in [`find`].
+
+pub mod find;
 
 use crate::cache::GroupName;
 use crate::clock::iso_ms;
 use crate::coordinator::Monitoring;
 use crate::domain_error::CoordError;
+use find::{FindQuery, scan};
 use rsc_protocol::wire::ShardId;
-use rsc_protocol::wire::browse::{StreamMessageRecord, StreamMessagesPageResponse};
+use rsc_protocol::wire::browse::{
+    MessageSearchSummary, StreamMessageRecord, StreamMessagesPageResponse,
+};
 use rsc_store::{Keyspace, PageDirection, Store, StoreError, StreamRecord, parse_stream_id};
 use std::collections::BTreeMap;
 
@@ -26,6 +32,8 @@ pub struct PageQuery {
     pub direction: PageDirection,
     pub cursor: Option<(u64, u64)>,
     pub limit: u32,
+    /// The jump and search parameters.
+    pub find: FindQuery,
 }
 
 impl PageQuery {
@@ -57,10 +65,16 @@ impl PageQuery {
                 }
             },
         };
+        let find = FindQuery::parse(params)?;
+        let cursor = match find.from {
+            Some(_) => find.start_cursor(direction),
+            None => cursor,
+        };
         Ok(PageQuery {
             direction,
             cursor,
             limit,
+            find,
         })
     }
 }
@@ -188,26 +202,47 @@ impl Monitoring<'_> {
         }
         let key = Keyspace::shard_stream(&g.stream_prefix, shard);
         let max_bytes = self.config().http.message_page_max_bytes;
-        let page = self
-            .metrics()
-            .time_store(
-                "xrange",
-                read_page(
-                    self.store(),
-                    &key,
-                    query.direction,
-                    query.cursor,
-                    query.limit as usize,
-                    max_bytes,
-                ),
-            )
-            .await
-            .map_err(CoordError::from)?;
-        let records = page.records;
-        let next_cursor = if page.more {
-            records.last().map(|r| r.id.clone())
-        } else {
-            None
+        let (records, next_cursor, search) = match &query.find.filter {
+            Some(filter) => {
+                let found = self
+                    .metrics()
+                    .time_store("xrange", scan(self.store(), &key, query, max_bytes, filter))
+                    .await
+                    .map_err(CoordError::from)?;
+                let summary = MessageSearchSummary {
+                    scanned: found.scanned,
+                    scanned_bytes: found.scanned_bytes,
+                    stopped_at_bound: found.stopped_at_bound,
+                    scan_limit: query.find.scan_limit,
+                    scan_max_bytes: query.find.scan_max_bytes,
+                    field: filter.field.as_ref().map(|(n, v)| format!("{n}={v}")),
+                    payload_contains: filter.payload_contains.clone(),
+                };
+                (found.records, found.next_cursor, Some(summary))
+            }
+            None => {
+                let page = self
+                    .metrics()
+                    .time_store(
+                        "xrange",
+                        read_page(
+                            self.store(),
+                            &key,
+                            query.direction,
+                            query.cursor,
+                            query.limit as usize,
+                            max_bytes,
+                        ),
+                    )
+                    .await
+                    .map_err(CoordError::from)?;
+                let next = if page.more {
+                    page.records.last().map(|r| r.id.clone())
+                } else {
+                    None
+                };
+                (page.records, next, None)
+            }
         };
         Ok(StreamMessagesPageResponse {
             stream_prefix: g.stream_prefix.clone(),
@@ -221,6 +256,8 @@ impl Monitoring<'_> {
                 .map(|r| record_view(&g.stream_prefix, &g.consumer_group, shard, &key, r))
                 .collect(),
             next_cursor,
+            from_id: query.find.from.map(|(ms, seq)| format!("{ms}-{seq}")),
+            search,
         })
     }
 }

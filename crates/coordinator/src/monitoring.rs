@@ -128,7 +128,7 @@ impl Monitoring<'_> {
                 member_id: h.member_id.clone(),
                 shards: shard_ids(&h.shards),
                 until: iso_ms(h.until_ms),
-                reason: h.reason.clone(),
+                reason: h.reason.to_string(),
             })
             .collect();
         let static_reservations = g

@@ -89,7 +89,7 @@ async fn messages_are_paged_both_ways_with_the_contract_shape_and_refuse_bad_inp
         empty.body,
         json!({"streamPrefix": "browse", "consumerGroup": "browse", "shard": {"shardIndex": 0},
                "streamKey": "browse:0", "direction": "BACKWARD", "limit": 25, "records": [],
-               "nextCursor": null})
+               "nextCursor": null, "fromId": null, "search": null})
     );
 
     let mut written = Vec::new();

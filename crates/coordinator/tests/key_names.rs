@@ -4,7 +4,8 @@
 //! file of crates/coordinator/src and fails naming the file and line when code (not a comment) names the
 //! `names` module, or when a string literal holds a fixed part of a key name the coordinator writes (taken
 //! from `rsc_store::coordinator_key_shapes`, plus the shard routing key and hash-tag formatting such as
-//! `":{{"`). A file's unit tests, at its end, may spell the keys they expect.
+//! `":{{"`). A file's unit tests, at its end, may spell the keys they expect. The operator CLI
+//! (crates/cli/src: backup, restore, doctor, bench) is held to the first rule too.
 
 use std::path::{Path, PathBuf};
 
@@ -219,6 +220,37 @@ fn the_coordinator_never_spells_a_redis_key() {
         found.is_empty(),
         "the coordinator builds Redis key names itself; ask the store's Keyspace instead \
          (rsc_store::Keyspace, `store.keyspace()`):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_operator_cli_asks_the_store_for_key_names_too() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../cli/src");
+    let mut files = Vec::new();
+    source_files(&src, &mut files);
+    assert!(
+        files.iter().any(|f| f.ends_with("backup/restore.rs")),
+        "the walk found too few files of crates/cli/src: {}",
+        files.len()
+    );
+    let mut found = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("read source");
+        let name = file
+            .strip_prefix(&src)
+            .unwrap_or(file)
+            .display()
+            .to_string();
+        for (line, code) in lex(&text).code {
+            if names_the_names_module(&code) {
+                found.push(format!("{name}:{line}: {}", code.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "rsc (backup, restore, doctor, bench) names keys through rsc_protocol::names; use rsc_store::Keyspace:\n{}",
         found.join("\n")
     );
 }

@@ -218,6 +218,10 @@ fn template(operation: &str) -> Value {
         "recreateGroupLifecycle" => {
             json!({"requestedBy": "t", "reason": "t", "shardCount": 2, "minimumMetadataVersion": 1})
         }
+        "resetGroupOffsets" => json!({
+            "to": "DATETIME", "value": "2020-01-01T00:00:00Z", "shards": [0], "dryRun": true,
+            "force": false, "requestedBy": "t", "reason": "t"
+        }),
         "loginCoordinatorApi" => json!({"username": "nobody", "password": "wrong-password"}),
         "revokeAccessToken" => json!({"token": format!("rsc_{}", "Z".repeat(43))}),
         "rollbackReshardingMigration" | "forceCompleteReshardingMigration" => {

@@ -1340,6 +1340,7 @@ async fn admin_bodies_are_json_objects_of_known_fields() {
             "/coord/v1/streams/known/groups/known/migrations/reshard-x/force-complete",
         ),
         ("POST", "/coord/v1/streams/known/groups/known/recreate"),
+        ("POST", "/coord/v1/streams/known/groups/known/offsets/reset"),
         (
             "POST",
             "/coord/v1/streams/known/groups/known/durability/dismiss",

@@ -16,7 +16,7 @@
 
 use crate::heartbeat::{Transition, fence_member, reserve};
 use crate::migration::advance;
-use crate::model::{EpochOverflow, Group, MemberState, ReservationReason, incremented};
+use crate::model::{EpochOverflow, Group, HoldReason, MemberState, ReservationReason, incremented};
 use crate::rebalance::{bump_epochs, recompute_target, settle};
 use crate::timing::Timing;
 use std::collections::BTreeSet;
@@ -108,7 +108,7 @@ pub fn tick(
         })
         .collect();
     for (id, deadline) in overdue {
-        fence_member(&mut next, &id, now_ms, timing, "rebalance timeout")?;
+        fence_member(&mut next, &id, now_ms, timing, HoldReason::RebalanceTimeout)?;
         t.not_before_ms = t.not_before_ms.max(deadline);
         t.remove.push(id.clone());
         report.fenced.push(id);

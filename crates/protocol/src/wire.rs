@@ -4,11 +4,13 @@
 //! Requests are lenient where existing clients differ (unknown fields ignored, `null` lists read as empty,
 //! shard ids accepted as bare integers too); responses always carry every field the clients require.
 //! Responses of the monitoring, resharding and authentication routes are in [`monitoring`],
-//! [`resharding`] and [`auth`].
+//! [`resharding`] and [`auth`]; the Grafana routes' rows in [`grafana`].
 
 pub mod auth;
 pub mod browse;
+pub mod grafana;
 pub mod monitoring;
+pub mod offsets;
 pub mod quiesce;
 pub mod resharding;
 

@@ -30,6 +30,7 @@ mod cluster;
 mod connection;
 mod diagnostics;
 mod error;
+mod group_position;
 mod index;
 mod json;
 mod key_shapes;

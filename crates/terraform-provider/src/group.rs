@@ -4,6 +4,7 @@
 //! unless `force_destroy`. Computed: `metadata_version`, `shard_count`. Import with `<prefix>/<group>`.
 
 use crate::api::{Api, Shared};
+use crate::crud;
 use crate::diag;
 use crate::schema::{
     block, computed_number, computed_string, known, optional_computed_bool, optional_string,
@@ -284,20 +285,17 @@ impl Resource for GroupResource {
                 Some((state, private_state))
             }
             Err(e) => {
-                tracing::warn!(request_id = %e.request_id, stream = %p, group = %g, error = %e.error, "creating the group failed");
-                diag::mutation(
+                crud::failed(
                     diags,
-                    &format!("create consumer group {g:?} of stream {p:?}"),
                     &e,
+                    &format!("create consumer group {g:?} of stream {p:?}"),
                     "consumer_group",
                 );
                 if e.error.error_code() == Some("GROUP_ALREADY_EXISTS") {
-                    diag::root_warning(
+                    crud::import_hint(
                         diags,
                         "the consumer group already exists",
-                        format!(
-                            "To manage it with Terraform, import it: terraform import <address> {p}/{g}"
-                        ),
+                        &format!("{p}/{g}"),
                     );
                 }
                 None
@@ -330,27 +328,9 @@ impl Resource for GroupResource {
     ) -> Option<()> {
         let api = self.shared.get(diags)?;
         let (p, g) = state.names();
-        // This run's reason (the provider's default_reason): the resource is gone from the configuration, and
-        // the reason in state is the one of the run that last changed it.
-        let reason = api.reason(None);
         let force = state.force_destroy == Value::Value(true);
-        match api.admin.delete_group(&p, &g, force, &reason).await {
-            Ok(done) => {
-                tracing::info!(request_id = %done.request_id, stream = %p, group = %g, force, %reason, "deleted consumer group");
-                Some(())
-            }
-            Err(e) if e.error.error_code() == Some("GROUP_NOT_FOUND") => Some(()),
-            Err(e) => {
-                tracing::warn!(request_id = %e.request_id, stream = %p, group = %g, error = %e.error, "deleting the group failed");
-                diag::mutation(
-                    diags,
-                    &format!("delete consumer group {g:?} of stream {p:?}"),
-                    &e,
-                    "force_destroy",
-                );
-                None
-            }
-        }
+        let what = format!("consumer group {g:?} of stream {p:?}");
+        crud::delete_group(&api, diags, &p, &g, force, &what).await
     }
 
     async fn import<'a>(

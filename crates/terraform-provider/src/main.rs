@@ -7,6 +7,7 @@
 
 mod api;
 mod count;
+mod crud;
 mod data;
 mod diag;
 mod group;

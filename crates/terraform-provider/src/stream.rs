@@ -9,6 +9,7 @@
 
 use crate::api::{Api, Shared};
 use crate::count::Count;
+use crate::crud;
 use crate::diag;
 use crate::schema::{
     Timeouts, attr, block, known, optional_computed_bool, optional_string, required_string,
@@ -502,10 +503,10 @@ impl Resource for StreamResource {
                     Some((state, private_state))
                 }
                 Err(e) => {
-                    diag::mutation(
+                    crud::failed(
                         diags,
-                        &format!("create the default group of stream {prefix:?}"),
                         &e,
+                        &format!("create the default group of stream {prefix:?}"),
                         "stream_prefix",
                     );
                     None
@@ -526,11 +527,10 @@ impl Resource for StreamResource {
                 Some((state, private_state))
             }
             Err(e) => {
-                tracing::warn!(request_id = %e.request_id, stream = %prefix, error = %e.error, "creating the stream failed");
-                diag::mutation(
+                crud::failed(
                     diags,
-                    &format!("create stream {prefix:?}"),
                     &e,
+                    &format!("create stream {prefix:?}"),
                     "stream_prefix",
                 );
                 if e.error.error_code() == Some("STREAM_PREFIX_ALREADY_EXISTS") {
@@ -542,13 +542,7 @@ impl Resource for StreamResource {
                         .await
                         .is_ok_and(|g| !g.is_empty());
                     if managed {
-                        diag::root_warning(
-                            diags,
-                            "the stream already exists",
-                            format!(
-                                "To manage it with Terraform, import it: terraform import <address> {prefix}"
-                            ),
-                        );
+                        crud::import_hint(diags, "the stream already exists", &prefix);
                     } else {
                         diag::root_warning(
                             diags,
@@ -687,31 +681,10 @@ impl Resource for StreamResource {
         if groups.is_empty() {
             return Some(()); // already gone
         }
-        // This run's reason (the provider's default_reason): the resource is gone from the configuration, and
-        // the reason in state is the one of the run that last changed it.
-        let reason = api.reason(None);
+        // The stream is its default group: deleting that group (its last) deletes the stream.
         let force = state.force_destroy == Value::Value(true);
-        match api
-            .admin
-            .delete_group(&prefix, &prefix, force, &reason)
-            .await
-        {
-            Ok(done) => {
-                tracing::info!(request_id = %done.request_id, stream = %prefix, force, %reason, "deleted stream (its default group)");
-                Some(())
-            }
-            Err(e) if e.error.error_code() == Some("GROUP_NOT_FOUND") => Some(()),
-            Err(e) => {
-                tracing::warn!(request_id = %e.request_id, stream = %prefix, error = %e.error, "deleting the stream failed");
-                diag::mutation(
-                    diags,
-                    &format!("delete stream {prefix:?}"),
-                    &e,
-                    "force_destroy",
-                );
-                None
-            }
-        }
+        let what = format!("stream {prefix:?}");
+        crud::delete_group(&api, diags, &prefix, &prefix, force, &what).await
     }
 
     async fn import<'a>(

@@ -7,8 +7,8 @@
 use rsc_group::invariants;
 use rsc_group::model::Group;
 use rsc_group::stream::StreamRecord;
-use rsc_protocol::names;
 use rsc_protocol::validate::{self, MAX_EPOCH, MAX_SHARD_COUNT};
+use rsc_store::Keyspace;
 use rsc_store::{IndexEntry, IndexState};
 use std::collections::BTreeSet;
 
@@ -64,7 +64,7 @@ fn check_stream(kp: &str, s: &SavedHash) -> Result<(), String> {
             r.stream_prefix, s.stream_prefix
         ));
     }
-    if s.key != names::stream_record_key(kp, &s.stream_prefix) {
+    if s.key != Keyspace::new(kp).stream_record(&s.stream_prefix) {
         return Err("the key is not the stream record's key".into());
     }
     epoch("revision", i64::try_from(s.revision).unwrap_or(i64::MAX))?;
@@ -92,7 +92,11 @@ fn check_group(kp: &str, saved: &SavedGroup) -> Result<(), String> {
             g.stream_prefix, g.consumer_group, saved.stream_prefix, saved.consumer_group
         ));
     }
-    if saved.key != names::group_metadata_key(kp, &saved.stream_prefix, &saved.consumer_group) {
+    if saved.key
+        != Keyspace::new(kp)
+            .group(&saved.stream_prefix, &saved.consumer_group)
+            .metadata
+    {
         return Err("the key is not the group's metadata key".into());
     }
     epoch(
@@ -154,7 +158,11 @@ fn check_index_entry(
     groups: &BTreeSet<&str>,
 ) -> Result<(), String> {
     let entry: IndexEntry = serde_json::from_str(value).map_err(|e| format!("unreadable ({e})"))?;
-    if key != names::group_metadata_key(kp, &entry.stream_prefix, &entry.consumer_group) {
+    if key
+        != Keyspace::new(kp)
+            .group(&entry.stream_prefix, &entry.consumer_group)
+            .metadata
+    {
         return Err(format!(
             "names group {}/{}, whose key is another",
             entry.stream_prefix, entry.consumer_group
@@ -181,7 +189,7 @@ mod tests {
     fn group(shards: u32) -> SavedGroup {
         let g = Group::new("s", "g", shards, 1_000, "life-1");
         SavedGroup {
-            key: names::group_metadata_key(KP, "s", "g"),
+            key: Keyspace::new(KP).group("s", "g").metadata,
             stream_prefix: "s".into(),
             consumer_group: "g".into(),
             revision: 3,
@@ -192,7 +200,7 @@ mod tests {
 
     fn index(state: &str) -> SavedIndexEntry {
         SavedIndexEntry {
-            key: names::group_metadata_key(KP, "s", "g"),
+            key: Keyspace::new(KP).group("s", "g").metadata,
             value: format!(r#"{{"streamPrefix":"s","consumerGroup":"g","state":"{state}"}}"#),
         }
     }

@@ -5,7 +5,7 @@
 //! FAILs, 1 otherwise. Read-only.
 
 use clap::Args;
-use rsc_protocol::names;
+use rsc_store::Keyspace;
 use rsc_store::{AclAnswer, Store};
 use serde_json::json;
 use std::process::ExitCode;
@@ -220,7 +220,7 @@ fn eviction_check(policy: Option<&str>) -> Check {
 /// Whether `key` is a group's metadata hash under `kp`.
 fn is_group_metadata_key(kp: &str, key: &str) -> bool {
     const M: &str = "\u{1}";
-    fits(&names::group_metadata_key(kp, M, M), M, key)
+    fits(&Keyspace::new(kp).group(M, M).metadata, M, key)
 }
 
 /// How the groups found are stored (`layoutVersion` of each metadata hash): whole ("1", "2", "3") or split
@@ -422,7 +422,7 @@ fn httpdate(text: &str) -> Option<i64> {
 }
 
 async fn acl_checks(store: &Store, kp: &str) -> Vec<Check> {
-    let key = names::group_index_key(kp);
+    let key = Keyspace::new(kp).group_index();
     let mut out = Vec::new();
     let own = match store.acl_may_delete(None, &key).await {
         Ok(AclAnswer::Allowed { user }) => {

@@ -16,7 +16,7 @@
 use clap::Args;
 use rsc_group::model::Group;
 use rsc_group::stream::StreamRecord;
-use rsc_protocol::names;
+use rsc_store::Keyspace;
 use rsc_store::{GroupKeys, RestoreOutcome, RestoredHash, Store, StoredGroup};
 use serde_json::json;
 use std::collections::BTreeSet;
@@ -190,7 +190,7 @@ pub async fn run(args: RestoreArgs) -> Result<ExitCode, Failure> {
             .await
             .map_err(|e| store_failure(&format!("provisioning {key}"), &e, url))?;
         store
-            .ensure_routing_key(&rsc_protocol::names::shard_routing_key(key))
+            .ensure_routing_key(&rsc_store::Keyspace::routing_of(key))
             .await
             .map_err(|e| store_failure(&format!("provisioning {key}"), &e, url))?;
     }
@@ -211,8 +211,12 @@ pub async fn run(args: RestoreArgs) -> Result<ExitCode, Failure> {
             Saved::Group(g, aggregate) => {
                 let keys = GroupKeys {
                     metadata: g.key.clone(),
-                    leases: names::group_leases_key(kp, &g.stream_prefix, &g.consumer_group),
-                    progress: names::group_progress_key(kp, &g.stream_prefix, &g.consumer_group),
+                    leases: Keyspace::new(kp)
+                        .group(&g.stream_prefix, &g.consumer_group)
+                        .leases,
+                    progress: Keyspace::new(kp)
+                        .group(&g.stream_prefix, &g.consumer_group)
+                        .progress,
                 };
                 let live: Vec<String> = aggregate
                     .members
@@ -240,7 +244,7 @@ pub async fn run(args: RestoreArgs) -> Result<ExitCode, Failure> {
                 };
                 let _ = store
                     .change_publish(
-                        &names::change_feed_key(kp),
+                        &Keyspace::new(kp).changes(),
                         CHANGE_FEED_LENGTH,
                         prefix,
                         group,
@@ -261,7 +265,7 @@ pub async fn run(args: RestoreArgs) -> Result<ExitCode, Failure> {
             }
         }
     }
-    let index_key = names::group_index_key(kp);
+    let index_key = Keyspace::new(kp).group_index();
     for e in &content.index {
         store
             .restore_index_entry(&index_key, &e.key, &e.value)
@@ -450,7 +454,7 @@ fn check_names(kp: &str, content: &Content) -> Result<(), Failure> {
         ))
     };
     for s in &content.streams {
-        let expected = names::stream_record_key(kp, &s.stream_prefix);
+        let expected = Keyspace::new(kp).stream_record(&s.stream_prefix);
         if s.key != expected {
             return Err(wrong(&s.key, expected));
         }
@@ -459,7 +463,9 @@ fn check_names(kp: &str, content: &Content) -> Result<(), Failure> {
         rsc_protocol::validate::validate_stream_prefix(&g.stream_prefix)
             .and_then(|()| rsc_protocol::validate::validate_consumer_group(&g.consumer_group))
             .map_err(|e| Failure::new(format!("group {} in the backup: {e:?}", g.key)))?;
-        let expected = names::group_metadata_key(kp, &g.stream_prefix, &g.consumer_group);
+        let expected = Keyspace::new(kp)
+            .group(&g.stream_prefix, &g.consumer_group)
+            .metadata;
         if g.key != expected {
             return Err(wrong(&g.key, expected));
         }
@@ -488,7 +494,7 @@ fn shard_streams(plan: &[Planned]) -> Vec<(String, String)> {
             shards.extend(aggregate.draining_shards.iter().copied());
             for s in shards {
                 out.insert((
-                    names::shard_stream_key(&g.stream_prefix, s),
+                    rsc_store::Keyspace::shard_stream(&g.stream_prefix, s),
                     g.consumer_group.clone(),
                 ));
             }

@@ -10,7 +10,7 @@
 //! "Backup and restore", says why).
 
 use clap::Args;
-use rsc_protocol::names;
+use rsc_store::Keyspace;
 use rsc_store::{IndexEntry, StoredGroup};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -65,7 +65,7 @@ pub async fn run(args: BackupArgs) -> Result<ExitCode, Failure> {
         .map(super::read_key_file)
         .transpose()?;
     let store = connect(url).await?;
-    let index_key = names::group_index_key(kp);
+    let index_key = Keyspace::new(kp).group_index();
     let raw_index = store
         .backup_index_entries(&index_key)
         .await
@@ -78,7 +78,9 @@ pub async fn run(args: BackupArgs) -> Result<ExitCode, Failure> {
                 "index entry {key} is unreadable ({e}); nothing written"
             ))
         })?;
-        let expected = names::group_metadata_key(kp, &entry.stream_prefix, &entry.consumer_group);
+        let expected = Keyspace::new(kp)
+            .group(&entry.stream_prefix, &entry.consumer_group)
+            .metadata;
         if *key != expected {
             return Err(Failure::new(format!(
                 "index entry {key} names group {}/{} whose key is {expected}; nothing written",
@@ -159,7 +161,7 @@ async fn read_stream(
     groups: &[(String, String)],
     url: &str,
 ) -> Result<(Option<SavedHash>, Vec<SavedGroup>), Failure> {
-    let record_key = names::stream_record_key(kp, prefix);
+    let record_key = Keyspace::new(kp).stream_record(prefix);
     let read_record = || async {
         store
             .backup_read(&record_key)

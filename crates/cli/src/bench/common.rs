@@ -109,8 +109,8 @@ impl Target {
             }
         }
         let keys: Vec<String> = (0..shards)
-            .map(|i| rsc_protocol::names::shard_stream_key(prefix, i))
-            .flat_map(|k| [rsc_protocol::names::shard_routing_key(&k), k])
+            .map(|i| rsc_store::Keyspace::shard_stream(prefix, i))
+            .flat_map(|k| [rsc_store::Keyspace::routing_of(&k), k])
             .collect();
         // One DEL per key: on a cluster the shard streams live in different slots.
         let deleted: Result<(), String> = async {

@@ -513,11 +513,11 @@ async fn bench(args: InventoryArgs) -> Result<(), String> {
         let mut keys: Vec<String> = Vec::new();
         for name in names.iter() {
             for s in 0..args.shards {
-                keys.push(rsc_protocol::names::shard_stream_key(name, s));
+                keys.push(rsc_store::Keyspace::shard_stream(name, s));
             }
         }
         for name in &created_probes {
-            keys.push(rsc_protocol::names::shard_stream_key(name, 0));
+            keys.push(rsc_store::Keyspace::shard_stream(name, 0));
         }
         for chunk in keys.chunks(500) {
             let _: Result<i64, _> = redis::cmd("UNLINK")

@@ -8,6 +8,9 @@
 //! - `login.rs`: `rsc login`, `rsc logout`;
 //! - `show.rs`: `rsc health`, `groups`, `describe`, `version`, `upgrade-check`;
 //! - `change.rs`: `rsc scale`, `rollback`, `force-complete` (with `--wait` progress);
+//! - `offsets.rs`: `rsc offsets reset` (plan, confirm, apply); `produce.rs`: `rsc produce` (one record through
+//!   the SDK's guarded append);
+//! - `messages.rs`: `rsc messages` (a shard's records: page, jump, bounded search);
 //! - `audit.rs`: `rsc audit` (with `--follow`);
 //! - `desired.rs` (the file format, pure) and `apply.rs`: `rsc plan`, `rsc apply`;
 //! - `table.rs`: plain-text tables; `terminal.rs`: everything printed is escaped for the terminal (`say!`,
@@ -22,6 +25,9 @@ pub mod credentials;
 pub mod desired;
 pub mod durability;
 pub mod login;
+pub mod messages;
+pub mod offsets;
+pub mod produce;
 pub mod show;
 pub mod stored_login;
 pub mod table;
@@ -263,7 +269,7 @@ fn rsc_hint(code: &str) -> Option<&'static str> {
             "rsc durability show STREAM GROUP, then rsc durability dismiss or recreate"
         }
         "GROUP_HAS_ACTIVE_MEMBERS" => {
-            "rsc describe STREAM GROUP lists them; in rsc apply's file, force = true deletes anyway"
+            "rsc describe STREAM GROUP lists them and their leases; in rsc apply's file, force = true deletes anyway"
         }
         _ => return None,
     })

@@ -1,5 +1,6 @@
 //! The console's remaining admin actions in the browser, one coordinator and one browser session for all
-//! of them: create a group, roll back a migration, force-complete a migration and delete a group. Each goes
+//! of them: create a group, reset a group's position (plan first), roll back a migration, force-complete a
+//! migration and delete a group. Each goes
 //! through the confirmation dialog, which must name its target and refuse to submit without a reason (the
 //! coordinator sees nothing until a reason is given); afterwards the effect is checked through the coord/v1
 //! API and the audit log must hold the action with the reason and the signed-in user. The migrations are
@@ -185,6 +186,55 @@ async fn an_operator_creates_a_group_rolls_back_force_completes_and_deletes_with
         "shop",
         "billing",
         "billing reads the shop stream",
+    )
+    .await;
+
+    // Reset the position of shop/shop: the dialog shows the plan (a dry run: nothing moves), then applies it.
+    produce(&redis.url(), "shop", 0, 3).await;
+    b.js("location.hash = '#/group/shop/shop'; return true")
+        .await;
+    b.click("#reset-offsets").await;
+    b.wait_css("dialog[open] #confirm-field-to").await;
+    assert!(b.text("#confirm-title").await.contains("shop"));
+    b.select("#confirm-field-to", "LATEST").await;
+    b.click("#reset-plan-button").await;
+    b.wait_for(
+        "the plan: shard 0 skips the 3 unread records",
+        "const t = document.querySelector('#reset-plan-table'); \
+         return !!t && t.innerText.includes('Plan (dry run)') && t.innerText.includes('SKIP') \
+         && t.innerText.includes('3 skipped')",
+        WAIT,
+    )
+    .await;
+    b.screenshot("14-reset-position-dialog").await;
+    b.assert_accessible("14-reset-position-dialog").await;
+    let offsets = |url: String| async move {
+        let (status, body) = admin_call(
+            Method::GET,
+            &format!("{url}/coord/v1/monitoring/streams/shop/groups/shop/offsets"),
+            None,
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+        body.to_string()
+    };
+    let before = offsets(url.clone()).await;
+    assert!(
+        before.contains("\"groupLastDeliveredId\":\"0-0\""),
+        "the plan moved nothing: {before}"
+    );
+    confirm_with(&b, "skip the test records").await;
+    let after = offsets(url.clone()).await;
+    assert!(
+        !after.contains("\"groupLastDeliveredId\":\"0-0\""),
+        "the reset moved shard 0: {after}"
+    );
+    assert_audited(
+        &url,
+        "RESET_OFFSETS",
+        "shop",
+        "shop",
+        "skip the test records",
     )
     .await;
 

@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use rsc_group::model::MigrationState;
 use rsc_protocol::validate;
 use rsc_protocol::wire::monitoring::{GroupList, MemberList};
+use rsc_protocol::wire::offsets::OffsetResetRequest;
 use rsc_protocol::wire::{
     CreateStreamRequest, DeleteGroupRequest, HeartbeatRequest, MigrationActionRequest,
     OrderingRequest, ScaleRequest,
@@ -309,4 +310,16 @@ pub async fn force_complete_migration(
         .end_migration(&name, &id, &req, MigrationState::ForceCompleted)
         .await?;
     Ok(ok(StatusCode::ACCEPTED, m))
+}
+
+/// `POST …/groups/{g}/offsets/reset`: WRITE, audited (`RESET_OFFSETS`); a dry run changes nothing.
+pub async fn reset_offsets(
+    State(c): Coord,
+    Group(name): Group,
+    AdminJson(req): AdminJson<OffsetResetRequest>,
+) -> Result<Response, ApiError> {
+    Ok(ok(
+        StatusCode::OK,
+        c.admin().reset_offsets(&name, &req).await?,
+    ))
 }

@@ -115,6 +115,14 @@ pub fn table() -> Vec<RouteSpec> {
         ),
         route!(
             POST,
+            g!("/offsets/reset"),
+            "resetGroupOffsets",
+            Write,
+            Some("RESET_OFFSETS"),
+            post(handlers::reset_offsets)
+        ),
+        route!(
+            POST,
             "/coord/v1/streams/{stream_prefix}/scale",
             "scaleStreamShards",
             Write,

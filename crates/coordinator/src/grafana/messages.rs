@@ -6,12 +6,12 @@
 //! not again in `fieldsJson`).
 
 use super::cursor::{self, Id, Start};
-use super::types::GrafanaMessageRow;
 use super::{Params, one_group, param};
 use crate::clock::iso_ms;
 use crate::coordinator::Coordinator;
 use crate::domain_error::CoordError;
 use crate::messages::{PageQuery, direction_name, parse_cursor, read_page, record_bytes};
+use rsc_protocol::wire::grafana::GrafanaMessageRow;
 use rsc_store::{Keyspace, PageDirection, StreamRecord, parse_stream_id};
 use std::collections::BTreeMap;
 

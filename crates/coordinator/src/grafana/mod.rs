@@ -10,10 +10,10 @@ mod cursor;
 mod messages;
 mod rates;
 mod rows;
-mod types;
 
 pub use messages::message_rows;
-pub use types::{
+// The rows are coord/v1 wire types: rsc-protocol's wire/grafana.rs.
+pub use rsc_protocol::wire::grafana::{
     GrafanaAssignmentRow, GrafanaGroupRow, GrafanaMemberRow, GrafanaMessageRow, GrafanaOption,
     GrafanaShardRow,
 };

@@ -2,12 +2,12 @@
 //! JSON API dashboards expect (owner lists as comma-joined strings).
 
 use super::rates;
-use super::types::{
-    GrafanaAssignmentRow, GrafanaGroupRow, GrafanaMemberRow, GrafanaShardRow, ShardRef,
-};
 use crate::cache::GroupName;
 use crate::coordinator::Coordinator;
 use crate::domain_error::CoordError;
+use rsc_protocol::wire::grafana::{
+    GrafanaAssignmentRow, GrafanaGroupRow, GrafanaMemberRow, GrafanaShardRow, ShardOwners,
+};
 use rsc_protocol::wire::monitoring::MemberMetadata;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -159,43 +159,15 @@ pub async fn shard_rows(
             } else {
                 "TRANSITIONING"
             };
-            out.push(GrafanaShardRow {
-                stream_prefix: row.stream_prefix.clone(),
-                consumer_group: row.consumer_group.clone(),
-                shard: ShardRef {
-                    shard_index: row.shard.shard_index,
-                },
+            out.push(GrafanaShardRow::from_offsets(
+                row,
                 shard_count,
-                shard_index: row.shard.shard_index,
-                shard_label: format!(":{i}"),
-                stream_key: row.stream_key.clone(),
-                redis_slot: row.redis_slot,
-                redis_node_endpoint: row.redis_node_endpoint.clone(),
-                redis_node_id: row.redis_node_id.clone(),
-                redis_slot_range_start: row.redis_slot_range_start,
-                redis_slot_range_end: row.redis_slot_range_end,
-                stream_exists: row.stream_exists,
-                stream_length: row.stream_length,
-                first_record_id: row.first_record_id.clone(),
-                last_record_id: row.last_record_id.clone(),
-                last_generated_id: row.last_generated_id.clone(),
-                group_last_delivered_id: row.group_last_delivered_id.clone(),
-                consumer_last_delivered_id: row.consumer_last_delivered_id.clone(),
-                consumer_last_acked_id: row.consumer_last_acked_id.clone(),
-                entries_read: row.entries_read,
-                pending_count: row.pending_count,
-                lag: row.lag,
-                lag_known: row.lag.is_some(),
-                produced_per_second: None,
-                consumed_per_second: None,
-                memory_usage_bytes: row.memory_usage_bytes,
-                memory_usage_known: row.memory_usage_bytes.is_some(),
-                draining: row.draining,
-                owner_member_ids: row.owner_member_ids.join(","),
-                target_owner_member_ids: target,
-                current_owner_member_ids: current,
-                owner_state: state.to_owned(),
-            });
+                ShardOwners {
+                    target,
+                    current,
+                    state: state.to_owned(),
+                },
+            ));
         }
     }
     Ok(out)

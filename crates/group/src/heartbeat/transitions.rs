@@ -6,8 +6,8 @@ use super::respond::{exhausted, member_response, rejected, response};
 use super::{Decision, Outcome, Transition, probe_write};
 use crate::durability::Signals;
 use crate::model::{
-    EpochOverflow, Group, Hold, Member, MemberState, Reservation, ReservationReason, RevokeReport,
-    ShardSet, incremented,
+    EpochOverflow, Group, Hold, HoldReason, Member, MemberState, Reservation, ReservationReason,
+    RevokeReport, ShardSet, incremented,
 };
 use crate::rebalance::bumped;
 use crate::timing::Timing;
@@ -47,7 +47,7 @@ pub(super) fn join(
             member_id: req.member_id.clone(),
             shards: held,
             until_ms: now_ms + timing.member_lease_ttl_ms + timing.hold_margin_ms,
-            reason: "previous incarnation rejoined".to_owned(),
+            reason: HoldReason::PreviousIncarnationRejoined,
         });
     }
     let name = req
@@ -347,7 +347,7 @@ fn fence(
         fenced_epoch,
         now_ms,
         timing,
-        "ownership report outside its grants",
+        HoldReason::OwnershipReportOutsideGrants,
     );
     bump.apply(next);
     g.rebalance(Rebalance::Target, now_ms, timing);
@@ -389,7 +389,7 @@ pub fn fence_member(
     member_id: &str,
     now_ms: i64,
     timing: &Timing,
-    reason: &str,
+    reason: HoldReason,
 ) -> Result<(), EpochOverflow> {
     let Some(m) = g.members.get(member_id) else {
         return Ok(());
@@ -406,7 +406,7 @@ pub(super) fn fence_member_at(
     epoch: i64,
     now_ms: i64,
     timing: &Timing,
-    reason: &str,
+    reason: HoldReason,
 ) {
     let Some(m) = g.members.get_mut(member_id) else {
         return;
@@ -417,7 +417,7 @@ pub(super) fn fence_member_at(
             member_id: member_id.to_owned(),
             shards: held,
             until_ms: now_ms + timing.member_lease_ttl_ms + timing.hold_margin_ms,
-            reason: reason.to_owned(),
+            reason,
         });
     }
     m.state = MemberState::Fenced;

@@ -14,11 +14,13 @@
 
 mod durability;
 mod gates;
+mod hold_reason;
 mod migration;
 mod stored;
 mod write_form;
 
 pub use durability::{Dismissal, Evidence, MAX_EVIDENCE, RollbackSuspicion, SignalKind};
+pub use hold_reason::HoldReason;
 pub use migration::{MAX_HISTORY, Migration, MigrationState};
 pub use stored::{PART_MEMBERS, PART_TARGETS, SPLIT_PARTS, SplitEntry, SplitWrite};
 pub use write_form::{WHOLE_MIN_ENTRIES, WriteForm};
@@ -240,8 +242,8 @@ pub struct Hold {
     pub shards: ShardSet,
     /// When the hold ends and the shards may be granted.
     pub until_ms: i64,
-    /// Why, in words (shown to operators).
-    pub reason: String,
+    /// Why (stored and shown to operators in words).
+    pub reason: HoldReason,
 }
 
 /// Why a static member's target is reserved.

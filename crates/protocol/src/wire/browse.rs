@@ -25,8 +25,34 @@ pub struct StreamMessagesPageResponse {
     pub limit: u32,
     /// The page's records, in `direction` order.
     pub records: Vec<StreamMessageRecord>,
-    /// The id of the last record returned when more records lie beyond it; pass it as `cursor`.
+    /// The id of the last record returned (or, in a search, scanned) when more records lie beyond it; pass it
+    /// as `cursor`.
     pub next_cursor: Option<String>,
+    /// Where the page started when `fromId` or `fromTime` was given: the id `<ms>-<seq>` (inclusive).
+    pub from_id: Option<String>,
+    /// What a search (`field` or `search`) scanned; null for a plain page.
+    pub search: Option<MessageSearchSummary>,
+}
+
+/// How far a bounded search scanned.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct MessageSearchSummary {
+    /// Records scanned (matching or not).
+    pub scanned: u64,
+    /// Bytes scanned: ids, field names and values.
+    pub scanned_bytes: u64,
+    /// Whether the scan stopped at `scanLimit` or `scanMaxBytes`; `nextCursor` continues it.
+    pub stopped_at_bound: bool,
+    /// The records bound in force (`scanLimit`, 1 to 100000, default 1000).
+    pub scan_limit: u32,
+    /// The bytes bound in force (`scanMaxBytes`, 1024 to 67108864, default 4194304).
+    pub scan_max_bytes: u64,
+    /// The `field` condition, `<name>=<value>`, if given.
+    pub field: Option<String>,
+    /// The `search` text, if given.
+    pub payload_contains: Option<String>,
 }
 
 /// One record of a shard stream.

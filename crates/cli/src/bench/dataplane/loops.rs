@@ -27,7 +27,7 @@ pub(super) async fn wait_acked(
         for shard in 0..shards {
             let reply: redis::streams::StreamPendingReply = redis::AsyncCommands::xpending(
                 &mut conn,
-                rsc_protocol::names::shard_stream_key(prefix, shard),
+                rsc_store::Keyspace::shard_stream(prefix, shard),
                 prefix,
             )
             .await
@@ -222,7 +222,7 @@ pub(super) async fn consume_raw(
     let mut setup = connect(redis_client, args.target.cluster.tls()?.as_ref()).await?;
     let mut loops = Vec::new();
     for shard in 0..args.shards {
-        let key = rsc_protocol::names::shard_stream_key(prefix, shard);
+        let key = rsc_store::Keyspace::shard_stream(prefix, shard);
         let _: () = redis::cmd("XGROUP")
             .arg("CREATE")
             .arg(&key)

@@ -121,6 +121,7 @@ pub fn request_type(operation_id: &str) -> Option<&'static str> {
             "MigrationActionRequest"
         }
         "dismissRollbackSuspicion" => "DismissSuspicionRequest",
+        "resetGroupOffsets" => "OffsetResetRequest",
         "recreateGroupLifecycle" => "RecreateGroupRequest",
         "reportProducerQuiesced" => "ProducerQuiescedRequest",
         "loginCoordinatorApi" => "LoginBody",
@@ -157,6 +158,11 @@ pub fn describe(operation_id: &str) -> Option<Operation> {
             "Dismiss a metadata-rollback suspicion",
             200,
             "MetadataDurability",
+        ),
+        "resetGroupOffsets" => admin(
+            "Reset a group's position on its shard streams (to EARLIEST, LATEST, a DATETIME or an ID; dryRun plans only)",
+            200,
+            "OffsetResetResponse",
         ),
         "scaleStreamShards" => admin("Scale every group of a stream", 202, "StreamScaleResponse"),
         "startGroupResharding" => admin("Scale the stream of a group", 202, "Migration"),
@@ -248,6 +254,36 @@ pub fn describe(operation_id: &str) -> Option<Operation> {
                     "the nextCursor of the previous page (a record id, exclusive)",
                 ),
                 ("limit", false, "records per page, 1 to 1000 (default 25)"),
+                (
+                    "fromId",
+                    false,
+                    "start at this record id <ms>-<seq> or <ms> (inclusive; not with cursor)",
+                ),
+                (
+                    "fromTime",
+                    false,
+                    "start at this RFC 3339 time, read as the id <ms>-0 (inclusive; not with cursor or fromId)",
+                ),
+                (
+                    "field",
+                    false,
+                    "search: keep records whose field <name> equals <value>, given as <name>=<value>",
+                ),
+                (
+                    "search",
+                    false,
+                    "search: keep records whose payload contains this text",
+                ),
+                (
+                    "scanLimit",
+                    false,
+                    "search: records scanned at most, 1 to 100000 (default 1000)",
+                ),
+                (
+                    "scanMaxBytes",
+                    false,
+                    "search: bytes scanned at most, 1024 to 67108864 (default 4194304)",
+                ),
             ],
             ..read(
                 "One page of a shard's records",

@@ -67,6 +67,7 @@ pub fn typed() -> Map<String, Value> {
     add::<HealthResponse>(&mut out);
     add::<StreamShardOffsetsResponse>(&mut out);
     add::<rsc_protocol::wire::browse::StreamMessagesPageResponse>(&mut out);
+    add::<rsc_protocol::wire::browse::MessageSearchSummary>(&mut out);
     add::<rsc_protocol::wire::auth::LoginResponse>(&mut out);
     add::<rsc_protocol::wire::auth::SessionResponse>(&mut out);
     add::<rsc_protocol::wire::quiesce::ProducerQuiescedResponse>(&mut out);
@@ -87,6 +88,8 @@ pub fn typed() -> Map<String, Value> {
     add::<rsc_protocol::wire::MigrationActionRequest>(&mut out);
     add::<rsc_protocol::wire::quiesce::ProducerQuiescedRequest>(&mut out);
     add::<crate::durability::DismissSuspicionRequest>(&mut out);
+    add::<rsc_protocol::wire::offsets::OffsetResetRequest>(&mut out);
+    add::<rsc_protocol::wire::offsets::OffsetResetResponse>(&mut out);
     add::<crate::durability::RecreateGroupRequest>(&mut out);
     add::<crate::api::auth::LoginBody>(&mut out);
     add::<crate::api::auth::RevokeBody>(&mut out);
