@@ -316,30 +316,13 @@ async fn a_tick_with_many_due_streams_reads_the_group_index_once() {
         )
         .await;
     }
-    // Every command Redis runs from here on, as `MONITOR` lists them.
-    let log = std::env::temp_dir().join(format!("rsc-monitor-{}.log", std::process::id()));
-    let mut monitor = std::process::Command::new("redis-cli")
-        .args(["-p", &redis.port().to_string(), "monitor"])
-        .stdout(std::fs::File::create(&log).expect("monitor log"))
-        .spawn()
-        .expect("redis-cli monitor");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !std::fs::read_to_string(&log).is_ok_and(|t| t.starts_with("OK")) {
-        assert!(Instant::now() < deadline, "MONITOR did not start");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let monitor = Monitor::start(&redis).await;
     signal(&owner, "-CONT");
     // The first tick after it returns takes every notice and runs every stream's pass; the next ones show
     // it is done.
     wait_ticks(&owner.url(), 3).await;
-    let _ = monitor.kill();
-    let _ = monitor.wait();
-    let seen = std::fs::read_to_string(&log).unwrap_or_default();
-    let _ = std::fs::remove_file(&log);
-    let index_reads = seen
-        .lines()
-        .filter(|l| l.contains("\"HGETALL\" \"redis-stream:coord:group-index\""))
-        .count();
+    let seen = monitor.stop();
+    let index_reads = index_reads(&seen);
     // Every stream's pass ran: it publishes the routing ceiling of the stream's shard.
     for s in &streams {
         assert!(
@@ -351,4 +334,123 @@ async fn a_tick_with_many_due_streams_reads_the_group_index_once() {
         (1..=3).contains(&index_reads),
         "the group index was read {index_reads} times for {STREAMS} due streams in three ticks"
     );
+}
+
+/// `redis-cli monitor` into a file: every command Redis runs while it lives.
+struct Monitor {
+    child: std::process::Child,
+    log: std::path::PathBuf,
+}
+
+impl Monitor {
+    async fn start(redis: &RedisServer) -> Monitor {
+        let log = std::env::temp_dir().join(format!(
+            "rsc-monitor-{}-{}.log",
+            std::process::id(),
+            redis.port()
+        ));
+        let child = std::process::Command::new("redis-cli")
+            .args(["-p", &redis.port().to_string(), "monitor"])
+            .stdout(std::fs::File::create(&log).expect("monitor log"))
+            .spawn()
+            .expect("redis-cli monitor");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !std::fs::read_to_string(&log).is_ok_and(|t| t.starts_with("OK")) {
+            assert!(Instant::now() < deadline, "MONITOR did not start");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Monitor { child, log }
+    }
+
+    /// Stops it and returns what it saw.
+    fn stop(mut self) -> String {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let seen = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let _ = std::fs::remove_file(&self.log);
+        seen
+    }
+}
+
+/// How many times `seen` (MONITOR's lines) read the whole group index.
+fn index_reads(seen: &str) -> usize {
+    seen.lines()
+        .filter(|l| l.contains("\"HGETALL\" \"redis-stream:coord:group-index\""))
+        .count()
+}
+
+/// Creating a stream that has no record yet reads only its own index entry, not the whole group index (which
+/// made creating thousands of streams one after another cost O(groups²)); a further group of an existing
+/// stream reads the index to find its siblings, and adopts their shard count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn creating_a_new_stream_reads_its_own_index_entry_not_the_whole_index() {
+    let redis = RedisServer::start();
+    let replica = RscBuilder::new(env!("CARGO_BIN_EXE_rsc"), &redis.url())
+        .admin_password(PASSWORD)
+        // Nothing but the creates reads the index while MONITOR watches: the reconciler and the metrics
+        // refresh run once at start-up and not again within the test.
+        .env("COORDINATOR_LOOP_TICK_INTERVAL", "10m")
+        .env("COORDINATOR_CLUSTER_SWEEP_INTERVAL", "10m")
+        .env("COORDINATOR_METRICS_REFRESH_INTERVAL", "10m")
+        .start();
+    let base = replica.url();
+    // Both have run: the reconciler's first tick, and the metrics refresh whose snapshot health answers from.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let health = json_call(
+            reqwest::Method::GET,
+            &base,
+            "/coord/v1/monitoring/health",
+            None,
+        )
+        .await;
+        if health["components"]["reconciler"]["lastRunAt"].is_string()
+            && health["components"]["metadataDurability"]["checkedBy"] == "background check"
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "start-up work not done: {health}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let monitor = Monitor::start(&redis).await;
+    for i in 0..10 {
+        json_call(
+            reqwest::Method::POST,
+            &base,
+            &format!("/coord/v1/streams/new{i}"),
+            Some(json!({"initialShardCount": 3, "requestedBy": "test", "reason": "inventory"})),
+        )
+        .await;
+    }
+    let created = monitor.stop();
+    assert_eq!(
+        index_reads(&created),
+        0,
+        "creating ten new streams read the whole group index"
+    );
+
+    let monitor = Monitor::start(&redis).await;
+    let group = json_call(
+        reqwest::Method::POST,
+        &base,
+        "/coord/v1/streams/new3/groups/audit",
+        Some(json!({"requestedBy": "test", "reason": "inventory"})),
+    )
+    .await;
+    let further = monitor.stop();
+    assert_eq!(group["shardCount"], 3, "{group}");
+    assert_eq!(index_reads(&further), 1);
+    // And the existing stream is refused as before.
+    let (status, body) = call(
+        reqwest::Method::POST,
+        &base,
+        "/coord/v1/streams/new3",
+        Some(json!({"requestedBy": "test", "reason": "again"})),
+    )
+    .await;
+    assert_eq!(status, 409, "{body}");
+    assert!(body.contains("audit"), "{body}");
 }

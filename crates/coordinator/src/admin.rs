@@ -44,7 +44,7 @@ impl Admin<'_> {
             ))
         })?;
         let shard_count = self.requested_shard_count(req)?;
-        let entries = self.index_entries().await?;
+        let entries = self.index_entries_for_create(&name).await?;
         let live_on_prefix: Vec<&IndexEntry> = entries
             .iter()
             .filter(|e| e.stream_prefix == prefix && e.state == IndexState::Live)
@@ -89,7 +89,7 @@ impl Admin<'_> {
         req: &CreateStreamRequest,
     ) -> Result<(GroupResponse, bool), CoordError> {
         let requested = self.requested_shard_count(req)?;
-        let entries = self.index_entries().await?;
+        let entries = self.index_entries_for_create(name).await?;
         if entries.iter().any(|e| {
             e.stream_prefix == name.stream_prefix
                 && e.consumer_group == name.consumer_group
