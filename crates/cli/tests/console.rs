@@ -1,7 +1,8 @@
 //! The web console in a real headless Chromium against a real `rsc serve` and redis-server: an operator
 //! signs in, creates a stream from the console, watches its group converge as members join (the member
 //! model the SDK runs, heartbeating), scales the stream with a reason and watches the migration finish,
-//! browses a shard's messages, finds the scale in the audit log and signs out (the token stops working);
+//! browses a shard's messages (and finds one by payload text, then jumps to its id), finds the scale in the
+//! audit log and signs out (the token stops working);
 //! a READ user sees no admin buttons (and the coordinator refuses the action anyway), and a revoked token
 //! returns the page to the sign-in form. The other admin actions (create group, rollback, force-complete,
 //! delete group) are in `console/admin.rs`. Screenshots of each page go to `target/console-screenshots/`.
@@ -247,8 +248,37 @@ async fn an_operator_creates_watches_scales_browses_audits_and_signs_out() {
     b.screenshot("05-migration-finished").await;
     b.assert_accessible("05-migration-finished").await;
 
+    // A pending entry links to its record: read two records of shard 0 for the group (they stay pending);
+    // the pending count opens the browser at the last delivered one.
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut con = client.get_multiplexed_async_connection().await.unwrap();
+    let read: redis::Value = redis::cmd("XREADGROUP")
+        .arg("GROUP")
+        .arg("orders")
+        .arg("console-test-reader")
+        .arg("COUNT")
+        .arg(2)
+        .arg("STREAMS")
+        .arg(rsc_protocol::names::shard_stream_key("orders", 0))
+        .arg(">")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert!(!matches!(read, redis::Value::Nil), "records were read");
+    b.wait_css("[data-key=\"pending:0\"]").await;
+    b.click("[data-key=\"pending:0\"]").await;
+    b.wait_for(
+        "the browser at the last delivered record (the second oldest)",
+        "const r = document.querySelectorAll('.record'); \
+         return r.length === 2 && r[0].innerText.includes('o-0-1') && r[1].innerText.includes('o-0-0')",
+        WAIT,
+    )
+    .await;
+    b.js("history.back(); return true").await;
+    b.wait_css("[data-key=\"msg:0\"]").await;
+
     // Messages of shard 0: newest first, JSON payloads pretty-printed, paged.
-    b.click("[data-shard=\"0\"] a").await;
+    b.click("[data-key=\"msg:0\"]").await;
     b.wait_css(".record pre.payload.json").await;
     b.select("#page-size", "10").await;
     b.wait_for(
@@ -273,6 +303,33 @@ async fn an_operator_creates_watches_scales_browses_audits_and_signs_out() {
     b.wait_for(
         "the newest page again",
         "const p = document.querySelector('.record pre.payload'); return p && p.innerText.includes('o-0-14')",
+        WAIT,
+    )
+    .await;
+    // Find: a payload substring within the scan bounds (the summary says how far it looked), then a jump
+    // to that record's id.
+    b.fill("#search-text", "o-0-3\"").await;
+    b.click("#find-button").await;
+    b.wait_for(
+        "the one record whose payload has o-0-3",
+        "const r = document.querySelectorAll('.record'); const s = document.querySelector('#scan-summary'); \
+         return r.length === 1 && r[0].innerText.includes('o-0-3') && s && s.innerText.includes('Scanned 15 record')",
+        WAIT,
+    )
+    .await;
+    let found = b
+        .js("return document.querySelector('.record').getAttribute('data-id')")
+        .await;
+    let found = found.as_str().unwrap().to_owned();
+    b.fill("#search-text", "").await;
+    b.fill("#jump-to", &found).await;
+    b.click("#find-button").await;
+    b.wait_for(
+        "the page from that id, newest first",
+        &format!(
+            "const r = document.querySelectorAll('.record'); \
+             return r.length === 4 && r[0].getAttribute('data-id') === '{found}'"
+        ),
         WAIT,
     )
     .await;

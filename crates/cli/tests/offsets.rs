@@ -256,6 +256,30 @@ async fn produce_then_reset_to_earliest_and_to_a_datetime_redelivers_exactly_the
         assert!(o.status.success(), "{}", text(&o));
         assert!(out.contains(&id) && out.contains(&seq_field), "{out}");
     }
+    // The merged view: all six, oldest first, each naming its shard.
+    let o = rsc(
+        &url,
+        dir.path(),
+        &[
+            "messages",
+            "orders",
+            "--merged",
+            "--direction",
+            "forward",
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let page: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let seqs: Vec<&str> = page["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["fields"]["seq"].as_str().unwrap())
+        .collect();
+    assert_eq!(seqs, ["0", "1", "2", "3", "4", "5"], "{page}");
     let o = rsc(
         &url,
         dir.path(),

@@ -185,7 +185,19 @@ function drawGrid(el, p, g, grp, list, asg, off, detail) {
         }),
         held.has(s) ? "held until " + held.get(s).until : "",
         o ? num(o.lag) : "–",
-        o ? String(o.pendingCount) : "–",
+        o && o.pendingCount > 0 && o.groupLastDeliveredId && !removed
+          ? h(
+              "a",
+              {
+                href: "#/messages/" + encodeURIComponent(p) + "/" + encodeURIComponent(g) + "/" + s + "?fromId=" + encodeURIComponent(o.groupLastDeliveredId),
+                "data-key": "pending:" + s,
+                "aria-label": o.pendingCount + " pending on shard " + s + ": open the records up to the last delivered one",
+              },
+              String(o.pendingCount),
+            )
+          : o
+            ? String(o.pendingCount)
+            : "–",
         removed ? "–" : h("a", { href: "#/messages/" + encodeURIComponent(p) + "/" + encodeURIComponent(g) + "/" + s, "data-key": "msg:" + s, "aria-label": "messages of shard " + s }, "messages"),
       ],
     });

@@ -1,5 +1,7 @@
 // Message explorer: one shard's records, newest first, a page at a time (the messages route's cursor), with
-// the payload pretty-printed when it is JSON and the other fields listed beside it.
+// the payload pretty-printed when it is JSON and the other fields listed beside it. "Find" jumps to a record
+// id or an RFC 3339 time (fromId / fromTime, also from the link's ?fromId=) and searches by a field value or a
+// payload substring within the route's scan bounds; the scan summary says how far it looked.
 
 import { get, monitoringPath } from "/console/api.js";
 import { h, replace, say } from "/console/dom.js";
@@ -9,11 +11,23 @@ const LIMITS = [10, 25, 50, 100];
 export function mount(el, args, params) {
   const [p, g, shardText] = args;
   const shard = Number(shardText || 0);
-  const state = { cursors: [], cursor: params.get("cursor") || "", limit: Number(params.get("limit") || 25), next: null };
+  const state = {
+    cursors: [],
+    cursor: params.get("cursor") || "",
+    limit: Number(params.get("limit") || 25),
+    next: null,
+    jump: params.get("fromId") || params.get("fromTime") || "",
+    search: params.get("search") || "",
+    field: params.get("field") || "",
+  };
   const list = h("div#records");
   const pager = h("div.pager");
   const base = "#/messages/" + encodeURIComponent(p) + "/" + encodeURIComponent(g) + "/";
   const shardInput = h("input#shard-index", { type: "number", min: "0", value: String(shard) });
+  const jumpInput = h("input#jump-to", { type: "text", placeholder: "1764756000000-0 or 2026-12-03T10:00:00Z", value: state.jump });
+  const searchInput = h("input#search-text", { type: "text", value: state.search });
+  const fieldInput = h("input#search-field", { type: "text", placeholder: "orderId=42", value: state.field });
+  const summary = h("p#scan-summary.hint", { role: "status" });
   const limit = h(
     "select#page-size",
     { onchange: () => ((state.limit = Number(limit.value)), (state.cursor = ""), (state.cursors = []), view.refresh()) },
@@ -37,6 +51,28 @@ export function mount(el, args, params) {
       limit,
       h("button#newest", { type: "button", onclick: () => ((state.cursor = ""), (state.cursors = []), view.refresh()) }, "Newest"),
     ),
+    h(
+      "form.filters#find",
+      {
+        onsubmit: (e) => {
+          e.preventDefault();
+          state.jump = jumpInput.value.trim();
+          state.search = searchInput.value;
+          state.field = fieldInput.value.trim();
+          state.cursor = "";
+          state.cursors = [];
+          view.refresh();
+        },
+      },
+      h("label", { for: "jump-to" }, "From id or time"),
+      jumpInput,
+      h("label", { for: "search-text" }, "Payload contains"),
+      searchInput,
+      h("label", { for: "search-field" }, "Field name=value"),
+      fieldInput,
+      h("button#find-button", { type: "submit" }, "Find"),
+    ),
+    summary,
     pager,
     list,
   );
@@ -46,14 +82,24 @@ export function mount(el, args, params) {
     refresh: async () => {
       let page;
       try {
-        page = await get(monitoringPath(p, g) + "/shards/" + shard + "/messages", { direction: "BACKWARD", limit: state.limit, cursor: state.cursor });
+        const query = { direction: "BACKWARD", limit: state.limit, cursor: state.cursor };
+        if (!state.cursor && state.jump) query[/[T:]/.test(state.jump) ? "fromTime" : "fromId"] = state.jump;
+        if (state.search) query.search = state.search;
+        if (state.field) query.field = state.field;
+        page = await get(monitoringPath(p, g) + "/shards/" + shard + "/messages", query);
       } catch (e) {
         if (e.status === 401) throw e;
         replace(list, h("p.error", { role: "alert" }, "Could not read shard " + shard + ": " + e.message));
         replace(pager);
+        replace(summary);
         return;
       }
       state.next = page.nextCursor || null;
+      const s = page.search;
+      replace(
+        summary,
+        s ? "Scanned " + s.scanned + " record(s), " + s.scannedBytes + " bytes" + (s.stoppedAtBound ? " — stopped at the scan bound; Older → continues" : "") + "; " + (page.records || []).length + " matched." : page.fromId ? "From " + page.fromId + "." : "",
+      );
       drawPager(pager, state, view);
       drawRecords(list, page);
       say("");

@@ -8,6 +8,7 @@
 //! `fromTime`) and the bounded search (`field`, `search`) are in [`find`].
 
 pub mod find;
+pub mod merged;
 
 use crate::cache::GroupName;
 use crate::clock::iso_ms;
@@ -16,7 +17,8 @@ use crate::domain_error::CoordError;
 use find::{FindQuery, scan};
 use rsc_protocol::wire::ShardId;
 use rsc_protocol::wire::browse::{
-    MessageSearchSummary, StreamMessageRecord, StreamMessagesPageResponse,
+    MergedMessagesPageResponse, MessageSearchSummary, StreamMessageRecord,
+    StreamMessagesPageResponse,
 };
 use rsc_store::{Keyspace, PageDirection, Store, StoreError, StreamRecord, parse_stream_id};
 use std::collections::BTreeMap;
@@ -258,6 +260,69 @@ impl Monitoring<'_> {
             next_cursor,
             from_id: query.find.from.map(|(ms, seq)| format!("{ms}-{seq}")),
             search,
+        })
+    }
+}
+
+impl Monitoring<'_> {
+    /// `GET …/groups/{g}/messages`: one page of every shard's records merged by time. `cursor` is the
+    /// merged form (`<shard>=<id>,…`); `field`/`search` are refused (a search reads one shard).
+    pub async fn merged_messages(
+        &self,
+        name: &GroupName,
+        params: &BTreeMap<String, String>,
+    ) -> Result<MergedMessagesPageResponse, CoordError> {
+        let mut page_params = params.clone();
+        let raw_cursor = page_params
+            .remove("cursor")
+            .filter(|c| !c.trim().is_empty());
+        let query = PageQuery::parse(&page_params)?;
+        if query.find.filter.is_some() {
+            return Err(CoordError::invalid(
+                "field/search: a search reads one shard; use …/shards/{shardIndex}/messages",
+            ));
+        }
+        if query.find.from.is_some() && raw_cursor.is_some() {
+            return Err(CoordError::invalid(
+                "cursor: a cursor continues a walk; fromId/fromTime start one — give one of them",
+            ));
+        }
+        let c = self.require_group(name).await?;
+        let g = &c.group;
+        let shards: Vec<u32> = g.assignable_shards().into_iter().collect();
+        let start = match &raw_cursor {
+            Some(raw) => merged::parse_positions(raw, &shards)?,
+            None => shards.iter().map(|s| (*s, query.cursor)).collect(),
+        };
+        let keys: BTreeMap<u32, String> = shards
+            .iter()
+            .map(|s| (*s, Keyspace::shard_stream(&g.stream_prefix, *s)))
+            .collect();
+        let max_bytes = self.config().http.message_page_max_bytes;
+        let page = self
+            .metrics()
+            .time_store(
+                "xrange",
+                merged::read_merged(self.store(), &keys, &start, &query, max_bytes),
+            )
+            .await
+            .map_err(CoordError::from)?;
+        Ok(MergedMessagesPageResponse {
+            stream_prefix: g.stream_prefix.clone(),
+            consumer_group: g.consumer_group.clone(),
+            shards: shards.iter().map(|s| ShardId::new(*s)).collect(),
+            direction: direction_name(query.direction).to_owned(),
+            limit: query.limit,
+            records: page
+                .records
+                .into_iter()
+                .map(|(s, r)| {
+                    let key = keys.get(&s).cloned().unwrap_or_default();
+                    record_view(&g.stream_prefix, &g.consumer_group, s, &key, r)
+                })
+                .collect(),
+            next_cursor: page.next_cursor,
+            from_id: query.find.from.map(|(ms, seq)| format!("{ms}-{seq}")),
         })
     }
 }

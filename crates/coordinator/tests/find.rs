@@ -1,7 +1,8 @@
 //! Finding a record in the message browser (issue #37, point 2) against a real redis-server: jumps to a
 //! record id or a time (`fromId`, `fromTime`), the bounded search by a field value or a payload substring
 //! (`field`, `search`, `scanLimit`, `scanMaxBytes`) that says how much it scanned and where to continue, the
-//! refusals of bad starts and bounds, and that a search still needs DATA_READ.
+//! refusals of bad starts and bounds, that a search still needs DATA_READ; and the merged view of every
+//! shard ordered by time, paged with per-shard cursors.
 
 use crate::support;
 
@@ -209,5 +210,131 @@ async fn jumps_to_an_id_or_a_time_and_searches_within_bounds() {
     assert_eq!(refused.status, 403, "{}", refused.body);
     let data_reader = api.with_auth(Auth::Basic("data-reader".into(), USER_PASSWORD.into()));
     assert_eq!(data_reader.send("GET", &path, None).await.status, 200);
+    running.shutdown().await.unwrap();
+}
+
+/// Walks the merged view with `query` (its `fromId`/`fromTime` on the first page only: the cursor continues
+/// the walk), returning `(shard, id)` in order.
+async fn merged_walk(api: &Api, query: &str) -> Vec<(u64, String)> {
+    let mut out = Vec::new();
+    let mut cursor: Option<String> = None;
+    let continued: Vec<&str> = query
+        .split('&')
+        .filter(|p| !p.starts_with("from"))
+        .collect();
+    let continued = continued.join("&");
+    for _ in 0..20 {
+        let path = match &cursor {
+            Some(c) => format!("{MERGED}?{continued}&cursor={c}"),
+            None => format!("{MERGED}?{query}"),
+        };
+        let r = api.send("GET", &path, None).await;
+        assert_eq!(r.status, 200, "{path}: {}", r.body);
+        for rec in r.body["records"].as_array().unwrap() {
+            out.push((
+                rec["shard"]["shardIndex"].as_u64().unwrap(),
+                rec["recordId"].as_str().unwrap().to_owned(),
+            ));
+        }
+        match r.body["nextCursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => return out,
+        }
+    }
+    panic!("the merged walk does not end: {out:?}");
+}
+
+const MERGED: &str = "/coord/v1/monitoring/streams/merged/groups/merged/messages";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_merged_view_orders_every_shard_by_time_and_pages_with_per_shard_cursors() {
+    let redis = rsc_testkit::RedisServer::start();
+    let url = redis.url();
+    let (running, api) = coordinator(config(&url)).await;
+    assert_eq!(api.create_stream("merged", 3).await.status, 201);
+    for (shard, id) in [
+        (0, "1000-0"),
+        (0, "4000-0"),
+        (1, "2000-0"),
+        (1, "4000-0"),
+        (2, "3000-0"),
+        (2, "5000-0"),
+        (2, "5000-1"),
+    ] {
+        let payload = format!("{shard}/{id}");
+        xadd_at(
+            &url,
+            &format!("merged:{shard}"),
+            id,
+            &[("payload", &payload)],
+        )
+        .await;
+    }
+    let want: Vec<(u64, String)> = [
+        (0, "1000-0"),
+        (1, "2000-0"),
+        (2, "3000-0"),
+        (0, "4000-0"),
+        (1, "4000-0"),
+        (2, "5000-0"),
+        (2, "5000-1"),
+    ]
+    .iter()
+    .map(|(s, id)| (*s, id.to_string()))
+    .collect();
+    for limit in [1, 2, 3, 25] {
+        let forward = merged_walk(&api, &format!("direction=FORWARD&limit={limit}")).await;
+        assert_eq!(forward, want, "FORWARD limit {limit}");
+        let mut backward = merged_walk(&api, &format!("limit={limit}")).await;
+        backward.reverse();
+        assert_eq!(backward, want, "BACKWARD limit {limit}");
+    }
+    // One page names the shards and hands on each shard's position.
+    let r = api
+        .send("GET", &format!("{MERGED}?direction=FORWARD&limit=3"), None)
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["shards"].as_array().unwrap().len(), 3);
+    assert_eq!(r.body["nextCursor"], "0=1000-0,1=2000-0,2=3000-0");
+    assert_eq!(r.body["records"][2]["payload"], "2/3000-0");
+    // A jump starts every shard at the time.
+    let from = merged_walk(
+        &api,
+        "direction=FORWARD&limit=2&fromTime=1970-01-01T00:00:03Z",
+    )
+    .await;
+    assert_eq!(from, want[2..].to_vec());
+    let from = merged_walk(&api, "limit=2&fromId=4000-0").await;
+    assert_eq!(
+        from,
+        vec![
+            (1, "4000-0".to_owned()),
+            (0, "4000-0".to_owned()),
+            (2, "3000-0".to_owned()),
+            (1, "2000-0".to_owned()),
+            (0, "1000-0".to_owned())
+        ]
+    );
+    // Refusals, and payloads need DATA_READ.
+    for (query, needle) in [
+        ("cursor=0=abc", "cursor"),
+        ("cursor=7=1-0", "cursor"),
+        ("cursor=zero", "cursor"),
+        ("fromId=1-0&cursor=0=1-0", "cursor"),
+        ("fromTime=noon", "fromTime"),
+        ("search=x", "search"),
+        ("limit=0", "limit"),
+    ] {
+        let r = api.send("GET", &format!("{MERGED}?{query}"), None).await;
+        assert_eq!(r.status, 400, "{query}: {}", r.body);
+        assert_eq!(r.body["errorCode"], "INVALID_REQUEST", "{query}");
+        assert!(
+            r.body["message"].as_str().unwrap().contains(needle),
+            "{query}: {}",
+            r.body
+        );
+    }
+    let reader = api.with_auth(Auth::Basic("reader".into(), USER_PASSWORD.into()));
+    assert_eq!(reader.send("GET", MERGED, None).await.status, 403);
     running.shutdown().await.unwrap();
 }

@@ -1,8 +1,9 @@
-//! `rsc messages <stream> --shard N`: the message browser of one shard on the command line — a page of
+//! `rsc messages <stream> --shard N | --merged`: the message browser of one shard on the command line — a page of
 //! records (newest first by default), a jump (`--from-id`, `--from-time`) and a bounded search (`--field
 //! NAME=VALUE`, `--search TEXT`, `--scan-limit`, `--scan-max-bytes`) through
 //! `GET …/shards/{i}/messages`; it prints how much a search scanned and the `--cursor` to continue with.
-//! Reading payloads needs DATA_READ.
+//! `--merged` reads every shard merged by time (`GET …/groups/{g}/messages`). Reading payloads needs
+//! DATA_READ.
 
 use super::table::Table;
 use super::{Failure, Output, Session, Target, print_json};
@@ -28,9 +29,12 @@ pub struct MessagesArgs {
     /// The consumer group (default: the stream's default group, named after it).
     #[arg(long)]
     pub group: Option<String>,
-    /// The shard to read.
-    #[arg(long)]
-    pub shard: u32,
+    /// The shard to read (or `--merged`).
+    #[arg(long, required_unless_present = "merged", conflicts_with = "merged")]
+    pub shard: Option<u32>,
+    /// Every shard merged, ordered by time (no search: a search reads one shard).
+    #[arg(long, conflicts_with_all = ["field", "search", "scan_limit", "scan_max_bytes"])]
+    pub merged: bool,
     /// The walk's direction.
     #[arg(long, value_enum, default_value_t = Direction::Backward)]
     pub direction: Direction,
@@ -96,8 +100,7 @@ fn cell(text: &str, max: usize) -> String {
 pub async fn run(a: MessagesArgs) -> Result<ExitCode, Failure> {
     let session = Session::open(&a.target).await?;
     let group = a.group.clone().unwrap_or_else(|| a.stream.clone());
-    let shard = a.shard.to_string();
-    let path = [
+    let base = [
         "coord",
         "v1",
         "monitoring",
@@ -105,17 +108,19 @@ pub async fn run(a: MessagesArgs) -> Result<ExitCode, Failure> {
         &a.stream,
         "groups",
         &group,
-        "shards",
-        &shard,
-        "messages",
     ];
+    let shard = a.shard.map(|s| s.to_string()).unwrap_or_default();
+    let path = match a.shard {
+        Some(_) => [&base[..], &["shards", &shard, "messages"]].concat(),
+        None => [&base[..], &["messages"]].concat(),
+    };
     let page = session.get(&path, &query(&a)).await?;
     if a.target.output == Output::Json {
         print_json(&page);
         return Ok(ExitCode::SUCCESS);
     }
     let records = page["records"].as_array().cloned().unwrap_or_default();
-    let mut t = Table::new(&["ID", "TIME", "PAYLOAD", "FIELDS"]);
+    let mut t = Table::new(&["SHARD", "ID", "TIME", "PAYLOAD", "FIELDS"]);
     for r in &records {
         let fields = r["fields"]
             .as_object()
@@ -127,6 +132,7 @@ pub async fn run(a: MessagesArgs) -> Result<ExitCode, Failure> {
             })
             .unwrap_or_default();
         t.row(vec![
+            r["shard"]["shardIndex"].to_string(),
             r["recordId"].as_str().unwrap_or_default().to_owned(),
             r["recordTime"].as_str().unwrap_or_default().to_owned(),
             cell(r["payload"].as_str().unwrap_or("-"), 60),

@@ -52,6 +52,18 @@ pub async fn shard_messages(
         .await?))
 }
 
+/// `GET …/groups/{g}/messages?direction=&cursor=&limit=&fromId=&fromTime=`: every shard's records merged by
+/// time, one page.
+pub async fn merged_messages(
+    State(c): Coord,
+    Group(name): Group,
+    query: Result<Query<BTreeMap<String, String>>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Query(params) =
+        query.map_err(|e| ApiError::invalid(format!("query string: {}", e.body_text())))?;
+    Ok(ok(c.monitoring().merged_messages(&name, &params).await?))
+}
+
 /// Parses `observedMetadataVersion` (optional, an integer in `0..=2^53-1`).
 fn observed_version(params: &BTreeMap<String, String>) -> Result<Option<i64>, ApiError> {
     match params.get("observedMetadataVersion") {

@@ -243,6 +243,14 @@ pub fn table() -> Vec<RouteSpec> {
         ),
         route!(
             GET,
+            mg!("/messages"),
+            "getMergedStreamMessages",
+            DataRead,
+            None,
+            get(observability::merged_messages)
+        ),
+        route!(
+            GET,
             mg!("/shards/{shard_index}/messages"),
             "getStreamShardMessages",
             DataRead,

@@ -34,6 +34,29 @@ pub struct StreamMessagesPageResponse {
     pub search: Option<MessageSearchSummary>,
 }
 
+/// One page of the merged view: every shard of a group's stream, ordered by time (record id, then shard).
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct MergedMessagesPageResponse {
+    /// The group's stream.
+    pub stream_prefix: String,
+    /// The group's name.
+    pub consumer_group: String,
+    /// The shards merged.
+    pub shards: Vec<ShardId>,
+    /// `FORWARD` or `BACKWARD`.
+    pub direction: String,
+    /// The page size asked for (`limit`, 1 to 1000, default 25).
+    pub limit: u32,
+    /// The page's records, in `direction` order; each names its shard.
+    pub records: Vec<StreamMessageRecord>,
+    /// Each shard's position, `<shard>=<id>,…`, when more records follow; pass it as `cursor`.
+    pub next_cursor: Option<String>,
+    /// Where every shard started when `fromId` or `fromTime` was given: the id `<ms>-<seq>` (inclusive).
+    pub from_id: Option<String>,
+}
+
 /// How far a bounded search scanned.
 #[derive(Debug, Clone, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

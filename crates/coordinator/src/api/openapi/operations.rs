@@ -241,6 +241,35 @@ pub fn describe(operation_id: &str) -> Option<Operation> {
             "Per-shard offsets, pending and lag",
             "StreamShardOffsetsResponse",
         ),
+        "getMergedStreamMessages" => Operation {
+            query: &[
+                (
+                    "direction",
+                    false,
+                    "FORWARD (oldest first) or BACKWARD (newest first, the default)",
+                ),
+                (
+                    "cursor",
+                    false,
+                    "the nextCursor of the previous page: each shard's position, <shard>=<id>,… (exclusive)",
+                ),
+                ("limit", false, "records per page, 1 to 1000 (default 25)"),
+                (
+                    "fromId",
+                    false,
+                    "start every shard at this record id <ms>-<seq> or <ms> (inclusive; not with cursor)",
+                ),
+                (
+                    "fromTime",
+                    false,
+                    "start every shard at this RFC 3339 time, read as <ms>-0 (inclusive; not with cursor)",
+                ),
+            ],
+            ..read(
+                "Every shard's records merged by time, one page",
+                "MergedMessagesPageResponse",
+            )
+        },
         "getStreamShardMessages" => Operation {
             query: &[
                 (
