@@ -6,6 +6,7 @@
 //! older backup, a failover that lost writes) is detected instead of silently accepted (invariant 6).
 //! Transitions of one group are serialised within a replica by a per-group async lock; nothing spans groups.
 
+use rsc_group::invariants::Facts;
 use rsc_group::model::Group;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -42,6 +43,10 @@ pub struct Cached {
     /// Redis holds this revision in the split layout ("4"), entry by entry as `group` has them: the next write
     /// may send only what changed (`Coordinator::commit`).
     pub split: bool,
+    /// What the invariant check depends on, counted over `group` (`rsc_group::invariants::Facts`), when a
+    /// write of this replica produced it: the next batch's check updates them from the members it changed
+    /// instead of walking the group. None after a load (the next write counts them).
+    pub facts: Option<Arc<Facts>>,
 }
 
 impl rsc_group::replica::Snapshot for Cached {
@@ -204,6 +209,7 @@ mod tests {
                     group: Arc::new(g.clone()),
                     revision,
                     split: false,
+                    facts: None,
                 },
             );
         };

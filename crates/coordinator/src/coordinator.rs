@@ -7,6 +7,7 @@
 //! (`services`), borrowed from the runtime: `heartbeats()`, `admin()`, `reconciler()`, `resharding()`,
 //! `monitoring()` and `durability()`.
 
+pub(crate) mod batch_copies;
 pub mod cluster_view;
 pub(crate) mod heartbeat_state;
 pub(crate) mod lapse_forecasts;
@@ -294,6 +295,7 @@ impl Coordinator {
             group: Arc::new(group),
             revision: stored.revision,
             split: stored.layout == rsc_store::LAYOUT_SPLIT,
+            facts: None,
         }))
     }
 
@@ -433,7 +435,8 @@ impl Coordinator {
             CasOutcome::Written { revision, now_ms } => {
                 self.clock.observe(now_ms);
                 self.metrics.observe_rebalance(&base.group, &group);
-                let violations = rsc_group::invariants::check(&group);
+                let (violations, facts) =
+                    check_invariants(base, &group, t.changed_members.as_ref());
                 if !violations.is_empty() {
                     Stats::bump(&self.stats.invariant_violations);
                     tracing::error!(
@@ -445,6 +448,7 @@ impl Coordinator {
                     group: Arc::new(group),
                     revision,
                     split: split_layout,
+                    facts: Some(Arc::new(facts)),
                 };
                 let _ = self.cache.put(name, cached.clone());
                 self.announce_change(&name.stream_prefix, &name.consumer_group)
@@ -501,6 +505,7 @@ impl Coordinator {
                     group: Arc::new(group),
                     revision,
                     split: false,
+                    facts: None,
                 };
                 self.cache.forget(name);
                 let _ = self.cache.put(name, cached.clone());
@@ -516,6 +521,35 @@ impl Coordinator {
         Stats::bump(&self.stats.redis_errors);
         tracing::warn!(error = %e, "Redis operation failed");
     }
+}
+
+/// `rsc_group::invariants::check` of `group`, a write of `base`, and `group`'s invariant facts: updated from the
+/// members a batch changed when `base`'s facts are known (the cost follows the change, not the group), else
+/// counted over the whole group. Debug builds (every test) also run the full check and insist they agree.
+fn check_invariants(
+    base: &Cached,
+    group: &Group,
+    changed: Option<&std::collections::BTreeSet<String>>,
+) -> (Vec<String>, rsc_group::invariants::Facts) {
+    let (violations, facts) = match (&base.facts, changed) {
+        (Some(facts), Some(changed)) => {
+            rsc_group::invariants::check_changed(&base.group, facts, group, changed)
+        }
+        _ => (
+            rsc_group::invariants::check(group),
+            rsc_group::invariants::Facts::of(group),
+        ),
+    };
+    debug_assert_eq!(
+        violations,
+        rsc_group::invariants::check(group),
+        "the incremental invariant check disagrees with the full one"
+    );
+    debug_assert!(
+        facts == rsc_group::invariants::Facts::of(group),
+        "the invariant facts updated from the changed members differ from those counted afresh"
+    );
+    (violations, facts)
 }
 
 /// The group crate's split of an aggregate as the store takes it.

@@ -489,6 +489,13 @@ impl Heartbeats<'_> {
             return Ok(());
         }
         let caps = &self.config().group;
+        // Counting live members walks the group: not needed while the group has fewer members in all (live or
+        // not) than either cap, as during most of a big group's first join.
+        let all = group.members.len();
+        let below = |cap: u32| all < cap as usize;
+        if below(caps.max_members) && caps.max_members_per_principal.is_none_or(below) {
+            return Ok(());
+        }
         let live = group.members.values().filter(|m| m.state.is_live()).count();
         if live >= caps.max_members as usize {
             return Err(CoordError::TooManyMembers(format!(

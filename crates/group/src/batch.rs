@@ -106,8 +106,14 @@ pub struct Finished {
 impl<'a> Batch<'a> {
     /// An empty batch over the aggregate as last written, deciding at `now_ms`.
     pub fn on(base: &'a Group, now_ms: i64, timing: &Timing) -> Self {
+        Self::over(Cow::Borrowed(base), now_ms, timing)
+    }
+
+    /// [`Batch::on`] over a borrowed aggregate (copied on the first write) or one of the caller's own (changed
+    /// in place: no copy of the group at all, `model/catch_up.rs`).
+    pub fn over(base: Cow<'a, Group>, now_ms: i64, timing: &Timing) -> Self {
         Batch {
-            group: Draft::deferring(Cow::Borrowed(base)),
+            group: Draft::deferring(base),
             now_ms,
             timing: *timing,
             combined: Transition::default(),
@@ -130,6 +136,15 @@ impl<'a> Batch<'a> {
         if req.member_epoch != 0
             || self.group.members.contains_key(member_id)
             || (self.caps.max_members.is_none() && self.caps.max_per_principal.is_none())
+        {
+            return false;
+        }
+        // Fewer members in all (live or not) than every cap: no cap can be reached, and nothing need be
+        // counted (the count, once made, follows the joins).
+        let all = self.group.members.len();
+        if self.live.is_none()
+            && self.caps.max_members.is_none_or(|cap| all < cap)
+            && self.caps.max_per_principal.is_none_or(|cap| all < cap)
         {
             return false;
         }

@@ -160,49 +160,54 @@ pub fn settle(g: &mut Group, now_ms: i64, timing: &Timing) {
 }
 
 /// [`settle`], adding to `noted` every member whose record it changed.
+///
+/// It visits every live member (revocations and take-backs first, then grants), so at thousands of members it
+/// copies nothing per member: targets are borrowed, and the held shards are kept in a bit set, not a tree.
 pub fn settle_noting(g: &mut Group, now_ms: i64, timing: &Timing, noted: &mut Noted) {
     let epoch = g.assignment_epoch;
     // Ordered streams: gated children are granted to nobody, and revoked from whoever holds them.
     let gated = g.gated_shards();
-    let mut held = ShardSet::new();
+    let mut held = ShardBits::default();
     for h in &g.holds {
-        held.extend(h.shards.iter().copied());
+        for &s in &h.shards {
+            held.insert(s);
+        }
     }
+    let no_target = ShardSet::new();
 
     // Revocations and take-backs first, so that `held` below is complete before any grant. Members are
     // visited in id order, so targets are found by walking the target map once.
     let mut targets = AscendingMap::new(&g.target_assignments);
     for m in g.members.values_mut().filter(|m| m.state.is_live()) {
         let target = if m.state == MemberState::Active {
-            let mut t = targets.get(&m.member_id).cloned().unwrap_or_default();
-            t.retain(|s| !gated.contains(s));
-            t
+            targets.get(&m.member_id).unwrap_or(&no_target)
         } else {
-            ShardSet::new()
+            &no_target
         };
+        // The member's target without the gated shards (gates are rare: the common case looks only at `target`).
+        let meant = |s: &u32| target.contains(s) && !gated.contains(s);
         let mut changed = false;
         let deadline_before = m.rebalance_deadline_ms;
-        let to_revoke: Vec<u32> = m.assigned.difference(&target).copied().collect();
         let revocation_epoch = if m.state == MemberState::Leaving {
             -1
         } else {
             epoch
         };
-        for s in to_revoke {
-            m.assigned.remove(&s);
-            m.revoking.insert(s, revocation_epoch);
+        if m.assigned.iter().any(|s| !meant(s)) {
+            let to_revoke: Vec<u32> = m.assigned.iter().copied().filter(|s| !meant(s)).collect();
+            for s in to_revoke {
+                m.assigned.remove(&s);
+                m.revoking.insert(s, revocation_epoch);
+            }
             changed = true;
         }
-        let take_back: Vec<u32> = m
-            .revoking
-            .keys()
-            .copied()
-            .filter(|s| target.contains(s))
-            .collect();
-        for s in take_back {
-            m.revoking.remove(&s);
-            m.reported_revoking.remove(&s);
-            m.assigned.insert(s);
+        if m.revoking.keys().any(meant) {
+            let take_back: Vec<u32> = m.revoking.keys().copied().filter(meant).collect();
+            for s in take_back {
+                m.revoking.remove(&s);
+                m.reported_revoking.remove(&s);
+                m.assigned.insert(s);
+            }
             changed = true;
         }
         if changed && m.state == MemberState::Active {
@@ -216,7 +221,9 @@ pub fn settle_noting(g: &mut Group, now_ms: i64, timing: &Timing, noted: &mut No
         if changed || m.rebalance_deadline_ms != deadline_before {
             noted.insert(m.member_id.clone());
         }
-        held.extend(m.held());
+        for s in m.held() {
+            held.insert(s);
+        }
     }
 
     // Grants: free target shards go to their target owner, in memberId order.
@@ -231,7 +238,7 @@ pub fn settle_noting(g: &mut Group, now_ms: i64, timing: &Timing, noted: &mut No
         };
         let mut granted = false;
         for &s in target {
-            if !m.assigned.contains(&s) && !held.contains(&s) && !gated.contains(&s) {
+            if !held.contains(s) && !m.assigned.contains(&s) && !gated.contains(&s) {
                 m.assigned.insert(s);
                 held.insert(s);
                 granted = true;
@@ -249,29 +256,65 @@ pub fn settle_noting(g: &mut Group, now_ms: i64, timing: &Timing, noted: &mut No
     };
 }
 
+/// A set of shard indexes: bits for the indexes a group uses (below [`ShardBits::DENSE`]), a tree for any
+/// beyond (never in a valid group, but an aggregate is not trusted to be small).
+#[derive(Default)]
+struct ShardBits {
+    bits: Vec<u64>,
+    beyond: ShardSet,
+}
+
+impl ShardBits {
+    const DENSE: u32 = 1 << 20;
+
+    fn insert(&mut self, s: u32) {
+        if s >= Self::DENSE {
+            self.beyond.insert(s);
+            return;
+        }
+        let (word, bit) = ((s / 64) as usize, s % 64);
+        if self.bits.len() <= word {
+            self.bits.resize(word + 1, 0);
+        }
+        if let Some(w) = self.bits.get_mut(word) {
+            *w |= 1 << bit;
+        }
+    }
+
+    fn contains(&self, s: u32) -> bool {
+        if s >= Self::DENSE {
+            return self.beyond.contains(&s);
+        }
+        self.bits
+            .get((s / 64) as usize)
+            .is_some_and(|w| w & (1 << (s % 64)) != 0)
+    }
+}
+
 /// EMPTY with no active member; STABLE when every active member holds exactly its target and nothing is being
 /// revoked or held; RECONCILING otherwise.
 pub fn derive_state(g: &Group) -> GroupState {
-    let active: Vec<_> = g
-        .members
-        .values()
-        .filter(|m| m.state == MemberState::Active)
-        .collect();
-    if active.is_empty() {
+    let mut any_active = false;
+    let mut converged = true;
+    let mut others_quiet = true;
+    // Members in id order, targets found by walking the target map once.
+    let mut targets = AscendingMap::new(&g.target_assignments);
+    for m in g.members.values() {
+        match m.state {
+            MemberState::Active => {
+                any_active = true;
+                converged = converged
+                    && m.revoking.is_empty()
+                    && targets.get(&m.member_id).is_some_and(|t| *t == m.assigned)
+                    && m.reported_owned == m.assigned;
+            }
+            MemberState::Leaving => others_quiet = others_quiet && m.revoking.is_empty(),
+            MemberState::Expired | MemberState::Fenced => {}
+        }
+    }
+    if !any_active {
         return GroupState::Empty;
     }
-    let converged = active.iter().all(|m| {
-        m.revoking.is_empty()
-            && g.target_assignments
-                .get(&m.member_id)
-                .is_some_and(|t| *t == m.assigned)
-            && m.reported_owned == m.assigned
-    });
-    let others_quiet = g
-        .members
-        .values()
-        .filter(|m| m.state == MemberState::Leaving)
-        .all(|m| m.revoking.is_empty());
     if converged && others_quiet && g.holds.is_empty() {
         GroupState::Stable
     } else {

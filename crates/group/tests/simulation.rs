@@ -123,5 +123,9 @@ fn simulated_groups_keep_invariants_and_converge() {
             summary.batch_changes_checked > 0,
             "no batch write's changed members were checked: {summary:?}"
         );
+        assert!(
+            summary.incremental_checks > 0,
+            "no batch write's incremental invariant check was compared with the full one: {summary:?}"
+        );
     }
 }

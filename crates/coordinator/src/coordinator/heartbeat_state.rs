@@ -1,6 +1,7 @@
-//! The heartbeat service's own state: its write queues (group commit) and its lapse forecasts (failover
-//! hints), each in its own file.
+//! The heartbeat service's own state: its write queues (group commit), its lapse forecasts (failover
+//! hints) and the large groups' batch copies, each in its own file.
 
+use super::batch_copies::BatchCopies;
 use super::lapse_forecasts::LapseForecasts;
 use super::queues::TransitionQueues;
 
@@ -10,4 +11,6 @@ pub(crate) struct HeartbeatState {
     pub(crate) queues: TransitionQueues,
     /// Who would take over a lapsing member's shards, per group (`heartbeat.rs`).
     pub(crate) lapses: LapseForecasts,
+    /// Each large group's copy of its aggregate, kept from one batch to the next (`heartbeat/batch.rs`).
+    pub(crate) copies: BatchCopies,
 }

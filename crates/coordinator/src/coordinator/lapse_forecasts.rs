@@ -135,6 +135,7 @@ mod tests {
             group: Arc::new(g),
             revision: 7,
             split: false,
+            facts: None,
         }
     }
 

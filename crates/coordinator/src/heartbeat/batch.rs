@@ -15,13 +15,14 @@
 
 use crate::cache::GroupName;
 use crate::coordinator::queues::Pending;
-use crate::coordinator::{Heartbeats, commit_result};
+use crate::coordinator::{Commit, Heartbeats, commit_result};
 use crate::stats::Stats;
 use rsc_group::batch::MemberCaps;
 use rsc_group::heartbeat::Caller;
 use rsc_group::replica::CommitResult;
-use rsc_group::replica::commit::{BatchReply, decide_queue_capped, replies};
+use rsc_group::replica::commit::{BatchReply, decide_queue_over, replies};
 use rsc_protocol::wire::HeartbeatRequest;
+use std::borrow::Cow;
 use tokio::sync::oneshot;
 
 impl Heartbeats<'_> {
@@ -88,8 +89,9 @@ impl Heartbeats<'_> {
         let now = self.clock().now_ms();
         // Deciding a big batch on a big group (one copy of the aggregate, then every request in sequence)
         // is real CPU time, kept off the async workers so that Redis replies and steady heartbeats are not
-        // starved.
+        // starved. A large group's copy kept from its previous batch saves the copy (`batch_copies.rs`).
         let group = base.group.clone();
+        let own = self.state().copies.take(name, &base);
         let timing = *self.timing();
         // The member caps, kept exactly by the batch (issue #32: checked only on the aggregate in hand,
         // concurrent joins on several replicas passed them by a batch).
@@ -102,7 +104,11 @@ impl Heartbeats<'_> {
                 .map(|n| n as usize),
         };
         let decided = tokio::task::spawn_blocking(move || {
-            let decided = decide_queue_capped(&group, batch, now, &timing, caps);
+            let base_group = match own {
+                Some(copy) => Cow::Owned(copy),
+                None => Cow::Borrowed(&*group),
+            };
+            let decided = decide_queue_over(base_group, batch, now, &timing, caps);
             // The progress documents of the heartbeats the transition accepts, stored with it.
             let progress: Vec<(String, String)> = decided
                 .included
@@ -129,7 +135,12 @@ impl Heartbeats<'_> {
             return;
         };
         self.stats().observe_batch(decided.included.len());
-        let result = commit_result(self.commit_with_progress(name, &base, t, progress).await);
+        let changed = t.changed_members.clone();
+        let committed = self.commit_with_progress(name, &base, t, progress).await;
+        if let (Ok(Commit::Written(written)), Some(changed)) = (&committed, &changed) {
+            self.state().copies.keep(name, base, written, changed);
+        }
+        let result = commit_result(committed);
         if result == CommitResult::Written {
             for _ in decided.included.iter().filter(|i| i.fenced) {
                 Stats::bump(&self.stats().members_fenced);

@@ -10,8 +10,9 @@
 //! migration record, `durability` the rollback suspicion and its dismissal, `gates` the read-only
 //! queries of an ordered stream's gates; `stored` the aggregate split into a header and per-member entries,
 //! as the store's layout 4 keeps it, and `write_form` whether one write is stored as its changes, every entry
-//! or the whole document.
+//! or the whole document; `catch_up` brings a copy of one revision to the next by the members it changed.
 
+mod catch_up;
 mod durability;
 mod gates;
 mod hold_reason;

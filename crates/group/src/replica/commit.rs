@@ -17,6 +17,7 @@ use crate::model::Group;
 use crate::replica::CommitResult;
 use crate::timing::Timing;
 use rsc_protocol::wire::{HeartbeatRequest, HeartbeatResponse};
+use std::borrow::Cow;
 
 /// At most this many requests are decided into one write; the rest wait for the next.
 pub const MAX_BATCH: usize = 1_000;
@@ -108,7 +109,19 @@ pub fn decide_queue_capped<T>(
     timing: &Timing,
     caps: MemberCaps,
 ) -> DecidedBatch<T> {
-    let mut batch = Batch::on(base, now_ms, timing).with_caps(caps);
+    decide_queue_over(Cow::Borrowed(base), queue, now_ms, timing, caps)
+}
+
+/// [`decide_queue_capped`] on a borrowed aggregate (copied on the first write) or on the caller's own copy of
+/// it, which the batch then changes in place (`Group::catch_up` keeps such a copy current between batches).
+pub fn decide_queue_over<T>(
+    base: Cow<'_, Group>,
+    queue: Vec<Queued<T>>,
+    now_ms: i64,
+    timing: &Timing,
+    caps: MemberCaps,
+) -> DecidedBatch<T> {
+    let mut batch = Batch::over(base, now_ms, timing).with_caps(caps);
     let mut combined = Vec::new();
     let mut declined = Vec::new();
     for q in queue {

@@ -21,6 +21,7 @@
 use super::TIMING;
 use super::shards::SimShards;
 use rsc_group::heartbeat::Transition;
+use rsc_group::invariants::{self, Facts};
 use rsc_group::model::{Group, WriteForm};
 use rsc_group::quiesce::ProducerSighting;
 use rsc_group::replica::reshard::StreamSnapshot;
@@ -106,6 +107,11 @@ pub struct SimStore {
     pub split_writes: usize,
     /// Batch writes whose changed members (`Transition::changed_members`) were checked.
     pub batch_writes_checked: usize,
+    /// The invariant facts of `group`, kept across writes as the coordinator keeps them: updated from the
+    /// members a batch changed (`invariants::check_changed`), counted afresh after any other write.
+    facts: Facts,
+    /// Batch writes whose incremental invariant check was compared with the full one.
+    pub incremental_checks: usize,
     pub revision: u64,
     pub leases: BTreeMap<String, i64>,
     pub writes: Vec<WriteRecord>,
@@ -121,7 +127,9 @@ impl SimStore {
     pub fn new(group: Group, now: i64, layout: LayoutPlan) -> Self {
         let mut record = StreamRecord::new(&group.stream_prefix, group.shard_count, now);
         record.routing_version = group.routing_version;
+        let facts = Facts::of(&group);
         SimStore {
+            facts,
             revision: group.store_revision,
             shards: SimShards::new(group.shard_count),
             group: Rc::new(group),
@@ -130,6 +138,7 @@ impl SimStore {
             writes_committed: 0,
             split_writes: 0,
             batch_writes_checked: 0,
+            incremental_checks: 0,
             leases: BTreeMap::new(),
             writes: Vec::new(),
             stream: StreamSnapshot {
@@ -235,6 +244,7 @@ impl SimStore {
     ) {
         self.revision += 1;
         g.store_revision = self.revision;
+        self.check_incrementally(&g, changed);
         let new = Rc::new(self.store_and_load(g, changed));
         let old = std::mem::replace(&mut self.group, new.clone());
         self.writes.push(WriteRecord {
@@ -248,6 +258,40 @@ impl SimStore {
 }
 
 impl SimStore {
+    /// The coordinator's invariant check of a write (`invariants::check_changed` from the kept facts, for a batch
+    /// that says which members it changed): it must find exactly what the full check finds, and leave facts
+    /// equal to those counted afresh. And its batch copy: the previous revision caught up by the same members
+    /// (`Group::catch_up`) must equal the revision written.
+    fn check_incrementally(&mut self, g: &Group, changed: Option<&BTreeSet<String>>) {
+        let Some(changed) = changed else {
+            self.facts = Facts::of(g);
+            return;
+        };
+        let (violations, facts) = invariants::check_changed(&self.group, &self.facts, g, changed);
+        assert_eq!(
+            violations,
+            invariants::check(g),
+            "write {}: the incremental invariant check disagrees with the full one",
+            self.writes_committed
+        );
+        assert!(
+            facts == Facts::of(g),
+            "write {}: the invariant facts updated from the changed members differ from those counted afresh",
+            self.writes_committed
+        );
+        self.facts = facts;
+        // The coordinator's batch copy (`Group::catch_up`): the revision before, brought up by the changed
+        // members, is the revision written.
+        let mut copy = (*self.group).clone();
+        copy.catch_up(g, changed);
+        assert!(
+            copy == *g,
+            "write {}: the previous revision caught up by the changed members is not the revision written",
+            self.writes_committed
+        );
+        self.incremental_checks += 1;
+    }
+
     /// Stores `g` in the layout this write uses and returns what loading it gives, checked equal to `g`.
     /// `changed`: the members a batch says it changed (`Transition::changed_members`), checked to be exactly
     /// the ones whose entries comparing every member finds changed.

@@ -26,6 +26,9 @@ pub struct Summary {
     pub upgraded_to_split: u64,
     /// Batch writes whose noted changed members were checked against a comparison of every member.
     pub batch_changes_checked: u64,
+    /// Batch writes whose incremental invariant check (`invariants::check_changed`) was compared with the full
+    /// one.
+    pub incremental_checks: u64,
     /// Static membership: reservations taken back by a restarted instance, lapsed past the grace, and
     /// joins refused because another live member held the instance id.
     pub reservations_claimed: u64,
@@ -59,6 +62,7 @@ impl Summary {
         self.split_writes += o.split_writes;
         self.upgraded_to_split += o.upgraded_to_split;
         self.batch_changes_checked += o.batch_changes_checked;
+        self.incremental_checks += o.incremental_checks;
         self.reservations_claimed += o.reservations_claimed;
         self.reservations_lapsed += o.reservations_lapsed;
         self.instance_refusals += o.instance_refusals;

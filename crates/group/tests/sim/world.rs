@@ -592,6 +592,7 @@ impl World {
         s.operator = self.operator.stats;
         s.split_writes = self.store.split_writes as u64;
         s.batch_changes_checked = self.store.batch_writes_checked as u64;
+        s.incremental_checks = self.store.incremental_checks as u64;
         s.upgraded_to_split = u64::from(
             self.store.split_writes > 0 && self.store.split_writes < self.store.writes_committed,
         );

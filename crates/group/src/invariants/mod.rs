@@ -1,5 +1,11 @@
 //! Checks of the group invariants (ARCHITECTURE.md), used by property tests, the simulator and the coordinator's
 //! `invariantViolations` view. Each returns human-readable violations; an empty list means all hold.
+//! [`Facts`] (`facts.rs`) keeps what [`check`] depends on counted, so that a write's check costs what it
+//! changed ([`check_changed`]).
+
+mod facts;
+
+pub use facts::{Facts, check_changed};
 
 use crate::model::{Group, MemberState};
 use std::collections::BTreeMap;
