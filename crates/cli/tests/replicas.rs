@@ -229,3 +229,228 @@ async fn each_group_has_one_owner_and_a_killed_owners_groups_are_taken_up() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// `components.reconciler.lastRunAt` of a replica's health: changes at every reconciler tick.
+async fn last_run(base: &str) -> Option<String> {
+    let health = json_call(
+        reqwest::Method::GET,
+        base,
+        "/coord/v1/monitoring/health",
+        None,
+    )
+    .await;
+    health["components"]["reconciler"]["lastRunAt"]
+        .as_str()
+        .map(str::to_owned)
+}
+
+/// Waits (bounded) until the replica at `base` has completed `ticks` more reconciler ticks.
+async fn wait_ticks(base: &str, ticks: usize) {
+    let mut last = last_run(base).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for _ in 0..ticks {
+        loop {
+            let now = last_run(base).await;
+            if now.is_some() && now != last {
+                last = now;
+                break;
+            }
+            assert!(Instant::now() < deadline, "no reconciler tick on {base}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+fn signal(p: &RscProcess, sig: &str) {
+    let pid = p.pid().expect("running").to_string();
+    let ok = std::process::Command::new("kill")
+        .args([sig, &pid])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "kill {sig} {pid}");
+}
+
+/// Many streams written while their owner is away make their passes due in one tick; the owner lists their
+/// groups from one read of the group index, not one read per stream (which made a tick after thousands of
+/// creations cost streams × groups: issue #35's 10,000-group inventory).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tick_with_many_due_streams_reads_the_group_index_once() {
+    const STREAMS: usize = 30;
+    let redis = RedisServer::start();
+    let slow = |id: &str| {
+        RscBuilder::new(env!("CARGO_BIN_EXE_rsc"), &redis.url())
+            .admin_password(PASSWORD)
+            .env("COORDINATOR_ID", id)
+            .env("COORDINATOR_LOOP_TICK_INTERVAL", "1s")
+            // Nothing else reads the index while the counts are taken: no sweep, no metrics refresh, and
+            // the stopped owner stays in the other replica's view.
+            .env("COORDINATOR_CLUSTER_SWEEP_INTERVAL", "10m")
+            .env("COORDINATOR_METRICS_REFRESH_INTERVAL", "10m")
+            .env("COORDINATOR_CLUSTER_REPLICA_LEASE", "60s")
+            .start()
+    };
+    let ids = ["replica-a", "replica-b"];
+    let front = slow(ids[0]);
+    let owner = slow(ids[1]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while registry(&redis.url()).await.len() < ids.len() {
+        assert!(Instant::now() < deadline, "replicas did not register");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let view = ReplicaSet::new(ids);
+    let streams: Vec<String> = (0..)
+        .map(|i| format!("idle{i}"))
+        .filter(|s| view.owner(s) == Some(ids[1]))
+        .take(STREAMS)
+        .collect();
+    wait_ticks(&owner.url(), 2).await;
+
+    // The owner is away while every stream is created through the other replica.
+    signal(&owner, "-STOP");
+    for s in &streams {
+        json_call(
+            reqwest::Method::POST,
+            &front.url(),
+            &format!("/coord/v1/streams/{s}"),
+            Some(json!({"initialShardCount": 1, "requestedBy": "test", "reason": "inventory"})),
+        )
+        .await;
+    }
+    let monitor = Monitor::start(&redis).await;
+    signal(&owner, "-CONT");
+    // The first tick after it returns takes every notice and runs every stream's pass; the next ones show
+    // it is done.
+    wait_ticks(&owner.url(), 3).await;
+    let seen = monitor.stop();
+    let index_reads = index_reads(&seen);
+    // Every stream's pass ran: it publishes the routing ceiling of the stream's shard.
+    for s in &streams {
+        assert!(
+            seen.contains(&format!("{s}:0:{{{s}:0}}:routing")),
+            "the pass of {s} did not run after the owner came back"
+        );
+    }
+    assert!(
+        (1..=3).contains(&index_reads),
+        "the group index was read {index_reads} times for {STREAMS} due streams in three ticks"
+    );
+}
+
+/// `redis-cli monitor` into a file: every command Redis runs while it lives.
+struct Monitor {
+    child: std::process::Child,
+    log: std::path::PathBuf,
+}
+
+impl Monitor {
+    async fn start(redis: &RedisServer) -> Monitor {
+        let log = std::env::temp_dir().join(format!(
+            "rsc-monitor-{}-{}.log",
+            std::process::id(),
+            redis.port()
+        ));
+        let child = std::process::Command::new("redis-cli")
+            .args(["-p", &redis.port().to_string(), "monitor"])
+            .stdout(std::fs::File::create(&log).expect("monitor log"))
+            .spawn()
+            .expect("redis-cli monitor");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !std::fs::read_to_string(&log).is_ok_and(|t| t.starts_with("OK")) {
+            assert!(Instant::now() < deadline, "MONITOR did not start");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Monitor { child, log }
+    }
+
+    /// Stops it and returns what it saw.
+    fn stop(mut self) -> String {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let seen = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let _ = std::fs::remove_file(&self.log);
+        seen
+    }
+}
+
+/// How many times `seen` (MONITOR's lines) read the whole group index.
+fn index_reads(seen: &str) -> usize {
+    seen.lines()
+        .filter(|l| l.contains("\"HGETALL\" \"redis-stream:coord:group-index\""))
+        .count()
+}
+
+/// Creating a stream that has no record yet reads only its own index entry, not the whole group index (which
+/// made creating thousands of streams one after another cost O(groups²)); a further group of an existing
+/// stream reads the index to find its siblings, and adopts their shard count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn creating_a_new_stream_reads_its_own_index_entry_not_the_whole_index() {
+    let redis = RedisServer::start();
+    let replica = RscBuilder::new(env!("CARGO_BIN_EXE_rsc"), &redis.url())
+        .admin_password(PASSWORD)
+        // Nothing but the creates reads the index while MONITOR watches: the reconciler and the metrics
+        // refresh run once at start-up and not again within the test.
+        .env("COORDINATOR_LOOP_TICK_INTERVAL", "10m")
+        .env("COORDINATOR_CLUSTER_SWEEP_INTERVAL", "10m")
+        .env("COORDINATOR_METRICS_REFRESH_INTERVAL", "10m")
+        .start();
+    let base = replica.url();
+    // Both have run: the reconciler's first tick, and the metrics refresh whose snapshot health answers from.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let health = json_call(
+            reqwest::Method::GET,
+            &base,
+            "/coord/v1/monitoring/health",
+            None,
+        )
+        .await;
+        if health["components"]["reconciler"]["lastRunAt"].is_string()
+            && health["components"]["metadataDurability"]["checkedBy"] == "background check"
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "start-up work not done: {health}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let monitor = Monitor::start(&redis).await;
+    for i in 0..10 {
+        json_call(
+            reqwest::Method::POST,
+            &base,
+            &format!("/coord/v1/streams/new{i}"),
+            Some(json!({"initialShardCount": 3, "requestedBy": "test", "reason": "inventory"})),
+        )
+        .await;
+    }
+    let created = monitor.stop();
+    assert_eq!(
+        index_reads(&created),
+        0,
+        "creating ten new streams read the whole group index"
+    );
+
+    let monitor = Monitor::start(&redis).await;
+    let group = json_call(
+        reqwest::Method::POST,
+        &base,
+        "/coord/v1/streams/new3/groups/audit",
+        Some(json!({"requestedBy": "test", "reason": "inventory"})),
+    )
+    .await;
+    let further = monitor.stop();
+    assert_eq!(group["shardCount"], 3, "{group}");
+    assert_eq!(index_reads(&further), 1);
+    // And the existing stream is refused as before.
+    let (status, body) = call(
+        reqwest::Method::POST,
+        &base,
+        "/coord/v1/streams/new3",
+        Some(json!({"requestedBy": "test", "reason": "again"})),
+    )
+    .await;
+    assert_eq!(status, 409, "{body}");
+    assert!(body.contains("audit"), "{body}");
+}

@@ -44,7 +44,7 @@ impl Admin<'_> {
             ))
         })?;
         let shard_count = self.requested_shard_count(req)?;
-        let entries = self.index_entries().await?;
+        let entries = self.index_entries_for_create(&name).await?;
         let live_on_prefix: Vec<&IndexEntry> = entries
             .iter()
             .filter(|e| e.stream_prefix == prefix && e.state == IndexState::Live)
@@ -89,7 +89,7 @@ impl Admin<'_> {
         req: &CreateStreamRequest,
     ) -> Result<(GroupResponse, bool), CoordError> {
         let requested = self.requested_shard_count(req)?;
-        let entries = self.index_entries().await?;
+        let entries = self.index_entries_for_create(name).await?;
         if entries.iter().any(|e| {
             e.stream_prefix == name.stream_prefix
                 && e.consumer_group == name.consumer_group
@@ -300,6 +300,10 @@ impl Admin<'_> {
                     self.cache().forget(name);
                     self.resharding()
                         .forget_stream_if_unused(&name.stream_prefix)
+                        .await;
+                    // The owner drops the group from its schedule at once, and the stream's pass (a
+                    // migration may have been waiting on this group) runs at its next tick.
+                    self.announce_change(&name.stream_prefix, &name.consumer_group)
                         .await;
                     tracing::info!(stream = ?name.stream_prefix, group = ?name.consumer_group, force, "group deleted");
                     return Ok(group_response(&base.group));

@@ -19,6 +19,36 @@ impl Coordinator {
             })
     }
 
+    /// The index entries that creating `name` needs: those of its stream. A stream with no record has no
+    /// live group (its record is written when its first group goes live, and removed once its last group
+    /// is deleted), so then only `name`'s own entry is read (one `HGET`: a create that resumes finds its
+    /// `CREATING` entry); otherwise the whole index. Creating thousands of streams one after another would
+    /// read the whole index each time (O(groups²)); a further group of an existing stream still does.
+    /// Like the whole-index read, it is a look before the create, not a lock: two concurrent creates of a
+    /// stream's first groups both find it empty either way.
+    pub(crate) async fn index_entries_for_create(
+        &self,
+        name: &GroupName,
+    ) -> Result<Vec<IndexEntry>, CoordError> {
+        if self
+            .resharding()
+            .load_stream(&name.stream_prefix)
+            .await?
+            .is_some()
+        {
+            return self.index_entries().await;
+        }
+        let own = self
+            .store()
+            .group_index_get(&self.index_key(), &self.keys(name).metadata)
+            .await
+            .map_err(|e| {
+                self.note_store_error(&e);
+                CoordError::from(e)
+            })?;
+        Ok(own.into_iter().collect())
+    }
+
     pub(crate) async fn put_index(
         &self,
         name: &GroupName,

@@ -156,7 +156,9 @@ impl Reconciler<'_> {
             self.visit(&mut pass.schedule, &name).await;
         }
         let mut listed = std::mem::take(&mut pass.listed);
-        for prefix in pass.schedule.take_due_streams() {
+        let due_streams = pass.schedule.take_due_streams();
+        self.list_groups_of(&due_streams, &mut listed).await;
+        for prefix in due_streams {
             self.resharding()
                 .reconcile_stream(&prefix, listed.remove(&prefix))
                 .await;
@@ -173,6 +175,36 @@ impl Reconciler<'_> {
             pass.schedule.stream_every_tick(&prefix, migrating);
         }
         self.state().note_pass(self.clock().now_ms());
+    }
+
+    /// Gives every stream of `due` that `listed` has no group list for its live groups, from one read of the
+    /// group index for all of them: a stream's pass lists its groups, and reading the whole index once per
+    /// due stream made a tick after many writes (thousands of groups created, each making its stream due)
+    /// cost O(streams × groups). Read just after the change feed, the listing is as fresh as the notices
+    /// that made the streams due; a group written after it is noticed on the feed and lists again at the
+    /// next tick. When the index cannot be read, the passes read it themselves.
+    async fn list_groups_of(
+        &self,
+        due: &[String],
+        listed: &mut std::collections::HashMap<String, Vec<String>>,
+    ) {
+        let unlisted: BTreeSet<&String> = due.iter().filter(|p| !listed.contains_key(*p)).collect();
+        if unlisted.is_empty() {
+            return;
+        }
+        let Ok(entries) = self.index_entries().await else {
+            return;
+        };
+        for prefix in &unlisted {
+            listed.insert((*prefix).clone(), Vec::new());
+        }
+        for e in entries.iter().filter(|e| e.state == IndexState::Live) {
+            if unlisted.contains(&e.stream_prefix)
+                && let Some(groups) = listed.get_mut(&e.stream_prefix)
+            {
+                groups.push(e.consumer_group.clone());
+            }
+        }
     }
 
     /// Makes sure every shard of the stream has its routing ceiling at the stream's routing version, once per

@@ -33,7 +33,7 @@ impl Store {
     }
 
     /// How many records of `key` lie after `after` (exclusive) up to `until` (inclusive), counting at most
-    /// `cap`: (count, whether the cap stopped the count). Read in pages of [`PAGE`] ids (`XRANGE … COUNT`).
+    /// `cap`: (count, whether the cap stopped the count). Read in pages of 1,000 ids (`XRANGE … COUNT`).
     pub async fn shard_count_between(
         &self,
         key: &str,

@@ -47,6 +47,18 @@ impl Store {
         self.index_put(index_key, metadata_key, &value).await
     }
 
+    /// One group's entry (None when the index has none, or an entry this build cannot read).
+    pub async fn group_index_get(
+        &self,
+        index_key: &str,
+        metadata_key: &str,
+    ) -> Result<Option<IndexEntry>, StoreError> {
+        Ok(self
+            .index_get(index_key, metadata_key)
+            .await?
+            .and_then(|v| serde_json::from_str::<IndexEntry>(&v).ok()))
+    }
+
     /// Removes a group from the index (no error if it was not there).
     pub async fn group_index_remove(
         &self,

@@ -559,6 +559,19 @@ impl Store {
         Ok(sorted(self.scan_pairs("HSCAN", &keys.progress).await?))
     }
 
+    /// One group's index entry as JSON (`HGET`), None when the index has none.
+    pub async fn index_get(
+        &self,
+        index_key: &str,
+        metadata_key: &str,
+    ) -> Result<Option<String>, StoreError> {
+        Ok(redis::cmd("HGET")
+            .arg(index_key)
+            .arg(metadata_key)
+            .query_async(&mut self.connection())
+            .await?)
+    }
+
     /// Records a group in the index: `metadata_key` → `value_json` in the hash `index_key`.
     pub async fn index_put(
         &self,
