@@ -88,4 +88,35 @@ async fn token_records_and_index(store: &Store, name: &str) {
 
     assert!(store.token_delete(&key("a")).await.expect("delete"));
     assert!(!store.token_delete(&key("a")).await.expect("delete"));
+
+    // Tokens issued in the same millisecond are capped in the order they were listed, whatever their digests
+    // (equal scores would order by digest): "zz" before "aa" before "mm", so "zz" goes first, then "aa".
+    let same = format!("rsc-test:auth:user-tokens:{{user:{name}-same}}");
+    for d in ["zz", "aa"] {
+        let evicted = store
+            .token_index_add(&same, now, now + 40_000, d, 2)
+            .await
+            .expect("add");
+        assert_eq!(evicted, Vec::<String>::new());
+    }
+    let evicted = store
+        .token_index_add(&same, now, now + 40_000, "mm", 2)
+        .await
+        .expect("add");
+    assert_eq!(evicted, vec!["zz"]);
+    let evicted = store
+        .token_index_add(&same, now, now + 40_000, "bb", 2)
+        .await
+        .expect("add");
+    assert_eq!(evicted, vec!["aa"]);
+    assert_eq!(
+        store.token_index_list(&same).await.expect("list"),
+        vec!["mm", "bb"]
+    );
+    let at: i64 = raw(store, redis::cmd("PEXPIRETIME").arg(&same)).await;
+    assert_eq!(
+        at,
+        now + 40_001,
+        "the index expires with its last entry, rounded up"
+    );
 }
