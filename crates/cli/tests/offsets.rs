@@ -11,6 +11,7 @@ use rsc_client::{Consumer, ConsumerConfig, CoordinatorClient, Credentials, Deliv
 use rsc_testkit::{RedisServer, RscBuilder};
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::process::Output;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -315,20 +316,10 @@ async fn produce_then_reset_to_earliest_and_to_a_datetime_redelivers_exactly_the
         h.lock().unwrap().len() == 6
     })
     .await;
-    let refused = rsc(
+    let refused = reset_orders(
         &url,
         dir.path(),
-        &[
-            "offsets",
-            "reset",
-            "orders",
-            "orders",
-            "--to-earliest",
-            "--yes",
-            "--reason",
-            "replay",
-        ],
-        None,
+        &["--to-earliest", "--yes", "--reason", "replay"],
     );
     assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
     assert!(
@@ -341,20 +332,7 @@ async fn produce_then_reset_to_earliest_and_to_a_datetime_redelivers_exactly_the
     let before = positions(&mut conn).await;
 
     // Without a terminal and without --yes: the plan is printed, nothing changes.
-    let unconfirmed = rsc(
-        &url,
-        dir.path(),
-        &[
-            "offsets",
-            "reset",
-            "orders",
-            "orders",
-            "--to-earliest",
-            "--reason",
-            "replay",
-        ],
-        None,
-    );
+    let unconfirmed = reset_orders(&url, dir.path(), &["--to-earliest", "--reason", "replay"]);
     assert_eq!(unconfirmed.status.code(), Some(1), "{}", text(&unconfirmed));
     let out = String::from_utf8_lossy(&unconfirmed.stdout).into_owned();
     assert!(
@@ -368,14 +346,10 @@ async fn produce_then_reset_to_earliest_and_to_a_datetime_redelivers_exactly_the
         "{}",
         text(&unconfirmed)
     );
-    let dry = rsc(
+    let dry = reset_orders(
         &url,
         dir.path(),
         &[
-            "offsets",
-            "reset",
-            "orders",
-            "orders",
             "--to-earliest",
             "--dry-run",
             "--shards",
@@ -383,7 +357,6 @@ async fn produce_then_reset_to_earliest_and_to_a_datetime_redelivers_exactly_the
             "--reason",
             "look",
         ],
-        None,
     );
     assert!(dry.status.success(), "{}", text(&dry));
     let plan = String::from_utf8_lossy(&dry.stdout).into_owned();
@@ -396,20 +369,10 @@ async fn produce_then_reset_to_earliest_and_to_a_datetime_redelivers_exactly_the
     assert_eq!(positions(&mut conn).await, before, "a plan changes nothing");
 
     // EARLIEST: every record is handed to a consumer again, once.
-    let done = rsc(
+    let done = reset_orders(
         &url,
         dir.path(),
-        &[
-            "offsets",
-            "reset",
-            "orders",
-            "orders",
-            "--to-earliest",
-            "--yes",
-            "--reason",
-            "replay",
-        ],
-        None,
+        &["--to-earliest", "--yes", "--reason", "replay"],
     );
     assert!(done.status.success(), "{}", text(&done));
     assert!(
@@ -432,21 +395,10 @@ async fn produce_then_reset_to_earliest_and_to_a_datetime_redelivers_exactly_the
         .unwrap()
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap();
-    let done = rsc(
+    let done = reset_orders(
         &url,
         dir.path(),
-        &[
-            "offsets",
-            "reset",
-            "orders",
-            "orders",
-            "--to-datetime",
-            &iso,
-            "--yes",
-            "--reason",
-            "replay",
-        ],
-        None,
+        &["--to-datetime", &iso, "--yes", "--reason", "replay"],
     );
     assert!(done.status.success(), "{}", text(&done));
     consume_until(&coord, &redis_url, "c4", &handled, 6..8, 2).await;
@@ -482,4 +434,13 @@ async fn produce_then_reset_to_earliest_and_to_a_datetime_redelivers_exactly_the
         "{}",
         text(&audit)
     );
+}
+
+/// `rsc offsets reset orders orders <flags>` against the coordinator at `url`.
+fn reset_orders(url: &str, dir: &Path, flags: &[&str]) -> Output {
+    let args: Vec<&str> = ["offsets", "reset", "orders", "orders"]
+        .into_iter()
+        .chain(flags.iter().copied())
+        .collect();
+    rsc(url, dir, &args, None)
 }
