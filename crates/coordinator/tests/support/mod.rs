@@ -106,6 +106,19 @@ pub struct Reply {
     pub headers: reqwest::header::HeaderMap,
 }
 
+impl Reply {
+    /// Asserts a 400 `INVALID_REQUEST` whose message names `needle`; `what` labels the failure.
+    pub fn assert_invalid(&self, what: &str, needle: &str) {
+        assert_eq!(self.status, 400, "{what}: {}", self.body);
+        assert_eq!(self.body["errorCode"], "INVALID_REQUEST", "{what}");
+        assert!(
+            self.body["message"].as_str().unwrap().contains(needle),
+            "{what}: {}",
+            self.body
+        );
+    }
+}
+
 impl Api {
     pub fn new(base: &str) -> Self {
         Api {
