@@ -72,7 +72,7 @@ pub struct CoordinatorConfig {
     pub defaults: DefaultsConfig,
     pub health: HealthConfig,
     /// Prometheus metrics: optional unauthenticated listener, refresh interval, series caps.
-    pub metrics: crate::metrics::MetricsConfig,
+    pub metrics: crate::observability::metrics::MetricsConfig,
     /// Authentication, authorization, tokens, rate limits (see `security::config`).
     pub api: crate::security::config::ApiConfig,
     pub audit: crate::security::config::AuditConfig,
@@ -114,7 +114,7 @@ impl Default for HttpConfig {
             max_connections: 10_000,
             max_connections_per_address: 256,
             message_page_max_bytes: 4 * 1024 * 1024,
-            heartbeat_max_body_bytes: crate::access::DEFAULT_HEARTBEAT_MAX_BODY_BYTES,
+            heartbeat_max_body_bytes: crate::security::access::DEFAULT_HEARTBEAT_MAX_BODY_BYTES,
         }
     }
 }
@@ -210,7 +210,7 @@ impl Default for CoordinatorConfig {
             streams: StreamsConfig::default(),
             defaults: DefaultsConfig::default(),
             health: HealthConfig::default(),
-            metrics: crate::metrics::MetricsConfig::default(),
+            metrics: crate::observability::metrics::MetricsConfig::default(),
             api: Default::default(),
             audit: Default::default(),
             http: HttpConfig::default(),
@@ -710,7 +710,7 @@ fn validate(c: &Config) -> Result<(), ConfigError> {
                 "{} must be between 65536 and 268435456 (the default, {}, fits a member owning all 16384 \
                  shards of a group and reporting progress for each)",
                 k.http.heartbeat_max_body_bytes,
-                crate::access::DEFAULT_HEARTBEAT_MAX_BODY_BYTES
+                crate::security::access::DEFAULT_HEARTBEAT_MAX_BODY_BYTES
             ),
         );
     }

@@ -6,7 +6,7 @@
 //! and the process exits — or exits anyway after `coordinator.shutdown-grace`.
 
 use crate::config::Config;
-use crate::coordinator::Coordinator;
+use crate::runtime::coordinator::Coordinator;
 use rsc_store::{RedisTopology, Store};
 use std::sync::Arc;
 use tokio::net::TcpListener;
@@ -108,13 +108,13 @@ pub async fn start(config: Config) -> Result<Running, ServeError> {
     // A replica that runs the reconciler registers, so the others count it in the split of background work;
     // one with the reconciler off does not register and, seeing only itself, keeps every group's metrics.
     let (reconciler, registry) = if coordinator.config().reconciler.enabled {
-        crate::cluster::renew(&coordinator).await;
+        crate::runtime::cluster::renew(&coordinator).await;
         (
-            Some(tokio::spawn(crate::reconciler::run(
+            Some(tokio::spawn(crate::background::reconciler::run(
                 coordinator.clone(),
                 stop_rx.clone(),
             ))),
-            Some(tokio::spawn(crate::cluster::run(
+            Some(tokio::spawn(crate::runtime::cluster::run(
                 coordinator.clone(),
                 stop_rx.clone(),
             ))),
@@ -123,14 +123,15 @@ pub async fn start(config: Config) -> Result<Running, ServeError> {
         (None, None)
     };
     // Gauges are rebuilt in the background; an optional second listener serves /metrics without auth.
-    tokio::spawn(crate::metrics_refresh::run(
+    tokio::spawn(crate::background::metrics_refresh::run(
         coordinator.clone(),
         stop_rx.clone(),
     ));
-    let metrics_addr = crate::api::metrics::spawn_listener(coordinator.clone(), stop_rx.clone())
-        .await
-        .map_err(|(addr, source)| ServeError::Bind { addr, source })?;
-    let app = crate::api::router(coordinator.clone(), security);
+    let metrics_addr =
+        crate::http::api::metrics::spawn_listener(coordinator.clone(), stop_rx.clone())
+            .await
+            .map_err(|(addr, source)| ServeError::Bind { addr, source })?;
+    let app = crate::http::api::router(coordinator.clone(), security);
     let grace = coordinator.config().shutdown_grace.0;
     let task_coordinator = coordinator.clone();
     let mut stop_signal = stop_rx.clone();
@@ -144,7 +145,7 @@ pub async fn start(config: Config) -> Result<Running, ServeError> {
             }
             task_coordinator.begin_termination();
         };
-        let server = crate::http_server::serve(listener, app, http, shutdown);
+        let server = crate::http::http_server::serve(listener, app, http, shutdown);
         let mut stopped = stop_rx.clone();
         let served = tokio::spawn(server);
         // Once shutdown begins, give in-flight requests `grace` to finish.

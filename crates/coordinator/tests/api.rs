@@ -521,7 +521,7 @@ async fn a_rejection_on_a_cached_group_is_confirmed_by_its_revision_not_by_a_rel
 #[tokio::test]
 async fn a_reconciler_pass_reads_the_aggregate_only_when_its_revision_moved() {
     let (redis, [(first, _), (second, other_api)]) = two_replicas_with_a_joined("tick").await;
-    let name = rsc_coordinator::cache::GroupName::new("tick", "tick");
+    let name = rsc_coordinator::runtime::cache::GroupName::new("tick", "tick");
     let reads = |calls: &std::collections::BTreeMap<String, u64>| {
         (
             calls.get("hget").copied().unwrap_or(0),
@@ -559,7 +559,7 @@ async fn joins_waiting_on_one_group_are_committed_together_in_one_write() {
     let (running, api) = coordinator(config).await;
     api.create_stream("batch", 40).await;
     let coordinator = running.coordinator.clone();
-    let name = rsc_coordinator::cache::GroupName::new("batch", "batch");
+    let name = rsc_coordinator::runtime::cache::GroupName::new("batch", "batch");
 
     // Hold the group's lock, as a long write would, while 20 members join: they all queue up.
     let lock = coordinator.cache().lock_for(&name);
@@ -612,11 +612,11 @@ async fn joins_waiting_on_one_group_are_committed_together_in_one_write() {
         "twenty joins, one compare-and-set"
     );
     assert_eq!(
-        rsc_coordinator::stats::Stats::get(&coordinator.stats().transition_batches),
+        rsc_coordinator::observability::stats::Stats::get(&coordinator.stats().transition_batches),
         1
     );
     assert_eq!(
-        rsc_coordinator::stats::Stats::get(&coordinator.stats().batched_transitions),
+        rsc_coordinator::observability::stats::Stats::get(&coordinator.stats().batched_transitions),
         20
     );
     // Every member is in the group, each answer was true when it was sent.

@@ -226,7 +226,7 @@ async fn every_metric_and_route_the_dashboards_query_exists_on_a_real_coordinato
         "queried by a dashboard but not exposed: {missing:?}"
     );
 
-    let served: BTreeSet<&str> = rsc_coordinator::api::routes::table()
+    let served: BTreeSet<&str> = rsc_coordinator::http::api::routes::table()
         .iter()
         .map(|s| s.path)
         .collect();

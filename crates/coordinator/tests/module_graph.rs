@@ -1,8 +1,9 @@
 //! No crate's modules import each other in a circle: within each crate of the workspace, no circle larger
 //! than one top-level module and its submodules (ARCHITECTURE.md, "Inside the coordinator crate"; the group
-//! crate's layering in "Crates"). This test reads every source file of every crate under `crates/`, collects
-//! the `crate::<module>` paths it names (comments left out), and fails naming the crate and the circle when
-//! two top-level modules reach each other. A crate's binaries under `src/bin/` are crate roots of their own
+//! crate's layering in "Crates"). A layer — a top-level module that only groups others, like the
+//! coordinator's `services/` — is a folder: its modules (`services::admin`) are the graph's nodes. This test
+//! reads every source file of every crate under `crates/`, collects the `crate::<module>` paths it names
+//! (comments left out), and fails naming the crate and the circle when two modules reach each other. A crate's binaries under `src/bin/` are crate roots of their own
 //! and left out.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -22,22 +23,113 @@ fn source_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The top-level module a file belongs to (`heartbeat/batch.rs` → `heartbeat`), None for the crate root
-/// (`lib.rs`, or `main.rs` of a binary crate).
-fn top_module(src: &Path, file: &Path) -> Option<String> {
+/// The layers of a crate: top-level modules that only group others (`services.rs` holds nothing but doc
+/// comments and `pub mod x;` lines, its modules are in `services/`). Inside a layer the unit of the graph is
+/// the layer's module (`services::admin`), so layers are folders, not one merged node.
+fn layers(src: &Path) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    for entry in std::fs::read_dir(src).expect("read src dir") {
+        let path = entry.expect("dir entry").path();
+        let Some(name) = path.file_stem().map(|n| n.to_string_lossy().into_owned()) else {
+            continue;
+        };
+        if path.extension().is_none_or(|e| e != "rs") || !src.join(&name).is_dir() {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("read source");
+        let only_modules = text.lines().map(str::trim).all(|l| {
+            l.is_empty()
+                || l.starts_with("//")
+                || (l.starts_with("pub mod ") || l.starts_with("mod ")) && l.ends_with(';')
+        });
+        if only_modules {
+            found.insert(name);
+        }
+    }
+    found
+}
+
+/// The module a file belongs to (`heartbeat/batch.rs` → `heartbeat`; in a layer, `services/reshard/ops.rs` →
+/// `services::reshard`), None for the crate root (`lib.rs`, `main.rs` of a binary crate) and a layer's file.
+fn top_module(src: &Path, file: &Path, layers: &BTreeSet<String>) -> Option<String> {
     let rel = file.strip_prefix(src).expect("file under src");
-    let first = rel
+    let mut parts = rel
         .components()
-        .next()?
-        .as_os_str()
-        .to_string_lossy()
-        .into_owned();
+        .map(|c| c.as_os_str().to_string_lossy().into_owned());
+    let first = parts.next()?;
     let name = first.strip_suffix(".rs").unwrap_or(&first).to_owned();
+    if layers.contains(&name) {
+        let inner = parts.next()?;
+        let inner = inner.strip_suffix(".rs").unwrap_or(&inner);
+        return Some(format!("{name}::{inner}"));
+    }
     (name != "lib" && name != "main").then_some(name)
 }
 
-/// Top-level modules named by `crate::x` or `crate::{x, y::…}` in code (not comments).
-fn imported_modules(text: &str) -> BTreeSet<String> {
+/// The end of the `{…}` group that `text` starts inside (after its `{`).
+fn group_end(text: &str) -> usize {
+    let mut depth = 1;
+    text.char_indices()
+        .find(|(_, c)| {
+            match c {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                _ => {}
+            }
+            depth == 0
+        })
+        .map_or(text.len(), |(i, _)| i)
+}
+
+/// The modules named by the path `text` that follows `crate::` (or a layer's `crate::layer::`): its head, or
+/// the heads of every item of a `{…}` group.
+fn path_modules(
+    text: &str,
+    layer: Option<&str>,
+    layers: &BTreeSet<String>,
+    found: &mut BTreeSet<String>,
+) {
+    if let Some(group) = text.strip_prefix('{') {
+        let group = &group[..group_end(group)];
+        let mut depth = 0;
+        let mut item = String::new();
+        for c in group.chars().chain([',']) {
+            match c {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    path_modules(item.trim(), layer, layers, found);
+                    item.clear();
+                    continue;
+                }
+                _ => {}
+            }
+            item.push(c);
+        }
+        return;
+    }
+    let head: String = text
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect();
+    if head.is_empty() {
+        return;
+    }
+    match layer {
+        Some(layer) => {
+            found.insert(format!("{layer}::{head}"));
+        }
+        None => match text[head.len()..].strip_prefix("::") {
+            Some(rest) if layers.contains(&head) => path_modules(rest, Some(&head), layers, found),
+            _ => {
+                found.insert(head);
+            }
+        },
+    }
+}
+
+/// Modules named by `crate::x`, `crate::{x, y::…}` or, in a layer, `crate::layer::x` in code (not comments).
+fn imported_modules(text: &str, layers: &BTreeSet<String>) -> BTreeSet<String> {
     let code: String = text
         .lines()
         .map(|l| l.split("//").next().unwrap_or(""))
@@ -47,50 +139,7 @@ fn imported_modules(text: &str) -> BTreeSet<String> {
     let mut rest = code.as_str();
     while let Some(at) = rest.find("crate::") {
         rest = &rest[at + "crate::".len()..];
-        if let Some(group) = rest.strip_prefix('{') {
-            let mut depth = 1;
-            let end = group
-                .char_indices()
-                .find(|(_, c)| {
-                    match c {
-                        '{' => depth += 1,
-                        '}' => depth -= 1,
-                        _ => {}
-                    }
-                    depth == 0
-                })
-                .map_or(group.len(), |(i, _)| i);
-            let mut depth = 0;
-            let mut item = String::new();
-            for c in group[..end].chars().chain([',']) {
-                match c {
-                    '{' => depth += 1,
-                    '}' => depth -= 1,
-                    ',' if depth == 0 => {
-                        let head: String = item
-                            .trim()
-                            .chars()
-                            .take_while(|c| c.is_alphanumeric() || *c == '_')
-                            .collect();
-                        if !head.is_empty() {
-                            found.insert(head);
-                        }
-                        item.clear();
-                        continue;
-                    }
-                    _ => {}
-                }
-                item.push(c);
-            }
-        } else {
-            let head: String = rest
-                .chars()
-                .take_while(|c| c.is_alphanumeric() || *c == '_')
-                .collect();
-            if !head.is_empty() {
-                found.insert(head);
-            }
-        }
+        path_modules(rest, None, layers, &mut found);
     }
     found
 }
@@ -161,14 +210,19 @@ fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
 fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let mut files = Vec::new();
     source_files(src, &mut files);
+    let layers = layers(src);
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for file in &files {
-        let Some(module) = top_module(src, file) else {
+        let Some(module) = top_module(src, file, &layers) else {
             continue;
         };
         let text = std::fs::read_to_string(file).expect("read source");
         let edges = graph.entry(module.clone()).or_default();
-        edges.extend(imported_modules(&text).into_iter().filter(|m| *m != module));
+        edges.extend(
+            imported_modules(&text, &layers)
+                .into_iter()
+                .filter(|m| *m != module),
+        );
     }
     graph
 }
@@ -208,10 +262,18 @@ fn no_crates_modules_form_an_import_circle() {
     for (name, src) in &crates {
         let graph = module_graph(src);
         if name == "coordinator" {
+            let found_layers = layers(src);
+            assert!(
+                ["http", "services", "background", "runtime", "observability"]
+                    .iter()
+                    .all(|l| found_layers.contains(*l)),
+                "the coordinator's layer folders were not recognised: {found_layers:?}"
+            );
             assert!(
                 graph.len() > 20
-                    && graph.contains_key("coordinator")
-                    && graph.contains_key("heartbeat"),
+                    && graph.contains_key("runtime::coordinator")
+                    && graph.contains_key("services::heartbeat")
+                    && graph.contains_key("http::api"),
                 "the walk found too few modules: {:?}",
                 graph.keys()
             );
@@ -239,10 +301,20 @@ fn no_crates_modules_form_an_import_circle() {
 fn the_import_reader_sees_grouped_and_plain_paths() {
     let text =
         "use crate::a::B;\nuse crate::{c, d::{E, F}};\n// use crate::g;\nlet x = crate::h::f();";
-    let found = imported_modules(text);
+    let found = imported_modules(text, &BTreeSet::new());
     assert_eq!(
         found,
         ["a", "c", "d", "h"].into_iter().map(String::from).collect()
+    );
+    let layered =
+        "use crate::svc::a::B;\nuse crate::{svc::{b, c::D}, e};\nlet x = crate::svc::f::g();";
+    let layers: BTreeSet<String> = ["svc".to_owned()].into();
+    assert_eq!(
+        imported_modules(layered, &layers),
+        ["svc::a", "svc::b", "svc::c", "e", "svc::f"]
+            .into_iter()
+            .map(String::from)
+            .collect()
     );
     let graph: BTreeMap<String, BTreeSet<String>> = [
         ("a", vec!["b"]),

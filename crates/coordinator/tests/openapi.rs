@@ -6,8 +6,8 @@
 
 use crate::support;
 
-use rsc_coordinator::api::openapi::{access_name, document};
-use rsc_coordinator::api::routes::{Access, table};
+use rsc_coordinator::http::api::openapi::{access_name, document};
+use rsc_coordinator::http::api::routes::{Access, table};
 use rsc_testkit::RedisServer;
 use serde_json::Value;
 use std::process::Command;

@@ -7,8 +7,8 @@
 
 use crate::support;
 
-use rsc_coordinator::api::openapi::document;
-use rsc_coordinator::api::routes::table;
+use rsc_coordinator::http::api::openapi::document;
+use rsc_coordinator::http::api::routes::table;
 use rsc_testkit::RedisServer;
 use serde_json::Value;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! The "Routes" table of docs/api.md and the route table (`api/routes.rs`) list the same routes, with the same
 //! access and audit action, so the documentation cannot drift from what the server serves.
 
-use rsc_coordinator::api::routes::{self, Access};
+use rsc_coordinator::http::api::routes::{self, Access};
 use std::collections::BTreeSet;
 
 /// (method, path as docs/api.md writes it, access, audit action)

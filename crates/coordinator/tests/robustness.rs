@@ -9,7 +9,7 @@
 
 use crate::support;
 
-use rsc_coordinator::api::routes;
+use rsc_coordinator::http::api::routes;
 use rsc_testkit::RedisServer;
 use serde_json::{Map, Value, json};
 use std::net::SocketAddr;

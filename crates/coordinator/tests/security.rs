@@ -3,8 +3,8 @@
 
 use crate::support;
 
-use rsc_coordinator::api::routes::{self, Access};
 use rsc_coordinator::config::{Config, Dur};
+use rsc_coordinator::http::api::routes::{self, Access};
 use rsc_testkit::RedisServer;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};

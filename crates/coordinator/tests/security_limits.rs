@@ -136,7 +136,7 @@ fn padded(req: &Value, len: usize) -> String {
 /// written. Other routes keep 1 MiB (an admin body, read by the security guard, included).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_heartbeat_body_fits_the_largest_group_and_one_byte_more_is_refused() {
-    use rsc_coordinator::access::DEFAULT_HEARTBEAT_MAX_BODY_BYTES as LIMIT;
+    use rsc_coordinator::security::access::DEFAULT_HEARTBEAT_MAX_BODY_BYTES as LIMIT;
     use rsc_protocol::validate::{MAX_ID_LEN, MAX_SHARD_COUNT};
     let redis = RedisServer::start();
     let mut c = config(&redis.url());

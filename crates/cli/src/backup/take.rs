@@ -240,5 +240,5 @@ fn now_rfc3339() -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0);
-    rsc_coordinator::clock::iso_ms(ms)
+    rsc_coordinator::runtime::clock::iso_ms(ms)
 }

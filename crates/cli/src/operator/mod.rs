@@ -295,7 +295,7 @@ async fn stored_token(target: &Target) -> Result<Option<credentials::StoredToken
             "the token stored for {} (user {:?}) expired at {}: run rsc login",
             found.key.describe(),
             t.username,
-            rsc_coordinator::clock::iso_ms(t.expires_at_ms)
+            rsc_coordinator::runtime::clock::iso_ms(t.expires_at_ms)
         )));
     }
     Ok(Some(t))

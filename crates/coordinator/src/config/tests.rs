@@ -474,7 +474,7 @@ fn the_heartbeat_body_limit_fits_the_largest_group_and_is_set_by_file_or_env() {
         .coordinator;
     assert_eq!(
         c.http.heartbeat_max_body_bytes,
-        crate::access::DEFAULT_HEARTBEAT_MAX_BODY_BYTES
+        crate::security::access::DEFAULT_HEARTBEAT_MAX_BODY_BYTES
     );
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("rsc.toml");

@@ -524,7 +524,7 @@ impl RejectionFolder {
 fn summary(f: Folded, overflow: bool) -> AuditRecord {
     let mut r = f.first;
     let first_at = r.timestamp.clone();
-    r.timestamp = crate::clock::iso_ms(f.last_ms);
+    r.timestamp = crate::runtime::clock::iso_ms(f.last_ms);
     r.timestamp_ms = f.last_ms;
     r.repeats = Some(Repeats {
         count: f.count,
@@ -563,7 +563,7 @@ mod tests {
     fn refused(client: &str, at_ms: i64) -> AuditRecord {
         AuditRecord {
             id: None,
-            timestamp: crate::clock::iso_ms(at_ms),
+            timestamp: crate::runtime::clock::iso_ms(at_ms),
             timestamp_ms: at_ms,
             coordinator_id: "c".into(),
             action: "CREATE_STREAM".into(),
@@ -624,7 +624,7 @@ mod tests {
         );
         assert_eq!(
             summaries[0].repeats.as_ref().unwrap().last_at,
-            crate::clock::iso_ms(1_999)
+            crate::runtime::clock::iso_ms(1_999)
         );
     }
 

@@ -13,7 +13,7 @@ use super::throttle::Refused;
 use super::tokens;
 use super::users::User;
 use crate::domain_error::CoordError;
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use rsc_protocol::errors::ErrorCode;

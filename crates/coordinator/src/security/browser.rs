@@ -11,7 +11,7 @@
 //!   that opens an API URL is never invited to cache Basic credentials it would then attach to forged
 //!   requests (the console signs in with its own form and a bearer token).
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 use axum::http::{HeaderMap, HeaderValue, Method, header};
 use rsc_protocol::errors::ErrorCode;
 

@@ -17,8 +17,8 @@ use super::config::ApiConfig;
 use super::principal::Principal;
 use super::request_id;
 use super::tokens::hex;
-use crate::access::{Access, MatchedRoute};
-use crate::error::ApiError;
+use crate::http::error::ApiError;
+use crate::security::access::{Access, MatchedRoute};
 use axum::body::Body;
 use axum::extract::{ConnectInfo, FromRequestParts, RawPathParams, Request};
 use axum::http::request::Parts;
@@ -322,9 +322,10 @@ async fn audited(
     // The route's own limit, the one its body extractor applies (`access::BodyLimit`).
     let limit = ctx.route.body_limit;
     let (resp, body_facts) = match axum::body::to_bytes(body, limit.max_bytes).await {
-        Err(e) if crate::access::is_body_timeout(&e) => {
-            (crate::access::body_timeout().into_response(), None)
-        }
+        Err(e) if crate::security::access::is_body_timeout(&e) => (
+            crate::security::access::body_timeout().into_response(),
+            None,
+        ),
         Err(_) => (limit.too_large().into_response(), None),
         Ok(bytes) => {
             let facts = (hex(&digest_bytes(&bytes)), BodyMeta::parse(&bytes));
@@ -416,7 +417,7 @@ impl Ctx<'_> {
         };
         let record = AuditRecord {
             id: None,
-            timestamp: crate::clock::iso_ms(now),
+            timestamp: crate::runtime::clock::iso_ms(now),
             timestamp_ms: now,
             coordinator_id: self.sec.coordinator_id.clone(),
             action: resp

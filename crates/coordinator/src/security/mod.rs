@@ -14,6 +14,7 @@
 //!   `audit_action`. The security endpoints' handlers (login, token revocation, session, audit read) are in
 //!   `api/auth.rs`; they call the logic here.
 
+pub mod access;
 pub mod audit;
 pub mod authn;
 pub mod bootstrap;

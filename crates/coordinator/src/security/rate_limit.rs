@@ -5,7 +5,7 @@
 use super::config::RateLimitConfig;
 use super::window;
 use crate::domain_error::CoordError;
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use rsc_protocol::errors::ErrorCode;

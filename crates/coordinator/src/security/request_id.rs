@@ -2,7 +2,7 @@
 //! the contract does), generated (UUID v7) when absent, recorded in audit records and echoed in the
 //! `X-Request-Id` response header. An id that is too long or not printable ASCII is refused with 400.
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 use axum::http::HeaderMap;
 
 pub const HEADER: &str = "x-request-id";

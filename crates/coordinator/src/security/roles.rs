@@ -3,7 +3,7 @@
 //! own, issue #32 finding 13) reads record payloads (the message browser and Grafana's message rows), which
 //! READ, WRITE and MONITOR do not: those see the coordination state, not the data.
 
-use crate::access::Access;
+use crate::security::access::Access;
 use std::collections::BTreeSet;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

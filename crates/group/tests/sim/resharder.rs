@@ -1,6 +1,6 @@
 //! A replica's resharding work: the replica core's flows (`rsc_group::replica::reshard`) — the operator's
 //! scale, rollback and force-complete, a producer's last `quiesced` report, and the reconciler's pass over
-//! the stream — performed on the simulated store as `crates/coordinator/src/reshard/perform.rs` performs
+//! the stream — performed on the simulated store as `crates/coordinator/src/services/reshard/perform.rs` performs
 //! them on Redis, but one step at a time: the world's other work (heartbeats, producers, consumers, the other
 //! replicas) runs between any two steps, and the replica may pause there or crash (losing the flow, as a
 //! coordinator killed mid-request loses it; the reconciler's next pass resumes what it left).

@@ -1,7 +1,7 @@
 //! Resharding on a replica, as sans-I/O flows: scaling a stream, an operator's rollback or force-complete,
 //! and the reconciler's pass over a stream. Like the heartbeat flow, each returns the next store step
 //! ([`Step`]) and takes its answer ([`Answer`]); the coordinator performs the steps through `rsc-store`
-//! (`crates/coordinator/src/reshard/`), the simulation on its simulated store and shard streams, with pauses
+//! (`crates/coordinator/src/services/reshard/`), the simulation on its simulated store and shard streams, with pauses
 //! and crashes between any two. The decisions between steps are the pure rules of [`crate::reshard`].
 //!
 //! Every step the flows write is a compare-and-set on a record (the stream record, a group), so a replica

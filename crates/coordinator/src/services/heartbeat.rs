@@ -1,0 +1,636 @@
+//! The heartbeat path: the one endpoint that carries nearly all traffic. What to do when (decide, confirm,
+//! renew, write, retry) is the replica core's (`rsc_group::replica::heartbeat`, which the simulation runs
+//! too); this file performs each step against the cache, Redis, the batch and the reconciler.
+//!
+//! A rejection that depends on group state (an unknown or fenced member), decided on a cached aggregate, is
+//! confirmed with one HGET of the revision rather than a reload of the group.
+//!
+//! Steady heartbeats (nothing in the aggregate changes) cost exactly one Redis round trip: a script that
+//! checks the revision the decision was made on, checks and renews the member's lease and stores its progress.
+//! Anything else is a transition, committed by compare-and-set together with the group's other waiting
+//! transitions (`heartbeat/batch.rs`). A lost race or a moved revision means "decide again on fresh state", a bounded
+//! number of times; infrastructure
+//! trouble is answered with `RETRY` (HTTP 200), which both reference clients treat as "keep state, try again"
+//! and which never renews a client's lease.
+//!
+//! A member incarnation belongs to the principal that joined it (`Member::owner`): a heartbeat or leave for it
+//! from another principal (not an ADMIN) is refused with 403 `MEMBER_OWNED_BY_ANOTHER_PRINCIPAL`. The check
+//! reads the aggregate the decision is made on, so it costs no Redis round trip; the steady path's revision
+//! check covers it like everything else in the aggregate. Unauthenticated heartbeats record and check nothing.
+
+mod batch;
+
+use crate::domain_error::CoordError;
+use crate::observability::stats::Stats;
+use crate::runtime::cache::{Cached, GroupName};
+use crate::runtime::coordinator::Heartbeats;
+use crate::security::principal::Principal;
+use crate::security::roles::Role;
+use rsc_group::heartbeat::{Caller, rejected_response};
+use rsc_group::model::{HoldReason, MemberState};
+use rsc_group::replica::heartbeat::{
+    Confirmation, HeartbeatFlow, Notes, ReadFailure, Renewal, Step,
+};
+use rsc_protocol::wire::{HeartbeatRequest, HeartbeatResponse, HeartbeatStatus};
+use rsc_store::{HeartbeatOutcome, PeerLease};
+use serde::Serialize;
+
+/// Hot per-member data stored beside the aggregate on every accepted heartbeat.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct MemberProgress<'a> {
+    member_name: Option<&'a str>,
+    member_epoch: i64,
+    metadata_version: i64,
+    runtime_max_concurrency: i64,
+    available_concurrency: i64,
+    shard_progress: &'a [rsc_protocol::wire::ShardProgressReport],
+    last_heartbeat_at_ms: i64,
+}
+
+/// The heartbeat's caller as the state machine sees it (None: heartbeats are not authenticated).
+pub fn caller(principal: Option<&Principal>) -> Caller<'_> {
+    match principal {
+        None => Caller::ANONYMOUS,
+        Some(p) => Caller {
+            principal: Some(&p.username),
+            acts_for_any_member: p.roles.contains(Role::Admin),
+        },
+    }
+}
+
+impl Heartbeats<'_> {
+    /// Handles one validated heartbeat from `principal` (None when heartbeats are not authenticated). A
+    /// contract response (HTTP 200), or 403 when the member belongs to another principal.
+    pub async fn heartbeat(
+        &self,
+        name: &GroupName,
+        member_id: &str,
+        req: &HeartbeatRequest,
+        principal: Option<&Principal>,
+    ) -> Result<HeartbeatResponse, CoordError> {
+        let mut response = self
+            .heartbeat_inner(name, member_id, req, caller(principal))
+            .await?;
+        self.stats().count_heartbeat(response.status);
+        self.metrics()
+            .count_heartbeat(&name.stream_prefix, &name.consumer_group, response.status);
+        if response.status != HeartbeatStatus::Ok && response.message.is_none() {
+            response.message = Some(self.explain(name, member_id, req, &response).await);
+        }
+        Ok(response)
+    }
+
+    /// What a non-OK answer means for this member and what it should do, in words (the `message` field).
+    /// Off the hot path: steady and accepted heartbeats are `OK`. Reads only the cache, except for an unknown
+    /// group, where one read of the stream record tells a missing stream from a missing group.
+    async fn explain(
+        &self,
+        name: &GroupName,
+        path_member_id: &str,
+        req: &HeartbeatRequest,
+        response: &HeartbeatResponse,
+    ) -> String {
+        const REJOIN: &str =
+            "stop reading every shard and send the next heartbeat with memberEpoch 0 to rejoin";
+        let ttl = human_ms(self.timing().member_lease_ttl_ms);
+        let m = path_member_id;
+        let cached = self.cache().get(name);
+        let member = cached
+            .as_ref()
+            .and_then(|c| c.group.members.get(path_member_id));
+        match response.status {
+            HeartbeatStatus::Ok => String::new(),
+            HeartbeatStatus::UnsupportedProtocol => format!(
+                "protocolVersion {} is not supported: this coordinator speaks {}..={}; use a client that speaks it",
+                req.protocol_version,
+                rsc_protocol::PROTOCOL_VERSION_MIN,
+                rsc_protocol::PROTOCOL_VERSION_MAX
+            ),
+            HeartbeatStatus::InvalidRequest if req.member_id != path_member_id => format!(
+                "the body's memberId {:?} differs from the path's {m:?}; send the same id in both",
+                req.member_id
+            ),
+            HeartbeatStatus::InvalidRequest if req.member_epoch == -2 => "memberEpoch -2 is not valid without a \
+                groupInstanceId: -2 is a static member's temporary leave; send the member's groupInstanceId with it, \
+                or leave with -1"
+                .to_owned(),
+            HeartbeatStatus::InvalidRequest => format!(
+                "memberEpoch {} is not valid: send 0 to join, -1 to leave (-2 to leave temporarily, with a \
+                 groupInstanceId), or the memberEpoch of the last answer",
+                req.member_epoch
+            ),
+            HeartbeatStatus::FencedInstanceId => {
+                let instance = req.group_instance_id.as_deref().unwrap_or_default();
+                let holder = cached
+                    .as_ref()
+                    .and_then(|c| c.group.active_instance(instance))
+                    .map(|h| h.member_id.clone());
+                match holder {
+                    Some(h) => format!(
+                        "groupInstanceId {instance:?} is held by the live member {h:?}; a second process with the \
+                         same static identity is refused: give each process its own groupInstanceId, or wait until \
+                         {h:?} leaves or its lease ({ttl}) lapses (then this member's join takes over its reserved \
+                         shards); nothing was stored"
+                    ),
+                    None => format!(
+                        "groupInstanceId {instance:?} is held by another live member; give each process its own \
+                         groupInstanceId, or join again once that member has left or its lease ({ttl}) has lapsed"
+                    ),
+                }
+            }
+            HeartbeatStatus::UnknownMemberId => match &cached {
+                Some(_) => format!(
+                    "member {m:?} is not in group {name} (it was never there with this epoch, it was forgotten \
+                     after it expired or left, or the group was recreated); {REJOIN}"
+                ),
+                None => self.explain_missing_group(name).await,
+            },
+            HeartbeatStatus::FencedMemberEpoch => {
+                let state = member.map(|mm| mm.state);
+                match state {
+                    Some(MemberState::Expired) => format!(
+                        "member {m:?} expired: no heartbeat of it was accepted for longer than the member lease \
+                         ({ttl}), so its shards were released to other members; {REJOIN}"
+                    ),
+                    Some(MemberState::Fenced) => {
+                        let why = cached
+                            .as_ref()
+                            .and_then(|c| c.group.holds.iter().find(|h| h.member_id == m))
+                            .map(|h| &h.reason);
+                        let why = match why {
+                            Some(HoldReason::RebalanceTimeout) => format!(
+                                "it did not release the shards taken from it within the rebalance timeout ({})",
+                                human_ms(self.timing().rebalance_timeout_ms)
+                            ),
+                            Some(HoldReason::OwnershipReportOutsideGrants) => {
+                                "it reported reading shards it had not been given".to_owned()
+                            }
+                            _ => "it did not release revoked shards in time, or reported shards it had not been \
+                                  given"
+                                .to_owned(),
+                        };
+                        format!("member {m:?} was fenced: {why}; {REJOIN}")
+                    }
+                    Some(MemberState::Leaving) if req.member_epoch >= 0 => format!(
+                        "member {m:?} has left the group (its memberEpoch -1 was accepted); {REJOIN}"
+                    ),
+                    Some(_) if req.member_epoch < 0 => format!(
+                        "this leave (memberEpoch {}, metadataVersion {}) is older than the current incarnation of \
+                         member {m:?}: it came from an earlier process with this id and was ignored",
+                        req.member_epoch,
+                        req.metadata_version
+                    ),
+                    Some(_) => format!(
+                        "memberEpoch {} belongs to an earlier incarnation of member {m:?}: a process joined with \
+                         this id since; {REJOIN} (give every process its own member id)",
+                        req.member_epoch
+                    ),
+                    None => format!("member {m:?} was fenced; {REJOIN}"),
+                }
+            }
+            HeartbeatStatus::Retry => format!(
+                "the coordinator could not complete this heartbeat now (Redis unavailable, or the group kept \
+                 changing); nothing changed and the member's lease was not renewed: keep only the shards already \
+                 being read, stop them if no heartbeat is accepted within the lease ({ttl}), and retry after \
+                 heartbeatIntervalMs"
+            ),
+            HeartbeatStatus::SyncMetadata => format!(
+                "the member reported metadataVersion {} / memberEpoch {}, ahead of what Redis holds \
+                 (metadataVersion {}): the group's metadata appears to have rolled back and is being corrected; \
+                 keep reading only the assignedShards already being read, start none, and report \
+                 metadataVersion {} next",
+                req.metadata_version,
+                req.member_epoch,
+                response.metadata_version,
+                response.metadata_version
+            ),
+            HeartbeatStatus::RevokePending => "a metadata-correction round is open: shards that move must be \
+                released first; keep reading only assignedShards, start no new shard, and keep heartbeating"
+                .to_owned(),
+        }
+    }
+
+    /// UNKNOWN_MEMBER_ID because the group does not exist: say whether the stream does, and how to create
+    /// what is missing (an admin call; a heartbeat never creates anything).
+    async fn explain_missing_group(&self, name: &GroupName) -> String {
+        let (p, g) = (&name.stream_prefix, &name.consumer_group);
+        match self.resharding().load_stream(p).await {
+            Ok(Some(_)) => format!(
+                "stream {p:?} exists but has no consumer group {g:?}; an admin creates it with \
+                 POST /coord/v1/streams/{p}/groups/{g}, then members join with memberEpoch 0"
+            ),
+            Ok(None) if p == g => format!(
+                "stream {p:?} does not exist; an admin creates it with POST /coord/v1/streams/{p} (its first \
+                 consumer group is named {p:?}), then members join with memberEpoch 0"
+            ),
+            Ok(None) => format!(
+                "stream {p:?} does not exist; an admin creates it with its consumer group {g:?} with \
+                 POST /coord/v1/streams/{p}/groups/{g}, then members join with memberEpoch 0"
+            ),
+            Err(e) => format!(
+                "consumer group {name} could not be read ({e}); a heartbeat never creates a group: check that \
+                 it exists (GET /coord/v1/streams/{p}/groups/{g})"
+            ),
+        }
+    }
+
+    /// One heartbeat, with the failover hint of `coordinator/lapse_forecasts.rs`: when the steady renewal
+    /// saw another member's lease end within one interval and that member's expiry would give this caller
+    /// shards, the answer asks the caller back just after the lapse (a shorter `heartbeatIntervalMs`); when
+    /// the lease has already lapsed, the expiry is reconciled now and the heartbeat decided again, so the
+    /// answer carries the grant instead of the caller's next heartbeat, an interval later.
+    async fn heartbeat_inner(
+        &self,
+        name: &GroupName,
+        member_id: &str,
+        req: &HeartbeatRequest,
+        caller: Caller<'_>,
+    ) -> Result<HeartbeatResponse, CoordError> {
+        let (mut response, lapse) = self.decide(name, member_id, req, caller).await?;
+        let Some(lapse) = lapse.filter(|_| response.status == HeartbeatStatus::Ok) else {
+            return Ok(response);
+        };
+        let gainers = self.state().lapses.gainers(
+            name,
+            &lapse.base,
+            &lapse.peer.member,
+            lapse.peer.deadline_ms.max(lapse.now_ms),
+            self.timing(),
+        );
+        if !gainers.contains(member_id) {
+            return Ok(response);
+        }
+        if lapse.peer.deadline_ms <= lapse.now_ms {
+            tracing::debug!(group = %name, member = %member_id, lapsed = %lapse.peer.member,
+                "a lapsed member's shards go to this member: expiring it now and answering with the grant");
+            Stats::bump(&self.stats().failover_grants_in_answer);
+            self.reconciler().reconcile_group(name).await;
+            return Ok(self.decide(name, member_id, req, caller).await?.0);
+        }
+        let back_in = lapse.peer.deadline_ms - lapse.now_ms + LAPSE_MARGIN_MS;
+        if back_in < response.heartbeat_interval_ms {
+            Stats::bump(&self.stats().failover_intervals_shortened);
+            response.heartbeat_interval_ms = back_in;
+        }
+        Ok(response)
+    }
+
+    /// Drives the replica core's heartbeat flow (`rsc_group::replica::heartbeat`) with this replica's cache,
+    /// store, batch and reconciler. Also returns what a steady renewal saw of the next lease to end.
+    async fn decide(
+        &self,
+        name: &GroupName,
+        member_id: &str,
+        req: &HeartbeatRequest,
+        caller: Caller<'_>,
+    ) -> Result<(HeartbeatResponse, Option<LapseSeen>), CoordError> {
+        let mut lapse = None;
+        let (mut flow, mut step) = HeartbeatFlow::<Cached>::start(member_id, caller, self.timing());
+        let mut unreadable = None;
+        let response = loop {
+            step = match step {
+                Step::Read | Step::Reload => {
+                    if matches!(step, Step::Reload) {
+                        self.cache().invalidate(name);
+                    }
+                    match self.cached_or_load(name).await {
+                        Ok((cached, fresh)) => {
+                            if let Some(c) = &cached {
+                                check_progress_shards(&c.group, req)?;
+                                self.check_member_cap(&c.group, member_id, req, caller)?;
+                                check_instance_owner(&c.group, member_id, req, caller)?;
+                            }
+                            flow.on_read(req, Ok(cached), fresh, self.clock().now_ms())
+                        }
+                        Err(CoordError::MetadataCorrupt(why)) => {
+                            tracing::error!(error = %why, "heartbeat refused: group metadata unreadable");
+                            unreadable = Some(why);
+                            flow.on_read(req, Err(ReadFailure::Corrupt), false, 0)
+                        }
+                        Err(_) => flow.on_read(req, Err(ReadFailure::Unavailable), false, 0),
+                    }
+                }
+                Step::ConfirmCurrent(base) => {
+                    let confirmation = match self.still_current(name, &base).await {
+                        Ok(true) => Confirmation::Current,
+                        Ok(false) => Confirmation::Moved,
+                        Err(e) if e.is_transient() => Confirmation::Unavailable,
+                        Err(_) => Confirmation::Unreadable,
+                    };
+                    flow.on_confirmed(req, confirmation)
+                }
+                Step::RecordSuspicion { base, signal } => {
+                    let written = self
+                        .durability()
+                        .record_suspicion(name, &base, &signal)
+                        .await;
+                    flow.on_recorded(req, written.map(|c| c.revision))
+                }
+                Step::Renew(base) => {
+                    let (renewal, seen) = self.renew(name, &base, member_id, req).await;
+                    lapse = seen.map(|(peer, now_ms)| LapseSeen { base, peer, now_ms });
+                    flow.on_renewed(req, renewal)
+                }
+                Step::Write => {
+                    let reply = self.write_batched(name, member_id, req, caller).await;
+                    flow.on_batch(req, reply)
+                }
+                Step::Reconcile => {
+                    self.reconciler().reconcile_group(name).await;
+                    flow.on_reconciled(req)
+                }
+                Step::Answer(response) => break response,
+                Step::Refuse { owner } => {
+                    return Err(CoordError::MemberOwnedByAnotherPrincipal(format!(
+                        "member {member_id:?} of group {}/{} was joined by principal {owner:?}: only {owner:?} \
+                             (or an ADMIN) may send its heartbeats; {:?} must use a member id of its own",
+                        name.stream_prefix,
+                        name.consumer_group,
+                        caller.principal.unwrap_or_default()
+                    )));
+                }
+                Step::FailClosed => {
+                    break self.fail_closed(
+                        name,
+                        req,
+                        unreadable.as_deref().unwrap_or("unreadable"),
+                    );
+                }
+            };
+        };
+        self.count_notes(name, member_id, flow.notes());
+        Ok((response, lapse))
+    }
+
+    /// The answer to a heartbeat of a group whose metadata cannot be read: UNKNOWN_MEMBER_ID, and why.
+    fn fail_closed(
+        &self,
+        name: &GroupName,
+        req: &HeartbeatRequest,
+        why: &str,
+    ) -> HeartbeatResponse {
+        let mut r = rejected_response(req, self.timing(), HeartbeatStatus::UnknownMemberId);
+        r.message = Some(format!(
+            "group {name} fails closed: {why}; nothing is rebuilt from heartbeats, so keep retrying \
+             with memberEpoch 0 until an operator repairs it"
+        ));
+        r
+    }
+
+    /// Counts and logs what the flow saw (each at most once per request).
+    fn count_notes(&self, name: &GroupName, member_id: &str, notes: Notes) {
+        if notes.metadata_regression {
+            Stats::bump(&self.stats().metadata_regressions);
+        }
+        if notes.rebalance_regression {
+            Stats::bump(&self.stats().rebalance_regressions);
+        }
+        if notes.epochs_exhausted {
+            tracing::error!(group = ?name, member_id = ?member_id,
+                "heartbeat transition refused (RETRY): an epoch of the group would pass 2^53 - 1; the group \
+                 cannot change until an operator deletes and re-creates it");
+        }
+        if notes.gave_up {
+            tracing::warn!(group = %name, member_id = ?member_id, "heartbeat gave up after repeated state conflicts");
+        }
+    }
+
+    /// The steady path: one round trip (`heartbeat.lua`). Also returns the other member whose lease ends
+    /// first when it ends within one heartbeat interval, with Redis time.
+    async fn renew(
+        &self,
+        name: &GroupName,
+        base: &Cached,
+        member_id: &str,
+        req: &HeartbeatRequest,
+    ) -> (Renewal, Option<(PeerLease, i64)>) {
+        let json = progress_json(req, self.clock().now_ms());
+        let keys = self.keys(name);
+        let outcome = self
+            .metrics()
+            .time_store(
+                "heartbeat",
+                self.store().heartbeat_watching(
+                    &keys,
+                    base.revision,
+                    member_id,
+                    self.timing().member_lease_ttl_ms,
+                    self.timing().heartbeat_interval_ms,
+                    json.as_deref(),
+                ),
+            )
+            .await;
+        let renewal = match outcome {
+            Ok(HeartbeatOutcome::Renewed {
+                now_ms,
+                others_lapsed,
+                next_lapse,
+            }) => {
+                self.clock().observe(now_ms);
+                if others_lapsed {
+                    // Expire it now rather than at the next reconciler tick: the shards move sooner.
+                    self.reconciler().reconcile_soon(name);
+                }
+                return (Renewal::Renewed, next_lapse.map(|p| (p, now_ms)));
+            }
+            Ok(HeartbeatOutcome::Conflict { current, now_ms }) => {
+                self.clock().observe(now_ms);
+                // Usually another request of this replica has already cached the revision Redis holds (a batch
+                // just committed): decide again on it. Reload only when the cache is really behind.
+                let cache_current =
+                    current.is_some() && self.cache().get(name).map(|c| c.revision) == current;
+                if !cache_current {
+                    self.cache().invalidate(name);
+                }
+                Renewal::Conflict
+            }
+            Ok(HeartbeatOutcome::LeaseLapsed { now_ms }) => {
+                // The lease ran out before this heartbeat arrived: expire the member, then answer on that state.
+                self.clock().observe(now_ms);
+                Renewal::LeaseLapsed
+            }
+            Err(e) => {
+                self.note_store_error(&e);
+                Renewal::Unavailable
+            }
+        };
+        (renewal, None)
+    }
+}
+
+/// A steady renewal's view of the other member whose lease ends first (within one interval), with the
+/// aggregate the heartbeat was decided on and Redis time.
+struct LapseSeen {
+    base: Cached,
+    peer: PeerLease,
+    now_ms: i64,
+}
+
+/// How long after a peer's lease deadline a member asked back for it should arrive: the expiry is due once
+/// Redis time has passed the deadline.
+const LAPSE_MARGIN_MS: i64 = 25;
+
+impl Heartbeats<'_> {
+    /// A join that would add a member beyond `coordinator.group.max-members`, or beyond what one principal may
+    /// hold in the group, is refused before anything is decided (issue #32, finding 14: one principal put
+    /// 17,332 members into a group and a legitimate join went from 14 ms to 1 s). Only a new member id counts:
+    /// a member that joins again keeps its place. Checked here on the aggregate in hand (to answer at once), and
+    /// kept exactly by the batch that writes the join (`rsc_group::batch::MemberCaps`, counted on the aggregate
+    /// its compare-and-set replaces), so concurrent joins on several replicas never pass it.
+    fn check_member_cap(
+        &self,
+        group: &rsc_group::model::Group,
+        member_id: &str,
+        req: &HeartbeatRequest,
+        caller: Caller<'_>,
+    ) -> Result<(), CoordError> {
+        if req.member_epoch != 0 || group.members.contains_key(member_id) {
+            return Ok(());
+        }
+        let caps = &self.config().group;
+        // Counting live members walks the group: not needed while the group has fewer members in all (live or
+        // not) than either cap, as during most of a big group's first join.
+        let all = group.members.len();
+        let below = |cap: u32| all < cap as usize;
+        if below(caps.max_members) && caps.max_members_per_principal.is_none_or(below) {
+            return Ok(());
+        }
+        let live = group.members.values().filter(|m| m.state.is_live()).count();
+        if live >= caps.max_members as usize {
+            return Err(CoordError::TooManyMembers(format!(
+                "group {}/{} already has {live} members, its cap (coordinator.group.max-members {}); member \
+                 {member_id:?} is not admitted: stop some members, or raise the cap",
+                group.stream_prefix, group.consumer_group, caps.max_members
+            )));
+        }
+        if let (Some(per_principal), Some(principal)) =
+            (caps.max_members_per_principal, caller.principal)
+            && !caller.acts_for_any_member
+        {
+            let held = group
+                .members
+                .values()
+                .filter(|m| m.state.is_live() && m.owner.as_deref() == Some(principal))
+                .count();
+            if held >= per_principal as usize {
+                return Err(CoordError::TooManyMembers(format!(
+                    "principal {principal:?} already holds {held} members of group {}/{}, its cap \
+                     (coordinator.group.max-members-per-principal {per_principal}); member {member_id:?} is not \
+                     admitted",
+                    group.stream_prefix, group.consumer_group
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A `groupInstanceId` belongs to the principal that first joined with it, as member ids do (issue #32,
+/// finding 6: another MEMBER principal joined with a stopped member's instance id, took its reserved shards
+/// and fenced its restart). A join naming an instance id that a live member of another principal holds, or
+/// that is reserved for another principal's stopped member, is refused 403 (an ADMIN may act for anyone;
+/// without authentication nothing is recorded or checked).
+fn check_instance_owner(
+    group: &rsc_group::model::Group,
+    member_id: &str,
+    req: &HeartbeatRequest,
+    caller: Caller<'_>,
+) -> Result<(), CoordError> {
+    let (Some(instance), Some(principal)) = (req.group_instance_id.as_deref(), caller.principal)
+    else {
+        return Ok(());
+    };
+    if req.member_epoch != 0 || caller.acts_for_any_member {
+        return Ok(());
+    }
+    let held = group
+        .members
+        .values()
+        .find(|m| {
+            m.state.is_live()
+                && m.member_id != member_id
+                && m.group_instance_id.as_deref() == Some(instance)
+        })
+        .and_then(|m| m.owner.as_deref());
+    let reserved = group
+        .static_reservations
+        .iter()
+        .find(|r| r.group_instance_id == instance)
+        .and_then(|r| r.owner.as_deref());
+    match held.or(reserved) {
+        Some(owner) if owner != principal => {
+            Err(CoordError::InstanceOwnedByAnotherPrincipal(format!(
+                "groupInstanceId {instance:?} of group {}/{} belongs to principal {owner:?}; join with that \
+             principal, or with another groupInstanceId",
+                group.stream_prefix, group.consumer_group
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A heartbeat reports progress only for shards the group has, each once (issue #32, finding 9: progress for
+/// 9,000 made-up shards of a 6-shard group was stored for every member). The group's shards: below its shard
+/// count, below either count of a migration it knows, or draining. 400 naming the first bad index.
+fn check_progress_shards(
+    group: &rsc_group::model::Group,
+    req: &HeartbeatRequest,
+) -> Result<(), CoordError> {
+    if req.shard_progress.is_empty() {
+        return Ok(());
+    }
+    let mut bound = group.shard_count;
+    for m in &group.migrations {
+        bound = bound.max(m.from_shard_count).max(m.to_shard_count);
+    }
+    if let Some(last) = group.draining_shards.iter().next_back() {
+        bound = bound.max(last.saturating_add(1));
+    }
+    for p in &req.shard_progress {
+        let shard = p.shard.shard_index;
+        if shard >= bound {
+            return Err(CoordError::Invalid(format!(
+                "shardProgress names shard {shard}, which group {}/{} does not have (its shards are 0..{}); \
+                 report progress only for shards you were assigned",
+                group.stream_prefix, group.consumer_group, bound
+            )));
+        }
+    }
+    if req.shard_progress.len() == 1 {
+        return Ok(());
+    }
+    let mut shards: Vec<u32> = req
+        .shard_progress
+        .iter()
+        .map(|p| p.shard.shard_index)
+        .collect();
+    shards.sort_unstable();
+    if let Some(twice) = shards.windows(2).find(|w| w[0] == w[1]) {
+        return Err(CoordError::Invalid(format!(
+            "shardProgress names shard {} twice; report each shard once",
+            twice[0]
+        )));
+    }
+    Ok(())
+}
+
+/// The progress document an accepted heartbeat stores beside the aggregate (steady or not).
+pub(crate) fn progress_json(req: &HeartbeatRequest, now_ms: i64) -> Option<String> {
+    let progress = MemberProgress {
+        member_name: req.member_name.as_deref(),
+        member_epoch: req.member_epoch,
+        metadata_version: req.metadata_version,
+        runtime_max_concurrency: req.runtime_consumer_capacity.runtime_max_concurrency,
+        available_concurrency: req.runtime_consumer_capacity.available_concurrency,
+        shard_progress: &req.shard_progress,
+        last_heartbeat_at_ms: now_ms,
+    };
+    serde_json::to_string(&progress).ok()
+}
+
+/// A duration in milliseconds as people write it (`15s`, `1m 30s`, `500ms`).
+fn human_ms(ms: i64) -> String {
+    humantime::format_duration(std::time::Duration::from_millis(ms.max(0).unsigned_abs()))
+        .to_string()
+}

@@ -1,0 +1,152 @@
+//! Resharding operations: scale a stream, scale one group (compatibility), and end a migration (rollback /
+//! force-complete). Each checks its request and the groups here, then drives the core's flow
+//! (`ScaleFlow`, `EndFlow`) and answers with what it came to.
+
+use super::perform::Performer;
+use super::quiesce;
+use super::views::migration_state_in_groups;
+use crate::domain_error::CoordError;
+use crate::http::views::migration_response;
+use crate::runtime::cache::GroupName;
+use crate::runtime::coordinator::Resharding;
+use rsc_group::migration::MigrationError;
+use rsc_group::model::MigrationState;
+use rsc_group::replica::reshard::ReshardError;
+use rsc_group::replica::reshard::end::{EndFlow, EndOutcome};
+use rsc_group::replica::reshard::scale::{ScaleFlow, ScaleOutcome};
+use rsc_group::reshard::record::ScaleRequest as Scale;
+use rsc_protocol::validate;
+use rsc_protocol::wire::resharding::{MigrationResponse, ScaleResponse};
+use rsc_protocol::wire::{MigrationActionRequest, ScaleRequest};
+
+impl Resharding<'_> {
+    /// `POST /coord/v1/streams/{p}/scale`: scales every group of the stream together.
+    pub async fn scale_stream(
+        &self,
+        prefix: &str,
+        req: &ScaleRequest,
+    ) -> Result<ScaleResponse, CoordError> {
+        let target = match req.target_shard_count {
+            Some(n) => validate::validate_shard_count("targetShardCount", n, 0)?,
+            None => {
+                return Err(CoordError::invalid(
+                    "targetShardCount: is required (0 drains and removes every shard)",
+                ));
+            }
+        };
+        let requested_by = req.requested_by.clone().unwrap_or_default();
+        validate::validate_text("requestedBy", &requested_by, true)?;
+        let reason = req.reason.clone().unwrap_or_default();
+        validate::validate_text("reason", &reason, true)?;
+        let quiesce_timeout = quiesce::requested_timeout(req)?;
+        let groups = self.stream_groups(prefix).await?;
+        if groups.is_empty() {
+            return Err(CoordError::StreamNotFound(format!(
+                "stream {prefix:?} has no consumer groups; create it first"
+            )));
+        }
+        let mut loaded = Vec::new();
+        for name in &groups {
+            let c = self.require_group(name).await?;
+            self.durability().ensure_mutable(&c.group)?;
+            if c.group.metadata_correction.is_some() {
+                return Err(CoordError::CorrectionInProgress(format!(
+                    "group {} is in a metadata-correction round; scale after it closes",
+                    name.consumer_group
+                )));
+            }
+            loaded.push(c);
+        }
+        let scale = Scale {
+            resharding_id: format!("reshard-{}", uuid::Uuid::new_v4()),
+            target,
+            requested_by,
+            reason,
+            quiesce_timeout_ms: quiesce_timeout,
+        };
+        let names: Vec<String> = groups.iter().map(|g| g.consumer_group.clone()).collect();
+        let mut p = Performer::on(prefix);
+        let (mut flow, first) = ScaleFlow::start(
+            prefix,
+            scale,
+            names,
+            loaded[0].group.shard_count,
+            &self.settings(),
+        );
+        match self.drive(&mut p, &mut flow, first).await {
+            Ok(ScaleOutcome::Noop(noop)) => {
+                let noops = vec![noop; groups.len()];
+                Ok(self.scale_response(prefix, target, &groups, &noops))
+            }
+            Ok(ScaleOutcome::Scaled {
+                migration,
+                switched,
+            }) => {
+                tracing::info!(stream = ?prefix, id = ?migration.resharding_id, from = migration.from_shard_count, to = target, "scale activated");
+                Ok(self.scale_response(prefix, target, &groups, &switched.per_group))
+            }
+            Err(ReshardError::InProgress(m)) => Err(CoordError::MigrationInProgress(format!(
+                "migration {} ({} → {} shards, {}) is still active; wait for it, roll it back, or force-complete it",
+                m.resharding_id,
+                m.from_shard_count,
+                m.to_shard_count,
+                migration_state_in_groups(&m, &loaded)
+            ))),
+            Err(e) => Err(p.error(e)),
+        }
+    }
+
+    /// `POST …/groups/{g}/scale` (compatibility): the stream-level scale, answered with this group's migration.
+    pub async fn scale_group(
+        &self,
+        name: &GroupName,
+        req: &ScaleRequest,
+    ) -> Result<Option<MigrationResponse>, CoordError> {
+        self.require_group(name).await?;
+        let mut migrations = self
+            .scale_stream(&name.stream_prefix, req)
+            .await?
+            .migrations;
+        let mine = migrations
+            .iter()
+            .position(|m| m.consumer_group.as_deref() == Some(name.consumer_group.as_str()))
+            .unwrap_or(0);
+        Ok((mine < migrations.len()).then(|| migrations.swap_remove(mine)))
+    }
+
+    /// Rollback (contract #10) or force-complete of the stream's active migration, applied to every group.
+    pub async fn end_migration(
+        &self,
+        name: &GroupName,
+        id: &str,
+        req: &MigrationActionRequest,
+        end: MigrationState,
+    ) -> Result<MigrationResponse, CoordError> {
+        let requested_by = req.requested_by.clone().unwrap_or_default();
+        validate::validate_text("requestedBy", &requested_by, true)?;
+        let reason = req.reason.clone().unwrap_or_default();
+        validate::validate_text("reason", &reason, true)?;
+        let group = self.require_group(name).await?;
+        self.durability().ensure_mutable(&group.group)?;
+        let prefix = &name.stream_prefix;
+        let mut p = Performer::on(prefix);
+        p.requested = Some((requested_by, reason.clone()));
+        let (mut flow, first) = EndFlow::start(prefix, (*group.group).clone(), id, end, &reason);
+        match self.drive(&mut p, &mut flow, first).await {
+            Ok(EndOutcome::Repeat(m)) => return Ok(migration_response(&m)),
+            Ok(EndOutcome::Ended) => {}
+            Err(e) => return Err(p.error(e)),
+        }
+        let g = self.require_group(name).await?;
+        match g.group.migration(id) {
+            Some(m) => Ok(migration_response(m)),
+            None => {
+                let s = self.load_stream(prefix).await?;
+                let m =
+                    s.and_then(|s| s.record.history.into_iter().find(|m| m.resharding_id == id));
+                m.map(|m| migration_response(&m))
+                    .ok_or_else(|| MigrationError::NotFound(id.to_owned()).into())
+            }
+        }
+    }
+}
