@@ -1,10 +1,12 @@
-// The console's shell: sign-in and sign-out, the hash router (#/overview, #/group/p/g, #/messages/p/g/i,
-// #/audit) and the live refresh loop that re-reads the current view's data without reloading the page.
+// The console's shell: sign-in and sign-out, the hash router (#/overview, #/stream/p, #/group/p/g,
+// #/messages/p/g/i, #/audit) and the live refresh loop that re-reads the current view's data without
+// reloading the page.
 
 import { get, login, logout, hasToken, onUnauthorized } from "/console/api.js";
 import { say } from "/console/dom.js";
 import { setSession } from "/console/admin.js";
 import * as overview from "/console/overview.js";
+import * as stream from "/console/stream.js";
 import * as group from "/console/group.js";
 import * as messages from "/console/messages.js";
 import * as audit from "/console/audit.js";
@@ -64,7 +66,7 @@ function route() {
   generation += 1;
   clearTimeout(timer);
   const { name, args, params } = parse();
-  const modules = { overview, group, messages, audit };
+  const modules = { overview, stream, group, messages, audit };
   const mod = modules[name] || overview;
   for (const a of document.querySelectorAll("#nav a")) {
     if (a.getAttribute("href") === "#/" + name) a.setAttribute("aria-current", "page");

@@ -1,11 +1,14 @@
 // A group: its stats, members (state, epoch, heartbeat age, a lease bar that drains), the shard × member
 // grid (owned / revoking / pending) with per-shard lag and pending, the active migration with its drain
-// progress, and the runbook's triage facts beside the data they refer to. Admin actions for WRITE only.
+// progress, and the runbook's triage facts beside the data they refer to; charts of its lag and of the
+// stream's produce rate against its consume rate over the last 15 minutes. Admin actions for WRITE only.
 
 import { get, groupPath, monitoringPath, serverNow } from "/console/api.js";
 import { h, replace, table, badge, num, age, fact, duration } from "/console/dom.js";
 import { canWrite, scale, deleteGroup, migrationAction, resetOffsets } from "/console/admin.js";
 import { rebalance, migration, idx, LIVE } from "/console/triage.js";
+import { readHistory, groupSeries, series, chartOrReason, sampling } from "/console/history.js";
+import { streamLink } from "/console/stream.js";
 
 const STATES = {
   EMPTY: "no live member",
@@ -20,6 +23,7 @@ export function mount(el, args) {
   const top = h("div#group-stats");
   const members = h("section#members.panel", { "aria-labelledby": "members-title" });
   const grid = h("section#shards.panel", { "aria-labelledby": "shards-title" });
+  const charts = h("section#group-history.panel", { "aria-labelledby": "group-history-title" });
   const migr = h("section#migration.panel", { "aria-labelledby": "migration-title" });
   const extra = h("div#group-extra");
   const reload = () => view.refresh();
@@ -34,9 +38,10 @@ export function mount(el, args) {
       )
     : null;
   el.append(
-    h("p.crumbs", {}, h("a", { href: "#/overview" }, "Overview"), " / " + name),
+    h("p.crumbs", {}, h("a", { href: "#/overview" }, "Overview"), " / ", streamLink(p, "stream " + p), " / group " + g),
     h("div.bar", {}, h("h1", {}, "Group " + name), admin),
     top,
+    charts,
     members,
     grid,
     migr,
@@ -66,11 +71,12 @@ export function mount(el, args) {
         throw e;
       }
       if (admin) admin.hidden = false;
-      const [mem, asg, off, migs] = await Promise.all([
+      const [mem, asg, off, migs, hist] = await Promise.all([
         get(base + "/members"),
         get(base + "/assignments"),
         get(base + "/offsets").catch(() => null),
         get(base + "/migrations"),
+        readHistory(p),
       ]);
       // The group summary's activeMigration is not filled by every coordinator; the migrations list is.
       const active = (migs.migrations || []).find((m) => m.reshardingId === migs.activeReshardingId) || grp.activeMigration || null;
@@ -79,6 +85,7 @@ export function mount(el, args) {
       const now = serverNow();
       const list = mem.members || [];
       drawStats(top, grp, list, off);
+      drawCharts(charts, g, hist);
       replace(
         members,
         h("h2#members-title", {}, "Members"),
@@ -110,6 +117,29 @@ function drawStats(el, grp, list, off) {
       fact("Metadata version", String(grp.metadataVersion)),
       fact("Durability", badge(dur.status || "–")),
     ),
+  );
+}
+
+function drawCharts(el, g, hist) {
+  replace(
+    el,
+    h("h2#group-history-title", {}, "Last 15 minutes"),
+    h(
+      "div.charts",
+      {},
+      chartOrReason(hist, { id: "chart-group-lag", title: "Lag of " + g, unit: "records", lines: [{ name: g, points: groupSeries(hist, g, "lag") }] }),
+      chartOrReason(hist, {
+        id: "chart-group-rates",
+        title: "Produce and consume rates",
+        unit: "records/s",
+        rates: true,
+        lines: [
+          { name: "produce (stream)", points: hist.error ? [] : series(hist, (pt) => pt.produceRate) },
+          { name: "consume (" + g + ")", points: groupSeries(hist, g, "consumeRate") },
+        ],
+      }),
+    ),
+    sampling(hist),
   );
 }
 

@@ -1,10 +1,14 @@
-// Overview: the coordinator's health with each component, and every group with its members (live/total),
-// lag, active migration and rollback suspicion; filtered, sorted and paged in the page, refreshed live.
+// Overview: the coordinator's health with each component, and every group with its stream (a link to the
+// stream page), members (live/total), lag with a sparkline of the last 15 minutes, active migration and
+// rollback suspicion; filtered, sorted and paged in the page, refreshed live.
 
 import { get, monitoringPath } from "/console/api.js";
 import { h, replace, table, badge, num, age, fact } from "/console/dom.js";
 import { canWrite, createStream, createGroup } from "/console/admin.js";
 import { serverNow } from "/console/api.js";
+import { sparkline } from "/console/chart.js";
+import { readHistory, groupSeries, WINDOW } from "/console/history.js";
+import { streamLink } from "/console/stream.js";
 
 const PAGE = 50;
 const LIVE = ["STARTING", "ACTIVE", "LEAVING"];
@@ -131,6 +135,13 @@ export function mount(el, _args, params) {
           return { g, active, members: m && m.members, offsets: o, suspicion: suspected.get(g.streamPrefix + "/" + g.consumerGroup) };
         }),
       );
+      // One history read per stream shown (the coordinator answers it from memory), for the sparklines.
+      const streams = [...new Set(detailed.map((g) => g.streamPrefix))];
+      const histories = new Map(await Promise.all(streams.map(async (p) => [p, await readHistory(p)])));
+      for (const d of details) {
+        const hist = histories.get(d.g.streamPrefix);
+        d.history = hist && !hist.error ? groupSeries(hist, d.g.consumerGroup, "lag") : null;
+      }
       last = { rows: details, total: (list.groups || []).length, matching: shown.length };
       drawGroups(groups, last, state, () => {
         state.page += 1;
@@ -206,10 +217,12 @@ function drawGroups(el, data, state, more) {
       attrs: { "data-group": name },
       cells: [
         h("a", { href: "#/group/" + encodeURIComponent(g.streamPrefix) + "/" + encodeURIComponent(g.consumerGroup), "data-key": "g:" + name }, name),
+        streamLink(g.streamPrefix),
         badge(g.state),
         String(g.shardCount),
         h("span.members", {}, r.members ? r.live + " / " + r.members.length : "–"),
         num(r.lag),
+        h("span.lag-spark", {}, r.history && r.history.length ? sparkline(r.history, { what: "lag of " + name, unit: "records", window: WINDOW }) : "–"),
         r.offsets ? String(r.offsets.totalPendingCount) : "–",
         m ? h("span", {}, badge(m.state), " " + m.fromShardCount + " → " + m.toShardCount) : "none",
         r.suspicion ? h("span", {}, badge("SUSPECTED", "bad"), " " + (r.suspicion.signals || []).join(", ")) : "none",
@@ -219,7 +232,7 @@ function drawGroups(el, data, state, more) {
   const shown = data.rows.length;
   replace(
     el,
-    table("Groups (" + data.matching + " of " + data.total + ")", ["Group", "State", "Shards", "Members live / total", "Lag", "Pending", "Active migration", "Rollback suspicion"], body, {
+    table("Groups (" + data.matching + " of " + data.total + ")", ["Group", "Stream", "State", "Shards", "Members live / total", "Lag", "Lag, " + WINDOW, "Pending", "Active migration", "Rollback suspicion"], body, {
       id: "groups-table",
       rowHeader: true,
       empty: data.total === 0 ? "No consumer groups yet." : "No group matches the filter.",

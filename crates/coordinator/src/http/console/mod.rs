@@ -41,11 +41,14 @@ const ASSETS: &[Asset] = &[
     asset!("api.js", JS),
     asset!("dom.js", JS),
     asset!("overview.js", JS),
+    asset!("stream.js", JS),
     asset!("group.js", JS),
     asset!("messages.js", JS),
     asset!("audit.js", JS),
     asset!("admin.js", JS),
     asset!("triage.js", JS),
+    asset!("history.js", JS),
+    asset!("chart.js", JS),
 ];
 
 const INDEX: &str = include_str!("../../../console/index.html");
@@ -123,6 +126,9 @@ mod tests {
     fn nothing_is_loaded_from_elsewhere_and_no_code_is_inline() {
         let all = std::iter::once(INDEX).chain(ASSETS.iter().map(|a| a.body));
         for text in all {
+            // The SVG namespace is a name the DOM needs to make the charts' elements (chart.js), not an
+            // address anything is loaded from.
+            let text = text.replace("\"http://www.w3.org/2000/svg\"", "\"\"");
             assert!(!text.contains("http://") && !text.contains("https://"));
             assert!(!text.contains("<script>"), "no inline script");
             assert!(!text.contains(" style=\""), "no inline style");
