@@ -226,7 +226,8 @@ async fn the_stream_page_shows_groups_shards_and_charts_and_the_overview_a_lag_s
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_stream_page_says_collecting_before_a_sample_and_forbidden_outside_the_callers_streams() {
+async fn the_stream_page_says_collecting_before_a_sample_and_forbidden_outside_the_callers_streams()
+{
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("rsc.toml");
     std::fs::write(
