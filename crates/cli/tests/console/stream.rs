@@ -8,7 +8,7 @@
 //! stream sees the 403 as such.
 
 use super::browser::{Browser, WAIT};
-use super::{ADMIN_PASSWORD, admin_call, hash_password, produce, sign_in};
+use super::{ADMIN_PASSWORD, Members, admin_call, hash_password, produce, row, sign_in};
 use reqwest::Method;
 use rsc_testkit::{RedisServer, RscBuilder, RscProcess};
 use serde_json::{Value, json};
@@ -141,7 +141,19 @@ async fn the_stream_page_shows_groups_shards_and_charts_and_the_overview_a_lag_s
     b.screenshot("12-overview-sparklines").await;
     b.assert_accessible("12-overview-sparklines").await;
 
-    // Group orders reads 5 records of shard 0: its lag is 25, billing's stays 30.
+    // Group orders gets members (the coordinator samples the offsets of a group with members at every
+    // refresh; an idle group's only when a shard got an entry) and reads 5 records of shard 0: its lag is
+    // 25, billing's stays 30.
+    let members = Members::start(&url, "orders", &["member-a", "member-b"]);
+    b.wait_for(
+        "two live members of orders/orders on the overview",
+        &format!(
+            "const t = (function() {{ {} }})(); return t === '2 / 2'",
+            row("orders/orders", ".members")
+        ),
+        WAIT,
+    )
+    .await;
     consume(&redis.url(), "orders", "orders", 0, 5).await;
 
     // The stream page, from the overview's stream link.
@@ -154,11 +166,11 @@ async fn the_stream_page_shows_groups_shards_and_charts_and_the_overview_a_lag_s
         WAIT,
     )
     .await;
-    let groups = b.text("#stream-groups-table").await;
-    assert!(
-        groups.contains("0 / 0"),
-        "members live / total of groups nobody joined: {groups}"
-    );
+    let members_of = |g: &str| {
+        format!("return document.querySelector('[data-stream-group=\"{g}\"] .members').innerText")
+    };
+    assert_eq!(b.js(&members_of("orders")).await, json!("2 / 2"));
+    assert_eq!(b.js(&members_of("billing")).await, json!("0 / 0"));
     // Shards 0 and 1 hold records: both hot; 2 and 3 are empty.
     b.wait_for(
         "shard lengths, the busy shards hot",
@@ -222,6 +234,7 @@ async fn the_stream_page_shows_groups_shards_and_charts_and_the_overview_a_lag_s
     // The stream page is reachable by its address too, and back from the group page's crumbs.
     b.click(".crumbs a[href=\"#/stream/orders\"]").await;
     b.wait_css("#chart-lag svg").await;
+    members.stop().await;
     b.close().await;
 }
 
