@@ -1,6 +1,6 @@
 // The console's shell: sign-in and sign-out, the hash router (#/overview, #/stream/p, #/group/p/g,
-// #/messages/p/g/i, #/audit) and the live refresh loop that re-reads the current view's data without
-// reloading the page.
+// #/messages/p/g/i, #/pending/p/g/i, #/audit) and the live refresh loop that re-reads the current view's
+// data without reloading the page.
 
 import { get, login, logout, hasToken, onUnauthorized } from "/console/api.js";
 import { say } from "/console/dom.js";
@@ -9,6 +9,7 @@ import * as overview from "/console/overview.js";
 import * as stream from "/console/stream.js";
 import * as group from "/console/group.js";
 import * as messages from "/console/messages.js";
+import * as pending from "/console/pending.js";
 import * as audit from "/console/audit.js";
 
 /** How often the current view re-reads its data while live updates are on. */
@@ -66,7 +67,7 @@ function route() {
   generation += 1;
   clearTimeout(timer);
   const { name, args, params } = parse();
-  const modules = { overview, stream, group, messages, audit };
+  const modules = { overview, stream, group, messages, pending, audit };
   const mod = modules[name] || overview;
   for (const a of document.querySelectorAll("#nav a")) {
     if (a.getAttribute("href") === "#/" + name) a.setAttribute("aria-current", "page");

@@ -44,6 +44,7 @@ const ASSETS: &[Asset] = &[
     asset!("stream.js", JS),
     asset!("group.js", JS),
     asset!("messages.js", JS),
+    asset!("pending.js", JS),
     asset!("audit.js", JS),
     asset!("admin.js", JS),
     asset!("triage.js", JS),
