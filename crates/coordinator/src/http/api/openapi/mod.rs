@@ -155,7 +155,7 @@ fn operation(spec: &RouteSpec, op: &operations::Operation, typed: &Map<String, V
     let mut params: Vec<Value> = path_params(spec.path)
         .into_iter()
         .map(|p| {
-            let schema = ranges::param_schema(ranges::path_param(&p));
+            let schema = ranges::param_schema(ranges::path_param(spec.operation_id, &p));
             json!({"name": p, "in": "path", "required": true, "description": param_description(&p),
                    "schema": schema})
         })

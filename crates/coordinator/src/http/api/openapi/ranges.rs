@@ -30,8 +30,17 @@ const REQUIRED: Option<FieldRule> = Some(FieldRule {
     required: true,
 });
 
-/// The bound of a path parameter, by its name in the route table.
-pub fn path_param(name: &str) -> Option<Bound> {
+/// The bound of path parameter `name` (as the route table spells it) of `operation_id`.
+pub fn path_param(operation_id: &str, name: &str) -> Option<Bound> {
+    Some(match (operation_id, name) {
+        // A stream create names the stream's first group after the prefix: a group name, without ':'.
+        ("createStreamGroup", "stream_prefix") => b::CONSUMER_GROUP,
+        (_, name) => return path_param_anywhere(name),
+    })
+}
+
+/// The bound of a path parameter wherever it appears.
+fn path_param_anywhere(name: &str) -> Option<Bound> {
     Some(match name {
         "stream_prefix" => b::STREAM_PREFIX,
         "consumer_group" => b::CONSUMER_GROUP,
