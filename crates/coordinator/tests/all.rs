@@ -24,6 +24,7 @@ mod openapi;
 mod openapi_ranges;
 mod openapi_required;
 mod openapi_schemas;
+mod pending;
 mod readme_routes;
 mod reshard;
 mod robustness;

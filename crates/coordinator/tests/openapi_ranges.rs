@@ -259,11 +259,18 @@ fn base(operation_id: &str) -> Option<(&'static [(&'static str, &'static str)], 
 }
 
 /// Fields whose end cannot be accepted with the operation's base body, and why.
-const NOT_ACCEPTED_ALONE: &[(&str, &str, &str)] = &[(
-    "resetGroupOffsets",
-    "value",
-    "EARLIEST takes no value; DATETIME and ID need a time or id, not a run of letters",
-)];
+const NOT_ACCEPTED_ALONE: &[(&str, &str, &str)] = &[
+    (
+        "resetGroupOffsets",
+        "value",
+        "EARLIEST takes no value; DATETIME and ID need a time or id, not a run of letters",
+    ),
+    (
+        "resetGroupOffsets",
+        "shift",
+        "only SHIFT takes a shift, and SHIFT with the base body's group would move its position",
+    ),
+];
 
 /// Parameters whose upper end only some groups accept, and why: the probes send the value past it only.
 const END_DEPENDS_ON_THE_GROUP: &[(&str, &str)] = &[(

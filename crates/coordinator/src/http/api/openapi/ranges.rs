@@ -81,6 +81,10 @@ pub fn query_param(operation_id: &str, name: &str) -> Option<Bound> {
         ) => b::DIRECTION,
         ("getStreamShardMessages", "scanLimit") => b::SCAN_LIMIT,
         ("getStreamShardMessages", "scanMaxBytes") => b::SCAN_MAX_BYTES,
+        ("listShardPendingEntries", "count") => {
+            Bound::between(1, i64::from(crate::services::messages::pending::MAX_COUNT))
+        }
+        ("listShardPendingEntries", "consumer") => b::OPTIONAL_TEXT,
         ("getProducerRoutingMetadata", "observedMetadataVersion") => b::OBSERVED_VERSION,
         ("getProducerRoutingMetadata", "producerId") => b::PRODUCER_ID,
         _ => return None,
@@ -100,6 +104,11 @@ pub fn body_field(schema: &str, field: &str) -> Option<FieldRule> {
         ("OrderingRequest", "ordering") => REQUIRED,
         ("OffsetResetRequest", "to") => REQUIRED,
         ("OffsetResetRequest", "value") => rule(b::OPTIONAL_TEXT, false),
+        // Not 0 either (SHIFT needs a move); the range is the validator's.
+        ("OffsetResetRequest", "shift") => {
+            use crate::services::offset_reset::target::MAX_SHIFT;
+            rule(Bound::between(-MAX_SHIFT, MAX_SHIFT), false)
+        }
         ("RecreateGroupRequest", "shardCount") => rule(b::INITIAL_SHARD_COUNT, true),
         ("RecreateGroupRequest", "minimumMetadataVersion") => rule(b::OBSERVED_VERSION, false),
         ("ProducerQuiescedRequest", "producerId") => rule(b::PRODUCER_ID, true),

@@ -113,6 +113,7 @@ fn all() -> Components {
     out.add::<rsc_protocol::wire::browse::StreamMessagesPageResponse>();
     out.add::<rsc_protocol::wire::browse::MessageSearchSummary>();
     out.add::<rsc_protocol::wire::browse::MergedMessagesPageResponse>();
+    out.add::<rsc_protocol::wire::pending::PendingEntriesResponse>();
     out.add::<rsc_protocol::wire::auth::LoginResponse>();
     out.add::<rsc_protocol::wire::auth::SessionResponse>();
     out.add_de::<rsc_protocol::wire::quiesce::ProducerQuiescedResponse>();
