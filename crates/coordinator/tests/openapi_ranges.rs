@@ -238,7 +238,10 @@ fn base(operation_id: &str) -> Option<(&'static [(&'static str, &'static str)], 
         // A healthy group: refused after the body is checked (nothing to recreate or dismiss).
         "recreateGroupLifecycle" => (&[], merge(json!({"shardCount": 2}))),
         "dismissRollbackSuspicion" => (&[], admin),
-        "resetGroupOffsets" => (NONE, json!({"to": "EARLIEST", "requestedBy": "range test"})),
+        "resetGroupOffsets" => (
+            NONE,
+            json!({"to": "EARLIEST", "requestedBy": "range test", "reason": "range test"}),
+        ),
         "scaleStreamShards" | "startGroupResharding" => (
             NONE,
             merge(json!({"targetShardCount": 1, "producerQuiesce": {"timeoutMs": 1000}})),

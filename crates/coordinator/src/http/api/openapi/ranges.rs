@@ -96,7 +96,7 @@ pub fn body_field(schema: &str, field: &str) -> Option<FieldRule> {
     match (schema, field) {
         ("LoginBody" | "RevokeBody", _) => None,
         (_, "requestedBy") => rule(b::REQUIRED_TEXT, true),
-        ("CreateStreamRequest" | "OffsetResetRequest", "reason") => rule(b::OPTIONAL_TEXT, false),
+        ("CreateStreamRequest", "reason") => rule(b::OPTIONAL_TEXT, false),
         (_, "reason") => rule(b::REQUIRED_TEXT, true),
         ("CreateStreamRequest", "initialShardCount") => rule(b::INITIAL_SHARD_COUNT, false),
         ("ScaleRequest", "targetShardCount") => rule(b::TARGET_SHARD_COUNT, true),
