@@ -11,6 +11,7 @@ use crate::observability::grafana::{
     GrafanaShardRow,
 };
 use crate::services::durability::views::{DismissResponse, MonitoringGroupView};
+use rsc_protocol::wire::describe::{StreamDescribeResponse, StreamHistoryResponse};
 use rsc_protocol::wire::monitoring::{
     AssignmentsResponse, CompatibilityResponse, ConsumptionResponse, GroupList, HealthResponse,
     MemberList, StreamShardOffsetsResponse,
@@ -66,6 +67,8 @@ pub fn typed() -> Map<String, Value> {
     add::<ConsumptionResponse>(&mut out);
     add::<HealthResponse>(&mut out);
     add::<StreamShardOffsetsResponse>(&mut out);
+    add::<StreamDescribeResponse>(&mut out);
+    add::<StreamHistoryResponse>(&mut out);
     add::<rsc_protocol::wire::browse::StreamMessagesPageResponse>(&mut out);
     add::<rsc_protocol::wire::browse::MessageSearchSummary>(&mut out);
     add::<rsc_protocol::wire::browse::MergedMessagesPageResponse>(&mut out);
