@@ -23,6 +23,7 @@ mod observability;
 mod offset_reset;
 mod openapi;
 mod openapi_schemas;
+mod pending;
 mod readme_routes;
 mod reshard;
 mod robustness;

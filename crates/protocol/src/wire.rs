@@ -13,6 +13,7 @@ pub mod describe;
 pub mod grafana;
 pub mod monitoring;
 pub mod offsets;
+pub mod pending;
 pub mod quiesce;
 pub mod resharding;
 

@@ -9,6 +9,7 @@
 
 pub mod find;
 pub mod merged;
+pub mod pending;
 
 use crate::domain_error::CoordError;
 use crate::runtime::cache::GroupName;
