@@ -208,7 +208,7 @@ async fn an_unknown_stream_is_404_and_minutes_out_of_range_is_400_naming_it() {
         assert!(r.body["produceRate"].is_null(), "{}", r.body);
     }
     let bad = api
-        .send("GET", "/coord/v1/streams/bad%20name/describe", None)
+        .send("GET", "/coord/v1/streams/bad%7Bname%7D/describe", None)
         .await;
     assert_eq!(bad.status, 400, "{}", bad.body);
 }
