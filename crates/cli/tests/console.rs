@@ -5,10 +5,13 @@
 //! audit log and signs out (the token stops working);
 //! a READ user sees no admin buttons (and the coordinator refuses the action anyway), and a revoked token
 //! returns the page to the sign-in form. The other admin actions (create group, rollback, force-complete,
-//! delete group) are in `console/admin.rs`. Screenshots of each page go to `target/console-screenshots/`.
+//! delete group) are in `console/admin.rs`, the stream page and the charts in `console/stream.rs`.
+//! Screenshots of each page go to `target/console-screenshots/`.
 
 #[path = "console/admin.rs"]
 mod admin;
+#[path = "console/stream.rs"]
+mod stream;
 use crate::browser;
 
 use browser::{Browser, WAIT};
