@@ -12,7 +12,7 @@
 
 pub mod target;
 
-use crate::domain_error::CoordError;
+use crate::domain_error::{ActiveMembers, Conflict, CoordError, MigrationBusy};
 use crate::runtime::cache::GroupName;
 use crate::runtime::coordinator::Admin;
 use rsc_group::model::Group;
@@ -107,11 +107,11 @@ impl Admin<'_> {
             .await?
             .and_then(|s| s.record.active_migration.map(|m| m.resharding_id));
         if let Some(id) = group.active_migration_id.clone().or(stream_active) {
-            return Err(CoordError::MigrationInProgress(format!(
-                "stream {:?} has an active migration ({id}); a reset would move positions the migration's drain \
-                 evidence relies on — wait for it to complete (or roll it back), then reset",
-                name.stream_prefix
-            )));
+            return Err(MigrationBusy::Reset {
+                stream: name.stream_prefix.clone(),
+                id,
+            }
+            .into());
         }
         Ok(())
     }
@@ -126,13 +126,12 @@ impl Admin<'_> {
         now_ms: i64,
     ) -> Result<BTreeSet<String>, CoordError> {
         if let Some(h) = group.holds.iter().find(|h| h.until_ms > now_ms) {
-            return Err(CoordError::GroupHasActiveMembers(format!(
-                "shards {:?} are held for a stopped incarnation of member {:?} until {} (it may still be reading); \
-                 retry after that — force does not override a hold",
-                h.shards,
-                h.member_id,
-                crate::runtime::clock::iso_ms(h.until_ms)
-            )));
+            return Err(ActiveMembers::Held {
+                shards: h.shards.clone(),
+                member: h.member_id.clone(),
+                until_ms: h.until_ms,
+            }
+            .into());
         }
         let live: BTreeSet<String> = group
             .members
@@ -143,29 +142,23 @@ impl Admin<'_> {
         if live.is_empty() {
             return Ok(live);
         }
-        let listed = live.iter().cloned().collect::<Vec<_>>().join(", ");
         if !force {
-            return Err(CoordError::GroupHasActiveMembers(format!(
-                "group has live members ({listed}); stop its consumers first (a reset while they read would \
-                 have them read across the new position). If they are stopped but not expired yet, wait for \
-                 their leases to lapse, or pass \"force\": true once they have"
-            )));
+            return Err(ActiveMembers::Live {
+                members: live.iter().cloned().collect(),
+            }
+            .into());
         }
         let leases = self.store().leases(&self.keys(name)).await.map_err(|e| {
             self.note_store_error(&e);
             CoordError::from(e)
         })?;
-        let leased: Vec<String> = leases
+        let leased: Vec<(String, i64)> = leases
             .iter()
             .filter(|(m, until)| live.contains(m) && *until > now_ms)
-            .map(|(m, until)| format!("{m} until {}", crate::runtime::clock::iso_ms(*until)))
+            .map(|(m, until)| (m.clone(), *until))
             .collect();
         if !leased.is_empty() {
-            return Err(CoordError::GroupHasActiveMembers(format!(
-                "group has members with a live lease ({}); force only waives members whose lease has lapsed \
-                 — stop the consumers and retry once their leases have run out",
-                leased.join(", ")
-            )));
+            return Err(ActiveMembers::Leased { leases: leased }.into());
         }
         Ok(live)
     }
@@ -183,11 +176,10 @@ impl Admin<'_> {
             CoordError::from(e)
         };
         let missing = || {
-            CoordError::Conflict(format!(
-                "shard stream {key:?} or its consumer group {:?} is missing; a producer routing request \
-                 provisions it again — then retry",
-                name.consumer_group
-            ))
+            CoordError::from(Conflict::ShardMissing {
+                key: key.clone(),
+                group: name.consumer_group.clone(),
+            })
         };
         let info = self
             .store()
