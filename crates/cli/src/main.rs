@@ -78,6 +78,8 @@ enum Command {
     Produce(operator::produce::ProduceArgs),
     /// A shard's records: a page, a jump to an id or a time, or a bounded search by field or payload text.
     Messages(operator::messages::MessagesArgs),
+    /// A group's pending entries (handed out, not acknowledged), entry by entry, with where each record is.
+    Pending(operator::pending::PendingArgs),
     /// Audit records, newest first; --follow for new ones.
     Audit(operator::audit::AuditArgs),
     /// Compare a desired-state file with the coordinator (exit 0 no changes, 2 changes, 1 error).
@@ -141,6 +143,7 @@ fn main() -> ExitCode {
         Command::Offsets(args) => operator::run("offsets", operator::offsets::run(args)),
         Command::Produce(args) => operator::run("produce", operator::produce::run(args)),
         Command::Messages(args) => operator::run("messages", operator::messages::run(args)),
+        Command::Pending(args) => operator::run("pending", operator::pending::run(args)),
         Command::Audit(args) => operator::run("audit", operator::audit::audit(args)),
         Command::Plan(args) => operator::run("plan", operator::apply::plan(args)),
         Command::Apply(args) => operator::run("apply", operator::apply::apply(args)),

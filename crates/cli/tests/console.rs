@@ -249,7 +249,7 @@ async fn an_operator_creates_watches_scales_browses_audits_and_signs_out() {
     b.assert_accessible("05-migration-finished").await;
 
     // A pending entry links to its record: read two records of shard 0 for the group (they stay pending);
-    // the pending count opens the browser at the last delivered one.
+    // the pending count lists them (oldest first, with the consumer), and each opens the browser at itself.
     let client = redis::Client::open(redis.url()).unwrap();
     let mut con = client.get_multiplexed_async_connection().await.unwrap();
     let read: redis::Value = redis::cmd("XREADGROUP")
@@ -268,13 +268,36 @@ async fn an_operator_creates_watches_scales_browses_audits_and_signs_out() {
     b.wait_css("[data-key=\"pending:0\"]").await;
     b.click("[data-key=\"pending:0\"]").await;
     b.wait_for(
-        "the browser at the last delivered record (the second oldest)",
+        "the pending list: two entries of console-test-reader",
+        "const t = document.querySelector('#pending-table'); \
+         return !!t && t.querySelectorAll('tbody tr').length === 2 \
+         && t.innerText.includes('console-test-reader')",
+        WAIT,
+    )
+    .await;
+    b.screenshot("05b-pending-entries").await;
+    b.assert_accessible("05b-pending-entries").await;
+    b.js("document.querySelectorAll('#pending-table a')[1].click(); return true")
+        .await;
+    b.wait_for(
+        "the browser at the second pending entry (the second oldest record)",
         "const r = document.querySelectorAll('.record'); \
          return r.length === 2 && r[0].innerText.includes('o-0-1') && r[1].innerText.includes('o-0-0')",
         WAIT,
     )
     .await;
     b.js("history.back(); return true").await;
+    b.wait_css("#pending-table a").await;
+    b.js("document.querySelectorAll('#pending-table a')[0].click(); return true")
+        .await;
+    b.wait_for(
+        "the browser at the first pending entry (the oldest record)",
+        "const r = document.querySelectorAll('.record'); \
+         return r.length === 1 && r[0].innerText.includes('o-0-0')",
+        WAIT,
+    )
+    .await;
+    b.js("history.go(-2); return true").await;
     b.wait_css("[data-key=\"msg:0\"]").await;
 
     // Messages of shard 0: newest first, JSON payloads pretty-printed, paged.

@@ -2,7 +2,8 @@
 //! consumers reading before and after: records produced with `rsc produce` land where the printed shard and
 //! id say; a reset is planned per shard and asked for (refused without a terminal or `--yes`), refused while a
 //! consumer runs, and once applied the SDK's consumers are handed exactly the records after the new position
-//! again (EARLIEST: all of them; DATETIME: those appended at or after the time, not the earlier ones).
+//! again (EARLIEST: all of them; DATETIME: those appended at or after the time, not the earlier ones); a
+//! `--shift-by -1` plan reads one record again per shard that has one (clamped where none).
 
 use crate::operator_cli;
 
@@ -420,6 +421,46 @@ async fn produce_then_reset_to_earliest_and_to_a_datetime_redelivers_exactly_the
             "shard {shard}: delivered up to {delivered}, last {last}, pending {pending}"
         );
     }
+
+    // SHIFT by -1 (a negative number after the flag): every shard with a record at or before its position
+    // reads one again; one without goes to 0-0 reading none, clamped. The plan only.
+    let shifted = reset_orders(
+        &url,
+        dir.path(),
+        &[
+            "--shift-by",
+            "-1",
+            "--dry-run",
+            "--reason",
+            "one back",
+            "-o",
+            "json",
+        ],
+    );
+    assert!(shifted.status.success(), "{}", text(&shifted));
+    let answer: serde_json::Value = serde_json::from_slice(&shifted.stdout).unwrap();
+    let answer = &answer["answer"];
+    assert_eq!(answer["to"], "SHIFT", "{answer}");
+    assert_eq!(answer["shift"], -1);
+    let rows = answer["shards"].as_array().unwrap();
+    for row in rows {
+        let one = row["recordsReread"] == 1 && row["clamped"] == false;
+        let none = row["recordsReread"] == 0 && row["clamped"] == true;
+        assert!(one || none, "{row}");
+    }
+    assert!(rows.iter().any(|r| r["recordsReread"] == 1), "{answer}");
+    let text_plan = reset_orders(
+        &url,
+        dir.path(),
+        &["--shift-by", "-1", "--dry-run", "--reason", "one back"],
+    );
+    let out = String::from_utf8_lossy(&text_plan.stdout).into_owned();
+    assert!(
+        out.contains("(to SHIFT -1)") && out.contains("1 re-read"),
+        "{}",
+        text(&text_plan)
+    );
+    assert_eq!(positions(&mut conn).await.len(), SHARDS as usize);
 
     // Every reset is in the audit log with its reason.
     let audit = rsc(

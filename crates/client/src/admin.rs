@@ -356,15 +356,19 @@ impl AdminClient {
     }
 
     /// `POST …/groups/{g}/offsets/reset` (rsc's addition): moves the group's position on its shard streams
-    /// as `request` says (its `requestedBy` is this client's); with `dryRun` only the plan comes back.
+    /// as `request` says (`to` with its `value` or `shift`, `shards`, `dryRun`, `force`; its `requestedBy` is
+    /// this client's and its `reason` is `reason`, which the coordinator requires); with `dryRun` only the
+    /// plan comes back.
     pub async fn reset_offsets(
         &self,
         stream_prefix: &str,
         consumer_group: &str,
         request: &rsc_protocol::wire::offsets::OffsetResetRequest,
+        reason: &str,
     ) -> Result<Applied<rsc_protocol::wire::offsets::OffsetResetResponse>, AdminError> {
         let body = rsc_protocol::wire::offsets::OffsetResetRequest {
             requested_by: Some(self.requested_by.clone()),
+            reason: Some(reason.to_owned()),
             ..request.clone()
         };
         let mut path = group_path(stream_prefix, consumer_group);

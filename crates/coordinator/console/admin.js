@@ -210,10 +210,11 @@ export function resetPlanTable(answer) {
   const rows = (answer.shards || []).map((r) => {
     const n = r.direction === "SKIP" ? r.recordsSkipped : r.direction === "REREAD" ? r.recordsReread : 0;
     const what = r.direction === "SKIP" ? " skipped" : r.direction === "REREAD" ? " re-read" : "";
-    return [String(r.shardIndex), r.currentId, r.newId, r.direction, n + (r.countCapped ? "+" : "") + what, r.pendingBefore + " \u2192 " + r.pendingAfter];
+    return [String(r.shardIndex), r.currentId, r.newId, r.direction, n + (r.countCapped ? "+" : "") + what + (r.clamped ? " (clamped at the stream's end)" : ""), r.pendingBefore + " \u2192 " + r.pendingAfter];
   });
+  const by = answer.value ? " " + answer.value : answer.shift !== undefined ? " by " + answer.shift : "";
   return table(
-    (answer.applied ? "Done: " : "Plan (dry run): ") + "to " + answer.to + (answer.value ? " " + answer.value : ""),
+    (answer.applied ? "Done: " : "Plan (dry run): ") + "to " + answer.to + by,
     ["Shard", "Current id", "New id", "Move", "Records", "Pending"],
     rows,
     { id: "reset-plan-table", rowHeader: true },
@@ -224,6 +225,7 @@ export function resetOffsets(p, g, done) {
   const request = (v, reason, dryRun) => {
     const extra = { to: v.to, dryRun, force: v.force };
     if (v.to === "DATETIME" || v.to === "ID") extra.value = v.value;
+    if (v.to === "SHIFT") extra.shift = v.shift === "" ? undefined : Number(v.shift);
     if (v.shards) extra.shards = v.shards.split(",").map((s) => Number(s.trim()));
     return body(reason || "plan (dry run) from the console", extra);
   };
@@ -231,10 +233,11 @@ export function resetOffsets(p, g, done) {
   confirmAction({
     title: "Reset the position of group " + g + " of stream " + p,
     text:
-      "Moves where group \u201c" + g + "\u201d reads next on each shard stream. Its consumers must be stopped (the coordinator refuses while a member may read, or during a migration). Moving forward skips records and acknowledges the pending ones up to the new position; moving back reads records again and keeps what is pending. Show the plan first.",
+      "Moves where group \u201c" + g + "\u201d reads next on each shard stream. Its consumers must be stopped (the coordinator refuses while a member may read, or during a migration). Moving forward skips records and acknowledges the pending ones up to the new position; moving back reads records again and keeps what is pending. SHIFT moves each shard by a number of records (\u2212100 reads the last 100 again, 50 skips the next 50). Show the plan first.",
     fields: [
-      { id: "to", label: "Move to", type: "select", options: ["EARLIEST", "LATEST", "DATETIME", "ID"], value: "LATEST" },
+      { id: "to", label: "Move to", type: "select", options: ["EARLIEST", "LATEST", "DATETIME", "ID", "SHIFT"], value: "LATEST" },
       { id: "value", label: "Time (RFC 3339, for DATETIME) or stream id (for ID)" },
+      { id: "shift", label: "Records to move by (for SHIFT: negative reads again, positive skips; at most 10,000)", type: "number" },
       { id: "shards", label: "Shards (comma-separated; empty: every shard)" },
       { id: "force", label: "Force (members whose lease has lapsed only)", type: "checkbox", value: false },
     ],

@@ -1,4 +1,4 @@
-// The console's shell: sign-in and sign-out, the hash router (#/overview, #/group/p/g, #/messages/p/g/i,
+// The console's shell: sign-in and sign-out, the hash router (#/overview, #/group/p/g, #/messages/p/g/i, #/pending/p/g/i,
 // #/audit) and the live refresh loop that re-reads the current view's data without reloading the page.
 
 import { get, login, logout, hasToken, onUnauthorized } from "/console/api.js";
@@ -7,6 +7,7 @@ import { setSession } from "/console/admin.js";
 import * as overview from "/console/overview.js";
 import * as group from "/console/group.js";
 import * as messages from "/console/messages.js";
+import * as pending from "/console/pending.js";
 import * as audit from "/console/audit.js";
 
 /** How often the current view re-reads its data while live updates are on. */
@@ -64,7 +65,7 @@ function route() {
   generation += 1;
   clearTimeout(timer);
   const { name, args, params } = parse();
-  const modules = { overview, group, messages, audit };
+  const modules = { overview, group, messages, pending, audit };
   const mod = modules[name] || overview;
   for (const a of document.querySelectorAll("#nav a")) {
     if (a.getAttribute("href") === "#/" + name) a.setAttribute("aria-current", "page");

@@ -185,13 +185,13 @@ function drawGrid(el, p, g, grp, list, asg, off, detail) {
         }),
         held.has(s) ? "held until " + held.get(s).until : "",
         o ? num(o.lag) : "–",
-        o && o.pendingCount > 0 && o.groupLastDeliveredId && !removed
+        o && o.pendingCount > 0 && !removed
           ? h(
               "a",
               {
-                href: "#/messages/" + encodeURIComponent(p) + "/" + encodeURIComponent(g) + "/" + s + "?fromId=" + encodeURIComponent(o.groupLastDeliveredId),
+                href: "#/pending/" + encodeURIComponent(p) + "/" + encodeURIComponent(g) + "/" + s,
                 "data-key": "pending:" + s,
-                "aria-label": o.pendingCount + " pending on shard " + s + ": open the records up to the last delivered one",
+                "aria-label": o.pendingCount + " pending on shard " + s + ": list the entries, each opening its record",
               },
               String(o.pendingCount),
             )

@@ -22,6 +22,7 @@ mod observability;
 mod offset_reset;
 mod openapi;
 mod openapi_schemas;
+mod pending;
 mod readme_routes;
 mod reshard;
 mod robustness;

@@ -1,8 +1,10 @@
 //! `POST …/groups/{g}/offsets/reset` against a real redis-server: a dry run changes nothing; LATEST skips,
-//! EARLIEST, DATETIME and ID read again — checked by reading the shard streams with XREADGROUP as a consumer
-//! of the group does (which records come next, and which are not delivered again); pending entries are
-//! acknowledged when moving forward and kept when moving back; refused (409) while a member may read (a live
-//! member, or a hold on a departed member's shards) or a migration is active, and for bad input (400); audited.
+//! EARLIEST, DATETIME and ID read again, SHIFT moves each shard by a number of records (clamped at the
+//! stream's ends) — checked by reading the shard streams with XREADGROUP as a consumer of the group does
+//! (which records come next, and which are not delivered again); pending entries are acknowledged when
+//! moving forward and kept when moving back; refused (409) while a member may read (a live member, or a hold
+//! on a departed member's shards) or a migration is active, and for bad input (400); audited. A member that
+//! joins while positions move (the reset stopped after writing its hold) gets no shard until they moved.
 
 use crate::support;
 
@@ -63,8 +65,17 @@ async fn ack(conn: &mut redis::aio::MultiplexedConnection, key: &str, ids: &[&st
         .unwrap();
 }
 
-/// (last-delivered id, pending count) of the group on `key`, as `XINFO GROUPS` says.
+/// (last-delivered id, pending count) of the group `rs` on `key`, as `XINFO GROUPS` says.
 async fn position(conn: &mut redis::aio::MultiplexedConnection, key: &str) -> (String, i64) {
+    position_of(conn, key, "rs").await
+}
+
+/// [`position`] of the group `group`.
+async fn position_of(
+    conn: &mut redis::aio::MultiplexedConnection,
+    key: &str,
+    group: &str,
+) -> (String, i64) {
     let groups: Vec<std::collections::HashMap<String, redis::Value>> = redis::cmd("XINFO")
         .arg("GROUPS")
         .arg(key)
@@ -73,7 +84,7 @@ async fn position(conn: &mut redis::aio::MultiplexedConnection, key: &str) -> (S
         .unwrap();
     let g = groups
         .into_iter()
-        .find(|g| redis::from_redis_value_ref::<String>(&g["name"]).unwrap() == "rs")
+        .find(|g| redis::from_redis_value_ref::<String>(&g["name"]).unwrap() == group)
         .unwrap();
     (
         redis::from_redis_value_ref(&g["last-delivered-id"]).unwrap(),
@@ -375,6 +386,16 @@ async fn bad_input_is_refused_with_400_and_what_to_send() {
         (json!({"to": "LATEST", "shards": "0"}), "shards"),
         (json!({"to": "LATEST", "dryRun": "yes"}), "dryRun"),
         (json!({"to": "LATEST", "offset": 3}), "offset"),
+        (json!({"to": "SHIFT"}), "shift: required"),
+        (json!({"to": "SHIFT", "shift": 0}), "moves nothing"),
+        (json!({"to": "SHIFT", "shift": 10_001}), "beyond"),
+        (json!({"to": "SHIFT", "shift": -20_000}), "beyond"),
+        (json!({"to": "SHIFT", "shift": "-5"}), "shift"),
+        (
+            json!({"to": "SHIFT", "shift": -5, "value": "x"}),
+            "takes no value",
+        ),
+        (json!({"to": "LATEST", "shift": 5}), "only with"),
     ] {
         let r = reset(&api, body.clone()).await;
         assert_eq!(r.status, 400, "{body}: {}", r.body);
@@ -384,6 +405,14 @@ async fn bad_input_is_refused_with_400_and_what_to_send() {
             "{body}: {needle}: {}",
             r.body
         );
+    }
+    // The reason is required: the audit log says why a position moved.
+    for body in [
+        json!({"to": "LATEST", "requestedBy": "a"}),
+        json!({"to": "LATEST", "requestedBy": "a", "reason": "  "}),
+    ] {
+        let r = api.send("POST", RESET, Some(body.clone())).await;
+        r.assert_invalid("reason", "reason: required");
     }
     let r = api
         .send("POST", RESET, Some(json!({"to": "LATEST", "reason": "r"})))
@@ -398,7 +427,7 @@ async fn bad_input_is_refused_with_400_and_what_to_send() {
         .send(
             "POST",
             "/coord/v1/streams/rs/groups/nope/offsets/reset",
-            Some(json!({"to": "LATEST", "requestedBy": "a"})),
+            Some(json!({"to": "LATEST", "requestedBy": "a", "reason": "r"})),
         )
         .await;
     assert_eq!(r.status, 404, "{}", r.body);
@@ -462,5 +491,206 @@ async fn force_waives_a_member_whose_lease_lapsed_but_not_a_live_one() {
     let r = reset(&api, json!({"to": "LATEST", "force": true})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(position(&mut conn, "rs:0").await, ("1000-0".into(), 0));
+    running.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shift_moves_each_shard_by_that_many_records_and_says_when_a_stream_end_clamped_it() {
+    let redis = rsc_testkit::RedisServer::start();
+    let url = redis.url();
+    let (running, api) = coordinator(test_config(&url)).await;
+    assert_eq!(api.create_stream("rs", 2).await.status, 201);
+    let mut conn = redis_conn(&url).await;
+    for ms in (1..=10).map(|i| i * 1000) {
+        xadd(&mut conn, "rs:0", ms).await;
+    }
+    for ms in [1500, 2500] {
+        xadd(&mut conn, "rs:1", ms).await;
+    }
+    // The group has read (and acknowledged) six records of shard 0 and both of shard 1.
+    let read = read_next(&mut conn, "rs:0", 6).await;
+    assert_eq!(read, ids(&[1000, 2000, 3000, 4000, 5000, 6000]));
+    let read: Vec<&str> = read.iter().map(String::as_str).collect();
+    ack(&mut conn, "rs:0", &read).await;
+    assert_eq!(read_next(&mut conn, "rs:1", 10).await, ids(&[1500, 2500]));
+    ack(&mut conn, "rs:1", &["1500-0", "2500-0"]).await;
+
+    // Back 3: shard 0 reads 4000..6000 again; shard 1 has only two records, so it goes to its start (clamped).
+    let plan = reset(&api, json!({"to": "SHIFT", "shift": -3, "dryRun": true})).await;
+    assert_eq!(plan.status, 200, "{}", plan.body);
+    assert_eq!(plan.body["to"], "SHIFT");
+    assert_eq!(plan.body["shift"], -3);
+    let s0 = row(&plan.body, 0);
+    assert_eq!(s0["currentId"], "6000-0", "{s0}");
+    assert_eq!(s0["newId"], "3000-0");
+    assert_eq!(s0["direction"], "REREAD");
+    assert_eq!(s0["recordsReread"], 3);
+    assert_eq!(s0["clamped"], false);
+    let s1 = row(&plan.body, 1);
+    assert_eq!(s1["newId"], "0-0", "{s1}");
+    assert_eq!(s1["recordsReread"], 2);
+    assert_eq!(s1["clamped"], true);
+    assert_eq!(position(&mut conn, "rs:0").await, ("6000-0".into(), 0));
+
+    let done = reset(&api, json!({"to": "SHIFT", "shift": -3, "shards": [0]})).await;
+    assert_eq!(done.status, 200, "{}", done.body);
+    assert_eq!(
+        read_next(&mut conn, "rs:0", 3).await,
+        ids(&[4000, 5000, 6000])
+    );
+
+    // Forward 2 from 6000: 7000 and 8000 are never delivered, the pending 4000..6000 are acknowledged.
+    let done = reset(&api, json!({"to": "SHIFT", "shift": 2, "shards": [0]})).await;
+    assert_eq!(done.status, 200, "{}", done.body);
+    let s0 = row(&done.body, 0);
+    assert_eq!(s0["newId"], "8000-0", "{s0}");
+    assert_eq!(s0["direction"], "SKIP");
+    assert_eq!(s0["recordsSkipped"], 2);
+    assert_eq!(s0["pendingAcknowledged"], 3);
+    assert_eq!(s0["clamped"], false);
+    assert_eq!(read_next(&mut conn, "rs:0", 100).await, ids(&[9000, 10000]));
+
+    // At the end already: forward 5 moves nothing (clamped); back 100 goes to the start with every record.
+    let done = reset(&api, json!({"to": "SHIFT", "shift": 5, "shards": [0]})).await;
+    let s0 = row(&done.body, 0);
+    assert_eq!(s0["direction"], "UNCHANGED", "{s0}");
+    assert_eq!(s0["recordsSkipped"], 0);
+    assert_eq!(s0["clamped"], true);
+    let done = reset(&api, json!({"to": "SHIFT", "shift": -100, "shards": [0]})).await;
+    let s0 = row(&done.body, 0);
+    assert_eq!(s0["newId"], "0-0", "{s0}");
+    assert_eq!(s0["recordsReread"], 10);
+    assert_eq!(s0["clamped"], true);
+    assert_eq!(read_next(&mut conn, "rs:0", 100).await.len(), 10);
+    running.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_joining_while_positions_move_gets_no_shard_until_they_moved() {
+    // The reset of this group stops once its hold is written, before any position moves (a unique group
+    // name: the pause is per group and process).
+    let mut pause =
+        rsc_coordinator::services::offset_reset::pause::pause_after_hold("rsjoin", "rsjoin");
+    let redis = rsc_testkit::RedisServer::start();
+    let url = redis.url();
+    let (running, api) = coordinator(test_config(&url)).await;
+    assert_eq!(api.create_stream("rsjoin", 2).await.status, 201);
+    let mut conn = redis_conn(&url).await;
+    for key in ["rsjoin:0", "rsjoin:1"] {
+        for ms in [1000, 2000] {
+            xadd(&mut conn, key, ms).await;
+        }
+    }
+    // Everything was read and acknowledged; the reset reads it all again.
+    for key in ["rsjoin:0", "rsjoin:1"] {
+        let _: redis::Value = redis::cmd("XREADGROUP")
+            .arg("GROUP")
+            .arg("rsjoin")
+            .arg("old")
+            .arg("STREAMS")
+            .arg(key)
+            .arg(">")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let _: i64 = redis::cmd("XACK")
+            .arg(key)
+            .arg("rsjoin")
+            .arg("1000-0")
+            .arg("2000-0")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+    }
+    let reset_path = "/coord/v1/streams/rsjoin/groups/rsjoin/offsets/reset";
+    let body = json!({"to": "EARLIEST", "requestedBy": "alice@ops", "reason": "replay"});
+    let running_reset = tokio::spawn({
+        let api = api.clone();
+        let body = body.clone();
+        async move { api.send("POST", reset_path, Some(body)).await }
+    });
+    assert!(
+        tokio::time::timeout(Duration::from_secs(20), pause.reached())
+            .await
+            .expect("the reset wrote its hold within 20 s"),
+        "the reset stopped after its hold"
+    );
+
+    // In the window: the hold is in the group, no position has moved yet, and a member that joins (and
+    // heartbeats again) is granted nothing. A second reset is refused.
+    let a = api
+        .send(
+            "GET",
+            "/coord/v1/monitoring/streams/rsjoin/groups/rsjoin/assignments",
+            None,
+        )
+        .await;
+    assert_eq!(
+        a.body["holds"][0]["memberId"], "{offset reset}",
+        "{}",
+        a.body
+    );
+    assert_eq!(a.body["holds"][0]["reason"], "offset reset");
+    assert_eq!(
+        shards(&a.body["holds"][0]["shards"]),
+        vec![0, 1],
+        "{}",
+        a.body
+    );
+    let mut m = Member::new("joiner");
+    for _ in 0..3 {
+        let answer = api.heartbeat("rsjoin", "rsjoin", &m).await;
+        m.adopt(&answer);
+        assert_eq!(
+            shards(&answer["assignment"]["assignedShards"]),
+            Vec::<u32>::new(),
+            "{answer}"
+        );
+    }
+    assert!(m.owned().is_empty());
+    for key in ["rsjoin:0", "rsjoin:1"] {
+        assert_eq!(position_of(&mut conn, key, "rsjoin").await.0, "2000-0");
+    }
+    let second = api.send("POST", reset_path, Some(body.clone())).await;
+    assert_eq!(second.status, 409, "{}", second.body);
+    assert_eq!(second.body["errorCode"], "GROUP_HAS_ACTIVE_MEMBERS");
+
+    // Released: the positions move, the hold is lifted, and the member is granted both shards, which it
+    // reads from the new position (every record again).
+    pause.release();
+    let done = running_reset.await.unwrap();
+    assert_eq!(done.status, 200, "{}", done.body);
+    let notes = done.body["notes"].to_string();
+    assert!(
+        notes.contains("joiner") && notes.contains("only after"),
+        "{}",
+        done.body
+    );
+    for key in ["rsjoin:0", "rsjoin:1"] {
+        assert_eq!(
+            position_of(&mut conn, key, "rsjoin").await,
+            ("0-0".into(), 0)
+        );
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while m.owned().len() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the member is granted both shards within 10 s: {:?}",
+            m.owned()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let answer = api.heartbeat("rsjoin", "rsjoin", &m).await;
+        m.adopt(&answer);
+    }
+    assert_eq!(m.owned(), vec![0, 1]);
+    let a = api
+        .send(
+            "GET",
+            "/coord/v1/monitoring/streams/rsjoin/groups/rsjoin/assignments",
+            None,
+        )
+        .await;
+    assert_eq!(a.body["holds"], json!([]), "{}", a.body);
     running.shutdown().await.unwrap();
 }

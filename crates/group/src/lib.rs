@@ -18,6 +18,7 @@
 //! - [`durability`]: suspecting a metadata rollback, failing closed, and the repairs (new lifecycle).
 //! - [`replica`]: what a coordinator replica does with a heartbeat, a queue of writes and a reconciler pass,
 //!   as sans-I/O state machines that the coordinator and the simulation both drive.
+//! - [`reset_hold`]: the hold an operator's offset reset keeps on the shards it moves (no grant meanwhile).
 //! - [`ownership`]: which replica runs a group's background work (rendezvous hashing over live replicas).
 //! - [`deadline`]: when a group next needs the reconciler, from its aggregate and earliest lease end.
 //! - [`invariants`]: checks of the invariants, used by tests and the simulator.
@@ -42,6 +43,7 @@ pub mod ownership;
 pub mod quiesce;
 pub mod rebalance;
 pub mod replica;
+pub mod reset_hold;
 pub mod reshard;
 pub mod stream;
 pub mod tick;

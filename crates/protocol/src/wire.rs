@@ -11,6 +11,7 @@ pub mod browse;
 pub mod grafana;
 pub mod monitoring;
 pub mod offsets;
+pub mod pending;
 pub mod quiesce;
 pub mod resharding;
 

@@ -9,7 +9,8 @@
 //!
 //! Every other kind of record the coordinator keeps in Redis has its own typed API here, one module
 //! each: the group index (`index.rs`), stream records (`streams.rs`), shard streams (`shards.rs`) and their
-//! records page by page (`messages.rs`), the cluster's slot map (`topology.rs`), the
+//! records page by page (`messages.rs`), a consumer group's position on a shard stream (`group_position.rs`)
+//! and its pending entries (`pending_entries.rs`), the cluster's slot map (`topology.rs`), the
 //! routing boundary of a shard stream for guarded publish (`routing_floor.rs`),
 //! bearer tokens (`tokens.rs`), the audit streams (`audit.rs`), rate-limit windows and the sign-in
 //! throttle (`limits.rs`), the bootstrap admin hash (`bootstrap.rs`), the replica registry and change feed (`cluster.rs`), backup and restore of the records
@@ -40,6 +41,7 @@ mod limits;
 mod messages;
 mod metadata;
 mod outcome;
+mod pending_entries;
 mod producers;
 mod reply;
 mod routing_floor;
@@ -57,6 +59,7 @@ pub use cluster::{ChangeEntry, LiveReplicas};
 pub use connection::{RedisConn, RedisTopology};
 pub use diagnostics::AclAnswer;
 pub use error::StoreError;
+pub use group_position::{Walk, Walked};
 pub use index::{IndexEntry, IndexState};
 pub use json::to_json;
 pub use key_shapes::{KeyShape, coordinator_key_kind, coordinator_key_shapes};
@@ -68,6 +71,7 @@ pub use metadata::{LAYOUT_VERSION, SCHEMA_VERSION};
 pub use outcome::{
     CasOutcome, CasWrite, CreateOutcome, DeleteOutcome, HeartbeatOutcome, PeerLease, StoredGroup,
 };
+pub use pending_entries::PendingEntry;
 pub use producers::{ProducerEntry, Sighting, SightingLimits};
 pub use routing_floor::{RaisedBoundary, SwitchPoint};
 // Guarded publish and the boundary's read are the SDK's too: they live in rsc-scripts (crates/scripts).

@@ -11,6 +11,7 @@
 //! - `offsets.rs`: `rsc offsets reset` (plan, confirm, apply); `produce.rs`: `rsc produce` (one record through
 //!   the SDK's guarded append);
 //! - `messages.rs`: `rsc messages` (a shard's records: page, jump, bounded search);
+//! - `pending.rs`: `rsc pending` (a group's pending entries, entry by entry);
 //! - `audit.rs`: `rsc audit` (with `--follow`);
 //! - `desired.rs` (the file format, pure) and `apply.rs`: `rsc plan`, `rsc apply`;
 //! - `table.rs`: plain-text tables; `terminal.rs`: everything printed is escaped for the terminal (`say!`,
@@ -27,6 +28,7 @@ pub mod durability;
 pub mod login;
 pub mod messages;
 pub mod offsets;
+pub mod pending;
 pub mod produce;
 pub mod show;
 pub mod stored_login;

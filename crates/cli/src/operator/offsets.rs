@@ -1,6 +1,7 @@
-//! `rsc offsets reset <stream> <group> --to-earliest|--to-latest|--to-datetime T|--to-id ID`: moves a
-//! consumer group's position on its shard streams (`POST …/offsets/reset`). It first asks for the plan (a dry
-//! run) and prints it per shard — current id → new id, records skipped or read again, pending entries — then
+//! `rsc offsets reset <stream> <group> --to-earliest|--to-latest|--to-datetime T|--to-id ID|--shift-by N`:
+//! moves a consumer group's position on its shard streams (`POST …/offsets/reset`). It first asks for the plan
+//! (a dry run) and prints it per shard — current id → new id, records skipped or read again (`clamped` when a
+//! shift met the stream's end), pending entries — then
 //! asks for confirmation (`--yes` skips the question; without a terminal it refuses unless `--yes`) and
 //! applies it. `--dry-run` prints the plan only.
 
@@ -24,7 +25,7 @@ pub enum OffsetsAction {
 }
 
 #[derive(Args, Debug)]
-#[command(group(ArgGroup::new("to").required(true).args(["to_earliest", "to_latest", "to_datetime", "to_id"])))]
+#[command(group(ArgGroup::new("to").required(true).args(["to_earliest", "to_latest", "to_datetime", "to_id", "shift_by"])))]
 pub struct ResetArgs {
     #[command(flatten)]
     pub target: Target,
@@ -44,6 +45,10 @@ pub struct ResetArgs {
     /// Read the records after this stream id next.
     #[arg(long, value_name = "ID")]
     pub to_id: Option<String>,
+    /// Move each shard's position by N records: -100 reads the last 100 delivered records again, 50 skips
+    /// the next 50 (at most 10,000 either way; clamped at the stream's ends).
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub shift_by: Option<i64>,
     /// Only these shards (comma-separated; default: every shard).
     #[arg(long, value_delimiter = ',')]
     pub shards: Vec<u32>,
@@ -78,10 +83,15 @@ fn body(a: &ResetArgs, requested_by: String) -> Value {
         ("LATEST", None)
     } else if let Some(t) = &a.to_datetime {
         ("DATETIME", Some(t.clone()))
+    } else if a.shift_by.is_some() {
+        ("SHIFT", None)
     } else {
         ("ID", a.to_id.clone())
     };
     let mut body = json!({"to": to, "requestedBy": requested_by, "force": a.force});
+    if let Some(n) = a.shift_by {
+        body["shift"] = json!(n);
+    }
     if let Some(v) = value {
         body["value"] = json!(v);
     }
@@ -105,6 +115,11 @@ pub fn plan_table(answer: &Value) -> String {
             _ => "0".to_owned(),
         };
         let capped = if r["countCapped"] == true { "+" } else { "" };
+        let clamped = if r["clamped"] == true {
+            " (clamped)"
+        } else {
+            ""
+        };
         let verb = match direction {
             "SKIP" => "skipped",
             "REREAD" => "re-read",
@@ -115,7 +130,7 @@ pub fn plan_table(answer: &Value) -> String {
             s(r, "currentId").to_owned(),
             s(r, "newId").to_owned(),
             direction.to_owned(),
-            format!("{count}{capped} {verb}").trim().to_owned(),
+            format!("{count}{capped} {verb}{clamped}").trim().to_owned(),
             format!("{} -> {}", n(r, "pendingBefore"), n(r, "pendingAfter")),
             n(r, "pendingAcknowledged"),
         ]);
@@ -141,6 +156,10 @@ async fn reset(a: ResetArgs) -> Result<ExitCode, Failure> {
             plan.get("value")
                 .and_then(Value::as_str)
                 .map(|v| format!(" {v}"))
+                .or_else(|| plan
+                    .get("shift")
+                    .and_then(Value::as_i64)
+                    .map(|n| format!(" {n:+}")))
                 .unwrap_or_default()
         );
         say!("{}", plan_table(&plan));

@@ -237,6 +237,21 @@ async fn an_operator_creates_a_group_rolls_back_force_completes_and_deletes_with
         "skip the test records",
     )
     .await;
+    // SHIFT: the plan of moving back two records reads the last two of shard 0 again (a dry run, cancelled).
+    b.click("#reset-offsets").await;
+    b.wait_css("dialog[open] #confirm-field-shift").await;
+    b.select("#confirm-field-to", "SHIFT").await;
+    b.js("document.querySelector('#confirm-field-shift').value = '-2'; return true")
+        .await;
+    b.click("#reset-plan-button").await;
+    b.wait_for(
+        "the SHIFT plan: shard 0 reads its last 2 records again",
+        "const t = document.querySelector('#reset-plan-table'); \
+         return !!t && t.innerText.includes('to SHIFT by -2') && t.innerText.includes('2 re-read')",
+        WAIT,
+    )
+    .await;
+    b.click("#confirm-cancel").await;
 
     // Roll back the stuck scale-in of "roll" from its group page.
     b.js("location.hash = '#/group/roll/roll'; return true")

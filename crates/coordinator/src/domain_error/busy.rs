@@ -31,11 +31,14 @@ pub enum ActiveMembers {
         /// Each such member and when its lease ends (epoch ms).
         leases: Vec<(String, i64)>,
     },
+    /// A message the offset reset still writes itself (to be given its facts like the others).
+    Written(String),
 }
 
 impl std::fmt::Display for ActiveMembers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            ActiveMembers::Written(m) => f.write_str(m),
             ActiveMembers::Delete { members } => write!(
                 f,
                 "group has active members ({}); stop them first or pass \"force\": true",
@@ -103,11 +106,14 @@ pub enum MigrationBusy {
         /// The active migration.
         id: String,
     },
+    /// A message the offset reset still writes itself (to be given its facts like the others).
+    Written(String),
 }
 
 impl std::fmt::Display for MigrationBusy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            MigrationBusy::Written(m) => f.write_str(m),
             MigrationBusy::Scale {
                 id,
                 from,

@@ -34,11 +34,14 @@ pub enum Conflict {
         /// The stream prefix.
         stream: String,
     },
+    /// A message the offset reset still writes itself (to be given its facts like the others).
+    Written(String),
 }
 
 impl std::fmt::Display for Conflict {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            Conflict::Written(m) => f.write_str(m),
             Conflict::StreamKeptChanging => ReshardError::StreamKeptChanging.fmt(f),
             Conflict::GroupKeptChanging => ReshardError::GroupKeptChanging.fmt(f),
             Conflict::DeleteKeptChanging => {

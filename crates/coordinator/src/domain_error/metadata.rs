@@ -54,11 +54,14 @@ pub enum Corrupt {
     },
     /// A recreate found the group's key unreadable: it does not replace such a key.
     Unreplaceable(Box<Corrupt>),
+    /// A message the offset reset still writes itself (to be given its facts like the others).
+    Written(String),
 }
 
 impl std::fmt::Display for Corrupt {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            Corrupt::Written(m) => f.write_str(m),
             Corrupt::Store { cause } => write!(
                 f,
                 "{cause}; the group fails closed until its metadata key is restored from backup"

@@ -9,6 +9,7 @@
 
 pub mod find;
 pub mod merged;
+pub mod pending;
 
 use crate::domain_error::{BadQuery, CoordError};
 use crate::runtime::cache::GroupName;

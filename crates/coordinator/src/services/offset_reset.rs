@@ -5,27 +5,39 @@
 //! Safety (ARCHITECTURE.md, "Resetting a group's position"): the reset is refused while any process may
 //! read for the group — a live member (ACTIVE or LEAVING) or a hold on a fenced incarnation's shards — and
 //! while a migration is active (resharding moves positions itself). `force` waives only members whose
-//! lease has already lapsed in Redis (stopped processes the reconciler has not expired yet); it never
-//! overrides a live lease or a hold. Pending entries: moving forward acknowledges every pending entry up to
-//! the new id (they lie in the skipped range); moving back keeps them all (they are read again, as
-//! unacknowledged entries always are).
+//! lease has already lapsed in Redis (stopped processes the reconciler has not expired yet: they are
+//! expired in the same write); it never overrides a live lease or a hold. An applied reset first writes a
+//! hold on its shards into the group (`rsc_group::reset_hold`, by the revision compare-and-set that also
+//! re-checks the group), plans and moves the positions under it, then lifts it: a member that joins
+//! meanwhile is granted those shards only after they moved. Pending entries: moving forward acknowledges
+//! every pending entry up to the new id (they lie in the skipped range); moving back keeps them all (they
+//! are read again, as unacknowledged entries always are).
 
+pub mod pause;
 pub mod target;
 
-use crate::domain_error::{ActiveMembers, Conflict, CoordError, MigrationBusy};
+use crate::domain_error::{ActiveMembers, Conflict, CoordError, Corrupt, MigrationBusy};
 use crate::runtime::cache::GroupName;
-use crate::runtime::coordinator::Admin;
-use rsc_group::model::Group;
-use rsc_protocol::stream_id::parse_stream_id;
+use crate::runtime::coordinator::{Admin, Commit, MAX_CAS_ATTEMPTS};
+use rsc_group::heartbeat::Transition;
+use rsc_group::model::{Group, ShardSet};
+use rsc_group::reset_hold::{self, PlaceError};
+use rsc_protocol::stream_id::{StreamId, parse_stream_id};
 use rsc_protocol::validate;
 use rsc_protocol::wire::offsets::{
     OffsetResetRequest, OffsetResetResponse, ResetDirection, ResetTo, ShardReset,
 };
+use rsc_store::Walk;
 use std::collections::BTreeSet;
 use target::Target;
 
-/// Records skipped or read again are counted up to this many per shard (a bounded `XRANGE`).
+/// Records skipped or read again are counted up to this many per shard (a bounded walk over ids inside
+/// Redis, `rsc-store`'s group_position.rs); a shift moves at most this many.
 pub const COUNT_CAP: usize = 10_000;
+
+/// How long a reset's hold lasts when written or extended (ms). Before each shard is moved the hold is
+/// extended once less than half of it is left, so it never ends while positions move.
+pub const HOLD_MS: i64 = 30_000;
 
 /// One shard's plan with what applying it needs.
 struct Planned {
@@ -46,53 +58,229 @@ impl Admin<'_> {
             req.requested_by.as_deref().unwrap_or(""),
             true,
         )?;
-        validate::validate_text("reason", req.reason.as_deref().unwrap_or(""), false)?;
+        if req.reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
+            return Err(CoordError::invalid(
+                "reason: required — why the position moves (recorded in the audit log), e.g. \"replay after \
+                 a bad deploy\"",
+            ));
+        }
+        validate::validate_text("reason", req.reason.as_deref().unwrap_or(""), true)?;
         validate::validate_text("value", req.value.as_deref().unwrap_or(""), false)?;
-        let now_ms = self.store().server_time_ms().await.map_err(|e| {
-            self.note_store_error(&e);
-            CoordError::from(e)
-        })?;
+        let now_ms = self.server_now().await?;
         let target = target::target(req, now_ms)?;
         let base = self.require_group(name).await?;
         let group = &base.group;
         self.durability().ensure_mutable(group)?;
         let shards = target::shards(req.shards.as_deref(), group.shard_count)?;
         self.refuse_while_migrating(name, group).await?;
-        let before_live = self
-            .refuse_while_read(name, group, req.force.unwrap_or(false), now_ms)
-            .await?;
-        let mut planned = Vec::with_capacity(shards.len());
-        for shard in shards {
-            planned.push(self.plan_shard(name, shard, target).await?);
-        }
+        let force = req.force.unwrap_or(false);
+        let before_live = self.refuse_while_read(name, group, force, now_ms).await?;
         let dry_run = req.dry_run.unwrap_or(false);
         let mut notes = Vec::new();
-        if !dry_run {
-            for p in &mut planned {
-                self.apply_shard(name, p).await?;
+        let planned = if dry_run {
+            let mut planned = Vec::with_capacity(shards.len());
+            for &shard in &shards {
+                planned.push(self.plan_shard(name, shard, target).await?);
             }
-            notes.extend(
-                self.joined_meanwhile(name, base.revision, &before_live)
-                    .await,
-            );
+            planned
+        } else {
+            // Under a hold: nobody is granted these shards until the positions moved (the join window).
+            let mut until = self.place_reset_hold(name, &shards, force).await?;
+            pause::reached(name).await;
+            let moved = self.plan_and_apply(name, &shards, target, &mut until).await;
+            let lifted = self.lift_reset_hold(name).await;
+            let planned = moved?;
+            match lifted {
+                Ok(lifted) => notes.extend(lifted.iter().filter(|m| !before_live.contains(*m)).map(|m| {
+                    format!(
+                        "member {m:?} joined while the reset ran: it was granted its shards only after their \
+                         positions had moved"
+                    )
+                })),
+                Err(e) => notes.push(format!(
+                    "the reset's hold could not be lifted ({e}); it ends by itself by {}, and the shards are \
+                     granted then",
+                    crate::runtime::clock::iso_ms(until)
+                )),
+            }
             tracing::warn!(
                 stream = ?name.stream_prefix, group = ?name.consumer_group, to = target_name(req),
-                value = ?req.value, shards = ?planned.iter().map(|p| p.row.shard_index).collect::<Vec<_>>(),
+                value = ?req.value, shift = ?req.shift,
+                shards = ?planned.iter().map(|p| p.row.shard_index).collect::<Vec<_>>(),
                 requested_by = ?req.requested_by, reason = ?req.reason,
                 "consumer group position reset by an operator"
             );
-        }
+            planned
+        };
         Ok(OffsetResetResponse {
             stream_prefix: name.stream_prefix.clone(),
             consumer_group: name.consumer_group.clone(),
             to: target.to(),
             value: req.value.clone(),
+            shift: req.shift,
             dry_run,
             applied: !dry_run,
             count_cap: COUNT_CAP as i64,
             shards: planned.into_iter().map(|p| p.row).collect(),
             notes,
         })
+    }
+
+    /// Redis time (ms).
+    async fn server_now(&self) -> Result<i64, CoordError> {
+        self.store().server_time_ms().await.map_err(|e| {
+            self.note_store_error(&e);
+            CoordError::from(e)
+        })
+    }
+
+    /// Plans every shard under the hold and moves each, extending the hold whenever less than half is left.
+    async fn plan_and_apply(
+        &self,
+        name: &GroupName,
+        shards: &[u32],
+        target: Target,
+        until: &mut i64,
+    ) -> Result<Vec<Planned>, CoordError> {
+        let mut planned = Vec::with_capacity(shards.len());
+        for &shard in shards {
+            planned.push(self.plan_shard(name, shard, target).await?);
+        }
+        for p in &mut planned {
+            self.keep_reset_hold(name, until).await?;
+            self.apply_shard(name, p).await?;
+        }
+        Ok(planned)
+    }
+
+    /// Writes the reset's hold on `shards` (compare-and-set on the group's revision, re-checking on the
+    /// aggregate it writes that no member is live and no hold lasts; with `force`, the members whose lease
+    /// lapsed in Redis are expired in the same write). Returns when the hold ends (Redis time, ms).
+    async fn place_reset_hold(
+        &self,
+        name: &GroupName,
+        shards: &[u32],
+        force: bool,
+    ) -> Result<i64, CoordError> {
+        let held: ShardSet = shards.iter().copied().collect();
+        for _ in 0..MAX_CAS_ATTEMPTS {
+            let base = self.require_group(name).await?;
+            let now = self.server_now().await?;
+            self.refuse_while_migrating(name, &base.group).await?;
+            let waived = self
+                .refuse_while_read(name, &base.group, force, now)
+                .await?;
+            let (mut t, from) = if waived.is_empty() {
+                (Transition::default(), base.group.as_ref().clone())
+            } else {
+                match rsc_group::tick::tick(&base.group, now, &waived, self.timing()) {
+                    Ok(Some((mut t, _))) => {
+                        let g = t
+                            .group
+                            .take()
+                            .unwrap_or_else(|| base.group.as_ref().clone());
+                        (t, g)
+                    }
+                    Ok(None) => (Transition::default(), base.group.as_ref().clone()),
+                    Err(e) => {
+                        return Err(CoordError::MetadataCorrupt(Corrupt::Written(format!(
+                            "expiring the lapsed members of {}/{} would overflow an epoch ({e:?}); recreate \
+                             the group",
+                            name.stream_prefix, name.consumer_group
+                        ))));
+                    }
+                }
+            };
+            let until = now + HOLD_MS;
+            let next = reset_hold::place(&from, &held, now, until).map_err(|e| match e {
+                PlaceError::LiveMember(m) => {
+                    CoordError::GroupHasActiveMembers(ActiveMembers::Written(format!(
+                        "member {m:?} is live; stop the group's consumers first, then reset"
+                    )))
+                }
+                PlaceError::Held(h) => {
+                    CoordError::GroupHasActiveMembers(ActiveMembers::Written(format!(
+                        "shards {:?} are held for {:?} until {}; retry after that",
+                        h.shards,
+                        h.member_id,
+                        crate::runtime::clock::iso_ms(h.until_ms)
+                    )))
+                }
+            })?;
+            t.group = Some(next);
+            // Decided on Redis time: the write holds only if Redis has reached it.
+            t.not_before_ms = t.not_before_ms.max(now);
+            match self.commit(name, &base, t).await? {
+                Commit::Written(_) => return Ok(until),
+                Commit::Conflict | Commit::ConditionFailed { .. } => continue,
+            }
+        }
+        Err(CoordError::Conflict(Conflict::Written(
+            "the group kept changing while the reset tried to hold its shards; retry".into(),
+        )))
+    }
+
+    /// Before a shard is moved: extends the reset's hold (to Redis time + [`HOLD_MS`]) once less than half
+    /// of it is left. Fails (409, nothing more moved) when the hold is gone.
+    async fn keep_reset_hold(&self, name: &GroupName, until: &mut i64) -> Result<(), CoordError> {
+        let now = self.server_now().await?;
+        if now + HOLD_MS / 2 < *until {
+            return Ok(());
+        }
+        for _ in 0..MAX_CAS_ATTEMPTS {
+            let base = self.require_group(name).await?;
+            let now = self.server_now().await?;
+            let Some(hold) = reset_hold::reset_hold(&base.group).filter(|h| h.until_ms > now)
+            else {
+                return Err(CoordError::Conflict(Conflict::Written(format!(
+                    "the reset's hold on the shards of {}/{} ended before every shard was moved (the rows \
+                     moved so far are in the audit log's request); check the positions and reset again",
+                    name.stream_prefix, name.consumer_group
+                ))));
+            };
+            let Some(next) = reset_hold::extend(&base.group, now + HOLD_MS, now) else {
+                *until = hold.until_ms;
+                return Ok(());
+            };
+            let mut t = Transition::new(next);
+            t.not_before_ms = now;
+            match self.commit(name, &base, t).await? {
+                Commit::Written(_) => {
+                    *until = now + HOLD_MS;
+                    return Ok(());
+                }
+                Commit::Conflict | Commit::ConditionFailed { .. } => continue,
+            }
+        }
+        Err(CoordError::Conflict(Conflict::Written(
+            "the group kept changing while the reset extended its hold; check the positions and retry".into(),
+        )))
+    }
+
+    /// Removes the reset's hold and settles the group (the members that joined meanwhile are granted the
+    /// shards now). Returns the group's live members after it.
+    async fn lift_reset_hold(&self, name: &GroupName) -> Result<BTreeSet<String>, CoordError> {
+        let live = |g: &Group| {
+            g.members
+                .values()
+                .filter(|m| m.state.is_live())
+                .map(|m| m.member_id.clone())
+                .collect::<BTreeSet<_>>()
+        };
+        for _ in 0..MAX_CAS_ATTEMPTS {
+            let base = self.require_group(name).await?;
+            let now = self.clock().now_ms();
+            let Some(next) = reset_hold::lift(&base.group, now, self.timing()) else {
+                return Ok(live(&base.group));
+            };
+            match self.commit(name, &base, Transition::new(next)).await? {
+                Commit::Written(c) => return Ok(live(&c.group)),
+                Commit::Conflict | Commit::ConditionFailed { .. } => continue,
+            }
+        }
+        Err(CoordError::Conflict(Conflict::Written(
+            "the group kept changing while the reset lifted its hold".into(),
+        )))
     }
 
     /// 409 while the group or its stream has a migration in flight: resharding moves positions itself.
@@ -107,11 +295,13 @@ impl Admin<'_> {
             .await?
             .and_then(|s| s.record.active_migration.map(|m| m.resharding_id));
         if let Some(id) = group.active_migration_id.clone().or(stream_active) {
-            return Err(MigrationBusy::Reset {
-                stream: name.stream_prefix.clone(),
-                id,
-            }
-            .into());
+            return Err(CoordError::MigrationInProgress(MigrationBusy::Written(
+                format!(
+                    "stream {:?} has an active migration ({id}); a reset would move positions the migration's drain \
+                 evidence relies on — wait for it to complete (or roll it back), then reset",
+                    name.stream_prefix
+                ),
+            )));
         }
         Ok(())
     }
@@ -126,12 +316,25 @@ impl Admin<'_> {
         now_ms: i64,
     ) -> Result<BTreeSet<String>, CoordError> {
         if let Some(h) = group.holds.iter().find(|h| h.until_ms > now_ms) {
-            return Err(ActiveMembers::Held {
-                shards: h.shards.clone(),
-                member: h.member_id.clone(),
-                until_ms: h.until_ms,
+            if h.member_id == reset_hold::RESET_HOLD_MEMBER {
+                return Err(CoordError::GroupHasActiveMembers(ActiveMembers::Written(
+                    format!(
+                        "another offset reset of this group is moving shards {:?} (its hold lasts until {} at the \
+                     latest); retry once it is done",
+                        h.shards,
+                        crate::runtime::clock::iso_ms(h.until_ms)
+                    ),
+                )));
             }
-            .into());
+            return Err(CoordError::GroupHasActiveMembers(ActiveMembers::Written(
+                format!(
+                    "shards {:?} are held for a stopped incarnation of member {:?} until {} (it may still be reading); \
+                 retry after that — force does not override a hold",
+                    h.shards,
+                    h.member_id,
+                    crate::runtime::clock::iso_ms(h.until_ms)
+                ),
+            )));
         }
         let live: BTreeSet<String> = group
             .members
@@ -142,23 +345,33 @@ impl Admin<'_> {
         if live.is_empty() {
             return Ok(live);
         }
+        let listed = live.iter().cloned().collect::<Vec<_>>().join(", ");
         if !force {
-            return Err(ActiveMembers::Live {
-                members: live.iter().cloned().collect(),
-            }
-            .into());
+            return Err(CoordError::GroupHasActiveMembers(ActiveMembers::Written(
+                format!(
+                    "group has live members ({listed}); stop its consumers first (a reset while they read would \
+                 have them read across the new position). If they are stopped but not expired yet, wait for \
+                 their leases to lapse, or pass \"force\": true once they have"
+                ),
+            )));
         }
         let leases = self.store().leases(&self.keys(name)).await.map_err(|e| {
             self.note_store_error(&e);
             CoordError::from(e)
         })?;
-        let leased: Vec<(String, i64)> = leases
+        let leased: Vec<String> = leases
             .iter()
             .filter(|(m, until)| live.contains(m) && *until > now_ms)
-            .map(|(m, until)| (m.clone(), *until))
+            .map(|(m, until)| format!("{m} until {}", crate::runtime::clock::iso_ms(*until)))
             .collect();
         if !leased.is_empty() {
-            return Err(ActiveMembers::Leased { leases: leased }.into());
+            return Err(CoordError::GroupHasActiveMembers(ActiveMembers::Written(
+                format!(
+                    "group has members with a live lease ({}); force only waives members whose lease has lapsed \
+                 — stop the consumers and retry once their leases have run out",
+                    leased.join(", ")
+                ),
+            )));
         }
         Ok(live)
     }
@@ -176,10 +389,11 @@ impl Admin<'_> {
             CoordError::from(e)
         };
         let missing = || {
-            CoordError::from(Conflict::ShardMissing {
-                key: key.clone(),
-                group: name.consumer_group.clone(),
-            })
+            CoordError::Conflict(Conflict::Written(format!(
+                "shard stream {key:?} or its consumer group {:?} is missing; a producer routing request \
+                 provisions it again — then retry",
+                name.consumer_group
+            )))
         };
         let info = self
             .store()
@@ -199,26 +413,15 @@ impl Admin<'_> {
         let id_of = |id: Option<&String>| id.and_then(|s| parse_stream_id(s)).unwrap_or((0, 0));
         let current = id_of(consumer_group.last_delivered_id.as_ref());
         let last = id_of(info.last_generated_id.as_ref());
-        let new = target::new_id(target, last);
+        let (new, count, capped, clamped) = if let Target::Shift(n) = target {
+            let (new, moved, clamped) = self.shift_shard(&key, current, last, n).await?;
+            (new, moved, false, clamped)
+        } else {
+            let new = target::new_id(target, current, last);
+            let (count, capped) = self.count_between(&key, current, new).await?;
+            (new, count, capped, false)
+        };
         let direction = target::direction(current, new);
-        let (low, high) = if new > current {
-            (current, new)
-        } else {
-            (new, current)
-        };
-        let (count, capped) = if direction == ResetDirection::Unchanged {
-            (0, false)
-        } else {
-            self.store()
-                .shard_count_between(
-                    &key,
-                    &target::format_id(low),
-                    &target::format_id(high),
-                    COUNT_CAP,
-                )
-                .await
-                .map_err(store_err)?
-        };
         let pending_before = consumer_group.pending.unwrap_or(0);
         // Every pending entry is at or before the last-delivered id, so moving forward passes them all.
         let pending_acknowledged = if direction == ResetDirection::Skip {
@@ -249,12 +452,86 @@ impl Admin<'_> {
                     0
                 },
                 count_capped: capped,
+                clamped,
                 pending_before,
                 pending_acknowledged,
                 pending_after: pending_before - pending_acknowledged,
             },
             entries_read,
         })
+    }
+
+    /// Records after the lower of `a` and `b` up to the higher, counted up to [`COUNT_CAP`]: (count, capped).
+    async fn count_between(
+        &self,
+        key: &str,
+        a: StreamId,
+        b: StreamId,
+    ) -> Result<(i64, bool), CoordError> {
+        if a == b {
+            return Ok((0, false));
+        }
+        let (low, high) = if a < b { (a, b) } else { (b, a) };
+        self.store()
+            .shard_count_between(
+                key,
+                &target::format_id(low),
+                &target::format_id(high),
+                COUNT_CAP,
+            )
+            .await
+            .map_err(|e| {
+                self.note_store_error(&e);
+                CoordError::from(e)
+            })
+    }
+
+    /// A shift by `n` records from `current` on `key` (last generated id `last`): (new id, records moved,
+    /// whether the stream ended first). Back by `n`: the `n` records at or before `current` are read again,
+    /// so the new id is the record before them (`0-0` when the stream has no more). Forward by `n`: the new
+    /// id is the `n`th record after `current` (the last generated id when fewer are left).
+    async fn shift_shard(
+        &self,
+        key: &str,
+        current: StreamId,
+        last: StreamId,
+        n: i64,
+    ) -> Result<(StreamId, i64, bool), CoordError> {
+        let want = usize::try_from(n.unsigned_abs()).unwrap_or(COUNT_CAP);
+        let from = target::format_id(current);
+        let id = |w: &rsc_store::Walked| w.last_id.as_deref().and_then(parse_stream_id);
+        if n < 0 {
+            // One record more than those read again: the position goes just after it.
+            let w = self.walk(key, &from, Walk::Back, want + 1).await?;
+            if w.count > want
+                && let Some(before) = id(&w)
+            {
+                return Ok((before, want as i64, false));
+            }
+            return Ok(((0, 0), w.count as i64, w.count < want));
+        }
+        let w = self.walk(key, &from, Walk::Forward, want).await?;
+        match id(&w) {
+            Some(nth) if w.count == want => Ok((nth, want as i64, false)),
+            _ => Ok((last.max(current), w.count as i64, true)),
+        }
+    }
+
+    /// [`rsc_store::Store::shard_walk`], its errors noted.
+    async fn walk(
+        &self,
+        key: &str,
+        from: &str,
+        walk: Walk,
+        count: usize,
+    ) -> Result<rsc_store::Walked, CoordError> {
+        self.store()
+            .shard_walk(key, from, walk, count)
+            .await
+            .map_err(|e| {
+                self.note_store_error(&e);
+                CoordError::from(e)
+            })
     }
 
     /// Sets the shard's last-delivered id, acknowledges the pending entries a forward move passes, and
@@ -291,37 +568,6 @@ impl Admin<'_> {
             .and_then(|g| g.pending);
         row.pending_after = after.unwrap_or(row.pending_before - row.pending_acknowledged);
         Ok(())
-    }
-
-    /// A note for each live member that the group did not list when the reset was checked: a member that
-    /// joined while the positions moved may have been handed records from either side of the new position.
-    async fn joined_meanwhile(
-        &self,
-        name: &GroupName,
-        revision: u64,
-        before: &BTreeSet<String>,
-    ) -> Vec<String> {
-        match self.store().revision(&self.keys(name)).await {
-            Ok(Some(r)) if r == revision => return Vec::new(),
-            _ => {}
-        }
-        let Ok(Some(now)) = self.load(name).await else {
-            return vec![
-                "the group could not be read back after the reset; check its members".to_owned(),
-            ];
-        };
-        now.group
-            .members
-            .values()
-            .filter(|m| m.state.is_live() && !before.contains(&m.member_id))
-            .map(|m| {
-                format!(
-                    "member {:?} joined while the reset ran: it may have been handed records on the other side \
-                     of the new position once (at-least-once; nothing is lost)",
-                    m.member_id
-                )
-            })
-            .collect()
     }
 }
 

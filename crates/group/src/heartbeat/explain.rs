@@ -233,10 +233,14 @@ mod tests {
              group is named \"o\"), then members join with memberEpoch 0"
         );
         let group = Group::new("o", "g", 2, 0, "life");
-        let Explanation::Text(text) = explain("o", "g", "m", &r, &answer, Some(&group), &timing) else {
+        let Explanation::Text(text) = explain("o", "g", "m", &r, &answer, Some(&group), &timing)
+        else {
             panic!("a known group is explained at once");
         };
-        assert!(text.starts_with("member \"m\" is not in group o/g ("), "{text}");
+        assert!(
+            text.starts_with("member \"m\" is not in group o/g ("),
+            "{text}"
+        );
     }
 
     #[test]
@@ -250,6 +254,9 @@ mod tests {
         let lease = humantime::format_duration(std::time::Duration::from_millis(
             timing.member_lease_ttl_ms.unsigned_abs(),
         ));
-        assert!(text.contains(&format!("within the lease ({lease})")), "{text}");
+        assert!(
+            text.contains(&format!("within the lease ({lease})")),
+            "{text}"
+        );
     }
 }

@@ -1,4 +1,4 @@
-//! Why a [`super::Hold`] holds shards back: the three causes the core records, stored as the words it has
+//! Why a [`super::Hold`] holds shards back: the four causes the core records, stored as the words it has
 //! always stored (so aggregates written before this type load unchanged, and any other text round-trips).
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -16,6 +16,9 @@ pub enum HoldReason {
     /// The member reported reading shards it had not been granted and was fenced
     /// (`ownership report outside its grants`).
     OwnershipReportOutsideGrants,
+    /// An operator's offset reset is moving the group's position on these shards (`offset reset`;
+    /// `reset_hold`): no member reads them until it is done.
+    OffsetReset,
     /// Any other text (written by another version, or by a test), kept as it was.
     Other(String),
 }
@@ -27,6 +30,7 @@ impl HoldReason {
             HoldReason::PreviousIncarnationRejoined => "previous incarnation rejoined",
             HoldReason::RebalanceTimeout => "rebalance timeout",
             HoldReason::OwnershipReportOutsideGrants => "ownership report outside its grants",
+            HoldReason::OffsetReset => "offset reset",
             HoldReason::Other(text) => text,
         }
     }
@@ -37,6 +41,7 @@ impl HoldReason {
             HoldReason::PreviousIncarnationRejoined,
             HoldReason::RebalanceTimeout,
             HoldReason::OwnershipReportOutsideGrants,
+            HoldReason::OffsetReset,
         ]
         .into_iter()
         .find(|r| r.as_str() == text)
@@ -85,6 +90,7 @@ mod tests {
                 "ownership report outside its grants",
                 HoldReason::OwnershipReportOutsideGrants,
             ),
+            ("offset reset", HoldReason::OffsetReset),
             (
                 "written by a later version",
                 HoldReason::Other("written by a later version".into()),

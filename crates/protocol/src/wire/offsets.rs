@@ -16,6 +16,9 @@ pub enum ResetTo {
     Datetime,
     /// At the stream id `value` (`<ms>-<seq>` or `<ms>`): records after it are read next.
     Id,
+    /// By `shift` records from each shard's current position: negative reads the last `-shift` delivered
+    /// records again, positive skips the next `shift`; clamped at the stream's ends.
+    Shift,
 }
 
 impl ResetTo {
@@ -26,6 +29,7 @@ impl ResetTo {
             ResetTo::Latest => "LATEST",
             ResetTo::Datetime => "DATETIME",
             ResetTo::Id => "ID",
+            ResetTo::Shift => "SHIFT",
         }
     }
 }
@@ -35,12 +39,17 @@ impl ResetTo {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OffsetResetRequest {
-    /// Required: EARLIEST, LATEST, DATETIME or ID.
+    /// Required: EARLIEST, LATEST, DATETIME, ID or SHIFT.
     #[serde(default)]
     pub to: Option<ResetTo>,
     /// DATETIME: an RFC 3339 time, not in the future; ID: a stream id; absent otherwise.
     #[serde(default)]
     pub value: Option<String>,
+    /// SHIFT only (required with it): how many records to move each shard's position by, from -10,000 to
+    /// 10,000 and not 0 — negative moves back (those records are read again), positive forward (skipped).
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(minimum = -10000, maximum = 10000))]
+    pub shift: Option<i64>,
     /// The shards to reset (each once, below the group's shard count); absent: every shard.
     #[serde(default)]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<u32>>))]
@@ -55,7 +64,7 @@ pub struct OffsetResetRequest {
     /// Who asks (required; recorded in the audit log).
     #[serde(default)]
     pub requested_by: Option<String>,
-    /// Why (optional; recorded in the audit log).
+    /// Why (required; recorded in the audit log and the coordinator's log).
     #[serde(default)]
     pub reason: Option<String>,
 }
@@ -64,6 +73,7 @@ impl super::AdminBody for OffsetResetRequest {
     const FIELDS: &'static [&'static str] = &[
         "to",
         "value",
+        "shift",
         "shards",
         "dryRun",
         "force",
@@ -106,6 +116,10 @@ pub struct ShardReset {
     pub records_reread: i64,
     /// The count stopped at the cap (`countCap` of the answer): there are at least that many.
     pub count_capped: bool,
+    /// SHIFT only: the shard had fewer records than asked for on that side of its position, so the new id
+    /// is the stream's end (`0-0`, or its last id) and the count says how many records were actually moved.
+    #[serde(default)]
+    pub clamped: bool,
     /// The group's pending entries on the shard before the reset.
     pub pending_before: i64,
     /// Pending entries the reset acknowledges (SKIP: every entry up to the new id).
@@ -128,6 +142,9 @@ pub struct OffsetResetResponse {
     /// The target's value (DATETIME, ID), as sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
+    /// The shift asked for (SHIFT), as sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shift: Option<i64>,
     /// Whether this was a dry run.
     pub dry_run: bool,
     /// Whether the positions were changed (false for a dry run).

@@ -324,8 +324,11 @@ async fn measure(
     // only not converging in time fails the run. The failures are reported.
     let mut join_errors = 0;
     let mut first_join_error = None;
+    let mut each_round = Vec::new();
     loop {
+        let round_start = Instant::now();
         let (next, tally) = round(api, streams, shares).await;
+        each_round.push(round_line(round_start.elapsed(), &tally));
         shares = next;
         rounds += 1;
         join_errors += tally.errors;
@@ -346,6 +349,7 @@ async fn measure(
         "joined and converged in {:.2}s ({rounds} heartbeat rounds)",
         join_start.elapsed().as_secs_f64()
     );
+    println!("  each round: {}", each_round.join("; "));
     if join_errors > 0 {
         println!(
             "  {join_errors} requests failed while converging and were retried; first: {}",
@@ -433,6 +437,7 @@ async fn rolling_restart(
     let last_rejoin = Instant::now();
     let mut rounds = 1;
     let mut errors = left.errors + rejoined.errors;
+    let mut each_round = Vec::new();
     while !converged(&shares, args.groups, args.shards) {
         if last_rejoin.elapsed() > CONVERGE_TIMEOUT {
             return Err(format!(
@@ -440,7 +445,9 @@ async fn rolling_restart(
                 CONVERGE_TIMEOUT.as_secs()
             ));
         }
+        let round_start = Instant::now();
         let (next, tally) = round(api, streams, shares).await;
+        each_round.push(round_line(round_start.elapsed(), &tally));
         shares = next;
         rounds += 1;
         errors += tally.errors;
@@ -451,6 +458,7 @@ async fn rolling_restart(
         (last_rejoin - start).as_secs_f64(),
         last_rejoin.elapsed().as_secs_f64()
     );
+    println!("  each round after the rejoin: {}", each_round.join("; "));
     Ok(())
 }
 

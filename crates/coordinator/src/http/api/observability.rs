@@ -52,6 +52,21 @@ pub async fn shard_messages(
         .await?))
 }
 
+/// `GET …/shards/{i}/pending?consumer=&count=&cursor=`: one page of the group's pending entries on the shard.
+pub async fn shard_pending(
+    State(c): Coord,
+    ShardPath(name, shard): ShardPath,
+    query: Result<Query<BTreeMap<String, String>>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Query(params) =
+        query.map_err(|e| ApiError::invalid(format!("query string: {}", e.body_text())))?;
+    let query = crate::services::messages::pending::PendingQuery::parse(&params)?;
+    Ok(ok(c
+        .monitoring()
+        .shard_pending(&name, shard, &query)
+        .await?))
+}
+
 /// `GET …/groups/{g}/messages?direction=&cursor=&limit=&fromId=&fromTime=`: every shard's records merged by
 /// time, one page.
 pub async fn merged_messages(

@@ -259,6 +259,14 @@ pub fn table() -> Vec<RouteSpec> {
         ),
         route!(
             GET,
+            mg!("/shards/{shard_index}/pending"),
+            "listShardPendingEntries",
+            Read,
+            None,
+            get(observability::shard_pending)
+        ),
+        route!(
+            GET,
             "/coord/v1/monitoring/grafana/groups",
             "listGrafanaGroups",
             Read,

@@ -43,6 +43,7 @@ const ASSETS: &[Asset] = &[
     asset!("overview.js", JS),
     asset!("group.js", JS),
     asset!("messages.js", JS),
+    asset!("pending.js", JS),
     asset!("audit.js", JS),
     asset!("admin.js", JS),
     asset!("triage.js", JS),

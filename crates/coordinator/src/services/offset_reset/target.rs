@@ -1,7 +1,8 @@
-//! The pure part of an offset reset: the request's `to`/`value`/`shards` checked into a [`Target`] and a
-//! shard list, and the last-delivered id each target sets on a shard stream. No I/O; unit-tested here.
+//! The pure part of an offset reset: the request's `to`/`value`/`shift`/`shards` checked into a [`Target`]
+//! and a shard list, and the last-delivered id each target sets on a shard stream (a shift's depends on the
+//! records around the position, found by `offset_reset.rs` through the store). No I/O; unit-tested here.
 
-use crate::domain_error::{BadReset, CoordError};
+use crate::domain_error::CoordError;
 use rsc_protocol::stream_id::{StreamId, parse_stream_id};
 use rsc_protocol::wire::offsets::{OffsetResetRequest, ResetDirection, ResetTo};
 use std::collections::BTreeSet;
@@ -15,7 +16,12 @@ pub enum Target {
     Before(u64),
     /// At this stream id.
     At(StreamId),
+    /// This many records from the current position (negative: back, read again; positive: skipped).
+    Shift(i64),
 }
+
+/// The largest shift, either way: a shift walks the records it moves over (the same bound as the counts).
+pub const MAX_SHIFT: i64 = super::COUNT_CAP as i64;
 
 impl Target {
     /// The wire name of the target.
@@ -25,6 +31,7 @@ impl Target {
             Target::Latest => ResetTo::Latest,
             Target::Before(_) => ResetTo::Datetime,
             Target::At(_) => ResetTo::Id,
+            Target::Shift(_) => ResetTo::Shift,
         }
     }
 }
@@ -32,8 +39,20 @@ impl Target {
 /// Checks `to` and `value` against each other and against Redis time `now_ms` (no time or id in the future).
 pub fn target(req: &OffsetResetRequest, now_ms: i64) -> Result<Target, CoordError> {
     let Some(to) = req.to else {
-        return Err(BadReset::ToRequired.into());
+        return Err(CoordError::invalid(
+            "to: required — EARLIEST, LATEST, DATETIME (with value: an RFC 3339 time), ID (with value: a stream \
+             id) or SHIFT (with shift: a signed number of records)",
+        ));
     };
+    if to == ResetTo::Shift {
+        return shift(req);
+    }
+    if req.shift.is_some() {
+        return Err(CoordError::invalid(format!(
+            "shift: only with \"to\": \"SHIFT\"; {} takes none — leave it out",
+            to.as_str()
+        )));
+    }
     let value = req.value.as_deref().map(str::trim);
     let now = u64::try_from(now_ms).unwrap_or(0);
     match (to, value) {
@@ -42,46 +61,82 @@ pub fn target(req: &OffsetResetRequest, now_ms: i64) -> Result<Target, CoordErro
         } else {
             Target::Latest
         }),
-        (ResetTo::Earliest | ResetTo::Latest, Some(_)) => {
-            Err(BadReset::ValueNotTaken { to }.into())
-        }
-        (ResetTo::Datetime | ResetTo::Id, None | Some("")) => {
-            Err(BadReset::ValueRequired { to }.into())
-        }
+        (ResetTo::Earliest | ResetTo::Latest, Some(_)) => Err(CoordError::invalid(format!(
+            "value: {} takes no value; leave it out",
+            to.as_str()
+        ))),
+        (ResetTo::Datetime | ResetTo::Id, None | Some("")) => Err(CoordError::invalid(format!(
+            "value: required with {} — {}",
+            to.as_str(),
+            if to == ResetTo::Datetime {
+                "an RFC 3339 time such as 2026-12-03T10:00:00Z"
+            } else {
+                "a stream id such as 1764756000000-0"
+            }
+        ))),
         (ResetTo::Datetime, Some(v)) => {
             let ms = time::OffsetDateTime::parse(v, &time::format_description::well_known::Rfc3339)
                 .ok()
                 .map(|t| t.unix_timestamp_nanos() / 1_000_000)
-                .ok_or_else(|| BadReset::Time {
-                    given: v.to_owned(),
+                .ok_or_else(|| {
+                    CoordError::invalid(format!(
+                        "value: {v:?} is not an RFC 3339 time (e.g. 2026-12-03T10:00:00Z, or with an offset: \
+                         2026-12-03T11:00:00+01:00)"
+                    ))
                 })?;
-            let ms = u64::try_from(ms).map_err(|_| BadReset::TimeBefore1970 {
-                given: v.to_owned(),
+            let ms = u64::try_from(ms).map_err(|_| {
+                CoordError::invalid(format!(
+                    "value: {v:?} is before 1970; stream ids start there"
+                ))
             })?;
             if ms > now {
-                return Err(BadReset::TimeInFuture {
-                    given: v.to_owned(),
-                    now_ms,
-                }
-                .into());
+                return Err(CoordError::invalid(format!(
+                    "value: {v:?} is in the future (Redis time is {}); a reset moves to records that exist",
+                    crate::runtime::clock::iso_ms(now_ms)
+                )));
             }
             Ok(Target::Before(ms))
         }
         (ResetTo::Id, Some(v)) => {
             let id = parse_stream_id(v)
                 .or_else(|| v.parse::<u64>().ok().map(|ms| (ms, 0)))
-                .ok_or_else(|| BadReset::Id {
-                    given: v.to_owned(),
+                .ok_or_else(|| {
+                    CoordError::invalid(format!(
+                        "value: {v:?} is not a stream id (<ms>-<seq>, e.g. 1764756000000-0, or <ms>)"
+                    ))
                 })?;
             if id.0 > now {
-                return Err(BadReset::IdInFuture {
-                    given: v.to_owned(),
-                    now_ms,
-                }
-                .into());
+                return Err(CoordError::invalid(format!(
+                    "value: {v:?} lies in the future (its time part is after Redis time {}); no record has \
+                     that id yet",
+                    crate::runtime::clock::iso_ms(now_ms)
+                )));
             }
             Ok(Target::At(id))
         }
+        (ResetTo::Shift, _) => shift(req),
+    }
+}
+
+/// `to: SHIFT`: `shift` required, not 0, within ±[`MAX_SHIFT`]; no `value`.
+fn shift(req: &OffsetResetRequest) -> Result<Target, CoordError> {
+    if req.value.is_some() {
+        return Err(CoordError::invalid(
+            "value: SHIFT takes no value; send the number of records as shift (e.g. \"shift\": -100)",
+        ));
+    }
+    match req.shift {
+        None => Err(CoordError::invalid(
+            "shift: required with SHIFT — a signed number of records: -100 reads the last 100 delivered \
+             records of each shard again, 50 skips the next 50",
+        )),
+        Some(0) => Err(CoordError::invalid(
+            "shift: 0 moves nothing; give a negative number to read records again or a positive one to skip",
+        )),
+        Some(n) if n.abs() > MAX_SHIFT => Err(CoordError::invalid(format!(
+            "shift: {n} is beyond ±{MAX_SHIFT} records; for a longer move reset to a DATETIME or an ID"
+        ))),
+        Some(n) => Ok(Target::Shift(n)),
     }
 }
 
@@ -91,27 +146,32 @@ pub fn shards(requested: Option<&[i64]>, shard_count: u32) -> Result<Vec<u32>, C
         return Ok((0..shard_count).collect());
     };
     if requested.is_empty() {
-        return Err(BadReset::NoShards.into());
+        return Err(CoordError::invalid(
+            "shards: an empty list resets nothing; leave it out to reset every shard",
+        ));
     }
     let mut seen = BTreeSet::new();
     for &s in requested {
         let Some(shard) = u32::try_from(s).ok().filter(|s| *s < shard_count) else {
-            return Err(BadReset::NotAShard {
-                shard: s,
-                shard_count,
-            }
-            .into());
+            return Err(CoordError::invalid(format!(
+                "shards: {s} is not a shard of this group (its shards are 0..{})",
+                shard_count.saturating_sub(1)
+            )));
         };
         if !seen.insert(shard) {
-            return Err(BadReset::ShardTwice { shard }.into());
+            return Err(CoordError::invalid(format!(
+                "shards: {shard} is listed twice"
+            )));
         }
     }
     Ok(seen.into_iter().collect())
 }
 
-/// The id `target` sets on a shard stream whose last generated id is `last_generated`.
-pub fn new_id(target: Target, last_generated: StreamId) -> StreamId {
+/// The id `target` sets on a shard stream whose last generated id is `last_generated` (a shift's is found
+/// by walking the stream; here it stays at `current`).
+pub fn new_id(target: Target, current: StreamId, last_generated: StreamId) -> StreamId {
     match target {
+        Target::Shift(_) => current,
         Target::Earliest => (0, 0),
         Target::Latest => last_generated,
         Target::Before(0) => (0, 0),
@@ -146,6 +206,14 @@ mod tests {
         }
     }
 
+    fn shifted(to: ResetTo, n: i64) -> OffsetResetRequest {
+        OffsetResetRequest {
+            to: Some(to),
+            shift: Some(n),
+            ..Default::default()
+        }
+    }
+
     const NOW: i64 = 1_764_756_000_000; // 2025-12-03T10:00:00Z
 
     #[test]
@@ -174,6 +242,14 @@ mod tests {
             target(&req(ResetTo::Id, Some("5")), NOW),
             Ok(Target::At((5, 0)))
         );
+        assert_eq!(
+            target(&shifted(ResetTo::Shift, -100), NOW),
+            Ok(Target::Shift(-100))
+        );
+        assert_eq!(
+            target(&shifted(ResetTo::Shift, 10_000), NOW),
+            Ok(Target::Shift(10_000))
+        );
         for (r, needle) in [
             (OffsetResetRequest::default(), "to: required"),
             (req(ResetTo::Latest, Some("x")), "takes no value"),
@@ -193,6 +269,11 @@ mod tests {
             ),
             (req(ResetTo::Id, Some("1-2-3")), "not a stream id"),
             (req(ResetTo::Id, Some("99999999999999-0")), "in the future"),
+            (req(ResetTo::Shift, None), "shift: required"),
+            (req(ResetTo::Shift, Some("5")), "takes no value"),
+            (shifted(ResetTo::Shift, 0), "moves nothing"),
+            (shifted(ResetTo::Shift, -10_001), "beyond"),
+            (shifted(ResetTo::Latest, 5), "only with"),
         ] {
             let e = target(&r, NOW).expect_err(needle);
             assert!(e.message().contains(needle), "{needle}: {e}");
@@ -217,11 +298,13 @@ mod tests {
     #[test]
     fn new_ids_and_directions() {
         let last = (100, 4);
-        assert_eq!(new_id(Target::Earliest, last), (0, 0));
-        assert_eq!(new_id(Target::Latest, last), last);
-        assert_eq!(new_id(Target::Before(50), last), (49, u64::MAX));
-        assert_eq!(new_id(Target::Before(0), last), (0, 0));
-        assert_eq!(new_id(Target::At((7, 1)), last), (7, 1));
+        let cur = (60, 0);
+        assert_eq!(new_id(Target::Earliest, cur, last), (0, 0));
+        assert_eq!(new_id(Target::Latest, cur, last), last);
+        assert_eq!(new_id(Target::Before(50), cur, last), (49, u64::MAX));
+        assert_eq!(new_id(Target::Before(0), cur, last), (0, 0));
+        assert_eq!(new_id(Target::At((7, 1)), cur, last), (7, 1));
+        assert_eq!(new_id(Target::Shift(-3), cur, last), cur);
         assert_eq!(direction((5, 0), (6, 0)), ResetDirection::Skip);
         assert_eq!(direction((5, 1), (5, 0)), ResetDirection::Reread);
         assert_eq!(direction((5, 1), (5, 1)), ResetDirection::Unchanged);

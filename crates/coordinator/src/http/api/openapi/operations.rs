@@ -160,7 +160,7 @@ pub fn describe(operation_id: &str) -> Option<Operation> {
             "MetadataDurability",
         ),
         "resetGroupOffsets" => admin(
-            "Reset a group's position on its shard streams (to EARLIEST, LATEST, a DATETIME or an ID; dryRun plans only)",
+            "Reset a group's position on its shard streams (to EARLIEST, LATEST, a DATETIME, an ID or by a SHIFT of records; dryRun plans only; reason required)",
             200,
             "OffsetResetResponse",
         ),
@@ -317,6 +317,25 @@ pub fn describe(operation_id: &str) -> Option<Operation> {
             ..read(
                 "One page of a shard's records",
                 "StreamMessagesPageResponse",
+            )
+        },
+        "listShardPendingEntries" => Operation {
+            query: &[
+                (
+                    "consumer",
+                    false,
+                    "only this Redis consumer's entries (a member's consumer name)",
+                ),
+                ("count", false, "entries per page, 1 to 1000 (default 100)"),
+                (
+                    "cursor",
+                    false,
+                    "the nextCursor of the previous page (a record id, exclusive)",
+                ),
+            ],
+            ..read(
+                "The group's pending entries on a shard, each with the message-browser page of its record",
+                "PendingEntriesResponse",
             )
         },
         "listGroupMembers" => read("A group's members", "MemberList"),

@@ -69,6 +69,7 @@ pub fn typed() -> Map<String, Value> {
     add::<rsc_protocol::wire::browse::StreamMessagesPageResponse>(&mut out);
     add::<rsc_protocol::wire::browse::MessageSearchSummary>(&mut out);
     add::<rsc_protocol::wire::browse::MergedMessagesPageResponse>(&mut out);
+    add::<rsc_protocol::wire::pending::PendingEntriesResponse>(&mut out);
     add::<rsc_protocol::wire::auth::LoginResponse>(&mut out);
     add::<rsc_protocol::wire::auth::SessionResponse>(&mut out);
     add::<rsc_protocol::wire::quiesce::ProducerQuiescedResponse>(&mut out);

@@ -5,9 +5,15 @@
 //! it. Revocations record the member epoch at which they were handed out, so that only a report made after
 //! the member saw the revocation can release the shard.
 
+mod bits;
+#[cfg(any(test, debug_assertions))]
+mod reference;
+mod targets;
+
 use crate::assign::assign_sorted;
-use crate::model::{EpochOverflow, Group, GroupState, MemberState, ShardSet, incremented};
+use crate::model::{EpochOverflow, Group, GroupState, Member, MemberState, ShardSet, incremented};
 use crate::timing::Timing;
+use bits::ShardBits;
 
 /// The group epochs after a membership or shard-range change, computed (checked) before anything is changed,
 /// so that a transition that cannot bump them is refused whole rather than half applied.
@@ -56,7 +62,35 @@ pub type Noted = std::collections::BTreeSet<String>;
 
 /// [`recompute_target`], adding to `noted` every member whose target or record it changed, so that a write
 /// can carry those entries without comparing every member.
+///
+/// The new target is computed from what changed when it can be (`targets.rs`), else by the assignor; debug
+/// builds compute both and insist they are equal.
 pub fn recompute_target_noting(g: &mut Group, now_ms: i64, timing: &Timing, noted: &mut Noted) {
+    #[cfg(debug_assertions)]
+    let before = g.clone();
+    let mut changed = Noted::new();
+    let by_changes = targets::assignor_shards(g)
+        .is_some_and(|shards| targets::recompute_by_changes(g, &shards, &mut changed));
+    if !by_changes {
+        recompute_target_in_full(g, &mut changed);
+    }
+    #[cfg(debug_assertions)]
+    if by_changes {
+        let mut full = before;
+        let mut full_changed = Noted::new();
+        recompute_target_in_full(&mut full, &mut full_changed);
+        assert_eq!(
+            full.target_assignments, g.target_assignments,
+            "the target computed from the changes differs from the assignor's"
+        );
+        assert_eq!(full_changed, changed, "the members noted differ");
+    }
+    noted.extend(changed);
+    settle_noting(g, now_ms, timing, noted);
+}
+
+/// The new target by the assignor over every active member (changing only the entries that differ).
+fn recompute_target_in_full(g: &mut Group, noted: &mut Noted) {
     let mut shards = g.assignable_shards();
     if !g.static_reservations.is_empty() {
         let reserved = g.reserved_shards();
@@ -108,7 +142,6 @@ pub fn recompute_target_noting(g: &mut Group, now_ms: i64, timing: &Timing, note
         g.target_assignments.insert(members[i].to_owned(), target);
         noted.insert(members[i].to_owned());
     }
-    settle_noting(g, now_ms, timing, noted);
 }
 
 /// Membership tests of ascending keys in an ascending id list, by walking it once.
@@ -143,13 +176,23 @@ impl<'m, V> AscendingMap<'m, V> {
         }
     }
 
-    /// The value of `key`; keys must be asked for in ascending order.
+    /// The value of `key`; keys must be asked for in strictly ascending order (each key of the map is
+    /// compared once with the keys asked for, not twice).
     fn get(&mut self, key: &str) -> Option<&'m V> {
-        while self.iter.next_if(|(k, _)| k.as_str() < key).is_some() {}
-        match self.iter.peek() {
-            Some((k, v)) if k.as_str() == key => Some(*v),
-            _ => None,
+        while let Some((k, v)) = self.iter.peek() {
+            match k.as_str().cmp(key) {
+                std::cmp::Ordering::Less => {
+                    self.iter.next();
+                }
+                std::cmp::Ordering::Equal => {
+                    let v = *v;
+                    self.iter.next();
+                    return Some(v);
+                }
+                std::cmp::Ordering::Greater => return None,
+            }
         }
+        None
     }
 }
 
@@ -163,28 +206,60 @@ pub fn settle(g: &mut Group, now_ms: i64, timing: &Timing) {
 ///
 /// It visits every live member (revocations and take-backs first, then grants), so at thousands of members it
 /// copies nothing per member: targets are borrowed, and the held shards are kept in a bit set, not a tree.
+///
+/// One walk of the members: each live member's revocations and take-backs, and its part of the group state;
+/// the active members that lack a target shard are kept (a reference each) and granted to afterwards, in
+/// member-id order, once the held shards are all known. A member that holds exactly its target costs a
+/// subset test and a size comparison. Debug builds run the three-walk definition (`reference.rs`) on a copy
+/// and insist on the same group and the same noted members.
 pub fn settle_noting(g: &mut Group, now_ms: i64, timing: &Timing, noted: &mut Noted) {
+    #[cfg(debug_assertions)]
+    let expected = {
+        let (mut group, mut noted) = (g.clone(), noted.clone());
+        reference::settle_in_passes(&mut group, now_ms, timing, &mut noted);
+        (group, noted)
+    };
+    settle_in_one_walk(g, now_ms, timing, noted);
+    #[cfg(debug_assertions)]
+    {
+        assert!(
+            *g == expected.0,
+            "the one-walk settle differs from the reference"
+        );
+        assert_eq!(
+            *noted, expected.1,
+            "the one-walk settle noted other members"
+        );
+    }
+}
+
+/// [`settle_noting`]'s work (without the debug comparison).
+fn settle_in_one_walk(g: &mut Group, now_ms: i64, timing: &Timing, noted: &mut Noted) {
     let epoch = g.assignment_epoch;
     // Ordered streams: gated children are granted to nobody, and revoked from whoever holds them.
     let gated = g.gated_shards();
     let mut held = ShardBits::default();
     for h in &g.holds {
         for &s in &h.shards {
-            held.insert(s);
+            let _ = held.insert(s);
         }
     }
     let no_target = ShardSet::new();
-
-    // Revocations and take-backs first, so that `held` below is complete before any grant. Members are
-    // visited in id order, so targets are found by walking the target map once.
+    let mut state = StateSoFar::default();
+    // Active members with a target shard they lack (in id order), granted to once `held` is complete.
+    let mut lacking: Vec<(&mut Member, &ShardSet)> = Vec::new();
     let mut targets = AscendingMap::new(&g.target_assignments);
-    for m in g.members.values_mut().filter(|m| m.state.is_live()) {
-        let target = if m.state == MemberState::Active {
-            targets.get(&m.member_id).unwrap_or(&no_target)
+    for m in g.members.values_mut() {
+        if !m.state.is_live() {
+            continue;
+        }
+        let active = m.state == MemberState::Active;
+        let entry = if active {
+            targets.get(&m.member_id)
         } else {
-            &no_target
+            None
         };
-        // The member's target without the gated shards (gates are rare: the common case looks only at `target`).
+        let target = entry.unwrap_or(&no_target);
         let meant = |s: &u32| target.contains(s) && !gated.contains(s);
         let mut changed = false;
         let deadline_before = m.rebalance_deadline_ms;
@@ -193,7 +268,12 @@ pub fn settle_noting(g: &mut Group, now_ms: i64, timing: &Timing, noted: &mut No
         } else {
             epoch
         };
-        if m.assigned.iter().any(|s| !meant(s)) {
+        let keeps_all = if gated.is_empty() {
+            m.assigned.is_subset(target)
+        } else {
+            m.assigned.iter().all(meant)
+        };
+        if !keeps_all {
             let to_revoke: Vec<u32> = m.assigned.iter().copied().filter(|s| !meant(s)).collect();
             for s in to_revoke {
                 m.assigned.remove(&s);
@@ -210,7 +290,7 @@ pub fn settle_noting(g: &mut Group, now_ms: i64, timing: &Timing, noted: &mut No
             }
             changed = true;
         }
-        if changed && m.state == MemberState::Active {
+        if changed && active {
             m.member_epoch = epoch;
         }
         if m.revoking.is_empty() {
@@ -222,25 +302,31 @@ pub fn settle_noting(g: &mut Group, now_ms: i64, timing: &Timing, noted: &mut No
             noted.insert(m.member_id.clone());
         }
         for s in m.held() {
-            held.insert(s);
+            let _ = held.insert(s);
+        }
+        // After the revocations every assigned shard is in the target and not gated, so a member lacks a
+        // shard exactly when it has fewer than its target's ungated shards.
+        let lacks = entry.is_some_and(|t| {
+            if gated.is_empty() {
+                m.assigned.len() < t.len()
+            } else {
+                t.iter()
+                    .any(|s| !m.assigned.contains(s) && !gated.contains(s))
+            }
+        });
+        match entry {
+            Some(t) if lacks => lacking.push((m, t)),
+            _ => state.add(m, entry),
         }
     }
 
     // Grants: free target shards go to their target owner, in memberId order.
-    let mut targets = AscendingMap::new(&g.target_assignments);
-    for m in g
-        .members
-        .values_mut()
-        .filter(|m| m.state == MemberState::Active)
-    {
-        let Some(target) = targets.get(&m.member_id) else {
-            continue;
-        };
+    for (m, target) in lacking {
         let mut granted = false;
         for &s in target {
             if !held.contains(s) && !m.assigned.contains(&s) && !gated.contains(&s) {
                 m.assigned.insert(s);
-                held.insert(s);
+                let _ = held.insert(s);
                 granted = true;
             }
         }
@@ -248,46 +334,50 @@ pub fn settle_noting(g: &mut Group, now_ms: i64, timing: &Timing, noted: &mut No
             m.member_epoch = epoch;
             noted.insert(m.member_id.clone());
         }
+        state.add(m, Some(target));
     }
-    g.state = derive_state(g);
+    g.state = state.of(g.holds.is_empty());
     g.reconciling_since_ms = match g.state {
         GroupState::Reconciling => g.reconciling_since_ms.or(Some(now_ms)),
         GroupState::Stable | GroupState::Empty => None,
     };
 }
 
-/// A set of shard indexes: bits for the indexes a group uses (below [`ShardBits::DENSE`]), a tree for any
-/// beyond (never in a valid group, but an aggregate is not trusted to be small).
+/// What [`derive_state`] finds, gathered member by member (live members only: the others do not count).
 #[derive(Default)]
-struct ShardBits {
-    bits: Vec<u64>,
-    beyond: ShardSet,
+struct StateSoFar {
+    any_active: bool,
+    diverged: bool,
+    others_busy: bool,
 }
 
-impl ShardBits {
-    const DENSE: u32 = 1 << 20;
-
-    fn insert(&mut self, s: u32) {
-        if s >= Self::DENSE {
-            self.beyond.insert(s);
-            return;
-        }
-        let (word, bit) = ((s / 64) as usize, s % 64);
-        if self.bits.len() <= word {
-            self.bits.resize(word + 1, 0);
-        }
-        if let Some(w) = self.bits.get_mut(word) {
-            *w |= 1 << bit;
+impl StateSoFar {
+    /// Counts live member `m` as it will be written, with its target entry (None for a member not active).
+    fn add(&mut self, m: &Member, target: Option<&ShardSet>) {
+        match m.state {
+            MemberState::Active => {
+                self.any_active = true;
+                self.diverged = self.diverged
+                    || !(m.revoking.is_empty()
+                        && target.is_some_and(|t| *t == m.assigned)
+                        && m.reported_owned == m.assigned);
+            }
+            MemberState::Leaving => {
+                self.others_busy = self.others_busy || !m.revoking.is_empty();
+            }
+            MemberState::Expired | MemberState::Fenced => {}
         }
     }
 
-    fn contains(&self, s: u32) -> bool {
-        if s >= Self::DENSE {
-            return self.beyond.contains(&s);
+    /// The group state: EMPTY, STABLE or RECONCILING as [`derive_state`] defines them.
+    fn of(&self, no_holds: bool) -> GroupState {
+        if !self.any_active {
+            GroupState::Empty
+        } else if !self.diverged && !self.others_busy && no_holds {
+            GroupState::Stable
+        } else {
+            GroupState::Reconciling
         }
-        self.bits
-            .get((s / 64) as usize)
-            .is_some_and(|w| w & (1 << (s % 64)) != 0)
     }
 }
 
@@ -323,59 +413,4 @@ pub fn derive_state(g: &Group) -> GroupState {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::recompute_target;
-    use crate::assign::assign;
-    use crate::model::Member;
-    use crate::model::{Group, MemberState};
-    use crate::timing::Timing;
-    use std::collections::{BTreeMap, BTreeSet};
-
-    /// `recompute_target` writes back only what changed; the map it leaves must be exactly what `assign`
-    /// computes over the active members and their previous targets, for any mix of states and targets.
-    #[test]
-    fn recompute_target_leaves_exactly_the_assignors_result() {
-        let states = [
-            MemberState::Active,
-            MemberState::Leaving,
-            MemberState::Expired,
-            MemberState::Fenced,
-        ];
-        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = move |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
-        for case in 0..300 {
-            let shard_count = next(20) as u32;
-            let mut g = Group::new("p", "g", shard_count, 0, "life");
-            for i in 0..next(12) {
-                let id = format!("m{i:02}");
-                let mut m = Member::new(&id, &id, 0);
-                m.state = states[next(4) as usize];
-                g.members.insert(id.clone(), m);
-                if next(2) == 0 {
-                    let target: BTreeSet<u32> = (0..next(4)).map(|_| next(24) as u32).collect();
-                    g.target_assignments.insert(id, target);
-                }
-            }
-            if next(3) == 0 {
-                // A target entry of a member that is gone altogether.
-                g.target_assignments
-                    .insert("zz-gone".into(), BTreeSet::from([1, 2]));
-            }
-            let active: BTreeSet<String> = g.active_member_ids();
-            let previous: BTreeMap<String, BTreeSet<u32>> = g
-                .target_assignments
-                .iter()
-                .filter(|(id, _)| active.contains(*id))
-                .map(|(id, s)| (id.clone(), s.clone()))
-                .collect();
-            let expected = assign(&g.assignable_shards(), &active, &previous);
-            recompute_target(&mut g, 0, &Timing::default());
-            assert_eq!(g.target_assignments, expected, "case {case}");
-        }
-    }
-}
+mod tests;
