@@ -21,6 +21,8 @@ mod module_graph;
 mod observability;
 mod offset_reset;
 mod openapi;
+mod openapi_ranges;
+mod openapi_required;
 mod openapi_schemas;
 mod pending;
 mod readme_routes;

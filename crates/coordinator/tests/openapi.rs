@@ -8,6 +8,7 @@ use crate::support;
 
 use rsc_coordinator::http::api::openapi::{access_name, document};
 use rsc_coordinator::http::api::routes::{Access, table};
+use rsc_protocol::errors::ErrorCode;
 use rsc_testkit::RedisServer;
 use serde_json::Value;
 use std::process::Command;
@@ -223,4 +224,52 @@ async fn the_coordinator_serves_the_document_and_an_offline_reference_page_witho
     assert_eq!(missing.status, 404);
     assert_eq!(missing.body["errorCode"], "NOT_FOUND");
     running.shutdown().await.unwrap();
+}
+
+#[test]
+fn every_operation_has_a_summary_and_a_description_of_its_access_and_error_codes() {
+    let doc = serde_json::to_value(document(&table()).expect("document builds")).unwrap();
+    for spec in table() {
+        let path = spec.path.replace("{*", "{");
+        let op = &doc["paths"][&path][spec.method.as_str().to_ascii_lowercase()];
+        let id = spec.operation_id;
+        let summary = op["summary"].as_str().unwrap_or("");
+        assert!(!summary.trim().is_empty(), "{id}: no summary");
+        let description = op["description"].as_str().unwrap_or("");
+        assert!(
+            description.starts_with(summary.trim_end_matches('.')),
+            "{id}: the description starts with what the operation does: {description}"
+        );
+        assert!(
+            description.contains(&format!("**Access:** `{}`", access_name(spec.access))),
+            "{id}: the description names the access level: {description}"
+        );
+        if let Some(action) = spec.audit_action {
+            assert!(
+                description.contains(&format!("Audited as `{action}`")),
+                "{id}: the description names the audit action: {description}"
+            );
+        }
+        for (status, response) in op["responses"].as_object().unwrap() {
+            if status.starts_with('2') {
+                continue;
+            }
+            assert!(
+                description.contains(&format!("{status} ")),
+                "{id}: the description lists status {status}: {description}"
+            );
+            let error_body = response["content"]["application/json"]["schema"]["$ref"]
+                == "#/components/schemas/ErrorResponse";
+            let code: u16 = status.parse().unwrap();
+            if error_body {
+                assert!(
+                    ErrorCode::ALL
+                        .iter()
+                        .filter(|c| c.http_status() == code)
+                        .any(|c| description.contains(&format!("`{}`", c.as_str()))),
+                    "{id}: the description names the error codes of {status}: {description}"
+                );
+            }
+        }
+    }
 }

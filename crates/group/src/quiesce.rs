@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The longest quiesce a scale may ask for (10 minutes).
-pub const MAX_TIMEOUT_MS: i64 = 600_000;
+pub const MAX_TIMEOUT_MS: i64 = rsc_protocol::bounds::MAX_QUIESCE_TIMEOUT_MS;
 
 /// A scale's producer quiesce, on the stream record.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

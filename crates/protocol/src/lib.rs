@@ -9,10 +9,12 @@
 //! - [`names`]: Redis key naming for shard streams and coordinator metadata.
 //! - [`stream_id`]: Redis stream entry ids as numbers, ordered as Redis orders them.
 //! - [`validate`]: identifier and shard-count validation with field-naming errors.
+//! - [`bounds`]: the ranges of request fields and parameters, shared by the validators and the OpenAPI document.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod bounds;
 pub mod errors;
 pub mod existing_records;
 pub mod names;

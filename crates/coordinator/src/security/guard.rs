@@ -54,7 +54,8 @@ pub fn effective_access(access: Access, config: &ApiConfig) -> Access {
     }
 }
 
-fn needed_roles(access: Access) -> &'static str {
+/// The roles that grant `access`, in words (403 messages and the OpenAPI document's descriptions).
+pub fn needed_roles(access: Access) -> &'static str {
     match access {
         Access::Public | Access::Authenticated => "any role",
         Access::Read => "READ (or WRITE, MONITOR, ADMIN)",

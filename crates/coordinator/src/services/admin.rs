@@ -160,7 +160,11 @@ impl Admin<'_> {
         }
         match req.initial_shard_count {
             None => Ok(self.config().defaults.initial_shard_count),
-            Some(n) => Ok(validate::validate_shard_count("initialShardCount", n, 1)?),
+            Some(n) => Ok(validate::validate_shard_count(
+                "initialShardCount",
+                n,
+                rsc_protocol::bounds::INITIAL_SHARD_COUNT.min(),
+            )?),
         }
     }
 

@@ -488,7 +488,11 @@ impl Durability<'_> {
         )?;
         validate::validate_text("reason", req.reason.as_deref().unwrap_or(""), true)?;
         let shard_count = match req.shard_count {
-            Some(n) => validate::validate_shard_count("shardCount", n, 1)?,
+            Some(n) => validate::validate_shard_count(
+                "shardCount",
+                n,
+                rsc_protocol::bounds::INITIAL_SHARD_COUNT.min(),
+            )?,
             None => {
                 return Err(BadRequest::ShardCountRequired.into());
             }

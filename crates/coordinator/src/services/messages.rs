@@ -24,10 +24,8 @@ use rsc_protocol::wire::browse::{
 use rsc_store::{Keyspace, PageDirection, Store, StoreError, StreamRecord, parse_stream_id};
 use std::collections::BTreeMap;
 
-/// Records per page when `limit` is not given.
-pub const DEFAULT_PAGE_LIMIT: u32 = 25;
-/// The largest `limit`.
-pub const MAX_PAGE_LIMIT: u32 = 1000;
+/// Records per page when `limit` is not given, and the largest `limit` (shared with the OpenAPI document).
+pub use rsc_protocol::bounds::{DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT};
 
 /// A checked page request.
 #[derive(Debug, Clone, PartialEq, Eq)]

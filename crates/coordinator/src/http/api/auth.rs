@@ -297,7 +297,8 @@ pub struct AuditQuery {
     limit: Option<usize>,
 }
 
-pub const MAX_AUDIT_LIMIT: usize = 1000;
+/// The largest `limit` of an audit page (shared with the OpenAPI document).
+pub use rsc_protocol::bounds::MAX_AUDIT_LIMIT;
 
 /// Audit records, newest first, filtered by group, principal, action, outcome and time range. A scoped
 /// principal sees only records about its own streams.

@@ -11,12 +11,10 @@ use std::collections::BTreeMap;
 
 /// Records a search scans when `scanLimit` is not given.
 pub const DEFAULT_SCAN_LIMIT: u32 = 1000;
-/// The largest `scanLimit`.
-pub const MAX_SCAN_LIMIT: u32 = 100_000;
+/// The largest `scanLimit`, and the smallest and largest `scanMaxBytes` (shared with the OpenAPI document).
+pub use rsc_protocol::bounds::{MAX_SCAN_LIMIT, SCAN_MAX_BYTES_RANGE};
 /// Bytes a search scans when `scanMaxBytes` is not given.
 pub const DEFAULT_SCAN_MAX_BYTES: u64 = 4 * 1024 * 1024;
-/// The smallest and largest `scanMaxBytes`.
-pub const SCAN_MAX_BYTES_RANGE: (u64, u64) = (1024, 64 * 1024 * 1024);
 
 /// What a search keeps: every condition given must hold.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -19,6 +19,38 @@ use rsc_protocol::validate;
 use rsc_protocol::wire::resharding::{MigrationResponse, ScaleResponse};
 use rsc_protocol::wire::{MigrationActionRequest, ScaleRequest};
 
+/// A scale request's fields, checked.
+struct Checked {
+    target: u32,
+    requested_by: String,
+    reason: String,
+    quiesce_timeout: Option<i64>,
+}
+
+/// Checks a scale request's body (each refusal names its field).
+fn checked(req: &ScaleRequest) -> Result<Checked, CoordError> {
+    let target = match req.target_shard_count {
+        Some(n) => validate::validate_shard_count(
+            "targetShardCount",
+            n,
+            rsc_protocol::bounds::TARGET_SHARD_COUNT.min(),
+        )?,
+        None => {
+            return Err(BadReshard::TargetRequired.into());
+        }
+    };
+    let requested_by = req.requested_by.clone().unwrap_or_default();
+    validate::validate_text("requestedBy", &requested_by, true)?;
+    let reason = req.reason.clone().unwrap_or_default();
+    validate::validate_text("reason", &reason, true)?;
+    Ok(Checked {
+        target,
+        requested_by,
+        reason,
+        quiesce_timeout: quiesce::requested_timeout(req)?,
+    })
+}
+
 impl Resharding<'_> {
     /// `POST /coord/v1/streams/{p}/scale`: scales every group of the stream together.
     pub async fn scale_stream(
@@ -26,17 +58,12 @@ impl Resharding<'_> {
         prefix: &str,
         req: &ScaleRequest,
     ) -> Result<ScaleResponse, CoordError> {
-        let target = match req.target_shard_count {
-            Some(n) => validate::validate_shard_count("targetShardCount", n, 0)?,
-            None => {
-                return Err(BadReshard::TargetRequired.into());
-            }
-        };
-        let requested_by = req.requested_by.clone().unwrap_or_default();
-        validate::validate_text("requestedBy", &requested_by, true)?;
-        let reason = req.reason.clone().unwrap_or_default();
-        validate::validate_text("reason", &reason, true)?;
-        let quiesce_timeout = quiesce::requested_timeout(req)?;
+        let Checked {
+            target,
+            requested_by,
+            reason,
+            quiesce_timeout,
+        } = checked(req)?;
         let groups = self.stream_groups(prefix).await?;
         if groups.is_empty() {
             return Err(StreamNotFound::Scale {
@@ -102,6 +129,8 @@ impl Resharding<'_> {
         name: &GroupName,
         req: &ScaleRequest,
     ) -> Result<Option<MigrationResponse>, CoordError> {
+        // The body first: a bad one is refused whether or not the group exists.
+        checked(req)?;
         self.require_group(name).await?;
         let mut migrations = self
             .scale_stream(&name.stream_prefix, req)

@@ -18,6 +18,7 @@ use rsc_group::model::{Migration, MigrationState};
 use rsc_group::quiesce::{self, ProducerQuiesce, ProducerSighting, QuiesceOutcome};
 use rsc_group::replica::reshard::switch::SwitchFlow;
 use rsc_group::stream::StreamRecord;
+use rsc_protocol::bounds::MAX_PRODUCER_ID_LEN;
 use rsc_protocol::validate;
 use rsc_protocol::wire::ProducerRoutingResponse;
 use rsc_protocol::wire::ScaleRequest;
@@ -31,7 +32,6 @@ use serde::Serialize;
 pub const SWITCH_AUDIT_ACTION: &str = "PRODUCER_QUIESCE_SWITCH";
 /// Producers not seen for this many refresh windows are forgotten.
 const FORGET_AFTER_WINDOWS: i64 = 10;
-const MAX_PRODUCER_ID_LEN: usize = 200;
 /// Producers one stream keeps sightings of; a new producer id beyond it is not recorded (logged).
 const MAX_PRODUCERS_PER_STREAM: u32 = 10_000;
 

@@ -1,15 +1,21 @@
 //! The OpenAPI 3.1 document of the coord/v1 API, generated from the route table (`routes.rs`): every route
 //! with its method, path parameters, operation id, access level (`x-rsc-access` and a security requirement),
 //! audit action (`x-rsc-audit-action`) and error bodies. What each operation takes and answers is described
-//! in `operations.rs`; a route without a description there fails [`document`]. Served as JSON at
+//! in `operations.rs`; a route without a description there fails [`document`]. Each operation's
+//! `description` says what it does, who may call it and which error codes it answers (`describe.rs`); the
+//! value ranges of parameters and request fields and the fields the server requires come from
+//! `rsc_protocol::bounds`, the constants the validators use (`ranges.rs`). Served as JSON at
 //! `GET /v3/api-docs`, as YAML at `GET /openapi.yaml`, and rendered by the offline page at `GET /docs`
 //! (`docs.rs`).
 
+mod describe;
 mod docs;
 mod operations;
+pub mod ranges;
 mod schemas;
 
 pub use docs::{api_docs_json, api_docs_yaml, docs_file, docs_index};
+pub use schemas::{Decoder, decoders};
 
 use super::routes::{Access, RouteSpec, table};
 use operations::{Body, describe};
@@ -39,7 +45,13 @@ pub fn cached() -> &'static Result<OpenApi, String> {
 /// Builds the document for `routes`. A route that `operations.rs` does not describe is still listed (with its
 /// access level and error bodies) and marked `x-rsc-undescribed`, which the document's test refuses.
 pub fn document(routes: &[RouteSpec]) -> Result<OpenApi, String> {
-    let typed = schemas::typed();
+    let mut typed = schemas::typed();
+    let requests: Vec<String> = routes
+        .iter()
+        .filter_map(|r| operations::request_type(r.operation_id))
+        .map(str::to_owned)
+        .collect();
+    ranges::apply_to_components(&mut typed, &requests);
     let mut paths: Map<String, Value> = Map::new();
     for spec in routes {
         let op = describe(spec.operation_id).unwrap_or_else(|| undescribed(spec));
@@ -143,26 +155,24 @@ fn operation(spec: &RouteSpec, op: &operations::Operation, typed: &Map<String, V
     let mut params: Vec<Value> = path_params(spec.path)
         .into_iter()
         .map(|p| {
-            let schema = if p == "shard_index" {
-                json!({"type": "integer", "minimum": 0})
-            } else {
-                json!({"type": "string"})
-            };
+            let schema = ranges::param_schema(ranges::path_param(spec.operation_id, &p));
             json!({"name": p, "in": "path", "required": true, "description": param_description(&p),
                    "schema": schema})
         })
         .collect();
     for (name, required, description) in op.query {
+        let schema = ranges::param_schema(ranges::query_param(spec.operation_id, name));
         params.push(json!({"name": name, "in": "query", "required": required,
-                           "description": description, "schema": {"type": "string"}}));
+                           "description": description, "schema": schema}));
     }
     let mut responses = Map::new();
+    let statuses = error_statuses(spec.access, op);
     let (status, media, description) = op.success;
     responses.insert(
         status.to_string(),
         json!({"description": description, "content": {media: {"schema": success_schema(media, op, typed)}}}),
     );
-    for code in error_statuses(spec.access, op) {
+    for &code in &statuses {
         // An operation may answer a status with its own body instead of the error body (`/readyz`'s 503).
         let (description, body) = match op.own_error_bodies.iter().find(|(c, _, _)| *c == code) {
             Some((_, schema, description)) => (description.to_string(), *schema),
@@ -177,6 +187,7 @@ fn operation(spec: &RouteSpec, op: &operations::Operation, typed: &Map<String, V
     let mut o = json!({
         "operationId": spec.operation_id,
         "summary": op.summary,
+        "description": describe::description(spec, op, &statuses),
         "tags": [op.tag],
         "parameters": params,
         "responses": responses,

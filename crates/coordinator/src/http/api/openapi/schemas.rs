@@ -2,7 +2,9 @@
 //! types of `rsc-protocol` (derived behind its `openapi` feature), the coordinator's own views, the Grafana
 //! rows and the probes' status. An operation answers `$ref` to the component its `wire_type` names
 //! (`items` of an array for the Grafana routes); `tests/openapi_schemas.rs` fails for a JSON answer left
-//! without one.
+//! without one. The components the coordinator or its clients decode with serde are registered with a
+//! decoder ([`decoders`]), by which `tests/openapi_required.rs` checks each schema's `required` against the
+//! Rust type.
 
 use crate::http::api::auth::{AuditRecords, Revoked, RevokedAll};
 use crate::http::api::handlers::{Index, ProbeStatus};
@@ -20,85 +22,132 @@ use rsc_protocol::wire::{
     CreateStreamResponse, GroupResponse, HeartbeatResponse, OrderingResponse,
     ProducerRoutingResponse,
 };
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
-/// (name, schema) of `T` and of the schemas it refers to.
-fn add<T: ToSchema>(out: &mut Map<String, Value>) {
-    let name = T::name().into_owned();
-    add_as::<T>(out, &name);
+/// Decodes a JSON value as a component's Rust type (the error in words).
+pub type Decoder = fn(&Value) -> Result<(), String>;
+
+fn decoder<T: DeserializeOwned>() -> Decoder {
+    |v| {
+        serde_json::from_value::<T>(v.clone())
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
 }
 
-/// [`add`], under the name the operation table uses for it (the contract's name where the Rust type's
-/// differs, e.g. `StreamCreateResponse` for `CreateStreamResponse`).
-fn add_as<T: ToSchema>(out: &mut Map<String, Value>, name: &str) {
-    let mut nested = Vec::new();
-    T::schemas(&mut nested);
-    for (nested_name, schema) in nested {
-        out.insert(
-            nested_name,
-            serde_json::to_value(schema).unwrap_or(Value::Null),
+/// The component schemas being collected, and the decoders of those serde decodes.
+#[derive(Default)]
+struct Components {
+    schemas: Map<String, Value>,
+    decoders: Vec<(String, Decoder)>,
+}
+
+impl Components {
+    /// (name, schema) of `T` and of the schemas it refers to.
+    fn add<T: ToSchema>(&mut self) {
+        let name = T::name().into_owned();
+        self.add_as::<T>(&name);
+    }
+
+    /// [`Components::add`], under the name the operation table uses for it (the contract's name where the
+    /// Rust type's differs, e.g. `StreamCreateResponse` for `CreateStreamResponse`).
+    fn add_as<T: ToSchema>(&mut self, name: &str) {
+        let mut nested = Vec::new();
+        T::schemas(&mut nested);
+        for (nested_name, schema) in nested {
+            self.schemas.insert(
+                nested_name,
+                serde_json::to_value(schema).unwrap_or(Value::Null),
+            );
+        }
+        self.schemas.insert(
+            name.to_owned(),
+            serde_json::to_value(T::schema()).unwrap_or(Value::Null),
         );
     }
-    out.insert(
-        name.to_owned(),
-        serde_json::to_value(T::schema()).unwrap_or(Value::Null),
-    );
+
+    /// [`Components::add`] of a type serde decodes, with its decoder.
+    fn add_de<T: ToSchema + DeserializeOwned>(&mut self) {
+        let name = T::name().into_owned();
+        self.add_de_as::<T>(&name);
+    }
+
+    /// [`Components::add_as`] of a type serde decodes, with its decoder.
+    fn add_de_as<T: ToSchema + DeserializeOwned>(&mut self, name: &str) {
+        self.add_as::<T>(name);
+        self.decoders.push((name.to_owned(), decoder::<T>()));
+    }
 }
 
 /// The typed component schemas, by name.
 pub fn typed() -> Map<String, Value> {
-    let mut out = Map::new();
-    add::<GrafanaOption>(&mut out);
-    add::<GrafanaGroupRow>(&mut out);
-    add::<GrafanaMemberRow>(&mut out);
-    add::<GrafanaShardRow>(&mut out);
-    add::<GrafanaAssignmentRow>(&mut out);
-    add::<GrafanaMessageRow>(&mut out);
-    add::<ProbeStatus>(&mut out);
-    add::<Index>(&mut out);
-    add::<HeartbeatResponse>(&mut out);
-    add::<GroupResponse>(&mut out);
-    add::<GroupList>(&mut out);
-    add::<MemberList>(&mut out);
-    add::<AssignmentsResponse>(&mut out);
-    add::<CompatibilityResponse>(&mut out);
-    add::<ConsumptionResponse>(&mut out);
-    add::<HealthResponse>(&mut out);
-    add::<StreamShardOffsetsResponse>(&mut out);
-    add::<rsc_protocol::wire::browse::StreamMessagesPageResponse>(&mut out);
-    add::<rsc_protocol::wire::browse::MessageSearchSummary>(&mut out);
-    add::<rsc_protocol::wire::browse::MergedMessagesPageResponse>(&mut out);
-    add::<rsc_protocol::wire::pending::PendingEntriesResponse>(&mut out);
-    add::<rsc_protocol::wire::auth::LoginResponse>(&mut out);
-    add::<rsc_protocol::wire::auth::SessionResponse>(&mut out);
-    add::<rsc_protocol::wire::quiesce::ProducerQuiescedResponse>(&mut out);
-    add::<ProducerRoutingResponse>(&mut out);
-    add::<OrderingResponse>(&mut out);
-    add::<MigrationList>(&mut out);
-    add::<MonitoringGroupView>(&mut out);
-    add_as::<CreateStreamResponse>(&mut out, "StreamCreateResponse");
-    add_as::<ScaleResponse>(&mut out, "StreamScaleResponse");
-    add_as::<MigrationResponse>(&mut out, "Migration");
-    add_as::<DismissResponse>(&mut out, "MetadataDurability");
-    add_as::<AuditRecords>(&mut out, "AuditPage");
-    add::<rsc_protocol::wire::HeartbeatRequest>(&mut out);
-    add::<rsc_protocol::wire::CreateStreamRequest>(&mut out);
-    add::<rsc_protocol::wire::DeleteGroupRequest>(&mut out);
-    add::<rsc_protocol::wire::ScaleRequest>(&mut out);
-    add::<rsc_protocol::wire::OrderingRequest>(&mut out);
-    add::<rsc_protocol::wire::MigrationActionRequest>(&mut out);
-    add::<rsc_protocol::wire::quiesce::ProducerQuiescedRequest>(&mut out);
-    add::<crate::services::durability::DismissSuspicionRequest>(&mut out);
-    add::<rsc_protocol::wire::offsets::OffsetResetRequest>(&mut out);
-    add::<rsc_protocol::wire::offsets::OffsetResetResponse>(&mut out);
-    add::<crate::services::durability::RecreateGroupRequest>(&mut out);
-    add::<crate::http::api::auth::LoginBody>(&mut out);
-    add::<crate::http::api::auth::RevokeBody>(&mut out);
-    add::<Revoked>(&mut out);
-    add::<RevokedAll>(&mut out);
+    all().schemas
+}
+
+/// The components serde decodes, each with its decoder.
+pub fn decoders() -> Vec<(String, Decoder)> {
+    all().decoders
+}
+
+fn all() -> Components {
+    let mut out = Components::default();
+    out.add::<GrafanaOption>();
+    out.add::<GrafanaGroupRow>();
+    out.add::<GrafanaMemberRow>();
+    out.add::<GrafanaShardRow>();
+    out.add::<GrafanaAssignmentRow>();
+    out.add::<GrafanaMessageRow>();
+    out.add::<ProbeStatus>();
+    out.add::<Index>();
+    out.add_de::<HeartbeatResponse>();
+    out.add_de::<GroupResponse>();
+    out.add::<GroupList>();
+    out.add::<MemberList>();
+    out.add::<AssignmentsResponse>();
+    out.add::<CompatibilityResponse>();
+    out.add::<ConsumptionResponse>();
+    out.add::<HealthResponse>();
+    out.add::<StreamShardOffsetsResponse>();
+    out.add::<rsc_protocol::wire::browse::StreamMessagesPageResponse>();
+    out.add::<rsc_protocol::wire::browse::MessageSearchSummary>();
+    out.add::<rsc_protocol::wire::browse::MergedMessagesPageResponse>();
+    out.add::<rsc_protocol::wire::pending::PendingEntriesResponse>();
+    out.add::<rsc_protocol::wire::auth::LoginResponse>();
+    out.add::<rsc_protocol::wire::auth::SessionResponse>();
+    out.add_de::<rsc_protocol::wire::quiesce::ProducerQuiescedResponse>();
+    out.add_de::<ProducerRoutingResponse>();
+    out.add_de::<OrderingResponse>();
+    out.add::<MigrationList>();
+    out.add::<MonitoringGroupView>();
+    out.add_de_as::<CreateStreamResponse>("StreamCreateResponse");
+    out.add_as::<ScaleResponse>("StreamScaleResponse");
+    out.add_as::<MigrationResponse>("Migration");
+    out.add_as::<DismissResponse>("MetadataDurability");
+    out.add_as::<AuditRecords>("AuditPage");
+    out.add_de::<rsc_protocol::wire::HeartbeatRequest>();
+    out.add_de::<rsc_protocol::wire::RuntimeConsumerCapacity>();
+    out.add_de::<rsc_protocol::wire::RevokingShardReport>();
+    out.add_de::<rsc_protocol::wire::ShardProgressReport>();
+    out.add_de::<rsc_protocol::wire::ShardId>();
+    out.add_de::<rsc_protocol::wire::quiesce::ProducerQuiesceRequest>();
+    out.add_de::<rsc_protocol::wire::CreateStreamRequest>();
+    out.add_de::<rsc_protocol::wire::DeleteGroupRequest>();
+    out.add_de::<rsc_protocol::wire::ScaleRequest>();
+    out.add_de::<rsc_protocol::wire::OrderingRequest>();
+    out.add_de::<rsc_protocol::wire::MigrationActionRequest>();
+    out.add_de::<rsc_protocol::wire::quiesce::ProducerQuiescedRequest>();
+    out.add_de::<crate::services::durability::DismissSuspicionRequest>();
+    out.add_de::<rsc_protocol::wire::offsets::OffsetResetRequest>();
+    out.add_de::<rsc_protocol::wire::offsets::OffsetResetResponse>();
+    out.add_de::<crate::services::durability::RecreateGroupRequest>();
+    out.add_de::<crate::http::api::auth::LoginBody>();
+    out.add_de::<crate::http::api::auth::RevokeBody>();
+    out.add::<Revoked>();
+    out.add::<RevokedAll>();
     // One token, or every token of a user: two shapes.
-    out.insert(
+    out.schemas.insert(
         "RevokeResponse".to_owned(),
         serde_json::json!({"oneOf": [
             {"$ref": "#/components/schemas/Revoked"},
