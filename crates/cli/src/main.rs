@@ -62,7 +62,8 @@ enum Command {
     Health(operator::Target),
     /// One line per consumer group: shards, members live/total, state, migration, lag.
     Groups(operator::Target),
-    /// A group in detail: members, shards, lag, the active migration, rollback suspicion.
+    /// A group in detail (members, shards, lag, migration, rollback suspicion), or with no group a whole stream
+    /// (groups side by side, shards, produce and consume rates).
     Describe(operator::show::DescribeArgs),
     /// Scale a stream (every group follows); --wait shows progress until it completes.
     Scale(operator::change::ScaleArgs),

@@ -1,6 +1,6 @@
 //! The operator verbs of the real `rsc` binary against a real `rsc serve` and redis-server: login with
 //! `--password-stdin` (a private token file) and logout (the token revoked), plan → apply → plan with
-//! terraform's exit codes, scale `--wait` to the end, describe and upgrade-check showing a member's
+//! terraform's exit codes, scale `--wait` to the end, describe (a group, and a whole stream: groups side by side with their lag) and upgrade-check showing a member's
 //! protocol version, audit listing the changes, and bad input answered with one line and a non-zero exit.
 
 use crate::operator_cli;
@@ -916,4 +916,58 @@ fn plan_reports_every_problem_of_a_file_at_once() {
     ] {
         assert!(e.contains(part), "{part} missing: {}", text(&o));
     }
+}
+
+#[test]
+fn describe_of_a_stream_shows_its_groups_side_by_side_and_its_shards() {
+    let f = Fixture::logged_in();
+    f.apply(
+        "[[stream]]\nprefix = \"flow\"\nshards = 2\ngroups = [\"flow\", \"audit\"]\n",
+        "test set-up",
+    );
+    for i in 0..3 {
+        let o = f.run(
+            &[
+                "produce",
+                "flow",
+                "--key",
+                &format!("k{i}"),
+                "--field",
+                "n=1",
+                "--redis-url",
+                &f.redis_url,
+            ],
+            None,
+        );
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let o = f.run(&["describe", "flow", "--output", "json"], None);
+    assert!(o.status.success(), "{}", text(&o));
+    let d: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(d["streamPrefix"], "flow");
+    assert_eq!(d["totalLength"], 3, "{d}");
+    assert_eq!(d["shards"].as_array().unwrap().len(), 2);
+    for g in d["groups"].as_array().unwrap() {
+        assert_eq!(g["lag"], 3, "nobody read: {g}");
+    }
+    let o = f.run(&["describe", "flow"], None);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = stdout(&o);
+    assert!(out.starts_with("STREAM flow  shards 2"), "{out}");
+    for group in ["audit", "flow"] {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(&format!("{group} ")))
+            .unwrap_or_else(|| panic!("no line of group {group}: {out}"));
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(cells[4], "3", "LAG column of {group}: {line}");
+    }
+    assert!(out.contains("SHARD  STREAM KEY"), "{out}");
+    let unknown = f.run(&["describe", "nosuch"], None);
+    assert!(!unknown.status.success());
+    assert!(
+        stderr(&unknown).contains("STREAM_NOT_FOUND"),
+        "{}",
+        text(&unknown)
+    );
 }

@@ -401,6 +401,18 @@ impl AdminClient {
         Ok(groups)
     }
 
+    /// `GET /coord/v1/streams/{p}/describe`: the stream as a whole (shards, groups side by side, rates);
+    /// `Ok(None)` when the coordinator answers 404 (the stream has no live group).
+    pub async fn describe_stream(
+        &self,
+        stream_prefix: &str,
+    ) -> Result<Option<rsc_protocol::wire::describe::StreamDescribeResponse>, ClientError> {
+        not_found_is_none(
+            self.get(&["coord", "v1", "streams", stream_prefix, "describe"])
+                .await,
+        )
+    }
+
     /// `GET …/groups/{g}/migrations/{id}`: one migration with its routing count and convergence.
     pub async fn migration(
         &self,

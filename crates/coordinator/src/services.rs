@@ -8,10 +8,12 @@
 //! - [`reshard`]: online scale-out/in with drain, rollback and force-complete.
 //! - [`monitoring`]: members, assignments, health. [`inspect`]: consumption, offsets ([`offsets`]),
 //!   migrations and durability views; [`offset_reset`]: moving a group's position; [`messages`]: the
-//!   message browser and record search.
+//!   message browser and record search; [`describe`]: a stream as a whole (shards, groups side by side,
+//!   rates from the runtime's history).
 //! - [`durability`]: metadata-rollback suspicion, fail-closed mutations and the recreate repair.
 
 pub mod admin;
+pub mod describe;
 pub mod durability;
 pub mod group_lookup;
 pub mod heartbeat;

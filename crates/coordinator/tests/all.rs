@@ -12,6 +12,7 @@ mod browse;
 mod connections;
 mod console;
 mod dashboards;
+mod describe;
 mod durability;
 mod failover;
 mod find;

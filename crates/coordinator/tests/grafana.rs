@@ -15,6 +15,8 @@ const G: &str = "/coord/v1/monitoring/grafana";
 
 fn config(url: &str) -> rsc_coordinator::config::Config {
     let mut c = test_config(url);
+    c.coordinator.metrics.refresh_interval =
+        rsc_coordinator::config::Dur(std::time::Duration::from_millis(100));
     c.coordinator.api.users = vec![
         user("reader", &["READ"], &[]),
         user("other-team", &["READ"], &["other-*"]),
@@ -151,9 +153,19 @@ async fn grafana_routes_answer_the_contract_rows_page_messages_and_respect_scope
     assert_eq!(g["activeMembers"], 1);
     assert_eq!(g["assignedShardRatio"], "3 / 3");
     assert_eq!(g["totalStreamLength"], 9);
-    assert_eq!(g["producedPerSecond"], Value::Null, "first observation");
-    let again = rows(&api, "groups?streamPrefix=gf").await;
-    assert!(again[0]["producedPerSecond"].is_number(), "{}", again[0]);
+    // Rates come from the rate history (a sample per metrics refresh, every 100 ms here): numbers once it
+    // has two samples of the group.
+    let again = wait_for(
+        "the groups row's rates from two samples",
+        std::time::Duration::from_secs(20),
+        || async {
+            let r = rows(&api, "groups?streamPrefix=gf").await;
+            (r[0]["producedPerSecond"].is_number() && r[0]["consumedPerSecond"].is_number())
+                .then_some(r)
+        },
+    )
+    .await;
+    assert!(again[0]["producedPerSecond"].as_f64().unwrap() >= 0.0);
 
     assert_eq!(
         rows(&api, "options/streams").await,

@@ -4,10 +4,12 @@
 //! Requests are lenient where existing clients differ (unknown fields ignored, `null` lists read as empty,
 //! shard ids accepted as bare integers too); responses always carry every field the clients require.
 //! Responses of the monitoring, resharding and authentication routes are in [`monitoring`],
-//! [`resharding`] and [`auth`]; the Grafana routes' rows in [`grafana`].
+//! [`resharding`] and [`auth`]; the Grafana routes' rows in [`grafana`]; a stream as a whole
+//! (describe, history) in [`describe`].
 
 pub mod auth;
 pub mod browse;
+pub mod describe;
 pub mod grafana;
 pub mod monitoring;
 pub mod offsets;

@@ -1,5 +1,6 @@
 //! Data sources `rsc_stream` and `rsc_consumer_group`: read-only views for configurations that only look
-//! (a READ principal is enough). A stream or group that does not exist is an error naming it.
+//! (a READ principal is enough). A stream or group that does not exist is an error naming it. `rsc_stream` also
+//! reads the stream's state (`GET /coord/v1/streams/{p}/describe`): its length per shard and each group's lag.
 
 use crate::api::Shared;
 use crate::diag;
@@ -8,6 +9,7 @@ use crate::schema::{attr, block, computed_number, computed_string, known, requir
 use crate::stream::check_prefix;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use tf_provider::schema::{AttributeConstraint, AttributeType, Schema};
 use tf_provider::value::{Value, ValueEmpty};
 use tf_provider::{AttributePath, DataSource, Diagnostics};
@@ -22,6 +24,14 @@ pub struct StreamView {
     pub shard_count: Value<i64>,
     #[serde(default)]
     pub consumer_groups: Value<Vec<Value<String>>>,
+    #[serde(default)]
+    pub routing_version: Value<i64>,
+    #[serde(default)]
+    pub total_length: Value<i64>,
+    #[serde(default)]
+    pub shard_lengths: Value<Vec<Value<i64>>>,
+    #[serde(default)]
+    pub group_lags: Value<BTreeMap<String, Value<i64>>>,
 }
 
 pub struct StreamData {
@@ -43,7 +53,8 @@ impl DataSource for StreamData {
         Some(Schema {
             version: 1,
             block: block(
-                "An existing rsc stream: its shard count and consumer groups.",
+                "An existing rsc stream: its shard count, consumer groups, routing version, and its records now \
+                 (length per shard, each group's lag).",
                 vec![
                     ("id", computed_string("The stream prefix.")),
                     ("stream_prefix", required_string("The stream prefix.")),
@@ -54,6 +65,34 @@ impl DataSource for StreamData {
                             AttributeType::List(Box::new(AttributeType::String)),
                             AttributeConstraint::Computed,
                             "The stream's live consumer groups, sorted.",
+                        ),
+                    ),
+                    (
+                        "routing_version",
+                        computed_number(
+                            "The stream's routing version (bumped by every routing switch and rollback; 0 before \
+                             its stream record exists).",
+                        ),
+                    ),
+                    (
+                        "total_length",
+                        computed_number("Records in every shard stream together, when read."),
+                    ),
+                    (
+                        "shard_lengths",
+                        attr(
+                            AttributeType::List(Box::new(AttributeType::Number)),
+                            AttributeConstraint::Computed,
+                            "Records per shard stream, by shard index (0 for a shard stream not created yet).",
+                        ),
+                    ),
+                    (
+                        "group_lags",
+                        attr(
+                            AttributeType::Map(Box::new(AttributeType::Number)),
+                            AttributeConstraint::Computed,
+                            "Each group's lag (records not yet delivered, summed over its shards); a group whose \
+                             lag Redis cannot tell is left out.",
                         ),
                     ),
                 ],
@@ -94,7 +133,41 @@ impl DataSource for StreamData {
             );
             return None;
         };
+        // The stream's state as it is now: lengths and lags (GET …/describe, READ).
+        let described = match api.admin.describe_stream(&prefix).await {
+            Ok(Some(d)) => d,
+            Ok(None) => {
+                diag::error(
+                    diags,
+                    format!("STREAM_NOT_FOUND: stream {prefix:?} does not exist"),
+                    "No live consumer group uses this stream prefix (GET /coord/v1/monitoring/groups).",
+                    AttributePath::new("stream_prefix"),
+                );
+                return None;
+            }
+            Err(e) => {
+                diag::read(diags, &format!("stream {prefix:?}"), &e, "stream_prefix");
+                return None;
+            }
+        };
         Some(StreamView {
+            routing_version: Value::Value(described.routing_version.unwrap_or(0)),
+            total_length: Value::Value(described.total_length),
+            shard_lengths: Value::Value(
+                described
+                    .shards
+                    .iter()
+                    .filter(|s| s.shard < described.shard_count)
+                    .map(|s| Value::Value(s.length))
+                    .collect(),
+            ),
+            group_lags: Value::Value(
+                described
+                    .groups
+                    .iter()
+                    .filter_map(|g| Some((g.consumer_group.clone(), Value::Value(g.lag?))))
+                    .collect(),
+            ),
             id: Value::Value(prefix.clone()),
             stream_prefix: Value::Value(prefix),
             shard_count: Value::Value(i64::from(first.shard_count)),

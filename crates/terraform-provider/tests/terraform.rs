@@ -1,6 +1,7 @@
 //! End to end: the real terraform binary (dev_overrides, no `terraform init`, no network) drives the
 //! provider built for this test against a real `rsc serve` and its own redis-server. One scenario, in the
-//! order an operator lives it: create a stream and a group; an empty re-plan; a scale 4 → 8 that routing
+//! order an operator lives it: create a stream and a group; the `rsc_stream` data source's lengths and lags;
+//! an empty re-plan; a scale 4 → 8 that routing
 //! shows; a scale done outside Terraform showing as drift; import of both resources into an empty state;
 //! bad input and wrong credentials as diagnostics; destroy refused, then forced, while a member heartbeats;
 //! and the audit naming the provider's requests with principal, requestedBy, reason and request id.
@@ -188,6 +189,58 @@ fn terraform_manages_streams_and_groups() {
         "{}",
         created.stdout
     );
+
+    // The `rsc_stream` data source reads the stream's state: routing version, lengths and lags (nothing
+    // produced yet: 0 everywhere), in a configuration of its own so that the main one's plans stay empty.
+    let stats = Workdir::new(
+        &terraform,
+        provider_dir,
+        &format!(
+            r#"
+terraform {{
+  required_providers {{
+    rsc = {{ source = "rsc/rsc" }}
+  }}
+}}
+
+provider "rsc" {{
+  endpoint = ["{url}"]
+  username = "deployer"
+}}
+
+data "rsc_stream" "s" {{
+  stream_prefix = "{PREFIX}"
+}}
+
+output "total_length" {{
+  value = data.rsc_stream.s.total_length
+}}
+
+output "shard_lengths" {{
+  value = data.rsc_stream.s.shard_lengths
+}}
+
+output "billing_lag" {{
+  value = data.rsc_stream.s.group_lags["billing"]
+}}
+
+output "routing_version" {{
+  value = data.rsc_stream.s.routing_version
+}}
+"#
+        ),
+    );
+    let mut stats = stats;
+    stats.env("RSC_PASSWORD", DEPLOYER_PASSWORD);
+    let read = stats.ok(&["apply", "-auto-approve", "-input=false", "-no-color"]);
+    for wanted in [
+        "total_length = 0",
+        "billing_lag = 0",
+        "routing_version = ",
+        "shard_lengths = tolist([",
+    ] {
+        assert!(read.stdout.contains(wanted), "{wanted}: {}", read.text());
+    }
 
     // 2. Right after, nothing to do.
     let plan = a.run(

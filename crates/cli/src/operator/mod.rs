@@ -6,7 +6,8 @@
 //! `rsc login` stored for the deployment the coordinator URLs belong to (`stored_login.rs`).
 //!
 //! - `login.rs`: `rsc login`, `rsc logout`;
-//! - `show.rs`: `rsc health`, `groups`, `describe`, `version`, `upgrade-check`;
+//! - `show.rs`: `rsc health`, `groups`, `describe`, `version`, `upgrade-check`; `describe_stream.rs`:
+//!   `rsc describe <stream>` (a stream as a whole);
 //! - `change.rs`: `rsc scale`, `rollback`, `force-complete` (with `--wait` progress);
 //! - `offsets.rs`: `rsc offsets reset` (plan, confirm, apply); `produce.rs`: `rsc produce` (one record through
 //!   the SDK's guarded append);
@@ -23,6 +24,7 @@ pub mod apply;
 pub mod audit;
 pub mod change;
 pub mod credentials;
+pub mod describe_stream;
 pub mod desired;
 pub mod durability;
 pub mod login;

@@ -1,4 +1,4 @@
-//! Read-only verbs: `rsc health`, `rsc groups`, `rsc describe`, `rsc version` (`rsc upgrade-check` is in
+//! Read-only verbs: `rsc health`, `rsc groups`, `rsc describe` (a group; a whole stream in `describe_stream.rs`), `rsc version` (`rsc upgrade-check` is in
 //! `upgrade_check.rs`). They use only READ routes, so a monitoring principal can run them.
 
 use super::table::Table;
@@ -13,8 +13,8 @@ pub struct DescribeArgs {
     pub target: Target,
     /// The stream prefix.
     pub stream: String,
-    /// The consumer group.
-    pub group: String,
+    /// The consumer group (absent: the stream as a whole — shards, groups side by side, rates).
+    pub group: Option<String>,
 }
 
 /// `rsc health`: exit 0 only when the coordinator says UP.
@@ -197,10 +197,13 @@ pub async fn groups(target: Target) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `rsc describe <stream> <group>`.
+/// `rsc describe <stream> [group]`: without a group, the stream as a whole (`describe_stream.rs`).
 pub async fn describe(args: DescribeArgs) -> Result<ExitCode, Failure> {
+    let Some(group) = args.group.as_deref() else {
+        return super::describe_stream::describe_stream(&args.target, &args.stream).await;
+    };
     let session = Session::open(&args.target).await?;
-    let (p, g) = (args.stream.as_str(), args.group.as_str());
+    let (p, g) = (args.stream.as_str(), group);
     let base = ["coord", "v1", "monitoring", "streams", p, "groups", g];
     let group = session.get(&base, &[]).await?;
     let members = session

@@ -27,6 +27,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
+mod history_sample;
 mod shard_cache;
 use shard_cache::Plan;
 pub(crate) use shard_cache::ShardCache;
@@ -175,7 +176,23 @@ impl Monitoring<'_> {
             self.config().metrics.clone(),
             self.timing().member_lease_ttl_ms,
         );
+        // The rate history gets one sample per stream from the rows just read (`history_sample.rs`), and the
+        // rates it derives go into the snapshot's rate gauges.
+        let history = redis_up.then(|| self.history().clone());
         let built = tokio::task::spawn_blocking(move || {
+            let mut groups = groups;
+            if let Some(history) = history {
+                let rates = history.record(now, history_sample::samples(&groups));
+                for obs in &mut groups {
+                    if let Some(r) = rates.get(&obs.group.stream_prefix)
+                        && r.span_ms > 0
+                    {
+                        obs.produce_rate = r.produce;
+                        obs.consume_rate =
+                            r.consume.get(&obs.group.consumer_group).copied().flatten();
+                    }
+                }
+            }
             snapshot::build(now, &id, &config, ttl, &health, &groups, complete)
         })
         .await;
@@ -245,6 +262,8 @@ impl Monitoring<'_> {
             leases,
             progress,
             shards,
+            produce_rate: None,
+            consume_rate: None,
         }))
     }
 

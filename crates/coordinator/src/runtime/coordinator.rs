@@ -47,6 +47,8 @@ pub struct Coordinator {
     clock: RedisClock,
     cache: GroupCache,
     stats: Stats,
+    /// Samples of the streams whose groups this replica owns, for rates (`history.rs`).
+    history: crate::runtime::history::History,
     /// Prometheus metrics (event metrics plus the background gauge snapshot).
     metrics: crate::observability::metrics::Metrics,
     terminating: AtomicBool,
@@ -92,6 +94,7 @@ impl Coordinator {
             clock: RedisClock::new(),
             cache: GroupCache::default(),
             stats: Stats::default(),
+            history: Default::default(),
             metrics: crate::observability::metrics::Metrics::new(),
             terminating: AtomicBool::new(false),
             heartbeat_state: HeartbeatState::default(),
@@ -136,6 +139,11 @@ impl Coordinator {
 
     pub fn cache(&self) -> &GroupCache {
         &self.cache
+    }
+
+    /// The rate history this replica keeps (recorded by the metrics refresh).
+    pub fn history(&self) -> &crate::runtime::history::History {
+        &self.history
     }
 
     pub fn stats(&self) -> &Stats {

@@ -20,6 +20,8 @@ pub struct ShardOffsets {
     pub first_record_id: Option<String>,
     pub last_record_id: Option<String>,
     pub last_generated_id: Option<String>,
+    /// Records ever appended to the shard stream (`entries-added`; None when unknown or absent).
+    pub entries_added: Option<i64>,
     pub group_exists: bool,
     pub group_last_delivered_id: Option<String>,
     pub entries_read: Option<i64>,
@@ -40,6 +42,7 @@ pub fn absent_shard(stream_prefix: &str, shard: u32) -> ShardOffsets {
         first_record_id: None,
         last_record_id: None,
         last_generated_id: None,
+        entries_added: None,
         group_exists: false,
         group_last_delivered_id: None,
         entries_read: None,
@@ -63,6 +66,7 @@ pub fn from_observation(
     out.exists = true;
     out.stream_length = o.info.length;
     out.last_generated_id = o.info.last_generated_id.clone();
+    out.entries_added = o.info.entries_added;
     out.first_record_id = o.info.first_entry_id.clone();
     out.last_record_id = o.info.last_entry_id.clone();
     if let Some(g) = o
@@ -96,6 +100,7 @@ pub async fn read_shard(
     out.exists = true;
     out.stream_length = info.length;
     out.last_generated_id = info.last_generated_id;
+    out.entries_added = info.entries_added;
     out.first_record_id = info.first_entry_id;
     out.last_record_id = info.last_entry_id;
     // The stream existed a moment ago: a stream deleted since is an error, as any other.

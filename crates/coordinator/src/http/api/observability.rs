@@ -1,8 +1,8 @@
-//! Handlers for operator visibility: the group summary with its durability state, consumption, offsets,
+//! Handlers for operator visibility: a stream as a whole (describe, history), the group summary with its durability state, consumption, offsets,
 //! migrations, a shard's messages page by page, producer routing with the producer's observed metadataVersion, and the audited repairs
 //! "recreate as a new group lifecycle" and "dismiss a rollback suspicion".
 
-use super::extract::{AdminJson, Group, ShardPath};
+use super::extract::{AdminJson, Group, ShardPath, StreamPrefix};
 use crate::http::error::ApiError;
 use crate::runtime::coordinator::Coordinator;
 use crate::security::principal::Principal;
@@ -31,6 +31,26 @@ pub async fn consumption(State(c): Coord, Group(name): Group) -> Result<Response
 
 pub async fn migrations(State(c): Coord, Group(name): Group) -> Result<Response, ApiError> {
     Ok(ok(c.monitoring().migrations(&name).await?))
+}
+
+/// `GET /coord/v1/streams/{p}/describe`: the stream as a whole.
+pub async fn describe_stream(
+    State(c): Coord,
+    StreamPrefix(prefix): StreamPrefix,
+) -> Result<Response, ApiError> {
+    Ok(ok(c.monitoring().describe_stream(&prefix).await?))
+}
+
+/// `GET /coord/v1/streams/{p}/history?minutes=`: lag and rates over the last minutes.
+pub async fn stream_history(
+    State(c): Coord,
+    StreamPrefix(prefix): StreamPrefix,
+    query: Result<Query<BTreeMap<String, String>>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Query(params) =
+        query.map_err(|e| ApiError::invalid(format!("query string: {}", e.body_text())))?;
+    let minutes = crate::services::describe::history_minutes(params.get("minutes"))?;
+    Ok(ok(c.monitoring().stream_history(&prefix, minutes).await?))
 }
 
 pub async fn offsets(State(c): Coord, Group(name): Group) -> Result<Response, ApiError> {

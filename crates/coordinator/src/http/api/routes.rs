@@ -130,6 +130,22 @@ pub fn table() -> Vec<RouteSpec> {
             post(handlers::scale_stream)
         ),
         route!(
+            GET,
+            "/coord/v1/streams/{stream_prefix}/describe",
+            "describeStream",
+            Read,
+            None,
+            get(observability::describe_stream)
+        ),
+        route!(
+            GET,
+            "/coord/v1/streams/{stream_prefix}/history",
+            "getStreamHistory",
+            Read,
+            None,
+            get(observability::stream_history)
+        ),
+        route!(
             POST,
             "/coord/v1/streams/{stream_prefix}/producers/quiesced",
             "reportProducerQuiesced",

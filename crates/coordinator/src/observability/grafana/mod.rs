@@ -3,12 +3,11 @@
 //! shards, assignments and messages. Rows are built from the same views as the monitoring API (members,
 //! assignments, offsets, the message browser), so they agree with it. A caller scoped to some streams sees
 //! only those; naming another stream in the query is refused (403). Rates (`producedPerSecond`,
-//! `consumedPerSecond`) come from the difference to this process's previous observation of the group
-//! (`rates.rs`), `null` on the first.
+//! `consumedPerSecond`) are the rate history's (`runtime/history.rs`: over the last minute of this replica's
+//! samples), `null` until it has two samples of the group.
 
 mod cursor;
 mod messages;
-mod rates;
 mod rows;
 
 pub use messages::message_rows;

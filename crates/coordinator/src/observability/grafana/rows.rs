@@ -1,7 +1,6 @@
 //! Rows of the Grafana routes `groups`, `members`, `shards` and `assignments`, flat as the contract's
 //! JSON API dashboards expect (owner lists as comma-joined strings).
 
-use super::rates;
 use crate::domain_error::CoordError;
 use crate::runtime::cache::GroupName;
 use crate::runtime::coordinator::Coordinator;
@@ -73,11 +72,16 @@ pub async fn group_rows(
         let current: usize = own.current.values().map(Vec::len).sum();
         let target: usize = own.target.values().map(Vec::len).sum();
         let revoking: usize = own.revoking.values().map(Vec::len).sum();
-        let (produced, consumed) = rates::observe(
-            (name.stream_prefix.clone(), name.consumer_group.clone()),
-            offsets.total_stream_length,
-            offsets.total_lag,
-        );
+        // Rates from this replica's history (the same figures as describe and the rate gauges).
+        let rates = c
+            .history()
+            .latest(&name.stream_prefix)
+            .map(|p| p.rates)
+            .filter(|r| r.span_ms > 0);
+        let produced = rates.as_ref().and_then(|r| r.produce);
+        let consumed = rates
+            .as_ref()
+            .and_then(|r| r.consume.get(&name.consumer_group).copied().flatten());
         out.push(GrafanaGroupRow {
             stream_prefix: g.stream_prefix.clone(),
             consumer_group: g.consumer_group.clone(),

@@ -28,6 +28,10 @@ pub struct GroupObservation {
     pub progress: HashMap<String, Value>,
     /// Per-shard offsets, or None when the group has more shards than `max-shard-series`.
     pub shards: Option<Vec<ShardOffsets>>,
+    /// Records appended per second to the group's stream, from the rate history (None: not known yet).
+    pub produce_rate: Option<f64>,
+    /// Records the group read per second, from the rate history (None: not known yet).
+    pub consume_rate: Option<f64>,
 }
 
 /// Health as the background task found it.
@@ -209,6 +213,22 @@ fn group_series(
         with(&[("owner", owner.to_owned())]),
         1.0,
     );
+    if let Some(r) = obs.produce_rate {
+        g.set(
+            "produce_rate",
+            "Records appended per second to the group's stream over the last minute (XINFO STREAM entries-added, from the replica's rate history)",
+            base(),
+            r,
+        );
+    }
+    if let Some(r) = obs.consume_rate {
+        g.set(
+            "consume_rate",
+            "Records the group read per second over the last minute (XINFO GROUPS entries-read, from the replica's rate history)",
+            base(),
+            r,
+        );
+    }
     g.set(
         "group_epoch",
         "The group's groupEpoch",
@@ -527,6 +547,8 @@ mod tests {
             leases: HashMap::from([("m1".to_owned(), 20_000)]),
             progress: HashMap::new(),
             shards: None,
+            produce_rate: Some(2.5),
+            consume_rate: None,
         };
         let cfg = MetricsConfig::default();
         let text = render(&build(
@@ -541,6 +563,16 @@ mod tests {
         assert!(text.contains(
             "redis_stream_coord_member_lease_remaining_seconds{stream=\"orders\",group=\"orders\",member=\"m1\"} 10.0"
         ), "{text}");
+        assert!(
+            text.contains(
+                "redis_stream_coord_produce_rate{stream=\"orders\",group=\"orders\"} 2.5"
+            ),
+            "{text}"
+        );
+        assert!(
+            !text.contains("consume_rate{"),
+            "unknown: no series: {text}"
+        );
         assert!(text.contains(
             "redis_stream_coord_member_heartbeat_age_seconds{stream=\"orders\",group=\"orders\",member=\"m1\"} 5.0"
         ), "{text}");

@@ -241,6 +241,24 @@ pub fn describe(operation_id: &str) -> Option<Operation> {
             "Per-shard offsets, pending and lag",
             "StreamShardOffsetsResponse",
         ),
+        "describeStream" => read(
+            "A stream as a whole: shards (length, memory, produce rate, hottest), groups side by side (state, \
+             members, lag, consume rate, active migration) and routing version; rates from the answering \
+             replica's samples",
+            "StreamDescribeResponse",
+        ),
+        "getStreamHistory" => Operation {
+            query: &[(
+                "minutes",
+                false,
+                "minutes of history, an integer from 1 to 15 (default 15)",
+            )],
+            ..read(
+                "Lag and produce/consume rates over the last minutes, one point per sample of the answering \
+                 replica",
+                "StreamHistoryResponse",
+            )
+        },
         "getMergedStreamMessages" => Operation {
             query: &[
                 (

@@ -13,6 +13,7 @@ use crate::observability::grafana::{
     GrafanaShardRow,
 };
 use crate::services::durability::views::{DismissResponse, MonitoringGroupView};
+use rsc_protocol::wire::describe::{StreamDescribeResponse, StreamHistoryResponse};
 use rsc_protocol::wire::monitoring::{
     AssignmentsResponse, CompatibilityResponse, ConsumptionResponse, GroupList, HealthResponse,
     MemberList, StreamShardOffsetsResponse,
@@ -110,6 +111,8 @@ fn all() -> Components {
     out.add::<ConsumptionResponse>();
     out.add::<HealthResponse>();
     out.add::<StreamShardOffsetsResponse>();
+    out.add_de::<StreamDescribeResponse>();
+    out.add::<StreamHistoryResponse>();
     out.add::<rsc_protocol::wire::browse::StreamMessagesPageResponse>();
     out.add::<rsc_protocol::wire::browse::MessageSearchSummary>();
     out.add::<rsc_protocol::wire::browse::MergedMessagesPageResponse>();
