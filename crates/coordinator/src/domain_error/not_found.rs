@@ -18,6 +18,11 @@ pub enum StreamNotFound {
         /// The stream prefix.
         stream: String,
     },
+    /// A description of a stream no live group uses.
+    Describe {
+        /// The stream prefix.
+        stream: String,
+    },
 }
 
 impl std::fmt::Display for StreamNotFound {
@@ -30,6 +35,11 @@ impl std::fmt::Display for StreamNotFound {
             StreamNotFound::Scale { stream } => write!(
                 f,
                 "stream {stream:?} has no consumer groups; create it first"
+            ),
+            StreamNotFound::Describe { stream } => write!(
+                f,
+                "stream {stream:?} does not exist (no live consumer group uses it): create it with POST \
+                 /coord/v1/streams/{stream}, or list the streams with GET /coord/v1/monitoring/groups"
             ),
             StreamNotFound::Quiesce { stream } => write!(
                 f,
