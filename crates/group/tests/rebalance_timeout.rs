@@ -138,3 +138,77 @@ fn a_member_stuck_draining_is_fenced_at_the_rebalance_timeout_and_its_shard_is_h
     assert_eq!(b_assigned, vec![0, 1]);
     assert!(rsc_group::invariants::check(&g).is_empty());
 }
+
+/// A heartbeat that arrives after the member's rebalance deadline, with the revoked shard still draining,
+/// fences the member itself (a write that Redis takes only once the deadline has passed) instead of renewing
+/// its lease. A steady renewal would not change the revision, so a reconciler tick decided just past the
+/// deadline but written late (a paused replica) would still land, its hold (from the tick's `now`) would end
+/// before the renewed lease, and the shard would be granted while this member still reads it (simulation
+/// seed 3103: invariant 1).
+#[test]
+fn a_member_past_its_rebalance_deadline_is_fenced_by_its_own_heartbeat_not_renewed() {
+    let mut now = 1_000_000;
+    let mut g = Group::new("s", "g", 2, now, "lc");
+    let (_, a_epoch, _) = beat(&mut g, &request("a", 0, &[], &[]), now);
+    beat(&mut g, &request("a", a_epoch, &[0, 1], &[]), now);
+    now += 1_000;
+    beat(&mut g, &request("b", 0, &[], &[]), now);
+    let (_, a_epoch, a_assigned) = beat(&mut g, &request("a", a_epoch, &[0, 1], &[]), now);
+    let kept = a_assigned[0];
+    let revoked = 1 - kept;
+    let deadline = g.members["a"].rebalance_deadline_ms.expect("a deadline");
+
+    // Just before the deadline, a draining report already recorded is a steady renewal.
+    let (status, _, _) = beat(
+        &mut g,
+        &request("a", a_epoch, &[kept], &[revoked]),
+        deadline - 2,
+    );
+    assert_eq!(status, HeartbeatStatus::Ok);
+    let before = decide(
+        Some(&g),
+        "a",
+        &request("a", a_epoch, &[kept], &[revoked]),
+        deadline - 1,
+        &T,
+    );
+    assert_eq!(before.outcome, Outcome::Steady);
+    assert_eq!(before.response.status, HeartbeatStatus::Ok);
+
+    // At the deadline: fenced by this heartbeat, with the shards held as a tick would hold them.
+    let at = decide(
+        Some(&g),
+        "a",
+        &request("a", a_epoch, &[kept], &[revoked]),
+        deadline,
+        &T,
+    );
+    assert_eq!(at.response.status, HeartbeatStatus::FencedMemberEpoch);
+    let Outcome::Write(t) = at.outcome else {
+        panic!("a fence is a write, not a renewal: {:?}", at.outcome);
+    };
+    assert_eq!(
+        t.not_before_ms, deadline,
+        "Redis must confirm the deadline has passed"
+    );
+    let fenced = t.group.expect("a write carries the group");
+    assert_eq!(fenced.members["a"].state, MemberState::Fenced);
+    let hold = fenced
+        .holds
+        .iter()
+        .find(|h| h.member_id == "a")
+        .expect("a's shards are held");
+    assert_eq!(hold.shards, [0, 1].into_iter().collect());
+    assert_eq!(
+        hold.until_ms,
+        deadline + T.member_lease_ttl_ms + T.hold_margin_ms
+    );
+    assert!(rsc_group::invariants::check(&fenced).is_empty());
+
+    // A draining member that finally reports the shard revoked after the deadline is accepted, not fenced.
+    let mut released = request("a", a_epoch, &[kept], &[revoked]);
+    released.revoking_shards[0].state = RevokeState::Revoked;
+    released.revoking_shards[0].in_flight = 0;
+    let late = decide(Some(&g), "a", &released, deadline + 1, &T);
+    assert_eq!(late.response.status, HeartbeatStatus::Ok);
+}

@@ -268,7 +268,37 @@ pub(super) fn accept(
 
     if effect.violation {
         signals.fenced = true;
-        return fence(g, member, req, now_ms, timing, signals);
+        return fence(
+            g,
+            member,
+            req,
+            now_ms,
+            timing,
+            signals,
+            HoldReason::OwnershipReportOutsideGrants,
+        );
+    }
+    // Past its rebalance deadline with shards still to release: fenced now, as the reconciler's tick would.
+    // Never renewed: a renewal after the deadline would outlive the hold a tick decided a moment earlier
+    // (now + lease + margin from a `now` just past the deadline), and a steady renewal does not change the
+    // revision, so that tick's write would still land and the hold would end while this member reads.
+    if let Some(deadline) = m.rebalance_deadline_ms.filter(|d| *d <= now_ms)
+        && !m.revoking.is_empty()
+    {
+        signals.fenced = true;
+        let mut d = fence(
+            g,
+            member,
+            req,
+            now_ms,
+            timing,
+            signals,
+            HoldReason::RebalanceTimeout,
+        );
+        if let Outcome::Write(t) = &mut d.outcome {
+            t.not_before_ms = t.not_before_ms.max(deadline);
+        }
+        return d;
     }
 
     if let Some(correction) = g.metadata_correction.clone() {
@@ -334,6 +364,7 @@ fn fence(
     now_ms: i64,
     timing: &Timing,
     signals: Signals,
+    reason: HoldReason,
 ) -> Decision {
     let (Ok(fenced_epoch), Ok(bump)) = (fenced_epoch(g, member), bumped(g)) else {
         return exhausted(req, timing);
@@ -347,7 +378,7 @@ fn fence(
         fenced_epoch,
         now_ms,
         timing,
-        HoldReason::OwnershipReportOutsideGrants,
+        reason,
     );
     bump.apply(next);
     g.rebalance(Rebalance::Target, now_ms, timing);
