@@ -1,10 +1,44 @@
 //! `CoordError`: what an operation of the coordinator (admin, resharding, monitoring, inspection,
 //! durability) can fail with, in the domain's words. Each kind is answered with one of the contract's error
 //! codes, decided in one place ([`CoordError::code`]; the HTTP status follows from the code), and control
-//! flow outside the API branches on these kinds, never on wire error codes. A variant carries the facts its
-//! message is made of ([`CoordError::message`] writes it), or the message its operation wrote; the API sends
-//! the message unchanged.
+//! flow outside the API branches on these kinds, never on wire error codes.
+//!
+//! A kind carries the facts of the failure (ids, counts, limits, states), never its text: the caller's
+//! message is written from them in one place, [`CoordError::message`], by the `Display` of each kind's
+//! detail (`domain_error/`, one file per family of kinds). The API sends the message unchanged.
 
+mod access;
+mod bad_config;
+mod bad_query;
+mod bad_request;
+mod bad_reset;
+mod bad_reshard;
+mod busy;
+mod conflict;
+mod exists;
+mod metadata;
+mod not_found;
+mod unavailable;
+
+#[cfg(test)]
+mod tests;
+
+pub use access::{Forbidden, MemberCap};
+pub use bad_config::BadConfig;
+pub use bad_query::BadQuery;
+pub use bad_request::BadRequest;
+pub use bad_reset::BadReset;
+pub use bad_reshard::BadReshard;
+pub use busy::{ActiveMembers, CorrectionOpen, MigrationBusy};
+pub use conflict::Conflict;
+pub use exists::StreamExists;
+pub use metadata::{Corrupt, Exhausted, ObservationNote, Suspected};
+pub use not_found::StreamNotFound;
+pub use unavailable::{Internal, Provisioning, Unavailable, store_error_text};
+
+use rsc_group::migration::MigrationError;
+use rsc_group::model::{EpochOverflow, MigrationState};
+use rsc_group::reshard::end::EndRefusal;
 use rsc_protocol::errors::ErrorCode;
 use rsc_protocol::validate::ValidationError;
 use rsc_store::StoreError;
@@ -13,7 +47,7 @@ use std::borrow::Cow;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CoordError {
     /// The request is not acceptable as written (a field, a body, a query, a name).
-    Invalid(String),
+    Invalid(Invalid),
     /// The group does not exist (the message says whether its stream does, and how to create it).
     GroupNotFound {
         /// The stream prefix.
@@ -24,54 +58,125 @@ pub enum CoordError {
         stream_groups: Vec<String>,
     },
     /// No group of the stream exists.
-    StreamNotFound(String),
+    StreamNotFound(StreamNotFound),
     /// The group has no migration of that id.
-    MigrationNotFound(String),
+    MigrationNotFound {
+        /// The resharding id asked for.
+        id: String,
+    },
     /// The group exists already.
-    GroupAlreadyExists(String),
+    GroupAlreadyExists {
+        /// The stream prefix.
+        stream: String,
+        /// The consumer group.
+        group: String,
+    },
     /// The stream exists already, or Redis keys of its shards do.
-    StreamExists(String),
-    /// The group still has active members.
-    GroupHasActiveMembers(String),
+    StreamExists(StreamExists),
+    /// The group still has active members (or shards held for a stopped one).
+    GroupHasActiveMembers(ActiveMembers),
     /// Another migration is in progress.
-    MigrationInProgress(String),
+    MigrationInProgress(MigrationBusy),
     /// The migration already ended on its own.
-    MigrationAlreadyEnded(String),
-    /// The migration cannot be rolled back now.
-    RollbackNotAllowed(String),
+    MigrationAlreadyEnded {
+        /// The resharding id.
+        id: String,
+        /// How it ended.
+        state: MigrationState,
+    },
+    /// The migration cannot be rolled back (or force-completed) now: the core's refusal.
+    RollbackNotAllowed(EndRefusal),
     /// The group is in a metadata-correction round.
-    CorrectionInProgress(String),
+    CorrectionInProgress(CorrectionOpen),
     /// The group kept changing (compare-and-set lost every attempt), or what was reviewed changed.
-    Conflict(String),
+    Conflict(Conflict),
     /// The group's metadata is suspected of a rollback: mutations fail closed.
-    RollbackSuspected(String),
-    /// The group's metadata key is unreadable (fail closed).
-    MetadataCorrupt(String),
+    RollbackSuspected(Suspected),
+    /// The group's metadata (or its stream's record) is unreadable (fail closed).
+    MetadataCorrupt(Corrupt),
     /// The index lists the group as live but its metadata key is gone (fail closed).
-    MetadataMissing(String),
+    MetadataMissing {
+        /// The missing metadata key.
+        key: String,
+    },
     /// An epoch or version cannot grow any further.
-    EpochsExhausted(String),
+    EpochsExhausted(Exhausted),
     /// A member incarnation belongs to another principal.
-    MemberOwnedByAnotherPrincipal(String),
+    MemberOwnedByAnotherPrincipal {
+        /// The member id.
+        member: String,
+        /// The stream prefix.
+        stream: String,
+        /// The consumer group.
+        group: String,
+        /// The principal that joined the member.
+        owner: String,
+        /// The principal that sent the heartbeat.
+        caller: String,
+    },
     /// A join beyond the group's member cap, or beyond what one principal may hold in it.
-    TooManyMembers(String),
+    TooManyMembers(MemberCap),
     /// A static member's instance id belongs to another principal.
-    InstanceOwnedByAnotherPrincipal(String),
+    InstanceOwnedByAnotherPrincipal {
+        /// The `groupInstanceId`.
+        instance: String,
+        /// The stream prefix.
+        stream: String,
+        /// The consumer group.
+        group: String,
+        /// The principal the instance id belongs to.
+        owner: String,
+    },
     /// The caller may not do this.
-    Forbidden(String),
+    Forbidden(Forbidden),
     /// Redis did not answer, or refused.
-    RedisUnavailable(String),
+    RedisUnavailable(Unavailable),
     /// Shard streams or their consumer groups could not be provisioned.
-    ProvisioningFailed(String),
+    ProvisioningFailed(Provisioning),
     /// This replica is shutting down.
     Terminating,
     /// A failure that is nobody's input (a bug).
-    Internal(String),
+    Internal(Internal),
+}
+
+/// What is wrong with a request, by the part of the API it concerns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Invalid {
+    /// A field failed the contract's validation (`rsc_protocol::validate`).
+    Field(ValidationError),
+    /// A query parameter of the message browser or the Grafana routes.
+    Query(BadQuery),
+    /// An offset reset's target or shards.
+    Reset(BadReset),
+    /// A scale, ordering or quiesce request.
+    Reshard(BadReshard),
+    /// Any other request (create, heartbeat progress, durability repair, inspection).
+    Request(BadRequest),
+    /// The coordinator's own configuration or bootstrap state, at start.
+    Config(BadConfig),
+    /// A message its operation still writes itself (the offset reset's and the pending list's, which came in
+    /// while the others got their facts): [`CoordError::invalid`]. To be given their facts like the others.
+    Written(String),
+}
+
+impl std::fmt::Display for Invalid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Invalid::Field(e) => e.fmt(f),
+            Invalid::Query(e) => e.fmt(f),
+            Invalid::Reset(e) => e.fmt(f),
+            Invalid::Reshard(e) => e.fmt(f),
+            Invalid::Request(e) => e.fmt(f),
+            Invalid::Config(e) => e.fmt(f),
+            Invalid::Written(m) => f.write_str(m),
+        }
+    }
 }
 
 impl CoordError {
+    /// 400 with a message its operation writes itself ([`Invalid::Written`]).
     pub fn invalid(message: impl Into<String>) -> Self {
-        CoordError::Invalid(message.into())
+        CoordError::Invalid(Invalid::Written(message.into()))
     }
 
     /// 404 for a group that does not exist, saying how to create it: `stream_groups` are the live groups of
@@ -84,6 +189,14 @@ impl CoordError {
         }
     }
 
+    /// 409 for a group that exists already.
+    pub fn group_exists(stream: &str, group: &str) -> Self {
+        CoordError::GroupAlreadyExists {
+            stream: stream.to_owned(),
+            group: group.to_owned(),
+        }
+    }
+
     /// The contract's error code each kind is answered with — the one table of it. Logs and messages show it
     /// as the kind's name (`METADATA_CORRUPT: …`).
     pub fn code(&self) -> ErrorCode {
@@ -91,24 +204,24 @@ impl CoordError {
             CoordError::Invalid(_) => ErrorCode::InvalidRequest,
             CoordError::GroupNotFound { .. } => ErrorCode::GroupNotFound,
             CoordError::StreamNotFound(_) => ErrorCode::StreamNotFound,
-            CoordError::MigrationNotFound(_) => ErrorCode::MigrationNotFound,
-            CoordError::GroupAlreadyExists(_) => ErrorCode::GroupAlreadyExists,
+            CoordError::MigrationNotFound { .. } => ErrorCode::MigrationNotFound,
+            CoordError::GroupAlreadyExists { .. } => ErrorCode::GroupAlreadyExists,
             CoordError::StreamExists(_) => ErrorCode::StreamPrefixAlreadyExists,
             CoordError::GroupHasActiveMembers(_) => ErrorCode::GroupHasActiveMembers,
             CoordError::MigrationInProgress(_) => ErrorCode::ActiveMigrationExists,
-            CoordError::MigrationAlreadyEnded(_) => ErrorCode::MigrationAlreadyEnded,
+            CoordError::MigrationAlreadyEnded { .. } => ErrorCode::MigrationAlreadyEnded,
             CoordError::RollbackNotAllowed(_) => ErrorCode::RollbackNotAllowed,
             CoordError::CorrectionInProgress(_) => ErrorCode::MetadataSyncInProgress,
             CoordError::Conflict(_) => ErrorCode::StateVersionConflict,
             CoordError::RollbackSuspected(_) => ErrorCode::MetadataRollbackSuspected,
             CoordError::MetadataCorrupt(_) => ErrorCode::MetadataCorrupt,
-            CoordError::MetadataMissing(_) => ErrorCode::MetadataMissing,
+            CoordError::MetadataMissing { .. } => ErrorCode::MetadataMissing,
             CoordError::EpochsExhausted(_) => ErrorCode::EpochsExhausted,
-            CoordError::MemberOwnedByAnotherPrincipal(_) => {
+            CoordError::MemberOwnedByAnotherPrincipal { .. } => {
                 ErrorCode::MemberOwnedByAnotherPrincipal
             }
             CoordError::TooManyMembers(_) => ErrorCode::TooManyMembers,
-            CoordError::InstanceOwnedByAnotherPrincipal(_) => {
+            CoordError::InstanceOwnedByAnotherPrincipal { .. } => {
                 ErrorCode::InstanceOwnedByAnotherPrincipal
             }
             CoordError::Forbidden(_) => ErrorCode::Forbidden,
@@ -124,40 +237,71 @@ impl CoordError {
         self.code().http_status()
     }
 
-    /// The message the caller reads.
+    /// The message the caller reads, written from the kind's facts — the one place error text is written.
     pub fn message(&self) -> Cow<'_, str> {
-        match self {
+        let text = match self {
+            CoordError::Invalid(e) => e.to_string(),
             CoordError::GroupNotFound {
                 stream,
                 group,
                 stream_groups,
-            } => Cow::Owned(group_not_found_message(stream, group, stream_groups)),
-            CoordError::Terminating => {
-                Cow::Borrowed("this coordinator is shutting down; retry against another replica")
+            } => not_found::group_not_found_message(stream, group, stream_groups),
+            CoordError::StreamNotFound(e) => e.to_string(),
+            CoordError::MigrationNotFound { id } => {
+                MigrationError::NotFound(id.clone()).to_string()
             }
-            CoordError::Invalid(m)
-            | CoordError::StreamNotFound(m)
-            | CoordError::MigrationNotFound(m)
-            | CoordError::GroupAlreadyExists(m)
-            | CoordError::StreamExists(m)
-            | CoordError::GroupHasActiveMembers(m)
-            | CoordError::MigrationInProgress(m)
-            | CoordError::MigrationAlreadyEnded(m)
-            | CoordError::RollbackNotAllowed(m)
-            | CoordError::CorrectionInProgress(m)
-            | CoordError::Conflict(m)
-            | CoordError::RollbackSuspected(m)
-            | CoordError::MetadataCorrupt(m)
-            | CoordError::MetadataMissing(m)
-            | CoordError::EpochsExhausted(m)
-            | CoordError::MemberOwnedByAnotherPrincipal(m)
-            | CoordError::TooManyMembers(m)
-            | CoordError::InstanceOwnedByAnotherPrincipal(m)
-            | CoordError::Forbidden(m)
-            | CoordError::RedisUnavailable(m)
-            | CoordError::ProvisioningFailed(m)
-            | CoordError::Internal(m) => Cow::Borrowed(m),
-        }
+            CoordError::GroupAlreadyExists { stream, group } => {
+                format!("consumer group {group:?} of stream {stream:?} already exists")
+            }
+            CoordError::StreamExists(e) => e.to_string(),
+            CoordError::GroupHasActiveMembers(e) => e.to_string(),
+            CoordError::MigrationInProgress(e) => e.to_string(),
+            CoordError::MigrationAlreadyEnded { id, state } => EndRefusal::AlreadyEnded {
+                id: id.clone(),
+                state: *state,
+            }
+            .to_string(),
+            CoordError::RollbackNotAllowed(e) => e.to_string(),
+            CoordError::CorrectionInProgress(e) => e.to_string(),
+            CoordError::Conflict(e) => e.to_string(),
+            CoordError::RollbackSuspected(e) => e.to_string(),
+            CoordError::MetadataCorrupt(e) => e.to_string(),
+            CoordError::MetadataMissing { key } => format!(
+                "metadata key {key} of a live group is missing from Redis; it is never rebuilt from heartbeats — \
+                 restore it from backup, or delete and recreate the group as a new lifecycle"
+            ),
+            CoordError::EpochsExhausted(e) => e.to_string(),
+            CoordError::MemberOwnedByAnotherPrincipal {
+                member,
+                stream,
+                group,
+                owner,
+                caller,
+            } => format!(
+                "member {member:?} of group {stream}/{group} was joined by principal {owner:?}: only {owner:?} \
+                 (or an ADMIN) may send its heartbeats; {caller:?} must use a member id of its own"
+            ),
+            CoordError::TooManyMembers(e) => e.to_string(),
+            CoordError::InstanceOwnedByAnotherPrincipal {
+                instance,
+                stream,
+                group,
+                owner,
+            } => format!(
+                "groupInstanceId {instance:?} of group {stream}/{group} belongs to principal {owner:?}; join \
+                 with that principal, or with another groupInstanceId"
+            ),
+            CoordError::Forbidden(e) => e.to_string(),
+            CoordError::RedisUnavailable(e) => e.to_string(),
+            CoordError::ProvisioningFailed(e) => e.to_string(),
+            CoordError::Terminating => {
+                return Cow::Borrowed(
+                    "this coordinator is shutting down; retry against another replica",
+                );
+            }
+            CoordError::Internal(e) => e.to_string(),
+        };
+        Cow::Owned(text)
     }
 }
 
@@ -169,9 +313,15 @@ impl std::fmt::Display for CoordError {
 
 impl std::error::Error for CoordError {}
 
+impl From<Invalid> for CoordError {
+    fn from(e: Invalid) -> Self {
+        CoordError::Invalid(e)
+    }
+}
+
 impl From<ValidationError> for CoordError {
     fn from(e: ValidationError) -> Self {
-        CoordError::Invalid(e.to_string())
+        CoordError::Invalid(Invalid::Field(e))
     }
 }
 
@@ -180,31 +330,90 @@ impl From<StoreError> for CoordError {
         match &e {
             StoreError::Corrupt { .. }
             | StoreError::UnknownSchema { .. }
-            | StoreError::UnknownLayout { .. } => CoordError::MetadataCorrupt(format!(
-                "{e}; the group fails closed until its metadata key is restored from backup"
-            )),
-            _ => CoordError::RedisUnavailable(format!("Redis is unavailable: {e}; retry later")),
+            | StoreError::UnknownLayout { .. } => CoordError::MetadataCorrupt(Corrupt::Store {
+                cause: e.to_string(),
+            }),
+            _ => CoordError::RedisUnavailable(Unavailable::Store {
+                cause: e.to_string(),
+            }),
         }
     }
 }
 
-/// The message of [`CoordError::GroupNotFound`]: whether the stream exists, and how to create the group.
-fn group_not_found_message(p: &str, g: &str, stream_groups: &[String]) -> String {
-    let hint = if !stream_groups.is_empty() {
-        format!(
-            "stream {p:?} exists (groups: {}); add this group with POST /coord/v1/streams/{p}/groups/{g}",
-            stream_groups.join(", ")
-        )
-    } else if p == g {
-        format!(
-            "stream {p:?} does not exist either; create it with POST /coord/v1/streams/{p} (its first consumer \
-             group is named after it)"
-        )
-    } else {
-        format!(
-            "stream {p:?} does not exist either; create both with POST /coord/v1/streams/{p}/groups/{g} \
-             (POST /coord/v1/streams/{p} would name the stream's first group {p:?})"
-        )
+impl From<EpochOverflow> for CoordError {
+    fn from(e: EpochOverflow) -> Self {
+        CoordError::EpochsExhausted(Exhausted::Overflow(e))
+    }
+}
+
+impl From<MigrationError> for CoordError {
+    fn from(e: MigrationError) -> Self {
+        match e {
+            MigrationError::NotFound(id) => CoordError::MigrationNotFound { id },
+            MigrationError::NotAllowed(_) => {
+                CoordError::RollbackNotAllowed(EndRefusal::Migration(e))
+            }
+            MigrationError::EpochOverflow(e) => e.into(),
+        }
+    }
+}
+
+impl From<EndRefusal> for CoordError {
+    fn from(e: EndRefusal) -> Self {
+        match e {
+            EndRefusal::Migration(e) => e.into(),
+            EndRefusal::NotTheStreamsActive { .. } | EndRefusal::NotSwitched(_) => {
+                CoordError::RollbackNotAllowed(e)
+            }
+            EndRefusal::AlreadyEnded { id, state } => {
+                CoordError::MigrationAlreadyEnded { id, state }
+            }
+            EndRefusal::CorrectionOpen => CoordError::CorrectionInProgress(CorrectionOpen::End),
+        }
+    }
+}
+
+/// Each detail turns `.into()` the kind it belongs to: `Conflict::StreamKeptChanging.into()` is a
+/// `CoordError::Conflict`, `BadQuery::…` a `CoordError::Invalid`.
+macro_rules! into_coord_error {
+    (Invalid: $($detail:ident => $part:ident),* $(,)?) => {
+        $(impl From<$detail> for CoordError {
+            fn from(e: $detail) -> Self {
+                CoordError::Invalid(Invalid::$part(e))
+            }
+        })*
     };
-    format!("consumer group {g:?} of stream {p:?} does not exist; {hint}")
+    ($($detail:ident => $kind:ident),* $(,)?) => {
+        $(impl From<$detail> for CoordError {
+            fn from(e: $detail) -> Self {
+                CoordError::$kind(e)
+            }
+        })*
+    };
+}
+
+into_coord_error! {
+    Invalid:
+    BadQuery => Query,
+    BadReset => Reset,
+    BadReshard => Reshard,
+    BadRequest => Request,
+    BadConfig => Config,
+}
+
+into_coord_error! {
+    StreamNotFound => StreamNotFound,
+    StreamExists => StreamExists,
+    ActiveMembers => GroupHasActiveMembers,
+    MigrationBusy => MigrationInProgress,
+    CorrectionOpen => CorrectionInProgress,
+    Conflict => Conflict,
+    Suspected => RollbackSuspected,
+    Corrupt => MetadataCorrupt,
+    Exhausted => EpochsExhausted,
+    MemberCap => TooManyMembers,
+    Forbidden => Forbidden,
+    Unavailable => RedisUnavailable,
+    Provisioning => ProvisioningFailed,
+    Internal => Internal,
 }

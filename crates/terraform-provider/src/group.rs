@@ -6,6 +6,7 @@
 use crate::api::{Api, Shared};
 use crate::crud;
 use crate::diag;
+use crate::managed::{self, Managed, Planned};
 use crate::schema::{
     block, computed_number, computed_string, known, optional_computed_bool, optional_string,
     required_string, settle_flag,
@@ -112,12 +113,60 @@ impl GroupResource {
     }
 }
 
-async fn read_group(
-    api: &Api,
-    state: &GroupState,
-) -> Result<Option<GroupResponse>, rsc_client::ClientError> {
-    let (p, g) = state.names();
-    api.admin.group(&p, &g).await
+impl Managed for GroupState {
+    const NAMING: &'static [&'static str] = &["stream_prefix", "consumer_group"];
+
+    fn what(&self) -> String {
+        let (p, g) = self.names();
+        format!("consumer group {g:?} of stream {p:?}")
+    }
+
+    fn read_attribute() -> &'static str {
+        "consumer_group"
+    }
+
+    fn differs(&self, other: &Self, attribute: &str) -> bool {
+        match attribute {
+            "stream_prefix" => self.stream_prefix != other.stream_prefix,
+            _ => self.consumer_group != other.consumer_group,
+        }
+    }
+
+    fn check(&self, diags: &mut Diagnostics) {
+        check_config(diags, self);
+    }
+
+    fn settle_flags(&mut self, config: Option<&Self>) {
+        default_flags(self, config);
+    }
+
+    fn plan_computed(&mut self, planned: Planned) {
+        if planned == Planned::InPlace {
+            return;
+        }
+        self.id = match (planned, &self.stream_prefix, &self.consumer_group) {
+            (Planned::Create, Value::Value(p), Value::Value(g)) => Value::Value(format!("{p}/{g}")),
+            _ => Value::Unknown,
+        };
+        self.metadata_version = Value::Unknown;
+        self.shard_count = Value::Unknown;
+    }
+
+    async fn fetch(
+        &self,
+        api: &Api,
+        _diags: &mut Diagnostics,
+    ) -> Result<Option<Self>, rsc_client::ClientError> {
+        let (p, g) = self.names();
+        let Some(found) = api.admin.group(&p, &g).await? else {
+            tracing::info!(stream = %p, group = %g, "consumer group not found: it will be planned for creation");
+            return Ok(None);
+        };
+        let mut next = self.clone();
+        next.fill(&found);
+        default_flags(&mut next, None);
+        Ok(Some(next))
+    }
 }
 
 #[async_trait]
@@ -180,32 +229,9 @@ impl Resource for GroupResource {
         private_state: Self::PrivateState<'a>,
         _meta: Self::ProviderMetaState<'a>,
     ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
-        let Some(api) = self.shared.get(diags) else {
-            return Some((state, private_state));
-        };
-        match read_group(&api, &state).await {
-            Ok(Some(g)) => {
-                let mut next = state;
-                next.fill(&g);
-                default_flags(&mut next, None);
-                Some((next, private_state))
-            }
-            Ok(None) => {
-                let (p, g) = state.names();
-                tracing::info!(stream = %p, group = %g, "consumer group not found: it will be planned for creation");
-                None
-            }
-            Err(e) => {
-                let (p, g) = state.names();
-                diag::read(
-                    diags,
-                    &format!("consumer group {g:?} of stream {p:?}"),
-                    &e,
-                    "consumer_group",
-                );
-                Some((state, private_state))
-            }
-        }
+        managed::read(&self.shared, diags, state)
+            .await
+            .map(|next| (next, private_state))
     }
 
     async fn plan_create<'a>(
@@ -215,15 +241,7 @@ impl Resource for GroupResource {
         config: Self::State<'a>,
         _meta: Self::ProviderMetaState<'a>,
     ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
-        check_config(diags, &proposed);
-        let mut planned = proposed;
-        default_flags(&mut planned, Some(&config));
-        planned.id = match (&planned.stream_prefix, &planned.consumer_group) {
-            (Value::Value(p), Value::Value(g)) => Value::Value(format!("{p}/{g}")),
-            _ => Value::Unknown,
-        };
-        planned.metadata_version = Value::Unknown;
-        planned.shard_count = Value::Unknown;
+        let planned = managed::plan_create(diags, proposed, &config);
         Some((planned, ValueEmpty::default()))
     }
 
@@ -236,21 +254,7 @@ impl Resource for GroupResource {
         prior_private: Self::PrivateState<'a>,
         _meta: Self::ProviderMetaState<'a>,
     ) -> Option<(Self::State<'a>, Self::PrivateState<'a>, Vec<AttributePath>)> {
-        check_config(diags, &proposed);
-        let mut replace = Vec::new();
-        if prior.stream_prefix != proposed.stream_prefix {
-            replace.push(AttributePath::new("stream_prefix"));
-        }
-        if prior.consumer_group != proposed.consumer_group {
-            replace.push(AttributePath::new("consumer_group"));
-        }
-        let mut planned = proposed;
-        default_flags(&mut planned, Some(&config));
-        if !replace.is_empty() {
-            planned.id = Value::Unknown;
-            planned.metadata_version = Value::Unknown;
-            planned.shard_count = Value::Unknown;
-        }
+        let (planned, replace) = managed::plan_update(diags, &prior, proposed, &config);
         Some((planned, prior_private, replace))
     }
 

@@ -12,6 +12,7 @@ mod data;
 mod diag;
 mod group;
 mod log;
+mod managed;
 mod provider;
 mod schema;
 mod stream;

@@ -11,6 +11,7 @@ use crate::api::{Api, Shared};
 use crate::count::Count;
 use crate::crud;
 use crate::diag;
+use crate::managed::{self, Managed, Planned};
 use crate::schema::{
     Timeouts, attr, block, known, optional_computed_bool, optional_string, required_string,
     settle_flag, timeouts_block,
@@ -200,6 +201,94 @@ impl StreamResource {
     }
 }
 
+impl Managed for StreamState {
+    const NAMING: &'static [&'static str] = &["stream_prefix"];
+
+    fn what(&self) -> String {
+        format!("stream {:?}", self.prefix())
+    }
+
+    fn read_attribute() -> &'static str {
+        "stream_prefix"
+    }
+
+    fn differs(&self, other: &Self, _attribute: &str) -> bool {
+        self.stream_prefix != other.stream_prefix
+    }
+
+    fn check(&self, diags: &mut Diagnostics) {
+        check_stream(diags, self);
+    }
+
+    fn settle_flags(&mut self, config: Option<&Self>) {
+        default_flags(self, config);
+    }
+
+    fn plan_computed(&mut self, _planned: Planned) {
+        self.id = self.stream_prefix.clone();
+    }
+
+    async fn fetch(
+        &self,
+        api: &Api,
+        diags: &mut Diagnostics,
+    ) -> Result<Option<Self>, rsc_client::ClientError> {
+        let mut next = self.clone();
+        default_flags(&mut next, None);
+        if !refresh(api, &mut next).await? {
+            tracing::info!(stream = %self.prefix(), "stream not found: it will be planned for creation");
+            if let Ok(others) = api.admin.stream_groups(self.prefix()).await
+                && !others.is_empty()
+            {
+                diag::root_warning(
+                    diags,
+                    format!(
+                        "stream {:?} lost its default group {:?} outside Terraform",
+                        self.prefix(),
+                        self.prefix()
+                    ),
+                    format!(
+                        "Its groups {} remain; the plan creates the default group again.",
+                        others
+                            .iter()
+                            .map(|g| g.consumer_group.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                );
+            }
+            return Ok(None);
+        }
+        // A scale this configuration asked for (its target is the count in state) that has not ended is an
+        // unfinished change: state keeps the count the stream still drains from, so the next plan shows it
+        // instead of "No changes". One started elsewhere is drift: the routing count stays.
+        match unfinished_migration(api, self.prefix()).await {
+            Ok(unfinished) if !unfinished.is_empty() => {
+                let m = &unfinished[0];
+                if self.shard_count == Value::Value(Count::from(m.to_shard_count)) {
+                    next.shard_count = Value::Value(Count::from(m.from_shard_count));
+                }
+                diag::root_warning(
+                    diags,
+                    format!(
+                        "stream {:?}: the scale from {} to {} shards (migration {}) has not ended",
+                        self.prefix(),
+                        m.from_shard_count,
+                        m.to_shard_count,
+                        m.resharding_id
+                    ),
+                    holds_text(api, self.prefix(), &unfinished).await,
+                );
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(stream = %self.prefix(), error = %e, "migrations not read")
+            }
+        }
+        Ok(Some(next))
+    }
+}
+
 /// Reads the stream's shard count into `state`; `Ok(false)` when the stream does not exist.
 async fn refresh(api: &Api, state: &mut StreamState) -> Result<bool, rsc_client::ClientError> {
     let prefix = state.prefix().to_owned();
@@ -349,75 +438,9 @@ impl Resource for StreamResource {
         private_state: Self::PrivateState<'a>,
         _meta: Self::ProviderMetaState<'a>,
     ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
-        let Some(api) = self.shared.get(diags) else {
-            return Some((state, private_state));
-        };
-        let mut next = state.clone();
-        default_flags(&mut next, None);
-        match refresh(&api, &mut next).await {
-            Ok(true) => {
-                // A scale this configuration asked for (its target is the count in state) that has not ended is
-                // an unfinished change: state keeps the count the stream still drains from, so the next plan
-                // shows it instead of "No changes". One started elsewhere is drift: the routing count stays.
-                match unfinished_migration(&api, state.prefix()).await {
-                    Ok(unfinished) if !unfinished.is_empty() => {
-                        let m = &unfinished[0];
-                        if state.shard_count == Value::Value(Count::from(m.to_shard_count)) {
-                            next.shard_count = Value::Value(Count::from(m.from_shard_count));
-                        }
-                        diag::root_warning(
-                            diags,
-                            format!(
-                                "stream {:?}: the scale from {} to {} shards (migration {}) has not ended",
-                                state.prefix(),
-                                m.from_shard_count,
-                                m.to_shard_count,
-                                m.resharding_id
-                            ),
-                            holds_text(&api, state.prefix(), &unfinished).await,
-                        );
-                    }
-                    Ok(_) => {}
-                    Err(e) => {
-                        tracing::warn!(stream = %state.prefix(), error = %e, "migrations not read")
-                    }
-                }
-                Some((next, private_state))
-            }
-            Ok(false) => {
-                tracing::info!(stream = %state.prefix(), "stream not found: it will be planned for creation");
-                if let Ok(others) = api.admin.stream_groups(state.prefix()).await
-                    && !others.is_empty()
-                {
-                    diag::root_warning(
-                        diags,
-                        format!(
-                            "stream {:?} lost its default group {:?} outside Terraform",
-                            state.prefix(),
-                            state.prefix()
-                        ),
-                        format!(
-                            "Its groups {} remain; the plan creates the default group again.",
-                            others
-                                .iter()
-                                .map(|g| g.consumer_group.as_str())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
-                    );
-                }
-                None
-            }
-            Err(e) => {
-                diag::read(
-                    diags,
-                    &format!("stream {:?}", state.prefix()),
-                    &e,
-                    "stream_prefix",
-                );
-                Some((state, private_state))
-            }
-        }
+        managed::read(&self.shared, diags, state)
+            .await
+            .map(|next| (next, private_state))
     }
 
     async fn plan_create<'a>(
@@ -427,10 +450,7 @@ impl Resource for StreamResource {
         config: Self::State<'a>,
         _meta: Self::ProviderMetaState<'a>,
     ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
-        check_stream(diags, &proposed);
-        let mut planned = proposed;
-        planned.id = planned.stream_prefix.clone();
-        default_flags(&mut planned, Some(&config));
+        let planned = managed::plan_create(diags, proposed, &config);
         Some((planned, ValueEmpty::default()))
     }
 
@@ -443,14 +463,7 @@ impl Resource for StreamResource {
         prior_private: Self::PrivateState<'a>,
         _meta: Self::ProviderMetaState<'a>,
     ) -> Option<(Self::State<'a>, Self::PrivateState<'a>, Vec<AttributePath>)> {
-        check_stream(diags, &proposed);
-        let mut replace = Vec::new();
-        if prior.stream_prefix != proposed.stream_prefix {
-            replace.push(AttributePath::new("stream_prefix"));
-        }
-        let mut planned = proposed;
-        planned.id = planned.stream_prefix.clone();
-        default_flags(&mut planned, Some(&config));
+        let (planned, replace) = managed::plan_update(diags, &prior, proposed, &config);
         Some((planned, prior_private, replace))
     }
 

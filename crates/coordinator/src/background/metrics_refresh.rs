@@ -15,7 +15,7 @@
 //! building the snapshot take milliseconds for a group of thousands of members, so they run off the async
 //! workers, where they would hold up heartbeats.
 
-use crate::domain_error::CoordError;
+use crate::domain_error::{CoordError, Internal};
 use crate::observability::metrics::snapshot::{self, GroupObservation, HealthObservation};
 use crate::runtime::cache::GroupName;
 use crate::runtime::coordinator::Coordinator;
@@ -237,7 +237,9 @@ impl Monitoring<'_> {
                     .collect()
             })
             .await
-            .map_err(|e| CoordError::Internal(format!("parsing member progress failed: {e}")))?;
+            .map_err(|e| Internal::ProgressParse {
+                cause: e.to_string(),
+            })?;
             (leases, progress)
         } else {
             (HashMap::new(), HashMap::new())

@@ -78,31 +78,12 @@ impl From<ValidationError> for ApiError {
     }
 }
 
-/// The text of a store error as raw Redis calls reported it: for a failed command, the Redis error
-/// itself (without the store's "Redis command failed" prefix), so messages read as they always did.
-pub fn store_error_text(e: &StoreError) -> String {
-    match e {
-        StoreError::Redis(inner) => inner.to_string(),
-        other => other.to_string(),
-    }
-}
+pub use crate::domain_error::store_error_text;
 
+/// A store failure in the domain's words (`CoordError`'s), which write its message.
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
-        match &e {
-            StoreError::Corrupt { .. }
-            | StoreError::UnknownSchema { .. }
-            | StoreError::UnknownLayout { .. } => ApiError::new(
-                ErrorCode::MetadataCorrupt,
-                format!(
-                    "{e}; the group fails closed until its metadata key is restored from backup"
-                ),
-            ),
-            _ => ApiError::new(
-                ErrorCode::RedisUnavailable,
-                format!("Redis is unavailable: {e}; retry later"),
-            ),
-        }
+        crate::domain_error::CoordError::from(e).into()
     }
 }
 

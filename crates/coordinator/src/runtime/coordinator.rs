@@ -19,7 +19,7 @@ pub use cluster_view::ClusterView;
 pub use services::{Admin, Durability, Heartbeats, Monitoring, Reconciler, Resharding};
 
 use crate::config::CoordinatorConfig;
-use crate::domain_error::CoordError;
+use crate::domain_error::{CoordError, Corrupt};
 use crate::observability::stats::Stats;
 use crate::runtime::cache::{Cached, GroupCache, GroupName};
 use crate::runtime::clock::{RedisClock, iso_ms};
@@ -288,15 +288,14 @@ impl Coordinator {
             || group.stream_prefix != name.stream_prefix
             || group.consumer_group != name.consumer_group
         {
-            return Err(CoordError::MetadataCorrupt(format!(
-                "metadata key {} is inconsistent (hash revision {}, aggregate storeRevision {}, group {}/{}); \
-                 restore it from backup",
-                keys.metadata,
-                stored.revision,
-                group.store_revision,
-                group.stream_prefix,
-                group.consumer_group
-            )));
+            return Err(Corrupt::Inconsistent {
+                key: keys.metadata.clone(),
+                hash_revision: stored.revision,
+                aggregate_revision: group.store_revision,
+                stream: group.stream_prefix.clone(),
+                group: group.consumer_group.clone(),
+            }
+            .into());
         }
         Ok(Some(Cached {
             group: Arc::new(group),
@@ -381,12 +380,14 @@ impl Coordinator {
         let Some(mut group) = t.group else {
             return Ok(Commit::Conflict);
         };
-        group.store_revision = base.revision.checked_add(1).ok_or_else(|| {
-            CoordError::MetadataCorrupt(format!(
-                "the store revision {} of group {}/{} cannot be incremented; restore the key from backup",
-                base.revision, name.stream_prefix, name.consumer_group
-            ))
-        })?;
+        group.store_revision =
+            base.revision
+                .checked_add(1)
+                .ok_or_else(|| Corrupt::RevisionExhausted {
+                    stream: name.stream_prefix.clone(),
+                    group: name.consumer_group.clone(),
+                    revision: base.revision,
+                })?;
         // A member the aggregate still lists (expired, fenced, left) loses its lease but keeps its last
         // progress, so monitoring still shows when it was last heard from; a pruned one loses both.
         let (drop_lease, remove): (Vec<String>, Vec<String>) = t
@@ -581,9 +582,11 @@ fn for_store(parts: rsc_group::model::SplitWrite) -> rsc_store::SplitAggregate {
 }
 
 fn corrupt(key: &str, e: &AggregateError) -> CoordError {
-    CoordError::MetadataCorrupt(format!(
-        "metadata key {key} is unreadable ({e}); the group fails closed until it is restored from backup"
-    ))
+    Corrupt::Unreadable {
+        key: key.to_owned(),
+        cause: e.to_string(),
+    }
+    .into()
 }
 
 /// What a commit came to, as the replica core sees it.

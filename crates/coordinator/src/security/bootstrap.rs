@@ -8,7 +8,7 @@
 use super::config::ApiConfig;
 use super::password;
 use super::tokens::store_error;
-use crate::domain_error::CoordError;
+use crate::domain_error::{BadConfig, CoordError};
 use rsc_store::Store;
 
 /// Where the admin password came from.
@@ -32,7 +32,7 @@ pub async fn admin_hash(
     if let Some(pw) = &api.admin_password {
         let hash = password::hash_blocking(pw.0.clone())
             .await
-            .map_err(CoordError::invalid)?;
+            .map_err(|cause| BadConfig::PasswordHash { cause })?;
         return Ok(Some((hash, AdminSource::Configured)));
     }
     if let Some(hash) = &api.admin_password_hash {
@@ -45,7 +45,7 @@ pub async fn admin_hash(
     let generated = password::generate_password();
     let hash = password::hash_blocking(generated.clone())
         .await
-        .map_err(CoordError::invalid)?;
+        .map_err(|cause| BadConfig::PasswordHash { cause })?;
     let won = store
         .bootstrap_admin_claim(&key, &hash)
         .await
@@ -65,9 +65,7 @@ pub async fn admin_hash(
     // Another replica generated one at the same moment: use theirs.
     match stored_hash(store, &key).await? {
         Some(h) => Ok(Some((h, AdminSource::Stored))),
-        None => Err(CoordError::invalid(format!(
-            "the bootstrap admin hash at {key} vanished while starting; start again"
-        ))),
+        None => Err(BadConfig::AdminHashVanished { key }.into()),
     }
 }
 
@@ -75,10 +73,10 @@ async fn stored_hash(store: &Store, key: &str) -> Result<Option<String>, CoordEr
     let stored = store.bootstrap_admin_get(key).await.map_err(store_error)?;
     match stored {
         Some(h) if password::is_argon2id_hash(&h) => Ok(Some(h)),
-        Some(_) => Err(CoordError::invalid(format!(
-            "Redis key {key} does not hold an Argon2id hash; delete it to generate a new admin password, \
-             or set RSC_ADMIN_PASSWORD"
-        ))),
+        Some(_) => Err(BadConfig::NotAnAdminHash {
+            key: key.to_owned(),
+        }
+        .into()),
         None => Ok(None),
     }
 }

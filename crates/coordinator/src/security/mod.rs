@@ -37,7 +37,7 @@ pub mod users;
 pub mod verifier;
 pub mod window;
 
-use crate::domain_error::CoordError;
+use crate::domain_error::{BadConfig, CoordError};
 use rsc_store::Store;
 use std::sync::Arc;
 
@@ -73,9 +73,8 @@ impl Security {
     ) -> Result<Arc<Security>, CoordError> {
         let admin = bootstrap::admin_hash(api, store).await?;
         let admin_source = admin.as_ref().map(|(_, s)| *s);
-        let proxies = proxies::TrustedProxies::parse(&api.trusted_proxies).map_err(|e| {
-            CoordError::invalid(format!("key `coordinator.api.trusted-proxies`: {e}"))
-        })?;
+        let proxies = proxies::TrustedProxies::parse(&api.trusted_proxies)
+            .map_err(|cause| BadConfig::TrustedProxies { cause })?;
         let directory = users::Directory::build(api, admin.map(|(h, _)| h));
         let verifier = verifier::Verifier::new(verifier::PERMITS, directory.max_memory_blocks());
         let security = Arc::new(Security {

@@ -10,7 +10,7 @@
 //! effort: a token key left behind is already invalid). Issuing writes the token key first and lists it
 //! second, so a crash in between leaves an unlisted — invalid — token.
 
-use crate::domain_error::CoordError;
+use crate::domain_error::{CoordError, Unavailable};
 use base64::Engine;
 use rsc_store::Store;
 use serde::{Deserialize, Serialize};
@@ -66,7 +66,10 @@ pub fn store_error(e: rsc_store::StoreError) -> CoordError {
 }
 
 pub fn redis_error(e: redis::RedisError) -> CoordError {
-    CoordError::RedisUnavailable(format!("Redis is unavailable: {e}; retry later"))
+    Unavailable::Store {
+        cause: e.to_string(),
+    }
+    .into()
 }
 
 impl TokenStore {

@@ -9,8 +9,9 @@
 //! Deleting a group never touches its shard streams: deleting a stream's last group keeps its records, and
 //! creating the prefix again decides what to do with them by `existingRecords` (`leftovers.rs`).
 
-use crate::domain_error::CoordError;
-use crate::http::error::store_error_text;
+use crate::domain_error::{
+    ActiveMembers, BadRequest, Conflict, CoordError, Provisioning, StreamExists, Unavailable,
+};
 use crate::http::views::{group_response, routing_response};
 use crate::observability::stats::Stats;
 use crate::runtime::cache::{Cached, GroupName};
@@ -37,11 +38,8 @@ impl Admin<'_> {
         req: &CreateStreamRequest,
     ) -> Result<CreateStreamResponse, CoordError> {
         let name = GroupName::new(prefix, prefix);
-        validate::validate_consumer_group(prefix).map_err(|_| {
-            CoordError::invalid(format!(
-                "streamPrefix: {prefix:?} cannot name the stream's default consumer group (':' is not allowed \
-                 there); create the stream's groups with POST /coord/v1/streams/{{p}}/groups/{{g}}"
-            ))
+        validate::validate_consumer_group(prefix).map_err(|_| BadRequest::PrefixNotAGroup {
+            stream: prefix.to_owned(),
         })?;
         let shard_count = self.requested_shard_count(req)?;
         let entries = self.index_entries_for_create(&name).await?;
@@ -50,14 +48,14 @@ impl Admin<'_> {
             .filter(|e| e.stream_prefix == prefix && e.state == IndexState::Live)
             .collect();
         if !live_on_prefix.is_empty() {
-            return Err(CoordError::StreamExists(format!(
-                "stream {prefix:?} already exists (groups: {})",
-                live_on_prefix
+            return Err(StreamExists::Live {
+                stream: prefix.to_owned(),
+                groups: live_on_prefix
                     .iter()
-                    .map(|e| e.consumer_group.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
+                    .map(|e| e.consumer_group.clone())
+                    .collect(),
+            }
+            .into());
         }
         let g = self
             .create(
@@ -96,10 +94,10 @@ impl Admin<'_> {
                 && e.state == IndexState::Live
         }) && self.load(name).await?.is_some()
         {
-            return Err(CoordError::GroupAlreadyExists(format!(
-                "consumer group {:?} of stream {:?} already exists",
-                name.consumer_group, name.stream_prefix
-            )));
+            return Err(CoordError::group_exists(
+                &name.stream_prefix,
+                &name.consumer_group,
+            ));
         }
         let sibling = entries.iter().find(|e| {
             e.stream_prefix == name.stream_prefix
@@ -121,11 +119,11 @@ impl Admin<'_> {
                     Some(c) => {
                         let count = stream_count.unwrap_or(c.group.shard_count);
                         if req.initial_shard_count.is_some() && requested != count {
-                            return Err(CoordError::invalid(format!(
-                                "initialShardCount: stream {:?} already has {} shards (the shard count belongs to \
-                                 the stream); omit initialShardCount or pass {}",
-                                name.stream_prefix, count, count
-                            )));
+                            return Err(BadRequest::ShardCountMismatch {
+                                stream: name.stream_prefix.clone(),
+                                count,
+                            }
+                            .into());
                         }
                         (count, false)
                     }
@@ -187,12 +185,7 @@ impl Admin<'_> {
         if first_of_prefix && !resuming && self.config().streams.provisioning_enabled {
             let found = leftovers::find(self.store(), &name.stream_prefix, shard_count)
                 .await
-                .map_err(|e| {
-                    CoordError::RedisUnavailable(format!(
-                        "Redis is unavailable: {}",
-                        store_error_text(&e)
-                    ))
-                })?;
+                .map_err(|e| Unavailable::step(&e))?;
             let decision =
                 leftovers::decide(&name.stream_prefix, shard_count, existing_records, &found)?;
             leftovers::carry_out(self.store(), &name.stream_prefix, &decision).await?;
@@ -206,10 +199,8 @@ impl Admin<'_> {
                 0..shard_count,
             )
             .await
-            .map_err(|e| {
-                CoordError::ProvisioningFailed(format!(
-                    "{e}; nothing was created, retry the request to resume"
-                ))
+            .map_err(|e| Provisioning::Create {
+                cause: e.to_string(),
             })?;
         }
         let now = self.clock().now_ms();
@@ -244,10 +235,10 @@ impl Admin<'_> {
             }
             None => {
                 self.put_index(name, IndexState::Live).await?;
-                Err(CoordError::GroupAlreadyExists(format!(
-                    "consumer group {:?} of stream {:?} already exists",
-                    name.consumer_group, name.stream_prefix
-                )))
+                Err(CoordError::group_exists(
+                    &name.stream_prefix,
+                    &name.consumer_group,
+                ))
             }
         }
     }
@@ -280,10 +271,10 @@ impl Admin<'_> {
                 .map(|m| m.member_id.as_str())
                 .collect();
             if !active.is_empty() && !force {
-                return Err(CoordError::GroupHasActiveMembers(format!(
-                    "group has active members ({}); stop them first or pass \"force\": true",
-                    active.join(", ")
-                )));
+                return Err(ActiveMembers::Delete {
+                    members: active.iter().map(|m| (*m).to_owned()).collect(),
+                }
+                .into());
             }
             let outcome = self
                 .store()
@@ -316,9 +307,7 @@ impl Admin<'_> {
                 }
             }
         }
-        Err(CoordError::Conflict(
-            "the group kept changing while it was being deleted; retry".into(),
-        ))
+        Err(Conflict::DeleteKeptChanging.into())
     }
 
     /// `GET …/producer-routing`. Re-provisions the shard streams (idempotent) so routing also self-heals.
@@ -365,7 +354,9 @@ impl Admin<'_> {
                 0..routed,
             )
             .await
-            .map_err(|e| CoordError::ProvisioningFailed(e.to_string()))?;
+            .map_err(|e| Provisioning::Shards {
+                cause: e.to_string(),
+            })?;
         }
         let mut routing = routing_response(&cached.group, record);
         if let Some(r) = record {

@@ -4,7 +4,7 @@
 //! XINFO GROUPS and MEMORY USAGE over the stream's shards: XINFO GROUPS answers every group at once); rates
 //! come from this replica's samples (`runtime/history.rs`), which the metrics refresh records.
 
-use crate::domain_error::CoordError;
+use crate::domain_error::{CoordError, StreamNotFound};
 use crate::runtime::cache::GroupName;
 use crate::runtime::coordinator::Monitoring;
 use crate::runtime::history::{Point, RETAINED_MS};
@@ -190,10 +190,10 @@ impl Monitoring<'_> {
     async fn live_groups_of(&self, prefix: &str) -> Result<Vec<GroupName>, CoordError> {
         let mut names: Vec<GroupName> = self.resharding().stream_groups(prefix).await?;
         if names.is_empty() {
-            return Err(CoordError::StreamNotFound(format!(
-                "stream {prefix:?} does not exist (no live consumer group uses it): create it with POST \
-                 /coord/v1/streams/{prefix}, or list the streams with GET /coord/v1/monitoring/groups"
-            )));
+            return Err(StreamNotFound::Describe {
+                stream: prefix.to_owned(),
+            }
+            .into());
         }
         names.sort_by(|a, b| a.consumer_group.cmp(&b.consumer_group));
         Ok(names)

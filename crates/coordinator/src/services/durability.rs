@@ -23,7 +23,9 @@
 
 pub mod views;
 
-use crate::domain_error::CoordError;
+use crate::domain_error::{
+    BadRequest, Conflict, CoordError, Corrupt, Exhausted, ObservationNote, Provisioning, Suspected,
+};
 use crate::http::views::group_response;
 use crate::observability::metrics::snapshot::SuspectedGroup;
 use crate::observability::stats::Stats;
@@ -35,8 +37,8 @@ use crate::security::roles::Role;
 use crate::security::window;
 use rsc_group::durability::{self, DismissError, Signal};
 use rsc_group::heartbeat::Transition;
+use rsc_group::model::Group;
 use rsc_group::model::SignalKind;
-use rsc_group::model::{EpochOverflow, Group};
 use rsc_protocol::validate;
 use rsc_store::IndexState;
 use serde::Deserialize;
@@ -67,12 +69,6 @@ enum Stake {
         first_seen_ms: i64,
         cutoff_ms: i64,
     },
-}
-
-impl From<EpochOverflow> for CoordError {
-    fn from(e: EpochOverflow) -> Self {
-        CoordError::EpochsExhausted(format!("{e}; nothing was written"))
-    }
 }
 
 /// Body of `POST …/groups/{g}/durability/dismiss`.
@@ -233,7 +229,7 @@ impl Durability<'_> {
     /// Admin mutations on a suspected group fail closed (409 `METADATA_ROLLBACK_SUSPECTED`).
     pub fn ensure_mutable(&self, g: &Group) -> Result<(), CoordError> {
         match durability::mutation_block(g) {
-            Some(why) => Err(CoordError::RollbackSuspected(why)),
+            Some(why) => Err(Suspected::MutationsBlocked { why }.into()),
             None => Ok(()),
         }
     }
@@ -267,11 +263,9 @@ impl Durability<'_> {
                     "a producer observation from a principal with no member in the group and no producer of \
                      its stream was not recorded as rollback evidence"
                 );
-                format!(
-                    "principal {:?} has no live member in this group and produces to no shard of this stream, \
-                     so its observation was logged but not recorded as rollback evidence",
-                    p.username
-                )
+                ObservationNote::NoStake {
+                    principal: p.username.clone(),
+                }
             }
             (
                 Some(p),
@@ -288,14 +282,11 @@ impl Durability<'_> {
                     "a producer observation from a principal first seen producing to the stream after the \
                      group's routing last changed was not recorded as rollback evidence"
                 );
-                format!(
-                    "principal {:?} has no live member in this group and was first seen producing to this \
-                     stream at {}, after the group's routing last changed ({}), so its observation was logged \
-                     but not recorded as rollback evidence",
-                    p.username,
-                    crate::runtime::clock::iso_ms(first_seen_ms),
-                    crate::runtime::clock::iso_ms(cutoff_ms)
-                )
+                ObservationNote::LateProducer {
+                    principal: p.username.clone(),
+                    first_seen_ms,
+                    cutoff_ms,
+                }
             }
             (Some(p), _) if !may_raise_suspicion(p) => {
                 Stats::bump(&self.stats().rollback_observations_ignored);
@@ -305,11 +296,9 @@ impl Durability<'_> {
                     "a producer observation from a principal without MEMBER or ADMIN was not recorded as \
                      rollback evidence"
                 );
-                format!(
-                    "principal {:?} holds neither MEMBER nor ADMIN, so its observation was logged but not \
-                     recorded as rollback evidence",
-                    p.username
-                )
+                ObservationNote::NoRole {
+                    principal: p.username.clone(),
+                }
             }
             _ => {
                 let signal = Signal {
@@ -321,13 +310,17 @@ impl Durability<'_> {
                 };
                 let after = self.record_suspicion(name, &base, &signal).await;
                 let g = after.as_ref().map_or(&base.group, |c| &c.group);
-                durability::mutation_block(g).unwrap_or_default()
+                ObservationNote::Recorded {
+                    block: durability::mutation_block(g),
+                }
             }
         };
-        Err(CoordError::RollbackSuspected(format!(
-            "this producer saw metadataVersion {observed} but Redis holds {stored}: the group's metadata rolled \
-                 back. Routing is refused rather than moved backwards; {note}"
-        )))
+        Err(Suspected::ProducerAhead {
+            observed,
+            stored,
+            note,
+        }
+        .into())
     }
 
     /// Whether `p` has a stake in the group: an ADMIN, a principal with a live member in it, or one whose
@@ -406,19 +399,19 @@ impl Durability<'_> {
             ) {
                 Ok(next) => next,
                 Err(DismissError::NotSuspected) => {
-                    return Err(CoordError::invalid(format!(
-                        "group {}/{} is not suspected of a metadata rollback; there is nothing to dismiss",
-                        name.stream_prefix, name.consumer_group
-                    )));
+                    return Err(BadRequest::NotSuspected {
+                        stream: name.stream_prefix.clone(),
+                        group: name.consumer_group.clone(),
+                    }
+                    .into());
                 }
                 Err(DismissError::Changed {
                     current_updated_at_ms,
                 }) => {
-                    return Err(CoordError::Conflict(format!(
-                        "the suspicion received evidence after the one reviewed (its updatedAt is now {}): \
-                             review the group's metadataDurability again before dismissing it",
-                        crate::runtime::clock::iso_ms(current_updated_at_ms)
-                    )));
+                    return Err(Conflict::SuspicionChanged {
+                        updated_at_ms: current_updated_at_ms,
+                    }
+                    .into());
                 }
             };
             match self.commit(name, &base, Transition::new(next)).await? {
@@ -437,9 +430,7 @@ impl Durability<'_> {
                 Commit::Conflict | Commit::ConditionFailed { .. } => continue,
             }
         }
-        Err(CoordError::Conflict(
-            "the group kept changing while the suspicion was being dismissed; retry".into(),
-        ))
+        Err(Conflict::DismissKeptChanging.into())
     }
 
     /// Groups whose aggregate carries a rollback suspicion: from the metrics snapshot when it is recent and
@@ -503,9 +494,7 @@ impl Durability<'_> {
                 rsc_protocol::bounds::INITIAL_SHARD_COUNT.min(),
             )?,
             None => {
-                return Err(CoordError::invalid(
-                    "shardCount: required — state the shard count the new lifecycle starts with",
-                ));
+                return Err(BadRequest::ShardCountRequired.into());
             }
         };
         let floor = validate::validate_observed(
@@ -518,22 +507,19 @@ impl Durability<'_> {
         for _ in 0..MAX_CAS_ATTEMPTS {
             let base = match self.load(name).await {
                 Ok(b) => b,
-                Err(CoordError::MetadataCorrupt(message)) => {
-                    return Err(CoordError::MetadataCorrupt(format!(
-                        "{message}; recreate cannot replace an unreadable key: keep a copy (DUMP), delete the key, \
-                         then call recreate again"
-                    )));
+                Err(CoordError::MetadataCorrupt(corrupt)) => {
+                    return Err(Corrupt::Unreplaceable(Box::new(corrupt)).into());
                 }
                 Err(e) => return Err(e),
             };
             if let Some(b) = &base
                 && b.group.rollback_suspicion.is_none()
             {
-                return Err(CoordError::invalid(format!(
-                    "group {}/{} is not suspected of a metadata rollback and its metadata is present; recreate \
-                     is only for repairing a suspected or lost group (use DELETE and create for a healthy one)",
-                    name.stream_prefix, name.consumer_group
-                )));
+                return Err(BadRequest::NotRecreatable {
+                    stream: name.stream_prefix.clone(),
+                    group: name.consumer_group.clone(),
+                }
+                .into());
             }
             if base.is_none() && !self.listed_live(name).await? {
                 return Err(self.group_not_found(name).await);
@@ -546,7 +532,9 @@ impl Durability<'_> {
                     0..shard_count,
                 )
                 .await
-                .map_err(|e| CoordError::ProvisioningFailed(e.to_string()))?;
+                .map_err(|e| Provisioning::Shards {
+                    cause: e.to_string(),
+                })?;
             }
             let now = self.clock().now_ms();
             let lifecycle = uuid::Uuid::new_v4().to_string();
@@ -560,14 +548,10 @@ impl Durability<'_> {
                 now,
                 &lifecycle,
             )
-            .map_err(|e| {
-                CoordError::EpochsExhausted(format!(
-                        "{e}: a new lifecycle must start above every version clients reported ({}), and no epoch \
-                         is left above it. If that evidence is bogus, dismiss the suspicion (POST \
-                         /coord/v1/streams/{}/groups/{}/durability/dismiss) instead",
-                        e.value, name.stream_prefix, name.consumer_group
-                    ),
-                )
+            .map_err(|overflow| Exhausted::Recreate {
+                overflow,
+                stream: name.stream_prefix.clone(),
+                group: name.consumer_group.clone(),
             })?;
             let written = match &base {
                 Some(b) => {
@@ -599,9 +583,7 @@ impl Durability<'_> {
                 });
             }
         }
-        Err(CoordError::Conflict(
-            "the group kept changing while it was being recreated; retry".into(),
-        ))
+        Err(Conflict::RecreateKeptChanging.into())
     }
 
     async fn listed_live(&self, name: &GroupName) -> Result<bool, CoordError> {
@@ -639,9 +621,9 @@ fn expected_instant(v: &Value) -> Result<i64, CoordError> {
         _ => None,
     };
     parsed.ok_or_else(|| {
-        CoordError::invalid(format!(
-            "expectedUpdatedAt: {v} is not an ISO-8601 instant (the suspicion's updatedAt as the group's \
-             metadataDurability shows it) or epoch milliseconds"
-        ))
+        BadRequest::ExpectedUpdatedAt {
+            given: v.to_string(),
+        }
+        .into()
     })
 }

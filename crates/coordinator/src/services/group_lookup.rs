@@ -98,11 +98,9 @@ impl Coordinator {
                 && e.state == IndexState::Live
         });
         if listed_live {
-            CoordError::MetadataMissing(format!(
-                "metadata key {} of a live group is missing from Redis; it is never rebuilt from heartbeats — \
-                     restore it from backup, or delete and recreate the group as a new lifecycle",
-                self.keys(name).metadata
-            ))
+            CoordError::MetadataMissing {
+                key: self.keys(name).metadata,
+            }
         } else {
             CoordError::group_not_found(
                 &name.stream_prefix,

@@ -20,14 +20,14 @@
 
 mod batch;
 
-use crate::domain_error::CoordError;
+use crate::domain_error::{BadRequest, CoordError, MemberCap};
 use crate::observability::stats::Stats;
 use crate::runtime::cache::{Cached, GroupName};
 use crate::runtime::coordinator::Heartbeats;
 use crate::security::principal::Principal;
 use crate::security::roles::Role;
+use rsc_group::heartbeat::explain::{self, Explanation, StreamLookup};
 use rsc_group::heartbeat::{Caller, rejected_response};
-use rsc_group::model::{HoldReason, MemberState};
 use rsc_group::replica::heartbeat::{
     Confirmation, HeartbeatFlow, Notes, ReadFailure, Renewal, Step,
 };
@@ -81,9 +81,9 @@ impl Heartbeats<'_> {
         Ok(response)
     }
 
-    /// What a non-OK answer means for this member and what it should do, in words (the `message` field).
-    /// Off the hot path: steady and accepted heartbeats are `OK`. Reads only the cache, except for an unknown
-    /// group, where one read of the stream record tells a missing stream from a missing group.
+    /// What a non-OK answer means for this member and what it should do, in words (the `message` field),
+    /// as the core writes it (`rsc_group::heartbeat::explain`) from the request and the cached group; for an
+    /// unknown group, after one read of the stream record (a missing stream or only a missing group).
     async fn explain(
         &self,
         name: &GroupName,
@@ -91,147 +91,19 @@ impl Heartbeats<'_> {
         req: &HeartbeatRequest,
         response: &HeartbeatResponse,
     ) -> String {
-        const REJOIN: &str =
-            "stop reading every shard and send the next heartbeat with memberEpoch 0 to rejoin";
-        let ttl = human_ms(self.timing().member_lease_ttl_ms);
-        let m = path_member_id;
-        let cached = self.cache().get(name);
-        let member = cached
-            .as_ref()
-            .and_then(|c| c.group.members.get(path_member_id));
-        match response.status {
-            HeartbeatStatus::Ok => String::new(),
-            HeartbeatStatus::UnsupportedProtocol => format!(
-                "protocolVersion {} is not supported: this coordinator speaks {}..={}; use a client that speaks it",
-                req.protocol_version,
-                rsc_protocol::PROTOCOL_VERSION_MIN,
-                rsc_protocol::PROTOCOL_VERSION_MAX
-            ),
-            HeartbeatStatus::InvalidRequest if req.member_id != path_member_id => format!(
-                "the body's memberId {:?} differs from the path's {m:?}; send the same id in both",
-                req.member_id
-            ),
-            HeartbeatStatus::InvalidRequest if req.member_epoch == -2 => "memberEpoch -2 is not valid without a \
-                groupInstanceId: -2 is a static member's temporary leave; send the member's groupInstanceId with it, \
-                or leave with -1"
-                .to_owned(),
-            HeartbeatStatus::InvalidRequest => format!(
-                "memberEpoch {} is not valid: send 0 to join, -1 to leave (-2 to leave temporarily, with a \
-                 groupInstanceId), or the memberEpoch of the last answer",
-                req.member_epoch
-            ),
-            HeartbeatStatus::FencedInstanceId => {
-                let instance = req.group_instance_id.as_deref().unwrap_or_default();
-                let holder = cached
-                    .as_ref()
-                    .and_then(|c| c.group.active_instance(instance))
-                    .map(|h| h.member_id.clone());
-                match holder {
-                    Some(h) => format!(
-                        "groupInstanceId {instance:?} is held by the live member {h:?}; a second process with the \
-                         same static identity is refused: give each process its own groupInstanceId, or wait until \
-                         {h:?} leaves or its lease ({ttl}) lapses (then this member's join takes over its reserved \
-                         shards); nothing was stored"
-                    ),
-                    None => format!(
-                        "groupInstanceId {instance:?} is held by another live member; give each process its own \
-                         groupInstanceId, or join again once that member has left or its lease ({ttl}) has lapsed"
-                    ),
-                }
-            }
-            HeartbeatStatus::UnknownMemberId => match &cached {
-                Some(_) => format!(
-                    "member {m:?} is not in group {name} (it was never there with this epoch, it was forgotten \
-                     after it expired or left, or the group was recreated); {REJOIN}"
-                ),
-                None => self.explain_missing_group(name).await,
-            },
-            HeartbeatStatus::FencedMemberEpoch => {
-                let state = member.map(|mm| mm.state);
-                match state {
-                    Some(MemberState::Expired) => format!(
-                        "member {m:?} expired: no heartbeat of it was accepted for longer than the member lease \
-                         ({ttl}), so its shards were released to other members; {REJOIN}"
-                    ),
-                    Some(MemberState::Fenced) => {
-                        let why = cached
-                            .as_ref()
-                            .and_then(|c| c.group.holds.iter().find(|h| h.member_id == m))
-                            .map(|h| &h.reason);
-                        let why = match why {
-                            Some(HoldReason::RebalanceTimeout) => format!(
-                                "it did not release the shards taken from it within the rebalance timeout ({})",
-                                human_ms(self.timing().rebalance_timeout_ms)
-                            ),
-                            Some(HoldReason::OwnershipReportOutsideGrants) => {
-                                "it reported reading shards it had not been given".to_owned()
-                            }
-                            _ => "it did not release revoked shards in time, or reported shards it had not been \
-                                  given"
-                                .to_owned(),
-                        };
-                        format!("member {m:?} was fenced: {why}; {REJOIN}")
-                    }
-                    Some(MemberState::Leaving) if req.member_epoch >= 0 => format!(
-                        "member {m:?} has left the group (its memberEpoch -1 was accepted); {REJOIN}"
-                    ),
-                    Some(_) if req.member_epoch < 0 => format!(
-                        "this leave (memberEpoch {}, metadataVersion {}) is older than the current incarnation of \
-                         member {m:?}: it came from an earlier process with this id and was ignored",
-                        req.member_epoch,
-                        req.metadata_version
-                    ),
-                    Some(_) => format!(
-                        "memberEpoch {} belongs to an earlier incarnation of member {m:?}: a process joined with \
-                         this id since; {REJOIN} (give every process its own member id)",
-                        req.member_epoch
-                    ),
-                    None => format!("member {m:?} was fenced; {REJOIN}"),
-                }
-            }
-            HeartbeatStatus::Retry => format!(
-                "the coordinator could not complete this heartbeat now (Redis unavailable, or the group kept \
-                 changing); nothing changed and the member's lease was not renewed: keep only the shards already \
-                 being read, stop them if no heartbeat is accepted within the lease ({ttl}), and retry after \
-                 heartbeatIntervalMs"
-            ),
-            HeartbeatStatus::SyncMetadata => format!(
-                "the member reported metadataVersion {} / memberEpoch {}, ahead of what Redis holds \
-                 (metadataVersion {}): the group's metadata appears to have rolled back and is being corrected; \
-                 keep reading only the assignedShards already being read, start none, and report \
-                 metadataVersion {} next",
-                req.metadata_version,
-                req.member_epoch,
-                response.metadata_version,
-                response.metadata_version
-            ),
-            HeartbeatStatus::RevokePending => "a metadata-correction round is open: shards that move must be \
-                released first; keep reading only assignedShards, start no new shard, and keep heartbeating"
-                .to_owned(),
-        }
-    }
-
-    /// UNKNOWN_MEMBER_ID because the group does not exist: say whether the stream does, and how to create
-    /// what is missing (an admin call; a heartbeat never creates anything).
-    async fn explain_missing_group(&self, name: &GroupName) -> String {
         let (p, g) = (&name.stream_prefix, &name.consumer_group);
-        match self.resharding().load_stream(p).await {
-            Ok(Some(_)) => format!(
-                "stream {p:?} exists but has no consumer group {g:?}; an admin creates it with \
-                 POST /coord/v1/streams/{p}/groups/{g}, then members join with memberEpoch 0"
-            ),
-            Ok(None) if p == g => format!(
-                "stream {p:?} does not exist; an admin creates it with POST /coord/v1/streams/{p} (its first \
-                 consumer group is named {p:?}), then members join with memberEpoch 0"
-            ),
-            Ok(None) => format!(
-                "stream {p:?} does not exist; an admin creates it with its consumer group {g:?} with \
-                 POST /coord/v1/streams/{p}/groups/{g}, then members join with memberEpoch 0"
-            ),
-            Err(e) => format!(
-                "consumer group {name} could not be read ({e}); a heartbeat never creates a group: check that \
-                 it exists (GET /coord/v1/streams/{p}/groups/{g})"
-            ),
+        let cached = self.cache().get(name);
+        let group = cached.as_ref().map(|c| &*c.group);
+        match explain::explain(p, g, path_member_id, req, response, group, self.timing()) {
+            Explanation::Text(message) => message,
+            Explanation::GroupUnknown => {
+                let stream = match self.resharding().load_stream(p).await {
+                    Ok(Some(_)) => StreamLookup::Exists,
+                    Ok(None) => StreamLookup::Missing,
+                    Err(e) => StreamLookup::Failed(e.to_string()),
+                };
+                explain::missing_group(p, g, &stream)
+            }
         }
     }
 
@@ -303,7 +175,8 @@ impl Heartbeats<'_> {
                             }
                             flow.on_read(req, Ok(cached), fresh, self.clock().now_ms())
                         }
-                        Err(CoordError::MetadataCorrupt(why)) => {
+                        Err(CoordError::MetadataCorrupt(corrupt)) => {
+                            let why = corrupt.to_string();
                             tracing::error!(error = %why, "heartbeat refused: group metadata unreadable");
                             unreadable = Some(why);
                             flow.on_read(req, Err(ReadFailure::Corrupt), false, 0)
@@ -342,13 +215,13 @@ impl Heartbeats<'_> {
                 }
                 Step::Answer(response) => break response,
                 Step::Refuse { owner } => {
-                    return Err(CoordError::MemberOwnedByAnotherPrincipal(format!(
-                        "member {member_id:?} of group {}/{} was joined by principal {owner:?}: only {owner:?} \
-                             (or an ADMIN) may send its heartbeats; {:?} must use a member id of its own",
-                        name.stream_prefix,
-                        name.consumer_group,
-                        caller.principal.unwrap_or_default()
-                    )));
+                    return Err(CoordError::MemberOwnedByAnotherPrincipal {
+                        member: member_id.to_owned(),
+                        stream: name.stream_prefix.clone(),
+                        group: name.consumer_group.clone(),
+                        owner,
+                        caller: caller.principal.unwrap_or_default().to_owned(),
+                    });
                 }
                 Step::FailClosed => {
                     break self.fail_closed(
@@ -371,9 +244,10 @@ impl Heartbeats<'_> {
         why: &str,
     ) -> HeartbeatResponse {
         let mut r = rejected_response(req, self.timing(), HeartbeatStatus::UnknownMemberId);
-        r.message = Some(format!(
-            "group {name} fails closed: {why}; nothing is rebuilt from heartbeats, so keep retrying \
-             with memberEpoch 0 until an operator repairs it"
+        r.message = Some(explain::fails_closed(
+            &name.stream_prefix,
+            &name.consumer_group,
+            why,
         ));
         r
     }
@@ -498,11 +372,14 @@ impl Heartbeats<'_> {
         }
         let live = group.members.values().filter(|m| m.state.is_live()).count();
         if live >= caps.max_members as usize {
-            return Err(CoordError::TooManyMembers(format!(
-                "group {}/{} already has {live} members, its cap (coordinator.group.max-members {}); member \
-                 {member_id:?} is not admitted: stop some members, or raise the cap",
-                group.stream_prefix, group.consumer_group, caps.max_members
-            )));
+            return Err(MemberCap::Group {
+                stream: group.stream_prefix.clone(),
+                group: group.consumer_group.clone(),
+                live,
+                cap: caps.max_members,
+                member: member_id.to_owned(),
+            }
+            .into());
         }
         if let (Some(per_principal), Some(principal)) =
             (caps.max_members_per_principal, caller.principal)
@@ -514,12 +391,15 @@ impl Heartbeats<'_> {
                 .filter(|m| m.state.is_live() && m.owner.as_deref() == Some(principal))
                 .count();
             if held >= per_principal as usize {
-                return Err(CoordError::TooManyMembers(format!(
-                    "principal {principal:?} already holds {held} members of group {}/{}, its cap \
-                     (coordinator.group.max-members-per-principal {per_principal}); member {member_id:?} is not \
-                     admitted",
-                    group.stream_prefix, group.consumer_group
-                )));
+                return Err(MemberCap::Principal {
+                    principal: principal.to_owned(),
+                    held,
+                    stream: group.stream_prefix.clone(),
+                    group: group.consumer_group.clone(),
+                    cap: per_principal,
+                    member: member_id.to_owned(),
+                }
+                .into());
             }
         }
         Ok(())
@@ -559,13 +439,12 @@ fn check_instance_owner(
         .find(|r| r.group_instance_id == instance)
         .and_then(|r| r.owner.as_deref());
     match held.or(reserved) {
-        Some(owner) if owner != principal => {
-            Err(CoordError::InstanceOwnedByAnotherPrincipal(format!(
-                "groupInstanceId {instance:?} of group {}/{} belongs to principal {owner:?}; join with that \
-             principal, or with another groupInstanceId",
-                group.stream_prefix, group.consumer_group
-            )))
-        }
+        Some(owner) if owner != principal => Err(CoordError::InstanceOwnedByAnotherPrincipal {
+            instance: instance.to_owned(),
+            stream: group.stream_prefix.clone(),
+            group: group.consumer_group.clone(),
+            owner: owner.to_owned(),
+        }),
         _ => Ok(()),
     }
 }
@@ -590,11 +469,13 @@ fn check_progress_shards(
     for p in &req.shard_progress {
         let shard = p.shard.shard_index;
         if shard >= bound {
-            return Err(CoordError::Invalid(format!(
-                "shardProgress names shard {shard}, which group {}/{} does not have (its shards are 0..{}); \
-                 report progress only for shards you were assigned",
-                group.stream_prefix, group.consumer_group, bound
-            )));
+            return Err(BadRequest::ProgressShardUnknown {
+                shard,
+                stream: group.stream_prefix.clone(),
+                group: group.consumer_group.clone(),
+                bound,
+            }
+            .into());
         }
     }
     if req.shard_progress.len() == 1 {
@@ -607,10 +488,7 @@ fn check_progress_shards(
         .collect();
     shards.sort_unstable();
     if let Some(twice) = shards.windows(2).find(|w| w[0] == w[1]) {
-        return Err(CoordError::Invalid(format!(
-            "shardProgress names shard {} twice; report each shard once",
-            twice[0]
-        )));
+        return Err(BadRequest::ProgressShardTwice { shard: twice[0] }.into());
     }
     Ok(())
 }
@@ -627,10 +505,4 @@ pub(crate) fn progress_json(req: &HeartbeatRequest, now_ms: i64) -> Option<Strin
         last_heartbeat_at_ms: now_ms,
     };
     serde_json::to_string(&progress).ok()
-}
-
-/// A duration in milliseconds as people write it (`15s`, `1m 30s`, `500ms`).
-fn human_ms(ms: i64) -> String {
-    humantime::format_duration(std::time::Duration::from_millis(ms.max(0).unsigned_abs()))
-        .to_string()
 }

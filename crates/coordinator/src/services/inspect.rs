@@ -2,7 +2,7 @@
 //! as members report it, per-shard offsets as Redis reports them, the group's migrations, and the group
 //! summary with its metadata-durability state. Read-only; every value comes from Redis at request time.
 
-use crate::domain_error::CoordError;
+use crate::domain_error::{BadRequest, CoordError, Unavailable};
 use crate::http::views::{group_response, migration_response};
 use crate::runtime::cache::GroupName;
 use crate::runtime::coordinator::Monitoring;
@@ -109,11 +109,11 @@ impl Monitoring<'_> {
         let g = &c.group;
         let shards = g.assignable_shards();
         if shards.len() > MAX_OFFSET_SHARDS {
-            return Err(CoordError::Invalid(format!(
-                "the group has {} shards; offsets are listed for at most {MAX_OFFSET_SHARDS} — use the \
-                     shard_* metrics instead",
-                shards.len()
-            )));
+            return Err(BadRequest::TooManyShardsToList {
+                shards: shards.len(),
+                max: MAX_OFFSET_SHARDS,
+            }
+            .into());
         }
         let mut owners: HashMap<u32, Vec<String>> = HashMap::new();
         for m in g.members.values().filter(|m| m.state.is_live()) {
@@ -138,12 +138,7 @@ impl Monitoring<'_> {
                     read_shard(self.store(), &g.stream_prefix, &g.consumer_group, s, true),
                 )
                 .await
-                .map_err(|e| {
-                    CoordError::RedisUnavailable(format!(
-                        "Redis is unavailable: {}; retry later",
-                        crate::http::error::store_error_text(&e)
-                    ))
-                })?;
+                .map_err(|e| Unavailable::quoting(&e))?;
             length += o.stream_length;
             pending += o.pending_count.unwrap_or(0);
             lag = match (lag, o.lag) {

@@ -7,8 +7,7 @@
 //! versions, and the new stream starts its own); `PURGE` deletes the shard streams, their boundaries and a
 //! plain key named like the prefix.
 
-use crate::domain_error::CoordError;
-use crate::http::error::store_error_text;
+use crate::domain_error::{BadRequest, CoordError, StreamExists, Unavailable};
 use rsc_protocol::existing_records::ExistingRecords;
 use rsc_protocol::validate::MAX_SHARD_COUNT;
 use rsc_store::{Keyspace, Store, StoreError};
@@ -68,13 +67,11 @@ pub fn decide(
     }
     let keys = found.keys(prefix);
     match choice {
-        ExistingRecords::Refuse => Err(CoordError::StreamExists(format!(
-            "Redis keys of stream {prefix:?} already exist (left by an earlier stream of this prefix, or written \
-             by someone else): {}. Choose what to do with their records: \"existingRecords\": \"ADOPT\" keeps them \
-             and consumes what was not read, \"PURGE\" deletes them (rsc apply --existing-records adopt|purge; \
-             Terraform: existing_records = \"ADOPT\" or \"PURGE\" on rsc_stream); or choose another stream prefix",
-            list(&keys)
-        ))),
+        ExistingRecords::Refuse => Err(StreamExists::Leftovers {
+            stream: prefix.to_owned(),
+            keys,
+        }
+        .into()),
         ExistingRecords::Adopt => {
             let beyond: Vec<u32> = found
                 .shards
@@ -83,18 +80,16 @@ pub fn decide(
                 .filter(|s| *s >= shard_count)
                 .collect();
             if let Some(last) = beyond.last() {
-                return Err(CoordError::invalid(format!(
-                    "existingRecords: ADOPT would leave shard streams {} of stream {prefix:?} outside the {shard_count} \
-                     shard(s) asked for, with their records unread; ask for initialShardCount {} to adopt them all, \
-                     or PURGE",
-                    list(
-                        &beyond
-                            .iter()
-                            .map(|s| Keyspace::shard_stream(prefix, *s))
-                            .collect::<Vec<_>>()
-                    ),
-                    last + 1
-                )));
+                return Err(BadRequest::AdoptStrands {
+                    stream: prefix.to_owned(),
+                    keys: beyond
+                        .iter()
+                        .map(|s| Keyspace::shard_stream(prefix, *s))
+                        .collect(),
+                    shard_count,
+                    needed: last + 1,
+                }
+                .into());
             }
             Ok(Decision::Adopt {
                 routing_keys: found
@@ -115,14 +110,6 @@ pub fn decide(
             Ok(Decision::Purge { keys: all })
         }
     }
-}
-
-/// Key lists in messages: the first ten and a count of the rest.
-fn list(keys: &[String]) -> String {
-    if keys.len() <= 10 {
-        return keys.join(", ");
-    }
-    format!("{} and {} more", keys[..10].join(", "), keys.len() - 10)
 }
 
 /// Probes Redis for `prefix` and its shard streams: `0..shard_count` always, and further blocks while the
@@ -154,9 +141,7 @@ pub async fn find(store: &Store, prefix: &str, shard_count: u32) -> Result<Lefto
 
 /// Carries out a decision before the stream is provisioned; logs what it deleted.
 pub async fn carry_out(store: &Store, prefix: &str, decision: &Decision) -> Result<(), CoordError> {
-    let unavailable = |e: StoreError| {
-        CoordError::RedisUnavailable(format!("Redis is unavailable: {}", store_error_text(&e)))
-    };
+    let unavailable = |e: StoreError| CoordError::from(Unavailable::step(&e));
     match decision {
         Decision::Create => {}
         Decision::Adopt { routing_keys } => {
@@ -207,9 +192,10 @@ mod tests {
     #[test]
     fn a_refusal_names_the_keys_and_every_way_on() {
         let e = decide("o", 2, ExistingRecords::Refuse, &left(&[0, 1])).unwrap_err();
-        let CoordError::StreamExists(m) = e else {
+        let CoordError::StreamExists(_) = &e else {
             panic!("not a STREAM_PREFIX_ALREADY_EXISTS: {e:?}")
         };
+        let m = e.message();
         for part in [
             "o:0, o:1",
             "ADOPT",
@@ -252,11 +238,5 @@ mod tests {
             keys,
             ["o", "o:0", "o:5", "o:0:{o:0}:routing", "o:5:{o:5}:routing"]
         );
-    }
-
-    #[test]
-    fn long_key_lists_are_cut() {
-        let keys: Vec<String> = (0..12).map(|i| format!("k{i}")).collect();
-        assert!(list(&keys).ends_with("k9 and 2 more"));
     }
 }

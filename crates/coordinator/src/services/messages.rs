@@ -11,7 +11,7 @@ pub mod find;
 pub mod merged;
 pub mod pending;
 
-use crate::domain_error::CoordError;
+use crate::domain_error::{BadQuery, CoordError};
 use crate::runtime::cache::GroupName;
 use crate::runtime::clock::iso_ms;
 use crate::runtime::coordinator::Monitoring;
@@ -45,9 +45,10 @@ impl PageQuery {
             Some(d) if d.eq_ignore_ascii_case("BACKWARD") => PageDirection::Backward,
             Some(d) if d.eq_ignore_ascii_case("FORWARD") => PageDirection::Forward,
             Some(d) => {
-                return Err(CoordError::Invalid(format!(
-                    "direction: {d:?} is not FORWARD (oldest first) or BACKWARD (newest first, the default)"
-                )));
+                return Err(BadQuery::Direction {
+                    given: d.to_owned(),
+                }
+                .into());
             }
         };
         let cursor = match params.get("cursor").map(|c| c.trim()) {
@@ -59,10 +60,12 @@ impl PageQuery {
             Some(l) => match l.parse::<u32>() {
                 Ok(n) if (1..=MAX_PAGE_LIMIT).contains(&n) => n,
                 _ => {
-                    return Err(CoordError::Invalid(format!(
-                        "limit: {l:?} is not a number of records from 1 to {MAX_PAGE_LIMIT} (default \
-                         {DEFAULT_PAGE_LIMIT})"
-                    )));
+                    return Err(BadQuery::Limit {
+                        given: l.to_owned(),
+                        max: MAX_PAGE_LIMIT,
+                        default: DEFAULT_PAGE_LIMIT,
+                    }
+                    .into());
                 }
             },
         };
@@ -83,9 +86,10 @@ impl PageQuery {
 /// A cursor is a stream record id `<ms>-<seq>` (the `nextCursor` of the previous page).
 pub fn parse_cursor(raw: &str) -> Result<(u64, u64), CoordError> {
     parse_stream_id(raw).ok_or_else(|| {
-        CoordError::Invalid(format!(
-            "cursor: {raw:?} is not a stream record id <ms>-<seq>; pass the nextCursor of the previous page"
-        ))
+        BadQuery::Cursor {
+            given: raw.to_owned(),
+        }
+        .into()
     })
 }
 
@@ -195,11 +199,11 @@ impl Monitoring<'_> {
         let c = self.require_group(name).await?;
         let g = &c.group;
         if !g.assignable_shards().contains(&shard) {
-            return Err(CoordError::Invalid(format!(
-                "shardIndex: {shard} is out of range; the group has shards 0..{} (shardCount {})",
-                g.shard_count.saturating_sub(1),
-                g.shard_count
-            )));
+            return Err(BadQuery::ShardOutOfRange {
+                shard,
+                shard_count: g.shard_count,
+            }
+            .into());
         }
         let key = Keyspace::shard_stream(&g.stream_prefix, shard);
         let max_bytes = self.config().http.message_page_max_bytes;
@@ -277,14 +281,10 @@ impl Monitoring<'_> {
             .filter(|c| !c.trim().is_empty());
         let query = PageQuery::parse(&page_params)?;
         if query.find.filter.is_some() {
-            return Err(CoordError::invalid(
-                "field/search: a search reads one shard; use …/shards/{shardIndex}/messages",
-            ));
+            return Err(BadQuery::SearchNeedsShard.into());
         }
         if query.find.from.is_some() && raw_cursor.is_some() {
-            return Err(CoordError::invalid(
-                "cursor: a cursor continues a walk; fromId/fromTime start one — give one of them",
-            ));
+            return Err(BadQuery::CursorWithStart.into());
         }
         let c = self.require_group(name).await?;
         let g = &c.group;

@@ -16,7 +16,7 @@
 pub mod pause;
 pub mod target;
 
-use crate::domain_error::CoordError;
+use crate::domain_error::{ActiveMembers, Conflict, CoordError, Corrupt, MigrationBusy};
 use crate::runtime::cache::GroupName;
 use crate::runtime::coordinator::{Admin, Commit, MAX_CAS_ATTEMPTS};
 use rsc_group::heartbeat::Transition;
@@ -183,25 +183,29 @@ impl Admin<'_> {
                     }
                     Ok(None) => (Transition::default(), base.group.as_ref().clone()),
                     Err(e) => {
-                        return Err(CoordError::MetadataCorrupt(format!(
+                        return Err(CoordError::MetadataCorrupt(Corrupt::Written(format!(
                             "expiring the lapsed members of {}/{} would overflow an epoch ({e:?}); recreate \
                              the group",
                             name.stream_prefix, name.consumer_group
-                        )));
+                        ))));
                     }
                 }
             };
             let until = now + HOLD_MS;
             let next = reset_hold::place(&from, &held, now, until).map_err(|e| match e {
-                PlaceError::LiveMember(m) => CoordError::GroupHasActiveMembers(format!(
-                    "member {m:?} is live; stop the group's consumers first, then reset"
-                )),
-                PlaceError::Held(h) => CoordError::GroupHasActiveMembers(format!(
-                    "shards {:?} are held for {:?} until {}; retry after that",
-                    h.shards,
-                    h.member_id,
-                    crate::runtime::clock::iso_ms(h.until_ms)
-                )),
+                PlaceError::LiveMember(m) => {
+                    CoordError::GroupHasActiveMembers(ActiveMembers::Written(format!(
+                        "member {m:?} is live; stop the group's consumers first, then reset"
+                    )))
+                }
+                PlaceError::Held(h) => {
+                    CoordError::GroupHasActiveMembers(ActiveMembers::Written(format!(
+                        "shards {:?} are held for {:?} until {}; retry after that",
+                        h.shards,
+                        h.member_id,
+                        crate::runtime::clock::iso_ms(h.until_ms)
+                    )))
+                }
             })?;
             t.group = Some(next);
             // Decided on Redis time: the write holds only if Redis has reached it.
@@ -211,9 +215,9 @@ impl Admin<'_> {
                 Commit::Conflict | Commit::ConditionFailed { .. } => continue,
             }
         }
-        Err(CoordError::Conflict(
+        Err(CoordError::Conflict(Conflict::Written(
             "the group kept changing while the reset tried to hold its shards; retry".into(),
-        ))
+        )))
     }
 
     /// Before a shard is moved: extends the reset's hold (to Redis time + [`HOLD_MS`]) once less than half
@@ -228,11 +232,11 @@ impl Admin<'_> {
             let now = self.server_now().await?;
             let Some(hold) = reset_hold::reset_hold(&base.group).filter(|h| h.until_ms > now)
             else {
-                return Err(CoordError::Conflict(format!(
+                return Err(CoordError::Conflict(Conflict::Written(format!(
                     "the reset's hold on the shards of {}/{} ended before every shard was moved (the rows \
                      moved so far are in the audit log's request); check the positions and reset again",
                     name.stream_prefix, name.consumer_group
-                )));
+                ))));
             };
             let Some(next) = reset_hold::extend(&base.group, now + HOLD_MS, now) else {
                 *until = hold.until_ms;
@@ -248,9 +252,9 @@ impl Admin<'_> {
                 Commit::Conflict | Commit::ConditionFailed { .. } => continue,
             }
         }
-        Err(CoordError::Conflict(
+        Err(CoordError::Conflict(Conflict::Written(
             "the group kept changing while the reset extended its hold; check the positions and retry".into(),
-        ))
+        )))
     }
 
     /// Removes the reset's hold and settles the group (the members that joined meanwhile are granted the
@@ -274,9 +278,9 @@ impl Admin<'_> {
                 Commit::Conflict | Commit::ConditionFailed { .. } => continue,
             }
         }
-        Err(CoordError::Conflict(
+        Err(CoordError::Conflict(Conflict::Written(
             "the group kept changing while the reset lifted its hold".into(),
-        ))
+        )))
     }
 
     /// 409 while the group or its stream has a migration in flight: resharding moves positions itself.
@@ -291,10 +295,12 @@ impl Admin<'_> {
             .await?
             .and_then(|s| s.record.active_migration.map(|m| m.resharding_id));
         if let Some(id) = group.active_migration_id.clone().or(stream_active) {
-            return Err(CoordError::MigrationInProgress(format!(
-                "stream {:?} has an active migration ({id}); a reset would move positions the migration's drain \
+            return Err(CoordError::MigrationInProgress(MigrationBusy::Written(
+                format!(
+                    "stream {:?} has an active migration ({id}); a reset would move positions the migration's drain \
                  evidence relies on — wait for it to complete (or roll it back), then reset",
-                name.stream_prefix
+                    name.stream_prefix
+                ),
             )));
         }
         Ok(())
@@ -311,19 +317,23 @@ impl Admin<'_> {
     ) -> Result<BTreeSet<String>, CoordError> {
         if let Some(h) = group.holds.iter().find(|h| h.until_ms > now_ms) {
             if h.member_id == reset_hold::RESET_HOLD_MEMBER {
-                return Err(CoordError::GroupHasActiveMembers(format!(
-                    "another offset reset of this group is moving shards {:?} (its hold lasts until {} at the \
+                return Err(CoordError::GroupHasActiveMembers(ActiveMembers::Written(
+                    format!(
+                        "another offset reset of this group is moving shards {:?} (its hold lasts until {} at the \
                      latest); retry once it is done",
-                    h.shards,
-                    crate::runtime::clock::iso_ms(h.until_ms)
+                        h.shards,
+                        crate::runtime::clock::iso_ms(h.until_ms)
+                    ),
                 )));
             }
-            return Err(CoordError::GroupHasActiveMembers(format!(
-                "shards {:?} are held for a stopped incarnation of member {:?} until {} (it may still be reading); \
+            return Err(CoordError::GroupHasActiveMembers(ActiveMembers::Written(
+                format!(
+                    "shards {:?} are held for a stopped incarnation of member {:?} until {} (it may still be reading); \
                  retry after that — force does not override a hold",
-                h.shards,
-                h.member_id,
-                crate::runtime::clock::iso_ms(h.until_ms)
+                    h.shards,
+                    h.member_id,
+                    crate::runtime::clock::iso_ms(h.until_ms)
+                ),
             )));
         }
         let live: BTreeSet<String> = group
@@ -337,10 +347,12 @@ impl Admin<'_> {
         }
         let listed = live.iter().cloned().collect::<Vec<_>>().join(", ");
         if !force {
-            return Err(CoordError::GroupHasActiveMembers(format!(
-                "group has live members ({listed}); stop its consumers first (a reset while they read would \
+            return Err(CoordError::GroupHasActiveMembers(ActiveMembers::Written(
+                format!(
+                    "group has live members ({listed}); stop its consumers first (a reset while they read would \
                  have them read across the new position). If they are stopped but not expired yet, wait for \
                  their leases to lapse, or pass \"force\": true once they have"
+                ),
             )));
         }
         let leases = self.store().leases(&self.keys(name)).await.map_err(|e| {
@@ -353,10 +365,12 @@ impl Admin<'_> {
             .map(|(m, until)| format!("{m} until {}", crate::runtime::clock::iso_ms(*until)))
             .collect();
         if !leased.is_empty() {
-            return Err(CoordError::GroupHasActiveMembers(format!(
-                "group has members with a live lease ({}); force only waives members whose lease has lapsed \
+            return Err(CoordError::GroupHasActiveMembers(ActiveMembers::Written(
+                format!(
+                    "group has members with a live lease ({}); force only waives members whose lease has lapsed \
                  — stop the consumers and retry once their leases have run out",
-                leased.join(", ")
+                    leased.join(", ")
+                ),
             )));
         }
         Ok(live)
@@ -375,11 +389,11 @@ impl Admin<'_> {
             CoordError::from(e)
         };
         let missing = || {
-            CoordError::Conflict(format!(
+            CoordError::Conflict(Conflict::Written(format!(
                 "shard stream {key:?} or its consumer group {:?} is missing; a producer routing request \
                  provisions it again — then retry",
                 name.consumer_group
-            ))
+            )))
         };
         let info = self
             .store()

@@ -17,10 +17,12 @@
 //!
 //! Split by concern: this file holds the entry points (`decide`, `probe`, `decide_in_place`) and the
 //! types they return; [`Draft`] is in `draft.rs`, each transition (join, leave, accept, fence) in
-//! `transitions.rs`, the metadata-correction round in `correction.rs`, response building in `respond.rs`.
+//! `transitions.rs`, the metadata-correction round in `correction.rs`, response building in `respond.rs`, the
+//! words of a non-OK answer (its `message`) in `explain.rs`.
 
 mod correction;
 mod draft;
+pub mod explain;
 mod respond;
 mod transitions;
 

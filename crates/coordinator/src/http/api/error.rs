@@ -29,6 +29,7 @@ impl From<MigrationError> for ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain_error::Conflict;
     use rsc_protocol::errors::ErrorCode;
 
     /// The structured kinds write the messages their string forms carried, word for word.
@@ -64,10 +65,10 @@ mod tests {
                 "this coordinator is shutting down; retry against another replica",
             ),
             (
-                CoordError::Conflict("kept changing".to_owned()),
+                CoordError::from(Conflict::StreamKeptChanging),
                 ErrorCode::StateVersionConflict,
                 409,
-                "kept changing",
+                "stream record kept changing; retry",
             ),
         ];
         for (e, code, status, message) in cases {

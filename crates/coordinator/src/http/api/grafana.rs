@@ -2,7 +2,7 @@
 //! caller's stream scopes (rows of other streams are left out; naming one in `streamPrefix` is 403), and
 //! answer the rows `crate::observability::grafana` builds as a bare JSON array.
 
-use crate::domain_error::CoordError;
+use crate::domain_error::{CoordError, Forbidden};
 use crate::http::error::ApiError;
 use crate::observability::grafana::{self, Params};
 use crate::runtime::coordinator::Coordinator;
@@ -30,9 +30,9 @@ fn prepare(
     if let Some(p) = grafana::param(&params, "streamPrefix")
         && !visible(p)
     {
-        return Err(CoordError::Forbidden(format!(
-            "streamPrefix {p:?} is outside the streams this principal may read"
-        ))
+        return Err(CoordError::from(Forbidden::OutsideScopes {
+            stream: p.to_owned(),
+        })
         .into());
     }
     Ok((params, visible))

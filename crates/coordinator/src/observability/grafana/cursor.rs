@@ -6,7 +6,7 @@
 //! pages before that one (`__rsc_tail__:0` is the last page). A tail page's `pageNextCursor` continues the
 //! walk in the asked direction, so following it from `__rsc_tail__:<n>` reaches the last page in `n` steps.
 
-use crate::domain_error::CoordError;
+use crate::domain_error::{BadQuery, CoordError};
 use crate::services::messages::parse_cursor;
 use rsc_store::PageDirection;
 use std::collections::BTreeMap;
@@ -46,10 +46,10 @@ pub fn parse(
         return tail(raw, n, limit);
     }
     if raw.starts_with("__rsc_") {
-        return Err(CoordError::Invalid(format!(
-            "cursor: {raw:?} is not a known cursor; use __rsc_last__, __rsc_tail__:<n>, a record id or the \
-             pageNextCursor of the previous page"
-        )));
+        return Err(BadQuery::UnknownCursor {
+            given: raw.to_owned(),
+        }
+        .into());
     }
     if all {
         return parse_all(raw, shards).map(Start::At);
@@ -62,18 +62,18 @@ fn tail(raw: &str, rest: &str, limit: u32) -> Result<Start, CoordError> {
     let pages = rest
         .strip_prefix(':')
         .and_then(|n| n.parse::<u64>().ok())
-        .ok_or_else(|| {
-            CoordError::Invalid(format!(
-                "cursor: {raw:?} is not __rsc_tail__:<n> with n a number of pages before the last one \
-                 (__rsc_tail__:0 is the last page)"
-            ))
+        .ok_or_else(|| BadQuery::TailCursor {
+            given: raw.to_owned(),
         })?;
     let most = MAX_TAIL_RECORDS / u64::from(limit.max(1)) - 1;
     if pages > most {
-        return Err(CoordError::Invalid(format!(
-            "cursor: {raw:?} reaches back more than {MAX_TAIL_RECORDS} records; with limit={limit} ask for \
-             at most __rsc_tail__:{most}, or walk on with pageNextCursor"
-        )));
+        return Err(BadQuery::TailTooFar {
+            given: raw.to_owned(),
+            max_records: MAX_TAIL_RECORDS,
+            limit,
+            most,
+        }
+        .into());
     }
     Ok(Start::Tail(pages))
 }
@@ -81,9 +81,9 @@ fn tail(raw: &str, rest: &str, limit: u32) -> Result<Start, CoordError> {
 fn parse_all(raw: &str, shards: &[u32]) -> Result<Positions, CoordError> {
     let mut out: Positions = shards.iter().map(|s| (*s, None)).collect();
     let bad = || {
-        CoordError::Invalid(format!(
-            "cursor: {raw:?} is not all:<shard>=<record id>,…; pass the pageNextCursor of the previous page"
-        ))
+        CoordError::from(BadQuery::AllCursor {
+            given: raw.to_owned(),
+        })
     };
     for part in raw
         .strip_prefix("all:")

@@ -7,7 +7,7 @@
 
 use super::cursor::{self, Id, Start};
 use super::{Params, one_group, param};
-use crate::domain_error::CoordError;
+use crate::domain_error::{BadQuery, CoordError};
 use crate::runtime::clock::iso_ms;
 use crate::runtime::coordinator::Coordinator;
 use crate::services::messages::{PageQuery, direction_name, parse_cursor, read_page, record_bytes};
@@ -35,16 +35,15 @@ pub async fn message_rows(
     let shards: Vec<u32> = if all {
         g.assignable_shards().into_iter().collect()
     } else {
-        let i: u32 = selector.parse().map_err(|_| {
-            CoordError::Invalid(format!(
-                "shardIndex: {selector:?} is not a shard index or one of all, .*, __all, $__all"
-            ))
+        let i: u32 = selector.parse().map_err(|_| BadQuery::ShardSelector {
+            given: selector.clone(),
         })?;
         if !g.assignable_shards().contains(&i) {
-            return Err(CoordError::Invalid(format!(
-                "shardIndex: {i} is out of range; the group has shards 0..{}",
-                g.shard_count.saturating_sub(1)
-            )));
+            return Err(BadQuery::GrafanaShardOutOfRange {
+                shard: i,
+                shard_count: g.shard_count,
+            }
+            .into());
         }
         vec![i]
     };

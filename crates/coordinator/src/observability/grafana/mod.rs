@@ -17,7 +17,7 @@ pub use rsc_protocol::wire::grafana::{
     GrafanaShardRow,
 };
 
-use crate::domain_error::CoordError;
+use crate::domain_error::{BadQuery, CoordError};
 use crate::runtime::cache::GroupName;
 use crate::runtime::coordinator::Coordinator;
 use rsc_protocol::validate;
@@ -38,17 +38,18 @@ pub fn param<'a>(params: &'a Params, key: &str) -> Option<&'a str> {
 /// A required parameter: missing → 400 naming it (blank is "no rows" for the routes that allow it).
 pub fn required<'a>(params: &'a Params, key: &str) -> Result<&'a str, CoordError> {
     match params.get(key) {
-        None => Err(CoordError::Invalid(format!(
-            "{key}: the query parameter is required (e.g. ?streamPrefix=orders&consumerGroup=orders)"
-        ))),
+        None => Err(BadQuery::Required {
+            key: key.to_owned(),
+        }
+        .into()),
         Some(v) => Ok(v.trim()),
     }
 }
 
 /// A group named in the query, validated.
 pub fn group_name(prefix: &str, group: &str) -> Result<GroupName, CoordError> {
-    validate::validate_stream_prefix(prefix).map_err(|e| CoordError::Invalid(e.to_string()))?;
-    validate::validate_consumer_group(group).map_err(|e| CoordError::Invalid(e.to_string()))?;
+    validate::validate_stream_prefix(prefix)?;
+    validate::validate_consumer_group(group)?;
     Ok(GroupName::new(prefix, group))
 }
 
@@ -148,7 +149,7 @@ pub async fn filtered(
     let prefix = param(params, "streamPrefix");
     let group = param(params, "consumerGroup");
     if let Some(p) = prefix {
-        validate::validate_stream_prefix(p).map_err(|e| CoordError::Invalid(e.to_string()))?;
+        validate::validate_stream_prefix(p)?;
     }
     groups(c, visible, prefix, group).await
 }

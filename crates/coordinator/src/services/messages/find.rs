@@ -4,7 +4,7 @@
 //! page's `limit` and byte budget), and says how many it scanned, whether it stopped at a bound, and the
 //! cursor to continue from (the last record scanned).
 
-use crate::domain_error::CoordError;
+use crate::domain_error::{BadQuery, CoordError};
 use crate::services::messages::{PageQuery, record_bytes};
 use rsc_store::{PageDirection, Store, StoreError, StreamRecord, parse_stream_id};
 use std::collections::BTreeMap;
@@ -71,9 +71,10 @@ pub fn parse_from_id(raw: &str) -> Result<(u64, u64), CoordError> {
         raw.parse::<u64>().ok().map(|ms| (ms, 0))
     };
     id.ok_or_else(|| {
-        CoordError::invalid(format!(
-            "fromId: {raw:?} is not a stream record id <ms>-<seq> (or <ms>), e.g. 1764756000000-0"
-        ))
+        BadQuery::FromId {
+            given: raw.to_owned(),
+        }
+        .into()
     })
 }
 
@@ -82,16 +83,11 @@ pub fn parse_from_time(raw: &str) -> Result<(u64, u64), CoordError> {
     let ms = time::OffsetDateTime::parse(raw, &time::format_description::well_known::Rfc3339)
         .ok()
         .map(|t| t.unix_timestamp_nanos() / 1_000_000)
-        .ok_or_else(|| {
-            CoordError::invalid(format!(
-                "fromTime: {raw:?} is not an RFC 3339 time (e.g. 2026-12-03T10:00:00Z or \
-                 2026-12-03T11:00:00+01:00)"
-            ))
+        .ok_or_else(|| BadQuery::FromTime {
+            given: raw.to_owned(),
         })?;
-    let ms = u64::try_from(ms).map_err(|_| {
-        CoordError::invalid(format!(
-            "fromTime: {raw:?} is before 1970; stream ids start there"
-        ))
+    let ms = u64::try_from(ms).map_err(|_| BadQuery::FromTimeBefore1970 {
+        given: raw.to_owned(),
     })?;
     Ok((ms, 0))
 }
@@ -106,9 +102,14 @@ fn bounded(
         None => Ok(default),
         Some(raw) => match raw.parse::<u64>() {
             Ok(n) if (lo..=hi).contains(&n) => Ok(n),
-            _ => Err(CoordError::invalid(format!(
-                "{key}: {raw:?} is not a number from {lo} to {hi} (default {default})"
-            ))),
+            _ => Err(BadQuery::Number {
+                key: key.to_owned(),
+                given: raw.to_owned(),
+                lo,
+                hi,
+                default,
+            }
+            .into()),
         },
     }
 }
@@ -120,15 +121,11 @@ impl FindQuery {
         let from_id = text(params, "fromId").map(parse_from_id).transpose()?;
         let from_time = text(params, "fromTime").map(parse_from_time).transpose()?;
         if from_id.is_some() && from_time.is_some() {
-            return Err(CoordError::invalid(
-                "fromId and fromTime: give one start, not both",
-            ));
+            return Err(BadQuery::TwoStarts.into());
         }
         let from = from_id.or(from_time);
         if from.is_some() && text(params, "cursor").is_some() {
-            return Err(CoordError::invalid(
-                "cursor: a cursor continues a walk; fromId/fromTime start one — give one of them",
-            ));
+            return Err(BadQuery::CursorWithStart.into());
         }
         let field = match params.get("field") {
             None => None,
@@ -137,18 +134,14 @@ impl FindQuery {
                     Some((name.trim().to_owned(), value.to_owned()))
                 }
                 _ => {
-                    return Err(CoordError::invalid(format!(
-                        "field: {raw:?} is not <name>=<value> (e.g. field=orderId=42)"
-                    )));
+                    return Err(BadQuery::Field { given: raw.clone() }.into());
                 }
             },
         };
         let payload_contains = match params.get("search") {
             None => None,
             Some(s) if s.is_empty() => {
-                return Err(CoordError::invalid(
-                    "search: empty; give the text the payload must contain",
-                ));
+                return Err(BadQuery::EmptySearch.into());
             }
             Some(s) => Some(s.clone()),
         };

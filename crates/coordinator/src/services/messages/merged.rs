@@ -4,7 +4,7 @@
 //! `message-page-max-bytes`); the merged page keeps only records no unread record of a cut shard precedes,
 //! then at most `limit` of them and the byte budget. `fromId`/`fromTime` start every shard there.
 
-use crate::domain_error::CoordError;
+use crate::domain_error::{BadQuery, CoordError};
 use crate::services::messages::{PageQuery, read_page, record_bytes};
 use rsc_store::{PageDirection, Store, StoreError, StreamRecord, parse_stream_id};
 use std::collections::BTreeMap;
@@ -15,10 +15,11 @@ pub type Positions = BTreeMap<u32, Option<(u64, u64)>>;
 /// Parses a merged cursor `<shard>=<ms>-<seq>,…` for `shards` (a shard not named starts at the beginning).
 pub fn parse_positions(raw: &str, shards: &[u32]) -> Result<Positions, CoordError> {
     let mut out: Positions = shards.iter().map(|s| (*s, None)).collect();
-    let bad = |why: &str| {
-        CoordError::invalid(format!(
-            "cursor: {raw:?} is not <shard>=<record id>,… ({why}); pass the nextCursor of the previous page"
-        ))
+    let bad = |why: &'static str| {
+        CoordError::from(BadQuery::MergedCursor {
+            given: raw.to_owned(),
+            why,
+        })
     };
     for part in raw.split(',').filter(|p| !p.trim().is_empty()) {
         let (i, id) = part.split_once('=').ok_or_else(|| bad("no ="))?;

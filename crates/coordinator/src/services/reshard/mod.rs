@@ -50,78 +50,46 @@ pub use hold::{MigrationHold, UnreadShard, WayOut};
 pub use ordering::{OrderingGate, ParentProgress};
 pub use views::{MigrationDetail, RemovedShard};
 
-use crate::domain_error::CoordError;
-use rsc_group::migration::MigrationError;
+use crate::domain_error::{
+    BadReshard, Conflict, CoordError, Internal, MigrationBusy, Provisioning, StreamExists,
+    Unavailable,
+};
 use rsc_group::replica::reshard::ReshardError;
-use rsc_group::reshard::end::EndRefusal;
 use rsc_store::Keyspace;
 
 /// A stream record and the revision it was read at.
 pub use rsc_group::replica::reshard::StreamSnapshot as CachedStream;
-
-impl From<MigrationError> for CoordError {
-    fn from(e: MigrationError) -> Self {
-        match e {
-            MigrationError::NotFound(id) => CoordError::MigrationNotFound(format!(
-                "migration {id} does not exist for this group"
-            )),
-            MigrationError::NotAllowed(why) => CoordError::RollbackNotAllowed(why),
-            MigrationError::EpochOverflow(e) => e.into(),
-        }
-    }
-}
-
-impl From<EndRefusal> for CoordError {
-    fn from(e: EndRefusal) -> Self {
-        let text = e.to_string();
-        match e {
-            EndRefusal::Migration(e) => e.into(),
-            EndRefusal::NotTheStreamsActive { .. } | EndRefusal::NotSwitched(_) => {
-                CoordError::RollbackNotAllowed(text)
-            }
-            EndRefusal::AlreadyEnded { .. } => CoordError::MigrationAlreadyEnded(text),
-            EndRefusal::CorrectionOpen => CoordError::CorrectionInProgress(text),
-        }
-    }
-}
 
 /// The coordinator's error for a resharding flow that gave up on stream `prefix`: the store's own error when
 /// a step failed there (`failure`, kept by the performer), else the flow's reason in the domain's words.
 /// (`InProgress` is said by the scale, which knows its groups.)
 fn coord_error(prefix: &str, e: ReshardError, failure: Option<CoordError>) -> CoordError {
     match e {
-        ReshardError::Store => failure
-            .unwrap_or_else(|| CoordError::RedisUnavailable("Redis is unavailable; retry".into())),
-        ReshardError::StreamKeptChanging | ReshardError::GroupKeptChanging => {
-            CoordError::Conflict(e.to_string())
-        }
-        ReshardError::StreamVanished => CoordError::invalid(e.to_string()),
-        ReshardError::Provisioning(why) => CoordError::ProvisioningFailed(format!(
-            "{why}; the migration stays PREPARING and routing is unchanged — retry the same scale to resume"
-        )),
-        ReshardError::ForeignShardKeys(found) => {
-            let keys: Vec<String> = found
+        ReshardError::Store => failure.unwrap_or_else(|| Unavailable::Unexplained.into()),
+        ReshardError::StreamKeptChanging => Conflict::StreamKeptChanging.into(),
+        ReshardError::GroupKeptChanging => Conflict::GroupKeptChanging.into(),
+        ReshardError::StreamVanished => BadReshard::StreamVanished.into(),
+        ReshardError::Provisioning(cause) => Provisioning::Scale { cause }.into(),
+        ReshardError::ForeignShardKeys(found) => StreamExists::ForeignShardKeys {
+            stream: prefix.to_owned(),
+            keys: found
                 .iter()
                 .map(|s| Keyspace::shard_stream(prefix, *s))
-                .collect();
-            CoordError::StreamExists(format!(
-                "Redis keys of stream {prefix:?} already exist, were not created by the coordinator and would be \
-                 adopted as new shards (and deleted by a later scale-in): {}; delete them, or choose a target \
-                 shard count of at most {}",
-                keys.join(", "),
-                found.first().copied().unwrap_or_default()
-            ))
+                .collect(),
+            max_target: found.first().copied().unwrap_or_default(),
         }
-        ReshardError::InProgress(m) => CoordError::MigrationInProgress(format!(
-            "migration {} ({} → {} shards, {}) is still active; wait for it, roll it back, or force-complete it",
-            m.resharding_id,
-            m.from_shard_count,
-            m.to_shard_count,
-            m.state.as_str()
-        )),
+        .into(),
+        ReshardError::InProgress(m) => MigrationBusy::Scale {
+            id: m.resharding_id.clone(),
+            from: m.from_shard_count,
+            to: m.to_shard_count,
+            state: m.state,
+            in_groups: Vec::new(),
+        }
+        .into(),
         ReshardError::Change(e) => e.into(),
         ReshardError::EpochOverflow(e) => e.into(),
         ReshardError::Refused(e) => e.into(),
-        ReshardError::OutOfStep => CoordError::Internal(e.to_string()),
+        ReshardError::OutOfStep => Internal::Reshard(e).into(),
     }
 }

@@ -5,7 +5,7 @@
 use super::perform::Performer;
 use super::quiesce;
 use super::views::migration_state_in_groups;
-use crate::domain_error::CoordError;
+use crate::domain_error::{BadReshard, CoordError, CorrectionOpen, MigrationBusy, StreamNotFound};
 use crate::http::views::migration_response;
 use crate::runtime::cache::GroupName;
 use crate::runtime::coordinator::Resharding;
@@ -36,9 +36,7 @@ fn checked(req: &ScaleRequest) -> Result<Checked, CoordError> {
             rsc_protocol::bounds::TARGET_SHARD_COUNT.min(),
         )?,
         None => {
-            return Err(CoordError::invalid(
-                "targetShardCount: is required (0 drains and removes every shard)",
-            ));
+            return Err(BadReshard::TargetRequired.into());
         }
     };
     let requested_by = req.requested_by.clone().unwrap_or_default();
@@ -68,19 +66,20 @@ impl Resharding<'_> {
         } = checked(req)?;
         let groups = self.stream_groups(prefix).await?;
         if groups.is_empty() {
-            return Err(CoordError::StreamNotFound(format!(
-                "stream {prefix:?} has no consumer groups; create it first"
-            )));
+            return Err(StreamNotFound::Scale {
+                stream: prefix.to_owned(),
+            }
+            .into());
         }
         let mut loaded = Vec::new();
         for name in &groups {
             let c = self.require_group(name).await?;
             self.durability().ensure_mutable(&c.group)?;
             if c.group.metadata_correction.is_some() {
-                return Err(CoordError::CorrectionInProgress(format!(
-                    "group {} is in a metadata-correction round; scale after it closes",
-                    name.consumer_group
-                )));
+                return Err(CorrectionOpen::Scale {
+                    group: name.consumer_group.clone(),
+                }
+                .into());
             }
             loaded.push(c);
         }
@@ -112,13 +111,14 @@ impl Resharding<'_> {
                 tracing::info!(stream = ?prefix, id = ?migration.resharding_id, from = migration.from_shard_count, to = target, "scale activated");
                 Ok(self.scale_response(prefix, target, &groups, &switched.per_group))
             }
-            Err(ReshardError::InProgress(m)) => Err(CoordError::MigrationInProgress(format!(
-                "migration {} ({} → {} shards, {}) is still active; wait for it, roll it back, or force-complete it",
-                m.resharding_id,
-                m.from_shard_count,
-                m.to_shard_count,
-                migration_state_in_groups(&m, &loaded)
-            ))),
+            Err(ReshardError::InProgress(m)) => Err(MigrationBusy::Scale {
+                id: m.resharding_id.clone(),
+                from: m.from_shard_count,
+                to: m.to_shard_count,
+                state: m.state,
+                in_groups: migration_state_in_groups(&m, &loaded),
+            }
+            .into()),
             Err(e) => Err(p.error(e)),
         }
     }

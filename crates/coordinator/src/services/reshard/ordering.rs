@@ -10,7 +10,7 @@
 
 use super::CachedStream;
 use super::perform::evidence_of;
-use crate::domain_error::CoordError;
+use crate::domain_error::{BadReshard, Conflict, CoordError, MigrationBusy, StreamNotFound};
 use crate::runtime::coordinator::{MAX_CAS_ATTEMPTS, Resharding};
 use rsc_group::model::Group;
 use rsc_group::reshard::evidence::delivered_to;
@@ -69,9 +69,7 @@ impl Resharding<'_> {
         )?;
         validate::validate_text("reason", req.reason.as_deref().unwrap_or(""), true)?;
         let Some(ordering) = req.ordering else {
-            return Err(CoordError::invalid(
-                "ordering: is required (\"KEY\" or \"NONE\")",
-            ));
+            return Err(BadReshard::OrderingRequired.into());
         };
         let s = self.set_stream_ordering(prefix, ordering).await?;
         Ok(OrderingResponse {
@@ -89,18 +87,19 @@ impl Resharding<'_> {
     ) -> Result<CachedStream, CoordError> {
         for _ in 0..MAX_CAS_ATTEMPTS {
             let Some(base) = self.load_stream(prefix).await? else {
-                return Err(CoordError::StreamNotFound(format!(
-                    "stream {prefix:?} does not exist; create it with POST /coord/v1/streams/{{p}}"
-                )));
+                return Err(StreamNotFound::Ordering {
+                    stream: prefix.to_owned(),
+                }
+                .into());
             };
             if base.record.ordering == ordering {
                 return Ok(base);
             }
             if let Some(m) = &base.record.active_migration {
-                return Err(CoordError::MigrationInProgress(format!(
-                    "migration {} is active; change the ordering once it has finished",
-                    m.resharding_id
-                )));
+                return Err(MigrationBusy::Ordering {
+                    id: m.resharding_id.clone(),
+                }
+                .into());
             }
             let mut next = base.record.clone();
             next.ordering = ordering;
@@ -109,9 +108,7 @@ impl Resharding<'_> {
                 return Ok(s);
             }
         }
-        Err(CoordError::Conflict(
-            "stream record kept changing; retry".into(),
-        ))
+        Err(Conflict::StreamKeptChanging.into())
     }
 
     /// The gates of `g` with what each parent still holds for it (the migration view).

@@ -4,7 +4,7 @@
 //! is kept, and is what the operation reports if the flow gives up on it.
 
 use super::coord_error;
-use crate::domain_error::CoordError;
+use crate::domain_error::{CoordError, Unavailable};
 use crate::http::error::store_error_text;
 use crate::runtime::cache::{Cached, GroupName};
 use crate::runtime::coordinator::{Commit, Resharding};
@@ -132,12 +132,7 @@ impl Resharding<'_> {
             Step::ExistingShards(shards) => Answer::Existing(
                 existing_shards(self.store(), prefix, shards)
                     .await
-                    .map_err(|e| {
-                        p.failed(CoordError::RedisUnavailable(format!(
-                            "Redis is unavailable: {}",
-                            store_error_text(&e)
-                        )))
-                    }),
+                    .map_err(|e| p.failed(Unavailable::step(&e).into())),
             ),
             Step::ShardGroups(shard) => {
                 let key = Keyspace::shard_stream(prefix, shard);

@@ -10,7 +10,7 @@
 
 use super::CachedStream;
 use super::perform::Performer;
-use crate::domain_error::CoordError;
+use crate::domain_error::{BadReshard, Conflict, CoordError, Forbidden, StreamNotFound};
 use crate::http::error::store_error_text;
 use crate::runtime::coordinator::Resharding;
 use crate::security::audit::AuditRecord;
@@ -56,16 +56,11 @@ pub(super) fn requested_timeout(req: &ScaleRequest) -> Result<Option<i64>, Coord
         return Ok(None);
     };
     match q.timeout_ms {
-        None => Err(CoordError::invalid(
-            "producerQuiesce.timeoutMs: is required (how long to wait for producers before switching \
-             routing anyway, in milliseconds, at most 600000)",
-        )),
-        Some(t) if t <= 0 => Err(CoordError::invalid(format!(
-            "producerQuiesce.timeoutMs: {t} must be positive (milliseconds, at most 600000)"
-        ))),
-        Some(t) if t > quiesce::MAX_TIMEOUT_MS => Err(CoordError::invalid(format!(
-            "producerQuiesce.timeoutMs: {t} is more than 600000 (10 minutes); producers cannot be paused that long"
-        ))),
+        None => Err(BadReshard::QuiesceTimeoutRequired.into()),
+        Some(t) if t <= 0 => Err(BadReshard::QuiesceTimeoutNotPositive { given: t }.into()),
+        Some(t) if t > quiesce::MAX_TIMEOUT_MS => {
+            Err(BadReshard::QuiesceTimeoutTooLong { given: t }.into())
+        }
         Some(t) => Ok(Some(t)),
     }
 }
@@ -74,9 +69,12 @@ pub(super) fn requested_timeout(req: &ScaleRequest) -> Result<Option<i64>, Coord
 pub fn validate_producer_id(field: &str, id: &str) -> Result<(), CoordError> {
     if id.is_empty() || id.len() > MAX_PRODUCER_ID_LEN || !id.bytes().all(|b| b.is_ascii_graphic())
     {
-        return Err(CoordError::invalid(format!(
-            "{field}: {id:?} must be 1–{MAX_PRODUCER_ID_LEN} visible ASCII characters (no spaces)"
-        )));
+        return Err(BadReshard::ProducerId {
+            field: field.to_owned(),
+            given: id.to_owned(),
+            max: MAX_PRODUCER_ID_LEN,
+        }
+        .into());
     }
     Ok(())
 }
@@ -137,10 +135,11 @@ impl Resharding<'_> {
             .await
             .map_err(CoordError::from)?;
         let Some(entry) = all.get(producer) else {
-            return Err(CoordError::Conflict(format!(
-                "producer {producer:?} has not fetched routing of stream {prefix:?} (with a MEMBER principal) \
-                 recently; a producer reports quiesced after fetching routing with its producerId"
-            )));
+            return Err(Conflict::ProducerUnseen {
+                producer: producer.to_owned(),
+                stream: prefix.to_owned(),
+            }
+            .into());
         };
         let Some(caller) = principal else {
             return Ok(());
@@ -149,10 +148,12 @@ impl Resharding<'_> {
             return Ok(());
         }
         match entry.principal.as_deref() {
-            Some(owner) if owner != caller.username => Err(CoordError::Forbidden(format!(
-                "producer {producer:?} of stream {prefix:?} fetches routing as principal {owner:?}; only that \
-                 principal (or an ADMIN) may report it quiesced"
-            ))),
+            Some(owner) if owner != caller.username => Err(Forbidden::ProducerOwner {
+                producer: producer.to_owned(),
+                stream: prefix.to_owned(),
+                owner: owner.to_owned(),
+            }
+            .into()),
             _ => Ok(()),
         }
     }
@@ -186,20 +187,17 @@ impl Resharding<'_> {
         let producer = req.producer_id.clone().unwrap_or_default();
         validate_producer_id("producerId", &producer)?;
         let Some(rid) = req.resharding_id.clone().filter(|r| !r.trim().is_empty()) else {
-            return Err(CoordError::invalid(
-                "reshardingId: is required (the routing answer's quiesce.reshardingId)",
-            ));
+            return Err(BadReshard::ReshardingIdRequired.into());
         };
         let Some(version) = req.observed_routing_version else {
-            return Err(CoordError::invalid(
-                "observedRoutingVersion: is required (the routingVersion of the routing this producer holds)",
-            ));
+            return Err(BadReshard::ObservedRoutingVersionRequired.into());
         };
         validate::validate_observed("observedRoutingVersion", version, 0)?;
         let Some(stream) = self.load_stream(prefix).await? else {
-            return Err(CoordError::StreamNotFound(format!(
-                "stream {prefix:?} has no consumer groups; nothing to quiesce for"
-            )));
+            return Err(StreamNotFound::Quiesce {
+                stream: prefix.to_owned(),
+            }
+            .into());
         };
         let now = self.clock().now_ms();
         let waiting = waiting_quiesce(&stream.record, now).is_some_and(|q| q.resharding_id == rid);

@@ -3,7 +3,7 @@
 
 use super::CachedStream;
 use super::perform::Performer;
-use crate::domain_error::CoordError;
+use crate::domain_error::{Conflict, CoordError, Corrupt};
 use crate::http::error::store_error_text;
 use crate::runtime::cache::{Cached, GroupName};
 use crate::runtime::coordinator::{MAX_CAS_ATTEMPTS, Resharding};
@@ -28,7 +28,10 @@ impl Resharding<'_> {
             return Ok(None);
         };
         let record = StreamRecord::from_json(&stored.aggregate).map_err(|e| {
-            CoordError::MetadataCorrupt(format!("stream record {key} is unreadable: {e}"))
+            Corrupt::StreamRecordUnreadable {
+                key: key.clone(),
+                cause: e.to_string(),
+            }
         })?;
         Ok(Some(CachedStream {
             record,
@@ -93,9 +96,7 @@ impl Resharding<'_> {
                 return Ok(s);
             }
         }
-        Err(CoordError::Conflict(
-            "stream record kept changing; retry".into(),
-        ))
+        Err(Conflict::StreamKeptChanging.into())
     }
 
     /// Deletes the stream record, and the producer sightings of producer quiesce, once the stream has no
@@ -126,13 +127,11 @@ impl Resharding<'_> {
         base: u64,
         mut next: StreamRecord,
     ) -> Result<Option<CachedStream>, CoordError> {
-        next.store_revision = base.checked_add(1).ok_or_else(|| {
-            CoordError::MetadataCorrupt(format!(
-                    "stream record {} has a store revision that cannot be incremented; restore it from backup",
-                    self.stream_record_key(prefix)
-                ),
-            )
-        })?;
+        next.store_revision =
+            base.checked_add(1)
+                .ok_or_else(|| Corrupt::StreamRevisionExhausted {
+                    key: self.stream_record_key(prefix),
+                })?;
         next.updated_at_ms = self.clock().now_ms();
         // A write that publishes a new routing version raises the shards' ceilings to it first.
         let publishes = match self.load_stream(prefix).await? {

@@ -58,26 +58,20 @@ pub struct RemovedShard {
 /// The state of the stream's active migration as its groups' migration views show it (a group drains on
 /// its own, so the stream record's `ACTIVE` can be `DRAINING` there): one state when every group agrees,
 /// else each group's.
-pub(super) fn migration_state_in_groups(m: &Migration, groups: &[Cached]) -> String {
-    let states: Vec<(&str, &'static str)> = groups
+pub(super) fn migration_state_in_groups(
+    m: &Migration,
+    groups: &[Cached],
+) -> Vec<(String, MigrationState)> {
+    groups
         .iter()
         .map(|c| {
             let state = c
                 .group
                 .migration(&m.resharding_id)
                 .map_or(m.state, |gm| gm.state);
-            (c.group.consumer_group.as_str(), state.as_str())
+            (c.group.consumer_group.clone(), state)
         })
-        .collect();
-    match states.first() {
-        None => m.state.as_str().to_owned(),
-        Some((_, first)) if states.iter().all(|(_, s)| s == first) => (*first).to_owned(),
-        Some(_) => states
-            .iter()
-            .map(|(g, s)| format!("{s} in group {g}"))
-            .collect::<Vec<_>>()
-            .join(", "),
-    }
+        .collect()
 }
 
 impl Resharding<'_> {
