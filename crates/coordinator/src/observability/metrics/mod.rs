@@ -61,7 +61,7 @@ fn redis_histogram() -> Histogram {
 /// `redis_connection_failures_total`). The failure counter of each starts at 0, so that `increase()` in an
 /// alert sees the first burst of failures after a restart. A test checks that every `time_store` call of the
 /// crate names one of these.
-pub const REDIS_OPERATIONS: [&str; 15] = [
+pub const REDIS_OPERATIONS: [&str; 16] = [
     "cas",
     "change_publish",
     "cluster_slots",
@@ -75,6 +75,7 @@ pub const REDIS_OPERATIONS: [&str; 15] = [
     "revision",
     "time",
     "xinfo",
+    "xpending",
     "xrange",
     "xread",
 ];
