@@ -294,30 +294,13 @@ impl Monitoring<'_> {
                 return Ok(rows.to_vec());
             }
         }
-        let exists = self
-            .metrics()
-            .time_store("exists", self.store().keys_exist(&keys))
-            .await?;
-        let present: Vec<String> = keys
-            .iter()
-            .zip(&exists)
-            .filter(|(_, there)| **there)
-            .map(|(k, _)| k.clone())
-            .collect();
-        let observed = self
-            .metrics()
-            .time_store("xinfo", self.store().shard_observations(&present))
-            .await?;
-        let mut observed = observed.into_iter();
+        let observed =
+            crate::services::describe::observe_shard_streams(self.metrics(), self.store(), &keys)
+                .await?;
         let rows: Vec<crate::services::offsets::ShardOffsets> = shard_ids
             .iter()
-            .zip(&exists)
-            .map(|(s, there)| {
-                let o = if *there {
-                    observed.next().flatten()
-                } else {
-                    None
-                };
+            .zip(&observed)
+            .map(|(s, o)| {
                 crate::services::offsets::from_observation(
                     prefix,
                     &name.consumer_group,

@@ -5,6 +5,7 @@
 //! come from this replica's samples (`runtime/history.rs`), which the metrics refresh records.
 
 use crate::domain_error::{CoordError, StreamNotFound};
+use crate::observability::metrics::Metrics;
 use crate::runtime::cache::GroupName;
 use crate::runtime::coordinator::Monitoring;
 use crate::runtime::history::{Point, RETAINED_MS};
@@ -13,7 +14,7 @@ use rsc_protocol::wire::describe::{
     DescribedGroup, DescribedShard, HistoryGroupPoint, HistoryPoint, StreamDescribeResponse,
     StreamHistoryResponse,
 };
-use rsc_store::{Keyspace, ShardObservation};
+use rsc_store::{Keyspace, ShardObservation, Store, StoreError};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The most shards `describe` lists (a stream's maximum shard count).
@@ -209,31 +210,7 @@ impl Monitoring<'_> {
             .iter()
             .map(|s| Keyspace::shard_stream(prefix, *s))
             .collect();
-        let exists = self
-            .metrics()
-            .time_store("exists", self.store().keys_exist(&keys))
-            .await?;
-        let present: Vec<String> = keys
-            .iter()
-            .zip(&exists)
-            .filter(|(_, there)| **there)
-            .map(|(k, _)| k.clone())
-            .collect();
-        let mut observed = self
-            .metrics()
-            .time_store("xinfo", self.store().shard_observations(&present))
-            .await?
-            .into_iter();
-        Ok(exists
-            .iter()
-            .map(|there| {
-                if *there {
-                    observed.next().flatten()
-                } else {
-                    None
-                }
-            })
-            .collect())
+        Ok(observe_shard_streams(self.metrics(), self.store(), &keys).await?)
     }
 
     fn sample_interval_ms(&self) -> i64 {
@@ -285,4 +262,35 @@ fn history_point(p: Point) -> HistoryPoint {
             })
             .collect(),
     }
+}
+
+/// What Redis holds of each shard stream of `keys`, in order (None: the stream does not exist): one pipelined
+/// EXISTS, then XINFO/MEMORY of the streams that exist only. Timed as `exists` and `xinfo`. Used by the
+/// metrics refresh and by `describe`.
+pub(crate) async fn observe_shard_streams(
+    metrics: &Metrics,
+    store: &Store,
+    keys: &[String],
+) -> Result<Vec<Option<ShardObservation>>, StoreError> {
+    let exists = metrics.time_store("exists", store.keys_exist(keys)).await?;
+    let present: Vec<String> = keys
+        .iter()
+        .zip(&exists)
+        .filter(|(_, there)| **there)
+        .map(|(k, _)| k.clone())
+        .collect();
+    let mut observed = metrics
+        .time_store("xinfo", store.shard_observations(&present))
+        .await?
+        .into_iter();
+    Ok(exists
+        .iter()
+        .map(|there| {
+            if *there {
+                observed.next().flatten()
+            } else {
+                None
+            }
+        })
+        .collect())
 }
