@@ -38,6 +38,32 @@ pub struct ThrottleKeys {
     pub username: String,
 }
 
+/// One rate-limit window, by the key-safe part of what it counts (each made key-safe by the caller: plain
+/// short text as is, anything else hashed). The store names its key ([`crate::Keyspace::limit_window`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitWindow<'a> {
+    /// A principal's sign-ins in the current minute.
+    Login(&'a str),
+    /// A principal's admin mutations.
+    Principal(&'a str),
+    /// The admin mutations of one target (`<streamPrefix>:<group or *>`).
+    Target(&'a str),
+    /// The rollback suspicions raised by one principal.
+    Suspicion(&'a str),
+}
+
+/// One sign-in attempt, by the key-safe parts of its ids: the store names its three throttle counters
+/// ([`crate::Keyspace::login_throttle`], one hash tag).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoginAttempt {
+    /// The username and the client address together.
+    pub pair: String,
+    /// The client address.
+    pub address: String,
+    /// The username.
+    pub username: String,
+}
+
 /// The string key that holds a large aggregate out of line (`layoutVersion` "3") for the metadata-shaped hash
 /// `hash_key`: `<hash_key>:aggregate`. It shares the hash's hash tag, so one script or transaction may touch
 /// both in cluster mode too. Storage layout, not protocol: derived here from the key the store is given.

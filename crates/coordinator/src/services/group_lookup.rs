@@ -11,7 +11,7 @@ impl Coordinator {
     /// All groups the index lists, with their index state, sorted by stream prefix then group.
     pub async fn index_entries(&self) -> Result<Vec<IndexEntry>, CoordError> {
         self.store()
-            .group_index_list(&self.index_key())
+            .group_index_list()
             .await
             .map_err(|e| {
                 self.note_store_error(&e);
@@ -40,7 +40,7 @@ impl Coordinator {
         }
         let own = self
             .store()
-            .group_index_get(&self.index_key(), &self.keys(name).metadata)
+            .group_index_get(name)
             .await
             .map_err(|e| {
                 self.note_store_error(&e);
@@ -60,7 +60,7 @@ impl Coordinator {
             state,
         };
         self.store()
-            .group_index_put(&self.index_key(), &self.keys(name).metadata, &entry)
+            .group_index_put(name, &entry)
             .await
             .map_err(|e| {
                 self.note_store_error(&e);
@@ -99,7 +99,7 @@ impl Coordinator {
         });
         if listed_live {
             CoordError::MetadataMissing {
-                key: self.keys(name).metadata,
+                key: self.shown_group_key(name),
             }
         } else {
             CoordError::group_not_found(

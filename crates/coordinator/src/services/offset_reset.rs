@@ -355,7 +355,7 @@ impl Admin<'_> {
                 ),
             )));
         }
-        let leases = self.store().leases(&self.keys(name)).await.map_err(|e| {
+        let leases = self.store().leases(name).await.map_err(|e| {
             self.note_store_error(&e);
             CoordError::from(e)
         })?;

@@ -9,11 +9,11 @@
 use std::collections::BTreeMap;
 
 use rsc_store::{
-    CasOutcome, CasWrite, GroupKeys, RestoreOutcome, RestoredHash, SplitAggregate, SplitEntry,
+    CasOutcome, CasWrite, RestoreOutcome, RestoredHash, SplitAggregate, SplitEntry,
     Store, StoreError, aggregate_key,
 };
 
-use crate::fixtures::{create_group, group, raw, snapshot};
+use crate::fixtures::{TestGroup, create_group, group, raw, snapshot};
 
 on_both_topologies!(
     a_split_write_stores_a_header_and_entries_and_loads_as_one_document,
@@ -53,7 +53,7 @@ fn write(expected_revision: u64, aggregate: SplitAggregate) -> CasWrite {
     }
 }
 
-async fn written(store: &Store, keys: &GroupKeys, w: &CasWrite) -> u64 {
+async fn written(store: &Store, keys: &TestGroup, w: &CasWrite) -> u64 {
     match store.cas(keys, w).await.expect("cas") {
         CasOutcome::Written { revision, .. } => revision,
         other => panic!("expected Written, got {other:?}"),
@@ -61,12 +61,12 @@ async fn written(store: &Store, keys: &GroupKeys, w: &CasWrite) -> u64 {
 }
 
 /// The hash's fields as text.
-async fn fields(store: &Store, keys: &GroupKeys) -> BTreeMap<String, String> {
+async fn fields(store: &Store, keys: &TestGroup) -> BTreeMap<String, String> {
     raw(store, redis::cmd("HGETALL").arg(&keys.metadata)).await
 }
 
 /// A group of three members, stored split at revision 2.
-async fn three_members(store: &Store, keys: &GroupKeys) {
+async fn three_members(store: &Store, keys: &TestGroup) {
     create_group(store, keys, &["a"]).await;
     let full = split(
         r#"{"storeRevision":2,"groupEpoch":1}"#,
