@@ -18,7 +18,7 @@ async fn backup_read_and_restore(store: &Store, name: &str) {
         .await
         .unwrap();
     assert!(matches!(created, CreateOutcome::Created { .. }));
-    let stored = store.backup_read(&keys.metadata).await.unwrap().unwrap();
+    let stored = store.load(&keys).await.unwrap().unwrap();
     assert_eq!(
         (stored.revision, stored.aggregate.as_str()),
         (1, "{\"v\":1}")
@@ -86,7 +86,7 @@ async fn backup_read_and_restore(store: &Store, name: &str) {
     let RestoreOutcome::Restored { now_ms } = done else {
         panic!("{done:?}")
     };
-    let stored = store.backup_read(&keys.metadata).await.unwrap().unwrap();
+    let stored = store.load(&keys).await.unwrap().unwrap();
     assert_eq!(
         (
             stored.revision,
@@ -104,10 +104,12 @@ async fn backup_read_and_restore(store: &Store, name: &str) {
     assert!(store.progress_all(&keys).await.unwrap().is_empty());
 
     // A stream record into an empty key.
-    let record = format!("rsc-test:{{t:{name}:s}}:stream");
+    let prefix = format!("t:{name}:s");
+    let record = store.keyspace().stream_record(&prefix);
+    assert_eq!(record, format!("rsc-test:{{t:{name}:s}}:stream"));
     let done = store
         .restore_stream_record(
-            &record,
+            &prefix,
             &RestoredHash {
                 expect_current: None,
                 revision: 3,
@@ -118,7 +120,7 @@ async fn backup_read_and_restore(store: &Store, name: &str) {
         .await
         .unwrap();
     assert!(matches!(done, RestoreOutcome::Restored { .. }));
-    let stored = store.backup_read(&record).await.unwrap().unwrap();
+    let stored = store.stream_record_load(&prefix).await.unwrap().unwrap();
     assert_eq!(
         (stored.revision, stored.aggregate.as_str()),
         (3, "{\"r\":3}")

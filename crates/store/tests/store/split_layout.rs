@@ -247,7 +247,7 @@ async fn backup_reads_a_split_group_and_restore_writes_it_back_whole(store: &Sto
     let keys = group(name);
     three_members(store, &keys).await;
     let backed_up = store
-        .backup_read(&keys.metadata)
+        .load(&keys)
         .await
         .expect("read")
         .expect("exists");
