@@ -396,13 +396,18 @@ fn store_methods_take_ids_not_key_strings() {
             let keyed = keyed_parameter(&params);
             let listed = KEYED_STORE_METHODS.contains(&method.as_str());
             match keyed {
-                Some(p) if !listed => found.push(format!("{name}:{line}: Store::{method} takes {p}")),
+                Some(p) if !listed => {
+                    found.push(format!("{name}:{line}: Store::{method} takes {p}"))
+                }
                 None if listed => listed_but_clean.push(method),
                 _ => {}
             }
         }
     }
-    assert!(methods > 60, "the walk found too few store methods: {methods}");
+    assert!(
+        methods > 60,
+        "the walk found too few store methods: {methods}"
+    );
     assert!(
         found.is_empty(),
         "a store method takes a key name: take the ids (a GroupName, a stream prefix, a user …) and name \

@@ -57,7 +57,11 @@ impl Store {
 
     /// Writes an index entry back as it was backed up (`field` and `value_json` as
     /// [`Store::backup_index_entries`] read them).
-    pub async fn restore_index_entry(&self, field: &str, value_json: &str) -> Result<(), StoreError> {
+    pub async fn restore_index_entry(
+        &self,
+        field: &str,
+        value_json: &str,
+    ) -> Result<(), StoreError> {
         self.index_put(&self.keyspace().group_index(), field, value_json)
             .await
     }

@@ -66,7 +66,8 @@ pub use index::{IndexEntry, IndexState};
 pub use json::to_json;
 pub use key_shapes::{KeyShape, coordinator_key_kind, coordinator_key_shapes};
 pub use keys::{
-    GroupKeys, LimitWindow, LoginAttempt, ProducerKeys, ThrottleKeys, aggregate_key, aggregate_staging_key,
+    GroupKeys, LimitWindow, LoginAttempt, ProducerKeys, ThrottleKeys, aggregate_key,
+    aggregate_staging_key,
 };
 pub use keyspace::{DEFAULT_KEY_PREFIX, Keyspace};
 pub use limits::{ThrottleBudgets, ThrottleReason, ThrottleVerdict, WindowCount};

@@ -79,7 +79,11 @@ pub enum ThrottleVerdict {
 
 impl Store {
     /// Counts one hit in window `window` (`window_ms` long, starting at the first hit).
-    pub async fn window_hit(&self, window: LimitWindow<'_>, window_ms: i64) -> Result<WindowCount, StoreError> {
+    pub async fn window_hit(
+        &self,
+        window: LimitWindow<'_>,
+        window_ms: i64,
+    ) -> Result<WindowCount, StoreError> {
         let key = &self.keyspace().limit_window(window);
         let (count, reset_ms): (i64, i64) = WINDOW_HIT
             .key(key)

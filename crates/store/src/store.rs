@@ -620,7 +620,10 @@ impl Store {
     }
 
     /// Every index entry as (metadata key, value JSON), sorted by metadata key.
-    pub(crate) async fn index_list(&self, index_key: &str) -> Result<Vec<(String, String)>, StoreError> {
+    pub(crate) async fn index_list(
+        &self,
+        index_key: &str,
+    ) -> Result<Vec<(String, String)>, StoreError> {
         let entries: HashMap<String, String> = redis::cmd("HGETALL")
             .arg(index_key)
             .query_async(&mut self.connection())

@@ -29,7 +29,10 @@ static DELETE: LazyLock<Script> =
 impl Store {
     /// Reads and validates a stream record. `Ok(None)` if there is none; an error (never a guess) if
     /// it cannot be trusted or was written by a newer schema/layout.
-    pub async fn stream_record_load(&self, stream_prefix: &str) -> Result<Option<StoredGroup>, StoreError> {
+    pub async fn stream_record_load(
+        &self,
+        stream_prefix: &str,
+    ) -> Result<Option<StoredGroup>, StoreError> {
         let key = &self.keyspace().stream_record(stream_prefix);
         self.load_hash(key).await
     }

@@ -255,11 +255,7 @@ impl Coordinator {
 
     /// Reads and checks a group's metadata from Redis, without touching the cache.
     async fn read_group(&self, name: &GroupName) -> Result<Option<Cached>, CoordError> {
-        let stored = match self
-            .metrics
-            .time_store("load", self.store.load(name))
-            .await
-        {
+        let stored = match self.metrics.time_store("load", self.store.load(name)).await {
             Ok(Some(s)) => s,
             Ok(None) => return Ok(None),
             Err(e) => {
@@ -267,7 +263,8 @@ impl Coordinator {
                 return Err(e.into());
             }
         };
-        let group = Group::from_json(&stored.aggregate).map_err(|e| corrupt(&self.shown_group_key(name), &e))?;
+        let group = Group::from_json(&stored.aggregate)
+            .map_err(|e| corrupt(&self.shown_group_key(name), &e))?;
         if group.store_revision != stored.revision
             || group.stream_prefix != name.stream_prefix
             || group.consumer_group != name.consumer_group

@@ -284,7 +284,10 @@ impl AuditLog {
         );
         let mut delay = Duration::from_millis(25);
         for attempt in 1..=3 {
-            let r = self.store.audit_append(stream, self.max_entries, &json).await;
+            let r = self
+                .store
+                .audit_append(stream, self.max_entries, &json)
+                .await;
             match r {
                 Ok(id) => return Some(id),
                 Err(e) if attempt == 3 => {

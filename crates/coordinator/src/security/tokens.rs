@@ -85,10 +85,7 @@ impl TokenStore {
     /// Deletes token keys whose index entries are gone (each key is its own slot: one command each).
     async fn delete_keys(&self, digests: &[String]) -> Result<(), CoordError> {
         for d in digests {
-            self.store
-                .token_delete(d)
-                .await
-                .map_err(store_error)?;
+            self.store.token_delete(d).await.map_err(store_error)?;
         }
         Ok(())
     }

@@ -286,10 +286,7 @@ impl Admin<'_> {
                 })?;
             match outcome {
                 DeleteOutcome::Deleted => {
-                    let _ = self
-                        .store()
-                        .group_index_remove(name)
-                        .await;
+                    let _ = self.store().group_index_remove(name).await;
                     self.cache().forget(name);
                     self.resharding()
                         .forget_stream_if_unused(&name.stream_prefix)

@@ -57,10 +57,7 @@ async fn write(store: &Store, keys: &TestGroup, revision: u64, json: &str) {
 }
 
 /// The hash's aggregate field, its layoutVersion and the out-of-line aggregate key's value.
-async fn stored(
-    store: &Store,
-    keys: &TestGroup,
-) -> (Option<Vec<u8>>, String, Option<Vec<u8>>) {
+async fn stored(store: &Store, keys: &TestGroup) -> (Option<Vec<u8>>, String, Option<Vec<u8>>) {
     let field: Option<Vec<u8>> = raw(
         store,
         redis::cmd("HGET").arg(&keys.metadata).arg("aggregate"),
@@ -82,12 +79,7 @@ async fn load_ok(store: &Store, keys: &TestGroup) -> rsc_store::StoredGroup {
 }
 
 /// Writes the hash's aggregate field and layoutVersion by hand, as an earlier version left them.
-async fn write_field_as_before(
-    store: &Store,
-    keys: &TestGroup,
-    field: &[u8],
-    layout: &str,
-) {
+async fn write_field_as_before(store: &Store, keys: &TestGroup, field: &[u8], layout: &str) {
     let _: i64 = raw(
         store,
         redis::cmd("HSET")

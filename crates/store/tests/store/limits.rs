@@ -1,7 +1,8 @@
 //! Rate-limit windows and the sign-in throttle's scripts.
 
 use rsc_store::{
-    LimitWindow, LoginAttempt, Store, ThrottleBudgets, ThrottleKeys, ThrottleReason, ThrottleVerdict,
+    LimitWindow, LoginAttempt, Store, ThrottleBudgets, ThrottleKeys, ThrottleReason,
+    ThrottleVerdict,
 };
 
 use crate::fixtures::raw;
@@ -126,7 +127,8 @@ async fn throttle_reserves_refuses_and_releases(store: &Store, name: &str) {
     store.throttle_release(&alice).await.expect("release");
     let exists: i64 = raw(store, redis::cmd("EXISTS").arg(&alice.keys.pair)).await;
     assert_eq!(exists, 0);
-    let addr_n: Option<String> = raw(store, redis::cmd("HGET").arg(&alice.keys.address).arg("n")).await;
+    let addr_n: Option<String> =
+        raw(store, redis::cmd("HGET").arg(&alice.keys.address).arg("n")).await;
     assert_eq!(addr_n.as_deref(), Some("1"));
     let user_n: Option<String> = raw(store, redis::cmd("GET").arg(&alice.keys.username)).await;
     assert_eq!(user_n.as_deref(), Some("1"));

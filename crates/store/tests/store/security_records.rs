@@ -30,7 +30,10 @@ async fn audit_stream_appends_and_pages(store: &Store, name: &str) {
     )
     .await;
 
-    let page = store.audit_page(AuditStream::Mutations, "+", "-", 3).await.expect("page");
+    let page = store
+        .audit_page(AuditStream::Mutations, "+", "-", 3)
+        .await
+        .expect("page");
     assert_eq!(page.len(), 3);
     assert_eq!(page[0].id, foreign);
     assert_eq!(page[0].record, None);
@@ -68,24 +71,10 @@ async fn bootstrap_admin_is_claimed_once(store: &Store, name: &str) {
         .clone()
         .with_key_prefix(&format!("{}-{name}", crate::fixtures::KEY_PREFIX));
     assert_eq!(store.bootstrap_admin_get().await.expect("get"), None);
-    assert!(
-        store
-            .bootstrap_admin_claim("first")
-            .await
-            .expect("claim")
-    );
-    assert!(
-        !store
-            .bootstrap_admin_claim("second")
-            .await
-            .expect("claim")
-    );
+    assert!(store.bootstrap_admin_claim("first").await.expect("claim"));
+    assert!(!store.bootstrap_admin_claim("second").await.expect("claim"));
     assert_eq!(
-        store
-            .bootstrap_admin_get()
-            .await
-            .expect("get")
-            .as_deref(),
+        store.bootstrap_admin_get().await.expect("get").as_deref(),
         Some("first")
     );
 }

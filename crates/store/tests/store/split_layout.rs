@@ -9,8 +9,8 @@
 use std::collections::BTreeMap;
 
 use rsc_store::{
-    CasOutcome, CasWrite, RestoreOutcome, RestoredHash, SplitAggregate, SplitEntry,
-    Store, StoreError, aggregate_key,
+    CasOutcome, CasWrite, RestoreOutcome, RestoredHash, SplitAggregate, SplitEntry, Store,
+    StoreError, aggregate_key,
 };
 
 use crate::fixtures::{TestGroup, create_group, group, raw, snapshot};
@@ -246,11 +246,7 @@ async fn a_refused_split_write_changes_nothing(store: &Store, name: &str) {
 async fn backup_reads_a_split_group_and_restore_writes_it_back_whole(store: &Store, name: &str) {
     let keys = group(name);
     three_members(store, &keys).await;
-    let backed_up = store
-        .load(&keys)
-        .await
-        .expect("read")
-        .expect("exists");
+    let backed_up = store.load(&keys).await.expect("read").expect("exists");
     let restored = store
         .restore_group(
             &keys,

@@ -43,10 +43,7 @@ async fn token_records_and_index(store: &Store, name: &str) {
         Vec::<String>::new(),
         "the ended entry is dropped, not evicted"
     );
-    assert_eq!(
-        store.token_index_list(user).await.expect("list"),
-        vec!["a"]
-    );
+    assert_eq!(store.token_index_list(user).await.expect("list"), vec!["a"]);
     store
         .token_index_add(user, now, now + 30_000, "b", 2)
         .await

@@ -80,7 +80,6 @@ pub fn validate_producer_id(field: &str, id: &str) -> Result<(), CoordError> {
 }
 
 impl Resharding<'_> {
-
     /// Notes a routing fetch by `producer` (best effort: a failure is logged, routing still answers).
     /// Called before the stream record is read, so a producer that got routing without the flag is seen
     /// by any switch decision made after the flag was set.

@@ -100,16 +100,9 @@ impl Resharding<'_> {
             return;
         }
         if let Ok(Some(s)) = self.load_stream(prefix).await {
-            let _ = self
-                .store()
-                .stream_record_delete(prefix, s.revision)
-                .await;
+            let _ = self.store().stream_record_delete(prefix, s.revision).await;
         }
-        if let Err(e) = self
-            .store()
-            .producers_clear(prefix)
-            .await
-        {
+        if let Err(e) = self.store().producers_clear(prefix).await {
             tracing::warn!(stream = prefix, error = %store_error_text(&e), "producer sightings not deleted");
         }
     }
