@@ -5,21 +5,11 @@
 //! the caller's (the coordinator's `AuditRecord`); the stream names the store's ([`AuditStream`]).
 
 use crate::error::StoreError;
+use crate::keys::AuditStream;
 use crate::store::Store;
 
 /// The stream field that holds an entry's record.
 const RECORD_FIELD: &str = "record";
-
-/// Which of the three audit streams (each named by the store under its key prefix).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum AuditStream {
-    /// Admin mutations and sign-ins that revoked tokens.
-    Mutations,
-    /// Refused requests and failed sign-ins.
-    Rejected,
-    /// Successful sign-ins.
-    Signins,
-}
 
 /// One stream entry as read back.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,5 +1,6 @@
-//! The sets of key names one store operation takes: a group's three keys, a stream's producer sightings,
-//! the sign-in throttle's counters (each named by [`crate::Keyspace`]).
+//! The ids a store operation takes beside a group's name and a stream prefix (an audit stream, a rate-limit
+//! window, a sign-in attempt), and the sets of key names the keyspace names from ids: a group's three keys, a
+//! stream's producer sightings, the sign-in throttle's counters (each named by [`crate::Keyspace`]).
 //!
 //! The store relies on a group's three names sharing one hash tag (`{<p>:<g>}`), so that one Lua script may
 //! touch all of them in cluster mode too. The keys of a large aggregate stored out of line are the
@@ -36,6 +37,17 @@ pub struct ThrottleKeys {
     pub address: String,
     /// STRING counter: failures of this username over all addresses within the window.
     pub username: String,
+}
+
+/// Which of the three audit streams (each named by the store under its key prefix).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AuditStream {
+    /// Admin mutations and sign-ins that revoked tokens.
+    Mutations,
+    /// Refused requests and failed sign-ins.
+    Rejected,
+    /// Successful sign-ins.
+    Signins,
 }
 
 /// One rate-limit window, by the key-safe part of what it counts (each made key-safe by the caller: plain

@@ -9,9 +9,8 @@ use std::sync::Arc;
 
 use rsc_protocol::names;
 
-use crate::audit::AuditStream;
 use crate::group_name::GroupName;
-use crate::keys::{GroupKeys, LimitWindow, LoginAttempt, ProducerKeys, ThrottleKeys};
+use crate::keys::{AuditStream, GroupKeys, LimitWindow, LoginAttempt, ProducerKeys, ThrottleKeys};
 
 /// The key prefix the coordinator writes under unless configured otherwise (`coordinator.store.key-prefix`).
 pub const DEFAULT_KEY_PREFIX: &str = "redis-stream:coord";

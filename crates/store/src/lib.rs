@@ -54,7 +54,7 @@ mod streams;
 mod tokens;
 mod topology;
 
-pub use audit::{AuditEntry, AuditStream};
+pub use audit::AuditEntry;
 pub use backup::{RestoreOutcome, RestoredHash};
 pub use cluster::{ChangeEntry, LiveReplicas};
 pub use connection::{RedisConn, RedisTopology};
@@ -66,7 +66,7 @@ pub use index::{IndexEntry, IndexState};
 pub use json::to_json;
 pub use key_shapes::{KeyShape, coordinator_key_kind, coordinator_key_shapes};
 pub use keys::{
-    GroupKeys, LimitWindow, LoginAttempt, ProducerKeys, ThrottleKeys, aggregate_key,
+    AuditStream, GroupKeys, LimitWindow, LoginAttempt, ProducerKeys, ThrottleKeys, aggregate_key,
     aggregate_staging_key,
 };
 pub use keyspace::{DEFAULT_KEY_PREFIX, Keyspace};

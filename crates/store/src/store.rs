@@ -128,8 +128,7 @@ impl Store {
     /// Reads and validates a group's metadata. `Ok(None)` if the group does not exist; an error
     /// (never a guess) if it exists but cannot be trusted or was written by a newer schema/layout.
     pub async fn load(&self, group: &GroupName) -> Result<Option<StoredGroup>, StoreError> {
-        let keys = &self.keyspace.group_of(group);
-        self.load_hash(&keys.metadata).await
+        self.load_hash(&self.keyspace.group_metadata(group)).await
     }
 
     /// Reads and validates a metadata-shaped hash (a group's metadata or a stream record) and its
@@ -150,14 +149,14 @@ impl Store {
     /// The revision a group's metadata is at (`Ok(None)` if the group does not exist): one HGET, to
     /// confirm that a cached aggregate is current without reading it again.
     pub async fn revision(&self, group: &GroupName) -> Result<Option<u64>, StoreError> {
-        let keys = &self.keyspace.group_of(group);
+        let metadata_key = self.keyspace.group_metadata(group);
         let field: Option<String> = redis::cmd("HGET")
-            .arg(&keys.metadata)
+            .arg(&metadata_key)
             .arg("revision")
             .query_async(&mut self.connection())
             .await
-            .map_err(|e| on_group_key(&keys.metadata, e))?;
-        metadata::parse_revision_field(&keys.metadata, field)
+            .map_err(|e| on_group_key(&metadata_key, e))?;
+        metadata::parse_revision_field(&metadata_key, field)
     }
 
     /// [`Store::revision`] of many groups, in order, in pipelines of [`REVISIONS_PAGE`] (standalone); on a

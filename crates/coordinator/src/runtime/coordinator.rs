@@ -208,6 +208,16 @@ impl Coordinator {
         Durability::new(self)
     }
 
+    /// Group `name`'s metadata key, as messages name the group's record (`shown_keys`).
+    pub fn shown_group_key(&self, name: &GroupName) -> String {
+        crate::runtime::shown_keys::group(&self.store, name)
+    }
+
+    /// The key of stream `prefix`'s record, as messages name it (`shown_keys`).
+    pub fn shown_stream_record_key(&self, prefix: &str) -> String {
+        crate::runtime::shown_keys::stream_record(&self.store, prefix)
+    }
+
     pub fn begin_termination(&self) {
         self.terminating.store(true, Ordering::SeqCst);
     }

@@ -3,10 +3,7 @@
 //! operation takes ids (a group's name, a stream prefix, a user …) and names its keys itself; a string
 //! from here is never passed back to the store (`tests/key_names.rs` holds both rules).
 
-use rsc_store::Store;
-
-use crate::runtime::cache::GroupName;
-use crate::runtime::coordinator::Coordinator;
+use rsc_store::{GroupName, Store};
 
 /// Group `name`'s metadata key.
 pub fn group(store: &Store, name: &GroupName) -> String {
@@ -21,16 +18,4 @@ pub fn stream_record(store: &Store, prefix: &str) -> String {
 /// The key of the generated bootstrap admin's hash.
 pub fn bootstrap_admin(store: &Store) -> String {
     store.keyspace().bootstrap_admin()
-}
-
-impl Coordinator {
-    /// Group `name`'s metadata key, as messages name the group's record.
-    pub fn shown_group_key(&self, name: &GroupName) -> String {
-        group(self.store(), name)
-    }
-
-    /// The key of stream `prefix`'s record, as messages name it.
-    pub fn shown_stream_record_key(&self, prefix: &str) -> String {
-        stream_record(self.store(), prefix)
-    }
 }
