@@ -422,7 +422,7 @@ impl Store {
     }
 
     /// Deletes the group's metadata, leases and progress if it is at `expected_revision`.
-    /// The group index entry is separate: remove it with [`Store::index_remove`].
+    /// The group index entry is separate: remove it with [`Store::group_index_remove`].
     pub async fn delete(
         &self,
         group: &GroupName,
