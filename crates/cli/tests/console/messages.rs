@@ -83,7 +83,7 @@ async fn the_merged_view_pages_searches_and_links_each_record_to_its_shard() {
         WAIT,
     )
     .await;
-    let title = b.text("h1").await;
+    let title = b.text("#view h1").await;
     assert!(title.contains("all shards, by time"), "{title}");
     b.click("#older").await;
     b.wait_for(
@@ -144,7 +144,7 @@ async fn the_merged_view_pages_searches_and_links_each_record_to_its_shard() {
         .await;
     b.wait_for(
         "shard 2's view at record 1014-0",
-        "const r = document.querySelectorAll('.record'); const h = document.querySelector('h1'); \
+        "const r = document.querySelectorAll('.record'); const h = document.querySelector('#view h1'); \
          return r.length > 0 && r[0].getAttribute('data-id') === '1014-0' && !!h && h.innerText.includes('shard 2') \
            && [...r].every((x) => x.getAttribute('data-shard') === '2')",
         WAIT,
