@@ -316,7 +316,6 @@ const KEYED_STORE_METHODS: &[&str] = &[
     "layout_version",
     "acl_may_delete",
     // Shard streams and their routing boundaries (the data plane's names).
-    "shard_provision",
     "keys_exist",
     "delete_keys",
     "shard_stream_info",
@@ -325,19 +324,11 @@ const KEYED_STORE_METHODS: &[&str] = &[
     "streams_grown_since",
     "shard_pending_up_to",
     "shard_length",
-    "shard_memory_usage",
     "shard_retire_if_drained",
-    "ensure_routing_key",
     "raise_routing_floor",
     "raise_routing_ceilings",
-    "routing_boundary",
     "appends_after_switch",
-    "shard_group_set_id",
-    "shard_count_between",
-    "shard_walk",
-    "shard_ack_pending_up_to",
     "shard_records",
-    "shard_pending_entries",
 ];
 
 /// Every `pub async fn` of `text` as (name, line, parameter list).

@@ -12,6 +12,7 @@
 //! Shard streams carry no hash tag, so every call here touches one key; the caller (the coordinator's
 //! `offset_reset.rs`) decides what to move and checks that nobody reads meanwhile.
 
+use crate::shard::Shard;
 use std::sync::LazyLock;
 
 use redis::{Script, Value};
@@ -47,11 +48,12 @@ impl Store {
     /// `entries_read`, when known, keeps the group's lag exact (Redis estimates it otherwise).
     pub async fn shard_group_set_id(
         &self,
-        key: &str,
+        shard: &Shard,
         group: &str,
         id: &str,
         entries_read: Option<i64>,
     ) -> Result<(), StoreError> {
+        let key = &shard.stream_key();
         let mut cmd = redis::cmd("XGROUP");
         cmd.arg("SETID").arg(key).arg(group).arg(id);
         if let Some(n) = entries_read {
@@ -65,11 +67,12 @@ impl Store {
     /// `cap`: (count, whether the cap stopped the count). Walked in pages of 1,000 ids inside Redis.
     pub async fn shard_count_between(
         &self,
-        key: &str,
+        shard: &Shard,
         after: &str,
         until: &str,
         cap: usize,
     ) -> Result<(i64, bool), StoreError> {
+        let key = &shard.stream_key();
         let mut counted = 0usize;
         let mut cursor = format!("({after}");
         loop {
@@ -90,11 +93,12 @@ impl Store {
     /// `Back`: those at or before it, newest first) and says how many it passed and the last one's id.
     pub async fn shard_walk(
         &self,
-        key: &str,
+        shard: &Shard,
         from: &str,
         walk: Walk,
         n: usize,
     ) -> Result<Walked, StoreError> {
+        let key = &shard.stream_key();
         let (command, mut cursor, end) = match walk {
             Walk::Forward => ("XRANGE", format!("({from}"), "+"),
             Walk::Back => ("XREVRANGE", from.to_owned(), "-"),
@@ -144,11 +148,12 @@ impl Store {
     /// pending count read before, so a reader adding entries meanwhile cannot keep it going).
     pub async fn shard_ack_pending_up_to(
         &self,
-        key: &str,
+        shard: &Shard,
         group: &str,
         until: &str,
         limit: usize,
     ) -> Result<i64, StoreError> {
+        let key = &shard.stream_key();
         let mut acked = 0i64;
         let mut seen = 0usize;
         while seen < limit {

@@ -47,6 +47,7 @@ mod producers;
 mod reply;
 mod routing_floor;
 mod scripts;
+mod shard;
 mod shards;
 pub mod split_layout;
 mod store;
@@ -82,6 +83,7 @@ pub use routing_floor::{RaisedBoundary, SwitchPoint};
 // Guarded publish and the boundary's read are the SDK's too: they live in rsc-scripts (crates/scripts).
 pub use rsc_redis_connect::RedisTls;
 pub use rsc_scripts::{AppendReply, BoundaryFields, ScriptError, guarded_append, read_boundary};
+pub use shard::Shard;
 pub use shards::{ConsumerGroupInfo, RetireOutcome, ShardObservation, StreamInfo, parse_stream_id};
 pub use split_layout::{LAYOUT_SPLIT, SplitAggregate, SplitEntry};
 pub use store::{REVISIONS_PAGE, Store};

@@ -3,6 +3,7 @@
 //! the message browser. Ids, consumer names, idle times and delivery counts only — no payload.
 
 use crate::error::StoreError;
+use crate::shard::Shard;
 use crate::store::Store;
 
 /// One entry a consumer of the group was handed and has not acknowledged.
@@ -24,12 +25,13 @@ impl Store {
     /// or the group does not exist.
     pub async fn shard_pending_entries(
         &self,
-        key: &str,
+        shard: &Shard,
         group: &str,
         after: Option<&str>,
         count: usize,
         consumer: Option<&str>,
     ) -> Result<Option<Vec<PendingEntry>>, StoreError> {
+        let key = &shard.stream_key();
         let mut cmd = redis::cmd("XPENDING");
         cmd.arg(key)
             .arg(group)

@@ -19,6 +19,7 @@
 //! script, the switch-point step it shares with the raise of the boundary, and the boundary's read live in
 //! `rsc-scripts` (crates/scripts), which the SDK depends on instead of this crate; they are re-exported here.
 
+use crate::shard::Shard;
 use std::sync::LazyLock;
 
 use redis::{Script, Value};
@@ -75,7 +76,8 @@ impl Store {
     /// stream and this key; while Redis Cluster migrates their slot, a script whose keys are not all on one
     /// side is refused with TRYAGAIN until the migration ends. When both exist they move together (the
     /// slot's keys go in one MIGRATE), so producers ride out the migration through ASK.
-    pub async fn ensure_routing_key(&self, routing_key: &str) -> Result<(), StoreError> {
+    pub async fn ensure_routing_key(&self, shard: &Shard) -> Result<(), StoreError> {
+        let routing_key = &shard.routing_key();
         let _: i64 = redis::cmd("HSETNX")
             .arg(routing_key)
             .arg("provisioned")
@@ -128,7 +130,8 @@ impl Store {
     }
 
     /// The routing boundary of a shard as a consumer reads it ([`read_boundary`]).
-    pub async fn routing_boundary(&self, routing_key: &str) -> Result<BoundaryFields, StoreError> {
+    pub async fn routing_boundary(&self, shard: &Shard) -> Result<BoundaryFields, StoreError> {
+        let routing_key = &shard.routing_key();
         let v: Value = read_boundary(routing_key)
             .query_async(&mut self.connection())
             .await?;

@@ -8,6 +8,7 @@
 //! RESP3 (maps). Retiring is one script (`lua/retire_if_drained.lua`) so that a late write between the
 //! check and the delete is never lost.
 
+use crate::shard::Shard;
 use std::sync::LazyLock;
 
 use redis::{Script, Value};
@@ -67,7 +68,8 @@ impl Store {
     /// Creates (idempotently) the stream `key` and the Redis consumer group `group` on it, starting at
     /// the stream's end (`$`) with ENTRIESREAD set to the stream's entries-added, so its lag is known (0)
     /// from the start. A group that already exists (BUSYGROUP) is fine.
-    pub async fn shard_provision(&self, key: &str, group: &str) -> Result<(), StoreError> {
+    pub async fn shard_provision(&self, shard: &Shard, group: &str) -> Result<(), StoreError> {
+        let key = &shard.stream_key();
         let entries_added = match self.shard_stream_info(key).await? {
             Some(info) => info.entries_added.unwrap_or(0),
             None => 0,
@@ -191,7 +193,7 @@ impl Store {
                     continue;
                 };
                 let groups = self.shard_groups(k).await?.ok_or_else(|| vanished(k))?;
-                let memory_bytes = self.shard_memory_usage(k).await?;
+                let memory_bytes = self.memory_usage(k).await?;
                 out.push(Some(ShardObservation {
                     info,
                     groups,
@@ -326,7 +328,12 @@ impl Store {
     }
 
     /// `MEMORY USAGE` of the stream in bytes (None when it does not exist).
-    pub async fn shard_memory_usage(&self, key: &str) -> Result<Option<i64>, StoreError> {
+    pub async fn shard_memory_usage(&self, shard: &Shard) -> Result<Option<i64>, StoreError> {
+        self.memory_usage(&shard.stream_key()).await
+    }
+
+    /// `MEMORY USAGE key` (None when the key does not exist).
+    async fn memory_usage(&self, key: &str) -> Result<Option<i64>, StoreError> {
         Ok(redis::cmd("MEMORY")
             .arg("USAGE")
             .arg(key)

@@ -178,7 +178,7 @@ pub async fn run(args: RestoreArgs) -> Result<ExitCode, Failure> {
         )));
     }
     let shard_keys = shard_streams(&plan);
-    for (key, _) in &shard_keys {
+    for (key, _, _) in &shard_keys {
         store
             .shard_stream_info(key)
             .await
@@ -191,13 +191,13 @@ pub async fn run(args: RestoreArgs) -> Result<ExitCode, Failure> {
     }
 
     // Write phase.
-    for (key, group) in &shard_keys {
+    for (key, shard, group) in &shard_keys {
         store
-            .shard_provision(key, group)
+            .shard_provision(shard, group)
             .await
             .map_err(|e| store_failure(&format!("provisioning {key}"), &e, url))?;
         store
-            .ensure_routing_key(&rsc_store::Keyspace::routing_of(key))
+            .ensure_routing_key(shard)
             .await
             .map_err(|e| store_failure(&format!("provisioning {key}"), &e, url))?;
     }
@@ -483,7 +483,7 @@ fn check_names(kp: &str, content: &Content) -> Result<(), Failure> {
 }
 
 /// The shard streams (and Redis consumer group) each restored group routes to or still drains.
-fn shard_streams(plan: &[Planned]) -> Vec<(String, String)> {
+fn shard_streams(plan: &[Planned]) -> Vec<(String, rsc_store::Shard, String)> {
     let mut out = BTreeSet::new();
     let upto = |prefix: &str| {
         plan.iter()
@@ -504,6 +504,7 @@ fn shard_streams(plan: &[Planned]) -> Vec<(String, String)> {
             for s in shards {
                 out.insert((
                     rsc_store::Keyspace::shard_stream(&g.stream_prefix, s),
+                    rsc_store::Shard::new(g.stream_prefix.as_str(), s),
                     g.consumer_group.clone(),
                 ));
             }

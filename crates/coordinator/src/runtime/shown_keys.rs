@@ -3,7 +3,7 @@
 //! operation takes ids (a group's name, a stream prefix, a user …) and names its keys itself; a string
 //! from here is never passed back to the store (`tests/key_names.rs` holds both rules).
 
-use rsc_store::{GroupName, Store};
+use rsc_store::{GroupName, Keyspace, Shard, Store};
 
 /// Group `name`'s metadata key.
 pub fn group(store: &Store, name: &GroupName) -> String {
@@ -18,4 +18,9 @@ pub fn stream_record(store: &Store, prefix: &str) -> String {
 /// The key of the generated bootstrap admin's hash.
 pub fn bootstrap_admin(store: &Store) -> String {
     store.keyspace().bootstrap_admin()
+}
+
+/// The data plane's stream key of shard `shard` (`<streamPrefix>:<shard>`), as the API and messages show it.
+pub fn shard_stream(shard: &Shard) -> String {
+    Keyspace::shard_stream(&shard.stream_prefix, shard.index)
 }

@@ -19,6 +19,7 @@ pub mod target;
 use crate::domain_error::{ActiveMembers, BadReset, Conflict, CoordError, Corrupt, MigrationBusy};
 use crate::runtime::cache::GroupName;
 use crate::runtime::coordinator::{Admin, Commit, MAX_CAS_ATTEMPTS};
+use crate::runtime::shown_keys;
 use rsc_group::heartbeat::Transition;
 use rsc_group::model::{Group, ShardSet};
 use rsc_group::reset_hold::{self, PlaceError};
@@ -27,7 +28,7 @@ use rsc_protocol::validate;
 use rsc_protocol::wire::offsets::{
     OffsetResetRequest, OffsetResetResponse, ResetDirection, ResetTo, ShardReset,
 };
-use rsc_store::Walk;
+use rsc_store::{Shard, Walk};
 use std::collections::BTreeSet;
 use target::Target;
 
@@ -350,7 +351,8 @@ impl Admin<'_> {
         shard: u32,
         target: Target,
     ) -> Result<Planned, CoordError> {
-        let key = rsc_store::Keyspace::shard_stream(&name.stream_prefix, shard);
+        let id = Shard::new(name.stream_prefix.as_str(), shard);
+        let key = shown_keys::shard_stream(&id);
         let store_err = |e: rsc_store::StoreError| {
             self.note_store_error(&e);
             CoordError::from(e)
@@ -380,11 +382,11 @@ impl Admin<'_> {
         let current = id_of(consumer_group.last_delivered_id.as_ref());
         let last = id_of(info.last_generated_id.as_ref());
         let (new, count, capped, clamped) = if let Target::Shift(n) = target {
-            let (new, moved, clamped) = self.shift_shard(&key, current, last, n).await?;
+            let (new, moved, clamped) = self.shift_shard(&id, current, last, n).await?;
             (new, moved, false, clamped)
         } else {
             let new = target::new_id(target, current, last);
-            let (count, capped) = self.count_between(&key, current, new).await?;
+            let (count, capped) = self.count_between(&id, current, new).await?;
             (new, count, capped, false)
         };
         let direction = target::direction(current, new);
@@ -430,7 +432,7 @@ impl Admin<'_> {
     /// Records after the lower of `a` and `b` up to the higher, counted up to [`COUNT_CAP`]: (count, capped).
     async fn count_between(
         &self,
-        key: &str,
+        shard: &Shard,
         a: StreamId,
         b: StreamId,
     ) -> Result<(i64, bool), CoordError> {
@@ -440,7 +442,7 @@ impl Admin<'_> {
         let (low, high) = if a < b { (a, b) } else { (b, a) };
         self.store()
             .shard_count_between(
-                key,
+                shard,
                 &target::format_id(low),
                 &target::format_id(high),
                 COUNT_CAP,
@@ -452,13 +454,13 @@ impl Admin<'_> {
             })
     }
 
-    /// A shift by `n` records from `current` on `key` (last generated id `last`): (new id, records moved,
+    /// A shift by `n` records from `current` on `shard` (last generated id `last`): (new id, records moved,
     /// whether the stream ended first). Back by `n`: the `n` records at or before `current` are read again,
     /// so the new id is the record before them (`0-0` when the stream has no more). Forward by `n`: the new
     /// id is the `n`th record after `current` (the last generated id when fewer are left).
     async fn shift_shard(
         &self,
-        key: &str,
+        shard: &Shard,
         current: StreamId,
         last: StreamId,
         n: i64,
@@ -468,7 +470,7 @@ impl Admin<'_> {
         let id = |w: &rsc_store::Walked| w.last_id.as_deref().and_then(parse_stream_id);
         if n < 0 {
             // One record more than those read again: the position goes just after it.
-            let w = self.walk(key, &from, Walk::Back, want + 1).await?;
+            let w = self.walk(shard, &from, Walk::Back, want + 1).await?;
             if w.count > want
                 && let Some(before) = id(&w)
             {
@@ -476,7 +478,7 @@ impl Admin<'_> {
             }
             return Ok(((0, 0), w.count as i64, w.count < want));
         }
-        let w = self.walk(key, &from, Walk::Forward, want).await?;
+        let w = self.walk(shard, &from, Walk::Forward, want).await?;
         match id(&w) {
             Some(nth) if w.count == want => Ok((nth, want as i64, false)),
             _ => Ok((last.max(current), w.count as i64, true)),
@@ -486,13 +488,13 @@ impl Admin<'_> {
     /// [`rsc_store::Store::shard_walk`], its errors noted.
     async fn walk(
         &self,
-        key: &str,
+        shard: &Shard,
         from: &str,
         walk: Walk,
         count: usize,
     ) -> Result<rsc_store::Walked, CoordError> {
         self.store()
-            .shard_walk(key, from, walk, count)
+            .shard_walk(shard, from, walk, count)
             .await
             .map_err(|e| {
                 self.note_store_error(&e);
@@ -509,9 +511,10 @@ impl Admin<'_> {
             CoordError::from(e)
         };
         let group = name.consumer_group.as_str();
+        let shard = Shard::new(name.stream_prefix.as_str(), row.shard_index);
         if row.direction != ResetDirection::Unchanged {
             self.store()
-                .shard_group_set_id(&row.stream_key, group, &row.new_id, p.entries_read)
+                .shard_group_set_id(&shard, group, &row.new_id, p.entries_read)
                 .await
                 .map_err(store_err)?;
         }
@@ -519,7 +522,7 @@ impl Admin<'_> {
             let limit = usize::try_from(row.pending_before).unwrap_or(usize::MAX);
             row.pending_acknowledged = self
                 .store()
-                .shard_ack_pending_up_to(&row.stream_key, group, &row.new_id, limit)
+                .shard_ack_pending_up_to(&shard, group, &row.new_id, limit)
                 .await
                 .map_err(store_err)?;
         }

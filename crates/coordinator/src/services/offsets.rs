@@ -120,7 +120,9 @@ pub async fn read_shard(
         out.group_last_delivered_id = g.last_delivered_id.clone();
     }
     if memory {
-        out.memory_usage_bytes = store.shard_memory_usage(&key).await?;
+        out.memory_usage_bytes = store
+            .shard_memory_usage(&rsc_store::Shard::new(stream_prefix, shard))
+            .await?;
     }
     Ok(out)
 }

@@ -6,7 +6,8 @@
 //! a new consumer group starts at the stream's end (`$`) with ENTRIESREAD set to the stream's
 //! entries-added, so its lag is known (0) from the start; BUSYGROUP means "already there" and is fine.
 
-use rsc_store::{Keyspace, Store, StoreError};
+use crate::runtime::shown_keys;
+use rsc_store::{Keyspace, Shard, Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 #[error("could not provision {key}: {}", crate::http::error::store_error_text(.source))]
@@ -25,11 +26,13 @@ pub async fn provision(
     shards: impl IntoIterator<Item = u32>,
 ) -> Result<(), ProvisionError> {
     for shard in shards {
-        let key = Keyspace::shard_stream(prefix, shard);
-        if let Err(source) = store.shard_provision(&key, group).await {
+        let id = Shard::new(prefix, shard);
+        if let Err(source) = store.shard_provision(&id, group).await {
+            let key = shown_keys::shard_stream(&id);
             return Err(ProvisionError { key, source });
         }
-        if let Err(source) = store.ensure_routing_key(&Keyspace::routing_of(&key)).await {
+        if let Err(source) = store.ensure_routing_key(&id).await {
+            let key = shown_keys::shard_stream(&id);
             return Err(ProvisionError { key, source });
         }
     }

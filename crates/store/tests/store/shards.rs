@@ -1,6 +1,6 @@
 //! Shard streams: provisioning, existence, XINFO evidence and retiring.
 
-use rsc_store::{RetireOutcome, Store, parse_stream_id};
+use rsc_store::{RetireOutcome, Shard, Store, parse_stream_id};
 
 use crate::fixtures::{create_group, group, raw};
 
@@ -15,11 +15,19 @@ on_both_topologies!(
 
 async fn provision_and_xinfo_evidence(store: &Store, name: &str) {
     let key = format!("rsc-test-{name}:0");
+    let shard = Shard::new(format!("rsc-test-{name}"), 0);
     let other = format!("rsc-test-{name}:1");
+    let (shard, other_shard) = (
+        Shard::new(format!("rsc-test-{name}"), 0),
+        Shard::new(format!("rsc-test-{name}"), 1),
+    );
     assert_eq!(store.shard_stream_info(&key).await.expect("info"), None);
     assert_eq!(store.shard_groups(&key).await.expect("groups"), None);
     assert_eq!(store.shard_length(&key).await.expect("xlen"), 0);
-    assert_eq!(store.shard_memory_usage(&key).await.expect("memory"), None);
+    assert_eq!(
+        store.shard_memory_usage(&shard).await.expect("memory"),
+        None
+    );
     assert_eq!(
         store
             .keys_exist(std::slice::from_ref(&key))
@@ -35,9 +43,9 @@ async fn provision_and_xinfo_evidence(store: &Store, name: &str) {
         vec![false]
     );
 
-    store.shard_provision(&key, "g").await.expect("provision");
+    store.shard_provision(&shard, "g").await.expect("provision");
     store
-        .shard_provision(&key, "g")
+        .shard_provision(&shard, "g")
         .await
         .expect("provision again (BUSYGROUP)");
     assert_eq!(
@@ -63,7 +71,10 @@ async fn provision_and_xinfo_evidence(store: &Store, name: &str) {
         )
         .await;
     }
-    store.shard_provision(&key, "h").await.expect("provision h");
+    store
+        .shard_provision(&shard, "h")
+        .await
+        .expect("provision h");
     let info = store
         .shard_stream_info(&key)
         .await
@@ -76,7 +87,7 @@ async fn provision_and_xinfo_evidence(store: &Store, name: &str) {
     assert_eq!(store.shard_length(&key).await.expect("xlen"), 3);
     assert!(
         store
-            .shard_memory_usage(&key)
+            .shard_memory_usage(&shard)
             .await
             .expect("memory")
             .is_some_and(|b| b > 0)
@@ -104,7 +115,7 @@ async fn provision_and_xinfo_evidence(store: &Store, name: &str) {
 
     // A key of another type is an error, not "missing".
     let _: () = raw(store, redis::cmd("SET").arg(&other).arg("x")).await;
-    assert!(store.shard_provision(&other, "g").await.is_err());
+    assert!(store.shard_provision(&other_shard, "g").await.is_err());
 }
 
 /// Several keys in one call, answered in order; on a cluster the keys of a stream's shards lie in many slots
@@ -130,6 +141,7 @@ async fn keys_exist_in_order(store: &Store, name: &str) {
 
 async fn retire_only_when_drained(store: &Store, name: &str) {
     let key = format!("rsc-test-{name}:0");
+    let shard = Shard::new(format!("rsc-test-{name}"), 0);
     assert_eq!(
         store
             .shard_retire_if_drained(&key)
@@ -137,7 +149,7 @@ async fn retire_only_when_drained(store: &Store, name: &str) {
             .expect("retire missing"),
         RetireOutcome::Retired
     );
-    store.shard_provision(&key, "g").await.expect("provision");
+    store.shard_provision(&shard, "g").await.expect("provision");
     let _: String = raw(
         store,
         redis::cmd("XADD").arg(&key).arg("*").arg("f").arg("v"),
@@ -182,6 +194,7 @@ async fn retire_only_when_drained(store: &Store, name: &str) {
 /// and not acknowledged do not count.
 async fn pending_up_to_a_switch_point(store: &Store, name: &str) {
     let key = format!("rsc-test-{name}:0");
+    let shard = Shard::new(format!("rsc-test-{name}"), 0);
     assert_eq!(
         store
             .shard_pending_up_to(&key, "g", "1-0", 1)
@@ -189,7 +202,7 @@ async fn pending_up_to_a_switch_point(store: &Store, name: &str) {
             .expect("no stream"),
         None
     );
-    store.shard_provision(&key, "g").await.expect("provision");
+    store.shard_provision(&shard, "g").await.expect("provision");
     assert_eq!(
         store
             .shard_pending_up_to(&key, "other", "1-0", 1)
@@ -249,8 +262,11 @@ async fn pending_up_to_a_switch_point(store: &Store, name: &str) {
 /// whether any shard got an entry after the last id read.
 async fn observations_in_one_go_and_growth_since_an_id(store: &Store, name: &str) {
     let keys: Vec<String> = (0..3).map(|s| format!("rsc-test-{name}:{s}")).collect();
-    for k in &keys[..2] {
-        store.shard_provision(k, "g").await.expect("provision");
+    for s in 0..2 {
+        store
+            .shard_provision(&Shard::new(format!("rsc-test-{name}"), s), "g")
+            .await
+            .expect("provision");
     }
     let _: String = raw(
         store,

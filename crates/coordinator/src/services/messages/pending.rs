@@ -8,9 +8,10 @@ use crate::domain_error::{BadQuery, CoordError};
 use crate::runtime::cache::GroupName;
 use crate::runtime::clock::iso_ms;
 use crate::runtime::coordinator::Monitoring;
+use crate::runtime::shown_keys;
 use rsc_protocol::wire::ShardId;
 use rsc_protocol::wire::pending::{PendingEntriesResponse, PendingEntryView};
-use rsc_store::{Keyspace, parse_stream_id};
+use rsc_store::{Shard, parse_stream_id};
 use std::collections::BTreeMap;
 
 /// Entries per page when `count` is not given.
@@ -92,7 +93,7 @@ impl Monitoring<'_> {
             }
             .into());
         }
-        let key = Keyspace::shard_stream(&g.stream_prefix, shard);
+        let id = Shard::new(g.stream_prefix.as_str(), shard);
         let want = query.count as usize;
         // One more than the page, to know whether another follows.
         let mut entries = self
@@ -100,7 +101,7 @@ impl Monitoring<'_> {
             .time_store(
                 "xpending",
                 self.store().shard_pending_entries(
-                    &key,
+                    &id,
                     &g.consumer_group,
                     query.cursor.as_deref(),
                     want + 1,
@@ -129,7 +130,7 @@ impl Monitoring<'_> {
             stream_prefix: g.stream_prefix.clone(),
             consumer_group: g.consumer_group.clone(),
             shard: ShardId::new(shard),
-            stream_key: key,
+            stream_key: shown_keys::shard_stream(&id),
             consumer: query.consumer.clone(),
             count: query.count,
             entries: entries
