@@ -27,6 +27,7 @@ mod openapi_required;
 mod openapi_schemas;
 mod pending;
 mod readme_routes;
+mod reset_cluster;
 mod reshard;
 mod robustness;
 mod sdk_dependencies;
