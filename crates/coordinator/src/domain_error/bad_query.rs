@@ -31,8 +31,6 @@ pub enum BadQuery {
         /// The group's shard count.
         shard_count: u32,
     },
-    /// `field` / `search` on the merged view, which reads every shard.
-    SearchNeedsShard,
     /// `fromId` is not a record id.
     FromId {
         /// The value given.
@@ -148,9 +146,6 @@ impl std::fmt::Display for BadQuery {
                 f,
                 "shardIndex: {shard} is out of range; the group has shards 0..{} (shardCount {shard_count})",
                 shard_count.saturating_sub(1)
-            ),
-            BadQuery::SearchNeedsShard => f.write_str(
-                "field/search: a search reads one shard; use …/shards/{shardIndex}/messages",
             ),
             BadQuery::FromId { given } => write!(
                 f,

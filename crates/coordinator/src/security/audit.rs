@@ -19,7 +19,7 @@
 
 use super::tokens::store_error;
 use crate::domain_error::CoordError;
-use rsc_store::{Store, StoreError};
+use rsc_store::Store;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -316,11 +316,7 @@ impl AuditLog {
                 Ok(id) => return Some(id),
                 Err(e) if attempt == 3 => {
                     // The Redis error itself, as logged before the store had a typed error.
-                    let e: &dyn std::fmt::Display = match &e {
-                        StoreError::Redis(inner) => inner,
-                        other => other,
-                    };
-                    tracing::error!(target: "rsc::audit", error = %e, request_id = ?record.request_id,
+                    tracing::error!(target: "rsc::audit", error = %e.cause_text(), request_id = ?record.request_id,
                         "audit record could not be written to Redis; it exists only in this log");
                 }
                 Err(_) => {

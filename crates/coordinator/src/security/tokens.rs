@@ -56,20 +56,16 @@ pub fn well_formed(token: &str) -> bool {
     })
 }
 
-/// A store error as the security layer reports it: a failed Redis command with the same message as
-/// [`redis_error`], anything else as every other store call maps it.
+/// A store error as the security layer reports it: a failed Redis command as Redis's own error (the store is
+/// unavailable), anything else as every other store call maps it.
 pub fn store_error(e: rsc_store::StoreError) -> CoordError {
     match e {
-        rsc_store::StoreError::Redis(e) => redis_error(e),
+        rsc_store::StoreError::Redis(_) => Unavailable::Store {
+            cause: e.cause_text(),
+        }
+        .into(),
         other => CoordError::from(other),
     }
-}
-
-pub fn redis_error(e: redis::RedisError) -> CoordError {
-    Unavailable::Store {
-        cause: e.to_string(),
-    }
-    .into()
 }
 
 impl TokenStore {
