@@ -87,7 +87,10 @@ impl ShardCache {
                 (true, None) => return Plan::Full,
             }
         }
-        let positions = (self.refreshes.wrapping_add(phase(name))) % POSITIONS_EVERY == 0;
+        let positions = self
+            .refreshes
+            .wrapping_add(phase(name))
+            .is_multiple_of(POSITIONS_EVERY);
         Plan::Check { after, positions }
     }
 
