@@ -17,7 +17,7 @@ pub mod pause;
 pub mod target;
 
 use crate::domain_error::{
-    ActiveMembers, Conflict, CoordError, Corrupt, MigrationBusy, ResetIncomplete,
+    ActiveMembers, BadReset, Conflict, CoordError, Corrupt, MigrationBusy, ResetIncomplete,
 };
 use crate::runtime::cache::GroupName;
 use crate::runtime::coordinator::{Admin, Commit, MAX_CAS_ATTEMPTS};
@@ -61,10 +61,7 @@ impl Admin<'_> {
             true,
         )?;
         if req.reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
-            return Err(CoordError::invalid(
-                "reason: required — why the position moves (recorded in the audit log), e.g. \"replay after \
-                 a bad deploy\"",
-            ));
+            return Err(BadReset::ReasonRequired.into());
         }
         validate::validate_text("reason", req.reason.as_deref().unwrap_or(""), true)?;
         validate::validate_text("value", req.value.as_deref().unwrap_or(""), false)?;
@@ -203,29 +200,23 @@ impl Admin<'_> {
                     }
                     Ok(None) => (Transition::default(), base.group.as_ref().clone()),
                     Err(e) => {
-                        return Err(CoordError::MetadataCorrupt(Corrupt::Written(format!(
-                            "expiring the lapsed members of {}/{} would overflow an epoch ({e:?}); recreate \
-                             the group",
-                            name.stream_prefix, name.consumer_group
-                        ))));
+                        return Err(Corrupt::ResetExpiryOverflow {
+                            stream: name.stream_prefix.clone(),
+                            group: name.consumer_group.clone(),
+                            overflow: e,
+                        }
+                        .into());
                     }
                 }
             };
             let until = now + HOLD_MS;
             let next = reset_hold::place(&from, &held, now, until).map_err(|e| match e {
-                PlaceError::LiveMember(m) => {
-                    CoordError::GroupHasActiveMembers(ActiveMembers::Written(format!(
-                        "member {m:?} is live; stop the group's consumers first, then reset"
-                    )))
-                }
-                PlaceError::Held(h) => {
-                    CoordError::GroupHasActiveMembers(ActiveMembers::Written(format!(
-                        "shards {:?} are held for {:?} until {}; retry after that",
-                        h.shards,
-                        h.member_id,
-                        crate::runtime::clock::iso_ms(h.until_ms)
-                    )))
-                }
+                PlaceError::LiveMember(member) => ActiveMembers::LiveAtHold { member },
+                PlaceError::Held(h) => ActiveMembers::HeldAtHold {
+                    shards: h.shards,
+                    member: h.member_id,
+                    until_ms: h.until_ms,
+                },
             })?;
             t.group = Some(next);
             // Decided on Redis time: the write holds only if Redis has reached it.
@@ -235,9 +226,7 @@ impl Admin<'_> {
                 Commit::Conflict | Commit::ConditionFailed { .. } => continue,
             }
         }
-        Err(CoordError::Conflict(Conflict::Written(
-            "the group kept changing while the reset tried to hold its shards; retry".into(),
-        )))
+        Err(Conflict::ResetHoldKeptChanging.into())
     }
 
     /// Before a shard is moved: checks, on the group read from Redis, that this reset's hold is still there
@@ -253,12 +242,11 @@ impl Admin<'_> {
             let Some(hold) = reset_hold::reset_hold(&base.group)
                 .filter(|h| h.until_ms > now && h.until_ms == *until)
             else {
-                return Err(CoordError::Conflict(Conflict::Written(format!(
-                    "the reset's hold on the shards of {}/{} was gone before every shard was moved (it ended, \
-                     or the group was deleted or recreated, or Redis lost it), so a member may have been \
-                     granted them",
-                    name.stream_prefix, name.consumer_group
-                ))));
+                return Err(Conflict::ResetHoldEnded {
+                    stream: name.stream_prefix.clone(),
+                    group: name.consumer_group.clone(),
+                }
+                .into());
             };
             if now + HOLD_MS / 2 < hold.until_ms {
                 return Ok(());
@@ -276,9 +264,7 @@ impl Admin<'_> {
                 Commit::Conflict | Commit::ConditionFailed { .. } => continue,
             }
         }
-        Err(CoordError::Conflict(Conflict::Written(
-            "the group kept changing while the reset extended its hold; check the positions and retry".into(),
-        )))
+        Err(Conflict::ResetExtendKeptChanging.into())
     }
 
     /// Removes the reset's hold — the one it wrote, ending at `until`; a hold another reset placed since is
@@ -311,9 +297,7 @@ impl Admin<'_> {
                 Commit::Conflict | Commit::ConditionFailed { .. } => continue,
             }
         }
-        Err(CoordError::Conflict(Conflict::Written(
-            "the group kept changing while the reset lifted its hold".into(),
-        )))
+        Err(Conflict::ResetLiftKeptChanging.into())
     }
 
     /// 409 while the group or its stream has a migration in flight: resharding moves positions itself.
@@ -328,13 +312,11 @@ impl Admin<'_> {
             .await?
             .and_then(|s| s.record.active_migration.map(|m| m.resharding_id));
         if let Some(id) = group.active_migration_id.clone().or(stream_active) {
-            return Err(CoordError::MigrationInProgress(MigrationBusy::Written(
-                format!(
-                    "stream {:?} has an active migration ({id}); a reset would move positions the migration's drain \
-                 evidence relies on — wait for it to complete (or roll it back), then reset",
-                    name.stream_prefix
-                ),
-            )));
+            return Err(MigrationBusy::Reset {
+                stream: name.stream_prefix.clone(),
+                id,
+            }
+            .into());
         }
         Ok(())
     }
@@ -350,24 +332,18 @@ impl Admin<'_> {
     ) -> Result<BTreeSet<String>, CoordError> {
         if let Some(h) = group.holds.iter().find(|h| h.until_ms > now_ms) {
             if h.member_id == reset_hold::RESET_HOLD_MEMBER {
-                return Err(CoordError::GroupHasActiveMembers(ActiveMembers::Written(
-                    format!(
-                        "another offset reset of this group is moving shards {:?} (its hold lasts until {} at the \
-                     latest); retry once it is done",
-                        h.shards,
-                        crate::runtime::clock::iso_ms(h.until_ms)
-                    ),
-                )));
+                return Err(ActiveMembers::ResetRunning {
+                    shards: h.shards.clone(),
+                    until_ms: h.until_ms,
+                }
+                .into());
             }
-            return Err(CoordError::GroupHasActiveMembers(ActiveMembers::Written(
-                format!(
-                    "shards {:?} are held for a stopped incarnation of member {:?} until {} (it may still be reading); \
-                 retry after that — force does not override a hold",
-                    h.shards,
-                    h.member_id,
-                    crate::runtime::clock::iso_ms(h.until_ms)
-                ),
-            )));
+            return Err(ActiveMembers::Held {
+                shards: h.shards.clone(),
+                member: h.member_id.clone(),
+                until_ms: h.until_ms,
+            }
+            .into());
         }
         let live: BTreeSet<String> = group
             .members
@@ -378,33 +354,23 @@ impl Admin<'_> {
         if live.is_empty() {
             return Ok(live);
         }
-        let listed = live.iter().cloned().collect::<Vec<_>>().join(", ");
         if !force {
-            return Err(CoordError::GroupHasActiveMembers(ActiveMembers::Written(
-                format!(
-                    "group has live members ({listed}); stop its consumers first (a reset while they read would \
-                 have them read across the new position). If they are stopped but not expired yet, wait for \
-                 their leases to lapse, or pass \"force\": true once they have"
-                ),
-            )));
+            return Err(ActiveMembers::Live {
+                members: live.into_iter().collect(),
+            }
+            .into());
         }
-        let leases = self.store().leases(&self.keys(name)).await.map_err(|e| {
+        let leases = self.store().leases(name).await.map_err(|e| {
             self.note_store_error(&e);
             CoordError::from(e)
         })?;
-        let leased: Vec<String> = leases
+        let leased: Vec<(String, i64)> = leases
             .iter()
             .filter(|(m, until)| live.contains(m) && *until > now_ms)
-            .map(|(m, until)| format!("{m} until {}", crate::runtime::clock::iso_ms(*until)))
+            .map(|(m, until)| (m.clone(), *until))
             .collect();
         if !leased.is_empty() {
-            return Err(CoordError::GroupHasActiveMembers(ActiveMembers::Written(
-                format!(
-                    "group has members with a live lease ({}); force only waives members whose lease has lapsed \
-                 — stop the consumers and retry once their leases have run out",
-                    leased.join(", ")
-                ),
-            )));
+            return Err(ActiveMembers::Leased { leases: leased }.into());
         }
         Ok(live)
     }
@@ -422,11 +388,10 @@ impl Admin<'_> {
             CoordError::from(e)
         };
         let missing = || {
-            CoordError::Conflict(Conflict::Written(format!(
-                "shard stream {key:?} or its consumer group {:?} is missing; a producer routing request \
-                 provisions it again — then retry",
-                name.consumer_group
-            )))
+            CoordError::from(Conflict::ShardMissing {
+                key: key.clone(),
+                group: name.consumer_group.clone(),
+            })
         };
         let info = self
             .store()
