@@ -15,7 +15,6 @@ on_both_topologies!(
 
 async fn provision_and_xinfo_evidence(store: &Store, name: &str) {
     let key = format!("rsc-test-{name}:0");
-    let shard = Shard::new(format!("rsc-test-{name}"), 0);
     let other = format!("rsc-test-{name}:1");
     let (shard, other_shard) = (
         Shard::new(format!("rsc-test-{name}"), 0),
