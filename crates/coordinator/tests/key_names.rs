@@ -320,6 +320,7 @@ const KEYED_STORE_METHODS: &[&str] = &[
     "delete_keys",
     "shard_stream_info",
     "shard_groups",
+    "shard_groups_of",
     "shard_observations",
     "streams_grown_since",
     "shard_pending_up_to",
