@@ -372,8 +372,9 @@ async fn measure(
         }
         if join_start.elapsed() > CONVERGE_TIMEOUT {
             return Err(format!(
-                "groups did not converge within {}s ({rounds} rounds)",
-                CONVERGE_TIMEOUT.as_secs()
+                "groups did not converge within {}s ({rounds} rounds: {})",
+                CONVERGE_TIMEOUT.as_secs(),
+                each_round.join("; ")
             ));
         }
     }

@@ -91,8 +91,10 @@ pub(super) async fn rolling_restart(
     while !converged(&shares, args.groups, args.shards) {
         if last_rejoin.elapsed() > CONVERGE_TIMEOUT {
             return Err(format!(
-                "the rolling restart did not converge within {}s of the last rejoin ({rounds} rounds)",
-                CONVERGE_TIMEOUT.as_secs()
+                "the rolling restart did not converge within {}s of the last rejoin ({rounds} rounds; the \
+                 rejoin round: {rejoin_line}; each round after it: {})",
+                CONVERGE_TIMEOUT.as_secs(),
+                each_round.join("; ")
             ));
         }
         let round_start = Instant::now();
