@@ -5,11 +5,14 @@
 //! audit log and signs out (the token stops working);
 //! a READ user sees no admin buttons (and the coordinator refuses the action anyway), and a revoked token
 //! returns the page to the sign-in form. The other admin actions (create group, rollback, force-complete,
-//! delete group) are in `console/admin.rs`, the stream page and the charts in `console/stream.rs`.
+//! delete group) are in `console/admin.rs`, the stream page and the charts in `console/stream.rs`, the merged view
+//! of every shard (paged, searched, linked to each shard) in `console/messages.rs`.
 //! Screenshots of each page go to `target/console-screenshots/`.
 
 #[path = "console/admin.rs"]
 mod admin;
+#[path = "console/messages.rs"]
+mod messages;
 #[path = "console/stream.rs"]
 mod stream;
 use crate::browser;

@@ -1,4 +1,5 @@
-//! `rsc produce`, `rsc messages` (finding a produced record) and `rsc offsets reset` with the real binary, a real `rsc serve` and redis-server, and SDK
+//! `rsc produce`, `rsc messages` (finding a produced record on its shard and in the merged view, its search
+//! bounded over every shard) and `rsc offsets reset` with the real binary, a real `rsc serve` and redis-server, and SDK
 //! consumers reading before and after: records produced with `rsc produce` land where the printed shard and
 //! id say; a reset is planned per shard and asked for (refused without a terminal or `--yes`), refused while a
 //! consumer runs, and once applied the SDK's consumers are handed exactly the records after the new position
@@ -282,6 +283,53 @@ async fn produce_then_reset_to_earliest_and_to_a_datetime_redelivers_exactly_the
         .map(|r| r["fields"]["seq"].as_str().unwrap())
         .collect();
     assert_eq!(seqs, ["0", "1", "2", "3", "4", "5"], "{page}");
+    // The merged search: a field value over every shard, all six scanned; with a budget of 2 records it
+    // stops at the bound and prints the cursor that continues it on every shard.
+    let o = rsc(
+        &url,
+        dir.path(),
+        &[
+            "messages",
+            "orders",
+            "--merged",
+            "--direction",
+            "forward",
+            "--field",
+            "seq=4",
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let page: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(page["records"].as_array().unwrap().len(), 1, "{page}");
+    assert_eq!(page["records"][0]["fields"]["seq"], "4", "{page}");
+    assert_eq!(page["search"]["scanned"], 6, "{page}");
+    let o = rsc(
+        &url,
+        dir.path(),
+        &[
+            "messages",
+            "orders",
+            "--merged",
+            "--direction",
+            "forward",
+            "--field",
+            "seq=1",
+            "--scan-limit",
+            "2",
+        ],
+        None,
+    );
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        out.contains("scanned 2 records")
+            && out.contains("stopped at the scan bound, 1 matched")
+            && out.contains("more: continue with --cursor "),
+        "{out}"
+    );
     let o = rsc(
         &url,
         dir.path(),

@@ -236,6 +236,7 @@ function drawGrid(el, p, g, grp, list, asg, off, detail) {
     el,
     h("h2#shards-title", {}, "Shards"),
     h("p.legend", {}, "owned: the member reported it and may read it · revoking: it must give it up · pending: assigned to it, not yet taken"),
+    h("p", {}, h("a#merged-messages", { href: "#/messages/" + encodeURIComponent(p) + "/" + encodeURIComponent(g) + "/all", "data-key": "msg:all" }, "Messages of every shard, by time")),
     h("div.scroll", {}, table("Shard × member", ["Shard", ...cols, "Hold", "Lag", "Pending", "Records"], rows, { id: "shard-grid", cls: "grid", rowHeader: true, empty: "This stream has no shard." })),
   );
 }

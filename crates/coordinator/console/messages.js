@@ -1,7 +1,10 @@
-// Message explorer: one shard's records, newest first, a page at a time (the messages route's cursor), with
-// the payload pretty-printed when it is JSON and the other fields listed beside it. "Find" jumps to a record
-// id or an RFC 3339 time (fromId / fromTime, also from the link's ?fromId=) and searches by a field value or a
-// payload substring within the route's scan bounds; the scan summary says how far it looked.
+// Message explorer: one shard's records (#/messages/p/g/i), or every shard's merged by time
+// (#/messages/p/g/all, the merged route), newest first, a page at a time (the route's cursor; the merged one
+// holds each shard's position), with the payload pretty-printed when it is JSON and the other fields listed
+// beside it. "Find" jumps to a record id or an RFC 3339 time (fromId / fromTime, also from the link's
+// ?fromId=) and searches by a field value or a payload substring within the route's scan bounds (shared by
+// every shard in the merged view); the scan summary says how far it looked. In the merged view each record
+// names its shard, linked to that shard's view at the record.
 
 import { get, monitoringPath } from "/console/api.js";
 import { h, replace, say } from "/console/dom.js";
@@ -10,7 +13,9 @@ const LIMITS = [10, 25, 50, 100];
 
 export function mount(el, args, params) {
   const [p, g, shardText] = args;
-  const shard = Number(shardText || 0);
+  const merged = shardText === "all";
+  const shard = merged ? 0 : Number(shardText || 0);
+  const where = merged ? "all shards, by time" : "shard " + shard;
   const state = {
     cursors: [],
     cursor: params.get("cursor") || "",
@@ -23,7 +28,7 @@ export function mount(el, args, params) {
   const list = h("div#records");
   const pager = h("div.pager");
   const base = "#/messages/" + encodeURIComponent(p) + "/" + encodeURIComponent(g) + "/";
-  const shardInput = h("input#shard-index", { type: "number", min: "0", value: String(shard) });
+  const shardInput = h("input#shard-index", { type: "number", min: "0", value: merged ? "" : String(shard) });
   const jumpInput = h("input#jump-to", { type: "text", placeholder: "1764756000000-0 or 2026-12-03T10:00:00Z", value: state.jump });
   const searchInput = h("input#search-text", { type: "text", value: state.search });
   const fieldInput = h("input#search-field", { type: "text", placeholder: "orderId=42", value: state.field });
@@ -34,8 +39,8 @@ export function mount(el, args, params) {
     LIMITS.map((n) => h("option", { value: String(n), selected: n === state.limit }, String(n))),
   );
   el.append(
-    h("p.crumbs", {}, h("a", { href: "#/overview" }, "Overview"), " / ", h("a", { href: "#/group/" + encodeURIComponent(p) + "/" + encodeURIComponent(g) }, p + "/" + g), " / shard " + shard),
-    h("h1", {}, "Messages of " + p + " shard " + shard),
+    h("p.crumbs", {}, h("a", { href: "#/overview" }, "Overview"), " / ", h("a", { href: "#/group/" + encodeURIComponent(p) + "/" + encodeURIComponent(g) }, p + "/" + g), " / " + where),
+    h("h1", {}, "Messages of " + p + ", " + where),
     h(
       "form.filters",
       {
@@ -47,6 +52,7 @@ export function mount(el, args, params) {
       h("label", { for: "shard-index" }, "Shard"),
       shardInput,
       h("button", { type: "submit" }, "Open shard"),
+      h("a#merged-view", { href: base + "all", "aria-current": merged ? "page" : null }, "All shards, by time"),
       h("label", { for: "page-size" }, "Records per page"),
       limit,
       h("button#newest", { type: "button", onclick: () => ((state.cursor = ""), (state.cursors = []), view.refresh()) }, "Newest"),
@@ -77,7 +83,7 @@ export function mount(el, args, params) {
     list,
   );
   const view = {
-    title: "Messages " + p + "/" + g + " shard " + shard,
+    title: "Messages " + p + "/" + g + " " + where,
     live: false,
     refresh: async () => {
       let page;
@@ -86,10 +92,10 @@ export function mount(el, args, params) {
         if (!state.cursor && state.jump) query[/[T:]/.test(state.jump) ? "fromTime" : "fromId"] = state.jump;
         if (state.search) query.search = state.search;
         if (state.field) query.field = state.field;
-        page = await get(monitoringPath(p, g) + "/shards/" + shard + "/messages", query);
+        page = await get(monitoringPath(p, g) + (merged ? "/messages" : "/shards/" + shard + "/messages"), query);
       } catch (e) {
         if (e.status === 401) throw e;
-        replace(list, h("p.error", { role: "alert" }, "Could not read shard " + shard + ": " + e.message));
+        replace(list, h("p.error", { role: "alert" }, "Could not read " + (merged ? "the shards" : "shard " + shard) + ": " + e.message));
         replace(pager);
         replace(summary);
         return;
@@ -98,10 +104,10 @@ export function mount(el, args, params) {
       const s = page.search;
       replace(
         summary,
-        s ? "Scanned " + s.scanned + " record(s), " + s.scannedBytes + " bytes" + (s.stoppedAtBound ? " — stopped at the scan bound; Older → continues" : "") + "; " + (page.records || []).length + " matched." : page.fromId ? "From " + page.fromId + "." : "",
+        s ? "Scanned " + s.scanned + " record(s), " + s.scannedBytes + " bytes" + (merged ? " over " + (page.shards || []).length + " shards" : "") + (s.stoppedAtBound ? " — stopped at the scan bound; Older → continues" : "") + "; " + (page.records || []).length + " matched." : page.fromId ? "From " + page.fromId + "." : "",
       );
       drawPager(pager, state, view);
-      drawRecords(list, page);
+      drawRecords(list, page, merged ? base : null);
       say("");
     },
   };
@@ -153,15 +159,17 @@ function pretty(text) {
   return { json: false, text: String(text) };
 }
 
-function drawRecords(el, page) {
+/** The records of a page; `shardBase` (the merged view) links each record to its shard's view at it. */
+function drawRecords(el, page, shardBase) {
   const records = page.records || [];
+  const source = shardBase ? (page.shards || []).length + " shards merged by time" : page.streamKey;
   if (records.length === 0) {
-    replace(el, h("p#no-records", {}, "No records on this page (" + page.streamKey + ")."));
+    replace(el, h("p#no-records", {}, "No records on this page (" + source + ")."));
     return;
   }
   replace(
     el,
-    h("p.hint", {}, page.streamKey + " · newest first · " + records.length + " record(s)"),
+    h("p.hint", {}, source + " · newest first · " + records.length + " record(s)"),
     h(
       "ol.records",
       {},
@@ -170,8 +178,24 @@ function drawRecords(el, page) {
         const others = Object.entries(r.fields || {}).filter(([k]) => k !== "payload");
         return h(
           "li.record",
-          { "data-id": r.recordId },
-          h("div.record-head", {}, h("strong", {}, r.recordId), " ", h("span.hint", {}, r.recordTime || "")),
+          { "data-id": r.recordId, "data-shard": String(r.shard.shardIndex) },
+          h(
+            "div.record-head",
+            {},
+            h("strong", {}, r.recordId),
+            " ",
+            h("span.hint", {}, r.recordTime || ""),
+            shardBase
+              ? [
+                  " ",
+                  h(
+                    "a.shard-link",
+                    { href: shardBase + r.shard.shardIndex + "?fromId=" + encodeURIComponent(r.recordId), "aria-label": "shard " + r.shard.shardIndex + ": record " + r.recordId + " in its shard's view" },
+                    "shard " + r.shard.shardIndex,
+                  ),
+                ]
+              : null,
+          ),
           payload ? h("pre.payload" + (payload.json ? ".json" : ""), { tabindex: "0", "aria-label": "payload of " + r.recordId }, payload.text) : h("p.hint", {}, "no payload field"),
           others.length ? h("dl.fields", {}, others.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])) : null,
         );

@@ -154,9 +154,6 @@ pub enum Invalid {
     Request(BadRequest),
     /// The coordinator's own configuration or bootstrap state, at start.
     Config(BadConfig),
-    /// A message its operation still writes itself (the offset reset's and the pending list's, which came in
-    /// while the others got their facts): [`CoordError::invalid`]. To be given their facts like the others.
-    Written(String),
 }
 
 impl std::fmt::Display for Invalid {
@@ -168,17 +165,11 @@ impl std::fmt::Display for Invalid {
             Invalid::Reshard(e) => e.fmt(f),
             Invalid::Request(e) => e.fmt(f),
             Invalid::Config(e) => e.fmt(f),
-            Invalid::Written(m) => f.write_str(m),
         }
     }
 }
 
 impl CoordError {
-    /// 400 with a message its operation writes itself ([`Invalid::Written`]).
-    pub fn invalid(message: impl Into<String>) -> Self {
-        CoordError::Invalid(Invalid::Written(message.into()))
-    }
-
     /// 404 for a group that does not exist, saying how to create it: `stream_groups` are the live groups of
     /// its stream (empty: the stream does not exist either).
     pub fn group_not_found(p: &str, g: &str, stream_groups: &[String]) -> Self {

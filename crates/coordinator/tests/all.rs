@@ -18,6 +18,7 @@ mod failover;
 mod find;
 mod grafana;
 mod key_names;
+mod merged_search;
 mod module_graph;
 mod observability;
 mod offset_reset;

@@ -90,8 +90,10 @@ async fn describe_and_history_show_lag_and_rates_after_records_are_produced_and_
                     .cloned()
                     .unwrap()
             };
+            // Each group's rate needs two samples of that group: wait for audit's too (sampled apart).
             let ok = f(&d["produceRate"]) > 0.0
                 && f(&group("sales")["consumeRate"]) > 0.0
+                && !group("audit")["consumeRate"].is_null()
                 && group("sales")["lag"] == (N - M) as i64
                 && group("audit")["lag"] == N as i64;
             ok.then_some(d)

@@ -1,11 +1,17 @@
 //! The store owns every Redis key name (issue #34): no file of the coordinator's `src/` calls
 //! `rsc_protocol::names` or spells a key itself. The coordinator names a group, a stream or a shard by its ids
-//! through the store's `Keyspace` (`store.keyspace()`, `Keyspace::shard_stream`). This test reads every source
+//! (`rsc_store::GroupName`, a stream prefix, `Keyspace::shard_stream` for the data plane's shard streams). This test reads every source
 //! file of crates/coordinator/src and fails naming the file and line when code (not a comment) names the
 //! `names` module, or when a string literal holds a fixed part of a key name the coordinator writes (taken
 //! from `rsc_store::coordinator_key_shapes`, plus the shard routing key and hash-tag formatting such as
 //! `":{{"`). A file's unit tests, at its end, may spell the keys they expect. The operator CLI
 //! (crates/cli/src: backup, restore, doctor, bench) is held to the first rule too.
+//!
+//! Nor does the coordinator hold the store's key names to pass them back: store methods take ids (a
+//! `GroupName`, a stream prefix, a user …) and name their keys themselves. No coordinator file asks the store's
+//! keyspace for a name except the display helper `runtime/shown_keys.rs` (a key named in a message), and no
+//! public store method takes a key name except the listed ones (the data plane's shard streams, `rsc doctor`'s
+//! looks at keys it found).
 
 use std::path::{Path, PathBuf};
 
@@ -218,8 +224,8 @@ fn the_coordinator_never_spells_a_redis_key() {
     }
     assert!(
         found.is_empty(),
-        "the coordinator builds Redis key names itself; ask the store's Keyspace instead \
-         (rsc_store::Keyspace, `store.keyspace()`):\n{}",
+        "the coordinator builds Redis key names itself; pass the store ids instead (a key named in a \
+         message comes from runtime/shown_keys.rs):\n{}",
         found.join("\n")
     );
 }
@@ -253,6 +259,195 @@ fn the_operator_cli_asks_the_store_for_key_names_too() {
         "rsc (backup, restore, doctor, bench) names keys through rsc_protocol::names; use rsc_store::Keyspace:\n{}",
         found.join("\n")
     );
+}
+
+/// The one coordinator file that may ask the store's keyspace for a key name, to show it in a message.
+const DISPLAY_HELPER: &str = "runtime/shown_keys.rs";
+
+/// Code that holds a key name of the store's to pass it back: the keyspace asked outside the display helper,
+/// or one of the store's sets of key names.
+fn holds_key_strings(file: &str, code: &str) -> Option<&'static str> {
+    let compact: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+    if file != DISPLAY_HELPER && compact.contains(".keyspace()") {
+        return Some("asks the store's keyspace for a key name");
+    }
+    ["GroupKeys", "ProducerKeys", "ThrottleKeys", "Keyspace::new"]
+        .into_iter()
+        .find(|t| compact.contains(t))
+        .map(|_| "holds the store's key names")
+}
+
+#[test]
+fn the_coordinator_passes_ids_not_key_strings() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    source_files(&src, &mut files);
+    assert!(
+        files.iter().any(|f| f.ends_with(DISPLAY_HELPER)),
+        "the display helper {DISPLAY_HELPER} is gone: update this test"
+    );
+    let mut found = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("read source");
+        let name = file
+            .strip_prefix(&src)
+            .unwrap_or(file)
+            .display()
+            .to_string();
+        for (line, code) in lex(&text).code {
+            if let Some(why) = holds_key_strings(&name, &code) {
+                found.push(format!("{name}:{line}: {why}: {}", code.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "store methods take ids (a GroupName, a stream prefix, a user …) and name their keys themselves; \
+         a key name for a message comes from {DISPLAY_HELPER}:\n{}",
+        found.join("\n")
+    );
+}
+
+/// The store's methods that still take a key name, and why: the data plane's shard streams and routing
+/// boundaries (named `<streamPrefix>:<shard>` by the coord/v1 contract, not under the key prefix, and shown
+/// as such in the API), and `rsc doctor`'s looks at keys it found in Redis.
+const KEYED_STORE_METHODS: &[&str] = &[
+    // rsc doctor: keys found by its scan.
+    "layout_version",
+    "acl_may_delete",
+    // Shard streams and their routing boundaries (the data plane's names).
+    "shard_provision",
+    "keys_exist",
+    "delete_keys",
+    "shard_stream_info",
+    "shard_groups",
+    "shard_observations",
+    "streams_grown_since",
+    "shard_pending_up_to",
+    "shard_length",
+    "shard_memory_usage",
+    "shard_retire_if_drained",
+    "ensure_routing_key",
+    "raise_routing_floor",
+    "raise_routing_ceilings",
+    "routing_boundary",
+    "appends_after_switch",
+    "shard_group_set_id",
+    "shard_count_between",
+    "shard_walk",
+    "shard_ack_pending_up_to",
+    "shard_records",
+    "shard_pending_entries",
+];
+
+/// Every `pub async fn` of `text` as (name, line, parameter list).
+fn public_async_fns(text: &str) -> Vec<(String, usize, String)> {
+    let mut out = Vec::new();
+    for (at, _) in text.match_indices("pub async fn ") {
+        let rest = &text[at + "pub async fn ".len()..];
+        let Some(open) = rest.find('(') else { continue };
+        let name = rest[..open].trim().to_owned();
+        let mut depth = 0usize;
+        let mut params = String::new();
+        for c in rest[open..].chars() {
+            match c {
+                '(' | '[' | '<' => depth += 1,
+                ')' | ']' | '>' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            params.push(c);
+            if depth == 0 {
+                break;
+            }
+        }
+        out.push((name, text[..at].lines().count() + 1, params));
+    }
+    out
+}
+
+/// A parameter that carries key names: named like one (`key`, `keys`, `index_key` …) or typed as one of the
+/// store's sets of key names.
+fn keyed_parameter(params: &str) -> Option<String> {
+    params
+        .trim_matches(|c| c == '(' || c == ')')
+        .split(',')
+        .filter_map(|p| p.split_once(':'))
+        .find(|(name, ty)| name.trim().contains("key") || ty.contains("Keys"))
+        .map(|(name, ty)| format!("{}:{}", name.trim(), ty))
+}
+
+#[test]
+fn store_methods_take_ids_not_key_strings() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/src");
+    let mut files = Vec::new();
+    source_files(&src, &mut files);
+    let mut methods = 0;
+    let mut found = Vec::new();
+    let mut listed_but_clean = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("read source");
+        let name = file
+            .strip_prefix(&src)
+            .unwrap_or(file)
+            .display()
+            .to_string();
+        for (method, line, params) in public_async_fns(&text) {
+            methods += 1;
+            let keyed = keyed_parameter(&params);
+            let listed = KEYED_STORE_METHODS.contains(&method.as_str());
+            match keyed {
+                Some(p) if !listed => {
+                    found.push(format!("{name}:{line}: Store::{method} takes {p}"))
+                }
+                None if listed => listed_but_clean.push(method),
+                _ => {}
+            }
+        }
+    }
+    assert!(
+        methods > 60,
+        "the walk found too few store methods: {methods}"
+    );
+    assert!(
+        found.is_empty(),
+        "a store method takes a key name: take the ids (a GroupName, a stream prefix, a user …) and name \
+         the key with the store's Keyspace:\n{}",
+        found.join("\n")
+    );
+    assert!(
+        listed_but_clean.is_empty(),
+        "these store methods no longer take a key name: drop them from KEYED_STORE_METHODS: {listed_but_clean:?}"
+    );
+}
+
+#[test]
+fn the_signature_scan_sees_key_parameters() {
+    let text = "impl Store {\n    pub async fn a(&self, key: &str) {}\n    pub async fn b(\n        &self,\n        \
+                keys: &GroupKeys,\n    ) {}\n    pub async fn c(&self, group: &GroupName, m: &[&str]) {}\n    \
+                pub async fn d(&self, p: &ProducerKeys) {}\n}";
+    let fns = public_async_fns(text);
+    let keyed: Vec<(String, Option<String>)> = fns
+        .into_iter()
+        .map(|(name, _, params)| (name, keyed_parameter(&params)))
+        .collect();
+    assert_eq!(
+        keyed,
+        vec![
+            ("a".to_owned(), Some("key: &str".to_owned())),
+            ("b".to_owned(), Some("keys: &GroupKeys".to_owned())),
+            ("c".to_owned(), None),
+            ("d".to_owned(), Some("p: &ProducerKeys".to_owned())),
+        ]
+    );
+    assert_eq!(
+        holds_key_strings("services/x.rs", "let k = self.store().keyspace().audit();"),
+        Some("asks the store's keyspace for a key name")
+    );
+    assert_eq!(
+        holds_key_strings(DISPLAY_HELPER, "store.keyspace().group_metadata(name)"),
+        None
+    );
+    assert!(holds_key_strings("a.rs", "fn f(k: &GroupKeys)").is_some());
 }
 
 #[test]

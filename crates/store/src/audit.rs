@@ -1,10 +1,11 @@
 //! The audit streams: capped Redis streams of JSON records, one field (`record`) per entry.
 //!
 //! [`Store::audit_append`] adds a record and trims the stream to about `max_len` entries (`XADD MAXLEN
-//! ~`); [`Store::audit_page`] reads one page newest first, between two stream ids. The record's JSON and
-//! the stream names are the caller's (the coordinator's `AuditRecord`, `rsc_protocol::names`).
+//! ~`); [`Store::audit_page`] reads one page newest first, between two stream ids. The record's JSON is
+//! the caller's (the coordinator's `AuditRecord`); the stream names the store's ([`AuditStream`]).
 
 use crate::error::StoreError;
+use crate::keys::AuditStream;
 use crate::store::Store;
 
 /// The stream field that holds an entry's record.
@@ -20,14 +21,15 @@ pub struct AuditEntry {
 }
 
 impl Store {
-    /// Appends `record_json` to the stream `key`, trimmed to about `max_len` entries; returns the
+    /// Appends `record_json` to the audit stream `stream`, trimmed to about `max_len` entries; returns the
     /// entry id.
     pub async fn audit_append(
         &self,
-        key: &str,
+        stream: AuditStream,
         max_len: u32,
         record_json: &str,
     ) -> Result<String, StoreError> {
+        let key = &self.keyspace().audit_stream(stream);
         Ok(redis::cmd("XADD")
             .arg(key)
             .arg("MAXLEN")
@@ -40,15 +42,16 @@ impl Store {
             .await?)
     }
 
-    /// Up to `count` entries of the stream `key`, newest first, from `end` down to `start` (stream
+    /// Up to `count` entries of the audit stream `stream`, newest first, from `end` down to `start` (stream
     /// ids as `XREVRANGE` takes them: `+`, `-`, `<ms>-<seq>`, or `(<id>` for exclusive).
     pub async fn audit_page(
         &self,
-        key: &str,
+        stream: AuditStream,
         end: &str,
         start: &str,
         count: usize,
     ) -> Result<Vec<AuditEntry>, StoreError> {
+        let key = &self.keyspace().audit_stream(stream);
         let page: Vec<(String, Vec<String>)> = redis::cmd("XREVRANGE")
             .arg(key)
             .arg(end)

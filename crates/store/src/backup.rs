@@ -7,16 +7,17 @@
 //! coordinator writing in between makes the restore stop instead of being overwritten. A group's restore
 //! also clears its leases, progress and out-of-line aggregate and leases its live members afresh in the same
 //! script (the keys share the group's hash tag). Index entries are written as they were with plain HSET: the index is
-//! rebuildable and never part of a script. Key names are the caller's (`rsc_protocol::names`).
+//! rebuildable and never part of a script. A backup reads with the
+//! coordinator's own loads ([`Store::load`], [`Store::stream_record_load`]); every key is named by the store from
+//! the ids it is given.
 
 use std::sync::LazyLock;
 
 use redis::Script;
 
 use crate::error::StoreError;
-use crate::keys::GroupKeys;
+use crate::group_name::GroupName;
 use crate::metadata::{LAYOUT_VERSION, SCHEMA_VERSION};
-use crate::outcome::StoredGroup;
 use crate::scripts::PRELUDE;
 use crate::store::Store;
 
@@ -48,37 +49,30 @@ pub enum RestoreOutcome {
 }
 
 impl Store {
-    /// A group's metadata, or a stream record, as a backup reads it: the same validated load the coordinator
-    /// uses (`Ok(None)` when there is none; an error for a damaged hash or a newer schema or layout).
-    pub async fn backup_read(&self, key: &str) -> Result<Option<StoredGroup>, StoreError> {
-        self.load_hash(key).await
+    /// Every raw entry of the group index as (field: a group's metadata key, value JSON), sorted by field:
+    /// the backup keeps them byte for byte, entries this build would not parse included.
+    pub async fn backup_index_entries(&self) -> Result<Vec<(String, String)>, StoreError> {
+        self.index_list(&self.keyspace().group_index()).await
     }
 
-    /// Every raw entry of the group index `index_key` as (metadata key, value JSON), sorted by key: the
-    /// backup keeps them byte for byte, entries this build would not parse included.
-    pub async fn backup_index_entries(
-        &self,
-        index_key: &str,
-    ) -> Result<Vec<(String, String)>, StoreError> {
-        self.index_list(index_key).await
-    }
-
-    /// Writes an index entry back as it was backed up.
+    /// Writes an index entry back as it was backed up (`field` and `value_json` as
+    /// [`Store::backup_index_entries`] read them).
     pub async fn restore_index_entry(
         &self,
-        index_key: &str,
-        metadata_key: &str,
+        field: &str,
         value_json: &str,
     ) -> Result<(), StoreError> {
-        self.index_put(index_key, metadata_key, value_json).await
+        self.index_put(&self.keyspace().group_index(), field, value_json)
+            .await
     }
 
     /// Writes a stream record back (one key), if it is still as `record.expect_current` says.
     pub async fn restore_stream_record(
         &self,
-        key: &str,
+        stream_prefix: &str,
         record: &RestoredHash<'_>,
     ) -> Result<RestoreOutcome, StoreError> {
+        let key = &self.keyspace().stream_record(stream_prefix);
         let mut call = RESTORE.prepare_invoke();
         call.key(key);
         hash_args(&mut call, record, 0);
@@ -90,7 +84,7 @@ impl Store {
     /// Redis time.
     pub async fn restore_group(
         &self,
-        keys: &GroupKeys,
+        group: &GroupName,
         record: &RestoredHash<'_>,
         lease_ttl_ms: i64,
         live_members: &[String],
@@ -100,6 +94,7 @@ impl Store {
                 detail: format!("lease_ttl_ms must be positive, got {lease_ttl_ms}"),
             });
         }
+        let keys = &self.keyspace().group_of(group);
         let mut call = RESTORE.prepare_invoke();
         crate::store::group_keys_with_aggregate(&mut call, keys);
         hash_args(&mut call, record, lease_ttl_ms);

@@ -43,14 +43,14 @@ pub struct ChangeEntry {
 }
 
 impl Store {
-    /// Registers or renews `replica` in the registry `key` with a lease of `lease_ms`; returns the live
+    /// Registers or renews `replica` in the replica registry with a lease of `lease_ms`; returns the live
     /// replicas (this one included) and the earliest lease end of the others.
     pub async fn replica_register(
         &self,
-        key: &str,
         replica: &str,
         lease_ms: i64,
     ) -> Result<LiveReplicas, StoreError> {
+        let key = &self.keyspace().replicas();
         let (now_ms, flat): (i64, Vec<String>) = REGISTER
             .key(key)
             .arg(replica)
@@ -82,7 +82,8 @@ impl Store {
     }
 
     /// Removes `replica` from the registry (a graceful stop): its work moves at once.
-    pub async fn replica_leave(&self, key: &str, replica: &str) -> Result<(), StoreError> {
+    pub async fn replica_leave(&self, replica: &str) -> Result<(), StoreError> {
+        let key = &self.keyspace().replicas();
         let _: i64 = redis::cmd("ZREM")
             .arg(key)
             .arg(replica)
@@ -91,14 +92,14 @@ impl Store {
         Ok(())
     }
 
-    /// Appends a change of `(stream_prefix, consumer_group)` to the feed `key`, trimmed to about `max_len`.
+    /// Appends a change of `(stream_prefix, consumer_group)` to the change feed, trimmed to about `max_len`.
     pub async fn change_publish(
         &self,
-        key: &str,
         max_len: u32,
         stream_prefix: &str,
         consumer_group: &str,
     ) -> Result<(), StoreError> {
+        let key = &self.keyspace().changes();
         let _: String = redis::cmd("XADD")
             .arg(key)
             .arg("MAXLEN")
@@ -115,7 +116,8 @@ impl Store {
     }
 
     /// The id of the feed's newest entry (`0-0` when it is empty): where a replica starting up reads on from.
-    pub async fn change_latest_id(&self, key: &str) -> Result<String, StoreError> {
+    pub async fn change_latest_id(&self) -> Result<String, StoreError> {
+        let key = &self.keyspace().changes();
         let newest: Vec<(String, Vec<String>)> = redis::cmd("XREVRANGE")
             .arg(key)
             .arg("+")
@@ -133,10 +135,10 @@ impl Store {
     /// Up to `count` entries of the feed after `after` (oldest first), without blocking.
     pub async fn change_read(
         &self,
-        key: &str,
         after: &str,
         count: usize,
     ) -> Result<Vec<ChangeEntry>, StoreError> {
+        let key = &self.keyspace().changes();
         let page: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
             .arg(key)
             .arg(format!("({after}"))
@@ -167,9 +169,10 @@ impl Store {
 }
 
 impl Store {
-    /// The deployment's cluster id at `key`: the one stored, else `fresh`, stored now (`SET NX`, so replicas
+    /// The deployment's cluster id: the one stored, else `fresh`, stored now (`SET NX`, so replicas
     /// starting together agree on the first one written).
-    pub async fn cluster_id(&self, key: &str, fresh: &str) -> Result<String, StoreError> {
+    pub async fn cluster_id(&self, fresh: &str) -> Result<String, StoreError> {
+        let key = &self.keyspace().cluster_id();
         let mut conn = self.connection();
         let _: Option<String> = redis::cmd("SET")
             .arg(key)

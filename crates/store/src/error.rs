@@ -117,6 +117,31 @@ impl StoreError {
         }
     }
 
+    /// True when Redis could not be reached at all (refused, dropped, timed out, I/O), as opposed to a refused or
+    /// corrupt answer: the coordinator's connection-failure metric counts these.
+    pub fn is_connection_failure(&self) -> bool {
+        match self {
+            StoreError::Unreachable { .. } => true,
+            StoreError::Redis(e) => {
+                e.is_io_error()
+                    || e.is_connection_dropped()
+                    || e.is_connection_refusal()
+                    || e.is_timeout()
+                    || e.is_unrecoverable_error()
+            }
+            _ => false,
+        }
+    }
+
+    /// The error's text as a raw Redis call reports it: for a failed command, Redis's own error without the
+    /// store's "Redis command failed" prefix; anything else as [`std::fmt::Display`] writes it.
+    pub fn cause_text(&self) -> String {
+        match self {
+            StoreError::Redis(inner) => inner.to_string(),
+            other => other.to_string(),
+        }
+    }
+
     /// Builds an [`StoreError::UnexpectedReply`].
     pub(crate) fn unexpected(detail: impl Into<String>) -> StoreError {
         StoreError::UnexpectedReply {
@@ -188,6 +213,31 @@ mod tests {
         };
         assert!(!corrupt.is_transient());
         assert!(!StoreError::unexpected("x").is_transient());
+    }
+
+    #[test]
+    fn a_refused_connection_is_a_connection_failure_and_a_refused_answer_is_not() {
+        let io = redis::RedisError::from(std::io::Error::new(
+            std::io::ErrorKind::ConnectionRefused,
+            "refused",
+        ));
+        let failed = StoreError::Redis(io);
+        assert!(failed.is_connection_failure());
+        assert!(
+            !failed.cause_text().starts_with("Redis command failed"),
+            "{}",
+            failed.cause_text()
+        );
+        let answer = StoreError::Redis(redis::RedisError::from((
+            redis::ErrorKind::Server(redis::ServerErrorKind::ResponseError),
+            "refused by the script",
+        )));
+        assert!(!answer.is_connection_failure());
+        assert!(!StoreError::unexpected("x").is_connection_failure());
+        assert_eq!(
+            StoreError::unexpected("x").cause_text(),
+            "unexpected reply from Redis: x"
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::StoreError;
+use crate::group_name::GroupName;
 use crate::store::Store;
 
 /// Where a group stands in the index. Stored as `"CREATING"` / `"LIVE"`.
@@ -36,43 +37,40 @@ pub struct IndexEntry {
 }
 
 impl Store {
-    /// Records a group in the index `index_key` under its metadata key.
+    /// Records group `group` in the index under its metadata key.
     pub async fn group_index_put(
         &self,
-        index_key: &str,
-        metadata_key: &str,
+        group: &GroupName,
         entry: &IndexEntry,
     ) -> Result<(), StoreError> {
         let value = crate::to_json("group index entry", entry)?;
-        self.index_put(index_key, metadata_key, &value).await
+        let (index, field) = self.index_field(group);
+        self.index_put(&index, &field, &value).await
     }
 
     /// One group's entry (None when the index has none, or an entry this build cannot read).
     pub async fn group_index_get(
         &self,
-        index_key: &str,
-        metadata_key: &str,
+        group: &GroupName,
     ) -> Result<Option<IndexEntry>, StoreError> {
+        let (index, field) = self.index_field(group);
         Ok(self
-            .index_get(index_key, metadata_key)
+            .index_get(&index, &field)
             .await?
             .and_then(|v| serde_json::from_str::<IndexEntry>(&v).ok()))
     }
 
     /// Removes a group from the index (no error if it was not there).
-    pub async fn group_index_remove(
-        &self,
-        index_key: &str,
-        metadata_key: &str,
-    ) -> Result<(), StoreError> {
-        self.index_remove(index_key, metadata_key).await
+    pub async fn group_index_remove(&self, group: &GroupName) -> Result<(), StoreError> {
+        let (index, field) = self.index_field(group);
+        self.index_remove(&index, &field).await
     }
 
     /// Every readable entry, sorted by stream prefix then consumer group. An entry that is not
     /// valid JSON of this shape is skipped (the index is rebuildable; the metadata is the truth).
-    pub async fn group_index_list(&self, index_key: &str) -> Result<Vec<IndexEntry>, StoreError> {
+    pub async fn group_index_list(&self) -> Result<Vec<IndexEntry>, StoreError> {
         let mut entries: Vec<IndexEntry> = self
-            .index_list(index_key)
+            .index_list(&self.keyspace().group_index())
             .await?
             .into_iter()
             .filter_map(|(_, v)| serde_json::from_str::<IndexEntry>(&v).ok())
@@ -82,6 +80,12 @@ impl Store {
                 .cmp(&(b.stream_prefix.as_str(), b.consumer_group.as_str()))
         });
         Ok(entries)
+    }
+
+    /// The index's key and group `group`'s field in it (its metadata key).
+    fn index_field(&self, group: &GroupName) -> (String, String) {
+        let ks = self.keyspace();
+        (ks.group_index(), ks.group_metadata(group))
     }
 }
 

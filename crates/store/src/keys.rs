@@ -1,5 +1,6 @@
-//! The sets of key names one store operation takes: a group's three keys, a stream's producer sightings,
-//! the sign-in throttle's counters (each named by [`crate::Keyspace`]).
+//! The ids a store operation takes beside a group's name and a stream prefix (an audit stream, a rate-limit
+//! window, a sign-in attempt), and the sets of key names the keyspace names from ids: a group's three keys, a
+//! stream's producer sightings, the sign-in throttle's counters (each named by [`crate::Keyspace`]).
 //!
 //! The store relies on a group's three names sharing one hash tag (`{<p>:<g>}`), so that one Lua script may
 //! touch all of them in cluster mode too. The keys of a large aggregate stored out of line are the
@@ -35,6 +36,43 @@ pub struct ThrottleKeys {
     /// HASH (`n`, `next`, `delay`): failures from this address, whatever the usernames.
     pub address: String,
     /// STRING counter: failures of this username over all addresses within the window.
+    pub username: String,
+}
+
+/// Which of the three audit streams (each named by the store under its key prefix).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AuditStream {
+    /// Admin mutations and sign-ins that revoked tokens.
+    Mutations,
+    /// Refused requests and failed sign-ins.
+    Rejected,
+    /// Successful sign-ins.
+    Signins,
+}
+
+/// One rate-limit window, by the key-safe part of what it counts (each made key-safe by the caller: plain
+/// short text as is, anything else hashed). The store names its key ([`crate::Keyspace::limit_window`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitWindow<'a> {
+    /// A principal's sign-ins in the current minute.
+    Login(&'a str),
+    /// A principal's admin mutations.
+    Principal(&'a str),
+    /// The admin mutations of one target (`<streamPrefix>:<group or *>`).
+    Target(&'a str),
+    /// The rollback suspicions raised by one principal.
+    Suspicion(&'a str),
+}
+
+/// One sign-in attempt, by the key-safe parts of its ids: the store names its three throttle counters
+/// ([`crate::Keyspace::login_throttle`], one hash tag).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoginAttempt {
+    /// The username and the client address together.
+    pub pair: String,
+    /// The client address.
+    pub address: String,
+    /// The username.
     pub username: String,
 }
 

@@ -1,15 +1,16 @@
 //! The coordinator's key names under its key prefix, owned by the store.
 //!
 //! A [`Keyspace`] is built from the deployment's key prefix and held by the [`crate::Store`]
-//! ([`crate::Store::keyspace`]); the coordinator asks it for a group's, a stream's or a shard's keys by
-//! their ids and never spells a key name itself. The names are spelled once, in `rsc_protocol::names`
+//! ([`crate::Store::keyspace`]); the store's methods name their keys with it from the ids they are given
+//! (the coordinator asks it only to show a key in a message, and never spells a key name itself). The names are spelled once, in `rsc_protocol::names`
 //! (the SDK needs the shard stream names too); only this crate and the SDK call it.
 
 use std::sync::Arc;
 
 use rsc_protocol::names;
 
-use crate::keys::{GroupKeys, ProducerKeys, ThrottleKeys};
+use crate::group_name::GroupName;
+use crate::keys::{AuditStream, GroupKeys, LimitWindow, LoginAttempt, ProducerKeys, ThrottleKeys};
 
 /// The key prefix the coordinator writes under unless configured otherwise (`coordinator.store.key-prefix`).
 pub const DEFAULT_KEY_PREFIX: &str = "redis-stream:coord";
@@ -47,6 +48,16 @@ impl Keyspace {
             leases: names::group_leases_key(kp, stream_prefix, consumer_group),
             progress: names::group_progress_key(kp, stream_prefix, consumer_group),
         }
+    }
+
+    /// The three keys of group `group` ([`Keyspace::group`]).
+    pub fn group_of(&self, group: &GroupName) -> GroupKeys {
+        self.group(&group.stream_prefix, &group.consumer_group)
+    }
+
+    /// The metadata key of group `group` alone (for the index, and for messages naming the group's key).
+    pub fn group_metadata(&self, group: &GroupName) -> String {
+        names::group_metadata_key(self.prefix(), &group.stream_prefix, &group.consumer_group)
     }
 
     /// The index of all groups.
@@ -107,6 +118,15 @@ impl Keyspace {
         names::stream_key_pattern(stream_prefix)
     }
 
+    /// Audit stream `stream`.
+    pub fn audit_stream(&self, stream: AuditStream) -> String {
+        match stream {
+            AuditStream::Mutations => self.audit(),
+            AuditStream::Rejected => self.audit_rejected(),
+            AuditStream::Signins => self.audit_signins(),
+        }
+    }
+
     /// The audit stream of admin mutations and sign-ins.
     pub fn audit(&self) -> String {
         names::audit_stream_key(self.prefix())
@@ -155,6 +175,21 @@ impl Keyspace {
     /// The rollback suspicions raised by one principal (made key-safe).
     pub fn suspicion_limit(&self, principal_part: &str) -> String {
         names::suspicion_limit_key(self.prefix(), principal_part)
+    }
+
+    /// The key of rate-limit window `window`.
+    pub fn limit_window(&self, window: LimitWindow<'_>) -> String {
+        match window {
+            LimitWindow::Login(p) => self.ratelimit_login(p),
+            LimitWindow::Principal(p) => self.ratelimit_principal(p),
+            LimitWindow::Target(t) => self.ratelimit_group(t),
+            LimitWindow::Suspicion(p) => self.suspicion_limit(p),
+        }
+    }
+
+    /// The sign-in throttle's counters of `attempt` ([`Keyspace::login_throttle`]).
+    pub fn login_throttle_of(&self, attempt: &LoginAttempt) -> ThrottleKeys {
+        self.login_throttle(&attempt.pair, &attempt.address, &attempt.username)
     }
 
     /// The sign-in throttle's counters of one attempt (each part made key-safe; one hash tag).

@@ -18,8 +18,8 @@
 //! (`diagnostics.rs`), with every shape of key the coordinator writes (`key_shapes.rs`). A group's aggregate
 //! is stored whole (`aggregate_codec.rs`) or split into a header and per-member entries (`split_layout.rs`,
 //! layoutVersion "4"). Every Lua script is in
-//! `lua/`. Key names are the store's: a [`Keyspace`] built from the key prefix (`keyspace.rs`, spelled by
-//! `rsc_protocol::names`) names a group's, a stream's or a shard's keys by their ids.
+//! `lua/`. Key names are the store's: the methods take ids (a [`GroupName`], a stream prefix, a user …) and a
+//! [`Keyspace`] built from the key prefix (`keyspace.rs`, spelled by `rsc_protocol::names`) names the keys.
 #![forbid(unsafe_code)]
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 
@@ -31,6 +31,7 @@ mod cluster;
 mod connection;
 mod diagnostics;
 mod error;
+mod group_name;
 mod group_position;
 mod index;
 mod json;
@@ -59,11 +60,15 @@ pub use cluster::{ChangeEntry, LiveReplicas};
 pub use connection::{RedisConn, RedisTopology};
 pub use diagnostics::AclAnswer;
 pub use error::StoreError;
+pub use group_name::GroupName;
 pub use group_position::{Walk, Walked};
 pub use index::{IndexEntry, IndexState};
 pub use json::to_json;
 pub use key_shapes::{KeyShape, coordinator_key_kind, coordinator_key_shapes};
-pub use keys::{GroupKeys, ProducerKeys, ThrottleKeys, aggregate_key, aggregate_staging_key};
+pub use keys::{
+    AuditStream, GroupKeys, LimitWindow, LoginAttempt, ProducerKeys, ThrottleKeys, aggregate_key,
+    aggregate_staging_key,
+};
 pub use keyspace::{DEFAULT_KEY_PREFIX, Keyspace};
 pub use limits::{ThrottleBudgets, ThrottleReason, ThrottleVerdict, WindowCount};
 pub use messages::{PageDirection, StreamRecord};

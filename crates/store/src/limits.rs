@@ -7,14 +7,15 @@
 //! counters per attempt (username and address, address, username) under one hash tag:
 //! [`Store::throttle_reserve`] checks the budgets and counts the attempt as a failure atomically, before
 //! the password is checked, and [`Store::throttle_release`] gives a verified attempt's reservation back.
-//! Key names are the caller's (built by `rsc_protocol::names`); the store only runs the scripts.
+//! The caller names a window ([`LimitWindow`]) or an attempt ([`LoginAttempt`]) by key-safe parts of its ids; the
+//! store names the keys (`Keyspace`).
 
 use std::sync::LazyLock;
 
 use redis::Script;
 
 use crate::error::StoreError;
-use crate::keys::ThrottleKeys;
+use crate::keys::{LimitWindow, LoginAttempt};
 use crate::store::Store;
 
 static WINDOW_HIT: LazyLock<Script> =
@@ -77,8 +78,13 @@ pub enum ThrottleVerdict {
 }
 
 impl Store {
-    /// Counts one hit in the window of `key` (`window_ms` long, starting at the first hit).
-    pub async fn window_hit(&self, key: &str, window_ms: i64) -> Result<WindowCount, StoreError> {
+    /// Counts one hit in window `window` (`window_ms` long, starting at the first hit).
+    pub async fn window_hit(
+        &self,
+        window: LimitWindow<'_>,
+        window_ms: i64,
+    ) -> Result<WindowCount, StoreError> {
+        let key = &self.keyspace().limit_window(window);
         let (count, reset_ms): (i64, i64) = WINDOW_HIT
             .key(key)
             .arg(window_ms)
@@ -88,7 +94,8 @@ impl Store {
     }
 
     /// Reads a window counter without counting.
-    pub async fn window_peek(&self, key: &str) -> Result<WindowCount, StoreError> {
+    pub async fn window_peek(&self, window: LimitWindow<'_>) -> Result<WindowCount, StoreError> {
+        let key = &self.keyspace().limit_window(window);
         let (count, reset_ms): (i64, i64) = WINDOW_PEEK
             .key(key)
             .invoke_async(&mut self.connection())
@@ -97,7 +104,8 @@ impl Store {
     }
 
     /// Forgets a window counter.
-    pub async fn window_clear(&self, key: &str) -> Result<(), StoreError> {
+    pub async fn window_clear(&self, window: LimitWindow<'_>) -> Result<(), StoreError> {
+        let key = &self.keyspace().limit_window(window);
         let _: i64 = redis::cmd("DEL")
             .arg(key)
             .query_async(&mut self.connection())
@@ -109,10 +117,11 @@ impl Store {
     /// says which budget refuses it and for how long.
     pub async fn throttle_reserve(
         &self,
-        keys: &ThrottleKeys,
+        attempt: &LoginAttempt,
         now_ms: i64,
         budgets: &ThrottleBudgets,
     ) -> Result<ThrottleVerdict, StoreError> {
+        let keys = &self.keyspace().login_throttle_of(attempt);
         let reply: Vec<i64> = THROTTLE_RESERVE
             .key(&keys.pair)
             .key(&keys.address)
@@ -141,7 +150,8 @@ impl Store {
 
     /// A reserved attempt verified: the pair's failures are cleared and the address's and username's
     /// counts get the reservation back.
-    pub async fn throttle_release(&self, keys: &ThrottleKeys) -> Result<(), StoreError> {
+    pub async fn throttle_release(&self, attempt: &LoginAttempt) -> Result<(), StoreError> {
+        let keys = &self.keyspace().login_throttle_of(attempt);
         let _: i64 = THROTTLE_RELEASE
             .key(&keys.pair)
             .key(&keys.address)

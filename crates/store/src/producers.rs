@@ -2,8 +2,8 @@
 //! a rollback suspicion: when each first and last fetched routing, and which resharding each last reported
 //! quiesced for.
 //!
-//! Three hashes in the stream's hash tag (key names from `rsc_protocol::names::producers_*`, see
-//! [`ProducerKeys`]): `seen` maps a producer id to the epoch ms of its last routing fetch and the principal
+//! Three hashes in the stream's hash tag (named by the store from the stream prefix, see
+//! [`crate::ProducerKeys`]): `seen` maps a producer id to the epoch ms of its last routing fetch and the principal
 //! that made it (`<ms> <principal>`; `<ms>` alone without authentication, and as written before);
 //! `first-seen` maps it to the epoch ms of its first routing fetch, kept across later ones while the producer
 //! stays in `seen` (a hash of its own, so that `seen` keeps the shape earlier versions read); `quiesced` maps
@@ -15,7 +15,6 @@
 //! of producers (issue #32, finding 8: READ callers grew Redis without bound with made-up streams and ids).
 
 use crate::error::StoreError;
-use crate::keys::ProducerKeys;
 use crate::store::Store;
 use redis::Script;
 use std::collections::BTreeMap;
@@ -60,12 +59,13 @@ impl Store {
     /// the first sighting's time is kept.
     pub async fn producer_seen(
         &self,
-        keys: &ProducerKeys,
+        stream_prefix: &str,
         producer: &str,
         principal: Option<&str>,
         now_ms: i64,
         limits: SightingLimits,
     ) -> Result<Sighting, StoreError> {
+        let keys = &self.keyspace().producers(stream_prefix);
         let value = match principal {
             Some(p) => format!("{now_ms} {p}"),
             None => now_ms.to_string(),
@@ -93,7 +93,7 @@ impl Store {
     #[allow(clippy::too_many_arguments)]
     pub async fn producer_quiesced(
         &self,
-        keys: &ProducerKeys,
+        stream_prefix: &str,
         producer: &str,
         principal: Option<&str>,
         resharding_id: &str,
@@ -101,8 +101,9 @@ impl Store {
         now_ms: i64,
         limits: SightingLimits,
     ) -> Result<Sighting, StoreError> {
+        let keys = &self.keyspace().producers(stream_prefix);
         let seen = self
-            .producer_seen(keys, producer, principal, now_ms, limits)
+            .producer_seen(stream_prefix, producer, principal, now_ms, limits)
             .await?;
         if seen != Sighting::Recorded {
             return Ok(seen);
@@ -127,8 +128,9 @@ impl Store {
     /// left out.
     pub async fn producers(
         &self,
-        keys: &ProducerKeys,
+        stream_prefix: &str,
     ) -> Result<BTreeMap<String, ProducerEntry>, StoreError> {
+        let keys = &self.keyspace().producers(stream_prefix);
         let (seen, first_seen, quiesced): (
             BTreeMap<String, String>,
             BTreeMap<String, String>,
@@ -179,7 +181,8 @@ impl Store {
     }
 
     /// Deletes the three hashes (the stream's last group is gone). One DEL: they share the stream's hash tag.
-    pub async fn producers_clear(&self, keys: &ProducerKeys) -> Result<(), StoreError> {
+    pub async fn producers_clear(&self, stream_prefix: &str) -> Result<(), StoreError> {
+        let keys = &self.keyspace().producers(stream_prefix);
         let _: i64 = redis::cmd("DEL")
             .arg(&keys.seen)
             .arg(&keys.first_seen)
@@ -192,9 +195,10 @@ impl Store {
     /// Removes these producers from the three hashes (those not seen for long).
     pub async fn producers_forget(
         &self,
-        keys: &ProducerKeys,
+        stream_prefix: &str,
         producers: &[String],
     ) -> Result<(), StoreError> {
+        let keys = &self.keyspace().producers(stream_prefix);
         if producers.is_empty() {
             return Ok(());
         }

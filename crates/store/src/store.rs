@@ -19,6 +19,7 @@ use redis::Value;
 use crate::aggregate_codec::{self, AggregateCompression, LAYOUT_LZ4_OUT_OF_LINE};
 use crate::connection::{RedisConn, RedisTopology};
 use crate::error::{StoreError, on_group_key};
+use crate::group_name::GroupName;
 use crate::keys::{GroupKeys, aggregate_key, aggregate_staging_key};
 use crate::keyspace::Keyspace;
 use crate::metadata;
@@ -92,8 +93,8 @@ impl Store {
         self
     }
 
-    /// Every key name under this store's key prefix: the coordinator names a group, a stream or a shard by
-    /// its ids through it and never spells a key itself.
+    /// Every key name under this store's key prefix. The store's methods take ids and name their keys with it;
+    /// callers use it only to show a key in a message (and `rsc doctor` to tell keys apart).
     pub fn keyspace(&self) -> &Keyspace {
         &self.keyspace
     }
@@ -126,8 +127,8 @@ impl Store {
 
     /// Reads and validates a group's metadata. `Ok(None)` if the group does not exist; an error
     /// (never a guess) if it exists but cannot be trusted or was written by a newer schema/layout.
-    pub async fn load(&self, keys: &GroupKeys) -> Result<Option<StoredGroup>, StoreError> {
-        self.load_hash(&keys.metadata).await
+    pub async fn load(&self, group: &GroupName) -> Result<Option<StoredGroup>, StoreError> {
+        self.load_hash(&self.keyspace.group_metadata(group)).await
     }
 
     /// Reads and validates a metadata-shaped hash (a group's metadata or a stream record) and its
@@ -147,26 +148,31 @@ impl Store {
 
     /// The revision a group's metadata is at (`Ok(None)` if the group does not exist): one HGET, to
     /// confirm that a cached aggregate is current without reading it again.
-    pub async fn revision(&self, keys: &GroupKeys) -> Result<Option<u64>, StoreError> {
+    pub async fn revision(&self, group: &GroupName) -> Result<Option<u64>, StoreError> {
+        let metadata_key = self.keyspace.group_metadata(group);
         let field: Option<String> = redis::cmd("HGET")
-            .arg(&keys.metadata)
+            .arg(&metadata_key)
             .arg("revision")
             .query_async(&mut self.connection())
             .await
-            .map_err(|e| on_group_key(&keys.metadata, e))?;
-        metadata::parse_revision_field(&keys.metadata, field)
+            .map_err(|e| on_group_key(&metadata_key, e))?;
+        metadata::parse_revision_field(&metadata_key, field)
     }
 
     /// [`Store::revision`] of many groups, in order, in pipelines of [`REVISIONS_PAGE`] (standalone); on a
     /// Redis Cluster, whose groups lie in many slots, one HGET each, sent concurrently a page at a time.
-    pub async fn revisions(&self, keys: &[&GroupKeys]) -> Result<Vec<Option<u64>>, StoreError> {
+    pub async fn revisions(&self, groups: &[&GroupName]) -> Result<Vec<Option<u64>>, StoreError> {
+        let keys: Vec<String> = groups
+            .iter()
+            .map(|g| self.keyspace.group_metadata(g))
+            .collect();
         let conn = self.connection();
         let mut out = Vec::with_capacity(keys.len());
         for page in keys.chunks(REVISIONS_PAGE) {
             let fields: Vec<Option<String>> = if conn.is_cluster() {
                 let mut asks = tokio::task::JoinSet::new();
                 for (i, k) in page.iter().enumerate() {
-                    let (mut c, key) = (conn.clone(), k.metadata.clone());
+                    let (mut c, key) = (conn.clone(), k.clone());
                     asks.spawn(async move {
                         let f: redis::RedisResult<Option<String>> = redis::cmd("HGET")
                             .arg(&key)
@@ -183,18 +189,18 @@ impl Store {
                             e.to_string(),
                         )))
                     })?;
-                    fields[i] = f.map_err(|e| on_group_key(&page[i].metadata, e))?;
+                    fields[i] = f.map_err(|e| on_group_key(&page[i], e))?;
                 }
                 fields
             } else {
                 let mut pipe = redis::pipe();
                 for k in page {
-                    pipe.cmd("HGET").arg(&k.metadata).arg("revision");
+                    pipe.cmd("HGET").arg(k).arg("revision");
                 }
                 pipe.query_async(&mut conn.clone()).await?
             };
             for (k, field) in page.iter().zip(fields) {
-                out.push(metadata::parse_revision_field(&k.metadata, field)?);
+                out.push(metadata::parse_revision_field(k, field)?);
             }
         }
         Ok(out)
@@ -205,12 +211,13 @@ impl Store {
     /// `lease_ttl_ms` from Redis time.
     pub async fn create(
         &self,
-        keys: &GroupKeys,
+        group: &GroupName,
         aggregate_json: &str,
         updated_at: &str,
         initial_leases: &[String],
         lease_ttl_ms: i64,
     ) -> Result<CreateOutcome, StoreError> {
+        let keys = &self.keyspace.group_of(group);
         positive_ttl(lease_ttl_ms)?;
         let mut call = self.scripts.create.prepare_invoke();
         group_keys_with_aggregate(&mut call, keys);
@@ -232,7 +239,8 @@ impl Store {
     /// Compare-and-set: writes `write.aggregate_json` as revision `expected_revision + 1` and
     /// applies the lease changes, only if the revision matches and every condition holds. One
     /// atomic script; on any refusal nothing at all is written.
-    pub async fn cas(&self, keys: &GroupKeys, write: &CasWrite) -> Result<CasOutcome, StoreError> {
+    pub async fn cas(&self, group: &GroupName, write: &CasWrite) -> Result<CasOutcome, StoreError> {
+        let keys = &self.keyspace.group_of(group);
         positive_ttl(write.lease_ttl_ms)?;
         if let Some(split) = &write.split {
             split.check()?;
@@ -352,14 +360,14 @@ impl Store {
     /// `progress_json` if given. Never reads or writes the aggregate.
     pub async fn heartbeat(
         &self,
-        keys: &GroupKeys,
+        group: &GroupName,
         expected_revision: u64,
         member: &str,
         lease_ttl_ms: i64,
         progress_json: Option<&str>,
     ) -> Result<HeartbeatOutcome, StoreError> {
         self.heartbeat_watching(
-            keys,
+            group,
             expected_revision,
             member,
             lease_ttl_ms,
@@ -373,13 +381,14 @@ impl Store {
     /// time + `watch_window_ms` (`HeartbeatOutcome::Renewed::next_lapse`), in the same round trip.
     pub async fn heartbeat_watching(
         &self,
-        keys: &GroupKeys,
+        group: &GroupName,
         expected_revision: u64,
         member: &str,
         lease_ttl_ms: i64,
         watch_window_ms: i64,
         progress_json: Option<&str>,
     ) -> Result<HeartbeatOutcome, StoreError> {
+        let keys = &self.keyspace.group_of(group);
         positive_ttl(lease_ttl_ms)?;
         let mut call = self.scripts.heartbeat.prepare_invoke();
         group_keys(&mut call, keys);
@@ -413,12 +422,13 @@ impl Store {
     }
 
     /// Deletes the group's metadata, leases and progress if it is at `expected_revision`.
-    /// The group index entry is separate: remove it with [`Store::index_remove`].
+    /// The group index entry is separate: remove it with [`Store::group_index_remove`].
     pub async fn delete(
         &self,
-        keys: &GroupKeys,
+        group: &GroupName,
         expected_revision: u64,
     ) -> Result<DeleteOutcome, StoreError> {
+        let keys = &self.keyspace.group_of(group);
         let mut call = self.scripts.delete.prepare_invoke();
         group_keys_with_aggregate(&mut call, keys);
         call.arg(expected_revision);
@@ -433,7 +443,8 @@ impl Store {
     }
 
     /// Every lease as (member, deadline in Redis ms), earliest deadline first (then by member).
-    pub async fn leases(&self, keys: &GroupKeys) -> Result<Vec<(String, i64)>, StoreError> {
+    pub async fn leases(&self, group: &GroupName) -> Result<Vec<(String, i64)>, StoreError> {
+        let keys = &self.keyspace.group_of(group);
         let pairs = self.scan_pairs("ZSCAN", &keys.leases).await?;
         let mut leases = Vec::with_capacity(pairs.len());
         for (member, score) in pairs {
@@ -483,9 +494,10 @@ impl Store {
     /// Members whose lease has lapsed at `now_ms` (deadline <= now_ms), earliest first.
     pub async fn lapsed_members(
         &self,
-        keys: &GroupKeys,
+        group: &GroupName,
         now_ms: i64,
     ) -> Result<Vec<String>, StoreError> {
+        let keys = &self.keyspace.group_of(group);
         redis::cmd("ZRANGEBYSCORE")
             .arg(&keys.leases)
             .arg("-inf")
@@ -497,7 +509,8 @@ impl Store {
 
     /// How many lease entries the group has (ZCARD). The coordinator removes a member's lease whenever the
     /// member stops being live, so fewer entries than live members means some live member has none.
-    pub async fn lease_count(&self, keys: &GroupKeys) -> Result<usize, StoreError> {
+    pub async fn lease_count(&self, group: &GroupName) -> Result<usize, StoreError> {
+        let keys = &self.keyspace.group_of(group);
         redis::cmd("ZCARD")
             .arg(&keys.leases)
             .query_async(&mut self.connection())
@@ -510,8 +523,9 @@ impl Store {
     /// needs to know when the group is next due (`rsc_group::deadline`).
     pub async fn lease_summary(
         &self,
-        keys: &GroupKeys,
+        group: &GroupName,
     ) -> Result<(Option<i64>, usize), StoreError> {
+        let keys = &self.keyspace.group_of(group);
         let (first, count): (Vec<(String, f64)>, usize) = redis::pipe()
             .cmd("ZRANGE")
             .arg(&keys.leases)
@@ -531,9 +545,10 @@ impl Store {
     /// holds for it.
     pub async fn members_without_lease(
         &self,
-        keys: &GroupKeys,
+        group: &GroupName,
         members: &[&str],
     ) -> Result<Vec<String>, StoreError> {
+        let keys = &self.keyspace.group_of(group);
         if members.is_empty() {
             return Ok(Vec::new());
         }
@@ -554,13 +569,14 @@ impl Store {
     /// Every member's progress JSON, sorted by member id.
     pub async fn progress_all(
         &self,
-        keys: &GroupKeys,
+        group: &GroupName,
     ) -> Result<Vec<(String, String)>, StoreError> {
+        let keys = &self.keyspace.group_of(group);
         Ok(sorted(self.scan_pairs("HSCAN", &keys.progress).await?))
     }
 
     /// One group's index entry as JSON (`HGET`), None when the index has none.
-    pub async fn index_get(
+    pub(crate) async fn index_get(
         &self,
         index_key: &str,
         metadata_key: &str,
@@ -573,7 +589,7 @@ impl Store {
     }
 
     /// Records a group in the index: `metadata_key` → `value_json` in the hash `index_key`.
-    pub async fn index_put(
+    pub(crate) async fn index_put(
         &self,
         index_key: &str,
         metadata_key: &str,
@@ -589,7 +605,7 @@ impl Store {
     }
 
     /// Removes a group from the index (no error if it was not there).
-    pub async fn index_remove(
+    pub(crate) async fn index_remove(
         &self,
         index_key: &str,
         metadata_key: &str,
@@ -603,7 +619,10 @@ impl Store {
     }
 
     /// Every index entry as (metadata key, value JSON), sorted by metadata key.
-    pub async fn index_list(&self, index_key: &str) -> Result<Vec<(String, String)>, StoreError> {
+    pub(crate) async fn index_list(
+        &self,
+        index_key: &str,
+    ) -> Result<Vec<(String, String)>, StoreError> {
         let entries: HashMap<String, String> = redis::cmd("HGETALL")
             .arg(index_key)
             .query_async(&mut self.connection())

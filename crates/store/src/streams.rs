@@ -4,8 +4,8 @@
 //! The hash is laid out as a group's metadata (`aggregate`, `revision`, `schemaVersion`,
 //! `layoutVersion`, `updatedAt`, validated the same way on load) but has no leases and no progress:
 //! create, compare-and-set by revision and delete are one script each on that one key
-//! (`lua/record_*.lua`, with the shared prelude). The key name is the caller's
-//! (`rsc_protocol::names::stream_record_key`).
+//! (`lua/record_*.lua`, with the shared prelude). Each takes the stream's
+//! prefix and names the key itself (`Keyspace::stream_record`).
 
 use std::sync::LazyLock;
 
@@ -29,17 +29,22 @@ static DELETE: LazyLock<Script> =
 impl Store {
     /// Reads and validates a stream record. `Ok(None)` if there is none; an error (never a guess) if
     /// it cannot be trusted or was written by a newer schema/layout.
-    pub async fn stream_record_load(&self, key: &str) -> Result<Option<StoredGroup>, StoreError> {
+    pub async fn stream_record_load(
+        &self,
+        stream_prefix: &str,
+    ) -> Result<Option<StoredGroup>, StoreError> {
+        let key = &self.keyspace().stream_record(stream_prefix);
         self.load_hash(key).await
     }
 
     /// Creates the record at revision 1 unless it exists.
     pub async fn stream_record_create(
         &self,
-        key: &str,
+        stream_prefix: &str,
         record_json: &str,
         updated_at: &str,
     ) -> Result<CreateOutcome, StoreError> {
+        let key = &self.keyspace().stream_record(stream_prefix);
         let mut call = CREATE.prepare_invoke();
         call.key(key).arg(record_json).arg(updated_at);
         let reply = self.run_on(&call, key).await?;
@@ -57,11 +62,12 @@ impl Store {
     /// still at `expected_revision`. Answers [`CasOutcome::Written`] or [`CasOutcome::Conflict`].
     pub async fn stream_record_cas(
         &self,
-        key: &str,
+        stream_prefix: &str,
         expected_revision: u64,
         record_json: &str,
         updated_at: &str,
     ) -> Result<CasOutcome, StoreError> {
+        let key = &self.keyspace().stream_record(stream_prefix);
         let mut call = CAS.prepare_invoke();
         call.key(key)
             .arg(expected_revision)
@@ -76,9 +82,10 @@ impl Store {
     /// Deletes the record if it is at `expected_revision`.
     pub async fn stream_record_delete(
         &self,
-        key: &str,
+        stream_prefix: &str,
         expected_revision: u64,
     ) -> Result<DeleteOutcome, StoreError> {
+        let key = &self.keyspace().stream_record(stream_prefix);
         let mut call = DELETE.prepare_invoke();
         call.key(key).arg(expected_revision);
         let reply = self.run_on(&call, key).await?;

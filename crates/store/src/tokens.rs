@@ -5,8 +5,9 @@
 //! their end, its own hash tag) is the authority on which tokens are live: listing with the cap
 //! (`lua/token_index_add.lua`) and emptying (`lua/token_index_take_all.lua`) are each one script on
 //! that one key. Token keys and index keys live in different slots, so no script spans both; the
-//! coordinator orders the calls (write the token, then list it; unlist, then delete). Key names and the
-//! record's format are the caller's (`rsc_protocol::names`, the coordinator's `StoredToken`).
+//! coordinator orders the calls (write the token, then list it; unlist, then delete). The caller names a
+//! token by its digest (hex) and an index by the user's key-safe name; the store names the keys (`Keyspace`). The
+//! record's format is the caller's (the coordinator's `StoredToken`).
 
 use std::sync::LazyLock;
 
@@ -21,13 +22,14 @@ static INDEX_TAKE_ALL: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/token_index_take_all.lua")));
 
 impl Store {
-    /// Writes a token's record under `token_key`, expiring at `expires_ms` (epoch ms).
+    /// Writes the record of the token whose SHA-256 is `digest_hex`, expiring at `expires_ms` (epoch ms).
     pub async fn token_put(
         &self,
-        token_key: &str,
+        digest_hex: &str,
         record_json: &str,
         expires_ms: i64,
     ) -> Result<(), StoreError> {
+        let token_key = &self.keyspace().token(digest_hex);
         let () = redis::cmd("SET")
             .arg(token_key)
             .arg(record_json)
@@ -39,7 +41,8 @@ impl Store {
     }
 
     /// A token's record, if its key exists.
-    pub async fn token_get(&self, token_key: &str) -> Result<Option<String>, StoreError> {
+    pub async fn token_get(&self, digest_hex: &str) -> Result<Option<String>, StoreError> {
+        let token_key = &self.keyspace().token(digest_hex);
         Ok(redis::cmd("GET")
             .arg(token_key)
             .query_async(&mut self.connection())
@@ -47,7 +50,8 @@ impl Store {
     }
 
     /// Deletes a token's key; returns whether it existed.
-    pub async fn token_delete(&self, token_key: &str) -> Result<bool, StoreError> {
+    pub async fn token_delete(&self, digest_hex: &str) -> Result<bool, StoreError> {
+        let token_key = &self.keyspace().token(digest_hex);
         let n: i64 = redis::cmd("DEL")
             .arg(token_key)
             .query_async(&mut self.connection())
@@ -60,12 +64,13 @@ impl Store {
     /// token.
     pub async fn token_index_add(
         &self,
-        index_key: &str,
+        user_part: &str,
         now_ms: i64,
         expires_ms: i64,
         digest: &str,
         cap: u32,
     ) -> Result<Vec<String>, StoreError> {
+        let index_key = &self.keyspace().user_tokens(user_part);
         Ok(INDEX_ADD
             .key(index_key)
             .arg(now_ms)
@@ -79,9 +84,10 @@ impl Store {
     /// Whether `digest` is listed in the index.
     pub async fn token_index_contains(
         &self,
-        index_key: &str,
+        user_part: &str,
         digest: &str,
     ) -> Result<bool, StoreError> {
+        let index_key = &self.keyspace().user_tokens(user_part);
         let score: Option<f64> = redis::cmd("ZSCORE")
             .arg(index_key)
             .arg(digest)
@@ -93,9 +99,10 @@ impl Store {
     /// Unlists `digest`; returns whether it was listed.
     pub async fn token_index_remove(
         &self,
-        index_key: &str,
+        user_part: &str,
         digest: &str,
     ) -> Result<bool, StoreError> {
+        let index_key = &self.keyspace().user_tokens(user_part);
         let n: i64 = redis::cmd("ZREM")
             .arg(index_key)
             .arg(digest)
@@ -105,7 +112,8 @@ impl Store {
     }
 
     /// Empties the index in one step and returns the digests it listed.
-    pub async fn token_index_take_all(&self, index_key: &str) -> Result<Vec<String>, StoreError> {
+    pub async fn token_index_take_all(&self, user_part: &str) -> Result<Vec<String>, StoreError> {
+        let index_key = &self.keyspace().user_tokens(user_part);
         Ok(INDEX_TAKE_ALL
             .key(index_key)
             .invoke_async(&mut self.connection())
@@ -113,7 +121,8 @@ impl Store {
     }
 
     /// The listed digests, earliest end first.
-    pub async fn token_index_list(&self, index_key: &str) -> Result<Vec<String>, StoreError> {
+    pub async fn token_index_list(&self, user_part: &str) -> Result<Vec<String>, StoreError> {
+        let index_key = &self.keyspace().user_tokens(user_part);
         Ok(redis::cmd("ZRANGE")
             .arg(index_key)
             .arg(0)

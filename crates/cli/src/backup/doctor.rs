@@ -62,7 +62,7 @@ const SCAN_LIMIT: usize = 100_000;
 pub async fn run(args: DoctorArgs) -> Result<ExitCode, Failure> {
     let url = &args.redis.redis_url;
     let kp = &args.redis.key_prefix;
-    let store = connect(url).await?;
+    let store = connect(url, kp).await?;
     let fail = |what: &str, e: rsc_store::StoreError| store_failure(what, &e, url);
     let mut checks = Vec::new();
 

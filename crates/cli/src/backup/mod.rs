@@ -69,9 +69,10 @@ pub fn read_key_file(path: &std::path::Path) -> Result<Vec<u8>, Failure> {
 }
 
 /// Connects to the Redis of `url`; errors name the URL with its credentials redacted.
-pub async fn connect(url: &str) -> Result<Store, Failure> {
+pub async fn connect(url: &str, key_prefix: &str) -> Result<Store, Failure> {
     Store::connect(&RedisTopology::Standalone(url.to_owned()), REDIS_TIMEOUT)
         .await
+        .map(|store| store.with_key_prefix(key_prefix))
         .map_err(|e| Failure::new(scrub(&e.to_string(), url)))
 }
 

@@ -17,7 +17,7 @@ use clap::Args;
 use rsc_group::model::Group;
 use rsc_group::stream::StreamRecord;
 use rsc_store::Keyspace;
-use rsc_store::{GroupKeys, RestoreOutcome, RestoredHash, Store, StoredGroup};
+use rsc_store::{GroupName, RestoreOutcome, RestoredHash, Store, StoredGroup};
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -104,14 +104,14 @@ pub async fn run(args: RestoreArgs) -> Result<ExitCode, Failure> {
     let content = select(&content, &args.groups)?;
     check_names(kp, &content)?;
 
-    let store = connect(url).await?;
+    let store = connect(url, kp).await?;
     let mut plan: Vec<Planned> = Vec::new();
     let mut refusals: Vec<String> = Vec::new();
     let mut warnings: Vec<String> = Vec::new();
     for s in &content.streams {
         let backup = StreamRecord::from_json(&s.document)
             .map_err(|e| Failure::new(format!("stream record {} in the backup: {e}", s.key)))?;
-        let live = read_live(&store, &s.key, url).await?;
+        let live = read_live(&store, &s.key, &s.stream_prefix, None, url).await?;
         let newer = live.as_ref().and_then(|l| {
             let rec = StreamRecord::from_json(&l.aggregate).ok();
             let routing = rec.map(|r| r.routing_version).unwrap_or(i64::MAX);
@@ -135,7 +135,14 @@ pub async fn run(args: RestoreArgs) -> Result<ExitCode, Failure> {
     for g in &content.groups {
         let backup = Group::from_json(&g.document)
             .map_err(|e| Failure::new(format!("group {} in the backup: {e}", g.key)))?;
-        let live = read_live(&store, &g.key, url).await?;
+        let live = read_live(
+            &store,
+            &g.key,
+            &g.stream_prefix,
+            Some(&g.consumer_group),
+            url,
+        )
+        .await?;
         let newer = live.as_ref().and_then(|l| {
             let mv = Group::from_json(&l.aggregate)
                 .map(|a| a.metadata_version)
@@ -205,19 +212,15 @@ pub async fn run(args: RestoreArgs) -> Result<ExitCode, Failure> {
             Saved::Stream(s) => (
                 &s.key,
                 store
-                    .restore_stream_record(&s.key, &hash(p, s.revision, &s.document, &s.updated_at))
+                    .restore_stream_record(
+                        &s.stream_prefix,
+                        &hash(p, s.revision, &s.document, &s.updated_at),
+                    )
                     .await,
             ),
             Saved::Group(g, aggregate) => {
-                let keys = GroupKeys {
-                    metadata: g.key.clone(),
-                    leases: Keyspace::new(kp)
-                        .group(&g.stream_prefix, &g.consumer_group)
-                        .leases,
-                    progress: Keyspace::new(kp)
-                        .group(&g.stream_prefix, &g.consumer_group)
-                        .progress,
-                };
+                // The check phase saw that `g.key` is this group's metadata key under the key prefix.
+                let name = GroupName::new(&g.stream_prefix, &g.consumer_group);
                 let live: Vec<String> = aggregate
                     .members
                     .values()
@@ -228,7 +231,7 @@ pub async fn run(args: RestoreArgs) -> Result<ExitCode, Failure> {
                 (
                     &g.key,
                     store
-                        .restore_group(&keys, &record, args.member_lease_ttl_ms, &live)
+                        .restore_group(&name, &record, args.member_lease_ttl_ms, &live)
                         .await,
                 )
             }
@@ -243,12 +246,7 @@ pub async fn run(args: RestoreArgs) -> Result<ExitCode, Failure> {
                     Saved::Group(g, _) => (g.stream_prefix.as_str(), g.consumer_group.as_str()),
                 };
                 let _ = store
-                    .change_publish(
-                        &Keyspace::new(kp).changes(),
-                        CHANGE_FEED_LENGTH,
-                        prefix,
-                        group,
-                    )
+                    .change_publish(CHANGE_FEED_LENGTH, prefix, group)
                     .await;
             }
             RestoreOutcome::Changed { current } => {
@@ -265,10 +263,9 @@ pub async fn run(args: RestoreArgs) -> Result<ExitCode, Failure> {
             }
         }
     }
-    let index_key = Keyspace::new(kp).group_index();
     for e in &content.index {
         store
-            .restore_index_entry(&index_key, &e.key, &e.value)
+            .restore_index_entry(&e.key, &e.value)
             .await
             .map_err(|err| store_failure("writing the group index", &err, url))?;
     }
@@ -336,8 +333,20 @@ fn planned<'a>(
     }
 }
 
-async fn read_live(store: &Store, key: &str, url: &str) -> Result<Option<StoredGroup>, Failure> {
-    store.backup_read(key).await.map_err(|e| {
+/// What Redis holds now for the record `key` of the backup (its names: stream `prefix`, and `group` for a
+/// group's metadata).
+async fn read_live(
+    store: &Store,
+    key: &str,
+    prefix: &str,
+    group: Option<&str>,
+    url: &str,
+) -> Result<Option<StoredGroup>, Failure> {
+    let read = match group {
+        Some(g) => store.load(&GroupName::new(prefix, g)).await,
+        None => store.stream_record_load(prefix).await,
+    };
+    read.map_err(|e| {
         store_failure(
             &format!(
                 "the live {key} cannot be read (delete it by hand if it is damaged, then restore)"

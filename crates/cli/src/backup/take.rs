@@ -11,7 +11,7 @@
 
 use clap::Args;
 use rsc_store::Keyspace;
-use rsc_store::{IndexEntry, StoredGroup};
+use rsc_store::{GroupName, IndexEntry, StoredGroup};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -64,10 +64,9 @@ pub async fn run(args: BackupArgs) -> Result<ExitCode, Failure> {
         .as_deref()
         .map(super::read_key_file)
         .transpose()?;
-    let store = connect(url).await?;
-    let index_key = Keyspace::new(kp).group_index();
+    let store = connect(url, kp).await?;
     let raw_index = store
-        .backup_index_entries(&index_key)
+        .backup_index_entries()
         .await
         .map_err(|e| store_failure("reading the group index", &e, url))?;
 
@@ -104,7 +103,7 @@ pub async fn run(args: BackupArgs) -> Result<ExitCode, Failure> {
         ..Content::default()
     };
     for (prefix, groups) in &streams {
-        let (record, saved) = read_stream(&store, kp, prefix, groups, url).await?;
+        let (record, saved) = read_stream(&store, prefix, groups, url).await?;
         content.streams.extend(record);
         content.groups.extend(saved);
     }
@@ -156,15 +155,14 @@ pub async fn run(args: BackupArgs) -> Result<ExitCode, Failure> {
 /// One stream's record and its groups' metadata, read so that they match (see the module comment).
 async fn read_stream(
     store: &rsc_store::Store,
-    kp: &str,
     prefix: &str,
     groups: &[(String, String)],
     url: &str,
 ) -> Result<(Option<SavedHash>, Vec<SavedGroup>), Failure> {
-    let record_key = Keyspace::new(kp).stream_record(prefix);
+    let record_key = store.keyspace().stream_record(prefix);
     let read_record = || async {
         store
-            .backup_read(&record_key)
+            .stream_record_load(prefix)
             .await
             .map_err(|e| store_failure("reading a stream record", &e, url))
     };
@@ -173,7 +171,7 @@ async fn read_stream(
         let mut saved = Vec::new();
         for (group, key) in groups {
             let stored = store
-                .backup_read(key)
+                .load(&GroupName::new(prefix, group))
                 .await
                 .map_err(|e| store_failure("reading group metadata", &e, url))?;
             // No metadata: a group still being created (its index entry alone is kept).

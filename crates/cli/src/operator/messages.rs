@@ -1,9 +1,9 @@
-//! `rsc messages <stream> --shard N | --merged`: the message browser of one shard on the command line — a page of
+//! `rsc messages <stream> --shard N | --merged`: the message browser on the command line — a page of
 //! records (newest first by default), a jump (`--from-id`, `--from-time`) and a bounded search (`--field
 //! NAME=VALUE`, `--search TEXT`, `--scan-limit`, `--scan-max-bytes`) through
 //! `GET …/shards/{i}/messages`; it prints how much a search scanned and the `--cursor` to continue with.
-//! `--merged` reads every shard merged by time (`GET …/groups/{g}/messages`). Reading payloads needs
-//! DATA_READ.
+//! `--merged` reads every shard merged by time (`GET …/groups/{g}/messages`), the search included (its
+//! bounds shared by the shards; the cursor holds each shard's position). Reading payloads needs DATA_READ.
 
 use super::table::Table;
 use super::{Failure, Output, Session, Target, print_json};
@@ -32,8 +32,8 @@ pub struct MessagesArgs {
     /// The shard to read (or `--merged`).
     #[arg(long, required_unless_present = "merged", conflicts_with = "merged")]
     pub shard: Option<u32>,
-    /// Every shard merged, ordered by time (no search: a search reads one shard).
-    #[arg(long, conflicts_with_all = ["field", "search", "scan_limit", "scan_max_bytes"])]
+    /// Every shard merged, ordered by time (a search scans every shard in time order, its bounds shared).
+    #[arg(long)]
     pub merged: bool,
     /// The walk's direction.
     #[arg(long, value_enum, default_value_t = Direction::Backward)]

@@ -215,20 +215,19 @@ impl Monitoring<'_> {
         let Some(cached) = self.current_or_load(name).await? else {
             return Ok(None);
         };
-        let keys = self.keys(name);
         let g = &cached.group;
         // Leases and progress belong to members: a group without any has none to read.
         let has_members = !g.members.is_empty();
         let (leases, progress) = if has_members {
             let leases: HashMap<String, i64> = self
                 .metrics()
-                .time_store("leases", self.store().leases(&keys))
+                .time_store("leases", self.store().leases(name))
                 .await?
                 .into_iter()
                 .collect();
             let stored = self
                 .metrics()
-                .time_store("progress", self.store().progress_all(&keys))
+                .time_store("progress", self.store().progress_all(name))
                 .await?;
             let progress: HashMap<String, Value> = tokio::task::spawn_blocking(move || {
                 stored

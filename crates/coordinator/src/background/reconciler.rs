@@ -46,9 +46,8 @@ impl Reconciler<'_> {
                         Err(e) => return self.note_store_error(&e),
                     };
                     self.clock().observe(now);
-                    let keys = self.keys(name);
                     let mut lapsed: BTreeSet<String> =
-                        match self.store().lapsed_members(&keys, now).await {
+                        match self.store().lapsed_members(name, now).await {
                             Ok(l) => l.into_iter().collect(),
                             Err(e) => return self.note_store_error(&e),
                         };
@@ -57,13 +56,13 @@ impl Reconciler<'_> {
                     // any is missing; only then are the live members looked up.
                     let live = base.group.members.values().filter(|m| m.state.is_live());
                     let live_count = live.clone().count();
-                    let entries = match self.store().lease_count(&keys).await {
+                    let entries = match self.store().lease_count(name).await {
                         Ok(n) => n,
                         Err(e) => return self.note_store_error(&e),
                     };
                     if entries < live_count {
                         let ids: Vec<&str> = live.map(|m| m.member_id.as_str()).collect();
-                        match self.store().members_without_lease(&keys, &ids).await {
+                        match self.store().members_without_lease(name, &ids).await {
                             Ok(missing) => {
                                 for m in &missing {
                                     tracing::warn!(group = %name, member = %m,
@@ -133,7 +132,7 @@ impl Reconciler<'_> {
         let cluster = self.cluster();
         if pass.feed_cursor.is_none() {
             // Read on from the feed's current end; everything before it is covered by the first full look.
-            match self.store().change_latest_id(&self.change_feed_key()).await {
+            match self.store().change_latest_id().await {
                 Ok(id) => pass.feed_cursor = Some(id),
                 Err(e) => return self.note_store_error(&e),
             }
@@ -268,8 +267,7 @@ impl Reconciler<'_> {
             // Pipelined: one round trip per page of groups, not one per group.
             let quiet = pass.schedule.quiet();
             for page in quiet.chunks(rsc_store::REVISIONS_PAGE) {
-                let keys: Vec<_> = page.iter().map(|(name, _)| self.keys(name)).collect();
-                let refs: Vec<_> = keys.iter().collect();
+                let refs: Vec<_> = page.iter().map(|(name, _)| name).collect();
                 match self.store().revisions(&refs).await {
                     Ok(revisions) => {
                         for ((name, seen), now) in page.iter().zip(revisions) {
@@ -294,11 +292,10 @@ impl Reconciler<'_> {
         let Some(cursor) = pass.feed_cursor.clone() else {
             return;
         };
-        let key = self.change_feed_key();
         let cluster = self.cluster();
         let mut after = cursor;
         loop {
-            let page = match self.store().change_read(&key, &after, FEED_PAGE).await {
+            let page = match self.store().change_read(&after, FEED_PAGE).await {
                 Ok(p) => p,
                 Err(e) => return self.note_store_error(&e),
             };
@@ -336,7 +333,7 @@ impl Reconciler<'_> {
             Ok(None) => return schedule.remove(name),
             Err(_) => return schedule.set(name, retry, None),
         };
-        let next = match self.store().lease_summary(&self.keys(name)).await {
+        let next = match self.store().lease_summary(name).await {
             Ok((earliest_end_ms, entries)) => next_visit(
                 &cached.group,
                 LeaseView {
@@ -360,10 +357,6 @@ impl Reconciler<'_> {
 
     fn tick_ms(&self) -> i64 {
         self.config().reconciler.tick_interval.ms()
-    }
-
-    fn change_feed_key(&self) -> String {
-        self.store().keyspace().changes()
     }
 
     /// Redis time of the last completed pass over every group (0 = never).

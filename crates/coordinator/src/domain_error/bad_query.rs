@@ -1,4 +1,5 @@
-//! 400s of the query parameters of the message browser (`…/messages`) and the Grafana routes.
+//! 400s of the query parameters of the message browser (`…/messages`), the pending list (`…/pending`), a
+//! stream's history (`…/history`) and the Grafana routes.
 
 /// A query parameter that is not acceptable; each names the parameter and the value given.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,22 +18,41 @@ pub enum BadQuery {
         /// The limit when none is given.
         default: u32,
     },
-    /// `cursor` is not a record id.
+    /// A parameter the pending list does not take.
+    PendingParameter {
+        /// The parameter given.
+        key: String,
+    },
+    /// The pending list's `count` is not a number of entries within the bounds.
+    PendingCount {
+        /// The value given.
+        given: String,
+        /// The largest count.
+        max: u32,
+        /// The count when none is given.
+        default: u32,
+    },
+    /// A stream history's `minutes` is not a number of minutes the replica keeps.
+    HistoryMinutes {
+        /// The value given.
+        given: String,
+        /// The most minutes kept.
+        max: u32,
+    },
+    /// `cursor` is not a record id (the message browser, the pending list).
     Cursor {
         /// The value given.
         given: String,
     },
     /// A cursor together with `fromId` / `fromTime`.
     CursorWithStart,
-    /// `shardIndex` names a shard the group does not have (the message browser).
+    /// `shardIndex` names a shard the group does not have (the message browser, the pending list).
     ShardOutOfRange {
         /// The shard asked for.
         shard: u32,
         /// The group's shard count.
         shard_count: u32,
     },
-    /// `field` / `search` on the merged view, which reads every shard.
-    SearchNeedsShard,
     /// `fromId` is not a record id.
     FromId {
         /// The value given.
@@ -137,6 +157,23 @@ impl std::fmt::Display for BadQuery {
                 f,
                 "limit: {given:?} is not a number of records from 1 to {max} (default {default})"
             ),
+            BadQuery::PendingParameter { key } => write!(
+                f,
+                "{key}: not a parameter of the pending list (consumer, count, cursor)"
+            ),
+            BadQuery::PendingCount {
+                given,
+                max,
+                default,
+            } => write!(
+                f,
+                "count: {given:?} is not a number of entries from 1 to {max} (default {default})"
+            ),
+            BadQuery::HistoryMinutes { given, max } => write!(
+                f,
+                "minutes: {given:?} is not an integer from 1 to {max} (the minutes of history to return; the \
+                 coordinator keeps {max})"
+            ),
             BadQuery::Cursor { given } => write!(
                 f,
                 "cursor: {given:?} is not a stream record id <ms>-<seq>; pass the nextCursor of the previous page"
@@ -148,9 +185,6 @@ impl std::fmt::Display for BadQuery {
                 f,
                 "shardIndex: {shard} is out of range; the group has shards 0..{} (shardCount {shard_count})",
                 shard_count.saturating_sub(1)
-            ),
-            BadQuery::SearchNeedsShard => f.write_str(
-                "field/search: a search reads one shard; use …/shards/{shardIndex}/messages",
             ),
             BadQuery::FromId { given } => write!(
                 f,

@@ -50,6 +50,15 @@ pub enum BadRequest {
         /// The most it lists.
         max: usize,
     },
+    /// The describe of a stream with more shards than it lists.
+    TooManyShardsToDescribe {
+        /// The stream prefix.
+        stream: String,
+        /// The stream's shards.
+        shards: usize,
+        /// The most it lists.
+        max: usize,
+    },
     /// A dismiss of a group that is not suspected.
     NotSuspected {
         /// The stream prefix.
@@ -116,6 +125,14 @@ impl std::fmt::Display for BadRequest {
                 f,
                 "the group has {shards} shards; offsets are listed for at most {max} — use the shard_* metrics \
                  instead"
+            ),
+            BadRequest::TooManyShardsToDescribe {
+                stream,
+                shards,
+                max,
+            } => write!(
+                f,
+                "stream {stream:?} has {shards} shards; describe lists at most {max}"
             ),
             BadRequest::NotSuspected { stream, group } => write!(
                 f,

@@ -1,12 +1,19 @@
-//! 400s of an offset reset's request: its target (`to`, `value`) and its shards.
+//! 400s of an offset reset's request: its reason, its target (`to`, `value`, `shift`) and its shards.
 
 use rsc_protocol::wire::offsets::ResetTo;
 
 /// What is wrong with an offset reset's target or shards.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BadReset {
+    /// `reason` is missing or blank.
+    ReasonRequired,
     /// `to` is missing.
     ToRequired,
+    /// A `shift` with another target than SHIFT.
+    ShiftNotTaken {
+        /// The target kind.
+        to: ResetTo,
+    },
     /// A `value` with EARLIEST or LATEST.
     ValueNotTaken {
         /// The target kind.
@@ -46,6 +53,19 @@ pub enum BadReset {
         /// Redis time (epoch ms).
         now_ms: i64,
     },
+    /// A `value` with SHIFT.
+    ShiftValue,
+    /// No `shift` with SHIFT.
+    ShiftRequired,
+    /// A shift of 0.
+    ShiftZero,
+    /// A shift beyond the largest either way.
+    ShiftTooFar {
+        /// The shift given.
+        shift: i64,
+        /// The largest shift, either way.
+        max: i64,
+    },
     /// `shards` is an empty list.
     NoShards,
     /// `shards` names a shard the group does not have.
@@ -65,9 +85,18 @@ pub enum BadReset {
 impl std::fmt::Display for BadReset {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            BadReset::ReasonRequired => f.write_str(
+                "reason: required — why the position moves (recorded in the audit log), e.g. \"replay after a \
+                 bad deploy\"",
+            ),
             BadReset::ToRequired => f.write_str(
-                "to: required — EARLIEST, LATEST, DATETIME (with value: an RFC 3339 time) or ID (with value: a \
-                 stream id)",
+                "to: required — EARLIEST, LATEST, DATETIME (with value: an RFC 3339 time), ID (with value: a \
+                 stream id) or SHIFT (with shift: a signed number of records)",
+            ),
+            BadReset::ShiftNotTaken { to } => write!(
+                f,
+                "shift: only with \"to\": \"SHIFT\"; {} takes none — leave it out",
+                to.as_str()
             ),
             BadReset::ValueNotTaken { to } => {
                 write!(f, "value: {} takes no value; leave it out", to.as_str())
@@ -104,6 +133,20 @@ impl std::fmt::Display for BadReset {
                 "value: {given:?} lies in the future (its time part is after Redis time {}); no record has that \
                  id yet",
                 crate::runtime::clock::iso_ms(*now_ms)
+            ),
+            BadReset::ShiftValue => f.write_str(
+                "value: SHIFT takes no value; send the number of records as shift (e.g. \"shift\": -100)",
+            ),
+            BadReset::ShiftRequired => f.write_str(
+                "shift: required with SHIFT — a signed number of records: -100 reads the last 100 delivered \
+                 records of each shard again, 50 skips the next 50",
+            ),
+            BadReset::ShiftZero => f.write_str(
+                "shift: 0 moves nothing; give a negative number to read records again or a positive one to skip",
+            ),
+            BadReset::ShiftTooFar { shift, max } => write!(
+                f,
+                "shift: {shift} is beyond ±{max} records; for a longer move reset to a DATETIME or an ID"
             ),
             BadReset::NoShards => f.write_str(
                 "shards: an empty list resets nothing; leave it out to reset every shard",

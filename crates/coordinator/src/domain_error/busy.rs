@@ -31,14 +31,33 @@ pub enum ActiveMembers {
         /// Each such member and when its lease ends (epoch ms).
         leases: Vec<(String, i64)>,
     },
-    /// A message the offset reset still writes itself (to be given its facts like the others).
-    Written(String),
+    /// An offset reset while another reset of the group holds shards.
+    ResetRunning {
+        /// The shards the other reset holds.
+        shards: ShardSet,
+        /// When its hold ends at the latest (epoch ms).
+        until_ms: i64,
+    },
+    /// An offset reset whose hold found a live member when it was written (the re-check on the aggregate).
+    LiveAtHold {
+        /// The live member.
+        member: String,
+    },
+    /// An offset reset whose hold found another hold lasting when it was written (the re-check on the
+    /// aggregate).
+    HeldAtHold {
+        /// The held shards.
+        shards: ShardSet,
+        /// Whom they are held for.
+        member: String,
+        /// When that hold ends (epoch ms).
+        until_ms: i64,
+    },
 }
 
 impl std::fmt::Display for ActiveMembers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ActiveMembers::Written(m) => f.write_str(m),
             ActiveMembers::Delete { members } => write!(
                 f,
                 "group has active members ({}); stop them first or pass \"force\": true",
@@ -74,6 +93,25 @@ impl std::fmt::Display for ActiveMembers {
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
+            ActiveMembers::ResetRunning { shards, until_ms } => write!(
+                f,
+                "another offset reset of this group is moving shards {shards:?} (its hold lasts until {} at the \
+                 latest); retry once it is done",
+                crate::runtime::clock::iso_ms(*until_ms)
+            ),
+            ActiveMembers::LiveAtHold { member } => write!(
+                f,
+                "member {member:?} is live; stop the group's consumers first, then reset"
+            ),
+            ActiveMembers::HeldAtHold {
+                shards,
+                member,
+                until_ms,
+            } => write!(
+                f,
+                "shards {shards:?} are held for {member:?} until {}; retry after that",
+                crate::runtime::clock::iso_ms(*until_ms)
+            ),
         }
     }
 }
@@ -106,14 +144,11 @@ pub enum MigrationBusy {
         /// The active migration.
         id: String,
     },
-    /// A message the offset reset still writes itself (to be given its facts like the others).
-    Written(String),
 }
 
 impl std::fmt::Display for MigrationBusy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            MigrationBusy::Written(m) => f.write_str(m),
             MigrationBusy::Scale {
                 id,
                 from,

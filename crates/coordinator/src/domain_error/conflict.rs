@@ -34,14 +34,24 @@ pub enum Conflict {
         /// The stream prefix.
         stream: String,
     },
-    /// A message the offset reset still writes itself (to be given its facts like the others).
-    Written(String),
+    /// An offset reset lost every attempt to write its hold.
+    ResetHoldKeptChanging,
+    /// An offset reset's hold ended (or was removed) before every shard was moved.
+    ResetHoldEnded {
+        /// The stream prefix.
+        stream: String,
+        /// The consumer group.
+        group: String,
+    },
+    /// An offset reset lost every attempt to extend its hold.
+    ResetExtendKeptChanging,
+    /// An offset reset lost every attempt to lift its hold.
+    ResetLiftKeptChanging,
 }
 
 impl std::fmt::Display for Conflict {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Conflict::Written(m) => f.write_str(m),
             Conflict::StreamKeptChanging => ReshardError::StreamKeptChanging.fmt(f),
             Conflict::GroupKeptChanging => ReshardError::GroupKeptChanging.fmt(f),
             Conflict::DeleteKeptChanging => {
@@ -69,6 +79,20 @@ impl std::fmt::Display for Conflict {
                 "producer {producer:?} has not fetched routing of stream {stream:?} (with a MEMBER principal) \
                  recently; a producer reports quiesced after fetching routing with its producerId"
             ),
+            Conflict::ResetHoldKeptChanging => f.write_str(
+                "the group kept changing while the reset tried to hold its shards; retry",
+            ),
+            Conflict::ResetHoldEnded { stream, group } => write!(
+                f,
+                "the reset's hold on the shards of {stream}/{group} ended before every shard was moved (the rows \
+                 moved so far are in the audit log's request); check the positions and reset again"
+            ),
+            Conflict::ResetExtendKeptChanging => f.write_str(
+                "the group kept changing while the reset extended its hold; check the positions and retry",
+            ),
+            Conflict::ResetLiftKeptChanging => {
+                f.write_str("the group kept changing while the reset lifted its hold")
+            }
         }
     }
 }

@@ -54,14 +54,20 @@ pub enum Corrupt {
     },
     /// A recreate found the group's key unreadable: it does not replace such a key.
     Unreplaceable(Box<Corrupt>),
-    /// A message the offset reset still writes itself (to be given its facts like the others).
-    Written(String),
+    /// An offset reset's expiry of the members whose lease lapsed would overflow an epoch.
+    ResetExpiryOverflow {
+        /// The stream prefix.
+        stream: String,
+        /// The consumer group.
+        group: String,
+        /// The overflow.
+        overflow: EpochOverflow,
+    },
 }
 
 impl std::fmt::Display for Corrupt {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Corrupt::Written(m) => f.write_str(m),
             Corrupt::Store { cause } => write!(
                 f,
                 "{cause}; the group fails closed until its metadata key is restored from backup"
@@ -97,6 +103,15 @@ impl std::fmt::Display for Corrupt {
             Corrupt::StreamRevisionExhausted { key } => write!(
                 f,
                 "stream record {key} has a store revision that cannot be incremented; restore it from backup"
+            ),
+            Corrupt::ResetExpiryOverflow {
+                stream,
+                group,
+                overflow,
+            } => write!(
+                f,
+                "expiring the lapsed members of {stream}/{group} would overflow an epoch ({overflow:?}); recreate \
+                 the group"
             ),
             Corrupt::Unreplaceable(inner) => write!(
                 f,

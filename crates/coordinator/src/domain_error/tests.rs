@@ -1,11 +1,11 @@
 //! Each kind writes, from its facts, the message its operation used to write itself, word for word.
 
 use super::{
-    ActiveMembers, BadQuery, Conflict, CoordError, Corrupt, MemberCap, MigrationBusy, StreamExists,
-    Unavailable,
+    ActiveMembers, BadQuery, BadRequest, BadReset, Conflict, CoordError, Corrupt, MemberCap,
+    MigrationBusy, StreamExists, Unavailable,
 };
 use rsc_group::migration::MigrationError;
-use rsc_group::model::MigrationState;
+use rsc_group::model::{EpochOverflow, MigrationState};
 use rsc_group::reshard::end::EndRefusal;
 use rsc_protocol::errors::ErrorCode;
 
@@ -147,4 +147,165 @@ fn a_long_list_of_keys_is_cut_after_ten() {
         ),
         "{e}"
     );
+}
+
+/// The offset reset's, the pending list's and describe's failures, which their operations wrote themselves
+/// until they got their facts: each message is the one those operations wrote, word for word.
+#[test]
+fn the_reset_pending_and_describe_failures_write_their_old_messages() {
+    const T: i64 = 1_764_756_000_000; // 2025-12-03T10:00:00.000Z
+    let cases: Vec<(CoordError, ErrorCode, &str)> = vec![
+        (
+            BadReset::ReasonRequired.into(),
+            ErrorCode::InvalidRequest,
+            "reason: required — why the position moves (recorded in the audit log), e.g. \"replay after a bad \
+             deploy\"",
+        ),
+        (
+            BadReset::ShiftTooFar {
+                shift: -10_001,
+                max: 10_000,
+            }
+            .into(),
+            ErrorCode::InvalidRequest,
+            "shift: -10001 is beyond ±10000 records; for a longer move reset to a DATETIME or an ID",
+        ),
+        (
+            Corrupt::ResetExpiryOverflow {
+                stream: "o".into(),
+                group: "g".into(),
+                overflow: EpochOverflow {
+                    field: "groupEpoch",
+                    value: 7,
+                },
+            }
+            .into(),
+            ErrorCode::MetadataCorrupt,
+            "expiring the lapsed members of o/g would overflow an epoch (EpochOverflow { field: \"groupEpoch\", \
+             value: 7 }); recreate the group",
+        ),
+        (
+            ActiveMembers::LiveAtHold { member: "m".into() }.into(),
+            ErrorCode::GroupHasActiveMembers,
+            "member \"m\" is live; stop the group's consumers first, then reset",
+        ),
+        (
+            ActiveMembers::HeldAtHold {
+                shards: [0, 2].into(),
+                member: "m".into(),
+                until_ms: T,
+            }
+            .into(),
+            ErrorCode::GroupHasActiveMembers,
+            "shards {0, 2} are held for \"m\" until 2025-12-03T10:00:00.000Z; retry after that",
+        ),
+        (
+            ActiveMembers::ResetRunning {
+                shards: [1].into(),
+                until_ms: T,
+            }
+            .into(),
+            ErrorCode::GroupHasActiveMembers,
+            "another offset reset of this group is moving shards {1} (its hold lasts until \
+             2025-12-03T10:00:00.000Z at the latest); retry once it is done",
+        ),
+        (
+            ActiveMembers::Held {
+                shards: [1].into(),
+                member: "m".into(),
+                until_ms: T,
+            }
+            .into(),
+            ErrorCode::GroupHasActiveMembers,
+            "shards {1} are held for a stopped incarnation of member \"m\" until 2025-12-03T10:00:00.000Z (it \
+             may still be reading); retry after that — force does not override a hold",
+        ),
+        (
+            ActiveMembers::Leased {
+                leases: vec![("a".into(), T), ("b".into(), T + 1_000)],
+            }
+            .into(),
+            ErrorCode::GroupHasActiveMembers,
+            "group has members with a live lease (a until 2025-12-03T10:00:00.000Z, b until \
+             2025-12-03T10:00:01.000Z); force only waives members whose lease has lapsed — stop the consumers \
+             and retry once their leases have run out",
+        ),
+        (
+            MigrationBusy::Reset {
+                stream: "o".into(),
+                id: "r".into(),
+            }
+            .into(),
+            ErrorCode::ActiveMigrationExists,
+            "stream \"o\" has an active migration (r); a reset would move positions the migration's drain \
+             evidence relies on — wait for it to complete (or roll it back), then reset",
+        ),
+        (
+            Conflict::ResetHoldKeptChanging.into(),
+            ErrorCode::StateVersionConflict,
+            "the group kept changing while the reset tried to hold its shards; retry",
+        ),
+        (
+            Conflict::ResetHoldEnded {
+                stream: "o".into(),
+                group: "g".into(),
+            }
+            .into(),
+            ErrorCode::StateVersionConflict,
+            "the reset's hold on the shards of o/g ended before every shard was moved (the rows moved so far \
+             are in the audit log's request); check the positions and reset again",
+        ),
+        (
+            Conflict::ResetExtendKeptChanging.into(),
+            ErrorCode::StateVersionConflict,
+            "the group kept changing while the reset extended its hold; check the positions and retry",
+        ),
+        (
+            Conflict::ResetLiftKeptChanging.into(),
+            ErrorCode::StateVersionConflict,
+            "the group kept changing while the reset lifted its hold",
+        ),
+        (
+            BadQuery::PendingParameter {
+                key: "limit".into(),
+            }
+            .into(),
+            ErrorCode::InvalidRequest,
+            "limit: not a parameter of the pending list (consumer, count, cursor)",
+        ),
+        (
+            BadQuery::PendingCount {
+                given: "0".into(),
+                max: 1000,
+                default: 100,
+            }
+            .into(),
+            ErrorCode::InvalidRequest,
+            "count: \"0\" is not a number of entries from 1 to 1000 (default 100)",
+        ),
+        (
+            BadQuery::HistoryMinutes {
+                given: "16".into(),
+                max: 15,
+            }
+            .into(),
+            ErrorCode::InvalidRequest,
+            "minutes: \"16\" is not an integer from 1 to 15 (the minutes of history to return; the coordinator \
+             keeps 15)",
+        ),
+        (
+            BadRequest::TooManyShardsToDescribe {
+                stream: "o".into(),
+                shards: 16_385,
+                max: 16_384,
+            }
+            .into(),
+            ErrorCode::InvalidRequest,
+            "stream \"o\" has 16385 shards; describe lists at most 16384",
+        ),
+    ];
+    for (e, code, message) in cases {
+        assert_eq!(e.code(), code, "{e:?}");
+        assert_eq!(e.message(), message, "{e:?}");
+    }
 }

@@ -114,8 +114,5 @@ impl Unavailable {
 /// The text of a store error as raw Redis calls reported it: for a failed command, the Redis error
 /// itself (without the store's "Redis command failed" prefix), so messages read as they always did.
 pub fn store_error_text(e: &StoreError) -> String {
-    match e {
-        StoreError::Redis(inner) => inner.to_string(),
-        other => other.to_string(),
-    }
+    e.cause_text()
 }

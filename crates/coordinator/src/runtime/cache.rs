@@ -12,28 +12,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-/// Identifies a group: `(streamPrefix, consumerGroup)`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct GroupName {
-    pub stream_prefix: String,
-    pub consumer_group: String,
-}
-
-impl GroupName {
-    pub fn new(p: &str, g: &str) -> Self {
-        GroupName {
-            stream_prefix: p.to_owned(),
-            consumer_group: g.to_owned(),
-        }
-    }
-}
-
-/// `prefix/group`, as logs and messages name a group.
-impl std::fmt::Display for GroupName {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.stream_prefix, self.consumer_group)
-    }
-}
+/// Identifies a group: `(streamPrefix, consumerGroup)`: the ids the store names its keys by.
+pub use rsc_store::GroupName;
 
 /// An aggregate and the store revision it was read or written at.
 #[derive(Debug, Clone)]

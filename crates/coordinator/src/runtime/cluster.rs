@@ -17,14 +17,13 @@ const LAPSE_MARGIN: Duration = Duration::from_millis(5);
 /// Renews this replica's registration once and takes the live set as the view. Returns how long until the
 /// earliest lease end among the other replicas (None: no other replica, or the registry was not read).
 pub async fn renew(c: &Coordinator) -> Option<Duration> {
-    let key = c.store().keyspace().replicas();
     let lease_ms = c.config().cluster.replica_lease.ms();
     let me = c.cluster().me().to_owned();
     match c
         .metrics()
         .time_store(
             "replica_register",
-            c.store().replica_register(&key, &me, lease_ms),
+            c.store().replica_register(&me, lease_ms),
         )
         .await
     {
@@ -69,8 +68,7 @@ pub async fn run(c: Arc<Coordinator>, mut stop: watch::Receiver<bool>) {
             break;
         }
     }
-    let key = c.store().keyspace().replicas();
-    if let Err(e) = c.store().replica_leave(&key, c.cluster().me()).await {
+    if let Err(e) = c.store().replica_leave(c.cluster().me()).await {
         tracing::warn!(error = %e, "could not leave the replica registry; the lease runs out instead");
     }
 }

@@ -29,7 +29,7 @@ use rsc_group::heartbeat::Transition;
 use rsc_group::model::{AggregateError, Group, WriteForm};
 use rsc_group::replica::CommitResult;
 use rsc_group::timing::Timing;
-use rsc_store::{CasOutcome, CasWrite, GroupKeys, Store, StoreError};
+use rsc_store::{CasOutcome, CasWrite, Store, StoreError};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -108,10 +108,9 @@ impl Coordinator {
     /// The deployment's cluster id, shared by every replica through Redis (`Keyspace::cluster_id`); the
     /// first replica to ask stores a fresh one. None while Redis cannot be reached (asked again next time).
     pub async fn cluster_id(&self) -> Option<String> {
-        let key = self.store.keyspace().cluster_id();
         let read = self.cluster_id.get_or_try_init(|| async {
             self.store
-                .cluster_id(&key, &uuid::Uuid::new_v4().to_string())
+                .cluster_id(&uuid::Uuid::new_v4().to_string())
                 .await
         });
         // Bounded: a public page must not wait for an unreachable Redis.
@@ -163,13 +162,11 @@ impl Coordinator {
     /// `rsc_store`'s cluster.rs); an empty consumer group names the stream record. A failure is only logged:
     /// the owner's sweep finds the change later.
     pub async fn announce_change(&self, stream_prefix: &str, consumer_group: &str) {
-        let key = self.store.keyspace().changes();
         let sent = self
             .metrics
             .time_store(
                 "change_publish",
                 self.store.change_publish(
-                    &key,
                     self.config.cluster.change_feed_length,
                     stream_prefix,
                     consumer_group,
@@ -211,16 +208,14 @@ impl Coordinator {
         Durability::new(self)
     }
 
-    /// The keys of group `name` (named by the store's keyspace).
-    pub fn keys(&self, name: &GroupName) -> GroupKeys {
-        self.store
-            .keyspace()
-            .group(&name.stream_prefix, &name.consumer_group)
+    /// Group `name`'s metadata key, as messages name the group's record (`shown_keys`).
+    pub fn shown_group_key(&self, name: &GroupName) -> String {
+        crate::runtime::shown_keys::group(&self.store, name)
     }
 
-    /// The group index's key (named by the store's keyspace).
-    pub fn index_key(&self) -> String {
-        self.store.keyspace().group_index()
+    /// The key of stream `prefix`'s record, as messages name it (`shown_keys`).
+    pub fn shown_stream_record_key(&self, prefix: &str) -> String {
+        crate::runtime::shown_keys::stream_record(&self.store, prefix)
     }
 
     pub fn begin_termination(&self) {
@@ -270,12 +265,7 @@ impl Coordinator {
 
     /// Reads and checks a group's metadata from Redis, without touching the cache.
     async fn read_group(&self, name: &GroupName) -> Result<Option<Cached>, CoordError> {
-        let keys = self.keys(name);
-        let stored = match self
-            .metrics
-            .time_store("load", self.store.load(&keys))
-            .await
-        {
+        let stored = match self.metrics.time_store("load", self.store.load(name)).await {
             Ok(Some(s)) => s,
             Ok(None) => return Ok(None),
             Err(e) => {
@@ -283,13 +273,14 @@ impl Coordinator {
                 return Err(e.into());
             }
         };
-        let group = Group::from_json(&stored.aggregate).map_err(|e| corrupt(&keys.metadata, &e))?;
+        let group = Group::from_json(&stored.aggregate)
+            .map_err(|e| corrupt(&self.shown_group_key(name), &e))?;
         if group.store_revision != stored.revision
             || group.stream_prefix != name.stream_prefix
             || group.consumer_group != name.consumer_group
         {
             return Err(Corrupt::Inconsistent {
-                key: keys.metadata.clone(),
+                key: self.shown_group_key(name),
                 hash_revision: stored.revision,
                 aggregate_revision: group.store_revision,
                 stream: group.stream_prefix.clone(),
@@ -330,10 +321,9 @@ impl Coordinator {
         name: &GroupName,
         cached: &Cached,
     ) -> Result<bool, StoreError> {
-        let keys = self.keys(name);
         match self
             .metrics
-            .time_store("revision", self.store.revision(&keys))
+            .time_store("revision", self.store.revision(name))
             .await
         {
             Ok(revision) => Ok(revision == Some(cached.revision)),
@@ -433,7 +423,7 @@ impl Coordinator {
         };
         let outcome = self
             .metrics
-            .time_store("cas", self.store.cas(&self.keys(name), &write))
+            .time_store("cas", self.store.cas(name, &write))
             .await
             .map_err(|e| {
                 self.note_store_error(&e);
@@ -495,7 +485,7 @@ impl Coordinator {
         let created = self
             .store
             .create(
-                &self.keys(name),
+                name,
                 &group.to_json(),
                 &iso_ms(group.updated_at_ms),
                 &[],

@@ -19,7 +19,7 @@
 
 use super::tokens::store_error;
 use crate::domain_error::CoordError;
-use rsc_store::{Store, StoreError};
+use rsc_store::{AuditStream, Store};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -202,9 +202,6 @@ impl AuditFilter {
 
 pub struct AuditLog {
     store: Store,
-    key: String,
-    rejected_key: String,
-    signins_key: String,
     max_entries: u32,
     folder: RejectionFolder,
     signin_folder: RejectionFolder,
@@ -213,25 +210,12 @@ pub struct AuditLog {
 impl AuditLog {
     pub fn new(store: Store, config: &super::config::AuditConfig) -> Self {
         let window_ms = i64::try_from(config.rejection_window.0.as_millis()).unwrap_or(60_000);
-        let keys = store.keyspace();
         AuditLog {
-            key: keys.audit(),
-            rejected_key: keys.audit_rejected(),
-            signins_key: keys.audit_signins(),
             store,
             max_entries: config.redis_max_entries,
             folder: RejectionFolder::new(window_ms, config.max_rejection_records_per_window),
             signin_folder: RejectionFolder::new(window_ms, config.max_rejection_records_per_window),
         }
-    }
-
-    pub fn key(&self) -> &str {
-        &self.key
-    }
-
-    /// The stream of refused requests and failed sign-ins.
-    pub fn rejected_key(&self) -> &str {
-        &self.rejected_key
     }
 
     /// Records a request that was refused before its handler ran, or a failed sign-in: written at once when
@@ -240,7 +224,7 @@ impl AuditLog {
         let now = record.timestamp_ms;
         let (write_now, summaries) = self.folder.fold(record, now);
         for r in summaries.iter().chain(write_now.iter()) {
-            self.append(&self.rejected_key, r).await;
+            self.append(AuditStream::Rejected, r).await;
         }
     }
 
@@ -249,13 +233,13 @@ impl AuditLog {
     /// that revoked older tokens) writes it on its own whatever the window holds.
     pub async fn signed_in(&self, record: AuditRecord, always: bool) {
         if always {
-            self.append(&self.signins_key, &record).await;
+            self.append(AuditStream::Signins, &record).await;
             return;
         }
         let now = record.timestamp_ms;
         let (write_now, summaries) = self.signin_folder.fold(record, now);
         for r in summaries.iter().chain(write_now.iter()) {
-            self.append(&self.signins_key, r).await;
+            self.append(AuditStream::Signins, r).await;
         }
     }
 
@@ -263,20 +247,20 @@ impl AuditLog {
     /// burst that stopped still gets its count recorded).
     pub async fn flush_ended(&self, now_ms: i64) {
         for r in self.folder.take_ended(now_ms) {
-            self.append(&self.rejected_key, &r).await;
+            self.append(AuditStream::Rejected, &r).await;
         }
         for r in self.signin_folder.take_ended(now_ms) {
-            self.append(&self.signins_key, &r).await;
+            self.append(AuditStream::Signins, &r).await;
         }
     }
 
     /// Logs the record and appends it to the audit stream (retried a few times). Returns the entry id, or
     /// None when Redis did not take it (the log line then says so at error level).
     pub async fn write(&self, record: &AuditRecord) -> Option<String> {
-        self.append(&self.key, record).await
+        self.append(AuditStream::Mutations, record).await
     }
 
-    async fn append(&self, key: &str, record: &AuditRecord) -> Option<String> {
+    async fn append(&self, stream: AuditStream, record: &AuditRecord) -> Option<String> {
         let json = match rsc_store::to_json("audit record", record) {
             Ok(json) => json,
             Err(e) => {
@@ -300,16 +284,15 @@ impl AuditLog {
         );
         let mut delay = Duration::from_millis(25);
         for attempt in 1..=3 {
-            let r = self.store.audit_append(key, self.max_entries, &json).await;
+            let r = self
+                .store
+                .audit_append(stream, self.max_entries, &json)
+                .await;
             match r {
                 Ok(id) => return Some(id),
                 Err(e) if attempt == 3 => {
                     // The Redis error itself, as logged before the store had a typed error.
-                    let e: &dyn std::fmt::Display = match &e {
-                        StoreError::Redis(inner) => inner,
-                        other => other,
-                    };
-                    tracing::error!(target: "rsc::audit", error = %e, request_id = ?record.request_id,
+                    tracing::error!(target: "rsc::audit", error = %e.cause_text(), request_id = ?record.request_id,
                         "audit record could not be written to Redis; it exists only in this log");
                 }
                 Err(_) => {
@@ -330,9 +313,11 @@ impl AuditLog {
     ) -> Result<Vec<AuditRecord>, CoordError> {
         // Each list holds the newest `limit` matches of its stream, so the newest `limit` of their union
         // are among them.
-        let mut out = self.read_stream(&self.key, filter, &visible).await?;
-        for key in [&self.signins_key, &self.rejected_key] {
-            out.extend(self.read_stream(key, filter, &visible).await?);
+        let mut out = self
+            .read_stream(AuditStream::Mutations, filter, &visible)
+            .await?;
+        for stream in [AuditStream::Signins, AuditStream::Rejected] {
+            out.extend(self.read_stream(stream, filter, &visible).await?);
         }
         out.sort_by(|a, b| stream_id_order(b.id.as_deref(), a.id.as_deref()));
         out.truncate(filter.limit);
@@ -341,7 +326,7 @@ impl AuditLog {
 
     async fn read_stream(
         &self,
-        key: &str,
+        stream: AuditStream,
         filter: &AuditFilter,
         visible: &impl Fn(&AuditRecord) -> bool,
     ) -> Result<Vec<AuditRecord>, CoordError> {
@@ -357,7 +342,7 @@ impl AuditLog {
         while out.len() < filter.limit && scanned <= self.max_entries as usize * 2 {
             let page = self
                 .store
-                .audit_page(key, &end, &start, PAGE)
+                .audit_page(stream, &end, &start, PAGE)
                 .await
                 .map_err(store_error)?;
             let n = page.len();

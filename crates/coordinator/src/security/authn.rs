@@ -150,8 +150,8 @@ impl Security {
         if let Some(p) = self.cache.get(&cache_key) {
             return Ok(as_method(p, method));
         }
-        let keys = self.throttle.keys(username, client);
-        if let Err(refused) = self.throttle.reserve(&keys, super::now_ms()).await? {
+        let attempt = super::throttle::LoginThrottle::attempt(username, client);
+        if let Err(refused) = self.throttle.reserve(&attempt, super::now_ms()).await? {
             tracing::debug!(
                 user = ?username,
                 client = ?client,
@@ -175,7 +175,7 @@ impl Security {
                 "invalid username or password".into(),
             ));
         };
-        self.throttle.verified(&keys).await?;
+        self.throttle.verified(&attempt).await?;
         let p = Arc::new(principal_of(user, AuthMethod::Basic, None));
         self.cache.put(cache_key, p.clone());
         Ok(as_method(p, method))

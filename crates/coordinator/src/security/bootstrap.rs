@@ -9,6 +9,7 @@ use super::config::ApiConfig;
 use super::password;
 use super::tokens::store_error;
 use crate::domain_error::{BadConfig, CoordError};
+use crate::runtime::shown_keys;
 use rsc_store::Store;
 
 /// Where the admin password came from.
@@ -38,8 +39,7 @@ pub async fn admin_hash(
     if let Some(hash) = &api.admin_password_hash {
         return Ok(Some((hash.clone(), AdminSource::Configured)));
     }
-    let key = store.keyspace().bootstrap_admin();
-    if let Some(stored) = stored_hash(store, &key).await? {
+    if let Some(stored) = stored_hash(store).await? {
         return Ok(Some((stored, AdminSource::Stored)));
     }
     let generated = password::generate_password();
@@ -47,7 +47,7 @@ pub async fn admin_hash(
         .await
         .map_err(|cause| BadConfig::PasswordHash { cause })?;
     let won = store
-        .bootstrap_admin_claim(&key, &hash)
+        .bootstrap_admin_claim(&hash)
         .await
         .map_err(store_error)?;
     if won {
@@ -56,25 +56,29 @@ pub async fn admin_hash(
              rsc:\n\
              rsc:     {generated}\n\
              rsc:\n\
-             rsc: Only its Argon2id hash is kept (Redis key {key}). To choose your own, set RSC_ADMIN_PASSWORD \
+             rsc: Only its Argon2id hash is kept (Redis key {}). To choose your own, set RSC_ADMIN_PASSWORD \
              (or coordinator.api.admin-password-hash from `rsc hash-password`).",
-            api.admin_username
+            api.admin_username,
+            shown_keys::bootstrap_admin(store)
         );
         return Ok(Some((hash, AdminSource::Generated)));
     }
     // Another replica generated one at the same moment: use theirs.
-    match stored_hash(store, &key).await? {
+    match stored_hash(store).await? {
         Some(h) => Ok(Some((h, AdminSource::Stored))),
-        None => Err(BadConfig::AdminHashVanished { key }.into()),
+        None => Err(BadConfig::AdminHashVanished {
+            key: shown_keys::bootstrap_admin(store),
+        }
+        .into()),
     }
 }
 
-async fn stored_hash(store: &Store, key: &str) -> Result<Option<String>, CoordError> {
-    let stored = store.bootstrap_admin_get(key).await.map_err(store_error)?;
+async fn stored_hash(store: &Store) -> Result<Option<String>, CoordError> {
+    let stored = store.bootstrap_admin_get().await.map_err(store_error)?;
     match stored {
         Some(h) if password::is_argon2id_hash(&h) => Ok(Some(h)),
         Some(_) => Err(BadConfig::NotAnAdminHash {
-            key: key.to_owned(),
+            key: shown_keys::bootstrap_admin(store),
         }
         .into()),
         None => Ok(None),

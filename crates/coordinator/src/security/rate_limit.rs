@@ -57,11 +57,8 @@ impl RateLimiter {
         if !self.config.enabled {
             return Ok(Ok(()));
         }
-        let key = self
-            .store
-            .keyspace()
-            .ratelimit_login(&window::key_part(principal));
-        let c = window::hit(&self.store, &key, WINDOW_MS).await?;
+        let part = window::key_part(principal);
+        let c = window::hit(&self.store, window::Window::Login(&part), WINDOW_MS).await?;
         if c.count > i64::from(self.config.logins_per_minute) {
             return Ok(Err(Limited {
                 what: format!(
@@ -85,9 +82,8 @@ impl RateLimiter {
         if !self.config.enabled {
             return Ok(Ok(()));
         }
-        let keys = self.store.keyspace();
-        let key = keys.ratelimit_principal(&window::key_part(principal));
-        let c = window::hit(&self.store, &key, WINDOW_MS).await?;
+        let part = window::key_part(principal);
+        let c = window::hit(&self.store, window::Window::Principal(&part), WINDOW_MS).await?;
         if c.count > i64::from(self.config.admin_mutations_per_minute) {
             return Ok(Err(Limited {
                 what: format!(
@@ -99,8 +95,8 @@ impl RateLimiter {
         }
         if let Some(prefix) = prefix {
             let target = format!("{prefix}:{}", group.unwrap_or("*"));
-            let key = keys.ratelimit_group(&window::key_part(&target));
-            let c = window::hit(&self.store, &key, WINDOW_MS).await?;
+            let part = window::key_part(&target);
+            let c = window::hit(&self.store, window::Window::Target(&part), WINDOW_MS).await?;
             if c.count > i64::from(self.config.group_mutations_per_minute) {
                 return Ok(Err(Limited {
                     what: format!(

@@ -24,7 +24,7 @@
 use super::config::LoginThrottleConfig;
 use super::window;
 use crate::domain_error::CoordError;
-use rsc_store::{Store, ThrottleBudgets, ThrottleKeys, ThrottleVerdict};
+use rsc_store::{LoginAttempt, Store, ThrottleBudgets, ThrottleVerdict};
 
 /// Why an attempt was refused, and for how long.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,23 +59,22 @@ pub struct LoginThrottle {
     config: LoginThrottleConfig,
 }
 
-/// The three counters of one attempt.
-pub struct Keys(ThrottleKeys);
+/// One attempt, by the key-safe parts of its username and address (the store names its three counters).
+pub struct Attempt(LoginAttempt);
 
 impl LoginThrottle {
     pub fn new(store: Store, config: LoginThrottleConfig) -> Self {
         LoginThrottle { store, config }
     }
 
-    /// The keys of an attempt at `username` from `addr` (one hash tag: one cluster slot).
-    pub fn keys(&self, username: &str, addr: &str) -> Keys {
+    /// An attempt at `username` from `addr` (its counters share one hash tag: one cluster slot).
+    pub fn attempt(username: &str, addr: &str) -> Attempt {
         // The pair is hashed together so that no username/address split is ambiguous.
-        let pair = window::key_part(&format!("{username}\n{addr}"));
-        Keys(self.store.keyspace().login_throttle(
-            &pair,
-            &window::key_part(addr),
-            &window::key_part(username),
-        ))
+        Attempt(LoginAttempt {
+            pair: window::key_part(&format!("{username}\n{addr}")),
+            address: window::key_part(addr),
+            username: window::key_part(username),
+        })
     }
 
     fn ms(d: std::time::Duration) -> i64 {
@@ -86,7 +85,7 @@ impl LoginThrottle {
     /// why it must wait.
     pub async fn reserve(
         &self,
-        keys: &Keys,
+        attempt: &Attempt,
         now_ms: i64,
     ) -> Result<Result<(), Refused>, CoordError> {
         let c = &self.config;
@@ -100,7 +99,7 @@ impl LoginThrottle {
         };
         let verdict = self
             .store
-            .throttle_reserve(&keys.0, now_ms, &budgets)
+            .throttle_reserve(&attempt.0, now_ms, &budgets)
             .await
             .map_err(super::tokens::store_error)?;
         Ok(match verdict {
@@ -111,9 +110,9 @@ impl LoginThrottle {
 
     /// The reserved attempt's credentials verified: the pair's failures are cleared and the address's and
     /// username's counts get the reservation back.
-    pub async fn verified(&self, keys: &Keys) -> Result<(), CoordError> {
+    pub async fn verified(&self, attempt: &Attempt) -> Result<(), CoordError> {
         self.store
-            .throttle_release(&keys.0)
+            .throttle_release(&attempt.0)
             .await
             .map_err(super::tokens::store_error)
     }

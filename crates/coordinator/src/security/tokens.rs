@@ -56,20 +56,16 @@ pub fn well_formed(token: &str) -> bool {
     })
 }
 
-/// A store error as the security layer reports it: a failed Redis command with the same message as
-/// [`redis_error`], anything else as every other store call maps it.
+/// A store error as the security layer reports it: a failed Redis command as Redis's own error (the store is
+/// unavailable), anything else as every other store call maps it.
 pub fn store_error(e: rsc_store::StoreError) -> CoordError {
     match e {
-        rsc_store::StoreError::Redis(e) => redis_error(e),
+        rsc_store::StoreError::Redis(_) => Unavailable::Store {
+            cause: e.cause_text(),
+        }
+        .into(),
         other => CoordError::from(other),
     }
-}
-
-pub fn redis_error(e: redis::RedisError) -> CoordError {
-    Unavailable::Store {
-        cause: e.to_string(),
-    }
-    .into()
 }
 
 impl TokenStore {
@@ -77,24 +73,15 @@ impl TokenStore {
         TokenStore { store }
     }
 
-    pub fn key(&self, digest_hex: &str) -> String {
-        self.store.keyspace().token(digest_hex)
-    }
-
-    /// The user's token index (its own hash tag).
-    pub fn index_key(&self, user: &str) -> String {
-        self.store
-            .keyspace()
-            .user_tokens(&super::window::key_part(user))
+    /// The user's name as its token index is named by (key-safe: `window::key_part`).
+    fn user_part(user: &str) -> String {
+        super::window::key_part(user)
     }
 
     /// Deletes token keys whose index entries are gone (each key is its own slot: one command each).
     async fn delete_keys(&self, digests: &[String]) -> Result<(), CoordError> {
         for d in digests {
-            self.store
-                .token_delete(&self.key(d))
-                .await
-                .map_err(store_error)?;
+            self.store.token_delete(d).await.map_err(store_error)?;
         }
         Ok(())
     }
@@ -121,13 +108,13 @@ impl TokenStore {
         };
         let json = rsc_store::to_json("token record", &value).map_err(store_error)?;
         self.store
-            .token_put(&self.key(&digest_hex), &json, expires_ms)
+            .token_put(&digest_hex, &json, expires_ms)
             .await
             .map_err(store_error)?;
         let evicted = self
             .store
             .token_index_add(
-                &self.index_key(user),
+                &Self::user_part(user),
                 now_ms,
                 expires_ms,
                 &digest_hex,
@@ -147,7 +134,7 @@ impl TokenStore {
     ) -> Result<Option<StoredToken>, CoordError> {
         let raw = self
             .store
-            .token_get(&self.key(digest_hex))
+            .token_get(digest_hex)
             .await
             .map_err(store_error)?;
         let Some(stored) = raw
@@ -158,7 +145,7 @@ impl TokenStore {
         };
         let listed = self
             .store
-            .token_index_contains(&self.index_key(&stored.user), digest_hex)
+            .token_index_contains(&Self::user_part(&stored.user), digest_hex)
             .await
             .map_err(store_error)?;
         Ok(listed.then_some(stored))
@@ -168,20 +155,20 @@ impl TokenStore {
     pub async fn revoke(&self, digest_hex: &str) -> Result<bool, CoordError> {
         let raw = self
             .store
-            .token_get(&self.key(digest_hex))
+            .token_get(digest_hex)
             .await
             .map_err(store_error)?;
         let listed = match raw.and_then(|r| serde_json::from_str::<StoredToken>(&r).ok()) {
             Some(t) => self
                 .store
-                .token_index_remove(&self.index_key(&t.user), digest_hex)
+                .token_index_remove(&Self::user_part(&t.user), digest_hex)
                 .await
                 .map_err(store_error)?,
             None => false,
         };
         let deleted = self
             .store
-            .token_delete(&self.key(digest_hex))
+            .token_delete(digest_hex)
             .await
             .map_err(store_error)?;
         Ok(listed && deleted)
@@ -191,7 +178,7 @@ impl TokenStore {
     pub async fn revoke_all(&self, user: &str) -> Result<Vec<String>, CoordError> {
         let digests = self
             .store
-            .token_index_take_all(&self.index_key(user))
+            .token_index_take_all(&Self::user_part(user))
             .await
             .map_err(store_error)?;
         self.delete_keys(&digests).await?;
@@ -201,7 +188,7 @@ impl TokenStore {
     /// The digests of `user`'s listed tokens, oldest first (tests and diagnostics).
     pub async fn listed(&self, user: &str) -> Result<Vec<String>, CoordError> {
         self.store
-            .token_index_list(&self.index_key(user))
+            .token_index_list(&Self::user_part(user))
             .await
             .map_err(store_error)
     }

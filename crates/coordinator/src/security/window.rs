@@ -8,25 +8,28 @@ use rsc_store::Store;
 /// A counter's value and the milliseconds until its window ends.
 pub type Count = rsc_store::WindowCount;
 
-/// Counts one hit in the window of `key` (`window_ms` long, starting at the first hit).
-pub async fn hit(store: &Store, key: &str, window_ms: i64) -> Result<Count, CoordError> {
+/// Which window: the key-safe part ([`key_part`]) of what it counts; the store names its key.
+pub use rsc_store::LimitWindow as Window;
+
+/// Counts one hit in window `window` (`window_ms` long, starting at the first hit).
+pub async fn hit(store: &Store, window: Window<'_>, window_ms: i64) -> Result<Count, CoordError> {
     store
-        .window_hit(key, window_ms)
+        .window_hit(window, window_ms)
         .await
         .map_err(super::tokens::store_error)
 }
 
 /// Reads a counter without counting.
-pub async fn peek(store: &Store, key: &str) -> Result<Count, CoordError> {
+pub async fn peek(store: &Store, window: Window<'_>) -> Result<Count, CoordError> {
     store
-        .window_peek(key)
+        .window_peek(window)
         .await
         .map_err(super::tokens::store_error)
 }
 
-pub async fn clear(store: &Store, key: &str) -> Result<(), CoordError> {
+pub async fn clear(store: &Store, window: Window<'_>) -> Result<(), CoordError> {
     store
-        .window_clear(key)
+        .window_clear(window)
         .await
         .map_err(super::tokens::store_error)
 }

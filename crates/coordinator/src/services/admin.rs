@@ -278,7 +278,7 @@ impl Admin<'_> {
             }
             let outcome = self
                 .store()
-                .delete(&self.keys(name), base.revision)
+                .delete(name, base.revision)
                 .await
                 .map_err(|e| {
                     self.note_store_error(&e);
@@ -286,10 +286,7 @@ impl Admin<'_> {
                 })?;
             match outcome {
                 DeleteOutcome::Deleted => {
-                    let _ = self
-                        .store()
-                        .group_index_remove(&self.index_key(), &self.keys(name).metadata)
-                        .await;
+                    let _ = self.store().group_index_remove(name).await;
                     self.cache().forget(name);
                     self.resharding()
                         .forget_stream_if_unused(&name.stream_prefix)

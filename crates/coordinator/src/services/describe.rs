@@ -4,7 +4,7 @@
 //! XINFO GROUPS and MEMORY USAGE over the stream's shards: XINFO GROUPS answers every group at once); rates
 //! come from this replica's samples (`runtime/history.rs`), which the metrics refresh records.
 
-use crate::domain_error::{CoordError, StreamNotFound};
+use crate::domain_error::{BadQuery, BadRequest, CoordError, StreamNotFound};
 use crate::observability::metrics::Metrics;
 use crate::runtime::cache::GroupName;
 use crate::runtime::coordinator::Monitoring;
@@ -32,10 +32,11 @@ pub fn history_minutes(raw: Option<&String>) -> Result<u32, CoordError> {
     };
     match raw.trim().parse::<u32>() {
         Ok(m) if (1..=MAX_HISTORY_MINUTES).contains(&m) => Ok(m),
-        _ => Err(CoordError::invalid(format!(
-            "minutes: {raw:?} is not an integer from 1 to {MAX_HISTORY_MINUTES} (the minutes of history to \
-             return; the coordinator keeps {MAX_HISTORY_MINUTES})"
-        ))),
+        _ => Err(BadQuery::HistoryMinutes {
+            given: raw.clone(),
+            max: MAX_HISTORY_MINUTES,
+        }
+        .into()),
     }
 }
 
@@ -59,10 +60,12 @@ impl Monitoring<'_> {
             shard_ids.extend(c.group.assignable_shards());
         }
         if shard_ids.len() > MAX_DESCRIBED_SHARDS {
-            return Err(CoordError::invalid(format!(
-                "stream {prefix:?} has {} shards; describe lists at most {MAX_DESCRIBED_SHARDS}",
-                shard_ids.len()
-            )));
+            return Err(BadRequest::TooManyShardsToDescribe {
+                stream: prefix.to_owned(),
+                shards: shard_ids.len(),
+                max: MAX_DESCRIBED_SHARDS,
+            }
+            .into());
         }
         let shard_ids: Vec<u32> = shard_ids.into_iter().collect();
         let observed = self.observe_shards(prefix, &shard_ids).await?;

@@ -165,11 +165,14 @@ impl Durability<'_> {
     /// Counts one suspicion raised by `principal` in its Redis window; false (not recorded, counted, logged)
     /// once it has raised [`SUSPICIONS_PER_PRINCIPAL`] in the window, or when the window cannot be read.
     async fn within_suspicion_budget(&self, name: &GroupName, principal: &str) -> bool {
-        let key = self
-            .store()
-            .keyspace()
-            .suspicion_limit(&window::key_part(principal));
-        let within = match window::hit(self.store(), &key, SUSPICION_WINDOW_MS).await {
+        let part = window::key_part(principal);
+        let within = match window::hit(
+            self.store(),
+            window::Window::Suspicion(&part),
+            SUSPICION_WINDOW_MS,
+        )
+        .await
+        {
             Ok(c) => c.count <= SUSPICIONS_PER_PRINCIPAL,
             Err(e) => {
                 tracing::warn!(error = %e, "could not count a rollback suspicion; not recorded");
@@ -212,7 +215,7 @@ impl Durability<'_> {
             return cached;
         }
         Stats::bump(&self.stats().revision_regressions);
-        tracing::error!(group = ?self.keys(name).metadata, seen = r.seen, found = r.found,
+        tracing::error!(group = ?self.shown_group_key(name), seen = r.seen, found = r.found,
             "store revision went backwards: Redis metadata was rolled back");
         let signal = Signal {
             kind: SignalKind::StoreRevision,
@@ -340,8 +343,7 @@ impl Durability<'_> {
         {
             return Stake::Yes;
         }
-        let keys = self.store().keyspace().producers(&name.stream_prefix);
-        let Ok(all) = self.store().producers(&keys).await else {
+        let Ok(all) = self.store().producers(&name.stream_prefix).await else {
             return Stake::None;
         };
         let cutoff_ms = durability::producer_stake_cutoff_ms(group, self.clock().now_ms());
@@ -557,7 +559,7 @@ impl Durability<'_> {
                 Some(b) => {
                     let mut t = Transition::new(next);
                     let mut gone: BTreeSet<String> = b.group.members.keys().cloned().collect();
-                    if let Ok(leases) = self.store().leases(&self.keys(name)).await {
+                    if let Ok(leases) = self.store().leases(name).await {
                         gone.extend(leases.into_iter().map(|(m, _)| m));
                     }
                     t.remove = gone.into_iter().collect();

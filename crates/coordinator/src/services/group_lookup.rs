@@ -10,13 +10,10 @@ use rsc_store::{IndexEntry, IndexState};
 impl Coordinator {
     /// All groups the index lists, with their index state, sorted by stream prefix then group.
     pub async fn index_entries(&self) -> Result<Vec<IndexEntry>, CoordError> {
-        self.store()
-            .group_index_list(&self.index_key())
-            .await
-            .map_err(|e| {
-                self.note_store_error(&e);
-                CoordError::from(e)
-            })
+        self.store().group_index_list().await.map_err(|e| {
+            self.note_store_error(&e);
+            CoordError::from(e)
+        })
     }
 
     /// The index entries that creating `name` needs: those of its stream. A stream with no record has no
@@ -38,14 +35,10 @@ impl Coordinator {
         {
             return self.index_entries().await;
         }
-        let own = self
-            .store()
-            .group_index_get(&self.index_key(), &self.keys(name).metadata)
-            .await
-            .map_err(|e| {
-                self.note_store_error(&e);
-                CoordError::from(e)
-            })?;
+        let own = self.store().group_index_get(name).await.map_err(|e| {
+            self.note_store_error(&e);
+            CoordError::from(e)
+        })?;
         Ok(own.into_iter().collect())
     }
 
@@ -60,7 +53,7 @@ impl Coordinator {
             state,
         };
         self.store()
-            .group_index_put(&self.index_key(), &self.keys(name).metadata, &entry)
+            .group_index_put(name, &entry)
             .await
             .map_err(|e| {
                 self.note_store_error(&e);
@@ -99,7 +92,7 @@ impl Coordinator {
         });
         if listed_live {
             CoordError::MetadataMissing {
-                key: self.keys(name).metadata,
+                key: self.shown_group_key(name),
             }
         } else {
             CoordError::group_not_found(

@@ -280,13 +280,12 @@ impl Heartbeats<'_> {
         req: &HeartbeatRequest,
     ) -> (Renewal, Option<(PeerLease, i64)>) {
         let json = progress_json(req, self.clock().now_ms());
-        let keys = self.keys(name);
         let outcome = self
             .metrics()
             .time_store(
                 "heartbeat",
                 self.store().heartbeat_watching(
-                    &keys,
+                    name,
                     base.revision,
                     member_id,
                     self.timing().member_lease_ttl_ms,

@@ -42,7 +42,7 @@ impl Monitoring<'_> {
         let g = &c.group;
         let progress = self
             .metrics()
-            .time_store("progress", self.store().progress_all(&self.keys(name)))
+            .time_store("progress", self.store().progress_all(name))
             .await
             .map_err(CoordError::from)?;
         let mut rows = Vec::new();
@@ -200,7 +200,7 @@ impl Monitoring<'_> {
     ) -> Result<HashMap<u32, ConsumerIds>, CoordError> {
         let progress = self
             .metrics()
-            .time_store("progress", self.store().progress_all(&self.keys(name)))
+            .time_store("progress", self.store().progress_all(name))
             .await
             .map_err(CoordError::from)?;
         let mut out: HashMap<u32, (bool, ConsumerIds)> = HashMap::new();

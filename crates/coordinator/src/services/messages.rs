@@ -5,7 +5,8 @@
 //! `coordinator.http.message-page-max-bytes` of ids, field names and values ([`read_page`]): records are read
 //! in chunks sized from what was seen so far, so a page of huge records is not read whole before it is cut.
 //! Each record's `payload` field is sent once, as `payload` (not again among `fields`). Jumps (`fromId`,
-//! `fromTime`) and the bounded search (`field`, `search`) are in [`find`].
+//! `fromTime`) and the bounded search (`field`, `search`) are in [`find`]; the merged view of every shard,
+//! and its search, in [`merged`].
 
 pub mod find;
 pub mod merged;
@@ -15,7 +16,7 @@ use crate::domain_error::{BadQuery, CoordError};
 use crate::runtime::cache::GroupName;
 use crate::runtime::clock::iso_ms;
 use crate::runtime::coordinator::Monitoring;
-use find::{FindQuery, scan};
+use find::{Filter, FindQuery, scan};
 use rsc_protocol::wire::ShardId;
 use rsc_protocol::wire::browse::{
     MergedMessagesPageResponse, MessageSearchSummary, StreamMessageRecord,
@@ -187,6 +188,25 @@ pub fn record_view(
     }
 }
 
+/// What a search scanned, as the answer says it.
+fn search_summary(
+    query: &PageQuery,
+    filter: &Filter,
+    scanned: u64,
+    scanned_bytes: u64,
+    stopped_at_bound: bool,
+) -> MessageSearchSummary {
+    MessageSearchSummary {
+        scanned,
+        scanned_bytes,
+        stopped_at_bound,
+        scan_limit: query.find.scan_limit,
+        scan_max_bytes: query.find.scan_max_bytes,
+        field: filter.field.as_ref().map(|(n, v)| format!("{n}={v}")),
+        payload_contains: filter.payload_contains.clone(),
+    }
+}
+
 impl Monitoring<'_> {
     /// `GET …/shards/{i}/messages`: one page of the shard stream's records. The shard must be one of the
     /// group's (`0..shardCount`, or a shard a scale-in still drains), else `Invalid`.
@@ -214,15 +234,13 @@ impl Monitoring<'_> {
                     .time_store("xrange", scan(self.store(), &key, query, max_bytes, filter))
                     .await
                     .map_err(CoordError::from)?;
-                let summary = MessageSearchSummary {
-                    scanned: found.scanned,
-                    scanned_bytes: found.scanned_bytes,
-                    stopped_at_bound: found.stopped_at_bound,
-                    scan_limit: query.find.scan_limit,
-                    scan_max_bytes: query.find.scan_max_bytes,
-                    field: filter.field.as_ref().map(|(n, v)| format!("{n}={v}")),
-                    payload_contains: filter.payload_contains.clone(),
-                };
+                let summary = search_summary(
+                    query,
+                    filter,
+                    found.scanned,
+                    found.scanned_bytes,
+                    found.stopped_at_bound,
+                );
                 (found.records, found.next_cursor, Some(summary))
             }
             None => {
@@ -269,7 +287,8 @@ impl Monitoring<'_> {
 
 impl Monitoring<'_> {
     /// `GET …/groups/{g}/messages`: one page of every shard's records merged by time. `cursor` is the
-    /// merged form (`<shard>=<id>,…`); `field`/`search` are refused (a search reads one shard).
+    /// merged form (`<shard>=<id>,…`); with `field`/`search`, a bounded search over every shard
+    /// ([`merged::search`]: one budget shared in time order).
     pub async fn merged_messages(
         &self,
         name: &GroupName,
@@ -280,9 +299,6 @@ impl Monitoring<'_> {
             .remove("cursor")
             .filter(|c| !c.trim().is_empty());
         let query = PageQuery::parse(&page_params)?;
-        if query.find.filter.is_some() {
-            return Err(BadQuery::SearchNeedsShard.into());
-        }
         if query.find.from.is_some() && raw_cursor.is_some() {
             return Err(BadQuery::CursorWithStart.into());
         }
@@ -298,30 +314,60 @@ impl Monitoring<'_> {
             .map(|s| (*s, Keyspace::shard_stream(&g.stream_prefix, *s)))
             .collect();
         let max_bytes = self.config().http.message_page_max_bytes;
-        let page = self
-            .metrics()
-            .time_store(
-                "xrange",
-                merged::read_merged(self.store(), &keys, &start, &query, max_bytes),
-            )
-            .await
-            .map_err(CoordError::from)?;
+        let (records, next_cursor, search) = match &query.find.filter {
+            Some(filter) => {
+                let found = self
+                    .metrics()
+                    .time_store(
+                        "xrange",
+                        merged::search::scan_merged(
+                            self.store(),
+                            &keys,
+                            &start,
+                            &query,
+                            max_bytes,
+                            filter,
+                        ),
+                    )
+                    .await
+                    .map_err(CoordError::from)?;
+                let summary = search_summary(
+                    &query,
+                    filter,
+                    found.scanned,
+                    found.scanned_bytes,
+                    found.stopped_at_bound,
+                );
+                (found.records, found.next_cursor, Some(summary))
+            }
+            None => {
+                let page = self
+                    .metrics()
+                    .time_store(
+                        "xrange",
+                        merged::read_merged(self.store(), &keys, &start, &query, max_bytes),
+                    )
+                    .await
+                    .map_err(CoordError::from)?;
+                (page.records, page.next_cursor, None)
+            }
+        };
         Ok(MergedMessagesPageResponse {
             stream_prefix: g.stream_prefix.clone(),
             consumer_group: g.consumer_group.clone(),
             shards: shards.iter().map(|s| ShardId::new(*s)).collect(),
             direction: direction_name(query.direction).to_owned(),
             limit: query.limit,
-            records: page
-                .records
+            records: records
                 .into_iter()
                 .map(|(s, r)| {
                     let key = keys.get(&s).cloned().unwrap_or_default();
                     record_view(&g.stream_prefix, &g.consumer_group, s, &key, r)
                 })
                 .collect(),
-            next_cursor: page.next_cursor,
+            next_cursor,
             from_id: query.find.from.map(|(ms, seq)| format!("{ms}-{seq}")),
+            search,
         })
     }
 }

@@ -23,17 +23,16 @@ fn shard_ids<'a>(it: impl IntoIterator<Item = &'a u32>) -> Vec<ShardId> {
 impl Monitoring<'_> {
     pub async fn members(&self, name: &GroupName) -> Result<Vec<MemberMetadata>, CoordError> {
         let cached = self.require_group(name).await?;
-        let keys = self.keys(name);
         let leases: HashMap<String, i64> = self
             .store()
-            .leases(&keys)
+            .leases(name)
             .await
             .map_err(CoordError::from)?
             .into_iter()
             .collect();
         let progress: HashMap<String, Value> = self
             .store()
-            .progress_all(&keys)
+            .progress_all(name)
             .await
             .map_err(CoordError::from)?
             .into_iter()

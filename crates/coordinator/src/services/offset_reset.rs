@@ -16,7 +16,7 @@
 pub mod pause;
 pub mod target;
 
-use crate::domain_error::{ActiveMembers, Conflict, CoordError, Corrupt, MigrationBusy};
+use crate::domain_error::{ActiveMembers, BadReset, Conflict, CoordError, Corrupt, MigrationBusy};
 use crate::runtime::cache::GroupName;
 use crate::runtime::coordinator::{Admin, Commit, MAX_CAS_ATTEMPTS};
 use rsc_group::heartbeat::Transition;
@@ -59,10 +59,7 @@ impl Admin<'_> {
             true,
         )?;
         if req.reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
-            return Err(CoordError::invalid(
-                "reason: required — why the position moves (recorded in the audit log), e.g. \"replay after \
-                 a bad deploy\"",
-            ));
+            return Err(BadReset::ReasonRequired.into());
         }
         validate::validate_text("reason", req.reason.as_deref().unwrap_or(""), true)?;
         validate::validate_text("value", req.value.as_deref().unwrap_or(""), false)?;
@@ -183,29 +180,23 @@ impl Admin<'_> {
                     }
                     Ok(None) => (Transition::default(), base.group.as_ref().clone()),
                     Err(e) => {
-                        return Err(CoordError::MetadataCorrupt(Corrupt::Written(format!(
-                            "expiring the lapsed members of {}/{} would overflow an epoch ({e:?}); recreate \
-                             the group",
-                            name.stream_prefix, name.consumer_group
-                        ))));
+                        return Err(Corrupt::ResetExpiryOverflow {
+                            stream: name.stream_prefix.clone(),
+                            group: name.consumer_group.clone(),
+                            overflow: e,
+                        }
+                        .into());
                     }
                 }
             };
             let until = now + HOLD_MS;
             let next = reset_hold::place(&from, &held, now, until).map_err(|e| match e {
-                PlaceError::LiveMember(m) => {
-                    CoordError::GroupHasActiveMembers(ActiveMembers::Written(format!(
-                        "member {m:?} is live; stop the group's consumers first, then reset"
-                    )))
-                }
-                PlaceError::Held(h) => {
-                    CoordError::GroupHasActiveMembers(ActiveMembers::Written(format!(
-                        "shards {:?} are held for {:?} until {}; retry after that",
-                        h.shards,
-                        h.member_id,
-                        crate::runtime::clock::iso_ms(h.until_ms)
-                    )))
-                }
+                PlaceError::LiveMember(member) => ActiveMembers::LiveAtHold { member },
+                PlaceError::Held(h) => ActiveMembers::HeldAtHold {
+                    shards: h.shards,
+                    member: h.member_id,
+                    until_ms: h.until_ms,
+                },
             })?;
             t.group = Some(next);
             // Decided on Redis time: the write holds only if Redis has reached it.
@@ -215,9 +206,7 @@ impl Admin<'_> {
                 Commit::Conflict | Commit::ConditionFailed { .. } => continue,
             }
         }
-        Err(CoordError::Conflict(Conflict::Written(
-            "the group kept changing while the reset tried to hold its shards; retry".into(),
-        )))
+        Err(Conflict::ResetHoldKeptChanging.into())
     }
 
     /// Before a shard is moved: extends the reset's hold (to Redis time + [`HOLD_MS`]) once less than half
@@ -232,11 +221,11 @@ impl Admin<'_> {
             let now = self.server_now().await?;
             let Some(hold) = reset_hold::reset_hold(&base.group).filter(|h| h.until_ms > now)
             else {
-                return Err(CoordError::Conflict(Conflict::Written(format!(
-                    "the reset's hold on the shards of {}/{} ended before every shard was moved (the rows \
-                     moved so far are in the audit log's request); check the positions and reset again",
-                    name.stream_prefix, name.consumer_group
-                ))));
+                return Err(Conflict::ResetHoldEnded {
+                    stream: name.stream_prefix.clone(),
+                    group: name.consumer_group.clone(),
+                }
+                .into());
             };
             let Some(next) = reset_hold::extend(&base.group, now + HOLD_MS, now) else {
                 *until = hold.until_ms;
@@ -252,9 +241,7 @@ impl Admin<'_> {
                 Commit::Conflict | Commit::ConditionFailed { .. } => continue,
             }
         }
-        Err(CoordError::Conflict(Conflict::Written(
-            "the group kept changing while the reset extended its hold; check the positions and retry".into(),
-        )))
+        Err(Conflict::ResetExtendKeptChanging.into())
     }
 
     /// Removes the reset's hold and settles the group (the members that joined meanwhile are granted the
@@ -278,9 +265,7 @@ impl Admin<'_> {
                 Commit::Conflict | Commit::ConditionFailed { .. } => continue,
             }
         }
-        Err(CoordError::Conflict(Conflict::Written(
-            "the group kept changing while the reset lifted its hold".into(),
-        )))
+        Err(Conflict::ResetLiftKeptChanging.into())
     }
 
     /// 409 while the group or its stream has a migration in flight: resharding moves positions itself.
@@ -295,13 +280,11 @@ impl Admin<'_> {
             .await?
             .and_then(|s| s.record.active_migration.map(|m| m.resharding_id));
         if let Some(id) = group.active_migration_id.clone().or(stream_active) {
-            return Err(CoordError::MigrationInProgress(MigrationBusy::Written(
-                format!(
-                    "stream {:?} has an active migration ({id}); a reset would move positions the migration's drain \
-                 evidence relies on — wait for it to complete (or roll it back), then reset",
-                    name.stream_prefix
-                ),
-            )));
+            return Err(MigrationBusy::Reset {
+                stream: name.stream_prefix.clone(),
+                id,
+            }
+            .into());
         }
         Ok(())
     }
@@ -317,24 +300,18 @@ impl Admin<'_> {
     ) -> Result<BTreeSet<String>, CoordError> {
         if let Some(h) = group.holds.iter().find(|h| h.until_ms > now_ms) {
             if h.member_id == reset_hold::RESET_HOLD_MEMBER {
-                return Err(CoordError::GroupHasActiveMembers(ActiveMembers::Written(
-                    format!(
-                        "another offset reset of this group is moving shards {:?} (its hold lasts until {} at the \
-                     latest); retry once it is done",
-                        h.shards,
-                        crate::runtime::clock::iso_ms(h.until_ms)
-                    ),
-                )));
+                return Err(ActiveMembers::ResetRunning {
+                    shards: h.shards.clone(),
+                    until_ms: h.until_ms,
+                }
+                .into());
             }
-            return Err(CoordError::GroupHasActiveMembers(ActiveMembers::Written(
-                format!(
-                    "shards {:?} are held for a stopped incarnation of member {:?} until {} (it may still be reading); \
-                 retry after that — force does not override a hold",
-                    h.shards,
-                    h.member_id,
-                    crate::runtime::clock::iso_ms(h.until_ms)
-                ),
-            )));
+            return Err(ActiveMembers::Held {
+                shards: h.shards.clone(),
+                member: h.member_id.clone(),
+                until_ms: h.until_ms,
+            }
+            .into());
         }
         let live: BTreeSet<String> = group
             .members
@@ -345,33 +322,23 @@ impl Admin<'_> {
         if live.is_empty() {
             return Ok(live);
         }
-        let listed = live.iter().cloned().collect::<Vec<_>>().join(", ");
         if !force {
-            return Err(CoordError::GroupHasActiveMembers(ActiveMembers::Written(
-                format!(
-                    "group has live members ({listed}); stop its consumers first (a reset while they read would \
-                 have them read across the new position). If they are stopped but not expired yet, wait for \
-                 their leases to lapse, or pass \"force\": true once they have"
-                ),
-            )));
+            return Err(ActiveMembers::Live {
+                members: live.into_iter().collect(),
+            }
+            .into());
         }
-        let leases = self.store().leases(&self.keys(name)).await.map_err(|e| {
+        let leases = self.store().leases(name).await.map_err(|e| {
             self.note_store_error(&e);
             CoordError::from(e)
         })?;
-        let leased: Vec<String> = leases
+        let leased: Vec<(String, i64)> = leases
             .iter()
             .filter(|(m, until)| live.contains(m) && *until > now_ms)
-            .map(|(m, until)| format!("{m} until {}", crate::runtime::clock::iso_ms(*until)))
+            .map(|(m, until)| (m.clone(), *until))
             .collect();
         if !leased.is_empty() {
-            return Err(CoordError::GroupHasActiveMembers(ActiveMembers::Written(
-                format!(
-                    "group has members with a live lease ({}); force only waives members whose lease has lapsed \
-                 — stop the consumers and retry once their leases have run out",
-                    leased.join(", ")
-                ),
-            )));
+            return Err(ActiveMembers::Leased { leases: leased }.into());
         }
         Ok(live)
     }
@@ -389,11 +356,10 @@ impl Admin<'_> {
             CoordError::from(e)
         };
         let missing = || {
-            CoordError::Conflict(Conflict::Written(format!(
-                "shard stream {key:?} or its consumer group {:?} is missing; a producer routing request \
-                 provisions it again — then retry",
-                name.consumer_group
-            )))
+            CoordError::from(Conflict::ShardMissing {
+                key: key.clone(),
+                group: name.consumer_group.clone(),
+            })
         };
         let info = self
             .store()

@@ -51,10 +51,14 @@ pub struct MergedMessagesPageResponse {
     pub limit: u32,
     /// The page's records, in `direction` order; each names its shard.
     pub records: Vec<StreamMessageRecord>,
-    /// Each shard's position, `<shard>=<id>,…`, when more records follow; pass it as `cursor`.
+    /// Each shard's position, `<shard>=<id>,…`, when more records follow (in a search: each shard's last
+    /// record scanned); pass it as `cursor`.
     pub next_cursor: Option<String>,
     /// Where every shard started when `fromId` or `fromTime` was given: the id `<ms>-<seq>` (inclusive).
     pub from_id: Option<String>,
+    /// What a search (`field` or `search`) scanned over every shard together (one budget, spent in time
+    /// order); null for a plain page. With a search, `nextCursor` holds each shard's last record scanned.
+    pub search: Option<MessageSearchSummary>,
 }
 
 /// How far a bounded search scanned.

@@ -10,7 +10,7 @@ use rsc_store::{
     aggregate_staging_key,
 };
 
-use crate::fixtures::{create_group, group, raw};
+use crate::fixtures::{TestGroup, create_group, group, raw};
 
 on_both_topologies!(
     a_large_aggregate_is_stored_compressed_and_loads_back_the_same,
@@ -38,7 +38,7 @@ fn large_json(revision: u64) -> String {
     )
 }
 
-async fn write(store: &Store, keys: &rsc_store::GroupKeys, revision: u64, json: &str) {
+async fn write(store: &Store, keys: &TestGroup, revision: u64, json: &str) {
     let outcome = store
         .cas(
             keys,
@@ -57,10 +57,7 @@ async fn write(store: &Store, keys: &rsc_store::GroupKeys, revision: u64, json: 
 }
 
 /// The hash's aggregate field, its layoutVersion and the out-of-line aggregate key's value.
-async fn stored(
-    store: &Store,
-    keys: &rsc_store::GroupKeys,
-) -> (Option<Vec<u8>>, String, Option<Vec<u8>>) {
+async fn stored(store: &Store, keys: &TestGroup) -> (Option<Vec<u8>>, String, Option<Vec<u8>>) {
     let field: Option<Vec<u8>> = raw(
         store,
         redis::cmd("HGET").arg(&keys.metadata).arg("aggregate"),
@@ -77,17 +74,12 @@ async fn stored(
 }
 
 /// The group as the store loads it (it must exist and load).
-async fn load_ok(store: &Store, keys: &rsc_store::GroupKeys) -> rsc_store::StoredGroup {
+async fn load_ok(store: &Store, keys: &TestGroup) -> rsc_store::StoredGroup {
     store.load(keys).await.expect("load").expect("exists")
 }
 
 /// Writes the hash's aggregate field and layoutVersion by hand, as an earlier version left them.
-async fn write_field_as_before(
-    store: &Store,
-    keys: &rsc_store::GroupKeys,
-    field: &[u8],
-    layout: &str,
-) {
+async fn write_field_as_before(store: &Store, keys: &TestGroup, field: &[u8], layout: &str) {
     let _: i64 = raw(
         store,
         redis::cmd("HSET")

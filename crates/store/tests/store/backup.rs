@@ -18,7 +18,7 @@ async fn backup_read_and_restore(store: &Store, name: &str) {
         .await
         .unwrap();
     assert!(matches!(created, CreateOutcome::Created { .. }));
-    let stored = store.backup_read(&keys.metadata).await.unwrap().unwrap();
+    let stored = store.load(&keys).await.unwrap().unwrap();
     assert_eq!(
         (stored.revision, stored.aggregate.as_str()),
         (1, "{\"v\":1}")
@@ -86,7 +86,7 @@ async fn backup_read_and_restore(store: &Store, name: &str) {
     let RestoreOutcome::Restored { now_ms } = done else {
         panic!("{done:?}")
     };
-    let stored = store.backup_read(&keys.metadata).await.unwrap().unwrap();
+    let stored = store.load(&keys).await.unwrap().unwrap();
     assert_eq!(
         (
             stored.revision,
@@ -104,10 +104,12 @@ async fn backup_read_and_restore(store: &Store, name: &str) {
     assert!(store.progress_all(&keys).await.unwrap().is_empty());
 
     // A stream record into an empty key.
-    let record = format!("rsc-test:{{t:{name}:s}}:stream");
+    let prefix = format!("t:{name}:s");
+    let record = store.keyspace().stream_record(&prefix);
+    assert_eq!(record, format!("rsc-test:{{t:{name}:s}}:stream"));
     let done = store
         .restore_stream_record(
-            &record,
+            &prefix,
             &RestoredHash {
                 expect_current: None,
                 revision: 3,
@@ -118,7 +120,7 @@ async fn backup_read_and_restore(store: &Store, name: &str) {
         .await
         .unwrap();
     assert!(matches!(done, RestoreOutcome::Restored { .. }));
-    let stored = store.backup_read(&record).await.unwrap().unwrap();
+    let stored = store.stream_record_load(&prefix).await.unwrap().unwrap();
     assert_eq!(
         (stored.revision, stored.aggregate.as_str()),
         (3, "{\"r\":3}")
@@ -127,13 +129,15 @@ async fn backup_read_and_restore(store: &Store, name: &str) {
     assert_eq!(fields.len(), 5, "{fields:?}");
 
     // The index, byte for byte.
-    let index = format!("rsc-test:{{t:{name}}}:group-index");
-    store
-        .restore_index_entry(&index, &keys.metadata, "{\"x\":1}")
+    // (Under a key prefix of the scenario's own: the index is one key per deployment.)
+    let own = store
+        .clone()
+        .with_key_prefix(&format!("{}-{name}", crate::fixtures::KEY_PREFIX));
+    own.restore_index_entry(&keys.metadata, "{\"x\":1}")
         .await
         .unwrap();
     assert_eq!(
-        store.backup_index_entries(&index).await.unwrap(),
+        own.backup_index_entries().await.unwrap(),
         vec![(keys.metadata.clone(), "{\"x\":1}".to_owned())]
     );
     assert!(

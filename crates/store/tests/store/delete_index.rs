@@ -1,6 +1,6 @@
 //! Deleting groups by revision, and the group index.
 
-use rsc_store::{CreateOutcome, DeleteOutcome, IndexEntry, IndexState, Store};
+use rsc_store::{CreateOutcome, DeleteOutcome, GroupName, IndexEntry, IndexState, Keyspace, Store};
 
 use crate::fixtures::{create_group, existing_keys, group, snapshot};
 
@@ -48,42 +48,56 @@ async fn delete_by_revision(store: &Store, name: &str) {
 }
 
 async fn group_index_operations(store: &Store, name: &str) {
-    let index = format!("rsc-test:{{index:{name}}}:group-index");
-    assert_eq!(store.index_list(&index).await.expect("list"), vec![]);
-    let meta_b = group(&format!("{name}-b")).metadata;
-    let meta_a = group(&format!("{name}-a")).metadata;
+    // A key prefix of the scenario's own: the index is one key per deployment.
+    let store = &own_index(store, name);
+    assert_eq!(store.backup_index_entries().await.expect("list"), vec![]);
+    let meta_b = own_keyspace(name).group("t", "b").metadata;
+    let meta_a = own_keyspace(name).group("t", "a").metadata;
     store
-        .index_put(&index, &meta_b, r#"{"n":"b"}"#)
+        .restore_index_entry(&meta_b, r#"{"n":"b"}"#)
         .await
         .expect("put");
     store
-        .index_put(&index, &meta_a, r#"{"n":"a"}"#)
+        .restore_index_entry(&meta_a, r#"{"n":"a"}"#)
         .await
         .expect("put");
     assert_eq!(
-        store.index_list(&index).await.expect("list"),
+        store.backup_index_entries().await.expect("list"),
         vec![
             (meta_a.clone(), r#"{"n":"a"}"#.to_string()),
             (meta_b.clone(), r#"{"n":"b"}"#.to_string())
         ]
     );
     store
-        .index_put(&index, &meta_a, r#"{"n":"a2"}"#)
+        .restore_index_entry(&meta_a, r#"{"n":"a2"}"#)
         .await
         .expect("overwrite");
-    store.index_remove(&index, &meta_b).await.expect("remove");
     store
-        .index_remove(&index, "not-there")
+        .group_index_remove(&GroupName::new("t", "b"))
+        .await
+        .expect("remove");
+    store
+        .group_index_remove(&GroupName::new("t", "not-there"))
         .await
         .expect("remove missing");
     assert_eq!(
-        store.index_list(&index).await.expect("list"),
+        store.backup_index_entries().await.expect("list"),
         vec![(meta_a, r#"{"n":"a2"}"#.to_string())]
     );
 }
 
+/// The key prefix of scenario `name`'s own index.
+fn own_keyspace(name: &str) -> Keyspace {
+    Keyspace::new(&format!("rsc-test-{name}"))
+}
+
+/// `store`, naming its keys under [`own_keyspace`].
+fn own_index(store: &Store, name: &str) -> Store {
+    store.clone().with_key_prefix(own_keyspace(name).prefix())
+}
+
 async fn typed_group_index(store: &Store, name: &str) {
-    let index = format!("rsc-test:{{index:{name}}}:group-index");
+    let store = &own_index(store, name);
     let entry = |prefix: &str, group: &str, state| IndexEntry {
         stream_prefix: prefix.into(),
         consumer_group: group.into(),
@@ -91,46 +105,49 @@ async fn typed_group_index(store: &Store, name: &str) {
     };
     let b = entry("s", "b", IndexState::Creating);
     let a = entry("s", "a", IndexState::Live);
-    store
-        .group_index_put(&index, "meta-b", &b)
-        .await
-        .expect("put");
-    store
-        .group_index_put(&index, "meta-a", &a)
-        .await
-        .expect("put");
+    let (name_a, name_b) = (GroupName::new("s", "a"), GroupName::new("s", "b"));
+    store.group_index_put(&name_b, &b).await.expect("put");
+    store.group_index_put(&name_a, &a).await.expect("put");
+    assert_eq!(
+        store.group_index_get(&name_a).await.expect("get"),
+        Some(a.clone())
+    );
+    assert_eq!(
+        store
+            .group_index_get(&GroupName::new("s", "x"))
+            .await
+            .expect("get"),
+        None
+    );
     // Unreadable entries are skipped; unknown states are listed as Unknown.
     store
-        .index_put(&index, "meta-x", "not json")
+        .restore_index_entry("meta-x", "not json")
         .await
         .expect("put raw");
     store
-        .index_put(
-            &index,
+        .restore_index_entry(
             "meta-c",
             r#"{"streamPrefix":"s","consumerGroup":"c","state":"RETIRING"}"#,
         )
         .await
         .expect("put raw");
     assert_eq!(
-        store.group_index_list(&index).await.expect("list"),
+        store.group_index_list().await.expect("list"),
         vec![a.clone(), b.clone(), entry("s", "c", IndexState::Unknown)]
     );
-    let raw = store.index_list(&index).await.expect("raw list");
+    // Each group's entry lies under its metadata key.
+    let raw = store.backup_index_entries().await.expect("raw list");
     assert!(raw.contains(&(
-        "meta-a".to_string(),
+        own_keyspace(name).group("s", "a").metadata,
         r#"{"streamPrefix":"s","consumerGroup":"a","state":"LIVE"}"#.to_string()
     )));
+    store.group_index_remove(&name_a).await.expect("remove");
     store
-        .group_index_remove(&index, "meta-a")
-        .await
-        .expect("remove");
-    store
-        .group_index_put(&index, "meta-b", &entry("s", "b", IndexState::Live))
+        .group_index_put(&name_b, &entry("s", "b", IndexState::Live))
         .await
         .expect("overwrite");
     assert_eq!(
-        store.group_index_list(&index).await.expect("list"),
+        store.group_index_list().await.expect("list"),
         vec![
             entry("s", "b", IndexState::Live),
             entry("s", "c", IndexState::Unknown)

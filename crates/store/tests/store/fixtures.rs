@@ -5,8 +5,11 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use redis::FromRedisValue;
-use rsc_store::{GroupKeys, RedisTopology, Store};
+use rsc_store::{GroupName, Keyspace, RedisTopology, Store};
 use rsc_testkit::{RedisCluster, RedisServer};
+
+/// The key prefix the tests' stores name their keys under.
+pub const KEY_PREFIX: &str = "rsc-test";
 
 /// Bound for connecting and for every command in tests.
 pub const TIMEOUT: Duration = Duration::from_secs(5);
@@ -24,7 +27,8 @@ pub async fn standalone() -> Standalone {
 pub async fn standalone_with(server: RedisServer) -> Standalone {
     let store = Store::connect(&RedisTopology::Standalone(server.url()), TIMEOUT)
         .await
-        .expect("connect to the test server");
+        .expect("connect to the test server")
+        .with_key_prefix(KEY_PREFIX);
     Standalone { server, store }
 }
 
@@ -40,14 +44,35 @@ pub async fn cluster_store() -> Store {
     Store::connect(&RedisTopology::cluster(cluster().node_urls()), TIMEOUT)
         .await
         .expect("connect to the test cluster")
+        .with_key_prefix(KEY_PREFIX)
 }
 
-/// The keys of group `name`, all under the hash tag `{t:<name>}`.
-pub fn group(name: &str) -> GroupKeys {
-    GroupKeys {
-        metadata: format!("rsc-test:{{t:{name}}}:metadata"),
-        leases: format!("rsc-test:{{t:{name}}}:leases"),
-        progress: format!("rsc-test:{{t:{name}}}:progress"),
+/// Group `name` of stream `t` (what the store's methods take, by deref) and the names of its three keys under
+/// [`KEY_PREFIX`], all under the hash tag `{t:<name>}`, for the tests that look at Redis directly.
+#[derive(Debug, Clone)]
+pub struct TestGroup {
+    pub name: GroupName,
+    pub metadata: String,
+    pub leases: String,
+    pub progress: String,
+}
+
+impl std::ops::Deref for TestGroup {
+    type Target = GroupName;
+    fn deref(&self) -> &GroupName {
+        &self.name
+    }
+}
+
+/// Group `name` of stream `t`.
+pub fn group(name: &str) -> TestGroup {
+    let keys = Keyspace::new(KEY_PREFIX).group("t", name);
+    assert_eq!(keys.metadata, format!("rsc-test:{{t:{name}}}:metadata"));
+    TestGroup {
+        name: GroupName::new("t", name),
+        metadata: keys.metadata,
+        leases: keys.leases,
+        progress: keys.progress,
     }
 }
 
@@ -67,7 +92,7 @@ pub struct Snapshot {
     pub metadata_ttl: i64,
 }
 
-pub async fn snapshot(store: &Store, keys: &GroupKeys) -> Snapshot {
+pub async fn snapshot(store: &Store, keys: &TestGroup) -> Snapshot {
     Snapshot {
         metadata: raw(store, redis::cmd("HGETALL").arg(&keys.metadata)).await,
         leases: raw(
@@ -85,7 +110,7 @@ pub async fn snapshot(store: &Store, keys: &GroupKeys) -> Snapshot {
 }
 
 /// How many of the group's three keys exist.
-pub async fn existing_keys(store: &Store, keys: &GroupKeys) -> i64 {
+pub async fn existing_keys(store: &Store, keys: &TestGroup) -> i64 {
     let mut total = 0;
     for key in [&keys.metadata, &keys.leases, &keys.progress] {
         let n: i64 = raw(store, redis::cmd("EXISTS").arg(key)).await;
@@ -96,7 +121,7 @@ pub async fn existing_keys(store: &Store, keys: &GroupKeys) -> i64 {
 
 /// Creates group `keys` at revision 1 with live leases for `members` (60 s) and returns the
 /// Redis time of creation.
-pub async fn create_group(store: &Store, keys: &GroupKeys, members: &[&str]) -> i64 {
+pub async fn create_group(store: &Store, keys: &TestGroup, members: &[&str]) -> i64 {
     let members: Vec<String> = members.iter().map(|m| m.to_string()).collect();
     match store
         .create(
@@ -118,7 +143,7 @@ pub async fn create_group(store: &Store, keys: &GroupKeys, members: &[&str]) -> 
 }
 
 /// Sets `member`'s lease deadline directly, e.g. into the past to make it lapsed.
-pub async fn set_lease(store: &Store, keys: &GroupKeys, member: &str, deadline_ms: i64) {
+pub async fn set_lease(store: &Store, keys: &TestGroup, member: &str, deadline_ms: i64) {
     let _: i64 = raw(
         store,
         redis::cmd("ZADD")

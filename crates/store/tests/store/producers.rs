@@ -1,7 +1,7 @@
 //! Producer sightings and quiesced reports (a scale's producer quiesce): a sighting never erases a report,
 //! the first sighting's time is kept (rollback stake, issue #32 finding 12), forgetting removes all three.
 
-use rsc_store::{ProducerEntry, ProducerKeys, Sighting, SightingLimits, Store};
+use rsc_store::{ProducerEntry, Sighting, SightingLimits, Store};
 
 const LIMITS: SightingLimits = SightingLimits {
     ttl_ms: 60_000,
@@ -11,13 +11,13 @@ const LIMITS: SightingLimits = SightingLimits {
 on_both_topologies!(producer_sightings_and_reports);
 
 async fn producer_sightings_and_reports(store: &Store, name: &str) {
-    let keys = ProducerKeys::of("rsc-test", name);
+    let keys = store.keyspace().producers(name);
     let record = format!("rsc-test:{{{name}}}:stream");
     assert_eq!(keys.record, record);
     // Without the stream's record nothing is written.
     assert_eq!(
         store
-            .producer_seen(&keys, "p0", None, 90, LIMITS)
+            .producer_seen(name, "p0", None, 90, LIMITS)
             .await
             .expect("seen"),
         Sighting::NoStream
@@ -29,22 +29,22 @@ async fn producer_sightings_and_reports(store: &Store, name: &str) {
         .query_async(&mut conn)
         .await
         .expect("a stand-in record");
-    assert!(store.producers(&keys).await.expect("read").is_empty());
+    assert!(store.producers(name).await.expect("read").is_empty());
     store
-        .producer_seen(&keys, "p1", Some("app"), 100, LIMITS)
+        .producer_seen(name, "p1", Some("app"), 100, LIMITS)
         .await
         .expect("seen");
     store
-        .producer_seen(&keys, "p2", None, 110, LIMITS)
+        .producer_seen(name, "p2", None, 110, LIMITS)
         .await
         .expect("seen");
     store
-        .producer_quiesced(&keys, "p1", Some("app"), "reshard-1", 7, 120, LIMITS)
+        .producer_quiesced(name, "p1", Some("app"), "reshard-1", 7, 120, LIMITS)
         .await
         .expect("quiesced");
     // A later routing fetch moves the sighting and keeps the report.
     store
-        .producer_seen(&keys, "p1", Some("app"), 130, LIMITS)
+        .producer_seen(name, "p1", Some("app"), 130, LIMITS)
         .await
         .expect("seen");
     // Both hashes expire; a stream keeps at most `max_producers`.
@@ -58,26 +58,26 @@ async fn producer_sightings_and_reports(store: &Store, name: &str) {
     }
     assert_eq!(
         store
-            .producer_seen(&keys, "p3", None, 140, LIMITS)
+            .producer_seen(name, "p3", None, 140, LIMITS)
             .await
             .expect("seen"),
         Sighting::Recorded
     );
     assert_eq!(
         store
-            .producer_seen(&keys, "p4", None, 150, LIMITS)
+            .producer_seen(name, "p4", None, 150, LIMITS)
             .await
             .expect("seen"),
         Sighting::Full
     );
     assert_eq!(
         store
-            .producer_seen(&keys, "p1", Some("app"), 160, LIMITS)
+            .producer_seen(name, "p1", Some("app"), 160, LIMITS)
             .await
             .expect("seen"),
         Sighting::Recorded
     );
-    let all = store.producers(&keys).await.expect("read");
+    let all = store.producers(name).await.expect("read");
     assert_eq!(
         all.get("p1"),
         Some(&ProducerEntry {
@@ -97,10 +97,10 @@ async fn producer_sightings_and_reports(store: &Store, name: &str) {
         })
     );
     store
-        .producers_forget(&keys, &["p1".to_string()])
+        .producers_forget(name, &["p1".to_string()])
         .await
         .expect("forget");
-    let left = store.producers(&keys).await.expect("read");
+    let left = store.producers(name).await.expect("read");
     assert_eq!(left.keys().collect::<Vec<_>>(), vec!["p2", "p3"]);
     let firsts: Vec<String> = redis::cmd("HKEYS")
         .arg(&keys.first_seen)
@@ -115,10 +115,10 @@ async fn producer_sightings_and_reports(store: &Store, name: &str) {
 
     // A producer that comes back after being forgotten is first seen again.
     store
-        .producer_seen(&keys, "p1", Some("app"), 170, LIMITS)
+        .producer_seen(name, "p1", Some("app"), 170, LIMITS)
         .await
         .expect("seen");
-    let all = store.producers(&keys).await.expect("read");
+    let all = store.producers(name).await.expect("read");
     assert_eq!(all["p1"].first_seen_ms, Some(170));
 
     // A sighting written by an earlier version (no first-seen time) has none until its next sighting, which
@@ -137,18 +137,18 @@ async fn producer_sightings_and_reports(store: &Store, name: &str) {
         .query_async(&mut conn)
         .await
         .expect("an old-style sighting");
-    let all = store.producers(&keys).await.expect("read");
+    let all = store.producers(name).await.expect("read");
     assert_eq!(all["old"].first_seen_ms, None);
     assert_eq!(all["old"].last_seen_ms, 120);
     store
-        .producer_seen(&keys, "old", Some("app"), 180, LIMITS)
+        .producer_seen(name, "old", Some("app"), 180, LIMITS)
         .await
         .expect("seen");
     store
-        .producer_seen(&keys, "p3", None, 190, LIMITS)
+        .producer_seen(name, "p3", None, 190, LIMITS)
         .await
         .expect("seen");
-    let all = store.producers(&keys).await.expect("read");
+    let all = store.producers(name).await.expect("read");
     assert_eq!(
         (all["old"].first_seen_ms, all["old"].last_seen_ms),
         (Some(120), 180)
@@ -159,7 +159,7 @@ async fn producer_sightings_and_reports(store: &Store, name: &str) {
         "the stale 140 is replaced"
     );
 
-    store.producers_clear(&keys).await.expect("clear");
+    store.producers_clear(name).await.expect("clear");
     let exists: i64 = redis::cmd("EXISTS")
         .arg(&keys.seen)
         .arg(&keys.first_seen)

@@ -1,6 +1,6 @@
 //! The audit streams and the bootstrap admin hash.
 
-use rsc_store::Store;
+use rsc_store::{AuditStream, Store};
 
 use crate::fixtures::raw;
 
@@ -10,11 +10,15 @@ on_both_topologies!(
 );
 
 async fn audit_stream_appends_and_pages(store: &Store, name: &str) {
-    let key = format!("rsc-test:{{{name}}}:audit");
+    // Under a key prefix of the scenario's own: the audit streams are one per deployment.
+    let store = &store
+        .clone()
+        .with_key_prefix(&format!("{}-{name}", crate::fixtures::KEY_PREFIX));
+    let key = store.keyspace().audit_stream(AuditStream::Mutations);
     let mut ids = Vec::new();
     for i in 0..5 {
         let id = store
-            .audit_append(&key, 1000, &format!(r#"{{"n":{i}}}"#))
+            .audit_append(AuditStream::Mutations, 1000, &format!(r#"{{"n":{i}}}"#))
             .await
             .expect("append");
         ids.push(id);
@@ -26,14 +30,17 @@ async fn audit_stream_appends_and_pages(store: &Store, name: &str) {
     )
     .await;
 
-    let page = store.audit_page(&key, "+", "-", 3).await.expect("page");
+    let page = store
+        .audit_page(AuditStream::Mutations, "+", "-", 3)
+        .await
+        .expect("page");
     assert_eq!(page.len(), 3);
     assert_eq!(page[0].id, foreign);
     assert_eq!(page[0].record, None);
     assert_eq!(page[1].id, ids[4]);
     assert_eq!(page[1].record.as_deref(), Some(r#"{"n":4}"#));
     let rest = store
-        .audit_page(&key, &format!("({}", page[2].id), "-", 10)
+        .audit_page(AuditStream::Mutations, &format!("({}", page[2].id), "-", 10)
         .await
         .expect("page");
     let rest_ids: Vec<&str> = rest.iter().map(|e| e.id.as_str()).collect();
@@ -43,7 +50,7 @@ async fn audit_stream_appends_and_pages(store: &Store, name: &str) {
     );
     assert_eq!(
         store
-            .audit_page(&key, "+", &ids[4], 10)
+            .audit_page(AuditStream::Mutations, "+", &ids[4], 10)
             .await
             .expect("page")
             .len(),
@@ -51,7 +58,7 @@ async fn audit_stream_appends_and_pages(store: &Store, name: &str) {
     );
     assert_eq!(
         store
-            .audit_page(&format!("{key}-none"), "+", "-", 10)
+            .audit_page(AuditStream::Signins, "+", "-", 10)
             .await
             .expect("page"),
         vec![]
@@ -59,26 +66,15 @@ async fn audit_stream_appends_and_pages(store: &Store, name: &str) {
 }
 
 async fn bootstrap_admin_is_claimed_once(store: &Store, name: &str) {
-    let key = format!("rsc-test:{name}:auth:bootstrap-admin");
-    assert_eq!(store.bootstrap_admin_get(&key).await.expect("get"), None);
-    assert!(
-        store
-            .bootstrap_admin_claim(&key, "first")
-            .await
-            .expect("claim")
-    );
-    assert!(
-        !store
-            .bootstrap_admin_claim(&key, "second")
-            .await
-            .expect("claim")
-    );
+    // Under a key prefix of the scenario's own: the hash is one per deployment.
+    let store = &store
+        .clone()
+        .with_key_prefix(&format!("{}-{name}", crate::fixtures::KEY_PREFIX));
+    assert_eq!(store.bootstrap_admin_get().await.expect("get"), None);
+    assert!(store.bootstrap_admin_claim("first").await.expect("claim"));
+    assert!(!store.bootstrap_admin_claim("second").await.expect("claim"));
     assert_eq!(
-        store
-            .bootstrap_admin_get(&key)
-            .await
-            .expect("get")
-            .as_deref(),
+        store.bootstrap_admin_get().await.expect("get").as_deref(),
         Some("first")
     );
 }

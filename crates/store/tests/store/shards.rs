@@ -332,7 +332,7 @@ async fn revisions_of_many_groups(store: &Store, name: &str) {
     create_group(store, &b, &[]).await;
     assert_eq!(
         store
-            .revisions(&[&a, &missing, &b])
+            .revisions(&[&a.name, &missing.name, &b.name])
             .await
             .expect("revisions"),
         vec![Some(1), None, Some(1)]

@@ -9,11 +9,11 @@
 use std::collections::BTreeMap;
 
 use rsc_store::{
-    CasOutcome, CasWrite, GroupKeys, RestoreOutcome, RestoredHash, SplitAggregate, SplitEntry,
-    Store, StoreError, aggregate_key,
+    CasOutcome, CasWrite, RestoreOutcome, RestoredHash, SplitAggregate, SplitEntry, Store,
+    StoreError, aggregate_key,
 };
 
-use crate::fixtures::{create_group, group, raw, snapshot};
+use crate::fixtures::{TestGroup, create_group, group, raw, snapshot};
 
 on_both_topologies!(
     a_split_write_stores_a_header_and_entries_and_loads_as_one_document,
@@ -53,7 +53,7 @@ fn write(expected_revision: u64, aggregate: SplitAggregate) -> CasWrite {
     }
 }
 
-async fn written(store: &Store, keys: &GroupKeys, w: &CasWrite) -> u64 {
+async fn written(store: &Store, keys: &TestGroup, w: &CasWrite) -> u64 {
     match store.cas(keys, w).await.expect("cas") {
         CasOutcome::Written { revision, .. } => revision,
         other => panic!("expected Written, got {other:?}"),
@@ -61,12 +61,12 @@ async fn written(store: &Store, keys: &GroupKeys, w: &CasWrite) -> u64 {
 }
 
 /// The hash's fields as text.
-async fn fields(store: &Store, keys: &GroupKeys) -> BTreeMap<String, String> {
+async fn fields(store: &Store, keys: &TestGroup) -> BTreeMap<String, String> {
     raw(store, redis::cmd("HGETALL").arg(&keys.metadata)).await
 }
 
 /// A group of three members, stored split at revision 2.
-async fn three_members(store: &Store, keys: &GroupKeys) {
+async fn three_members(store: &Store, keys: &TestGroup) {
     create_group(store, keys, &["a"]).await;
     let full = split(
         r#"{"storeRevision":2,"groupEpoch":1}"#,
@@ -246,11 +246,7 @@ async fn a_refused_split_write_changes_nothing(store: &Store, name: &str) {
 async fn backup_reads_a_split_group_and_restore_writes_it_back_whole(store: &Store, name: &str) {
     let keys = group(name);
     three_members(store, &keys).await;
-    let backed_up = store
-        .backup_read(&keys.metadata)
-        .await
-        .expect("read")
-        .expect("exists");
+    let backed_up = store.load(&keys).await.expect("read").expect("exists");
     let restored = store
         .restore_group(
             &keys,

@@ -87,8 +87,8 @@ pub async fn shard_pending(
         .await?))
 }
 
-/// `GET …/groups/{g}/messages?direction=&cursor=&limit=&fromId=&fromTime=`: every shard's records merged by
-/// time, one page.
+/// `GET …/groups/{g}/messages?direction=&cursor=&limit=&fromId=&fromTime=&field=&search=&scanLimit=&scanMaxBytes=`:
+/// every shard's records merged by time, one page (or a bounded search over every shard).
 pub async fn merged_messages(
     State(c): Coord,
     Group(name): Group,

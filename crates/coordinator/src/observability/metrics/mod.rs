@@ -377,19 +377,7 @@ pub fn render_liveness(coordinator_id: &str, health: &snapshot::HealthObservatio
 
 /// Whether a store error means Redis could not be reached (as opposed to a refused or corrupt answer).
 pub fn is_connection_failure(e: &StoreError) -> bool {
-    match e {
-        StoreError::Unreachable { .. } => true,
-        StoreError::Redis(e) => is_redis_connection_error(e),
-        _ => false,
-    }
-}
-
-fn is_redis_connection_error(e: &redis::RedisError) -> bool {
-    e.is_io_error()
-        || e.is_connection_dropped()
-        || e.is_connection_refusal()
-        || e.is_timeout()
-        || e.is_unrecoverable_error()
+    e.is_connection_failure()
 }
 
 /// The coordinator's cumulative counters, as a registry built for one scrape.

@@ -2,7 +2,10 @@
 //! ordered by time (ids compare by milliseconds, then sequence, then shard index), paged with a cursor that
 //! holds each shard's position (`<shard>=<id>,…`). Each shard reads at most one page (`limit` records and
 //! `message-page-max-bytes`); the merged page keeps only records no unread record of a cut shard precedes,
-//! then at most `limit` of them and the byte budget. `fromId`/`fromTime` start every shard there.
+//! then at most `limit` of them and the byte budget. `fromId`/`fromTime` start every shard there. The
+//! bounded search (`field`, `search`) over every shard is in [`search`].
+
+pub mod search;
 
 use crate::domain_error::{BadQuery, CoordError};
 use crate::services::messages::{PageQuery, read_page, record_bytes};

@@ -4,7 +4,7 @@
 //! idle time and a delivery count — no payload; each entry names the message-browser page that starts at its
 //! record, which itself needs DATA_READ.
 
-use crate::domain_error::CoordError;
+use crate::domain_error::{BadQuery, CoordError};
 use crate::runtime::cache::GroupName;
 use crate::runtime::clock::iso_ms;
 use crate::runtime::coordinator::Monitoring;
@@ -34,9 +34,7 @@ impl PendingQuery {
             .keys()
             .find(|k| !["consumer", "count", "cursor"].contains(&k.as_str()))
         {
-            return Err(CoordError::invalid(format!(
-                "{k}: not a parameter of the pending list (consumer, count, cursor)"
-            )));
+            return Err(BadQuery::PendingParameter { key: k.clone() }.into());
         }
         let consumer = match params.get("consumer").map(|c| c.trim()) {
             None | Some("") => None,
@@ -50,20 +48,20 @@ impl PendingQuery {
             Some(c) => match c.parse::<u32>() {
                 Ok(n) if (1..=MAX_COUNT).contains(&n) => n,
                 _ => {
-                    return Err(CoordError::invalid(format!(
-                        "count: {c:?} is not a number of entries from 1 to {MAX_COUNT} (default {DEFAULT_COUNT})"
-                    )));
+                    return Err(BadQuery::PendingCount {
+                        given: c.to_owned(),
+                        max: MAX_COUNT,
+                        default: DEFAULT_COUNT,
+                    }
+                    .into());
                 }
             },
         };
         let cursor = match params.get("cursor").map(|c| c.trim()) {
             None | Some("") => None,
             Some(c) => {
-                let (ms, seq) = parse_stream_id(c).ok_or_else(|| {
-                    CoordError::invalid(format!(
-                        "cursor: {c:?} is not a stream record id <ms>-<seq>; pass the nextCursor of the \
-                         previous page"
-                    ))
+                let (ms, seq) = parse_stream_id(c).ok_or_else(|| BadQuery::Cursor {
+                    given: c.to_owned(),
                 })?;
                 Some(format!("{ms}-{seq}"))
             }
@@ -88,11 +86,11 @@ impl Monitoring<'_> {
         let c = self.require_group(name).await?;
         let g = &c.group;
         if !g.assignable_shards().contains(&shard) {
-            return Err(CoordError::invalid(format!(
-                "shardIndex: {shard} is out of range; the group has shards 0..{} (shardCount {})",
-                g.shard_count.saturating_sub(1),
-                g.shard_count
-            )));
+            return Err(BadQuery::ShardOutOfRange {
+                shard,
+                shard_count: g.shard_count,
+            }
+            .into());
         }
         let key = Keyspace::shard_stream(&g.stream_prefix, shard);
         let want = query.count as usize;

@@ -2,7 +2,7 @@
 //! and a shard list, and the last-delivered id each target sets on a shard stream (a shift's depends on the
 //! records around the position, found by `offset_reset.rs` through the store). No I/O; unit-tested here.
 
-use crate::domain_error::CoordError;
+use crate::domain_error::{BadReset, CoordError};
 use rsc_protocol::stream_id::{StreamId, parse_stream_id};
 use rsc_protocol::wire::offsets::{OffsetResetRequest, ResetDirection, ResetTo};
 use std::collections::BTreeSet;
@@ -39,19 +39,13 @@ impl Target {
 /// Checks `to` and `value` against each other and against Redis time `now_ms` (no time or id in the future).
 pub fn target(req: &OffsetResetRequest, now_ms: i64) -> Result<Target, CoordError> {
     let Some(to) = req.to else {
-        return Err(CoordError::invalid(
-            "to: required — EARLIEST, LATEST, DATETIME (with value: an RFC 3339 time), ID (with value: a stream \
-             id) or SHIFT (with shift: a signed number of records)",
-        ));
+        return Err(BadReset::ToRequired.into());
     };
     if to == ResetTo::Shift {
         return shift(req);
     }
     if req.shift.is_some() {
-        return Err(CoordError::invalid(format!(
-            "shift: only with \"to\": \"SHIFT\"; {} takes none — leave it out",
-            to.as_str()
-        )));
+        return Err(BadReset::ShiftNotTaken { to }.into());
     }
     let value = req.value.as_deref().map(str::trim);
     let now = u64::try_from(now_ms).unwrap_or(0);
@@ -61,56 +55,43 @@ pub fn target(req: &OffsetResetRequest, now_ms: i64) -> Result<Target, CoordErro
         } else {
             Target::Latest
         }),
-        (ResetTo::Earliest | ResetTo::Latest, Some(_)) => Err(CoordError::invalid(format!(
-            "value: {} takes no value; leave it out",
-            to.as_str()
-        ))),
-        (ResetTo::Datetime | ResetTo::Id, None | Some("")) => Err(CoordError::invalid(format!(
-            "value: required with {} — {}",
-            to.as_str(),
-            if to == ResetTo::Datetime {
-                "an RFC 3339 time such as 2026-12-03T10:00:00Z"
-            } else {
-                "a stream id such as 1764756000000-0"
-            }
-        ))),
+        (ResetTo::Earliest | ResetTo::Latest, Some(_)) => {
+            Err(BadReset::ValueNotTaken { to }.into())
+        }
+        (ResetTo::Datetime | ResetTo::Id, None | Some("")) => {
+            Err(BadReset::ValueRequired { to }.into())
+        }
         (ResetTo::Datetime, Some(v)) => {
             let ms = time::OffsetDateTime::parse(v, &time::format_description::well_known::Rfc3339)
                 .ok()
                 .map(|t| t.unix_timestamp_nanos() / 1_000_000)
-                .ok_or_else(|| {
-                    CoordError::invalid(format!(
-                        "value: {v:?} is not an RFC 3339 time (e.g. 2026-12-03T10:00:00Z, or with an offset: \
-                         2026-12-03T11:00:00+01:00)"
-                    ))
+                .ok_or_else(|| BadReset::Time {
+                    given: v.to_owned(),
                 })?;
-            let ms = u64::try_from(ms).map_err(|_| {
-                CoordError::invalid(format!(
-                    "value: {v:?} is before 1970; stream ids start there"
-                ))
+            let ms = u64::try_from(ms).map_err(|_| BadReset::TimeBefore1970 {
+                given: v.to_owned(),
             })?;
             if ms > now {
-                return Err(CoordError::invalid(format!(
-                    "value: {v:?} is in the future (Redis time is {}); a reset moves to records that exist",
-                    crate::runtime::clock::iso_ms(now_ms)
-                )));
+                return Err(BadReset::TimeInFuture {
+                    given: v.to_owned(),
+                    now_ms,
+                }
+                .into());
             }
             Ok(Target::Before(ms))
         }
         (ResetTo::Id, Some(v)) => {
             let id = parse_stream_id(v)
                 .or_else(|| v.parse::<u64>().ok().map(|ms| (ms, 0)))
-                .ok_or_else(|| {
-                    CoordError::invalid(format!(
-                        "value: {v:?} is not a stream id (<ms>-<seq>, e.g. 1764756000000-0, or <ms>)"
-                    ))
+                .ok_or_else(|| BadReset::Id {
+                    given: v.to_owned(),
                 })?;
             if id.0 > now {
-                return Err(CoordError::invalid(format!(
-                    "value: {v:?} lies in the future (its time part is after Redis time {}); no record has \
-                     that id yet",
-                    crate::runtime::clock::iso_ms(now_ms)
-                )));
+                return Err(BadReset::IdInFuture {
+                    given: v.to_owned(),
+                    now_ms,
+                }
+                .into());
             }
             Ok(Target::At(id))
         }
@@ -121,21 +102,16 @@ pub fn target(req: &OffsetResetRequest, now_ms: i64) -> Result<Target, CoordErro
 /// `to: SHIFT`: `shift` required, not 0, within ±[`MAX_SHIFT`]; no `value`.
 fn shift(req: &OffsetResetRequest) -> Result<Target, CoordError> {
     if req.value.is_some() {
-        return Err(CoordError::invalid(
-            "value: SHIFT takes no value; send the number of records as shift (e.g. \"shift\": -100)",
-        ));
+        return Err(BadReset::ShiftValue.into());
     }
     match req.shift {
-        None => Err(CoordError::invalid(
-            "shift: required with SHIFT — a signed number of records: -100 reads the last 100 delivered \
-             records of each shard again, 50 skips the next 50",
-        )),
-        Some(0) => Err(CoordError::invalid(
-            "shift: 0 moves nothing; give a negative number to read records again or a positive one to skip",
-        )),
-        Some(n) if n.abs() > MAX_SHIFT => Err(CoordError::invalid(format!(
-            "shift: {n} is beyond ±{MAX_SHIFT} records; for a longer move reset to a DATETIME or an ID"
-        ))),
+        None => Err(BadReset::ShiftRequired.into()),
+        Some(0) => Err(BadReset::ShiftZero.into()),
+        Some(n) if n.abs() > MAX_SHIFT => Err(BadReset::ShiftTooFar {
+            shift: n,
+            max: MAX_SHIFT,
+        }
+        .into()),
         Some(n) => Ok(Target::Shift(n)),
     }
 }
@@ -146,22 +122,19 @@ pub fn shards(requested: Option<&[i64]>, shard_count: u32) -> Result<Vec<u32>, C
         return Ok((0..shard_count).collect());
     };
     if requested.is_empty() {
-        return Err(CoordError::invalid(
-            "shards: an empty list resets nothing; leave it out to reset every shard",
-        ));
+        return Err(BadReset::NoShards.into());
     }
     let mut seen = BTreeSet::new();
     for &s in requested {
         let Some(shard) = u32::try_from(s).ok().filter(|s| *s < shard_count) else {
-            return Err(CoordError::invalid(format!(
-                "shards: {s} is not a shard of this group (its shards are 0..{})",
-                shard_count.saturating_sub(1)
-            )));
+            return Err(BadReset::NotAShard {
+                shard: s,
+                shard_count,
+            }
+            .into());
         };
         if !seen.insert(shard) {
-            return Err(CoordError::invalid(format!(
-                "shards: {shard} is listed twice"
-            )));
+            return Err(BadReset::ShardTwice { shard }.into());
         }
     }
     Ok(seen.into_iter().collect())

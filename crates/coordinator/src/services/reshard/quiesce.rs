@@ -25,7 +25,7 @@ use rsc_protocol::wire::ScaleRequest;
 use rsc_protocol::wire::quiesce::{
     ProducerQuiescedRequest, ProducerQuiescedResponse, QuiesceNotice,
 };
-use rsc_store::{ProducerKeys, Sighting, SightingLimits};
+use rsc_store::{AuditStream, Sighting, SightingLimits};
 use serde::Serialize;
 
 /// The audit action of a quiesced scale's routing switch.
@@ -80,10 +80,6 @@ pub fn validate_producer_id(field: &str, id: &str) -> Result<(), CoordError> {
 }
 
 impl Resharding<'_> {
-    pub(super) fn producer_keys(&self, prefix: &str) -> ProducerKeys {
-        self.store().keyspace().producers(prefix)
-    }
-
     /// Notes a routing fetch by `producer` (best effort: a failure is logged, routing still answers).
     /// Called before the stream record is read, so a producer that got routing without the flag is seen
     /// by any switch decision made after the flag was set.
@@ -92,11 +88,10 @@ impl Resharding<'_> {
     /// producer id once the stream keeps `MAX_PRODUCERS_PER_STREAM`; the hashes expire
     /// `FORGET_AFTER_WINDOWS` refresh windows after their last write (issue #32, finding 8).
     pub async fn note_producer_seen(&self, prefix: &str, producer: &str, principal: Option<&str>) {
-        let keys = self.producer_keys(prefix);
         match self
             .store()
             .producer_seen(
-                &keys,
+                prefix,
                 producer,
                 principal,
                 self.clock().now_ms(),
@@ -131,7 +126,7 @@ impl Resharding<'_> {
     ) -> Result<(), CoordError> {
         let all = self
             .store()
-            .producers(&self.producer_keys(prefix))
+            .producers(prefix)
             .await
             .map_err(CoordError::from)?;
         let Some(entry) = all.get(producer) else {
@@ -205,7 +200,7 @@ impl Resharding<'_> {
             self.check_reporter(prefix, &producer, principal).await?;
             self.store()
                 .producer_quiesced(
-                    &self.producer_keys(prefix),
+                    prefix,
                     &producer,
                     principal.map(|p| p.username.as_str()),
                     &rid,
@@ -250,10 +245,9 @@ impl Resharding<'_> {
         &self,
         prefix: &str,
     ) -> Result<Vec<ProducerSighting>, CoordError> {
-        let keys = self.producer_keys(prefix);
         let all = self
             .store()
-            .producers(&keys)
+            .producers(prefix)
             .await
             .map_err(CoordError::from)?;
         let window = self.config().streams.producer_refresh_window.ms();
@@ -266,7 +260,7 @@ impl Resharding<'_> {
             .filter(|(_, e)| e.last_seen_ms < horizon)
             .map(|(id, _)| id.clone())
             .collect();
-        if let Err(e) = self.store().producers_forget(&keys, &old).await {
+        if let Err(e) = self.store().producers_forget(prefix, &old).await {
             tracing::debug!(stream = prefix, error = %store_error_text(&e), "old producer sightings not removed");
         }
         Ok(all
@@ -349,10 +343,13 @@ impl Resharding<'_> {
         };
         tracing::info!(target: "rsc::audit", action = SWITCH_AUDIT_ACTION, stream_prefix = prefix,
             forced_by_timeout = outcome.forced_by_timeout, not_quiesced = ?outcome.not_quiesced, record = %json, "audit");
-        let key = self.store().keyspace().audit();
         if let Err(e) = self
             .store()
-            .audit_append(&key, self.config().audit.redis_max_entries, &json)
+            .audit_append(
+                AuditStream::Mutations,
+                self.config().audit.redis_max_entries,
+                &json,
+            )
             .await
         {
             tracing::error!(target: "rsc::audit", error = %store_error_text(&e), "audit record of a quiesced switch could not be written to Redis; it exists only in this log");

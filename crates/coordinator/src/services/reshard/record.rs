@@ -13,14 +13,8 @@ use rsc_group::stream::StreamRecord;
 use rsc_store::{CasOutcome, CreateOutcome, IndexState};
 
 impl Resharding<'_> {
-    /// The key of the stream record of `prefix`.
-    pub fn stream_record_key(&self, prefix: &str) -> String {
-        self.store().keyspace().stream_record(prefix)
-    }
-
     pub async fn load_stream(&self, prefix: &str) -> Result<Option<CachedStream>, CoordError> {
-        let key = self.stream_record_key(prefix);
-        let Some(stored) = self.store().stream_record_load(&key).await.map_err(|e| {
+        let Some(stored) = self.store().stream_record_load(prefix).await.map_err(|e| {
             self.note_store_error(&e);
             CoordError::from(e)
         })?
@@ -29,7 +23,7 @@ impl Resharding<'_> {
         };
         let record = StreamRecord::from_json(&stored.aggregate).map_err(|e| {
             Corrupt::StreamRecordUnreadable {
-                key: key.clone(),
+                key: self.shown_stream_record_key(prefix),
                 cause: e.to_string(),
             }
         })?;
@@ -49,7 +43,7 @@ impl Resharding<'_> {
         let created = self
             .store()
             .stream_record_create(
-                &self.stream_record_key(prefix),
+                prefix,
                 &record.to_json(),
                 &crate::runtime::clock::iso_ms(record.created_at_ms),
             )
@@ -106,16 +100,9 @@ impl Resharding<'_> {
             return;
         }
         if let Ok(Some(s)) = self.load_stream(prefix).await {
-            let _ = self
-                .store()
-                .stream_record_delete(&self.stream_record_key(prefix), s.revision)
-                .await;
+            let _ = self.store().stream_record_delete(prefix, s.revision).await;
         }
-        if let Err(e) = self
-            .store()
-            .producers_clear(&self.producer_keys(prefix))
-            .await
-        {
+        if let Err(e) = self.store().producers_clear(prefix).await {
             tracing::warn!(stream = prefix, error = %store_error_text(&e), "producer sightings not deleted");
         }
     }
@@ -130,7 +117,7 @@ impl Resharding<'_> {
         next.store_revision =
             base.checked_add(1)
                 .ok_or_else(|| Corrupt::StreamRevisionExhausted {
-                    key: self.stream_record_key(prefix),
+                    key: self.shown_stream_record_key(prefix),
                 })?;
         next.updated_at_ms = self.clock().now_ms();
         // A write that publishes a new routing version raises the shards' ceilings to it first.
@@ -144,7 +131,7 @@ impl Resharding<'_> {
         match self
             .store()
             .stream_record_cas(
-                &self.stream_record_key(prefix),
+                prefix,
                 base,
                 &next.to_json(),
                 &crate::runtime::clock::iso_ms(next.updated_at_ms),

@@ -125,7 +125,10 @@ fn details(operation_id: &str) -> Option<&'static str> {
              and the answer says how much was scanned."
         }
         "getMergedStreamMessages" => {
-            "Each shard reads at most one page; the cursor holds every shard's position."
+            "Each shard reads at most one page; the cursor holds every shard's position. `field`/`search` \
+             scan every shard in time order within one shared bound (`scanLimit` records, `scanMaxBytes` \
+             bytes in total); the answer says how much was scanned and the cursor holds each shard's last \
+             record scanned."
         }
         "recreateGroupLifecycle" => {
             "Starts the group again as a new lifecycle above every version clients may have seen (after \

@@ -282,6 +282,27 @@ pub fn describe(operation_id: &str) -> Option<Operation> {
                     false,
                     "start every shard at this RFC 3339 time, read as <ms>-0 (inclusive; not with cursor)",
                 ),
+                (
+                    "field",
+                    false,
+                    "search: keep records whose field <name> equals <value>, given as <name>=<value>",
+                ),
+                (
+                    "search",
+                    false,
+                    "search: keep records whose payload contains this text",
+                ),
+                (
+                    "scanLimit",
+                    false,
+                    "search: records scanned at most over every shard together, 1 to 100000 (default 1000)",
+                ),
+                (
+                    "scanMaxBytes",
+                    false,
+                    "search: bytes scanned at most over every shard together, 1024 to 67108864 (default \
+                     4194304)",
+                ),
             ],
             ..read(
                 "Every shard's records merged by time, one page",

@@ -79,8 +79,8 @@ pub fn query_param(operation_id: &str, name: &str) -> Option<Bound> {
             "getStreamShardMessages" | "getMergedStreamMessages" | "listGrafanaMessageRows",
             "direction",
         ) => b::DIRECTION,
-        ("getStreamShardMessages", "scanLimit") => b::SCAN_LIMIT,
-        ("getStreamShardMessages", "scanMaxBytes") => b::SCAN_MAX_BYTES,
+        ("getStreamShardMessages" | "getMergedStreamMessages", "scanLimit") => b::SCAN_LIMIT,
+        ("getStreamShardMessages" | "getMergedStreamMessages", "scanMaxBytes") => b::SCAN_MAX_BYTES,
         ("listShardPendingEntries", "count") => {
             Bound::between(1, i64::from(crate::services::messages::pending::MAX_COUNT))
         }
