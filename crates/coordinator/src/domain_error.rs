@@ -18,6 +18,7 @@ mod conflict;
 mod exists;
 mod metadata;
 mod not_found;
+mod reset_incomplete;
 mod unavailable;
 
 #[cfg(test)]
@@ -34,6 +35,7 @@ pub use conflict::Conflict;
 pub use exists::StreamExists;
 pub use metadata::{Corrupt, Exhausted, ObservationNote, Suspected};
 pub use not_found::StreamNotFound;
+pub use reset_incomplete::ResetIncomplete;
 pub use unavailable::{Internal, Provisioning, Unavailable, store_error_text};
 
 use rsc_group::migration::MigrationError;
@@ -133,6 +135,8 @@ pub enum CoordError {
     RedisUnavailable(Unavailable),
     /// Shard streams or their consumer groups could not be provisioned.
     ProvisioningFailed(Provisioning),
+    /// An offset reset stopped after moving some of its shards (boxed: the rows of every shard).
+    ResetIncomplete(Box<ResetIncomplete>),
     /// This replica is shutting down.
     Terminating,
     /// A failure that is nobody's input (a bug).
@@ -218,6 +222,7 @@ impl CoordError {
             CoordError::Forbidden(_) => ErrorCode::Forbidden,
             CoordError::RedisUnavailable(_) => ErrorCode::RedisUnavailable,
             CoordError::ProvisioningFailed(_) => ErrorCode::RedisStreamProvisioningFailed,
+            CoordError::ResetIncomplete(_) => ErrorCode::OffsetResetIncomplete,
             CoordError::Terminating => ErrorCode::CoordinatorTerminating,
             CoordError::Internal(_) => ErrorCode::Internal,
         }
@@ -285,6 +290,7 @@ impl CoordError {
             CoordError::Forbidden(e) => e.to_string(),
             CoordError::RedisUnavailable(e) => e.to_string(),
             CoordError::ProvisioningFailed(e) => e.to_string(),
+            CoordError::ResetIncomplete(e) => e.to_string(),
             CoordError::Terminating => {
                 return Cow::Borrowed(
                     "this coordinator is shutting down; retry against another replica",

@@ -28,6 +28,8 @@ mod openapi_required;
 mod openapi_schemas;
 mod pending;
 mod readme_routes;
+mod reset_cluster;
+mod reset_interrupted;
 mod reshard;
 mod robustness;
 mod sdk_dependencies;

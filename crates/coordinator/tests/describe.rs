@@ -214,3 +214,101 @@ async fn an_unknown_stream_is_404_and_minutes_out_of_range_is_400_naming_it() {
         .await;
     assert_eq!(bad.status, 400, "{}", bad.body);
 }
+
+/// The history's lag of `group` in the newest point, and whether any point shows it consuming.
+async fn history_of(api: &Api, stream: &str, group: &str) -> (Option<i64>, bool) {
+    let h = api
+        .send("GET", &format!("/coord/v1/streams/{stream}/history"), None)
+        .await;
+    assert_eq!(h.status, 200, "{}", h.body);
+    let points = h.body["points"].as_array().unwrap();
+    let of = |p: &Value| {
+        p["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["consumerGroup"] == group)
+            .cloned()
+    };
+    let lag = points.last().and_then(of).and_then(|g| g["lag"].as_i64());
+    let consumed = points
+        .iter()
+        .filter_map(of)
+        .any(|g| f(&g["consumeRate"]) > 0.0);
+    (lag, consumed)
+}
+
+/// A group without members (nobody reads through rsc) read by a plain `XREADGROUP` consumer after the last
+/// append, so that no shard gets a new entry: the metrics refresh re-reads an idle group's positions every
+/// fourth refresh (`shard_cache.rs`), so the history's lag and consume rate follow the outside reader within
+/// a few refreshes, as `describe`'s live lag does; an offset reset through rsc then shows at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_group_s_history_follows_a_reader_outside_rsc_without_new_entries() {
+    let redis = RedisServer::start();
+    let mut config = test_config(&redis.url());
+    config.coordinator.metrics.refresh_interval =
+        rsc_coordinator::config::Dur(Duration::from_millis(100));
+    let (_running, api) = coordinator(config).await;
+    assert_eq!(api.create_stream("quiet", 2).await.status, 201);
+    let mut conn = redis_conn(&redis.url()).await;
+    let shard0 = rsc_store::Keyspace::shard_stream("quiet", 0);
+    let shard1 = rsc_store::Keyspace::shard_stream("quiet", 1);
+    for (key, n) in [(&shard0, 10), (&shard1, 4)] {
+        for i in 0..n {
+            let _: String = redis::cmd("XADD")
+                .arg(key)
+                .arg("*")
+                .arg("payload")
+                .arg(format!("r{i}"))
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+        }
+    }
+    wait_for(
+        "the history's lag is 14",
+        Duration::from_secs(30),
+        || async { (history_of(&api, "quiet", "quiet").await.0 == Some(14)).then_some(()) },
+    )
+    .await;
+
+    // A reader outside rsc (it never joined) reads 6 records and acknowledges them; nothing is appended.
+    let _: redis::Value = redis::cmd("XREADGROUP")
+        .arg("GROUP")
+        .arg("quiet")
+        .arg("outsider")
+        .arg("COUNT")
+        .arg(6)
+        .arg("STREAMS")
+        .arg(&shard0)
+        .arg(">")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    wait_for(
+        "the history's lag is 8 and shows the group consuming",
+        Duration::from_secs(30),
+        || async { (history_of(&api, "quiet", "quiet").await == (Some(8), true)).then_some(()) },
+    )
+    .await;
+    let d = api
+        .send("GET", "/coord/v1/streams/quiet/describe", None)
+        .await;
+    assert_eq!(d.body["groups"][0]["lag"], 8, "{}", d.body);
+
+    // An offset reset (the group is idle, so it is allowed): the history's lag follows.
+    let r = api
+        .send(
+            "POST",
+            "/coord/v1/streams/quiet/groups/quiet/offsets/reset",
+            Some(serde_json::json!({"to": "LATEST", "requestedBy": "t", "reason": "skip"})),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    wait_for(
+        "the history's lag is 0",
+        Duration::from_secs(30),
+        || async { (history_of(&api, "quiet", "quiet").await.0 == Some(0)).then_some(()) },
+    )
+    .await;
+}

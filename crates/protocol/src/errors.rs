@@ -86,6 +86,11 @@ pub enum ErrorCode {
     RequestTimeout,
     /// Not in the reference: the listener already serves `coordinator.http.max-connections` connections.
     TooManyConnections,
+    /// Not in the reference: an offset reset stopped after it had moved some of its shards (its hold on
+    /// them vanished, or Redis failed midway). Nothing is rolled back: the body's `incompleteReset` lists the
+    /// shards moved (from which id to which), the one in doubt and those not moved; verify them, then reset
+    /// the rest with `shards`.
+    OffsetResetIncomplete,
     /// 500: an unexpected failure inside the coordinator (a bug); the message says what failed.
     Internal,
 }
@@ -125,6 +130,7 @@ impl ErrorCode {
         ErrorCode::MethodNotAllowed,
         ErrorCode::RequestTimeout,
         ErrorCode::TooManyConnections,
+        ErrorCode::OffsetResetIncomplete,
         ErrorCode::Internal,
     ];
 
@@ -149,7 +155,7 @@ impl ErrorCode {
             | MetadataRollbackSuspected
             | EpochsExhausted
             | TooManyMembers => 409,
-            MigrationAlreadyEnded => 409,
+            MigrationAlreadyEnded | OffsetResetIncomplete => 409,
             PayloadTooLarge => 413,
             UnsupportedMediaType => 415,
             RollbackNotAllowed => 422,
@@ -191,7 +197,8 @@ pub fn http_status_name(code: u16) -> &'static str {
     }
 }
 
-/// The coordinator error body: `{status, errorCode, message}`.
+/// The coordinator error body: `{status, errorCode, message}` (and `incompleteReset` with
+/// `OFFSET_RESET_INCOMPLETE`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
@@ -202,6 +209,9 @@ pub struct ErrorBody {
     pub error_code: ErrorCode,
     /// What went wrong and what to do about it, in words; for people, not for parsing.
     pub message: String,
+    /// Only with `OFFSET_RESET_INCOMPLETE`: what the interrupted offset reset had done, shard by shard.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incomplete_reset: Option<crate::wire::offsets::IncompleteReset>,
 }
 
 impl ErrorBody {
@@ -211,6 +221,7 @@ impl ErrorBody {
             status: http_status_name(code.http_status()).to_owned(),
             error_code: code,
             message: message.into(),
+            incomplete_reset: None,
         }
     }
 }

@@ -248,6 +248,51 @@ impl Store {
         Ok(out)
     }
 
+    /// `XINFO GROUPS` of each of `keys`, in order (None for a stream that is not there): where every Redis
+    /// consumer group of each shard stands (last-delivered id, entries read, lag, pending), without the
+    /// stream's own figures. What re-reads an idle group's position, which a reader outside rsc moves
+    /// without appending anything. Standalone: one pipeline, one round trip; Redis Cluster: one command per
+    /// key (the keys lie in many slots). One command per key either way.
+    pub async fn shard_groups_of(
+        &self,
+        keys: &[String],
+    ) -> Result<Vec<Option<Vec<ConsumerGroupInfo>>>, StoreError> {
+        let conn = self.connection();
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        if conn.is_cluster() {
+            let mut out = Vec::with_capacity(keys.len());
+            for k in keys {
+                out.push(self.shard_groups(k).await?);
+            }
+            return Ok(out);
+        }
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
+        for k in keys {
+            pipe.cmd("XINFO").arg("GROUPS").arg(k);
+        }
+        let replies: Vec<redis::RedisResult<Value>> = pipe.query_async(&mut conn.clone()).await?;
+        if replies.len() != keys.len() {
+            return Err(StoreError::UnexpectedReply {
+                detail: format!(
+                    "XINFO GROUPS answered {} replies for {} keys",
+                    replies.len(),
+                    keys.len()
+                ),
+            });
+        }
+        replies
+            .into_iter()
+            .map(|r| match r {
+                Ok(v) => Ok(Some(consumer_groups(&v))),
+                Err(e) if is_missing_key(&e) => Ok(None),
+                Err(e) => Err(e.into()),
+            })
+            .collect()
+    }
+
     /// Whether each of `keys` has an entry after the matching id of `after` (a stream that is not there has
     /// none): what tells that an idle shard's figures may have moved since they were read. Standalone: one
     /// `XREAD COUNT 1` over every key, one command however many shards. Redis Cluster: one per key (the keys

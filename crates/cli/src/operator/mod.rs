@@ -272,6 +272,9 @@ fn rsc_hint(code: &str) -> Option<&'static str> {
         "METADATA_ROLLBACK_SUSPECTED" => {
             "rsc durability show STREAM GROUP, then rsc durability dismiss or recreate"
         }
+        "OFFSET_RESET_INCOMPLETE" => {
+            "rsc offsets reset STREAM GROUP … --dry-run shows where each shard stands now; reset the shards left with --shards"
+        }
         "GROUP_HAS_ACTIVE_MEMBERS" => {
             "rsc describe STREAM GROUP lists them and their leases; in rsc apply's file, force = true deletes anyway"
         }

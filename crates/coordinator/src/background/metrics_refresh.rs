@@ -9,7 +9,8 @@
 //! members, and the offsets of its shard streams, and swaps in a new snapshot. Shard offsets: a group with
 //! members has the shard streams that exist read in full (one pipelined EXISTS, then one pipeline of XINFO
 //! STREAM, XINFO GROUPS and MEMORY USAGE); an idle group costs one XREAD that says whether any of its shards
-//! got an entry since the last full read (`metrics_refresh/shard_cache.rs`). Every replica runs it
+//! got an entry since the last full read, and every fourth refresh one XINFO GROUPS per shard for where the
+//! group stands (a reader outside rsc moves it without appending; `metrics_refresh/shard_cache.rs`). Every replica runs it
 //! for its own groups, so each group's series come from one replica (labelled with it, `group_owner`) and
 //! Prometheus scrapes every replica; health and process metrics are each replica's own. Parsing every member's progress and
 //! building the snapshot take milliseconds for a group of thousands of members, so they run off the async
@@ -109,6 +110,7 @@ impl Monitoring<'_> {
     /// Rebuilds the gauge snapshot once; `shards` is what the last refreshes read of the owned groups' shards.
     pub(crate) async fn refresh_metrics(&self, shards: &mut ShardCache) {
         let durability_generation = self.cache().durability_generation();
+        shards.begin_refresh();
         let (redis, _) = self.probe_redis().await;
         let redis_up = redis != "DOWN";
         let mut now = self.clock().now_ms();
@@ -245,7 +247,10 @@ impl Monitoring<'_> {
         };
         let shard_ids: Vec<u32> = g.assignable_shards().into_iter().collect();
         let shards = if shard_ids.len() <= self.config().metrics.max_shard_series as usize {
-            match self.shard_rows(name, &shard_ids, has_members, cache).await {
+            match self
+                .shard_rows(name, &shard_ids, has_members, cached.revision, cache)
+                .await
+            {
                 Ok(rows) => Some(rows),
                 Err(e) => {
                     cache.forget(name);
@@ -266,14 +271,16 @@ impl Monitoring<'_> {
         }))
     }
 
-    /// The offsets rows of `name`'s shards: the remembered ones when the group is idle and none of its
-    /// shards got an entry since they were read, else a full read (only of the shard streams that exist: one
-    /// pipelined EXISTS first, so no XINFO fails on a missing key).
+    /// The offsets rows of `name`'s shards: the remembered ones when the group is idle, its revision has
+    /// not moved and none of its shards got an entry since they were read (with its positions re-read on
+    /// its turn: one `XINFO GROUPS` per shard stream), else a full read (only of the shard streams that
+    /// exist: one pipelined EXISTS first, so no XINFO fails on a missing key).
     async fn shard_rows(
         &self,
         name: &GroupName,
         shard_ids: &[u32],
         has_members: bool,
+        revision: u64,
         cache: &mut ShardCache,
     ) -> Result<Vec<crate::services::offsets::ShardOffsets>, CoordError> {
         let prefix = &name.stream_prefix;
@@ -282,15 +289,26 @@ impl Monitoring<'_> {
             .map(|s| Keyspace::shard_stream(prefix, *s))
             .collect();
         let now = std::time::Instant::now();
-        if let Plan::Check { after } = cache.plan(name, shard_ids, has_members, now) {
+        if let Plan::Check { after, positions } =
+            cache.plan(name, shard_ids, has_members, revision, now)
+        {
             let grown = self
                 .metrics()
                 .time_store("xread", self.store().streams_grown_since(&keys, &after))
                 .await?;
-            if !grown.contains(&true)
-                && let Some(rows) = cache.rows(name)
-            {
-                return Ok(rows.to_vec());
+            if !grown.contains(&true) {
+                if positions {
+                    // A reader outside rsc moves the group without appending anything.
+                    let present = cache.present_keys(name);
+                    let read = self
+                        .metrics()
+                        .time_store("xinfo", self.store().shard_groups_of(&present))
+                        .await?;
+                    cache.update_positions(name, &name.consumer_group, read);
+                }
+                if let Some(rows) = cache.rows(name) {
+                    return Ok(rows.to_vec());
+                }
             }
         }
         let observed =
@@ -308,7 +326,7 @@ impl Monitoring<'_> {
                 )
             })
             .collect();
-        cache.record(name, shard_ids.to_vec(), rows.clone(), now);
+        cache.record(name, shard_ids.to_vec(), revision, rows.clone(), now);
         Ok(rows)
     }
 }

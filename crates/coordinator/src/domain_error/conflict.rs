@@ -36,7 +36,8 @@ pub enum Conflict {
     },
     /// An offset reset lost every attempt to write its hold.
     ResetHoldKeptChanging,
-    /// An offset reset's hold ended (or was removed) before every shard was moved.
+    /// An offset reset's own hold ended (or was removed, or replaced by another reset's) before every shard
+    /// was moved.
     ResetHoldEnded {
         /// The stream prefix.
         stream: String,
@@ -84,8 +85,9 @@ impl std::fmt::Display for Conflict {
             ),
             Conflict::ResetHoldEnded { stream, group } => write!(
                 f,
-                "the reset's hold on the shards of {stream}/{group} ended before every shard was moved (the rows \
-                 moved so far are in the audit log's request); check the positions and reset again"
+                "the reset's hold on the shards of {stream}/{group} was gone before every shard was moved (it \
+                 ended, or the group was deleted or recreated, or Redis lost it), so a member may have been \
+                 granted them"
             ),
             Conflict::ResetExtendKeptChanging => f.write_str(
                 "the group kept changing while the reset extended its hold; check the positions and retry",

@@ -252,8 +252,8 @@ fn the_reset_pending_and_describe_failures_write_their_old_messages() {
             }
             .into(),
             ErrorCode::StateVersionConflict,
-            "the reset's hold on the shards of o/g ended before every shard was moved (the rows moved so far \
-             are in the audit log's request); check the positions and reset again",
+            "the reset's hold on the shards of o/g was gone before every shard was moved (it ended, or the \
+             group was deleted or recreated, or Redis lost it), so a member may have been granted them",
         ),
         (
             Conflict::ResetExtendKeptChanging.into(),

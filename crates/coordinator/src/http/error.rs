@@ -13,12 +13,15 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use rsc_protocol::errors::{ErrorBody, ErrorCode};
 use rsc_protocol::validate::ValidationError;
+use rsc_protocol::wire::offsets::IncompleteReset;
 use rsc_store::StoreError;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiError {
     pub code: ErrorCode,
     pub message: String,
+    /// With `OFFSET_RESET_INCOMPLETE`: the body's `incompleteReset` (what the interrupted reset had done).
+    pub incomplete_reset: Option<Box<IncompleteReset>>,
 }
 
 impl ApiError {
@@ -26,6 +29,7 @@ impl ApiError {
         ApiError {
             code,
             message: message.into(),
+            incomplete_reset: None,
         }
     }
 
@@ -90,7 +94,8 @@ impl From<StoreError> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
-        let body = ErrorBody::new(self.code, self.message);
+        let mut body = ErrorBody::new(self.code, self.message);
+        body.incomplete_reset = self.incomplete_reset.map(|d| *d);
         // No `WWW-Authenticate` here: the guard adds the Basic challenge only to requests that used Basic
         // (security/browser.rs), so browsers are never invited to cache credentials.
         let mut response = (status, axum::Json(body)).into_response();

@@ -61,6 +61,12 @@ pub struct AuditRecord {
     /// `initialShardCount`, `targetShardCount`, `force` and `existingRecords` when present in the body.
     #[schema(value_type = Object)]
     pub request_summary: Map<String, Value>,
+    /// What the operation did that its status does not say, when its handler reports it ([`AuditResult`]):
+    /// an applied offset reset's `shardsMoved` (each `{shard, from, to}`), and for one that stopped partway
+    /// also `shardInDoubt` and `shardsNotMoved`. Empty for everything else.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    #[schema(value_type = Object)]
+    pub result: Map<String, Value>,
     /// The username a failed sign-in named (never its password); None for everything else.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempted_username: Option<String>,
@@ -116,6 +122,11 @@ pub fn known_query(query: Option<&str>) -> Option<String> {
 /// route's (a group create that created its stream is `CREATE_STREAM`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AuditAction(pub &'static str);
+
+/// A response extension a handler sets to record what its operation did beyond its status (an offset
+/// reset's shards moved, also when it stopped partway): the audit record's `result`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditResult(pub Map<String, Value>);
 
 pub fn outcome(status: u16) -> &'static str {
     match status {
@@ -573,6 +584,7 @@ mod tests {
             requested_by: None,
             reason: None,
             request_summary: Map::new(),
+            result: Default::default(),
             attempted_username: None,
             repeats: None,
         }

@@ -451,6 +451,11 @@ impl Ctx<'_> {
             requested_by: meta.requested_by,
             reason: meta.reason,
             request_summary: meta.summary,
+            result: resp
+                .extensions()
+                .get::<audit::AuditResult>()
+                .map(|r| r.0.clone())
+                .unwrap_or_default(),
             attempted_username: None,
             repeats: None,
         };

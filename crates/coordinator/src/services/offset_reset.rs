@@ -16,7 +16,9 @@
 pub mod pause;
 pub mod target;
 
-use crate::domain_error::{ActiveMembers, BadReset, Conflict, CoordError, Corrupt, MigrationBusy};
+use crate::domain_error::{
+    ActiveMembers, BadReset, Conflict, CoordError, Corrupt, MigrationBusy, ResetIncomplete,
+};
 use crate::runtime::cache::GroupName;
 use crate::runtime::coordinator::{Admin, Commit, MAX_CAS_ATTEMPTS};
 use rsc_group::heartbeat::Transition;
@@ -25,7 +27,7 @@ use rsc_group::reset_hold::{self, PlaceError};
 use rsc_protocol::stream_id::{StreamId, parse_stream_id};
 use rsc_protocol::validate;
 use rsc_protocol::wire::offsets::{
-    OffsetResetRequest, OffsetResetResponse, ResetDirection, ResetTo, ShardReset,
+    IncompleteReset, OffsetResetRequest, OffsetResetResponse, ResetDirection, ResetTo, ShardReset,
 };
 use rsc_store::Walk;
 use std::collections::BTreeSet;
@@ -83,9 +85,9 @@ impl Admin<'_> {
         } else {
             // Under a hold: nobody is granted these shards until the positions moved (the join window).
             let mut until = self.place_reset_hold(name, &shards, force).await?;
-            pause::reached(name).await;
+            pause::reached(name, pause::Stop::Held).await;
             let moved = self.plan_and_apply(name, &shards, target, &mut until).await;
-            let lifted = self.lift_reset_hold(name).await;
+            let lifted = self.lift_reset_hold(name, until).await;
             let planned = moved?;
             match lifted {
                 Ok(lifted) => notes.extend(lifted.iter().filter(|m| !before_live.contains(*m)).map(|m| {
@@ -131,7 +133,10 @@ impl Admin<'_> {
         })
     }
 
-    /// Plans every shard under the hold and moves each, extending the hold whenever less than half is left.
+    /// Plans every shard under the hold and moves each, checking before each that the hold is still this
+    /// reset's (and extending it whenever less than half is left). A failure once a shard has started to
+    /// move is [`CoordError::ResetIncomplete`]: which shards moved (from → to), which one is in doubt, which
+    /// were not touched — never a bare error over a partial write.
     async fn plan_and_apply(
         &self,
         name: &GroupName,
@@ -143,11 +148,26 @@ impl Admin<'_> {
         for &shard in shards {
             planned.push(self.plan_shard(name, shard, target).await?);
         }
-        for p in &mut planned {
-            self.keep_reset_hold(name, until).await?;
-            self.apply_shard(name, p).await?;
+        let mut moved: Vec<Planned> = Vec::with_capacity(planned.len());
+        let mut left = planned.into_iter();
+        while let Some(mut p) = left.next() {
+            if let Err(e) = self.keep_reset_hold(name, until).await {
+                let not_moved = std::iter::once(p).chain(left).collect();
+                return Err(incomplete(name, moved, None, not_moved, e));
+            }
+            if let Err(e) = self.apply_shard(name, &mut p).await {
+                return Err(incomplete(name, moved, Some(p), left.collect(), e));
+            }
+            tracing::warn!(
+                stream = ?name.stream_prefix, group = ?name.consumer_group, shard = p.row.shard_index,
+                from = %p.row.current_id, to = %p.row.new_id,
+                pending_acknowledged = p.row.pending_acknowledged,
+                "offset reset moved a shard's position"
+            );
+            moved.push(p);
+            pause::reached(name, pause::Stop::Moved(moved.len())).await;
         }
-        Ok(planned)
+        Ok(moved)
     }
 
     /// Writes the reset's hold on `shards` (compare-and-set on the group's revision, re-checking on the
@@ -209,17 +229,18 @@ impl Admin<'_> {
         Err(Conflict::ResetHoldKeptChanging.into())
     }
 
-    /// Before a shard is moved: extends the reset's hold (to Redis time + [`HOLD_MS`]) once less than half
-    /// of it is left. Fails (409, nothing more moved) when the hold is gone.
+    /// Before a shard is moved: checks, on the group read from Redis, that this reset's hold is still there
+    /// and lasting (the hold it wrote, ending at `until`: a hold another reset placed after this one's
+    /// vanished is not this one's), and extends it (to Redis time + [`HOLD_MS`]) once less than half of it
+    /// is left. Fails (409, nothing more moved) when the hold is gone — it ended (the reset stalled past
+    /// it), the group was deleted or recreated, or Redis lost the write — for then a member may already have
+    /// been granted the shards.
     async fn keep_reset_hold(&self, name: &GroupName, until: &mut i64) -> Result<(), CoordError> {
-        let now = self.server_now().await?;
-        if now + HOLD_MS / 2 < *until {
-            return Ok(());
-        }
         for _ in 0..MAX_CAS_ATTEMPTS {
             let base = self.require_group(name).await?;
             let now = self.server_now().await?;
-            let Some(hold) = reset_hold::reset_hold(&base.group).filter(|h| h.until_ms > now)
+            let Some(hold) = reset_hold::reset_hold(&base.group)
+                .filter(|h| h.until_ms > now && h.until_ms == *until)
             else {
                 return Err(Conflict::ResetHoldEnded {
                     stream: name.stream_prefix.clone(),
@@ -227,8 +248,10 @@ impl Admin<'_> {
                 }
                 .into());
             };
+            if now + HOLD_MS / 2 < hold.until_ms {
+                return Ok(());
+            }
             let Some(next) = reset_hold::extend(&base.group, now + HOLD_MS, now) else {
-                *until = hold.until_ms;
                 return Ok(());
             };
             let mut t = Transition::new(next);
@@ -244,9 +267,14 @@ impl Admin<'_> {
         Err(Conflict::ResetExtendKeptChanging.into())
     }
 
-    /// Removes the reset's hold and settles the group (the members that joined meanwhile are granted the
-    /// shards now). Returns the group's live members after it.
-    async fn lift_reset_hold(&self, name: &GroupName) -> Result<BTreeSet<String>, CoordError> {
+    /// Removes the reset's hold — the one it wrote, ending at `until`; a hold another reset placed since is
+    /// left alone — and settles the group (the members that joined meanwhile are granted the shards now).
+    /// Returns the group's live members after it.
+    async fn lift_reset_hold(
+        &self,
+        name: &GroupName,
+        until: i64,
+    ) -> Result<BTreeSet<String>, CoordError> {
         let live = |g: &Group| {
             g.members
                 .values()
@@ -257,7 +285,11 @@ impl Admin<'_> {
         for _ in 0..MAX_CAS_ATTEMPTS {
             let base = self.require_group(name).await?;
             let now = self.clock().now_ms();
-            let Some(next) = reset_hold::lift(&base.group, now, self.timing()) else {
+            let ours = reset_hold::reset_hold(&base.group).is_some_and(|h| h.until_ms == until);
+            let next = ours
+                .then(|| reset_hold::lift(&base.group, now, self.timing()))
+                .flatten();
+            let Some(next) = next else {
                 return Ok(live(&base.group));
             };
             match self.commit(name, &base, Transition::new(next)).await? {
@@ -535,6 +567,30 @@ impl Admin<'_> {
         row.pending_after = after.unwrap_or(row.pending_before - row.pending_acknowledged);
         Ok(())
     }
+}
+
+/// What a reset that stopped on `cause` had done: [`CoordError::ResetIncomplete`] once any shard has started
+/// to move, else `cause` itself (nothing was written).
+fn incomplete(
+    name: &GroupName,
+    moved: Vec<Planned>,
+    in_doubt: Option<Planned>,
+    not_moved: Vec<Planned>,
+    cause: CoordError,
+) -> CoordError {
+    if moved.is_empty() && in_doubt.is_none() {
+        return cause;
+    }
+    CoordError::ResetIncomplete(Box::new(ResetIncomplete {
+        stream: name.stream_prefix.clone(),
+        group: name.consumer_group.clone(),
+        done: IncompleteReset {
+            moved: moved.into_iter().map(|p| p.row).collect(),
+            in_doubt: in_doubt.map(|p| p.row),
+            not_moved: not_moved.iter().map(|p| p.row.shard_index).collect(),
+            cause: cause.to_string(),
+        },
+    }))
 }
 
 fn target_name(req: &OffsetResetRequest) -> &'static str {

@@ -157,3 +157,25 @@ pub struct OffsetResetResponse {
     #[serde(default)]
     pub notes: Vec<String>,
 }
+
+/// What an offset reset that stopped partway had done (the `incompleteReset` of a 409
+/// `OFFSET_RESET_INCOMPLETE` answer). Nothing is rolled back: each shard is in exactly one of the three lists,
+/// so an operator can verify the moved ones and reset the others (`shards`) — for `SHIFT` only those not
+/// moved, or the moved ones would shift twice.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct IncompleteReset {
+    /// The shards whose position was moved, each row as applied (`currentId` → `newId`, pending entries
+    /// acknowledged), in the order they were moved.
+    pub moved: Vec<ShardReset>,
+    /// The shard being moved when the reset stopped on a Redis failure: its `XGROUP SETID` or `XACK` may or
+    /// may not have taken effect (read its position back: `GET …/offsets`). None when the reset stopped
+    /// between two shards.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_doubt: Option<ShardReset>,
+    /// The shards the reset did not touch: their position is what it was before the request.
+    pub not_moved: Vec<u32>,
+    /// Why it stopped, in words (the hold vanished, Redis failed, …).
+    pub cause: String,
+}

@@ -8,7 +8,11 @@ use rsc_group::model::EpochOverflow;
 
 impl From<CoordError> for ApiError {
     fn from(e: CoordError) -> Self {
-        ApiError::new(e.code(), e.message())
+        let mut api = ApiError::new(e.code(), e.message());
+        if let CoordError::ResetIncomplete(r) = e {
+            api.incomplete_reset = Some(Box::new(r.done));
+        }
+        api
     }
 }
 

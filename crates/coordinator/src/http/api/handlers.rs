@@ -4,7 +4,7 @@ use super::extract::{AdminJson, Group, Json, MemberPath, MigrationPath, StreamPr
 use crate::domain_error::CoordError;
 use crate::http::error::ApiError;
 use crate::runtime::coordinator::Coordinator;
-use crate::security::audit::AuditAction;
+use crate::security::audit::{AuditAction, AuditResult};
 use crate::security::principal::Principal;
 use axum::Extension;
 use axum::extract::State;
@@ -308,14 +308,61 @@ pub async fn force_complete_migration(
     Ok(ok(StatusCode::ACCEPTED, m))
 }
 
-/// `POST …/groups/{g}/offsets/reset`: WRITE, audited (`RESET_OFFSETS`); a dry run changes nothing.
+/// `POST …/groups/{g}/offsets/reset`: WRITE, audited (`RESET_OFFSETS`); a dry run changes nothing. The
+/// audit record's `result` says which shards moved from where to where — also when the reset stopped
+/// partway (409 `OFFSET_RESET_INCOMPLETE`, whose body says the same).
 pub async fn reset_offsets(
     State(c): Coord,
     Group(name): Group,
     AdminJson(req): AdminJson<OffsetResetRequest>,
 ) -> Result<Response, ApiError> {
-    Ok(ok(
-        StatusCode::OK,
-        c.admin().reset_offsets(&name, &req).await?,
-    ))
+    let (mut resp, result) = match c.admin().reset_offsets(&name, &req).await {
+        Ok(done) => {
+            let result = done.applied.then(|| reset_audit::applied(&done.shards));
+            (ok(StatusCode::OK, done), result)
+        }
+        Err(CoordError::ResetIncomplete(r)) => {
+            let result = reset_audit::incomplete(&r.done);
+            let e = ApiError::from(CoordError::ResetIncomplete(r));
+            (e.into_response(), Some(result))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if let Some(result) = result {
+        resp.extensions_mut().insert(AuditResult(result));
+    }
+    Ok(resp)
+}
+
+/// What an offset reset's audit record keeps of what it did (`AuditRecord::result`).
+mod reset_audit {
+    use rsc_protocol::wire::offsets::{IncompleteReset, ShardReset};
+    use serde_json::{Map, Value, json};
+
+    fn moved(rows: &[ShardReset]) -> Value {
+        rows.iter()
+            .map(|r| json!({"shard": r.shard_index, "from": r.current_id, "to": r.new_id}))
+            .collect()
+    }
+
+    /// An applied reset: `shardsMoved`, every shard it set (`from` = `to` for one that stayed).
+    pub fn applied(rows: &[ShardReset]) -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert("shardsMoved".into(), moved(rows));
+        m
+    }
+
+    /// A reset that stopped partway: `shardsMoved`, `shardInDoubt`, `shardsNotMoved` and the cause.
+    pub fn incomplete(d: &IncompleteReset) -> Map<String, Value> {
+        let mut m = applied(&d.moved);
+        if let Some(r) = &d.in_doubt {
+            m.insert(
+                "shardInDoubt".into(),
+                json!({"shard": r.shard_index, "from": r.current_id, "to": r.new_id}),
+            );
+        }
+        m.insert("shardsNotMoved".into(), json!(d.not_moved));
+        m.insert("stoppedBecause".into(), json!(d.cause));
+        m
+    }
 }

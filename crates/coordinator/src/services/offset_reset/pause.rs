@@ -1,15 +1,26 @@
-//! A test's handle on the join window of an offset reset: [`pause_after_hold`] makes the next applied reset
-//! of one group stop right after its hold is written, before any position moves, until the handle is
-//! released (or dropped). Tests use it to heartbeat a member into that window deterministically
-//! (`coordinator/tests/offset_reset.rs`); nothing else registers a pause, and a reset of a group with none
-//! registered passes straight through (one lock of an empty map).
+//! A test's handle on the steps of an offset reset: [`pause_after_hold`] makes the next applied reset of one
+//! group stop right after its hold is written, before any position moves; [`pause_after_shards`] makes it
+//! stop once that many shards have moved, before the next — each until the handle is released (or dropped).
+//! Tests use them to heartbeat a member into the join window, or to take the hold away midway,
+//! deterministically (`coordinator/tests/offset_reset.rs`, `reset_interrupted.rs`); nothing else registers
+//! a pause, and a reset of a group with none registered passes straight through (one lock of an empty map
+//! per step).
 
 use crate::runtime::cache::GroupName;
 use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex};
 use tokio::sync::oneshot;
 
-type Waiting = (oneshot::Sender<()>, oneshot::Receiver<()>);
+/// Where a reset may be stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// Its hold is written; no position has moved.
+    Held,
+    /// This many shards have moved; the next has not.
+    Moved(usize),
+}
+
+type Waiting = (Stop, oneshot::Sender<()>, oneshot::Receiver<()>);
 
 /// Registered pauses by (stream, group).
 static PAUSES: LazyLock<Mutex<HashMap<(String, String), Waiting>>> =
@@ -23,8 +34,8 @@ pub struct ResetPause {
 }
 
 impl ResetPause {
-    /// Waits until a reset of the group has written its hold and stopped (false: it never will — the
-    /// registration was dropped).
+    /// Waits until a reset of the group has reached the registered step and stopped (false: it never will —
+    /// the registration was dropped).
     pub async fn reached(&mut self) -> bool {
         (&mut self.reached).await.is_ok()
     }
@@ -35,9 +46,7 @@ impl ResetPause {
     }
 }
 
-/// Makes the next applied reset of `stream_prefix`/`consumer_group` (of any coordinator in this process)
-/// stop once its hold is written, until the returned handle is released.
-pub fn pause_after_hold(stream_prefix: &str, consumer_group: &str) -> ResetPause {
+fn register(stream_prefix: &str, consumer_group: &str, at: Stop) -> ResetPause {
     let (reached_tx, reached) = oneshot::channel();
     let (release, release_rx) = oneshot::channel();
     PAUSES
@@ -45,18 +54,36 @@ pub fn pause_after_hold(stream_prefix: &str, consumer_group: &str) -> ResetPause
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .insert(
             (stream_prefix.to_owned(), consumer_group.to_owned()),
-            (reached_tx, release_rx),
+            (at, reached_tx, release_rx),
         );
     ResetPause { reached, release }
 }
 
-/// Called by the reset once its hold is written: stops here while a pause is registered for the group.
-pub(crate) async fn reached(name: &GroupName) {
-    let waiting = PAUSES
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .remove(&(name.stream_prefix.clone(), name.consumer_group.clone()));
-    if let Some((reached, release)) = waiting {
+/// Makes the next applied reset of `stream_prefix`/`consumer_group` (of any coordinator in this process)
+/// stop once its hold is written, until the returned handle is released.
+pub fn pause_after_hold(stream_prefix: &str, consumer_group: &str) -> ResetPause {
+    register(stream_prefix, consumer_group, Stop::Held)
+}
+
+/// Makes the next applied reset of `stream_prefix`/`consumer_group` stop once `moved` of its shards have
+/// moved (before it checks its hold for the next), until the returned handle is released.
+pub fn pause_after_shards(stream_prefix: &str, consumer_group: &str, moved: usize) -> ResetPause {
+    register(stream_prefix, consumer_group, Stop::Moved(moved))
+}
+
+/// Called by the reset at each step: stops here while a pause is registered for the group at this step.
+pub(crate) async fn reached(name: &GroupName, at: Stop) {
+    let waiting = {
+        let mut pauses = PAUSES
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let key = (name.stream_prefix.clone(), name.consumer_group.clone());
+        match pauses.get(&key) {
+            Some((stop, ..)) if *stop == at => pauses.remove(&key),
+            _ => None,
+        }
+    };
+    if let Some((_, reached, release)) = waiting {
         let _ = reached.send(());
         let _ = release.await;
     }

@@ -331,6 +331,7 @@ impl Resharding<'_> {
             requested_by: Some(migration.requested_by.clone()),
             reason: Some(reason),
             request_summary: summary,
+            result: Default::default(),
             attempted_username: None,
             repeats: None,
         };

@@ -35,7 +35,7 @@ pub fn description(spec: &RouteSpec, op: &Operation, statuses: &[u16]) -> String
             {
                 return format!("{status} (its `{schema}` body)");
             }
-            let codes: Vec<String> = codes(spec.access, status)
+            let codes: Vec<String> = codes(spec.operation_id, spec.access, status)
                 .iter()
                 .map(|c| format!("`{}`", c.as_str()))
                 .collect();
@@ -62,13 +62,14 @@ fn who(access: Access) -> &'static str {
     }
 }
 
-/// The error codes an operation of `access` may answer with `status`: the catalogue's codes of that status,
-/// without those only a member's heartbeat can meet.
-fn codes(access: Access, status: u16) -> Vec<ErrorCode> {
+/// The error codes operation `operation_id` of `access` may answer with `status`: the catalogue's codes of
+/// that status, without those only a member's heartbeat can meet, or only the offset reset.
+fn codes(operation_id: &str, access: Access, status: u16) -> Vec<ErrorCode> {
     ErrorCode::ALL
         .iter()
         .copied()
         .filter(|c| c.http_status() == status)
+        .filter(|c| *c != ErrorCode::OffsetResetIncomplete || operation_id == "resetGroupOffsets")
         .filter(|c| {
             access == Access::Member
                 || !matches!(
@@ -99,7 +100,9 @@ fn details(operation_id: &str) -> Option<&'static str> {
         "resetGroupOffsets" => {
             "Moves the group's last-delivered id on each shard stream (or the `shards` listed); refused while \
              the group has live members. Pending entries up to a forward position are acknowledged, kept on a \
-             backward one. `dryRun` answers the plan without changing anything."
+             backward one. `dryRun` answers the plan without changing anything. A reset that stops after \
+             moving some shards answers 409 `OFFSET_RESET_INCOMPLETE` with `incompleteReset` (the shards \
+             moved, from which id to which, the one in doubt, those not moved); nothing is rolled back."
         }
         "scaleStreamShards" | "startGroupResharding" => {
             "Starts a resharding migration of the stream to `targetShardCount` shards (0 drains and removes \

@@ -265,7 +265,11 @@ fn error_schema() -> Value {
         "properties": {
             "status": {"type": "string", "description": "the HTTP status name, e.g. BAD_REQUEST"},
             "errorCode": {"type": "string", "enum": codes},
-            "message": {"type": "string"}
+            "message": {"type": "string"},
+            "incompleteReset": {
+                "$ref": "#/components/schemas/IncompleteReset",
+                "description": "only with OFFSET_RESET_INCOMPLETE: the shards the interrupted offset reset moved, the one in doubt and those it did not touch"
+            }
         }
     })
 }

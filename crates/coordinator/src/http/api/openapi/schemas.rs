@@ -144,6 +144,7 @@ fn all() -> Components {
     out.add_de::<crate::services::durability::DismissSuspicionRequest>();
     out.add_de::<rsc_protocol::wire::offsets::OffsetResetRequest>();
     out.add_de::<rsc_protocol::wire::offsets::OffsetResetResponse>();
+    out.add_de::<rsc_protocol::wire::offsets::IncompleteReset>();
     out.add_de::<crate::services::durability::RecreateGroupRequest>();
     out.add_de::<crate::http::api::auth::LoginBody>();
     out.add_de::<crate::http::api::auth::RevokeBody>();
