@@ -295,9 +295,70 @@ fn heartbeat_measures_the_coordinator_on_its_port_and_never_reports_an_unmeasure
     // group converges again.
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stdout.contains("rolling restart of 2 members (1%): left and rejoined in")
+        stdout.contains("rolling restart of 2 members (1%, graceful): left in")
             && stdout.contains("after the last rejoin"),
         "{stdout}"
+    );
+}
+
+/// `--restart-mode`: what each restart leaves behind when the leave round is over, read from the assignments
+/// view. A crash leaves the leavers' shards DRAINING (held until their lease runs out), the SDK's graceful
+/// shutdown releases them, and static members' shutdown reserves them for their instance ids, which the new
+/// processes take back in the rejoin round itself (no further round). 8 members over 16 shards, 2 workers:
+/// the first member of each worker's share restarts, 2 shards each.
+#[test]
+fn heartbeat_restart_modes_leave_held_released_or_reserved_shards() {
+    let redis = RedisServer::start();
+    // A member lease long enough that a crashed leaver's shards are still its own when the view is read.
+    let rsc = RscBuilder::new(env!("CARGO_BIN_EXE_rsc"), &redis.url())
+        .fast_timings(Duration::from_secs(10), Duration::from_secs(20))
+        .admin_password(ADMIN_PASSWORD)
+        .start();
+    let run = |mode: &str| {
+        let out = run_bench(&[
+            "heartbeat",
+            "--coordinator",
+            &rsc.url(),
+            "--members",
+            "8",
+            "--groups",
+            "1",
+            "--shards",
+            "16",
+            "--duration",
+            "1",
+            "--concurrency",
+            "2",
+            "--restart-percent",
+            "1",
+            "--restart-mode",
+            mode,
+        ]);
+        summary(&out, "heartbeats_per_sec");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with("rolling restart of 2 members"))
+            .unwrap_or_else(|| panic!("no restart line in:\n{stdout}"))
+            .to_owned();
+        assert!(line.contains(&format!("(1%, {mode})")), "{line}");
+        line
+    };
+    let crash = run("crash");
+    assert!(
+        crash.contains("then 4 shards still held by the leavers, 0 reserved"),
+        "{crash}"
+    );
+    let graceful = run("graceful");
+    assert!(
+        graceful.contains("then 0 shards still held by the leavers, 0 reserved"),
+        "{graceful}"
+    );
+    let static_ = run("static");
+    assert!(
+        static_.contains("then 0 shards still held by the leavers, 4 reserved")
+            && static_.contains("(1 heartbeat rounds,"),
+        "{static_}"
     );
 }
 

@@ -441,6 +441,64 @@ mod tests {
         assert!(a.member_epoch > a_epoch, "the revocation raised a's epoch");
     }
 
+    /// The round a shard's hand-over costs: the batch that carries the old owner's REVOKED report grants the
+    /// shard to its new owner, and a new owner decided *earlier* in that same batch is told it in its answer
+    /// (the answers are stated on the aggregate committed), not a heartbeat later.
+    #[test]
+    fn a_shard_released_in_a_batch_is_granted_there_and_told_to_its_new_owner_decided_before_the_release()
+     {
+        use rsc_protocol::wire::{RevokeState, RevokingShardReport, ShardId};
+        let Outcome::Write(t) =
+            decide(Some(&a_joined()), "b", &join_req("b"), NOW, &timing()).outcome
+        else {
+            panic!("a join is a transition");
+        };
+        let base = t.group.expect("aggregate");
+        let (a, b) = (&base.members["a"], &base.members["b"]);
+        let moving: Vec<u32> = a.revoking.keys().copied().collect();
+        assert_eq!(moving.len(), 2, "b's half is still a's: {a:#?}");
+        assert!(b.assigned.is_empty(), "b waits for a's release");
+        // b confirms its join (a write: combined), then a reports the two shards REVOKED.
+        let mut confirm = join_req("b");
+        confirm.request_id = "b-2".into();
+        confirm.member_epoch = b.member_epoch;
+        let mut release = join_req("a");
+        release.request_id = "a-2".into();
+        release.member_epoch = a.member_epoch;
+        release.owned_shards = a.assigned.iter().map(|&s| ShardId::new(s)).collect();
+        release.revoking_shards = moving
+            .iter()
+            .map(|&s| RevokingShardReport {
+                shard: ShardId::new(s),
+                state: RevokeState::Revoked,
+                in_flight: 0,
+                acked_at: None,
+            })
+            .collect();
+        let mut batch = Batch::on(&base, NOW + 1, &timing());
+        batch
+            .decide("b", &confirm)
+            .expect("a join confirmation is a transition");
+        batch
+            .decide("a", &release)
+            .expect("a release is a transition");
+        let done = batch.finish().expect("two combined");
+        let g = done.transition.group.as_ref().expect("aggregate");
+        assert!(g.members["a"].revoking.is_empty());
+        let granted: Vec<u32> = g.members["b"].assigned.iter().copied().collect();
+        assert_eq!(granted, moving, "granted in the release's batch");
+        let (told_b, _) = told(&done.decisions[0]);
+        assert_eq!(told_b, moving, "and told to b, decided before the release");
+        assert!(
+            done.decisions[0]
+                .response
+                .assignment
+                .pending_shards
+                .is_empty()
+        );
+        assert!(crate::invariants::check(g).is_empty());
+    }
+
     #[test]
     fn while_a_correction_round_is_open_the_batch_rebalances_at_once() {
         let mut open = a_joined();

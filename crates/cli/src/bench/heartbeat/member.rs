@@ -1,5 +1,6 @@
-//! The simulated members of `rsc bench heartbeat`: the SDK's member protocol model with instant drains,
-//! one heartbeat, a round over many members, convergence and the steady phase. Each member talks to one
+//! The simulated members of `rsc bench heartbeat`: the SDK's member protocol model with drains that finish at
+//! once (or after one heartbeat, `--drain heartbeat`), one heartbeat and the ones the SDK sends right after it,
+//! a round over many members, convergence and the steady phase. Each member talks to one
 //! coordinator replica (as behind a load balancer that keeps a connection), so several replicas share the
 //! load of every group.
 
@@ -36,32 +37,103 @@ impl Api {
     }
 }
 
+/// How a simulated member finishes the local work of a shard it gives up (`--drain`).
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DrainModel {
+    /// As the SDK does with a shard that has nothing in flight: drained as soon as the answer takes it away,
+    /// and reported `REVOKED` in a heartbeat sent at once (the SDK heartbeats as soon as a shard has drained,
+    /// `rsc_client` consumer/member.rs), not a round later.
+    #[default]
+    Instant,
+    /// Reported `DRAINING` in the member's next heartbeat and `REVOKED` in the one after: a member whose
+    /// work in flight takes one heartbeat interval to finish (the bench's only model before 2026-12-05).
+    Heartbeat,
+}
+
+/// Most heartbeats a member sends at once after its heartbeat of a round (each reporting shards that just
+/// drained): the SDK sends them without a bound; this one only keeps a coordinator that keeps revoking from
+/// holding a round forever.
+const MAX_AT_ONCE: u32 = 8;
+
 /// One simulated member: the SDK's model of the member protocol ([`Membership`]) with work that finishes
-/// at once — a shard given up is reported DRAINING in one heartbeat and REVOKED from the next until the
-/// coordinator confirms it — and the last answer, by which convergence is judged.
+/// as [`DrainModel`] says, and the last answer, by which convergence is judged.
 pub(super) struct Member {
     pub(super) group: usize,
     /// The replica this member sends its heartbeats to.
     pub(super) replica: usize,
     pub(super) membership: Membership,
     pub(super) last: Option<(HeartbeatStatus, AssignmentView)>,
+    drain: DrainModel,
+    /// Shards drained by the last answer applied, not yet reported (the SDK then heartbeats at once).
+    drained_now: bool,
+    /// This process dies once its next request is answered (`--restart-mode crash`).
+    dies: bool,
+    /// This process is gone: it applies and sends nothing more.
+    gone: bool,
 }
 
 /// The bench reads nothing, so its members hold no client lease.
 const NO_LEASE: Duration = Duration::ZERO;
 
 impl Member {
-    pub(super) fn new(id: &str, group: usize, replica: usize) -> Self {
+    /// A member that joins with its first heartbeat; with `instance`, a static member (`groupInstanceId`).
+    pub(super) fn new(
+        id: &str,
+        group: usize,
+        replica: usize,
+        drain: DrainModel,
+        instance: Option<&str>,
+    ) -> Self {
+        let membership = Membership::new(id, NO_LEASE);
         Member {
             group,
             replica,
-            membership: Membership::new(id, NO_LEASE),
+            membership: match instance {
+                Some(i) => membership.with_group_instance_id(i),
+                None => membership,
+            },
             last: None,
+            drain,
+            drained_now: false,
+            dies: false,
+            gone: false,
         }
     }
 
     pub(super) fn id(&self) -> &str {
         self.membership.member_id()
+    }
+
+    /// The process that replaces this one after a restart: the same member id (and instance id, if static),
+    /// joining afresh.
+    pub(super) fn next_incarnation(&self) -> Member {
+        Member::new(
+            self.id(),
+            self.group,
+            self.replica,
+            self.drain,
+            self.membership.group_instance_id(),
+        )
+    }
+
+    /// Begins this process's shutdown as `mode` has it. `Crash`: one leave heartbeat with every shard
+    /// `DRAINING`, and the process is gone before anything is released. `Graceful` and `Static`: the SDK's
+    /// shutdown (`begin_temporary_leave`: epoch -1, or -2 for a static member, whose target the coordinator
+    /// then reserves), heartbeated until the release is confirmed ([`Member::shut_down`]); with the instant
+    /// drain the first leave heartbeat already reports every shard `REVOKED`.
+    pub(super) fn begin_shutdown(&mut self, mode: RestartMode) {
+        match mode {
+            RestartMode::Crash => {
+                self.membership.begin_leave();
+                self.dies = true;
+            }
+            RestartMode::Graceful | RestartMode::Static => {
+                self.membership.begin_temporary_leave();
+                if self.drain == DrainModel::Instant {
+                    self.membership.drained_all();
+                }
+            }
+        }
     }
 
     pub(super) fn request(&mut self) -> HeartbeatRequest {
@@ -80,10 +152,36 @@ impl Member {
 
     /// Applies the answer to the last request, sent at `sent_at`.
     pub(super) fn apply(&mut self, sent_at: Instant, resp: HeartbeatResponse) {
-        // The shards that request reported DRAINING have finished: REVOKED from the next one on.
-        self.membership.drained_all();
-        self.membership.on_response(sent_at, &resp);
+        self.drained_now = false;
+        if self.dies {
+            self.gone = true;
+            self.last = Some((resp.status, resp.assignment));
+            return;
+        }
+        match self.drain {
+            DrainModel::Instant => {
+                self.membership.on_response(sent_at, &resp);
+                self.drained_now = !self.membership.draining().is_empty();
+                self.membership.drained_all();
+            }
+            DrainModel::Heartbeat => {
+                // The shards that request reported DRAINING have finished: REVOKED from the next one on.
+                self.membership.drained_all();
+                self.membership.on_response(sent_at, &resp);
+            }
+        }
         self.last = Some((resp.status, resp.assignment));
+    }
+
+    /// Whether the SDK would send its next heartbeat at once rather than at its interval: a shard drained
+    /// when the last answer was applied, and its `REVOKED` is yet to be reported.
+    pub(super) fn heartbeat_now(&self) -> bool {
+        !self.gone && self.drained_now
+    }
+
+    /// The leave this process began is over: released and confirmed, or the process was killed.
+    pub(super) fn shut_down(&self) -> bool {
+        self.gone || self.membership.left()
     }
 
     /// OK, owns exactly what is assigned, nothing pending, nothing being given up.
@@ -111,6 +209,8 @@ pub(super) struct Tally {
     /// Failed requests by replica index.
     pub(super) errors_by_replica: BTreeMap<usize, u64>,
     pub(super) first_error: Option<String>,
+    /// Heartbeats sent at once after a member's heartbeat of the round ([`Member::heartbeat_now`]).
+    pub(super) at_once: u64,
 }
 
 impl Tally {
@@ -167,7 +267,28 @@ pub(super) async fn heartbeat_once(
     }
 }
 
-/// One convergence round: every worker heartbeats each of its members once.
+/// One heartbeat and, as the SDK would, the ones sent at once after it ([`Member::heartbeat_now`]; counted in
+/// `at_once`). The first one's latency, if it succeeded.
+pub(super) async fn heartbeat_as_sdk(
+    api: &Api,
+    streams: &[String],
+    m: &mut Member,
+    tally: &mut Tally,
+) -> Option<Duration> {
+    let first = heartbeat_once(api, streams, m, tally).await;
+    let mut sent = 0;
+    while first.is_some() && m.heartbeat_now() && sent < MAX_AT_ONCE {
+        sent += 1;
+        tally.at_once += 1;
+        if heartbeat_once(api, streams, m, tally).await.is_none() {
+            break;
+        }
+    }
+    first
+}
+
+/// One convergence round: every worker heartbeats each of its members once (and again at once where the SDK
+/// would).
 pub(super) async fn round(
     api: &Arc<Api>,
     streams: &Arc<Vec<String>>,
@@ -191,7 +312,7 @@ pub(super) async fn round_of(
             let mut tally = Tally::default();
             for (p, m) in share.iter_mut().enumerate() {
                 if chosen(p, m) {
-                    heartbeat_once(&api, &streams, m, &mut tally).await;
+                    heartbeat_as_sdk(&api, &streams, m, &mut tally).await;
                 }
             }
             (share, tally)
@@ -227,6 +348,7 @@ pub(super) fn merge(into: &mut Tally, from: Tally) {
         *into.statuses.entry(k).or_default() += v;
     }
     into.errors += from.errors;
+    into.at_once += from.at_once;
     if into.first_error.is_none() {
         into.first_error = from.first_error;
     }
@@ -283,7 +405,7 @@ pub(super) async fn steady(
                 let m = &mut share[i % n];
                 i += 1;
                 let replica = m.replica;
-                if let Some(d) = heartbeat_once(&api, &streams, m, &mut tally).await {
+                if let Some(d) = heartbeat_as_sdk(&api, &streams, m, &mut tally).await {
                     tally
                         .latencies_us
                         .entry(replica)

@@ -3,30 +3,37 @@
 //! Phases: create `--groups` streams, join every member and heartbeat until the groups converge (every
 //! member owns exactly its assigned shards, nothing pending, every shard assigned), then measure steady
 //! heartbeats for `--duration` seconds, report, and delete the bench groups (force) whatever happened.
-//! Members run the SDK's model of the member protocol (`rsc_client::Membership`; given-up shards are
-//! reported DRAINING, then REVOKED), so the steady phase is the real steady path of the coordinator.
+//! Members run the SDK's model of the member protocol (`rsc_client::Membership`) as the SDK does with work
+//! that finishes at once: a given-up shard is drained as the answer arrives and reported REVOKED in a
+//! heartbeat sent at once (`--drain heartbeat`: reported DRAINING first, then REVOKED a heartbeat later), so
+//! the steady phase is the real steady path of the coordinator.
 //!
 //! With several `--coordinator` URLs (replicas of one coordinator on one Redis) each member talks to one
 //! replica, a group's members spread over all of them, and each replica's throughput, latency, CPU and
 //! memory is reported next to the totals.
 //!
-//! With `--restart-percent P`, after the report a rolling restart follows: P % of the members leave
-//! (`memberEpoch` -1) and join again as new processes would (the same ids, epoch 0), all within one round,
-//! and the bench reports how long after the last rejoin every group had converged again.
+//! With `--restart-percent P`, after the report a rolling restart follows (`restart.rs`): P % of the members
+//! shut down and join again as new processes, as `--restart-mode` has it (crash, graceful, static), and the
+//! bench reports how long after the last rejoin every group had converged again.
 //!
-//! Split: `member.rs` the simulated members and the phases they run (converge, steady), `cost.rs` what a
-//! run costs (replica CPU and memory from /proc, Redis commandstats and CPU), `report.rs` the printed
-//! figures, tests in `tests.rs`.
+//! Split: `member.rs` the simulated members and the phases they run (converge, steady), `restart.rs` the
+//! rolling restart, `cost.rs` what a run costs (replica CPU and memory from /proc, Redis commandstats and
+//! CPU), `report.rs` the printed figures, tests in `tests.rs`.
 
 pub(crate) mod cost;
 mod member;
 mod report;
+mod restart;
 #[cfg(test)]
 mod tests;
 
 use cost::*;
 use member::*;
 use report::*;
+use restart::*;
+
+pub use member::DrainModel;
+pub use restart::RestartMode;
 
 use clap::Args;
 use rsc_client::{LocalShard, Membership, Outgoing};
@@ -94,6 +101,18 @@ pub struct HeartbeatArgs {
     /// restart), and the time to converge again after the last rejoin is reported. 0: no restart.
     #[arg(long, default_value_t = 0)]
     pub restart_percent: u8,
+    /// How --restart-percent's members restart: `crash` (one leave heartbeat with the shards still DRAINING,
+    /// then the new process under the same id: its shards wait out the old incarnation's lease), `graceful`
+    /// (the SDK's shutdown: the leave is heartbeated until its release is confirmed, then the new process
+    /// joins) or `static` (every member has a groupInstanceId; the SDK's shutdown leaves temporarily, the
+    /// target is reserved and given back to the new process).
+    #[arg(long, value_enum, default_value_t = RestartMode::Graceful)]
+    pub restart_mode: RestartMode,
+    /// How a member finishes with a shard it gives up: `instant` (as the SDK with nothing in flight: drained
+    /// at once and reported REVOKED in a heartbeat sent at once) or `heartbeat` (reported DRAINING in its
+    /// next heartbeat and REVOKED in the one after: work in flight for one heartbeat).
+    #[arg(long, value_enum, default_value_t = DrainModel::Instant)]
+    pub drain: DrainModel,
 }
 
 impl HeartbeatArgs {
@@ -243,7 +262,7 @@ async fn bench(args: HeartbeatArgs) -> Result<(), String> {
             .collect(),
     );
     println!(
-        "rsc bench heartbeat: {} members, {} groups x {} shards, {} replica(s), {}s, concurrency {}, rate {}",
+        "rsc bench heartbeat: {} members, {} groups x {} shards, {} replica(s), {}s, concurrency {}, rate {}, drain {}",
         args.members,
         args.groups,
         args.shards,
@@ -251,7 +270,11 @@ async fn bench(args: HeartbeatArgs) -> Result<(), String> {
         args.duration,
         args.concurrency,
         args.rate
-            .map_or("flat out".to_string(), |r| format!("{r}/s"))
+            .map_or("flat out".to_string(), |r| format!("{r}/s")),
+        match args.drain {
+            DrainModel::Instant => "instant",
+            DrainModel::Heartbeat => "heartbeat",
+        }
     );
 
     let mut created = Vec::new();
@@ -315,7 +338,16 @@ async fn measure(
     let mut shares: Vec<Vec<Member>> = (0..workers).map(|_| Vec::new()).collect();
     for i in 0..args.members {
         let (group, replica) = placement(i, args.groups, replicas);
-        shares[i % workers].push(Member::new(&format!("m{i}"), group, replica));
+        let id = format!("m{i}");
+        // With --restart-mode static every member is static, its instance id named after its member id.
+        let instance = (args.restart_mode == RestartMode::Static).then(|| format!("i{i}"));
+        shares[i % workers].push(Member::new(
+            &id,
+            group,
+            replica,
+            args.drain,
+            instance.as_deref(),
+        ));
     }
 
     let join_start = Instant::now();
@@ -340,8 +372,9 @@ async fn measure(
         }
         if join_start.elapsed() > CONVERGE_TIMEOUT {
             return Err(format!(
-                "groups did not converge within {}s ({rounds} rounds)",
-                CONVERGE_TIMEOUT.as_secs()
+                "groups did not converge within {}s ({rounds} rounds: {})",
+                CONVERGE_TIMEOUT.as_secs(),
+                each_round.join("; ")
             ));
         }
     }
@@ -401,70 +434,6 @@ async fn measure(
         rolling_restart(api, streams, shares, args).await?;
     }
     Ok(())
-}
-
-/// `--restart-percent`: the chosen members leave in one round, then join again as new processes (same ids,
-/// epoch 0) in the next, which every member takes part in; then rounds until every group has converged.
-/// Reports the time from the end of the rejoin round (the last rejoin answered) to convergence.
-async fn rolling_restart(
-    api: &Arc<Api>,
-    streams: &Arc<Vec<String>>,
-    mut shares: Vec<Vec<Member>>,
-    args: &HeartbeatArgs,
-) -> Result<(), String> {
-    let mut restarting = 0;
-    for share in shares.iter_mut() {
-        for (p, m) in share.iter_mut().enumerate() {
-            if restarts(p, args.restart_percent) {
-                m.membership.begin_leave();
-                restarting += 1;
-            }
-        }
-    }
-    let start = Instant::now();
-    let percent = args.restart_percent;
-    let (next, left) = round_of(api, streams, shares, move |p, _| restarts(p, percent)).await;
-    shares = next;
-    for share in shares.iter_mut() {
-        for (p, m) in share.iter_mut().enumerate() {
-            if restarts(p, percent) {
-                *m = Member::new(m.id(), m.group, m.replica);
-            }
-        }
-    }
-    let (next, rejoined) = round(api, streams, shares).await;
-    shares = next;
-    let last_rejoin = Instant::now();
-    let mut rounds = 1;
-    let mut errors = left.errors + rejoined.errors;
-    let mut each_round = Vec::new();
-    while !converged(&shares, args.groups, args.shards) {
-        if last_rejoin.elapsed() > CONVERGE_TIMEOUT {
-            return Err(format!(
-                "the rolling restart did not converge within {}s of the last rejoin ({rounds} rounds)",
-                CONVERGE_TIMEOUT.as_secs()
-            ));
-        }
-        let round_start = Instant::now();
-        let (next, tally) = round(api, streams, shares).await;
-        each_round.push(round_line(round_start.elapsed(), &tally));
-        shares = next;
-        rounds += 1;
-        errors += tally.errors;
-    }
-    println!(
-        "rolling restart of {restarting} members ({percent}%): left and rejoined in {:.2}s, converged {:.2}s after \
-         the last rejoin ({rounds} heartbeat rounds, {errors} failed requests retried)",
-        (last_rejoin - start).as_secs_f64(),
-        last_rejoin.elapsed().as_secs_f64()
-    );
-    println!("  each round after the rejoin: {}", each_round.join("; "));
-    Ok(())
-}
-
-/// Whether the member at position `p` of its worker's share is one of the `percent` % that restart.
-pub(super) fn restarts(p: usize, percent: u8) -> bool {
-    p % 100 < usize::from(percent)
 }
 
 /// Member `i`'s group and replica: groups round-robin, and within a group its members round-robin over

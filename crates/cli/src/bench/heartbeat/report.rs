@@ -68,12 +68,15 @@ fn or_unknown(v: Option<f64>, decimals: usize) -> String {
     v.map_or("unknown".to_owned(), |v| format!("{v:.decimals$}"))
 }
 
-/// One convergence round in a line: how long it took and the answers it got (`1.84s OK=9800 REVOKE=200`),
-/// so that a join's time reads as rounds × round time.
+/// One convergence round in a line: how long it took and the answers it got, the heartbeats sent at once
+/// among them (`1.84s OK=10064 (at once: 64)`), so that a join's time reads as rounds × round time.
 pub(super) fn round_line(took: Duration, tally: &Tally) -> String {
     let mut line = format!("{:.2}s", took.as_secs_f64());
     for (status, n) in &tally.statuses {
         line.push_str(&format!(" {status}={n}"));
+    }
+    if tally.at_once > 0 {
+        line.push_str(&format!(" (at once: {})", tally.at_once));
     }
     if tally.errors > 0 {
         line.push_str(&format!(" failed={}", tally.errors));

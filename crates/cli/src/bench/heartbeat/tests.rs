@@ -27,6 +27,14 @@ fn defaults_and_bounds() {
     let t = T::try_parse_from(["t", "--members", "0"]).unwrap();
     assert!(t.a.validate().is_err());
     assert_eq!(a.restart_percent, 0);
+    assert_eq!(a.restart_mode, RestartMode::Graceful);
+    assert_eq!(a.drain, DrainModel::Instant);
+    let t = T::try_parse_from(["t", "--restart-mode", "static", "--drain", "heartbeat"]).unwrap();
+    assert_eq!(
+        (t.a.restart_mode, t.a.drain),
+        (RestartMode::Static, DrainModel::Heartbeat)
+    );
+    assert!(T::try_parse_from(["t", "--restart-mode", "sigkill"]).is_err());
     let t = T::try_parse_from(["t", "--restart-percent", "101"]).unwrap();
     assert!(t.a.validate().unwrap_err().contains("--restart-percent"));
 }
@@ -152,9 +160,9 @@ fn answer(
 }
 
 #[test]
-fn a_bench_member_reports_a_given_up_shard_draining_once_then_revoked_until_confirmed() {
+fn with_drain_heartbeat_a_given_up_shard_is_reported_draining_once_then_revoked_until_confirmed() {
     use rsc_protocol::wire::RevokeState;
-    let mut m = Member::new("m0", 0, 0);
+    let mut m = Member::new("m0", 0, 0, DrainModel::Heartbeat, None);
     let now = Instant::now();
     assert_eq!(m.id(), "m0");
     let join = m.request();
@@ -164,6 +172,10 @@ fn a_bench_member_reports_a_given_up_shard_draining_once_then_revoked_until_conf
     assert!(!m.settled(), "a shard is still pending");
     assert_eq!(m.request().owned_shards.len(), 2);
     m.apply(now, answer(HeartbeatStatus::Ok, 2, &[0], &[]));
+    assert!(
+        !m.heartbeat_now(),
+        "reported at the next heartbeat of its round"
+    );
     let req = m.request();
     let states: Vec<RevokeState> = req.revoking_shards.iter().map(|r| r.state).collect();
     assert_eq!(states, vec![RevokeState::Draining]);
@@ -220,5 +232,139 @@ fn several_replicas_each_serve_every_group() {
             "42"
         ])
         .contains("one PID per --coordinator URL")
+    );
+}
+
+/// The SDK with nothing in flight: the answer that takes a shard away drains it at once, and the member
+/// heartbeats at once to report it REVOKED (no DRAINING round).
+#[test]
+fn with_the_instant_drain_a_given_up_shard_is_reported_revoked_in_a_heartbeat_sent_at_once() {
+    let mut m = Member::new("m0", 0, 0, DrainModel::Instant, None);
+    let now = Instant::now();
+    m.request();
+    m.apply(now, answer(HeartbeatStatus::Ok, 1, &[0, 1], &[]));
+    assert!(!m.heartbeat_now(), "nothing given up");
+    assert!(m.settled());
+    m.request();
+    m.apply(now, answer(HeartbeatStatus::Ok, 2, &[0], &[]));
+    assert!(
+        m.heartbeat_now(),
+        "shard 1 drained: the SDK reports it at once"
+    );
+    let req = m.request();
+    assert_eq!(req.revoking_shards.len(), 1);
+    assert!(req.revoking_shards[0].is_released(), "REVOKED, 0 in flight");
+    assert_eq!(req.revoking_shards[0].shard.shard_index, 1);
+    assert!(!m.settled(), "REVOKED not yet confirmed");
+    m.apply(now, answer(HeartbeatStatus::Ok, 2, &[0], &[]));
+    assert!(!m.heartbeat_now(), "confirmed: back to the interval");
+    assert!(m.request().revoking_shards.is_empty());
+    assert!(m.settled());
+}
+
+fn joined_member(instance: Option<&str>) -> Member {
+    let mut m = Member::new("m3", 1, 0, DrainModel::Instant, instance);
+    m.request();
+    m.apply(Instant::now(), answer(HeartbeatStatus::Ok, 4, &[2, 5], &[]));
+    assert!(m.settled());
+    m
+}
+
+/// `--restart-mode crash`: one leave heartbeat with every shard still DRAINING, and nothing applied after it
+/// (the process is gone); the new incarnation joins under the same id.
+#[test]
+fn a_crashing_member_leaves_with_its_shards_draining_and_is_gone_after_that_heartbeat() {
+    use rsc_protocol::wire::RevokeState;
+    let mut m = joined_member(None);
+    m.begin_shutdown(RestartMode::Crash);
+    assert!(!m.shut_down(), "its leave heartbeat is still to be sent");
+    let req = m.request();
+    assert_eq!(req.member_epoch, -1);
+    let states: Vec<(u32, RevokeState)> = req
+        .revoking_shards
+        .iter()
+        .map(|r| (r.shard.shard_index, r.state))
+        .collect();
+    assert_eq!(
+        states,
+        vec![(2, RevokeState::Draining), (5, RevokeState::Draining)]
+    );
+    m.apply(Instant::now(), answer(HeartbeatStatus::Ok, -1, &[], &[]));
+    assert!(
+        m.shut_down() && !m.heartbeat_now(),
+        "killed: no REVOKED ever follows"
+    );
+    assert_eq!(m.membership.draining().len(), 2);
+    let next = m.next_incarnation();
+    assert_eq!((next.id(), next.group, next.replica), ("m3", 1, 0));
+    let mut next = next;
+    let join = next.request();
+    assert_eq!(join.member_epoch, 0);
+    assert!(join.group_instance_id.is_none() && join.revoking_shards.is_empty());
+}
+
+/// `--restart-mode graceful`: the SDK's shutdown of a dynamic member — epoch -1, every shard REVOKED in the
+/// first leave heartbeat (nothing in flight), over once the coordinator confirms it.
+#[test]
+fn a_graceful_shutdown_reports_every_shard_revoked_and_is_over_once_confirmed() {
+    let mut m = joined_member(None);
+    m.begin_shutdown(RestartMode::Graceful);
+    let req = m.request();
+    assert_eq!(req.member_epoch, -1);
+    assert!(req.owned_shards.is_empty());
+    assert_eq!(req.revoking_shards.len(), 2);
+    assert!(req.revoking_shards.iter().all(|r| r.is_released()));
+    assert!(!m.shut_down(), "not confirmed yet");
+    m.apply(Instant::now(), answer(HeartbeatStatus::Retry, 4, &[], &[]));
+    assert!(
+        !m.shut_down(),
+        "a RETRY confirms nothing: the leave is sent again"
+    );
+    assert!(m.request().revoking_shards.iter().all(|r| r.is_released()));
+    m.apply(Instant::now(), answer(HeartbeatStatus::Ok, -1, &[], &[]));
+    assert!(m.shut_down() && !m.heartbeat_now());
+    let mut next = m.next_incarnation();
+    assert_eq!(next.request().member_epoch, 0);
+}
+
+/// `--restart-mode static`: every member carries its groupInstanceId; its shutdown leaves temporarily (epoch
+/// -2) with every shard REVOKED, and the new process joins with the same instance id.
+#[test]
+fn a_static_member_leaves_temporarily_and_its_next_incarnation_keeps_its_instance_id() {
+    let mut m = joined_member(Some("i3"));
+    assert_eq!(m.request().group_instance_id.as_deref(), Some("i3"));
+    m.apply(Instant::now(), answer(HeartbeatStatus::Ok, 4, &[2, 5], &[]));
+    m.begin_shutdown(RestartMode::Static);
+    let req = m.request();
+    assert_eq!(req.member_epoch, -2);
+    assert!(req.revoking_shards.iter().all(|r| r.is_released()));
+    assert_eq!(req.revoking_shards.len(), 2);
+    m.apply(Instant::now(), answer(HeartbeatStatus::Ok, -1, &[], &[]));
+    assert!(m.shut_down());
+    let mut next = m.next_incarnation();
+    let join = next.request();
+    assert_eq!((join.member_id.as_str(), join.member_epoch), ("m3", 0));
+    assert_eq!(join.group_instance_id.as_deref(), Some("i3"));
+    // A dynamic member shut down as `static` would be is still a plain leave (-1): the mode makes every
+    // member static from the start.
+    let mut dynamic = joined_member(None);
+    dynamic.begin_shutdown(RestartMode::Static);
+    assert_eq!(dynamic.request().member_epoch, -1);
+}
+
+#[test]
+fn after_the_leave_the_assignments_view_gives_what_the_leavers_hold_and_what_is_reserved() {
+    let mut after = AfterLeave::default();
+    after.add(&serde_json::json!({
+        "revokeProgress": {"m0": [{"shard": {"shardIndex": 1}}, {"shard": {"shardIndex": 2}}], "m1": [{"shard": {"shardIndex": 3}}]},
+        "staticReservations": [{"groupInstanceId": "i4", "shards": [{"shardIndex": 7}]}],
+    }));
+    after.add(&serde_json::json!({"revokeProgress": {}, "staticReservations": []}));
+    assert_eq!(
+        after,
+        AfterLeave {
+            held: 3,
+            reserved: 1
+        }
     );
 }
