@@ -325,10 +325,6 @@ const KEYED_STORE_METHODS: &[&str] = &[
     "streams_grown_since",
     "shard_pending_up_to",
     "shard_length",
-    "shard_retire_if_drained",
-    "raise_routing_floor",
-    "raise_routing_ceilings",
-    "appends_after_switch",
     "shard_records",
 ];
 

@@ -87,16 +87,16 @@ impl Store {
         Ok(())
     }
 
-    /// Raises the boundary of shard `stream_key` to `floor` if it is lower, recording the switch point, and
+    /// Raises the boundary of `shard` to `floor` if it is lower, recording the switch point, and
     /// annotates the switch with `scale` (the protocol's `BoundaryScale::encode`; "" for none) when the
     /// boundary then stands at `floor`. Returns the boundary as it now stands.
     pub async fn raise_routing_floor(
         &self,
-        stream_key: &str,
-        routing_key: &str,
+        shard: &Shard,
         floor: i64,
         scale: &str,
     ) -> Result<RaisedBoundary, StoreError> {
+        let (stream_key, routing_key) = (&shard.stream_key(), &shard.routing_key());
         let (raised, floor, switch_id): (i64, i64, String) = RAISE_ROUTING_FLOOR
             .key(stream_key)
             .key(routing_key)
@@ -111,17 +111,17 @@ impl Store {
         })
     }
 
-    /// Raises the routing ceiling of each of `routing_keys` to `version` (raise_routing_ceiling.lua): before a
+    /// Raises the routing ceiling of each of `shards`' boundaries to `version` (raise_routing_ceiling.lua): before a
     /// stream record publishes `version`, so producers holding it may raise boundaries to it and no higher.
     pub async fn raise_routing_ceilings(
         &self,
-        routing_keys: &[String],
+        shards: &[Shard],
         version: i64,
     ) -> Result<(), StoreError> {
         let mut conn = self.connection();
-        for key in routing_keys {
+        for shard in shards {
             let _: i64 = RAISE_ROUTING_CEILING
-                .key(key)
+                .key(shard.routing_key())
                 .arg(version)
                 .invoke_async(&mut conn)
                 .await?;
@@ -141,9 +141,9 @@ impl Store {
     /// The shard's switch point and what was appended after it; None when no boundary was ever raised.
     pub async fn appends_after_switch(
         &self,
-        stream_key: &str,
-        routing_key: &str,
+        shard: &Shard,
     ) -> Result<Option<SwitchPoint>, StoreError> {
+        let (stream_key, routing_key) = (&shard.stream_key(), &shard.routing_key());
         let reply: Option<(i64, String, i64, i64)> = APPENDS_AFTER_SWITCH
             .key(stream_key)
             .key(routing_key)

@@ -388,7 +388,11 @@ impl Store {
 
     /// Deletes the stream only if every consumer group on it has read everything, atomically (see
     /// `lua/retire_if_drained.lua`).
-    pub async fn shard_retire_if_drained(&self, key: &str) -> Result<RetireOutcome, StoreError> {
+    pub async fn shard_retire_if_drained(
+        &self,
+        shard: &Shard,
+    ) -> Result<RetireOutcome, StoreError> {
+        let key = &shard.stream_key();
         let n: i64 = RETIRE_IF_DRAINED
             .key(key)
             .invoke_async(&mut self.connection())

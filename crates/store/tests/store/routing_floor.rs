@@ -5,7 +5,7 @@
 
 use crate::fixtures::raw;
 use rsc_protocol::names::shard_routing_key;
-use rsc_store::{AppendReply, BoundaryFields, Store, SwitchPoint, guarded_append};
+use rsc_store::{AppendReply, BoundaryFields, Shard, Store, SwitchPoint, guarded_append};
 
 on_both_topologies!(guarded_append_refuses_stale_routing);
 
@@ -25,6 +25,10 @@ async fn guarded_append_refuses_stale_routing(store: &Store, name: &str) {
     let old = format!("rsc-test-{name}:0");
     let new = format!("rsc-test-{name}:1");
     let routing_old = shard_routing_key(&old);
+    let shard = |k: &str| {
+        let (prefix, index) = k.rsplit_once(':').expect("a shard stream key");
+        Shard::new(prefix, index.parse().expect("a shard index"))
+    };
 
     // Same slot as the stream, as the cluster itself computes it.
     let slot = |k: String| redis::cmd("CLUSTER").arg("KEYSLOT").arg(k).clone();
@@ -54,7 +58,7 @@ async fn guarded_append_refuses_stale_routing(store: &Store, name: &str) {
         AppendReply::Appended(_)
     ));
     let first = store
-        .appends_after_switch(&old, &routing_old)
+        .appends_after_switch(&shard(&old))
         .await
         .expect("read")
         .expect("raised by the append");
@@ -66,10 +70,10 @@ async fn guarded_append_refuses_stale_routing(store: &Store, name: &str) {
     // The switch to routing version 2 raises the boundary on both shards and annotates it; repeating it
     // changes nothing; a lower one leaves a boundary above it alone and says so.
     let raise = |k: &str, floor: i64, scale: &'static str| {
-        let (k, r) = (k.to_owned(), shard_routing_key(k));
+        let shard = shard(k);
         async move {
             store
-                .raise_routing_floor(&k, &r, floor, scale)
+                .raise_routing_floor(&shard, floor, scale)
                 .await
                 .expect("raise")
         }
@@ -102,7 +106,7 @@ async fn guarded_append_refuses_stale_routing(store: &Store, name: &str) {
     )
     .await;
     let switch = store
-        .appends_after_switch(&old, &routing_old)
+        .appends_after_switch(&shard(&old))
         .await
         .expect("read")
         .expect("a switch point");
@@ -144,7 +148,7 @@ async fn guarded_append_refuses_stale_routing(store: &Store, name: &str) {
     )
     .await;
     let after = store
-        .appends_after_switch(&old, &routing_old)
+        .appends_after_switch(&shard(&old))
         .await
         .expect("read")
         .expect("a switch point");
@@ -156,7 +160,7 @@ async fn guarded_append_refuses_stale_routing(store: &Store, name: &str) {
     // The next switch starts counting afresh.
     assert!(raise(&old, 3, "").await.raised);
     let next = store
-        .appends_after_switch(&old, &routing_old)
+        .appends_after_switch(&shard(&old))
         .await
         .expect("read")
         .expect("a switch point");

@@ -143,7 +143,7 @@ async fn retire_only_when_drained(store: &Store, name: &str) {
     let shard = Shard::new(format!("rsc-test-{name}"), 0);
     assert_eq!(
         store
-            .shard_retire_if_drained(&key)
+            .shard_retire_if_drained(&shard)
             .await
             .expect("retire missing"),
         RetireOutcome::Retired
@@ -155,7 +155,7 @@ async fn retire_only_when_drained(store: &Store, name: &str) {
     )
     .await;
     assert_eq!(
-        store.shard_retire_if_drained(&key).await.expect("retire"),
+        store.shard_retire_if_drained(&shard).await.expect("retire"),
         RetireOutcome::KeptUnread,
         "an unread entry keeps the stream"
     );
@@ -171,7 +171,7 @@ async fn retire_only_when_drained(store: &Store, name: &str) {
     )
     .await;
     assert_eq!(
-        store.shard_retire_if_drained(&key).await.expect("retire"),
+        store.shard_retire_if_drained(&shard).await.expect("retire"),
         RetireOutcome::KeptUnread,
         "a pending entry keeps the stream"
     );
@@ -183,7 +183,7 @@ async fn retire_only_when_drained(store: &Store, name: &str) {
         .expect("id");
     let _: i64 = raw(store, redis::cmd("XACK").arg(&key).arg("g").arg(&id)).await;
     assert_eq!(
-        store.shard_retire_if_drained(&key).await.expect("retire"),
+        store.shard_retire_if_drained(&shard).await.expect("retire"),
         RetireOutcome::Retired
     );
     assert_eq!(store.keys_exist(&[key]).await.expect("exists"), vec![false]);

@@ -507,7 +507,7 @@ async fn a_boundary_raised_by_a_newer_switch_fences_the_shard_until_told_otherwi
     .await
     .expect("store");
     let b = store
-        .raise_routing_floor(STREAM, &routing_key, 5, "5 8 3 1")
+        .raise_routing_floor(&rsc_store::Shard::new("orders", 0), 5, "5 8 3 1")
         .await
         .expect("raise");
     assert_eq!(
@@ -531,7 +531,7 @@ async fn a_boundary_raised_by_a_newer_switch_fences_the_shard_until_told_otherwi
     // after it is handed over without waiting for an answer.
     let after = appended(guarded(6, "c").query_async(&mut c).await.expect("EVAL"));
     store
-        .raise_routing_floor(STREAM, &routing_key, 6, "6 4 8 1")
+        .raise_routing_floor(&rsc_store::Shard::new("orders", 0), 6, "6 4 8 1")
         .await
         .expect("annotate");
     assert_eq!(

@@ -21,9 +21,10 @@
 
 use crate::http::error::store_error_text;
 use crate::runtime::coordinator::Resharding;
+use crate::runtime::shown_keys;
 use rsc_group::reshard::record::raised_shards;
 use rsc_protocol::ordering::BoundaryScale;
-use rsc_store::Keyspace;
+use rsc_store::Shard;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -57,11 +58,9 @@ impl Resharding<'_> {
         if let Some(m) = &record.active_migration {
             upto = upto.max(m.from_shard_count).max(m.to_shard_count);
         }
-        let keys: Vec<String> = (0..upto)
-            .map(|s| Keyspace::shard_routing(prefix, s))
-            .collect();
+        let shards: Vec<Shard> = (0..upto).map(|s| Shard::new(prefix, s)).collect();
         self.store()
-            .raise_routing_ceilings(&keys, record.routing_version)
+            .raise_routing_ceilings(&shards, record.routing_version)
             .await
             .map_err(crate::domain_error::CoordError::from)
     }
@@ -77,15 +76,11 @@ impl Resharding<'_> {
         let annotation = scale.encode();
         let mut points = BTreeMap::new();
         for s in raised_shards(&scale) {
-            let key = Keyspace::shard_stream(prefix, s);
+            let shard = Shard::new(prefix, s);
+            let key = shown_keys::shard_stream(&shard);
             match self
                 .store()
-                .raise_routing_floor(
-                    &key,
-                    &Keyspace::routing_of(&key),
-                    scale.version,
-                    &annotation,
-                )
+                .raise_routing_floor(&shard, scale.version, &annotation)
                 .await
             {
                 Ok(b) if b.floor == scale.version => {
@@ -111,12 +106,9 @@ impl Resharding<'_> {
     pub(super) async fn switched_shards(&self, prefix: &str, from: u32) -> Vec<SwitchedShard> {
         let mut out = Vec::new();
         for s in 0..from {
-            let key = Keyspace::shard_stream(prefix, s);
-            match self
-                .store()
-                .appends_after_switch(&key, &Keyspace::routing_of(&key))
-                .await
-            {
+            let shard = Shard::new(prefix, s);
+            let key = shown_keys::shard_stream(&shard);
+            match self.store().appends_after_switch(&shard).await {
                 Ok(Some(p)) => out.push(SwitchedShard {
                     shard_index: s,
                     stream_key: key,

@@ -4,11 +4,11 @@
 use super::perform::Performer;
 use crate::http::error::store_error_text;
 use crate::runtime::coordinator::Resharding;
+use crate::runtime::shown_keys;
 use rsc_group::model::Group;
 use rsc_group::replica::reshard::pass::StreamPass;
 use rsc_group::reshard::evidence::drain_evidence_from_ms;
-use rsc_store::Keyspace;
-use rsc_store::RetireOutcome;
+use rsc_store::{RetireOutcome, Shard};
 
 impl Resharding<'_> {
     /// When drain evidence starts to count for `g`: `coordinator.streams.drain-grace` after its routing last
@@ -54,8 +54,9 @@ impl Resharding<'_> {
     /// and logged.
     pub(super) async fn retire_shards(&self, prefix: &str, shards: std::ops::Range<u32>) {
         for s in shards {
-            let key = Keyspace::shard_stream(prefix, s);
-            match self.store().shard_retire_if_drained(&key).await {
+            let shard = Shard::new(prefix, s);
+            let key = shown_keys::shard_stream(&shard);
+            match self.store().shard_retire_if_drained(&shard).await {
                 Ok(RetireOutcome::KeptUnread) => tracing::warn!(
                     key,
                     "removed shard received writes after it drained; kept, not deleted"
