@@ -318,13 +318,10 @@ const KEYED_STORE_METHODS: &[&str] = &[
     // Shard streams and their routing boundaries (the data plane's names).
     "keys_exist",
     "delete_keys",
-    "shard_stream_info",
-    "shard_groups",
     "shard_groups_of",
     "shard_observations",
     "streams_grown_since",
     "shard_pending_up_to",
-    "shard_length",
     "shard_records",
 ];
 

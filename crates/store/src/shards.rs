@@ -70,7 +70,7 @@ impl Store {
     /// from the start. A group that already exists (BUSYGROUP) is fine.
     pub async fn shard_provision(&self, shard: &Shard, group: &str) -> Result<(), StoreError> {
         let key = &shard.stream_key();
-        let entries_added = match self.shard_stream_info(key).await? {
+        let entries_added = match self.shard_stream_info(shard).await? {
             Some(info) => info.entries_added.unwrap_or(0),
             None => 0,
         };
@@ -144,7 +144,12 @@ impl Store {
     }
 
     /// `XINFO STREAM`; None when the stream does not exist.
-    pub async fn shard_stream_info(&self, key: &str) -> Result<Option<StreamInfo>, StoreError> {
+    pub async fn shard_stream_info(&self, shard: &Shard) -> Result<Option<StreamInfo>, StoreError> {
+        self.stream_info(&shard.stream_key()).await
+    }
+
+    /// `XINFO STREAM key` (None when the stream does not exist).
+    async fn stream_info(&self, key: &str) -> Result<Option<StreamInfo>, StoreError> {
         let reply: redis::RedisResult<Value> = redis::cmd("XINFO")
             .arg("STREAM")
             .arg(key)
@@ -160,8 +165,13 @@ impl Store {
     /// `XINFO GROUPS`; None when the stream does not exist.
     pub async fn shard_groups(
         &self,
-        key: &str,
+        shard: &Shard,
     ) -> Result<Option<Vec<ConsumerGroupInfo>>, StoreError> {
+        self.groups_of(&shard.stream_key()).await
+    }
+
+    /// `XINFO GROUPS key` (None when the stream does not exist).
+    async fn groups_of(&self, key: &str) -> Result<Option<Vec<ConsumerGroupInfo>>, StoreError> {
         let reply: redis::RedisResult<Value> = redis::cmd("XINFO")
             .arg("GROUPS")
             .arg(key)
@@ -188,11 +198,11 @@ impl Store {
         if conn.is_cluster() {
             let mut out = Vec::with_capacity(keys.len());
             for k in keys {
-                let Some(info) = self.shard_stream_info(k).await? else {
+                let Some(info) = self.stream_info(k).await? else {
                     out.push(None);
                     continue;
                 };
-                let groups = self.shard_groups(k).await?.ok_or_else(|| vanished(k))?;
+                let groups = self.groups_of(k).await?.ok_or_else(|| vanished(k))?;
                 let memory_bytes = self.memory_usage(k).await?;
                 out.push(Some(ShardObservation {
                     info,
@@ -266,7 +276,7 @@ impl Store {
         if conn.is_cluster() {
             let mut out = Vec::with_capacity(keys.len());
             for k in keys {
-                out.push(self.shard_groups(k).await?);
+                out.push(self.groups_of(k).await?);
             }
             return Ok(out);
         }
@@ -365,7 +375,8 @@ impl Store {
     }
 
     /// `XLEN` (0 when the stream does not exist).
-    pub async fn shard_length(&self, key: &str) -> Result<i64, StoreError> {
+    pub async fn shard_length(&self, shard: &Shard) -> Result<i64, StoreError> {
+        let key = &shard.stream_key();
         Ok(redis::cmd("XLEN")
             .arg(key)
             .query_async(&mut self.connection())

@@ -178,9 +178,9 @@ pub async fn run(args: RestoreArgs) -> Result<ExitCode, Failure> {
         )));
     }
     let shard_keys = shard_streams(&plan);
-    for (key, _, _) in &shard_keys {
+    for (key, shard, _) in &shard_keys {
         store
-            .shard_stream_info(key)
+            .shard_stream_info(shard)
             .await
             .map_err(|e| store_failure(&format!("shard stream {key} cannot be used"), &e, url))?;
     }

@@ -397,13 +397,13 @@ impl Admin<'_> {
         };
         let info = self
             .store()
-            .shard_stream_info(&key)
+            .shard_stream_info(&id)
             .await
             .map_err(store_err)?
             .ok_or_else(missing)?;
         let consumer_group = self
             .store()
-            .shard_groups(&key)
+            .shard_groups(&id)
             .await
             .map_err(store_err)?
             .unwrap_or_default()
@@ -560,7 +560,7 @@ impl Admin<'_> {
         }
         let after = self
             .store()
-            .shard_groups(&row.stream_key)
+            .shard_groups(&shard)
             .await
             .map_err(store_err)?
             .unwrap_or_default()

@@ -94,7 +94,8 @@ pub async fn read_shard(
 ) -> Result<ShardOffsets, StoreError> {
     let mut out = absent_shard(stream_prefix, shard);
     let key = out.stream_key.clone();
-    let Some(info) = store.shard_stream_info(&key).await? else {
+    let id = rsc_store::Shard::new(stream_prefix, shard);
+    let Some(info) = store.shard_stream_info(&id).await? else {
         return Ok(out);
     };
     out.exists = true;
@@ -104,7 +105,7 @@ pub async fn read_shard(
     out.first_record_id = info.first_entry_id;
     out.last_record_id = info.last_entry_id;
     // The stream existed a moment ago: a stream deleted since is an error, as any other.
-    let Some(groups) = store.shard_groups(&key).await? else {
+    let Some(groups) = store.shard_groups(&id).await? else {
         return Err(StoreError::UnexpectedReply {
             detail: format!("XINFO GROUPS {key}: no such key (the stream vanished while read)"),
         });
@@ -120,9 +121,7 @@ pub async fn read_shard(
         out.group_last_delivered_id = g.last_delivered_id.clone();
     }
     if memory {
-        out.memory_usage_bytes = store
-            .shard_memory_usage(&rsc_store::Shard::new(stream_prefix, shard))
-            .await?;
+        out.memory_usage_bytes = store.shard_memory_usage(&id).await?;
     }
     Ok(out)
 }

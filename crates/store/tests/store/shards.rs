@@ -20,9 +20,9 @@ async fn provision_and_xinfo_evidence(store: &Store, name: &str) {
         Shard::new(format!("rsc-test-{name}"), 0),
         Shard::new(format!("rsc-test-{name}"), 1),
     );
-    assert_eq!(store.shard_stream_info(&key).await.expect("info"), None);
-    assert_eq!(store.shard_groups(&key).await.expect("groups"), None);
-    assert_eq!(store.shard_length(&key).await.expect("xlen"), 0);
+    assert_eq!(store.shard_stream_info(&shard).await.expect("info"), None);
+    assert_eq!(store.shard_groups(&shard).await.expect("groups"), None);
+    assert_eq!(store.shard_length(&shard).await.expect("xlen"), 0);
     assert_eq!(
         store.shard_memory_usage(&shard).await.expect("memory"),
         None
@@ -55,7 +55,7 @@ async fn provision_and_xinfo_evidence(store: &Store, name: &str) {
         vec![true]
     );
     let info = store
-        .shard_stream_info(&key)
+        .shard_stream_info(&shard)
         .await
         .expect("info")
         .expect("exists");
@@ -75,7 +75,7 @@ async fn provision_and_xinfo_evidence(store: &Store, name: &str) {
         .await
         .expect("provision h");
     let info = store
-        .shard_stream_info(&key)
+        .shard_stream_info(&shard)
         .await
         .expect("info")
         .expect("exists");
@@ -83,7 +83,7 @@ async fn provision_and_xinfo_evidence(store: &Store, name: &str) {
     assert!(info.first_entry_id.is_some());
     assert_eq!(info.last_entry_id, info.last_generated_id);
     assert!(parse_stream_id(info.last_generated_id.as_deref().unwrap()).is_some());
-    assert_eq!(store.shard_length(&key).await.expect("xlen"), 3);
+    assert_eq!(store.shard_length(&shard).await.expect("xlen"), 3);
     assert!(
         store
             .shard_memory_usage(&shard)
@@ -93,7 +93,7 @@ async fn provision_and_xinfo_evidence(store: &Store, name: &str) {
     );
 
     let groups = store
-        .shard_groups(&key)
+        .shard_groups(&shard)
         .await
         .expect("groups")
         .expect("exists");
@@ -176,7 +176,7 @@ async fn retire_only_when_drained(store: &Store, name: &str) {
         "a pending entry keeps the stream"
     );
     let id = store
-        .shard_stream_info(&key)
+        .shard_stream_info(&shard)
         .await
         .expect("info")
         .and_then(|i| i.last_generated_id)
@@ -282,11 +282,19 @@ async fn observations_in_one_go_and_growth_since_an_id(store: &Store, name: &str
     assert_eq!((a.info.length, b.info.length), (0, 1));
     assert_eq!(
         b.info,
-        store.shard_stream_info(&keys[1]).await.unwrap().unwrap()
+        store
+            .shard_stream_info(&Shard::new(format!("rsc-test-{name}"), 1))
+            .await
+            .unwrap()
+            .unwrap()
     );
     assert_eq!(
         b.groups,
-        store.shard_groups(&keys[1]).await.unwrap().unwrap()
+        store
+            .shard_groups(&Shard::new(format!("rsc-test-{name}"), 1))
+            .await
+            .unwrap()
+            .unwrap()
     );
     assert_eq!(b.groups[0].lag, Some(1));
     assert!(b.memory_bytes.is_some_and(|m| m > 0));

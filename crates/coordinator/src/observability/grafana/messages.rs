@@ -72,7 +72,10 @@ pub async fn message_rows(
     let mut total = 0i64;
     for s in &shards {
         let key = Keyspace::shard_stream(&g.stream_prefix, *s);
-        total += c.store().shard_length(&key).await?;
+        total += c
+            .store()
+            .shard_length(&rsc_store::Shard::new(g.stream_prefix.as_str(), *s))
+            .await?;
         let records = match (exact, &start) {
             (Some(id), _) => c
                 .store()

@@ -31,14 +31,14 @@ impl Resharding<'_> {
     }
 
     /// XINFO GROUPS evidence for one shard key: length, and pending/lag of `group` (None when unknown).
-    pub(super) async fn shard_group_info(&self, key: &str, group: &str) -> ShardInfo {
-        let length = self.store().shard_length(key).await.ok();
+    pub(super) async fn shard_group_info(&self, shard: &Shard, group: &str) -> ShardInfo {
+        let length = self.store().shard_length(shard).await.ok();
         let mut info = ShardInfo {
             length,
             pending: None,
             lag: None,
         };
-        if let Ok(Some(groups)) = self.store().shard_groups(key).await {
+        if let Ok(Some(groups)) = self.store().shard_groups(shard).await {
             for g in &groups {
                 if g.name.as_deref() == Some(group) {
                     info.pending = g.pending;

@@ -17,7 +17,7 @@ use rsc_group::reshard::evidence::delivered_to;
 use rsc_protocol::ordering::Ordering;
 use rsc_protocol::validate;
 use rsc_protocol::wire::{OrderingRequest, OrderingResponse};
-use rsc_store::Keyspace;
+use rsc_store::{Keyspace, Shard};
 use serde::Serialize;
 
 /// One gated child shard of a group, and what each parent it waits for still holds for that group.
@@ -119,7 +119,11 @@ impl Resharding<'_> {
             for &p in parents {
                 let key = Keyspace::shard_stream(&g.stream_prefix, p);
                 let point = g.ordering_switch_points.get(&p).cloned();
-                let mine = match self.store().shard_groups(&key).await {
+                let mine = match self
+                    .store()
+                    .shard_groups(&Shard::new(g.stream_prefix.as_str(), p))
+                    .await
+                {
                     Ok(Some(groups)) => groups
                         .into_iter()
                         .find(|x| x.name.as_deref() == Some(g.consumer_group.as_str())),

@@ -8,6 +8,7 @@ use crate::domain_error::{CoordError, Unavailable};
 use crate::http::error::store_error_text;
 use crate::runtime::cache::{Cached, GroupName};
 use crate::runtime::coordinator::{Commit, Resharding};
+use crate::runtime::shown_keys;
 use crate::services::provision::{existing_shards, provision};
 use rsc_group::replica::CommitResult;
 use rsc_group::replica::reshard::group_update::{GroupUpdate, UpdateStep};
@@ -17,7 +18,7 @@ use rsc_group::replica::reshard::{
 use rsc_group::reshard::evidence::ConsumerGroupInfo;
 use rsc_group::reshard::sync::GroupChange;
 use rsc_protocol::stream_id::parse_stream_id;
-use rsc_store::Keyspace;
+use rsc_store::{Keyspace, Shard};
 
 /// One flow's performance on stream `prefix`: what the steps left behind for the operation.
 pub(super) struct Performer<'a> {
@@ -135,18 +136,18 @@ impl Resharding<'_> {
                     .map_err(|e| p.failed(Unavailable::step(&e).into())),
             ),
             Step::ShardGroups(shard) => {
-                let key = Keyspace::shard_stream(prefix, shard);
-                Answer::ShardGroups(match self.store().shard_groups(&key).await {
+                let shard = Shard::new(prefix, shard);
+                Answer::ShardGroups(match self.store().shard_groups(&shard).await {
                     Ok(groups) => Ok(groups.map(|gs| gs.into_iter().map(evidence_of).collect())),
                     Err(e) => {
+                        let key = shown_keys::shard_stream(&shard);
                         tracing::warn!(key, error = %store_error_text(&e), "drain evidence unavailable");
                         Err(StoreFailed)
                     }
                 })
             }
             Step::LastGeneratedId(shard) => {
-                let key = Keyspace::shard_stream(prefix, shard);
-                Answer::LastId(self.last_generated_id(&key).await)
+                Answer::LastId(self.last_generated_id(&Shard::new(prefix, shard)).await)
             }
             Step::PendingUpTo {
                 shard,
@@ -287,8 +288,8 @@ impl Resharding<'_> {
     }
 
     /// The stream's `last-generated-id` (`XINFO STREAM`), None when unknown.
-    pub(super) async fn last_generated_id(&self, key: &str) -> Option<(u64, u64)> {
-        let info = self.store().shard_stream_info(key).await.ok()??;
+    pub(super) async fn last_generated_id(&self, shard: &Shard) -> Option<(u64, u64)> {
+        let info = self.store().shard_stream_info(shard).await.ok()??;
         parse_stream_id(info.last_generated_id.as_deref()?)
     }
 

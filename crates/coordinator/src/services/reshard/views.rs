@@ -8,7 +8,7 @@ use crate::runtime::coordinator::Resharding;
 use rsc_group::migration::{MigrationError, rollback_check};
 use rsc_group::model::{Migration, MigrationState};
 use rsc_protocol::wire::resharding::{MigrationResponse, ScaleResponse};
-use rsc_store::Keyspace;
+use rsc_store::{Keyspace, Shard};
 use serde::Serialize;
 
 /// `GET …/migrations/{id}`: the Migration, its age, per-shard drain progress of removed and draining
@@ -139,7 +139,7 @@ impl Resharding<'_> {
                 .collect();
             let info = self
                 .shard_group_info(
-                    &Keyspace::shard_stream(&name.stream_prefix, s),
+                    &Shard::new(name.stream_prefix.as_str(), s),
                     &name.consumer_group,
                 )
                 .await;
