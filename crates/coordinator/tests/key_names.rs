@@ -321,7 +321,6 @@ const KEYED_STORE_METHODS: &[&str] = &[
     "shard_groups_of",
     "shard_observations",
     "streams_grown_since",
-    "shard_pending_up_to",
     "shard_records",
 ];
 

@@ -354,11 +354,12 @@ impl Store {
     /// the stream or the group does not exist.
     pub async fn shard_pending_up_to(
         &self,
-        key: &str,
+        shard: &Shard,
         group: &str,
         end: &str,
         cap: usize,
     ) -> Result<Option<i64>, StoreError> {
+        let key = &shard.stream_key();
         let reply: redis::RedisResult<Vec<Value>> = redis::cmd("XPENDING")
             .arg(key)
             .arg(group)

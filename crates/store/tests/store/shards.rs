@@ -196,7 +196,7 @@ async fn pending_up_to_a_switch_point(store: &Store, name: &str) {
     let shard = Shard::new(format!("rsc-test-{name}"), 0);
     assert_eq!(
         store
-            .shard_pending_up_to(&key, "g", "1-0", 1)
+            .shard_pending_up_to(&shard, "g", "1-0", 1)
             .await
             .expect("no stream"),
         None
@@ -204,7 +204,7 @@ async fn pending_up_to_a_switch_point(store: &Store, name: &str) {
     store.shard_provision(&shard, "g").await.expect("provision");
     assert_eq!(
         store
-            .shard_pending_up_to(&key, "other", "1-0", 1)
+            .shard_pending_up_to(&shard, "other", "1-0", 1)
             .await
             .expect("no group"),
         None
@@ -219,10 +219,10 @@ async fn pending_up_to_a_switch_point(store: &Store, name: &str) {
         ids.push(id);
     }
     let switch_point = ids[1].clone();
-    let k = key.as_str();
+    let (k, id) = (key.as_str(), &shard);
     let up_to = |end: String| async move {
         store
-            .shard_pending_up_to(k, "g", &end, 10)
+            .shard_pending_up_to(id, "g", &end, 10)
             .await
             .expect("XPENDING")
     };

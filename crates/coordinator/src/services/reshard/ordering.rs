@@ -117,13 +117,10 @@ impl Resharding<'_> {
         for (child, parents) in &g.ordering_gates {
             let mut waiting_for = Vec::new();
             for &p in parents {
+                let shard = Shard::new(g.stream_prefix.as_str(), p);
                 let key = Keyspace::shard_stream(&g.stream_prefix, p);
                 let point = g.ordering_switch_points.get(&p).cloned();
-                let mine = match self
-                    .store()
-                    .shard_groups(&Shard::new(g.stream_prefix.as_str(), p))
-                    .await
-                {
+                let mine = match self.store().shard_groups(&shard).await {
                     Ok(Some(groups)) => groups
                         .into_iter()
                         .find(|x| x.name.as_deref() == Some(g.consumer_group.as_str())),
@@ -131,7 +128,7 @@ impl Resharding<'_> {
                 };
                 let pending_before_switch = match &point {
                     Some(point) => {
-                        self.pending_up_to(&key, &g.consumer_group, point, PENDING_COUNT_CAP)
+                        self.pending_up_to(&shard, &g.consumer_group, point, PENDING_COUNT_CAP)
                             .await
                     }
                     None => None,

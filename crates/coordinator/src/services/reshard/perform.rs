@@ -18,7 +18,7 @@ use rsc_group::replica::reshard::{
 use rsc_group::reshard::evidence::ConsumerGroupInfo;
 use rsc_group::reshard::sync::GroupChange;
 use rsc_protocol::stream_id::parse_stream_id;
-use rsc_store::{Keyspace, Shard};
+use rsc_store::Shard;
 
 /// One flow's performance on stream `prefix`: what the steps left behind for the operation.
 pub(super) struct Performer<'a> {
@@ -153,10 +153,10 @@ impl Resharding<'_> {
                 shard,
                 group,
                 point,
-            } => {
-                let key = Keyspace::shard_stream(prefix, shard);
-                Answer::Pending(self.pending_up_to(&key, &group, &point, 1).await)
-            }
+            } => Answer::Pending(
+                self.pending_up_to(&Shard::new(prefix, shard), &group, &point, 1)
+                    .await,
+            ),
             Step::RaiseBoundaries(scale) => {
                 Answer::Raised(self.raise_routing_boundaries(prefix, scale).await)
             }
@@ -293,22 +293,23 @@ impl Resharding<'_> {
         parse_stream_id(info.last_generated_id.as_deref()?)
     }
 
-    /// How many entries `group` has pending on `key` up to `point`, counting at most `cap` (None: unknown,
+    /// How many entries `group` has pending on `shard` up to `point`, counting at most `cap` (None: unknown,
     /// or no such group).
     pub(super) async fn pending_up_to(
         &self,
-        key: &str,
+        shard: &Shard,
         group: &str,
         point: &str,
         cap: usize,
     ) -> Option<i64> {
         match self
             .store()
-            .shard_pending_up_to(key, group, point, cap)
+            .shard_pending_up_to(shard, group, point, cap)
             .await
         {
             Ok(answer) => answer,
             Err(e) => {
+                let key = shown_keys::shard_stream(shard);
                 tracing::warn!(key, error = %store_error_text(&e), "ordering evidence unavailable");
                 None
             }
