@@ -320,7 +320,6 @@ const KEYED_STORE_METHODS: &[&str] = &[
     "delete_keys",
     "shard_groups_of",
     "shard_observations",
-    "streams_grown_since",
     "shard_records",
 ];
 

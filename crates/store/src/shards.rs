@@ -311,9 +311,10 @@ impl Store {
     /// lie in many slots).
     pub async fn streams_grown_since(
         &self,
-        keys: &[String],
+        shards: &[Shard],
         after: &[String],
     ) -> Result<Vec<bool>, StoreError> {
+        let keys: Vec<String> = shards.iter().map(Shard::stream_key).collect();
         if keys.len() != after.len() {
             return Err(StoreError::UnexpectedReply {
                 detail: format!("{} stream keys but {} ids", keys.len(), after.len()),

@@ -288,13 +288,17 @@ impl Monitoring<'_> {
             .iter()
             .map(|s| Keyspace::shard_stream(prefix, *s))
             .collect();
+        let shards: Vec<rsc_store::Shard> = shard_ids
+            .iter()
+            .map(|s| rsc_store::Shard::new(prefix.as_str(), *s))
+            .collect();
         let now = std::time::Instant::now();
         if let Plan::Check { after, positions } =
             cache.plan(name, shard_ids, has_members, revision, now)
         {
             let grown = self
                 .metrics()
-                .time_store("xread", self.store().streams_grown_since(&keys, &after))
+                .time_store("xread", self.store().streams_grown_since(&shards, &after))
                 .await?;
             if !grown.contains(&true) {
                 if positions {

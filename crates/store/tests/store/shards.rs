@@ -261,6 +261,9 @@ async fn pending_up_to_a_switch_point(store: &Store, name: &str) {
 /// whether any shard got an entry after the last id read.
 async fn observations_in_one_go_and_growth_since_an_id(store: &Store, name: &str) {
     let keys: Vec<String> = (0..3).map(|s| format!("rsc-test-{name}:{s}")).collect();
+    let shards: Vec<Shard> = (0..3)
+        .map(|s| Shard::new(format!("rsc-test-{name}"), s))
+        .collect();
     for s in 0..2 {
         store
             .shard_provision(&Shard::new(format!("rsc-test-{name}"), s), "g")
@@ -313,7 +316,7 @@ async fn observations_in_one_go_and_growth_since_an_id(store: &Store, name: &str
     ];
     assert_eq!(
         store
-            .streams_grown_since(&keys, &after)
+            .streams_grown_since(&shards, &after)
             .await
             .expect("xread"),
         vec![false, false, false],
@@ -331,13 +334,18 @@ async fn observations_in_one_go_and_growth_since_an_id(store: &Store, name: &str
     .await;
     assert_eq!(
         store
-            .streams_grown_since(&keys, &after)
+            .streams_grown_since(&shards, &after)
             .await
             .expect("xread"),
         vec![true, false, true],
         "an append to a stream, and a stream that appeared with an entry"
     );
-    assert!(store.streams_grown_since(&keys, &after[..1]).await.is_err());
+    assert!(
+        store
+            .streams_grown_since(&shards, &after[..1])
+            .await
+            .is_err()
+    );
     assert!(
         store
             .streams_grown_since(&[], &[])
