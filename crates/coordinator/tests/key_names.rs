@@ -320,7 +320,6 @@ const KEYED_STORE_METHODS: &[&str] = &[
     "delete_keys",
     "shard_groups_of",
     "shard_observations",
-    "shard_records",
 ];
 
 /// Every `pub async fn` of `text` as (name, line, parameter list).

@@ -5,6 +5,7 @@
 use redis::Value;
 
 use crate::error::StoreError;
+use crate::shard::Shard;
 use crate::store::Store;
 
 /// One record of a stream: its id and its field/value pairs in stream order.
@@ -27,12 +28,12 @@ pub enum PageDirection {
 const MAX_ID: (u64, u64) = (u64::MAX, u64::MAX);
 
 impl Store {
-    /// Up to `count` records of the stream `key` strictly after (`Forward`) or before (`Backward`) the
+    /// Up to `count` records of the shard's stream strictly after (`Forward`) or before (`Backward`) the
     /// record id `cursor` (`None`: from the start or from the end). A stream that does not exist reads as
     /// empty. `cursor` is a parsed `ms-seq` id.
     pub async fn shard_records(
         &self,
-        key: &str,
+        shard: &Shard,
         direction: PageDirection,
         cursor: Option<(u64, u64)>,
         count: usize,
@@ -50,7 +51,7 @@ impl Store {
             }
         };
         let reply: Value = redis::cmd(cmd)
-            .arg(key)
+            .arg(shard.stream_key())
             .arg(from)
             .arg(to)
             .arg("COUNT")

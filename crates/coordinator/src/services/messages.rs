@@ -16,13 +16,14 @@ use crate::domain_error::{BadQuery, CoordError};
 use crate::runtime::cache::GroupName;
 use crate::runtime::clock::iso_ms;
 use crate::runtime::coordinator::Monitoring;
+use crate::runtime::shown_keys;
 use find::{Filter, FindQuery, scan};
 use rsc_protocol::wire::ShardId;
 use rsc_protocol::wire::browse::{
     MergedMessagesPageResponse, MessageSearchSummary, StreamMessageRecord,
     StreamMessagesPageResponse,
 };
-use rsc_store::{Keyspace, PageDirection, Store, StoreError, StreamRecord, parse_stream_id};
+use rsc_store::{PageDirection, Shard, Store, StoreError, StreamRecord, parse_stream_id};
 use std::collections::BTreeMap;
 
 /// Records per page when `limit` is not given, and the largest `limit` (shared with the OpenAPI document).
@@ -122,13 +123,13 @@ pub fn record_bytes(r: &StreamRecord) -> usize {
 /// The first records of at most this many are read in one chunk, before their sizes are known.
 const FIRST_CHUNK: usize = 10;
 
-/// Up to `limit` records of the stream `key` from `cursor` on, of at most `max_bytes` together (the first
+/// Up to `limit` records of the shard's stream from `cursor` on, of at most `max_bytes` together (the first
 /// record whatever its size, so a walk always moves on), and whether more follow. Read in chunks: after the
 /// first, each chunk asks for as many records as the budget left holds at the largest size seen so far, so
 /// at most one chunk beyond the budget is read.
 pub async fn read_page(
     store: &Store,
-    key: &str,
+    shard: &Shard,
     direction: PageDirection,
     cursor: Option<(u64, u64)>,
     limit: usize,
@@ -143,7 +144,7 @@ pub async fn read_page(
         } else {
             wanted.min((max_bytes.saturating_sub(bytes) / largest).max(1))
         };
-        let records = store.shard_records(key, direction, from, chunk).await?;
+        let records = store.shard_records(shard, direction, from, chunk).await?;
         let got = records.len();
         for r in records {
             let size = record_bytes(&r);
@@ -225,13 +226,14 @@ impl Monitoring<'_> {
             }
             .into());
         }
-        let key = Keyspace::shard_stream(&g.stream_prefix, shard);
+        let id = Shard::new(g.stream_prefix.as_str(), shard);
+        let key = shown_keys::shard_stream(&id);
         let max_bytes = self.config().http.message_page_max_bytes;
         let (records, next_cursor, search) = match &query.find.filter {
             Some(filter) => {
                 let found = self
                     .metrics()
-                    .time_store("xrange", scan(self.store(), &key, query, max_bytes, filter))
+                    .time_store("xrange", scan(self.store(), &id, query, max_bytes, filter))
                     .await
                     .map_err(CoordError::from)?;
                 let summary = search_summary(
@@ -250,7 +252,7 @@ impl Monitoring<'_> {
                         "xrange",
                         read_page(
                             self.store(),
-                            &key,
+                            &id,
                             query.direction,
                             query.cursor,
                             query.limit as usize,
@@ -309,9 +311,9 @@ impl Monitoring<'_> {
             Some(raw) => merged::parse_positions(raw, &shards)?,
             None => shards.iter().map(|s| (*s, query.cursor)).collect(),
         };
-        let keys: BTreeMap<u32, String> = shards
+        let keys: BTreeMap<u32, Shard> = shards
             .iter()
-            .map(|s| (*s, Keyspace::shard_stream(&g.stream_prefix, *s)))
+            .map(|s| (*s, Shard::new(g.stream_prefix.as_str(), *s)))
             .collect();
         let max_bytes = self.config().http.message_page_max_bytes;
         let (records, next_cursor, search) = match &query.find.filter {
@@ -361,7 +363,10 @@ impl Monitoring<'_> {
             records: records
                 .into_iter()
                 .map(|(s, r)| {
-                    let key = keys.get(&s).cloned().unwrap_or_default();
+                    let key = keys
+                        .get(&s)
+                        .map(shown_keys::shard_stream)
+                        .unwrap_or_default();
                     record_view(&g.stream_prefix, &g.consumer_group, s, &key, r)
                 })
                 .collect(),

@@ -1,6 +1,6 @@
 //! Shard records page by page (XRANGE / XREVRANGE with an exclusive cursor) and the cluster's slot map.
 
-use rsc_store::{PageDirection, Store, owner_of};
+use rsc_store::{PageDirection, Shard, Store, owner_of};
 
 use crate::fixtures::{cluster, raw};
 
@@ -8,9 +8,10 @@ on_both_topologies!(pages_walk_every_record_once_both_ways);
 
 async fn pages_walk_every_record_once_both_ways(store: &Store, name: &str) {
     let key = format!("rsc-test-{name}:0");
+    let shard = Shard::new(format!("rsc-test-{name}"), 0);
     assert!(
         store
-            .shard_records(&key, PageDirection::Backward, None, 10)
+            .shard_records(&shard, PageDirection::Backward, None, 10)
             .await
             .expect("a missing stream reads")
             .is_empty()
@@ -38,7 +39,7 @@ async fn pages_walk_every_record_once_both_ways(store: &Store, name: &str) {
         let mut cursor = None;
         loop {
             let page = store
-                .shard_records(&key, direction, cursor, 3)
+                .shard_records(&shard, direction, cursor, 3)
                 .await
                 .expect("page");
             if page.is_empty() {
@@ -50,7 +51,7 @@ async fn pages_walk_every_record_once_both_ways(store: &Store, name: &str) {
         assert_eq!(seen, expected, "{direction:?}");
     }
     let first = store
-        .shard_records(&key, PageDirection::Forward, None, 1)
+        .shard_records(&shard, PageDirection::Forward, None, 1)
         .await
         .unwrap();
     assert_eq!(
@@ -67,7 +68,7 @@ async fn pages_walk_every_record_once_both_ways(store: &Store, name: &str) {
     ] {
         assert!(
             store
-                .shard_records(&key, d, Some(c), 5)
+                .shard_records(&shard, d, Some(c), 5)
                 .await
                 .unwrap()
                 .is_empty()

@@ -10,9 +10,10 @@ use super::{Params, one_group, param};
 use crate::domain_error::{BadQuery, CoordError};
 use crate::runtime::clock::iso_ms;
 use crate::runtime::coordinator::Coordinator;
+use crate::runtime::shown_keys;
 use crate::services::messages::{PageQuery, direction_name, parse_cursor, read_page, record_bytes};
 use rsc_protocol::wire::grafana::GrafanaMessageRow;
-use rsc_store::{Keyspace, PageDirection, StreamRecord, parse_stream_id};
+use rsc_store::{PageDirection, Shard, StreamRecord, parse_stream_id};
 use std::collections::BTreeMap;
 
 const ALL_SELECTORS: [&str; 4] = ["all", ".*", "__all", "$__all"];
@@ -71,27 +72,24 @@ pub async fn message_rows(
     let mut cut_at: Vec<(Id, u32)> = Vec::new();
     let mut total = 0i64;
     for s in &shards {
-        let key = Keyspace::shard_stream(&g.stream_prefix, *s);
-        total += c
-            .store()
-            .shard_length(&rsc_store::Shard::new(g.stream_prefix.as_str(), *s))
-            .await?;
+        let shard = Shard::new(g.stream_prefix.as_str(), *s);
+        total += c.store().shard_length(&shard).await?;
         let records = match (exact, &start) {
             (Some(id), _) => c
                 .store()
-                .shard_records(&key, PageDirection::Forward, cursor::before(id), 1)
+                .shard_records(&shard, PageDirection::Forward, cursor::before(id), 1)
                 .await?
                 .into_iter()
                 .filter(|r| parse_stream_id(&r.id) == Some(id))
                 .collect(),
             (None, Start::Tail(_)) => {
                 c.store()
-                    .shard_records(&key, read_direction, None, read_count)
+                    .shard_records(&shard, read_direction, None, read_count)
                     .await?
             }
             (None, Start::At(positions)) => {
                 let page =
-                    read_page(c.store(), &key, direction, positions[s], limit, max_bytes).await?;
+                    read_page(c.store(), &shard, direction, positions[s], limit, max_bytes).await?;
                 if page.more
                     && let Some(last) = page.records.last()
                 {
@@ -178,7 +176,7 @@ pub async fn message_rows(
                 shard_index: s,
                 shard_selector: selector.clone(),
                 shard_label: format!(":{s}"),
-                stream_key: Keyspace::shard_stream(&g.stream_prefix, s),
+                stream_key: shown_keys::shard_stream(&Shard::new(g.stream_prefix.as_str(), s)),
                 payload,
                 fields_json: serde_json::to_string(&fields).unwrap_or_default(),
                 record_id: r.id.clone(),

@@ -6,7 +6,7 @@
 
 use crate::domain_error::{BadQuery, CoordError};
 use crate::services::messages::{PageQuery, record_bytes};
-use rsc_store::{PageDirection, Store, StoreError, StreamRecord, parse_stream_id};
+use rsc_store::{PageDirection, Shard, Store, StoreError, StreamRecord, parse_stream_id};
 use std::collections::BTreeMap;
 
 /// Records a search scans when `scanLimit` is not given.
@@ -207,13 +207,13 @@ const FIRST_CHUNK: usize = 10;
 /// No chunk is larger than this.
 const MAX_CHUNK: usize = 500;
 
-/// Scans `key` from the page's cursor (exclusive) in its direction, keeping the records `filter` matches: at
+/// Scans the shard's stream from the page's cursor (exclusive) in its direction, keeping the records `filter` matches: at
 /// most the page's `limit` of them and `page_max_bytes` together (the first whatever its size), scanning at
 /// most `scanLimit` records and, after the first, `scanMaxBytes` bytes. Chunks after the first are sized
 /// by the largest record seen, so at most one chunk beyond the byte bound is read.
 pub async fn scan(
     store: &Store,
-    key: &str,
+    shard: &Shard,
     page: &PageQuery,
     page_max_bytes: usize,
     filter: &Filter,
@@ -232,7 +232,7 @@ pub async fn scan(
             records_left.min((bytes_left / largest).max(1))
         };
         let chunk = usize::try_from(chunk).unwrap_or(MAX_CHUNK).min(MAX_CHUNK);
-        let records = store.shard_records(key, direction, from, chunk).await?;
+        let records = store.shard_records(shard, direction, from, chunk).await?;
         let got = records.len();
         for r in records {
             let size = record_bytes(&r);

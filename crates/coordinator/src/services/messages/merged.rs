@@ -9,7 +9,7 @@ pub mod search;
 
 use crate::domain_error::{BadQuery, CoordError};
 use crate::services::messages::{PageQuery, read_page, record_bytes};
-use rsc_store::{PageDirection, Store, StoreError, StreamRecord, parse_stream_id};
+use rsc_store::{PageDirection, Shard, Store, StoreError, StreamRecord, parse_stream_id};
 use std::collections::BTreeMap;
 
 /// Per shard, where its next page starts (exclusive; `None`: at the start of the walk).
@@ -51,10 +51,10 @@ pub struct MergedPage {
     pub next_cursor: Option<String>,
 }
 
-/// Reads one merged page of the shard streams `keys` (shard index → key) from `start`.
+/// Reads one merged page of the shard streams `keys` (shard index → shard) from `start`.
 pub async fn read_merged(
     store: &Store,
-    keys: &BTreeMap<u32, String>,
+    keys: &BTreeMap<u32, Shard>,
     start: &Positions,
     query: &PageQuery,
     max_bytes: usize,
@@ -64,9 +64,9 @@ pub async fn read_merged(
     let mut found: Vec<((u64, u64), u32, StreamRecord)> = Vec::new();
     let mut cut_at: Vec<((u64, u64), u32)> = Vec::new();
     let mut more = false;
-    for (s, key) in keys {
+    for (s, id) in keys {
         let from = start.get(s).copied().flatten();
-        let page = read_page(store, key, direction, from, limit, max_bytes).await?;
+        let page = read_page(store, id, direction, from, limit, max_bytes).await?;
         if page.more
             && let Some(last) = page.records.last()
         {

@@ -16,7 +16,7 @@
 use super::{Positions, format_positions};
 use crate::services::messages::find::Filter;
 use crate::services::messages::{PageQuery, record_bytes};
-use rsc_store::{PageDirection, Store, StoreError, StreamRecord, parse_stream_id};
+use rsc_store::{PageDirection, Shard, Store, StoreError, StreamRecord, parse_stream_id};
 use std::collections::{BTreeMap, VecDeque};
 
 /// A shard's first chunk.
@@ -42,7 +42,7 @@ pub struct MergedFound {
 /// One shard's part of the walk: the records read and not yet scanned, and where reading goes on.
 struct Lane<'a> {
     shard: u32,
-    key: &'a str,
+    id: &'a Shard,
     /// Read, not yet scanned, in walk order.
     buffered: VecDeque<((u64, u64), StreamRecord)>,
     /// The last record read (the exclusive cursor of the next read).
@@ -53,12 +53,12 @@ struct Lane<'a> {
     next_chunk: usize,
 }
 
-/// Scans the shard streams `keys` (shard index → key) from `start` in merged order, keeping the records
+/// Scans the shard streams `keys` (shard index → shard) from `start` in merged order, keeping the records
 /// `filter` matches: at most the page's `limit` of them and `page_max_bytes` together (the first whatever its
 /// size), scanning at most `scanLimit` records and, after the first, `scanMaxBytes` bytes in total.
 pub async fn scan_merged(
     store: &Store,
-    keys: &BTreeMap<u32, String>,
+    keys: &BTreeMap<u32, Shard>,
     start: &Positions,
     page: &PageQuery,
     page_max_bytes: usize,
@@ -68,9 +68,9 @@ pub async fn scan_merged(
     let (scan_limit, scan_max_bytes) = (u64::from(page.find.scan_limit), page.find.scan_max_bytes);
     let mut lanes: Vec<Lane> = keys
         .iter()
-        .map(|(s, key)| Lane {
+        .map(|(s, id)| Lane {
             shard: *s,
-            key,
+            id,
             buffered: VecDeque::new(),
             read_from: start.get(s).copied().flatten(),
             exhausted: false,
@@ -94,7 +94,7 @@ pub async fn scan_merged(
                 .max(1);
             lane.next_chunk = (lane.next_chunk * 2).min(MAX_CHUNK);
             let records = store
-                .shard_records(lane.key, direction, lane.read_from, chunk)
+                .shard_records(lane.id, direction, lane.read_from, chunk)
                 .await?;
             lane.exhausted = records.len() < chunk;
             for r in records {
