@@ -10,90 +10,28 @@ use crate::support;
 
 use serde_json::{Value, json};
 use std::time::Duration;
+use support::streams::group_position as position_of;
+use support::streams::{ids, xadd_at as xadd};
 use support::*;
 
 const RESET: &str = "/coord/v1/streams/rs/groups/rs/offsets/reset";
 
-/// XADD with an explicit id (`<ms>-0`, small: deterministic, and never in the future).
-async fn xadd(conn: &mut redis::aio::MultiplexedConnection, key: &str, ms: u64) {
-    let _: String = redis::cmd("XADD")
-        .arg(key)
-        .arg(format!("{ms}-0"))
-        .arg("n")
-        .arg(ms)
-        .query_async(conn)
-        .await
-        .unwrap();
-}
-
-/// A stream entry: its id and fields.
-type Entry = (String, Vec<(String, String)>);
-
-/// What a consumer of the group is handed next on `key` (`XREADGROUP … >`, not blocking): the ids.
+/// What a consumer of the group `rs` is handed next on `key`: the ids.
 async fn read_next(
     conn: &mut redis::aio::MultiplexedConnection,
     key: &str,
     count: usize,
 ) -> Vec<String> {
-    let reply: redis::Value = redis::cmd("XREADGROUP")
-        .arg("GROUP")
-        .arg("rs")
-        .arg("tester")
-        .arg("COUNT")
-        .arg(count)
-        .arg("STREAMS")
-        .arg(key)
-        .arg(">")
-        .query_async(conn)
-        .await
-        .unwrap();
-    let reply: Option<Vec<(String, Vec<Entry>)>> = redis::from_redis_value(reply).unwrap();
-    reply
-        .unwrap_or_default()
-        .into_iter()
-        .flat_map(|(_, entries)| entries.into_iter().map(|(id, _)| id))
-        .collect()
+    support::streams::read_next(conn, key, "rs", "tester", count).await
 }
 
 async fn ack(conn: &mut redis::aio::MultiplexedConnection, key: &str, ids: &[&str]) {
-    let _: i64 = redis::cmd("XACK")
-        .arg(key)
-        .arg("rs")
-        .arg(ids)
-        .query_async(conn)
-        .await
-        .unwrap();
+    support::streams::ack(conn, key, "rs", ids).await
 }
 
 /// (last-delivered id, pending count) of the group `rs` on `key`, as `XINFO GROUPS` says.
 async fn position(conn: &mut redis::aio::MultiplexedConnection, key: &str) -> (String, i64) {
     position_of(conn, key, "rs").await
-}
-
-/// [`position`] of the group `group`.
-async fn position_of(
-    conn: &mut redis::aio::MultiplexedConnection,
-    key: &str,
-    group: &str,
-) -> (String, i64) {
-    let groups: Vec<std::collections::HashMap<String, redis::Value>> = redis::cmd("XINFO")
-        .arg("GROUPS")
-        .arg(key)
-        .query_async(conn)
-        .await
-        .unwrap();
-    let g = groups
-        .into_iter()
-        .find(|g| redis::from_redis_value_ref::<String>(&g["name"]).unwrap() == group)
-        .unwrap();
-    (
-        redis::from_redis_value_ref(&g["last-delivered-id"]).unwrap(),
-        redis::from_redis_value_ref(&g["pending"]).unwrap(),
-    )
-}
-
-fn ids(ms: &[u64]) -> Vec<String> {
-    ms.iter().map(|m| format!("{m}-0")).collect()
 }
 
 async fn reset(api: &Api, body: Value) -> Reply {

@@ -12,6 +12,7 @@ use redis::aio::ConnectionLike;
 use rsc_testkit::RedisCluster;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
+use support::streams::{ids, xadd_at as xadd};
 use support::*;
 
 const RESET: &str = "/coord/v1/streams/rc/groups/rc/offsets/reset";
@@ -21,67 +22,18 @@ fn key(shard: u64) -> String {
     format!("rc:{shard}")
 }
 
-async fn xadd(conn: &mut impl ConnectionLike, key: &str, ms: u64) {
-    let _: String = redis::cmd("XADD")
-        .arg(key)
-        .arg(format!("{ms}-0"))
-        .arg("n")
-        .arg(ms)
-        .query_async(conn)
-        .await
-        .unwrap();
-}
-
-/// A stream entry: its id and fields.
-type Entry = (String, Vec<(String, String)>);
-
 /// What a consumer of the group is handed next on `key` (`XREADGROUP … >`, not blocking): the ids.
 async fn read_next(conn: &mut impl ConnectionLike, key: &str, count: usize) -> Vec<String> {
-    let reply: Option<Vec<(String, Vec<Entry>)>> = redis::cmd("XREADGROUP")
-        .arg("GROUP")
-        .arg("rc")
-        .arg("tester")
-        .arg("COUNT")
-        .arg(count)
-        .arg("STREAMS")
-        .arg(key)
-        .arg(">")
-        .query_async(conn)
-        .await
-        .unwrap();
-    reply
-        .unwrap_or_default()
-        .into_iter()
-        .flat_map(|(_, entries)| entries.into_iter().map(|(id, _)| id))
-        .collect()
+    support::streams::read_next(conn, key, "rc", "tester", count).await
 }
 
 async fn ack(conn: &mut impl ConnectionLike, key: &str, ids: &[String]) {
-    let _: i64 = redis::cmd("XACK")
-        .arg(key)
-        .arg("rc")
-        .arg(ids)
-        .query_async(conn)
-        .await
-        .unwrap();
+    support::streams::ack(conn, key, "rc", ids).await
 }
 
 /// (last-delivered id, pending count) of the group on `key`, as `XINFO GROUPS` says.
 async fn position(conn: &mut impl ConnectionLike, key: &str) -> (String, i64) {
-    let groups: Vec<std::collections::HashMap<String, redis::Value>> = redis::cmd("XINFO")
-        .arg("GROUPS")
-        .arg(key)
-        .query_async(conn)
-        .await
-        .unwrap();
-    let g = groups
-        .into_iter()
-        .find(|g| redis::from_redis_value_ref::<String>(&g["name"]).unwrap() == "rc")
-        .unwrap();
-    (
-        redis::from_redis_value_ref(&g["last-delivered-id"]).unwrap(),
-        redis::from_redis_value_ref(&g["pending"]).unwrap(),
-    )
+    support::streams::group_position(conn, key, "rc").await
 }
 
 /// Every shard's [`position`], by shard.
@@ -91,10 +43,6 @@ async fn positions(conn: &mut impl ConnectionLike) -> Vec<(String, i64)> {
         out.push(position(conn, &key(s)).await);
     }
     out
-}
-
-fn ids(ms: &[u64]) -> Vec<String> {
-    ms.iter().map(|m| format!("{m}-0")).collect()
 }
 
 fn at(id: &str, pending: i64) -> (String, i64) {

@@ -9,32 +9,12 @@ use crate::support;
 
 use serde_json::{Value, json};
 use std::time::Duration;
+use support::streams::xadd_at as xadd;
 use support::*;
-
-async fn xadd(conn: &mut redis::aio::MultiplexedConnection, key: &str, ms: u64) {
-    let _: String = redis::cmd("XADD")
-        .arg(key)
-        .arg(format!("{ms}-0"))
-        .arg("n")
-        .arg(ms)
-        .query_async(conn)
-        .await
-        .unwrap();
-}
 
 /// The last-delivered id of `group` on `key`, as `XINFO GROUPS` says.
 async fn position(conn: &mut redis::aio::MultiplexedConnection, key: &str, group: &str) -> String {
-    let groups: Vec<std::collections::HashMap<String, redis::Value>> = redis::cmd("XINFO")
-        .arg("GROUPS")
-        .arg(key)
-        .query_async(conn)
-        .await
-        .unwrap();
-    let g = groups
-        .into_iter()
-        .find(|g| redis::from_redis_value_ref::<String>(&g["name"]).unwrap() == group)
-        .unwrap();
-    redis::from_redis_value_ref(&g["last-delivered-id"]).unwrap()
+    support::streams::group_position(conn, key, group).await.0
 }
 
 fn body() -> Value {

@@ -3,6 +3,8 @@
 //! the member protocol (`rsc_member::Membership`).
 #![allow(dead_code)]
 
+pub mod streams;
+
 use rsc_coordinator::config::{Config, Dur};
 use rsc_coordinator::security::config::Secret;
 use rsc_coordinator::server::{Running, start};
