@@ -40,8 +40,9 @@ use divan::Bencher;
 use rsc_group::batch::{Batch, MemberCaps};
 use rsc_group::invariants::{self, Facts};
 use rsc_group::model::{Group, WriteForm};
+use rsc_group::rebalance::RebalanceIndex;
 use rsc_group::replica::CommitResult;
-use rsc_group::replica::commit::{Queued, decide_queue_over, replies};
+use rsc_group::replica::commit::{Queued, decide_queue_indexed, replies};
 use rsc_group::timing::Timing;
 use rsc_protocol::wire::{
     HeartbeatRequest, RevokeState, RevokingShardReport, RuntimeConsumerCapacity, ShardId,
@@ -200,6 +201,8 @@ const MIN_MEMBERS: usize = 1_000;
 struct Held {
     base: Group,
     facts: Facts,
+    /// The rebalance index kept beside the copy (large groups).
+    index: Option<RebalanceIndex>,
 }
 
 /// What one write leaves: the aggregate written and its facts, the caught-up copy, the members the batch
@@ -209,6 +212,8 @@ struct Written {
     group: Group,
     facts: Facts,
     copy: Option<Group>,
+    /// The rebalance index of the aggregate written, kept beside the copy.
+    index: Option<RebalanceIndex>,
     changed: BTreeSet<String>,
     work: usize,
 }
@@ -218,7 +223,7 @@ struct Written {
 /// copy; large groups only).
 fn coordinator_write(
     held: &Held,
-    own: Option<Group>,
+    own: Option<(Group, Option<RebalanceIndex>)>,
     old: Option<Group>,
     member_id: &str,
     req: &HeartbeatRequest,
@@ -230,9 +235,9 @@ fn coordinator_write(
         max_per_principal: None,
     };
     // commit_batch
-    let base_group = match own {
-        Some(copy) => Cow::Owned(copy),
-        None => Cow::Borrowed(&held.base),
+    let (base_group, index) = match own {
+        Some((copy, index)) => (Cow::Owned(copy), index),
+        None => (Cow::Borrowed(&held.base), None),
     };
     let queue = vec![Queued {
         member_id: member_id.to_owned(),
@@ -241,7 +246,8 @@ fn coordinator_write(
         acts_for_any_member: false,
         reply_to: (),
     }];
-    let decided = decide_queue_over(base_group, queue, now, timing, caps);
+    let decided = decide_queue_indexed(base_group, index, queue, now, timing, caps);
+    let index = decided.index;
     let t = decided.transition.expect("the request is a transition");
     let changed = t.changed_members.clone();
     // commit_with_progress
@@ -279,10 +285,13 @@ fn coordinator_write(
             old.catch_up(&group, &changed);
             old
         });
+    // BatchCopies::keep counts the index afresh when the batch had none.
+    let index = index.or_else(|| copy.as_ref().and_then(RebalanceIndex::of));
     Written {
         group,
         facts,
         copy,
+        index,
         changed,
         work,
     }
@@ -316,7 +325,7 @@ fn bench_path(bencher: Bencher, held: &Held, member_id: &str, req: &HeartbeatReq
     bencher
         .with_inputs(|| {
             large
-                .then(|| (held.base.clone(), held.base.clone()))
+                .then(|| ((held.base.clone(), held.index.clone()), held.base.clone()))
                 .unzip()
         })
         .bench_local_values(|(own, old)| {
@@ -327,8 +336,18 @@ fn bench_path(bencher: Bencher, held: &Held, member_id: &str, req: &HeartbeatReq
 /// A converged group of `members` over `shards`, with its facts, as the coordinator holds it.
 fn held(members: usize, shards: u32) -> Held {
     let base = converged_group(members, shards);
-    let facts = Facts::of(&base);
-    Held { base, facts }
+    Held::of(base)
+}
+
+impl Held {
+    /// `base` with its facts and (large groups) its rebalance index.
+    fn of(base: Group) -> Self {
+        let facts = Facts::of(&base);
+        let index = (base.members.len() >= MIN_MEMBERS)
+            .then(|| RebalanceIndex::of(&base))
+            .flatten();
+        Held { base, facts, index }
+    }
 }
 
 #[divan::bench(args = SIZES)]
@@ -338,7 +357,7 @@ fn coordinator_join(bencher: Bencher, members: usize) {
     let large = (members >= MIN_MEMBERS).then(|| held.base.clone());
     let w = coordinator_write(
         &held,
-        large.clone(),
+        large.clone().map(|g| (g, held.index.clone())),
         large,
         "joiner",
         &req,
@@ -358,11 +377,8 @@ fn coordinator_join(bencher: Bencher, members: usize) {
 fn coordinator_release(bencher: Bencher, members: usize) {
     let timing = Timing::default();
     let before = held(members, 2 * members as u32);
-    let Written {
-        group: joined,
-        facts,
-        ..
-    } = coordinator_write(&before, None, None, "joiner", &join_request(), &timing);
+    let Written { group: joined, .. } =
+        coordinator_write(&before, None, None, "joiner", &join_request(), &timing);
     // The one member told to revoke a shard for the joiner.
     let (revoker, shard) = joined
         .members
@@ -373,10 +389,7 @@ fn coordinator_release(bencher: Bencher, members: usize) {
         joined.members["joiner"].assigned.is_empty(),
         "the joiner waits for the shard"
     );
-    let held = Held {
-        base: joined,
-        facts,
-    };
+    let held = Held::of(joined);
     let req = release_request(&held.base, &revoker, shard);
     let next = coordinator_write(&held, None, None, &revoker, &req, &timing).group;
     assert!(
@@ -394,11 +407,11 @@ fn coordinator_join_decide(bencher: Bencher, members: usize) {
     let (req, timing) = (join_request(), Timing::default());
     let large = members >= MIN_MEMBERS;
     bencher
-        .with_inputs(|| large.then(|| held.base.clone()))
+        .with_inputs(|| large.then(|| (held.base.clone(), held.index.clone())))
         .bench_local_values(|own| {
-            let base = match own {
-                Some(copy) => Cow::Owned(copy),
-                None => Cow::Borrowed(&held.base),
+            let (base, index) = match own {
+                Some((copy, index)) => (Cow::Owned(copy), index),
+                None => (Cow::Borrowed(&held.base), None),
             };
             let queue = vec![Queued {
                 member_id: "joiner".to_owned(),
@@ -407,8 +420,15 @@ fn coordinator_join_decide(bencher: Bencher, members: usize) {
                 acts_for_any_member: false,
                 reply_to: (),
             }];
-            decide_queue_over(base, queue, NOW_MS + 1_000, &timing, MemberCaps::default())
-                .transition
+            decide_queue_indexed(
+                base,
+                index,
+                queue,
+                NOW_MS + 1_000,
+                &timing,
+                MemberCaps::default(),
+            )
+            .transition
         });
 }
 
@@ -424,19 +444,15 @@ fn coordinator_join_check(bencher: Bencher, members: usize) {
 /// 1,000 or more) the kept batch copy, equal to it.
 struct Coordinator {
     held: Held,
-    copy: Option<Group>,
+    copy: Option<(Group, Option<RebalanceIndex>)>,
 }
 
 impl Coordinator {
     fn of(base: Group) -> Self {
-        let copy = (base.members.len() >= MIN_MEMBERS).then(|| base.clone());
-        Coordinator {
-            held: Held {
-                facts: Facts::of(&base),
-                base,
-            },
-            copy,
-        }
+        let held = Held::of(base);
+        let copy = (held.base.members.len() >= MIN_MEMBERS)
+            .then(|| (held.base.clone(), held.index.clone()));
+        Coordinator { held, copy }
     }
 
     /// One batch of one request, as `coordinator_write`, then the cache replaced: the old aggregate becomes the
@@ -449,12 +465,13 @@ impl Coordinator {
         let next = Held {
             base: w.group,
             facts: w.facts,
+            index: None,
         };
         let old = std::mem::replace(&mut self.held, next);
         if large {
             let mut old = old.base;
             old.catch_up(&self.held.base, &w.changed);
-            self.copy = Some(old);
+            self.copy = Some((old, w.index));
         }
         w.work
     }

@@ -42,6 +42,7 @@ use crate::heartbeat::{
     restate_on_committed,
 };
 use crate::model::Group;
+use crate::rebalance::RebalanceIndex;
 use crate::timing::Timing;
 use rsc_protocol::wire::HeartbeatRequest;
 use std::borrow::Cow;
@@ -101,6 +102,8 @@ pub struct Finished {
     pub transition: Transition,
     /// Each combined request's decision, in order, its answer stated on the aggregate to commit.
     pub decisions: Vec<Decision>,
+    /// The rebalance index of the aggregate to commit, when the batch was given one ([`Batch::with_index`]).
+    pub index: Option<RebalanceIndex>,
 }
 
 impl<'a> Batch<'a> {
@@ -128,6 +131,16 @@ impl<'a> Batch<'a> {
     /// The batch keeping these member caps.
     pub fn with_caps(mut self, caps: MemberCaps) -> Self {
         self.caps = caps;
+        self
+    }
+
+    /// The batch keeping `index`, the rebalance index of its aggregate as it is now: the deferred rebalance
+    /// then costs what the batch changed (`rebalance/incremental.rs`), and [`Finished`] carries the index of
+    /// the aggregate to commit.
+    pub fn with_index(mut self, index: Option<RebalanceIndex>) -> Self {
+        if let Some(index) = index {
+            self.group.keep_index(index);
+        }
         self
     }
 
@@ -198,6 +211,8 @@ impl<'a> Batch<'a> {
             return Err(NotCombined::OverCap);
         }
         let was_member = self.group.members.contains_key(path_member_id);
+        self.group.will_change(path_member_id);
+        self.group.will_change(&req.member_id);
         let decision = decide_in_place(
             &mut self.group,
             path_member_id,
@@ -249,6 +264,7 @@ impl<'a> Batch<'a> {
             return None;
         }
         self.group.rebalance_now(self.now_ms, &self.timing);
+        let index = self.group.take_index();
         let mut changed = self.touched;
         changed.extend(self.group.noted().iter().cloned());
         let group = self.group.into_group();
@@ -266,6 +282,7 @@ impl<'a> Batch<'a> {
         Some(Finished {
             transition,
             decisions,
+            index,
         })
     }
 }

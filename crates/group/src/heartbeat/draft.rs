@@ -1,9 +1,13 @@
 //! The `Draft`: the aggregate a heartbeat decision works on (copy-on-write, probing, deferred rebalance).
 
-use crate::model::Group;
-use crate::rebalance::{Noted, recompute_target_noting, settle_noting};
+use crate::model::{Group, Member, ShardSet};
+use crate::rebalance::{
+    Noted, RebalanceIndex, recompute_target_indexed, recompute_target_noting, settle_indexed,
+    settle_noting,
+};
 use crate::timing::Timing;
 use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The aggregate a decision works on: changed in place (copied first when borrowed) to apply a write, or,
 /// when probing, never changed.
@@ -21,6 +25,16 @@ pub struct Draft<'a> {
     deferred: Option<Rebalance>,
     /// The members whose entries the rebalances run so far changed.
     noted: Noted,
+    /// The group's rebalance index, when the draft keeps one (a batch's on a kept copy).
+    indexed: Option<Indexed>,
+}
+
+/// A draft's rebalance index and the members changed since it counted them.
+#[derive(Debug)]
+struct Indexed {
+    index: RebalanceIndex,
+    /// Member → its record and target entry as the index counted them (before a decision changed them).
+    before: BTreeMap<String, (Option<Member>, Option<ShardSet>)>,
 }
 
 /// A rebalance a write calls for; the later variant includes the earlier.
@@ -42,6 +56,56 @@ impl<'a> Draft<'a> {
             deferring: false,
             deferred: None,
             noted: Noted::new(),
+            indexed: None,
+        }
+    }
+
+    /// The draft keeping `index`, which must be the index of its aggregate as it is now
+    /// (`RebalanceIndex::of`): its rebalances then follow what changed (`rebalance/incremental.rs`).
+    pub fn keep_index(&mut self, index: RebalanceIndex) {
+        self.indexed = Some(Indexed {
+            index,
+            before: BTreeMap::new(),
+        });
+    }
+
+    /// Says that a decision may change member `id`'s entries (a draft keeping an index notes them as they
+    /// are, to count the member again when the index is next used).
+    pub fn will_change(&mut self, id: &str) {
+        if let Some(indexed) = &mut self.indexed
+            && !indexed.before.contains_key(id)
+        {
+            let g = &*self.group;
+            indexed.before.insert(
+                id.to_owned(),
+                (
+                    g.members.get(id).cloned(),
+                    g.target_assignments.get(id).cloned(),
+                ),
+            );
+        }
+    }
+
+    /// Counts the members changed since into the index; returns them.
+    fn recount(&mut self) -> Option<(&mut RebalanceIndex, BTreeSet<String>)> {
+        let indexed = self.indexed.as_mut()?;
+        let g = &*self.group;
+        let mut dirty = BTreeSet::new();
+        for (id, (m, t)) in std::mem::take(&mut indexed.before) {
+            indexed.index.recount(g, &id, m.as_ref(), t.as_ref());
+            dirty.insert(id);
+        }
+        Some((&mut indexed.index, dirty))
+    }
+
+    /// The index of the aggregate as it is now, if the draft keeps one.
+    pub fn take_index(&mut self) -> Option<RebalanceIndex> {
+        self.recount()?;
+        let indexed = self.indexed.take()?;
+        if indexed.index.fits(&self.group) {
+            Some(indexed.index)
+        } else {
+            RebalanceIndex::of(&self.group)
         }
     }
 
@@ -76,6 +140,33 @@ impl<'a> Draft<'a> {
         let Some(kind) = self.deferred.take() else {
             return;
         };
+        if let Some(mut indexed) = self.indexed.take() {
+            let g = self.group.to_mut();
+            let mut dirty = BTreeSet::new();
+            for (id, (m, t)) in std::mem::take(&mut indexed.before) {
+                indexed.index.recount(g, &id, m.as_ref(), t.as_ref());
+                dirty.insert(id);
+            }
+            let index = &mut indexed.index;
+            match kind {
+                Rebalance::Grants => {
+                    settle_indexed(g, index, &dirty, now_ms, timing, &mut self.noted)
+                }
+                Rebalance::Target => {
+                    recompute_target_indexed(g, index, &dirty, now_ms, timing, &mut self.noted);
+                }
+            }
+            // Counted as they are now; should a decision change them again, they are counted again.
+            for id in dirty {
+                let was = (
+                    g.members.get(&id).cloned(),
+                    g.target_assignments.get(&id).cloned(),
+                );
+                indexed.before.insert(id, was);
+            }
+            self.indexed = Some(indexed);
+            return;
+        }
         let g = self.group.to_mut();
         match kind {
             Rebalance::Grants => settle_noting(g, now_ms, timing, &mut self.noted),

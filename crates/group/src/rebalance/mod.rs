@@ -6,9 +6,14 @@
 //! the member saw the revocation can release the shard.
 
 mod bits;
+mod incremental;
+mod index;
 #[cfg(any(test, debug_assertions))]
 mod reference;
 mod targets;
+
+pub use incremental::{recompute_target_indexed, settle_indexed};
+pub use index::RebalanceIndex;
 
 use crate::assign::assign_sorted;
 use crate::model::{EpochOverflow, Group, GroupState, Member, MemberState, ShardSet, incremented};
@@ -259,63 +264,21 @@ fn settle_in_one_walk(g: &mut Group, now_ms: i64, timing: &Timing, noted: &mut N
         } else {
             None
         };
-        let target = entry.unwrap_or(&no_target);
-        let meant = |s: &u32| target.contains(s) && !gated.contains(s);
-        let mut changed = false;
-        let deadline_before = m.rebalance_deadline_ms;
-        let revocation_epoch = if m.state == MemberState::Leaving {
-            -1
-        } else {
-            epoch
-        };
-        let keeps_all = if gated.is_empty() {
-            m.assigned.is_subset(target)
-        } else {
-            m.assigned.iter().all(meant)
-        };
-        if !keeps_all {
-            let to_revoke: Vec<u32> = m.assigned.iter().copied().filter(|s| !meant(s)).collect();
-            for s in to_revoke {
-                m.assigned.remove(&s);
-                m.revoking.insert(s, revocation_epoch);
-            }
-            changed = true;
-        }
-        if m.revoking.keys().any(meant) {
-            let take_back: Vec<u32> = m.revoking.keys().copied().filter(meant).collect();
-            for s in take_back {
-                m.revoking.remove(&s);
-                m.reported_revoking.remove(&s);
-                m.assigned.insert(s);
-            }
-            changed = true;
-        }
-        if changed && active {
-            m.member_epoch = epoch;
-        }
-        if m.revoking.is_empty() {
-            m.rebalance_deadline_ms = None;
-        } else if m.rebalance_deadline_ms.is_none() {
-            m.rebalance_deadline_ms = Some(now_ms + timing.rebalance_timeout_ms);
-        }
-        if changed || m.rebalance_deadline_ms != deadline_before {
-            noted.insert(m.member_id.clone());
-        }
+        settle_member(
+            m,
+            entry.unwrap_or(&no_target),
+            &gated,
+            epoch,
+            now_ms,
+            timing,
+            noted,
+        );
         for s in m.held() {
             let _ = held.insert(s);
         }
-        // After the revocations every assigned shard is in the target and not gated, so a member lacks a
-        // shard exactly when it has fewer than its target's ungated shards.
-        let lacks = entry.is_some_and(|t| {
-            if gated.is_empty() {
-                m.assigned.len() < t.len()
-            } else {
-                t.iter()
-                    .any(|s| !m.assigned.contains(s) && !gated.contains(s))
-            }
-        });
+        let short = entry.is_some_and(|t| lacks(m, t, &gated));
         match entry {
-            Some(t) if lacks => lacking.push((m, t)),
+            Some(t) if short => lacking.push((m, t)),
             _ => state.add(m, entry),
         }
     }
@@ -341,6 +304,74 @@ fn settle_in_one_walk(g: &mut Group, now_ms: i64, timing: &Timing, noted: &mut N
         GroupState::Reconciling => g.reconciling_since_ms.or(Some(now_ms)),
         GroupState::Stable | GroupState::Empty => None,
     };
+}
+
+/// Settle's first part for one live member: revokes what `target` (less the gated shards) does not name,
+/// takes back what it names again, moves the member's epoch (an active member that changed) and its deadline,
+/// and notes the member if its record changed.
+fn settle_member(
+    m: &mut Member,
+    target: &ShardSet,
+    gated: &ShardSet,
+    epoch: i64,
+    now_ms: i64,
+    timing: &Timing,
+    noted: &mut Noted,
+) {
+    let active = m.state == MemberState::Active;
+    let meant = |s: &u32| target.contains(s) && !gated.contains(s);
+    let mut changed = false;
+    let deadline_before = m.rebalance_deadline_ms;
+    let revocation_epoch = if m.state == MemberState::Leaving {
+        -1
+    } else {
+        epoch
+    };
+    let keeps_all = if gated.is_empty() {
+        m.assigned.is_subset(target)
+    } else {
+        m.assigned.iter().all(meant)
+    };
+    if !keeps_all {
+        let to_revoke: Vec<u32> = m.assigned.iter().copied().filter(|s| !meant(s)).collect();
+        for s in to_revoke {
+            m.assigned.remove(&s);
+            m.revoking.insert(s, revocation_epoch);
+        }
+        changed = true;
+    }
+    if m.revoking.keys().any(meant) {
+        let take_back: Vec<u32> = m.revoking.keys().copied().filter(meant).collect();
+        for s in take_back {
+            m.revoking.remove(&s);
+            m.reported_revoking.remove(&s);
+            m.assigned.insert(s);
+        }
+        changed = true;
+    }
+    if changed && active {
+        m.member_epoch = epoch;
+    }
+    if m.revoking.is_empty() {
+        m.rebalance_deadline_ms = None;
+    } else if m.rebalance_deadline_ms.is_none() {
+        m.rebalance_deadline_ms = Some(now_ms + timing.rebalance_timeout_ms);
+    }
+    if changed || m.rebalance_deadline_ms != deadline_before {
+        noted.insert(m.member_id.clone());
+    }
+}
+
+/// Whether an active member (after [`settle_member`]) lacks a shard of its target `t`: after the revocations
+/// every assigned shard is in the target and not gated, so it does exactly when it has fewer than the target's
+/// ungated shards.
+fn lacks(m: &Member, t: &ShardSet, gated: &ShardSet) -> bool {
+    if gated.is_empty() {
+        m.assigned.len() < t.len()
+    } else {
+        t.iter()
+            .any(|s| !m.assigned.contains(s) && !gated.contains(s))
+    }
 }
 
 /// What [`derive_state`] finds, gathered member by member (live members only: the others do not count).

@@ -270,3 +270,130 @@ fn the_one_walk_settle_is_the_three_walk_one() {
         assert_eq!(noted_one, noted_three, "case {case}");
     }
 }
+
+/// The rebalance by a kept index (`incremental.rs`) over several batches: each batch changes a few members
+/// (joins, leaves, expiries, releases, reports, a static member's claimed target) and sometimes the header
+/// (holds, gates, a scale), the index counts the changed members again, and the target or the settle runs by
+/// the index. Each call compares itself with the full rebalance and the index with one counted afresh (in
+/// `cfg(test)`), over settled groups the assignor made and over arbitrary ones (unsettled members,
+/// overlapping targets).
+#[test]
+fn the_rebalance_by_the_index_is_the_full_one() {
+    use super::{RebalanceIndex, recompute_target_indexed, settle_indexed};
+    use crate::model::{Hold, HoldReason};
+    let mut rng = Rng(0x1234_5678_9abc_def1);
+    let states = [
+        MemberState::Active,
+        MemberState::Leaving,
+        MemberState::Expired,
+        MemberState::Fenced,
+    ];
+    let timing = Timing::default();
+    let mut by_index = 0;
+    for case in 0..3_000 {
+        let shard_count = rng.below(40) as u32;
+        let mut g = Group::new("p", "g", shard_count, 0, "life");
+        g.assignment_epoch = 3;
+        let arbitrary = rng.chance(3);
+        for i in 0..rng.below(24) {
+            let id = format!("m{i:02}");
+            let mut m = member(&id, MemberState::Active);
+            if arbitrary {
+                m.state = states[rng.below(4) as usize];
+                m.assigned = rng.shards(3, shard_count + 1);
+                for s in rng.shards(2, shard_count + 1) {
+                    m.revoking.insert(s, 2);
+                }
+                m.rebalance_deadline_ms = rng.chance(2).then_some(5);
+                if rng.chance(2) {
+                    g.target_assignments
+                        .insert(id.clone(), rng.shards(4, shard_count + 1));
+                }
+            }
+            g.members.insert(id, m);
+        }
+        if !arbitrary {
+            recompute_target(&mut g, 1, &timing);
+            for m in g.members.values_mut() {
+                m.reported_owned.clone_from(&m.assigned);
+            }
+        }
+        if rng.chance(5) {
+            g.holds.push(Hold {
+                member_id: "old".into(),
+                shards: rng.shards(2, shard_count),
+                until_ms: 9,
+                reason: HoldReason::RebalanceTimeout,
+            });
+        }
+        if rng.chance(6) {
+            for s in rng.shards(2, shard_count) {
+                g.ordering_gates.insert(s, BTreeSet::from([0]));
+            }
+        }
+        let Some(mut index) = RebalanceIndex::of(&g) else {
+            continue;
+        };
+        for batch in 0..3 {
+            let mut dirty = BTreeSet::new();
+            let ids: Vec<String> = g.members.keys().cloned().collect();
+            for id in ids {
+                if !rng.chance(4) {
+                    continue;
+                }
+                let was = (
+                    g.members.get(&id).cloned(),
+                    g.target_assignments.get(&id).cloned(),
+                );
+                if let Some(m) = g.members.get_mut(&id) {
+                    match rng.below(4) {
+                        0 => m.state = states[rng.below(4) as usize],
+                        1 => {
+                            if let Some(s) = m.revoking.keys().next().copied() {
+                                m.revoking.remove(&s);
+                            }
+                        }
+                        2 => m.reported_owned.clone_from(&m.assigned),
+                        _ => m.reported_owned.clear(),
+                    }
+                }
+                index.recount(&g, &id, was.0.as_ref(), was.1.as_ref());
+                dirty.insert(id);
+            }
+            for i in 0..rng.below(4) {
+                let id = format!("j{batch}{i}");
+                g.members
+                    .insert(id.clone(), member(&id, MemberState::Active));
+                if rng.chance(5) {
+                    g.target_assignments
+                        .insert(id.clone(), rng.shards(2, shard_count + 1));
+                }
+                index.recount(&g, &id, None, None);
+                dirty.insert(id);
+            }
+            if rng.chance(12) {
+                g.shard_count = rng.below(40) as u32;
+            }
+            if rng.chance(12) {
+                g.holds.clear();
+            }
+            g.assignment_epoch += 1;
+            let now = 10 + batch;
+            if rng.chance(3) {
+                settle_indexed(&mut g, &mut index, &dirty, now, &timing, &mut Noted::new());
+            } else {
+                recompute_target_indexed(
+                    &mut g,
+                    &mut index,
+                    &dirty,
+                    now,
+                    &timing,
+                    &mut Noted::new(),
+                );
+            }
+            by_index += 1;
+        }
+        let _ = case;
+    }
+    assert!(by_index > 1_000, "only {by_index} rebalances by the index");
+}

@@ -14,6 +14,7 @@
 use crate::batch::{Batch, MemberCaps};
 use crate::heartbeat::{Caller, Outcome, Transition};
 use crate::model::Group;
+use crate::rebalance::RebalanceIndex;
 use crate::replica::CommitResult;
 use crate::timing::Timing;
 use rsc_protocol::wire::{HeartbeatRequest, HeartbeatResponse};
@@ -87,6 +88,9 @@ pub struct DecidedBatch<T> {
     pub included: Vec<Included<T>>,
     /// The requests not combined: each decides again at once ([`BatchReply::DecideAgain`]).
     pub declined: Vec<T>,
+    /// The rebalance index of the transition's aggregate, when the batch was given one
+    /// ([`decide_queue_indexed`]).
+    pub index: Option<RebalanceIndex>,
 }
 
 /// Decides each queued request on the aggregate the previous one produced (the first on `base`) and
@@ -121,7 +125,23 @@ pub fn decide_queue_over<T>(
     timing: &Timing,
     caps: MemberCaps,
 ) -> DecidedBatch<T> {
-    let mut batch = Batch::over(base, now_ms, timing).with_caps(caps);
+    decide_queue_indexed(base, None, queue, now_ms, timing, caps)
+}
+
+/// [`decide_queue_over`] with `index`, the rebalance index of `base` (`RebalanceIndex::of`, then kept beside the
+/// caller's copy from batch to batch): the batch's rebalance then costs what it changed, and the decided batch
+/// carries the index of the transition's aggregate.
+pub fn decide_queue_indexed<T>(
+    base: Cow<'_, Group>,
+    index: Option<RebalanceIndex>,
+    queue: Vec<Queued<T>>,
+    now_ms: i64,
+    timing: &Timing,
+    caps: MemberCaps,
+) -> DecidedBatch<T> {
+    let mut batch = Batch::over(base, now_ms, timing)
+        .with_caps(caps)
+        .with_index(index);
     let mut combined = Vec::new();
     let mut declined = Vec::new();
     for q in queue {
@@ -135,6 +155,7 @@ pub fn decide_queue_over<T>(
             transition: None,
             included: Vec::new(),
             declined,
+            index: None,
         };
     };
     let included = combined
@@ -160,6 +181,7 @@ pub fn decide_queue_over<T>(
         transition: Some(done.transition),
         included,
         declined,
+        index: done.index,
     }
 }
 

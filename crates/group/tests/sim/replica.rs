@@ -26,7 +26,10 @@ use rsc_group::deadline::{LeaseView, NextVisit, next_visit};
 use rsc_group::heartbeat::{Caller, Outcome, Transition, decide, probe};
 use rsc_group::model::Group;
 use rsc_group::ownership::{ReplicaSet, group_work, stream_work};
-use rsc_group::replica::commit::{BatchReply, Included, Queued, decide_queue, replies};
+use rsc_group::rebalance::RebalanceIndex;
+use rsc_group::replica::commit::{
+    BatchReply, Included, Queued, decide_queue, decide_queue_indexed, replies,
+};
 use rsc_group::replica::heartbeat::{Confirmation, HeartbeatFlow, Renewal, Step};
 use rsc_group::replica::reconcile::{ReconcileFlow, ReconcileStep};
 use rsc_group::replica::{CommitResult, Snapshot};
@@ -128,6 +131,8 @@ struct DecidedWrite {
     base: u64,
     transition: Transition,
     included: Vec<Included<Requester>>,
+    /// The rebalance index of the transition's aggregate.
+    index: Option<RebalanceIndex>,
 }
 
 enum Job {
@@ -159,6 +164,9 @@ pub struct Replica {
     /// saw (a write by anyone — the change feed — makes the group due at once).
     next_visit: NextVisit,
     seen_revision: Option<u64>,
+    /// The rebalance index of the aggregate this replica last wrote, with its revision (kept beside the cache
+    /// as the coordinator keeps one beside a batch copy).
+    kept_index: Option<(u64, RebalanceIndex)>,
 }
 
 impl Replica {
@@ -179,6 +187,7 @@ impl Replica {
             view: vec![index],
             next_visit: NextVisit::At(i64::MIN),
             seen_revision: None,
+            kept_index: None,
         }
     }
 
@@ -471,7 +480,60 @@ impl Replica {
             }
             self.inbox = kept;
         }
-        let decided = decide_queue(&snap.group, queue, now, &TIMING);
+        // The batch decided with the rebalance index (the one kept from this replica's last write of this
+        // revision, else one counted afresh), and the same queue decided without: the same transition.
+        let shadow: Vec<Queued<()>> = queue
+            .iter()
+            .map(|q| Queued {
+                member_id: q.member_id.clone(),
+                req: q.req.clone(),
+                principal: q.principal.clone(),
+                acts_for_any_member: q.acts_for_any_member,
+                reply_to: (),
+            })
+            .collect();
+        let fresh = RebalanceIndex::of(&snap.group);
+        let index = match self.kept_index.take() {
+            Some((revision, kept)) if revision == snap.revision => {
+                assert_eq!(
+                    Some(&kept),
+                    fresh.as_ref(),
+                    "the index kept is the aggregate's"
+                );
+                Some(kept)
+            }
+            _ => fresh,
+        };
+        let decided = decide_queue_indexed(
+            std::borrow::Cow::Borrowed(&*snap.group),
+            index,
+            queue,
+            now,
+            &TIMING,
+            rsc_group::batch::MemberCaps::default(),
+        );
+        let full = decide_queue(&snap.group, shadow, now, &TIMING);
+        match (&decided.transition, &full.transition) {
+            (Some(a), Some(b)) => {
+                assert!(
+                    a.group == b.group,
+                    "the batch by the index decided another aggregate"
+                );
+                assert_eq!(
+                    a.changed_members, b.changed_members,
+                    "the batch by the index noted others"
+                );
+                if let Some(g) = &a.group {
+                    assert_eq!(
+                        decided.index,
+                        RebalanceIndex::of(g),
+                        "the batch's index is its aggregate's"
+                    );
+                }
+            }
+            (None, None) => {}
+            _ => panic!("the batch by the index combined other requests"),
+        }
         let mut this_declined = false;
         for declined in decided.declined.into_iter().rev() {
             match declined {
@@ -488,6 +550,7 @@ impl Replica {
             base: snap.revision,
             transition,
             included: decided.included,
+            index: decided.index,
         })
     }
 
@@ -506,6 +569,7 @@ impl Replica {
             CasOutcome::Written(revision) => {
                 let g = env.store.group.clone();
                 self.remember(g, revision);
+                self.kept_index = write.index.map(|index| (revision, index));
                 if write.included.len() > 1 {
                     env.stats.batched += write.included.len() as u64;
                 }

@@ -11,6 +11,7 @@
 
 use crate::runtime::cache::{Cached, GroupName};
 use rsc_group::model::Group;
+use rsc_group::rebalance::RebalanceIndex;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
@@ -19,10 +20,12 @@ pub(crate) const MIN_MEMBERS: usize = 1_000;
 /// At most this many groups keep a copy.
 pub(crate) const MAX_COPIES: usize = 16;
 
-/// One group's copy, equal to the aggregate of `revision`.
+/// One group's copy, equal to the aggregate of `revision`, with its rebalance index (so that the next batch's
+/// rebalance costs what that batch changes: `rsc_group::rebalance::RebalanceIndex`).
 struct KeptCopy {
     revision: u64,
     group: Group,
+    index: Option<RebalanceIndex>,
 }
 
 #[derive(Default)]
@@ -31,22 +34,29 @@ pub(crate) struct BatchCopies {
 }
 
 impl BatchCopies {
-    /// This replica's copy of `base`'s aggregate, if it keeps one (taken: the batch changes it in place).
-    pub(crate) fn take(&self, name: &GroupName, base: &Cached) -> Option<Group> {
+    /// This replica's copy of `base`'s aggregate and its rebalance index, if it keeps one (taken: the batch
+    /// changes both in place).
+    pub(crate) fn take(
+        &self,
+        name: &GroupName,
+        base: &Cached,
+    ) -> Option<(Group, Option<RebalanceIndex>)> {
         let copy = self.copies.lock().ok()?.remove(name)?;
         (copy.revision == base.revision && copy.group.lifecycle_id == base.group.lifecycle_id)
-            .then_some(copy.group)
+            .then_some((copy.group, copy.index))
     }
 
     /// After `written` replaced `base` by a batch that changed the entries of `changed` only: keeps `base`'s
     /// aggregate, caught up to `written`, as the group's copy — if nothing else holds it any more (else it is
-    /// simply released) and the group is large enough to be worth it.
+    /// simply released) and the group is large enough to be worth it — with `index`, the batch's rebalance
+    /// index of the aggregate written (counted afresh when the batch had none).
     pub(crate) fn keep(
         &self,
         name: &GroupName,
         base: Cached,
         written: &Cached,
         changed: &BTreeSet<String>,
+        index: Option<RebalanceIndex>,
     ) {
         if written.group.members.len() < MIN_MEMBERS {
             return;
@@ -59,6 +69,11 @@ impl BatchCopies {
             group == *written.group,
             "a batch copy caught up by the changed members differs from the aggregate written"
         );
+        let index = index.or_else(|| RebalanceIndex::of(&group));
+        debug_assert!(
+            index == RebalanceIndex::of(&group),
+            "a batch's rebalance index differs from the one counted afresh"
+        );
         let Ok(mut copies) = self.copies.lock() else {
             return;
         };
@@ -68,6 +83,7 @@ impl BatchCopies {
                 KeptCopy {
                     revision: written.revision,
                     group,
+                    index,
                 },
             );
         }

@@ -20,7 +20,7 @@ use crate::runtime::coordinator::{Commit, Heartbeats, commit_result};
 use rsc_group::batch::MemberCaps;
 use rsc_group::heartbeat::Caller;
 use rsc_group::replica::CommitResult;
-use rsc_group::replica::commit::{BatchReply, decide_queue_over, replies};
+use rsc_group::replica::commit::{BatchReply, decide_queue_indexed, replies};
 use rsc_protocol::wire::HeartbeatRequest;
 use std::borrow::Cow;
 use tokio::sync::oneshot;
@@ -104,11 +104,11 @@ impl Heartbeats<'_> {
                 .map(|n| n as usize),
         };
         let decided = tokio::task::spawn_blocking(move || {
-            let base_group = match own {
-                Some(copy) => Cow::Owned(copy),
-                None => Cow::Borrowed(&*group),
+            let (base_group, index) = match own {
+                Some((copy, index)) => (Cow::Owned(copy), index),
+                None => (Cow::Borrowed(&*group), None),
             };
-            let decided = decide_queue_over(base_group, batch, now, &timing, caps);
+            let decided = decide_queue_indexed(base_group, index, batch, now, &timing, caps);
             // The progress documents of the heartbeats the transition accepts, stored with it.
             let progress: Vec<(String, String)> = decided
                 .included
@@ -138,7 +138,9 @@ impl Heartbeats<'_> {
         let changed = t.changed_members.clone();
         let committed = self.commit_with_progress(name, &base, t, progress).await;
         if let (Ok(Commit::Written(written)), Some(changed)) = (&committed, &changed) {
-            self.state().copies.keep(name, base, written, changed);
+            self.state()
+                .copies
+                .keep(name, base, written, changed, decided.index);
         }
         let result = commit_result(committed);
         if result == CommitResult::Written {
