@@ -10,15 +10,16 @@
 //!
 //! `coordinator_*` run exactly the coordinator's CPU path of one heartbeat batch of one request, from deciding
 //! to caching, in its order: `Heartbeats::commit_batch` (crates/coordinator/src/services/heartbeat/batch.rs)
-//! decides the queue with `decide_queue_over` on the group's kept batch copy (groups of `MIN_MEMBERS` = 1,000 or
-//! more: `batch_copies.rs`) or on the borrowed cached aggregate (copied by the batch's first write); then
+//! decides the queue with `decide_queue_indexed` on the group's kept batch copy and its rebalance index (groups of
+//! `MIN_MEMBERS` = 1,000 or more: `batch_copies.rs`) or on the borrowed cached aggregate (copied by the batch's
+//! first write; no index); then
 //! `Coordinator::commit_with_progress` (crates/coordinator/src/runtime/coordinator.rs, default store settings:
 //! layout "4", LZ4) stamps the revision, takes `Group::write_form` against the base held split with the batch's
 //! changed members, turns the parts into the store's entries (`for_store`) and the script's arguments
 //! (`split_args` in crates/store/src/store.rs: a field name and the JSON per entry); after the written outcome
 //! it runs `observe_rebalance` (two fields compared), `check_invariants` (`invariants::check_changed` with the
 //! base's `Facts`) and `replies`; `BatchCopies::keep` then catches the old base up to the revision written
-//! (`Group::catch_up`) as the next batch's copy. Left out: Redis's round trip and the async runtime, and the
+//! (`Group::catch_up`) as the next batch's copy, kept with the batch's index. Left out: Redis's round trip and the async runtime, and the
 //! request's progress document (one small JSON). The member cap is set above every size here
 //! (`coordinator.groups.max-members = 20000`: at the default 10,000 a join into a group of 10,000 is refused).
 //! - `coordinator_join`: a member joins a converged group of N members over N shards (a new member record, new
@@ -399,8 +400,8 @@ fn coordinator_release(bencher: Bencher, members: usize) {
     bench_path(bencher, &held, &revoker, &req);
 }
 
-/// `coordinator_join`'s decision alone (`decide_queue_over` on the kept copy or the borrowed aggregate, the
-/// rebalance included).
+/// `coordinator_join`'s decision alone (`decide_queue_indexed` on the kept copy and its index, or the borrowed
+/// aggregate, the rebalance included).
 #[divan::bench(args = SIZES)]
 fn coordinator_join_decide(bencher: Bencher, members: usize) {
     let held = held(members, members as u32);
@@ -420,6 +421,8 @@ fn coordinator_join_decide(bencher: Bencher, members: usize) {
                 acts_for_any_member: false,
                 reply_to: (),
             }];
+            // The whole decided batch is returned (dropped outside the timed section): the coordinator keeps
+            // its index with the next copy rather than freeing it.
             decide_queue_indexed(
                 base,
                 index,
@@ -428,7 +431,6 @@ fn coordinator_join_decide(bencher: Bencher, members: usize) {
                 &timing,
                 MemberCaps::default(),
             )
-            .transition
         });
 }
 
