@@ -287,15 +287,15 @@ fn heartbeat_measures_the_coordinator_on_its_port_and_never_reports_an_unmeasure
         "--concurrency",
         "2",
         "--restart-percent",
-        "1",
+        "50",
     ]);
     let s = summary(&out, "heartbeats_per_sec");
     positive(&s, "redis_cmds_per_heartbeat");
-    // And the rolling restart: the first member of each of the two workers leaves and joins again, and the
-    // group converges again.
+    // And the rolling restart: exactly half of the 4 members (m0 and m1, one of each of the two workers' shares)
+    // leave and join again, and the group converges again.
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stdout.contains("rolling restart of 2 members (1%, graceful): left in")
+        stdout.contains("rolling restart of 2 members (50%, graceful): left in")
             && stdout.contains("after the last rejoin"),
         "{stdout}"
     );
@@ -305,7 +305,7 @@ fn heartbeat_measures_the_coordinator_on_its_port_and_never_reports_an_unmeasure
 /// view. A crash leaves the leavers' shards DRAINING (held until their lease runs out), the SDK's graceful
 /// shutdown releases them, and static members' shutdown reserves them for their instance ids, which the new
 /// processes take back in the rejoin round itself (no further round). 8 members over 16 shards, 2 workers:
-/// the first member of each worker's share restarts, 2 shards each.
+/// 25 % restart, exactly ⌊8 × 25 / 100⌋ = 2 (m0 and m1, one of each worker's share), 2 shards each.
 #[test]
 fn heartbeat_restart_modes_leave_held_released_or_reserved_shards() {
     let redis = RedisServer::start();
@@ -330,7 +330,7 @@ fn heartbeat_restart_modes_leave_held_released_or_reserved_shards() {
             "--concurrency",
             "2",
             "--restart-percent",
-            "1",
+            "25",
             "--restart-mode",
             mode,
         ]);
@@ -341,7 +341,7 @@ fn heartbeat_restart_modes_leave_held_released_or_reserved_shards() {
             .find(|l| l.starts_with("rolling restart of 2 members"))
             .unwrap_or_else(|| panic!("no restart line in:\n{stdout}"))
             .to_owned();
-        assert!(line.contains(&format!("(1%, {mode})")), "{line}");
+        assert!(line.contains(&format!("(25%, {mode})")), "{line}");
         line
     };
     let crash = run("crash");

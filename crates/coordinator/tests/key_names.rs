@@ -1,6 +1,6 @@
 //! The store owns every Redis key name (issue #34): no file of the coordinator's `src/` calls
 //! `rsc_protocol::names` or spells a key itself. The coordinator names a group, a stream or a shard by its ids
-//! (`rsc_store::GroupName`, a stream prefix, `Keyspace::shard_stream` for the data plane's shard streams). This test reads every source
+//! (`rsc_store::GroupName`, a stream prefix, a `rsc_store::Shard` for the data plane's shard streams). This test reads every source
 //! file of crates/coordinator/src and fails naming the file and line when code (not a comment) names the
 //! `names` module, or when a string literal holds a fixed part of a key name the coordinator writes (taken
 //! from `rsc_store::coordinator_key_shapes`, plus the shard routing key and hash-tag formatting such as
@@ -9,9 +9,10 @@
 //!
 //! Nor does the coordinator hold the store's key names to pass them back: store methods take ids (a
 //! `GroupName`, a stream prefix, a user …) and name their keys themselves. No coordinator file asks the store's
-//! keyspace for a name except the display helper `runtime/shown_keys.rs` (a key named in a message), and no
-//! public store method takes a key name except the listed ones (the data plane's shard streams, `rsc doctor`'s
-//! looks at keys it found).
+//! keyspace for a name, nor names a shard stream or routing boundary with `Keyspace::shard_stream` and its
+//! kin, except the display helper `runtime/shown_keys.rs` (a key named in a message or an API response's
+//! `streamKey`), and no public store method takes a key name except the listed ones (`rsc doctor`'s looks at
+//! keys it found).
 
 use std::path::{Path, PathBuf};
 
@@ -264,12 +265,24 @@ fn the_operator_cli_asks_the_store_for_key_names_too() {
 /// The one coordinator file that may ask the store's keyspace for a key name, to show it in a message.
 const DISPLAY_HELPER: &str = "runtime/shown_keys.rs";
 
-/// Code that holds a key name of the store's to pass it back: the keyspace asked outside the display helper,
-/// or one of the store's sets of key names.
+/// The keyspace's names of the data plane's keys, which need no key prefix (`Keyspace::shard_stream(…)` …).
+const SHARD_KEY_NAMERS: &[&str] = &[
+    "Keyspace::shard_stream",
+    "Keyspace::shard_routing",
+    "Keyspace::routing_of",
+];
+
+/// Code that holds a key name of the store's to pass it back: the keyspace asked outside the display helper
+/// (for a key under the prefix or for a shard stream's), or one of the store's sets of key names.
 fn holds_key_strings(file: &str, code: &str) -> Option<&'static str> {
     let compact: String = code.chars().filter(|c| !c.is_whitespace()).collect();
     if file != DISPLAY_HELPER && compact.contains(".keyspace()") {
         return Some("asks the store's keyspace for a key name");
+    }
+    if file != DISPLAY_HELPER && SHARD_KEY_NAMERS.iter().any(|n| compact.contains(n)) {
+        return Some(
+            "names a shard stream's key with the store's keyspace (pass a rsc_store::Shard)",
+        );
     }
     ["GroupKeys", "ProducerKeys", "ThrottleKeys", "Keyspace::new"]
         .into_iter()
@@ -302,24 +315,18 @@ fn the_coordinator_passes_ids_not_key_strings() {
     }
     assert!(
         found.is_empty(),
-        "store methods take ids (a GroupName, a stream prefix, a user …) and name their keys themselves; \
-         a key name for a message comes from {DISPLAY_HELPER}:\n{}",
+        "store methods take ids (a GroupName, a stream prefix, a Shard, a user …) and name their keys \
+         themselves; a key name for a message or an API response comes from {DISPLAY_HELPER}:\n{}",
         found.join("\n")
     );
 }
 
-/// The store's methods that still take a key name, and why: the data plane's shard streams and routing
-/// boundaries (named `<streamPrefix>:<shard>` by the coord/v1 contract, not under the key prefix, and shown
-/// as such in the API), and `rsc doctor`'s looks at keys it found in Redis.
+/// The store's methods that still take a key name, and why: `rsc doctor`'s looks at keys it found in Redis
+/// (the data plane's shard streams and routing boundaries are named by a `Shard` or a `DataKey`).
 const KEYED_STORE_METHODS: &[&str] = &[
     // rsc doctor: keys found by its scan.
     "layout_version",
     "acl_may_delete",
-    // Shard streams and their routing boundaries (the data plane's names).
-    "keys_exist",
-    "delete_keys",
-    "shard_groups_of",
-    "shard_observations",
 ];
 
 /// Every `pub async fn` of `text` as (name, line, parameter list).
@@ -430,6 +437,23 @@ fn the_signature_scan_sees_key_parameters() {
         None
     );
     assert!(holds_key_strings("a.rs", "fn f(k: &GroupKeys)").is_some());
+    for code in [
+        "let k = Keyspace::shard_stream(prefix, 0);",
+        "let k = rsc_store::Keyspace :: shard_stream_pattern(prefix);",
+        "keys.push(Keyspace::shard_routing(p, i));",
+        "let r = rsc_store::Keyspace::routing_of(&k);",
+    ] {
+        assert_eq!(
+            holds_key_strings("services/x.rs", code),
+            Some("names a shard stream's key with the store's keyspace (pass a rsc_store::Shard)"),
+            "{code}"
+        );
+        assert_eq!(holds_key_strings(DISPLAY_HELPER, code), None, "{code}");
+    }
+    assert_eq!(
+        holds_key_strings("services/x.rs", "store.shards_exist(&[Shard::new(p, 0)])"),
+        None
+    );
 }
 
 #[test]

@@ -1,13 +1,15 @@
 //! Shard streams, the data plane the coordinator provisions and watches: creating a stream with its
-//! Redis consumer group, checking which keys exist, the `XINFO` evidence of how far a group has read
+//! Redis consumer group, checking which shard streams exist, the `XINFO` evidence of how far a group has read
 //! (offsets, drain evidence, pending entries up to a switch point), retiring a drained stream, and deleting
 //! the keys an operator chose to purge.
 //!
-//! Stream names are the caller's (`rsc_protocol::names::shard_stream_key`): shard streams carry no hash
-//! tag, so every call here touches one key. `XINFO` replies are decoded in both RESP2 (flat arrays) and
+//! The caller names a shard by its ids ([`Shard`], or a [`DataKey`] where kinds mix) and the store names its
+//! keys (`<streamPrefix>:<shard>` and the routing boundary beside it): shard streams carry no hash tag, so
+//! every command here touches one key. `XINFO` replies are decoded in both RESP2 (flat arrays) and
 //! RESP3 (maps). Retiring is one script (`lua/retire_if_drained.lua`) so that a late write between the
 //! check and the delete is never lost.
 
+use crate::data_key::DataKey;
 use crate::shard::Shard;
 use std::sync::LazyLock;
 
@@ -91,10 +93,23 @@ impl Store {
         }
     }
 
+    /// Whether the stream of each of `shards` exists, in order (EXISTS, as below).
+    pub async fn shards_exist(&self, shards: &[Shard]) -> Result<Vec<bool>, StoreError> {
+        let keys: Vec<String> = shards.iter().map(Shard::stream_key).collect();
+        self.exist(&keys).await
+    }
+
+    /// Whether a plain key named exactly like the stream prefix `stream_prefix` exists (not a shard stream:
+    /// someone else's data, or a typo, found where a stream is created).
+    pub async fn prefix_key_exists(&self, stream_prefix: &str) -> Result<bool, StoreError> {
+        let name = DataKey::Prefix(stream_prefix.to_owned()).name();
+        Ok(self.exist(&[name]).await?.first().copied().unwrap_or(false))
+    }
+
     /// Whether each of `keys` exists, in order. Standalone: EXISTS pipelined in chunks. Redis Cluster: the
     /// keys of a stream's shards lie in many slots and a cluster pipeline may not span slots, so each key
     /// gets its own EXISTS, sent concurrently in chunks (the cluster connection routes each to its node).
-    pub async fn keys_exist(&self, keys: &[String]) -> Result<Vec<bool>, StoreError> {
+    async fn exist(&self, keys: &[String]) -> Result<Vec<bool>, StoreError> {
         let mut out = Vec::with_capacity(keys.len());
         let conn = self.connection();
         for chunk in keys.chunks(256) {
@@ -130,14 +145,18 @@ impl Store {
         Ok(out)
     }
 
-    /// Deletes `keys` one `DEL` each (shard streams carry no hash tag, so one command may not span them on a
-    /// cluster); returns how many existed. For an operator's explicit purge of a stream's leftovers, never
-    /// for a group's own cleanup.
-    pub async fn delete_keys(&self, keys: &[String]) -> Result<u64, StoreError> {
+    /// Deletes the keys of `targets` one `DEL` each (shard streams carry no hash tag, so one command may not
+    /// span them on a cluster); returns how many existed. For an operator's explicit choice about a stream's
+    /// leftovers (`ADOPT` deletes their routing boundaries, `PURGE` everything), never for a group's own
+    /// cleanup.
+    pub async fn delete_data_keys(&self, targets: &[DataKey]) -> Result<u64, StoreError> {
         let mut deleted = 0;
         let mut conn = self.connection();
-        for k in keys {
-            let n: i64 = redis::cmd("DEL").arg(k).query_async(&mut conn).await?;
+        for target in targets {
+            let n: i64 = redis::cmd("DEL")
+                .arg(target.name())
+                .query_async(&mut conn)
+                .await?;
             deleted += u64::try_from(n).unwrap_or(0);
         }
         Ok(deleted)
@@ -184,20 +203,22 @@ impl Store {
         }
     }
 
-    /// `XINFO STREAM`, `XINFO GROUPS` and `MEMORY USAGE` of each of `keys` (streams the caller found to
-    /// exist), in order; None for a stream that is not there (any more). Standalone: one pipeline for all
-    /// keys, one round trip. Redis Cluster: the keys lie in many slots, so each key is read on its own.
+    /// `XINFO STREAM`, `XINFO GROUPS` and `MEMORY USAGE` of the stream of each of `shards` (streams the
+    /// caller found to exist), in order; None for a stream that is not there (any more). Standalone: one
+    /// pipeline for all shards, one round trip. Redis Cluster: the streams lie in many slots, so each is read
+    /// on its own.
     pub async fn shard_observations(
         &self,
-        keys: &[String],
+        shards: &[Shard],
     ) -> Result<Vec<Option<ShardObservation>>, StoreError> {
+        let keys: Vec<String> = shards.iter().map(Shard::stream_key).collect();
         let conn = self.connection();
         if keys.is_empty() {
             return Ok(Vec::new());
         }
         if conn.is_cluster() {
             let mut out = Vec::with_capacity(keys.len());
-            for k in keys {
+            for k in &keys {
                 let Some(info) = self.stream_info(k).await? else {
                     out.push(None);
                     continue;
@@ -214,7 +235,7 @@ impl Store {
         }
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
-        for k in keys {
+        for k in &keys {
             pipe.cmd("XINFO").arg("STREAM").arg(k);
             pipe.cmd("XINFO").arg("GROUPS").arg(k);
             pipe.cmd("MEMORY").arg("USAGE").arg(k);
@@ -223,7 +244,7 @@ impl Store {
         let answered = replies.len();
         let mut replies = replies.into_iter();
         let mut out = Vec::with_capacity(keys.len());
-        for k in keys {
+        for k in &keys {
             let (Some(info), Some(groups), Some(memory)) =
                 (replies.next(), replies.next(), replies.next())
             else {
@@ -260,29 +281,30 @@ impl Store {
         Ok(out)
     }
 
-    /// `XINFO GROUPS` of each of `keys`, in order (None for a stream that is not there): where every Redis
-    /// consumer group of each shard stands (last-delivered id, entries read, lag, pending), without the
-    /// stream's own figures. What re-reads an idle group's position, which a reader outside rsc moves
-    /// without appending anything. Standalone: one pipeline, one round trip; Redis Cluster: one command per
-    /// key (the keys lie in many slots). One command per key either way.
+    /// `XINFO GROUPS` of the stream of each of `shards`, in order (None for a stream that is not there):
+    /// where every Redis consumer group of each shard stands (last-delivered id, entries read, lag, pending),
+    /// without the stream's own figures. What re-reads an idle group's position, which a reader outside rsc
+    /// moves without appending anything. Standalone: one pipeline, one round trip; Redis Cluster: one command
+    /// per shard (the streams lie in many slots). One command per shard either way.
     pub async fn shard_groups_of(
         &self,
-        keys: &[String],
+        shards: &[Shard],
     ) -> Result<Vec<Option<Vec<ConsumerGroupInfo>>>, StoreError> {
+        let keys: Vec<String> = shards.iter().map(Shard::stream_key).collect();
         let conn = self.connection();
         if keys.is_empty() {
             return Ok(Vec::new());
         }
         if conn.is_cluster() {
             let mut out = Vec::with_capacity(keys.len());
-            for k in keys {
+            for k in &keys {
                 out.push(self.groups_of(k).await?);
             }
             return Ok(out);
         }
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
-        for k in keys {
+        for k in &keys {
             pipe.cmd("XINFO").arg("GROUPS").arg(k);
         }
         let replies: Vec<redis::RedisResult<Value>> = pipe.query_async(&mut conn.clone()).await?;

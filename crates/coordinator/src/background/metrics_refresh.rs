@@ -21,7 +21,7 @@ use crate::observability::metrics::snapshot::{self, GroupObservation, HealthObse
 use crate::runtime::cache::GroupName;
 use crate::runtime::coordinator::Coordinator;
 use crate::runtime::coordinator::Monitoring;
-use rsc_store::{IndexState, Keyspace};
+use rsc_store::IndexState;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -284,10 +284,6 @@ impl Monitoring<'_> {
         cache: &mut ShardCache,
     ) -> Result<Vec<crate::services::offsets::ShardOffsets>, CoordError> {
         let prefix = &name.stream_prefix;
-        let keys: Vec<String> = shard_ids
-            .iter()
-            .map(|s| Keyspace::shard_stream(prefix, *s))
-            .collect();
         let shards: Vec<rsc_store::Shard> = shard_ids
             .iter()
             .map(|s| rsc_store::Shard::new(prefix.as_str(), *s))
@@ -303,7 +299,7 @@ impl Monitoring<'_> {
             if !grown.contains(&true) {
                 if positions {
                     // A reader outside rsc moves the group without appending anything.
-                    let present = cache.present_keys(name);
+                    let present = cache.present_shards(name);
                     let read = self
                         .metrics()
                         .time_store("xinfo", self.store().shard_groups_of(&present))
@@ -316,7 +312,7 @@ impl Monitoring<'_> {
             }
         }
         let observed =
-            crate::services::describe::observe_shard_streams(self.metrics(), self.store(), &keys)
+            crate::services::describe::observe_shard_streams(self.metrics(), self.store(), &shards)
                 .await?;
         let rows: Vec<crate::services::offsets::ShardOffsets> = shard_ids
             .iter()

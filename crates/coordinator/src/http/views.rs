@@ -1,13 +1,14 @@
 //! Read-only views of a group aggregate in the contract's shapes (GroupResponse, routing, a migration).
 
 use crate::runtime::clock::iso_ms;
+use crate::runtime::shown_keys;
 use rsc_group::model::Migration;
 use rsc_group::model::{Group, MemberState};
 use rsc_group::stream::StreamRecord;
 use rsc_protocol::slot::redis_slot;
 use rsc_protocol::wire::resharding::MigrationResponse;
 use rsc_protocol::wire::{GroupResponse, MigrationView, ProducerRoutingResponse, RoutingShard};
-use rsc_store::Keyspace;
+use rsc_store::Shard;
 use std::collections::BTreeMap;
 
 /// GroupResponse (coord/v1 contract). `activeMigration` is the stream's migration as this group adopted it
@@ -52,7 +53,7 @@ pub fn routing_response(g: &Group, stream: Option<&StreamRecord>) -> ProducerRou
     let shard_count = stream.map_or(g.shard_count, |s| s.shard_count);
     let shards = (0..shard_count)
         .map(|i| {
-            let stream_key = Keyspace::shard_stream(&g.stream_prefix, i);
+            let stream_key = shown_keys::shard_stream(&Shard::new(g.stream_prefix.as_str(), i));
             RoutingShard {
                 shard_index: i,
                 redis_slot: redis_slot(stream_key.as_bytes()),
@@ -65,7 +66,7 @@ pub fn routing_response(g: &Group, stream: Option<&StreamRecord>) -> ProducerRou
         consumer_group: g.consumer_group.clone(),
         metadata_version: g.metadata_version,
         shard_count,
-        stream_key_pattern: Keyspace::shard_stream_pattern(&g.stream_prefix),
+        stream_key_pattern: shown_keys::shard_stream_pattern(&g.stream_prefix),
         shards,
         routing_version: stream.map(|s| s.routing_version),
         quiesce: None,

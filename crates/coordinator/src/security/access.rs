@@ -161,7 +161,7 @@ mod tests {
         let last = MAX_SHARD_COUNT - 1;
         let prefix = "p".repeat(MAX_ID_LEN);
         let progress = json!({"shard": {"shardIndex": last},
-            "streamKey": rsc_store::Keyspace::shard_stream(&prefix, last),
+            "streamKey": crate::runtime::shown_keys::shard_stream(&rsc_store::Shard::new(prefix.as_str(), last)),
             "lastDeliveredId": ID, "lastAckedId": ID, "pendingCount": i64::MAX, "updatedAt": INSTANT});
         let revoking = json!({"shard": {"shardIndex": last}, "state": "REVOKING", "inFlight": i64::MAX,
             "ackedAt": INSTANT});

@@ -78,8 +78,9 @@ impl TokenStore {
         super::window::key_part(user)
     }
 
-    /// Deletes token keys whose index entries are gone (each key is its own slot: one command each).
-    async fn delete_keys(&self, digests: &[String]) -> Result<(), CoordError> {
+    /// Deletes the tokens of `digests`, whose index entries are gone (each token key is its own slot: one
+    /// `Store::token_delete` each).
+    async fn delete_tokens(&self, digests: &[String]) -> Result<(), CoordError> {
         for d in digests {
             self.store.token_delete(d).await.map_err(store_error)?;
         }
@@ -122,7 +123,7 @@ impl TokenStore {
             )
             .await
             .map_err(store_error)?;
-        self.delete_keys(&evicted).await?;
+        self.delete_tokens(&evicted).await?;
         Ok((token, evicted))
     }
 
@@ -181,7 +182,7 @@ impl TokenStore {
             .token_index_take_all(&Self::user_part(user))
             .await
             .map_err(store_error)?;
-        self.delete_keys(&digests).await?;
+        self.delete_tokens(&digests).await?;
         Ok(digests)
     }
 

@@ -9,12 +9,13 @@ use crate::observability::metrics::Metrics;
 use crate::runtime::cache::GroupName;
 use crate::runtime::coordinator::Monitoring;
 use crate::runtime::history::{Point, RETAINED_MS};
+use crate::runtime::shown_keys;
 use rsc_group::model::MemberState;
 use rsc_protocol::wire::describe::{
     DescribedGroup, DescribedShard, HistoryGroupPoint, HistoryPoint, StreamDescribeResponse,
     StreamHistoryResponse,
 };
-use rsc_store::{Keyspace, ShardObservation, Store, StoreError};
+use rsc_store::{Shard, ShardObservation, Store, StoreError};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The most shards `describe` lists (a stream's maximum shard count).
@@ -78,7 +79,7 @@ impl Monitoring<'_> {
             .zip(&observed)
             .map(|(s, o)| DescribedShard {
                 shard: *s,
-                stream_key: Keyspace::shard_stream(prefix, *s),
+                stream_key: shown_keys::shard_stream(&Shard::new(prefix, *s)),
                 exists: o.is_some(),
                 length: o.as_ref().map_or(0, |o| o.info.length),
                 memory_bytes: o.as_ref().and_then(|o| o.memory_bytes),
@@ -209,11 +210,8 @@ impl Monitoring<'_> {
         prefix: &str,
         shards: &[u32],
     ) -> Result<Vec<Option<ShardObservation>>, CoordError> {
-        let keys: Vec<String> = shards
-            .iter()
-            .map(|s| Keyspace::shard_stream(prefix, *s))
-            .collect();
-        Ok(observe_shard_streams(self.metrics(), self.store(), &keys).await?)
+        let ids: Vec<Shard> = shards.iter().map(|s| Shard::new(prefix, *s)).collect();
+        Ok(observe_shard_streams(self.metrics(), self.store(), &ids).await?)
     }
 
     fn sample_interval_ms(&self) -> i64 {
@@ -267,20 +265,22 @@ fn history_point(p: Point) -> HistoryPoint {
     }
 }
 
-/// What Redis holds of each shard stream of `keys`, in order (None: the stream does not exist): one pipelined
-/// EXISTS, then XINFO/MEMORY of the streams that exist only. Timed as `exists` and `xinfo`. Used by the
-/// metrics refresh and by `describe`.
+/// What Redis holds of the stream of each of `shards`, in order (None: the stream does not exist): one
+/// pipelined EXISTS, then XINFO/MEMORY of the streams that exist only. Timed as `exists` and `xinfo`. Used by
+/// the metrics refresh and by `describe`.
 pub(crate) async fn observe_shard_streams(
     metrics: &Metrics,
     store: &Store,
-    keys: &[String],
+    shards: &[Shard],
 ) -> Result<Vec<Option<ShardObservation>>, StoreError> {
-    let exists = metrics.time_store("exists", store.keys_exist(keys)).await?;
-    let present: Vec<String> = keys
+    let exists = metrics
+        .time_store("exists", store.shards_exist(shards))
+        .await?;
+    let present: Vec<Shard> = shards
         .iter()
         .zip(&exists)
         .filter(|(_, there)| **there)
-        .map(|(k, _)| k.clone())
+        .map(|(s, _)| s.clone())
         .collect();
     let mut observed = metrics
         .time_store("xinfo", store.shard_observations(&present))

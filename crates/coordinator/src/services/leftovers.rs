@@ -8,9 +8,10 @@
 //! plain key named like the prefix.
 
 use crate::domain_error::{BadRequest, CoordError, StreamExists, Unavailable};
+use crate::runtime::shown_keys;
 use rsc_protocol::existing_records::ExistingRecords;
 use rsc_protocol::validate::MAX_SHARD_COUNT;
-use rsc_store::{Keyspace, Store, StoreError};
+use rsc_store::{DataKey, Shard, Store, StoreError};
 
 /// Shard indexes probed per round trip; probing stops after a block with no shard stream in it.
 const PROBE_BLOCK: u32 = 256;
@@ -29,19 +30,39 @@ impl Leftovers {
         !self.prefix_key && self.shards.is_empty()
     }
 
-    fn keys(&self, prefix: &str) -> Vec<String> {
-        let mut keys: Vec<String> = self
+    /// The leftovers as the store names them: the plain key, then the shard streams.
+    fn data_keys(&self, prefix: &str) -> Vec<DataKey> {
+        let mut keys: Vec<DataKey> = self
             .prefix_key
-            .then(|| prefix.to_owned())
+            .then(|| DataKey::Prefix(prefix.to_owned()))
             .into_iter()
             .collect();
         keys.extend(
             self.shards
                 .iter()
-                .map(|s| Keyspace::shard_stream(prefix, *s)),
+                .map(|s| DataKey::Stream(Shard::new(prefix, *s))),
         );
         keys
     }
+
+    /// The leftovers' key names as a refusal shows them, in the same order (the plain key is named like the
+    /// prefix).
+    fn shown(&self, prefix: &str) -> Vec<String> {
+        let mut keys: Vec<String> = self
+            .prefix_key
+            .then(|| prefix.to_owned())
+            .into_iter()
+            .collect();
+        keys.extend(shown_shards(prefix, &self.shards));
+        keys
+    }
+}
+
+/// The stream keys of `prefix`'s `shards`, as messages show them.
+fn shown_shards<'a>(prefix: &'a str, shards: &'a [u32]) -> impl Iterator<Item = String> + 'a {
+    shards
+        .iter()
+        .map(move |s| shown_keys::shard_stream(&Shard::new(prefix, *s)))
 }
 
 /// What a create does with the leftovers.
@@ -49,10 +70,10 @@ impl Leftovers {
 pub enum Decision {
     /// Nothing is left: create as usual.
     Create,
-    /// Keep these shard streams; delete these routing boundaries first.
-    Adopt { routing_keys: Vec<String> },
+    /// Keep the shard streams; delete these routing boundaries of theirs first.
+    Adopt { boundaries: Vec<DataKey> },
     /// Delete these keys first.
-    Purge { keys: Vec<String> },
+    Purge { keys: Vec<DataKey> },
 }
 
 /// The rule: a refusal names the keys and every way on.
@@ -65,11 +86,10 @@ pub fn decide(
     if found.is_empty() {
         return Ok(Decision::Create);
     }
-    let keys = found.keys(prefix);
     match choice {
         ExistingRecords::Refuse => Err(StreamExists::Leftovers {
             stream: prefix.to_owned(),
-            keys,
+            keys: found.shown(prefix),
         }
         .into()),
         ExistingRecords::Adopt => {
@@ -82,41 +102,37 @@ pub fn decide(
             if let Some(last) = beyond.last() {
                 return Err(BadRequest::AdoptStrands {
                     stream: prefix.to_owned(),
-                    keys: beyond
-                        .iter()
-                        .map(|s| Keyspace::shard_stream(prefix, *s))
-                        .collect(),
+                    keys: shown_shards(prefix, &beyond).collect(),
                     shard_count,
                     needed: last + 1,
                 }
                 .into());
             }
             Ok(Decision::Adopt {
-                routing_keys: found
-                    .shards
-                    .iter()
-                    .map(|s| Keyspace::shard_routing(prefix, *s))
-                    .collect(),
+                boundaries: routing_of(prefix, &found.shards),
             })
         }
         ExistingRecords::Purge => {
-            let mut all = keys;
-            all.extend(
-                found
-                    .shards
-                    .iter()
-                    .map(|s| Keyspace::shard_routing(prefix, *s)),
-            );
+            let mut all = found.data_keys(prefix);
+            all.extend(routing_of(prefix, &found.shards));
             Ok(Decision::Purge { keys: all })
         }
     }
+}
+
+/// The routing boundaries of `prefix`'s `shards`.
+fn routing_of(prefix: &str, shards: &[u32]) -> Vec<DataKey> {
+    shards
+        .iter()
+        .map(|s| DataKey::Routing(Shard::new(prefix, *s)))
+        .collect()
 }
 
 /// Probes Redis for `prefix` and its shard streams: `0..shard_count` always, and further blocks while the
 /// last one held a shard stream (`ADOPT` and `PURGE` must see every shard an earlier, larger stream left).
 pub async fn find(store: &Store, prefix: &str, shard_count: u32) -> Result<Leftovers, StoreError> {
     let mut found = Leftovers {
-        prefix_key: store.keys_exist(&[prefix.to_owned()]).await?[0],
+        prefix_key: store.prefix_key_exists(prefix).await?,
         shards: Vec::new(),
     };
     let mut start: u32 = 0;
@@ -124,10 +140,8 @@ pub async fn find(store: &Store, prefix: &str, shard_count: u32) -> Result<Lefto
         let end = start
             .saturating_add(PROBE_BLOCK.max(shard_count.saturating_sub(start)))
             .min(MAX_SHARD_COUNT);
-        let keys: Vec<String> = (start..end)
-            .map(|i| Keyspace::shard_stream(prefix, i))
-            .collect();
-        let exists = store.keys_exist(&keys).await?;
+        let shards: Vec<Shard> = (start..end).map(|i| Shard::new(prefix, i)).collect();
+        let exists = store.shards_exist(&shards).await?;
         let before = found.shards.len();
         found
             .shards
@@ -144,16 +158,19 @@ pub async fn carry_out(store: &Store, prefix: &str, decision: &Decision) -> Resu
     let unavailable = |e: StoreError| CoordError::from(Unavailable::step(&e));
     match decision {
         Decision::Create => {}
-        Decision::Adopt { routing_keys } => {
-            store.delete_keys(routing_keys).await.map_err(unavailable)?;
+        Decision::Adopt { boundaries } => {
+            store
+                .delete_data_keys(boundaries)
+                .await
+                .map_err(unavailable)?;
             tracing::info!(
                 stream = prefix,
-                shards = routing_keys.len(),
+                shards = boundaries.len(),
                 "adopting the shard streams an earlier stream left"
             );
         }
         Decision::Purge { keys } => {
-            let deleted = store.delete_keys(keys).await.map_err(unavailable)?;
+            let deleted = store.delete_data_keys(keys).await.map_err(unavailable)?;
             tracing::info!(
                 stream = prefix,
                 deleted,
@@ -213,7 +230,10 @@ mod tests {
         assert_eq!(
             d,
             Decision::Adopt {
-                routing_keys: vec!["o:0:{o:0}:routing".into(), "o:1:{o:1}:routing".into()]
+                boundaries: vec![
+                    DataKey::Routing(Shard::new("o", 0)),
+                    DataKey::Routing(Shard::new("o", 1))
+                ]
             }
         );
         let e = decide("o", 2, ExistingRecords::Adopt, &left(&[0, 1, 2, 3])).unwrap_err();
@@ -234,9 +254,19 @@ mod tests {
         else {
             panic!("not a purge")
         };
+        let (stream, routing) = (
+            |i| DataKey::Stream(Shard::new("o", i)),
+            |i| DataKey::Routing(Shard::new("o", i)),
+        );
         assert_eq!(
             keys,
-            ["o", "o:0", "o:5", "o:0:{o:0}:routing", "o:5:{o:5}:routing"]
+            [
+                DataKey::Prefix("o".into()),
+                stream(0),
+                stream(5),
+                routing(0),
+                routing(5)
+            ]
         );
     }
 }

@@ -4,8 +4,9 @@
 //! Used by `GET …/offsets` and by the metrics task. A shard stream that does not exist reads as empty with
 //! unknown group fields (it is reported, not guessed). Other Redis errors are returned, not swallowed.
 
+use crate::runtime::shown_keys;
 use rsc_protocol::slot::redis_slot;
-use rsc_store::{Keyspace, ShardObservation, Store, StoreError};
+use rsc_store::{Shard, ShardObservation, Store, StoreError};
 use serde::Serialize;
 
 /// What Redis says about one shard stream and the group's consumer group on it.
@@ -32,7 +33,7 @@ pub struct ShardOffsets {
 
 /// A shard whose stream does not exist, as [`read_shard`] reports it.
 pub fn absent_shard(stream_prefix: &str, shard: u32) -> ShardOffsets {
-    let key = Keyspace::shard_stream(stream_prefix, shard);
+    let key = shown_keys::shard_stream(&Shard::new(stream_prefix, shard));
     ShardOffsets {
         shard,
         redis_slot: redis_slot(key.as_bytes()),
@@ -94,7 +95,7 @@ pub async fn read_shard(
 ) -> Result<ShardOffsets, StoreError> {
     let mut out = absent_shard(stream_prefix, shard);
     let key = out.stream_key.clone();
-    let id = rsc_store::Shard::new(stream_prefix, shard);
+    let id = Shard::new(stream_prefix, shard);
     let Some(info) = store.shard_stream_info(&id).await? else {
         return Ok(out);
     };

@@ -2,12 +2,12 @@
 //!
 //! Clients never run XGROUP CREATE and producers publish with NOMKSTREAM, so the coordinator must create
 //! every shard stream and its consumer group before a shard appears in routing or in any assignment
-//! (coord/v1 contract). The Redis side is `rsc_store`'s (`Store::shard_provision`, `Store::keys_exist`):
+//! (coord/v1 contract). The Redis side is `rsc_store`'s (`Store::shard_provision`, `Store::shards_exist`):
 //! a new consumer group starts at the stream's end (`$`) with ENTRIESREAD set to the stream's
 //! entries-added, so its lag is known (0) from the start; BUSYGROUP means "already there" and is fine.
 
 use crate::runtime::shown_keys;
-use rsc_store::{Keyspace, Shard, Store, StoreError};
+use rsc_store::{Shard, Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 #[error("could not provision {key}: {}", crate::http::error::store_error_text(.source))]
@@ -45,11 +45,8 @@ pub async fn existing_shards(
     prefix: &str,
     shards: std::ops::Range<u32>,
 ) -> Result<Vec<u32>, StoreError> {
-    let keys: Vec<String> = shards
-        .clone()
-        .map(|i| Keyspace::shard_stream(prefix, i))
-        .collect();
-    let exists = store.keys_exist(&keys).await?;
+    let ids: Vec<Shard> = shards.clone().map(|i| Shard::new(prefix, i)).collect();
+    let exists = store.shards_exist(&ids).await?;
     Ok(shards
         .zip(exists)
         .filter(|(_, e)| *e)

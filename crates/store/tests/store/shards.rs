@@ -1,6 +1,6 @@
-//! Shard streams: provisioning, existence, XINFO evidence and retiring.
+//! Shard streams: provisioning, existence, XINFO evidence, retiring, and an earlier stream's leftovers.
 
-use rsc_store::{RetireOutcome, Shard, Store, parse_stream_id};
+use rsc_store::{DataKey, RetireOutcome, Shard, Store, parse_stream_id};
 
 use crate::fixtures::{create_group, group, raw};
 
@@ -8,7 +8,8 @@ on_both_topologies!(
     observations_in_one_go_and_growth_since_an_id,
     revisions_of_many_groups,
     provision_and_xinfo_evidence,
-    keys_exist_in_order,
+    shards_exist_in_order,
+    leftovers_found_and_deleted,
     retire_only_when_drained,
     pending_up_to_a_switch_point
 );
@@ -29,14 +30,14 @@ async fn provision_and_xinfo_evidence(store: &Store, name: &str) {
     );
     assert_eq!(
         store
-            .keys_exist(std::slice::from_ref(&key))
+            .shards_exist(std::slice::from_ref(&shard))
             .await
             .expect("exists"),
         vec![false]
     );
     assert_eq!(
         store
-            .keys_exist(std::slice::from_ref(&other))
+            .shards_exist(std::slice::from_ref(&other_shard))
             .await
             .expect("exists"),
         vec![false]
@@ -49,7 +50,7 @@ async fn provision_and_xinfo_evidence(store: &Store, name: &str) {
         .expect("provision again (BUSYGROUP)");
     assert_eq!(
         store
-            .keys_exist(std::slice::from_ref(&key))
+            .shards_exist(std::slice::from_ref(&shard))
             .await
             .expect("exists"),
         vec![true]
@@ -117,21 +118,27 @@ async fn provision_and_xinfo_evidence(store: &Store, name: &str) {
     assert!(store.shard_provision(&other_shard, "g").await.is_err());
 }
 
-/// Several keys in one call, answered in order; on a cluster the keys of a stream's shards lie in many slots
-/// (no hash tag), and the call still works.
-async fn keys_exist_in_order(store: &Store, name: &str) {
-    let keys: Vec<String> = (0..3).map(|i| format!("rsc-test:{{{name}}}:{i}")).collect();
+/// Several shards in one call, answered in order; on a cluster the streams of a stream's shards lie in many
+/// slots (no hash tag), and the call still works.
+async fn shards_exist_in_order(store: &Store, name: &str) {
+    let few: Vec<Shard> = (0..3)
+        .map(|i| Shard::new(format!("rsc-test-{name}-few"), i))
+        .collect();
+    let keys: Vec<String> = (0..3).map(|i| format!("rsc-test-{name}-few:{i}")).collect();
     let _: () = raw(store, redis::cmd("SET").arg(&keys[1]).arg("x")).await;
     assert_eq!(
-        store.keys_exist(&keys).await.expect("exists"),
+        store.shards_exist(&few).await.expect("exists"),
         vec![false, true, false]
     );
-    let shards: Vec<String> = (0..300).map(|i| format!("rsc-test-{name}:{i}")).collect();
+    let shards: Vec<Shard> = (0..300)
+        .map(|i| Shard::new(format!("rsc-test-{name}"), i))
+        .collect();
     for i in [0, 7, 299] {
-        let _: () = raw(store, redis::cmd("SET").arg(&shards[i]).arg("x")).await;
+        let key = format!("rsc-test-{name}:{i}");
+        let _: () = raw(store, redis::cmd("SET").arg(&key).arg("x")).await;
     }
     let found = store
-        .keys_exist(&shards)
+        .shards_exist(&shards)
         .await
         .expect("exists across slots");
     let present: Vec<usize> = (0..300).filter(|i| found[*i]).collect();
@@ -186,7 +193,70 @@ async fn retire_only_when_drained(store: &Store, name: &str) {
         store.shard_retire_if_drained(&shard).await.expect("retire"),
         RetireOutcome::Retired
     );
-    assert_eq!(store.keys_exist(&[key]).await.expect("exists"), vec![false]);
+    assert_eq!(
+        store
+            .shards_exist(std::slice::from_ref(&shard))
+            .await
+            .expect("exists"),
+        vec![false]
+    );
+}
+
+/// What creating a stream again finds of an earlier one (a plain key named like the prefix, shard streams)
+/// and deletes when told to (`ADOPT`: the routing boundaries; `PURGE`: everything), each key by its ids.
+async fn leftovers_found_and_deleted(store: &Store, name: &str) {
+    let prefix = format!("rsc-test-{name}");
+    let (zero, one) = (
+        Shard::new(prefix.as_str(), 0),
+        Shard::new(prefix.as_str(), 1),
+    );
+    assert!(!store.prefix_key_exists(&prefix).await.expect("exists"));
+    let _: () = raw(store, redis::cmd("SET").arg(&prefix).arg("x")).await;
+    assert!(store.prefix_key_exists(&prefix).await.expect("exists"));
+    store.shard_provision(&zero, "g").await.expect("provision");
+    store.ensure_routing_key(&zero).await.expect("routing key");
+    let routing = format!("{prefix}:0:{{{prefix}:0}}:routing");
+    let there = |key: String| async move {
+        let n: i64 = raw(store, redis::cmd("EXISTS").arg(&key)).await;
+        n == 1
+    };
+    assert!(there(routing.clone()).await, "the boundary the store names");
+    assert_eq!(
+        store
+            .delete_data_keys(&[
+                DataKey::Routing(zero.clone()),
+                DataKey::Routing(one.clone())
+            ])
+            .await
+            .expect("delete boundaries"),
+        1,
+        "one boundary existed"
+    );
+    assert!(!there(routing).await);
+    assert_eq!(
+        store
+            .shards_exist(&[zero.clone(), one.clone()])
+            .await
+            .expect("exists"),
+        vec![true, false],
+        "the shard stream stays"
+    );
+    assert_eq!(
+        store
+            .delete_data_keys(&[
+                DataKey::Prefix(prefix.clone()),
+                DataKey::Stream(zero.clone()),
+                DataKey::Stream(one),
+            ])
+            .await
+            .expect("purge"),
+        2
+    );
+    assert!(!store.prefix_key_exists(&prefix).await.expect("exists"));
+    assert_eq!(
+        store.shards_exist(&[zero]).await.expect("exists"),
+        vec![false]
+    );
 }
 
 /// Ordered parents: pending entries are judged only up to the switch point; entries delivered after it
@@ -275,7 +345,10 @@ async fn observations_in_one_go_and_growth_since_an_id(store: &Store, name: &str
         redis::cmd("XADD").arg(&keys[1]).arg("*").arg("f").arg("v"),
     )
     .await;
-    let seen = store.shard_observations(&keys).await.expect("observations");
+    let seen = store
+        .shard_observations(&shards)
+        .await
+        .expect("observations");
     assert_eq!(seen.len(), 3);
     let (a, b) = (
         seen[0].clone().expect("0 exists"),

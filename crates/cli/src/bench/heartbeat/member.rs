@@ -58,6 +58,8 @@ const MAX_AT_ONCE: u32 = 8;
 /// One simulated member: the SDK's model of the member protocol ([`Membership`]) with work that finishes
 /// as [`DrainModel`] says, and the last answer, by which convergence is judged.
 pub(super) struct Member {
+    /// The member's index among all the bench's members (its id is `m<index>`).
+    pub(super) index: usize,
     pub(super) group: usize,
     /// The replica this member sends its heartbeats to.
     pub(super) replica: usize,
@@ -76,16 +78,18 @@ pub(super) struct Member {
 const NO_LEASE: Duration = Duration::ZERO;
 
 impl Member {
-    /// A member that joins with its first heartbeat; with `instance`, a static member (`groupInstanceId`).
+    /// Member `index` (id `m<index>`), which joins with its first heartbeat; with `instance`, a static member
+    /// (`groupInstanceId`).
     pub(super) fn new(
-        id: &str,
+        index: usize,
         group: usize,
         replica: usize,
         drain: DrainModel,
         instance: Option<&str>,
     ) -> Self {
-        let membership = Membership::new(id, NO_LEASE);
+        let membership = Membership::new(&format!("m{index}"), NO_LEASE);
         Member {
+            index,
             group,
             replica,
             membership: match instance {
@@ -108,7 +112,7 @@ impl Member {
     /// joining afresh.
     pub(super) fn next_incarnation(&self) -> Member {
         Member::new(
-            self.id(),
+            self.index,
             self.group,
             self.replica,
             self.drain,
@@ -294,15 +298,15 @@ pub(super) async fn round(
     streams: &Arc<Vec<String>>,
     shares: Vec<Vec<Member>>,
 ) -> (Vec<Vec<Member>>, Tally) {
-    round_of(api, streams, shares, |_, _| true).await
+    round_of(api, streams, shares, |_| true).await
 }
 
-/// A round of the members `chosen` (by their position in their worker's share, and themselves).
+/// A round of the members `chosen`.
 pub(super) async fn round_of(
     api: &Arc<Api>,
     streams: &Arc<Vec<String>>,
     shares: Vec<Vec<Member>>,
-    chosen: impl Fn(usize, &Member) -> bool + Copy + Send + 'static,
+    chosen: impl Fn(&Member) -> bool + Copy + Send + 'static,
 ) -> (Vec<Vec<Member>>, Tally) {
     let mut handles = Vec::with_capacity(shares.len());
     for mut share in shares {
@@ -310,8 +314,8 @@ pub(super) async fn round_of(
         let streams = streams.clone();
         handles.push(tokio::spawn(async move {
             let mut tally = Tally::default();
-            for (p, m) in share.iter_mut().enumerate() {
-                if chosen(p, m) {
+            for m in share.iter_mut() {
+                if chosen(m) {
                     heartbeat_as_sdk(&api, &streams, m, &mut tally).await;
                 }
             }

@@ -13,8 +13,9 @@
 //! memory is reported next to the totals.
 //!
 //! With `--restart-percent P`, after the report a rolling restart follows (`restart.rs`): P % of the members
-//! shut down and join again as new processes, as `--restart-mode` has it (crash, graceful, static), and the
-//! bench reports how long after the last rejoin every group had converged again.
+//! (exactly ⌊members × P / 100⌋, spread over the groups and workers) shut down and join again as new
+//! processes, as `--restart-mode` has it (crash, graceful, static), and the bench reports how long after the
+//! last rejoin every group had converged again.
 //!
 //! Split: `member.rs` the simulated members and the phases they run (converge, steady), `restart.rs` the
 //! rolling restart, `cost.rs` what a run costs (replica CPU and memory from /proc, Redis commandstats and
@@ -98,7 +99,8 @@ pub struct HeartbeatArgs {
     #[arg(long, value_delimiter = ',')]
     pub coordinator_pid: Vec<u32>,
     /// After the steady phase, this percentage of the members leave and join again at once (a rolling
-    /// restart), and the time to converge again after the last rejoin is reported. 0: no restart.
+    /// restart), and the time to converge again after the last rejoin is reported: exactly
+    /// ⌊members × percent / 100⌋ members, spread evenly over the groups and workers. 0: no restart.
     #[arg(long, default_value_t = 0)]
     pub restart_percent: u8,
     /// How --restart-percent's members restart: `crash` (one leave heartbeat with the shards still DRAINING,
@@ -179,6 +181,12 @@ impl HeartbeatArgs {
         }
         if self.restart_percent > 100 {
             return Err("--restart-percent must be 0..=100".into());
+        }
+        if self.restart_percent > 0 && restart_count(self.members, self.restart_percent) == 0 {
+            return Err(format!(
+                "--restart-percent {} of {} members restarts none (⌊members × percent / 100⌋)",
+                self.restart_percent, self.members
+            ));
         }
         if self.tls.tls()?.is_some() && self.redis_url.is_none() {
             return Err("--redis-tls-* options apply to --redis-url: give it too".into());
@@ -338,11 +346,10 @@ async fn measure(
     let mut shares: Vec<Vec<Member>> = (0..workers).map(|_| Vec::new()).collect();
     for i in 0..args.members {
         let (group, replica) = placement(i, args.groups, replicas);
-        let id = format!("m{i}");
         // With --restart-mode static every member is static, its instance id named after its member id.
         let instance = (args.restart_mode == RestartMode::Static).then(|| format!("i{i}"));
         shares[i % workers].push(Member::new(
-            &id,
+            i,
             group,
             replica,
             args.drain,

@@ -2,8 +2,9 @@
 //! `--restart-mode` a deployment restarts its consumers with (a crash, the SDK's graceful shutdown, static
 //! members), and how long after the last rejoin every group had converged again.
 //!
-//! The chosen members shut down in one leave round (repeated for those whose leave is not yet confirmed), the
-//! assignments view then says what the leavers still hold and what is reserved for them, and the new
+//! Exactly ⌊members × percent / 100⌋ members restart, spread over the groups, replicas and workers
+//! ([`restarts`]). They shut down in one leave round (repeated for those whose leave is not yet confirmed),
+//! the assignments view then says what the leavers still hold and what is reserved for them, and the new
 //! processes join in the next round, which every member takes part in; then rounds until convergence.
 
 use super::*;
@@ -37,21 +38,20 @@ pub(super) async fn rolling_restart(
 ) -> Result<(), String> {
     let percent = args.restart_percent;
     let mode = args.restart_mode;
+    let members = args.members;
     let mut restarting = 0;
-    for share in shares.iter_mut() {
-        for (p, m) in share.iter_mut().enumerate() {
-            if restarts(p, percent) {
-                m.begin_shutdown(mode);
-                restarting += 1;
-            }
+    for m in shares.iter_mut().flatten() {
+        if restarts(m.index, members, percent) {
+            m.begin_shutdown(mode);
+            restarting += 1;
         }
     }
     let start = Instant::now();
     let mut errors = 0;
     let mut leave_rounds = 0;
     loop {
-        let (next, left) = round_of(api, streams, shares, move |p, m| {
-            restarts(p, percent) && !m.shut_down()
+        let (next, left) = round_of(api, streams, shares, move |m| {
+            restarts(m.index, members, percent) && !m.shut_down()
         })
         .await;
         shares = next;
@@ -73,11 +73,9 @@ pub(super) async fn rolling_restart(
         ),
         Err(e) => format!("assignments view unread: {e}"),
     };
-    for share in shares.iter_mut() {
-        for (p, m) in share.iter_mut().enumerate() {
-            if restarts(p, percent) {
-                *m = m.next_incarnation();
-            }
+    for m in shares.iter_mut().flatten() {
+        if restarts(m.index, members, percent) {
+            *m = m.next_incarnation();
         }
     }
     let rejoin_start = Instant::now();
@@ -167,7 +165,16 @@ async fn after_the_leave(api: &Api, streams: &[String]) -> Result<AfterLeave, St
     Ok(after)
 }
 
-/// Whether the member at position `p` of its worker's share is one of the `percent` % that restart.
-pub(super) fn restarts(p: usize, percent: u8) -> bool {
-    p % 100 < usize::from(percent)
+/// How many of `members` members a rolling restart of `percent` % takes: exactly ⌊members × percent / 100⌋
+/// (rounded down: 10 % of 10,000 is 1,000; 1 % of 8 is none).
+pub(super) fn restart_count(members: usize, percent: u8) -> usize {
+    members.saturating_mul(usize::from(percent)) / 100
+}
+
+/// Whether member `index` (its index among all `members`, id `m<index>`) is one of the `percent` % that
+/// restart: the [`restart_count`] lowest indexes. The bench deals members round-robin to groups, replicas and
+/// workers by that index, so the restarting members are spread evenly over all of them (each group and each
+/// worker gets the same number, give or take one).
+pub(super) fn restarts(index: usize, members: usize, percent: u8) -> bool {
+    index < restart_count(members, percent)
 }

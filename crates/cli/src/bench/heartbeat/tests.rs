@@ -37,15 +37,70 @@ fn defaults_and_bounds() {
     assert!(T::try_parse_from(["t", "--restart-mode", "sigkill"]).is_err());
     let t = T::try_parse_from(["t", "--restart-percent", "101"]).unwrap();
     assert!(t.a.validate().unwrap_err().contains("--restart-percent"));
+    // A percentage that restarts nobody is refused rather than run as no restart.
+    let with = |percent: &str| {
+        let mut a = T::try_parse_from([
+            "t",
+            "--members",
+            "8",
+            "--groups",
+            "1",
+            "--restart-percent",
+            percent,
+        ])
+        .unwrap()
+        .a;
+        (a.username, a.password) = (None, None);
+        a.validate()
+    };
+    assert!(with("1").unwrap_err().contains("restarts none"));
+    assert!(with("25").is_ok());
+}
+
+/// Which members a restart takes, counted over all members (dealt to groups and workers as the bench deals
+/// them): how many in all, and how many in each group and in each worker's share.
+fn restarted(
+    members: usize,
+    groups: usize,
+    workers: usize,
+    percent: u8,
+) -> (usize, Vec<usize>, Vec<usize>) {
+    let (mut per_group, mut per_worker) = (vec![0; groups], vec![0; workers]);
+    let mut all = 0;
+    for i in (0..members).filter(|&i| restarts(i, members, percent)) {
+        all += 1;
+        per_group[placement(i, groups, 1).0] += 1;
+        per_worker[i % workers] += 1;
+    }
+    (all, per_group, per_worker)
 }
 
 #[test]
-fn a_rolling_restart_takes_that_percentage_of_each_share() {
-    let chosen = |percent| (0..1_000).filter(|&p| restarts(p, percent)).count();
-    assert_eq!(chosen(10), 100);
-    assert_eq!(chosen(0), 0);
-    assert_eq!(chosen(100), 1_000);
-    assert!(restarts(0, 1) && !restarts(1, 1) && restarts(100, 1));
+fn a_rolling_restart_takes_exactly_that_share_of_all_members_spread_over_groups_and_workers() {
+    // 10 % of 10,000 members over 64 workers is 1,000 (it was 1,280 when each worker's share of 156 restarted
+    // its positions 0-9 and 100-109), 100 in each of 10 groups, 15 or 16 in each worker's share.
+    let (all, per_group, per_worker) = restarted(10_000, 10, 64, 10);
+    assert_eq!(all, 1_000);
+    assert!(per_group.iter().all(|&n| n == 100), "{per_group:?}");
+    assert!(
+        per_worker.iter().all(|&n| n == 15 || n == 16),
+        "{per_worker:?}"
+    );
+    // One group: still spread over every worker.
+    let (all, _, per_worker) = restarted(10_000, 1, 64, 10);
+    assert_eq!(all, 1_000);
+    assert!(
+        per_worker.iter().all(|&n| n == 15 || n == 16),
+        "{per_worker:?}"
+    );
+    // Rounded down, never more than asked.
+    assert_eq!(restarted(999, 3, 7, 10).0, 99);
+    assert_eq!(restarted(8, 1, 2, 25).0, 2);
+    assert_eq!(restarted(8, 1, 2, 1).0, 0);
+    assert_eq!(restarted(1_000, 10, 64, 0).0, 0);
+    assert_eq!(restarted(1_000, 10, 64, 100).0, 1_000);
+    assert_eq!(restart_count(10_000, 10), 1_000);
+    assert!(restarts(0, 8, 25) && restarts(1, 8, 25) && !restarts(2, 8, 25));
 }
 
 #[test]
@@ -162,7 +217,7 @@ fn answer(
 #[test]
 fn with_drain_heartbeat_a_given_up_shard_is_reported_draining_once_then_revoked_until_confirmed() {
     use rsc_protocol::wire::RevokeState;
-    let mut m = Member::new("m0", 0, 0, DrainModel::Heartbeat, None);
+    let mut m = Member::new(0, 0, 0, DrainModel::Heartbeat, None);
     let now = Instant::now();
     assert_eq!(m.id(), "m0");
     let join = m.request();
@@ -239,7 +294,7 @@ fn several_replicas_each_serve_every_group() {
 /// heartbeats at once to report it REVOKED (no DRAINING round).
 #[test]
 fn with_the_instant_drain_a_given_up_shard_is_reported_revoked_in_a_heartbeat_sent_at_once() {
-    let mut m = Member::new("m0", 0, 0, DrainModel::Instant, None);
+    let mut m = Member::new(0, 0, 0, DrainModel::Instant, None);
     let now = Instant::now();
     m.request();
     m.apply(now, answer(HeartbeatStatus::Ok, 1, &[0, 1], &[]));
@@ -263,7 +318,7 @@ fn with_the_instant_drain_a_given_up_shard_is_reported_revoked_in_a_heartbeat_se
 }
 
 fn joined_member(instance: Option<&str>) -> Member {
-    let mut m = Member::new("m3", 1, 0, DrainModel::Instant, instance);
+    let mut m = Member::new(3, 1, 0, DrainModel::Instant, instance);
     m.request();
     m.apply(Instant::now(), answer(HeartbeatStatus::Ok, 4, &[2, 5], &[]));
     assert!(m.settled());

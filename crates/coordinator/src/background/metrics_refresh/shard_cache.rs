@@ -17,7 +17,7 @@
 
 use crate::runtime::cache::GroupName;
 use crate::services::offsets::ShardOffsets;
-use rsc_store::ConsumerGroupInfo;
+use rsc_store::{ConsumerGroupInfo, Shard};
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::time::{Duration, Instant};
@@ -115,19 +115,19 @@ impl ShardCache {
         );
     }
 
-    /// The keys of `name`'s remembered shard streams that exist (those whose positions can be re-read).
-    pub(crate) fn present_keys(&self, name: &GroupName) -> Vec<String> {
+    /// `name`'s remembered shards whose streams exist (those whose positions can be re-read).
+    pub(crate) fn present_shards(&self, name: &GroupName) -> Vec<Shard> {
         self.groups.get(name).map_or_else(Vec::new, |r| {
             r.rows
                 .iter()
                 .filter(|row| row.exists)
-                .map(|row| row.stream_key.clone())
+                .map(|row| Shard::new(name.stream_prefix.as_str(), row.shard))
                 .collect()
         })
     }
 
-    /// Re-read positions of `name`'s Redis consumer group `group`: `read` holds, for each key of
-    /// [`ShardCache::present_keys`] in order, what `XINFO GROUPS` said (None: the stream is gone). The rows'
+    /// Re-read positions of `name`'s Redis consumer group `group`: `read` holds, for each shard of
+    /// [`ShardCache::present_shards`] in order, what `XINFO GROUPS` said (None: the stream is gone). The rows'
     /// group figures (last-delivered id, entries read, lag, pending) are replaced; a stream or group found
     /// gone makes the next refresh read the group in full.
     pub(crate) fn update_positions(
@@ -303,7 +303,7 @@ mod tests {
         read_before.entries_read = Some(0);
         read_before.stream_length = 9;
         c.record(&g, vec![0, 1], 1, vec![read_before, row(1, None)], t0);
-        assert_eq!(c.present_keys(&g), vec!["p:0".to_owned()]);
+        assert_eq!(c.present_shards(&g), vec![Shard::new("p", 0)]);
         let moved = ConsumerGroupInfo {
             name: Some("g".into()),
             pending: Some(2),

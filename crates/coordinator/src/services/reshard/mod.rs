@@ -54,8 +54,9 @@ use crate::domain_error::{
     BadReshard, Conflict, CoordError, Internal, MigrationBusy, Provisioning, StreamExists,
     Unavailable,
 };
+use crate::runtime::shown_keys;
 use rsc_group::replica::reshard::ReshardError;
-use rsc_store::Keyspace;
+use rsc_store::Shard;
 
 /// A stream record and the revision it was read at.
 pub use rsc_group::replica::reshard::StreamSnapshot as CachedStream;
@@ -74,7 +75,7 @@ fn coord_error(prefix: &str, e: ReshardError, failure: Option<CoordError>) -> Co
             stream: prefix.to_owned(),
             keys: found
                 .iter()
-                .map(|s| Keyspace::shard_stream(prefix, *s))
+                .map(|s| shown_keys::shard_stream(&Shard::new(prefix, *s)))
                 .collect(),
             max_target: found.first().copied().unwrap_or_default(),
         }

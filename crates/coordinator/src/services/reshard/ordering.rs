@@ -12,12 +12,13 @@ use super::CachedStream;
 use super::perform::evidence_of;
 use crate::domain_error::{BadReshard, Conflict, CoordError, MigrationBusy, StreamNotFound};
 use crate::runtime::coordinator::{MAX_CAS_ATTEMPTS, Resharding};
+use crate::runtime::shown_keys;
 use rsc_group::model::Group;
 use rsc_group::reshard::evidence::delivered_to;
 use rsc_protocol::ordering::Ordering;
 use rsc_protocol::validate;
 use rsc_protocol::wire::{OrderingRequest, OrderingResponse};
-use rsc_store::{Keyspace, Shard};
+use rsc_store::Shard;
 use serde::Serialize;
 
 /// One gated child shard of a group, and what each parent it waits for still holds for that group.
@@ -117,7 +118,7 @@ impl Resharding<'_> {
             let mut waiting_for = Vec::new();
             for &p in parents {
                 let shard = Shard::new(g.stream_prefix.as_str(), p);
-                let key = Keyspace::shard_stream(&g.stream_prefix, p);
+                let key = shown_keys::shard_stream(&shard);
                 let point = g.ordering_switch_points.get(&p).cloned();
                 let mine = match self.store().shard_groups(&shard).await {
                     Ok(Some(groups)) => groups
@@ -148,7 +149,7 @@ impl Resharding<'_> {
             }
             out.push(OrderingGate {
                 child_shard: *child,
-                stream_key: Keyspace::shard_stream(&g.stream_prefix, *child),
+                stream_key: shown_keys::shard_stream(&Shard::new(g.stream_prefix.as_str(), *child)),
                 read_fence: g.ordering_switch_points.get(child).cloned(),
                 waiting_for,
             });

@@ -5,10 +5,11 @@ use crate::domain_error::CoordError;
 use crate::http::views::migration_response;
 use crate::runtime::cache::{Cached, GroupName};
 use crate::runtime::coordinator::Resharding;
+use crate::runtime::shown_keys;
 use rsc_group::migration::{MigrationError, rollback_check};
 use rsc_group::model::{Migration, MigrationState};
 use rsc_protocol::wire::resharding::{MigrationResponse, ScaleResponse};
-use rsc_store::{Keyspace, Shard};
+use rsc_store::Shard;
 use serde::Serialize;
 
 /// `GET …/migrations/{id}`: the Migration, its age, per-shard drain progress of removed and draining
@@ -137,15 +138,11 @@ impl Resharding<'_> {
                 .filter(|x| x.state.is_live() && x.holds(s))
                 .map(|x| x.member_id.clone())
                 .collect();
-            let info = self
-                .shard_group_info(
-                    &Shard::new(name.stream_prefix.as_str(), s),
-                    &name.consumer_group,
-                )
-                .await;
+            let shard = Shard::new(name.stream_prefix.as_str(), s);
+            let info = self.shard_group_info(&shard, &name.consumer_group).await;
             shards.push(RemovedShard {
                 shard_index: s,
-                stream_key: Keyspace::shard_stream(&name.stream_prefix, s),
+                stream_key: shown_keys::shard_stream(&shard),
                 draining: g.draining_shards.contains(&s),
                 stream_length: info.length,
                 pending: info.pending,
