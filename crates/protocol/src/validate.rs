@@ -237,6 +237,29 @@ pub fn validate_text(
     check_len(field, value, MAX_TEXT_LEN)
 }
 
+/// Whether an audited change request must say why (`reason`): most must; creating a stream need not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    /// A blank or missing `reason` is refused.
+    Required,
+    /// `reason` may be missing or blank; when given it is still length-checked.
+    Optional,
+}
+
+/// Checks who asks for an audited change and why (`requestedBy`, required; `reason` as `reason` says),
+/// as every admin change request carries them, and gives both back (missing ones as `""`).
+pub fn validate_attribution<'a>(
+    requested_by: Option<&'a str>,
+    reason: Option<&'a str>,
+    rule: Reason,
+) -> Result<(&'a str, &'a str), ValidationError> {
+    let requested_by = requested_by.unwrap_or("");
+    validate_text("requestedBy", requested_by, true)?;
+    let reason = reason.unwrap_or("");
+    validate_text("reason", reason, rule == Reason::Required)?;
+    Ok((requested_by, reason))
+}
+
 /// Checks that text shown to operators (a member's client name and version) holds no control character
 /// (C0, DEL, C1), line or paragraph separator, or bidi override (U+202A–U+202E, U+2066–U+2069): such text
 /// could drive or garble an operator's terminal (issue #32, finding 5).

@@ -4,6 +4,7 @@
 //! migration ended as asked; Ctrl-C stops waiting, never the migration. `rsc scale --quiesce-timeout` asks
 //! for producer quiesce (`producerQuiesce: {timeoutMs}`).
 
+use super::attribution::Attribution;
 use super::{Failure, Output, Session, Target, confirm, now_ms, print_json, s};
 use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
@@ -23,12 +24,8 @@ pub struct ScaleArgs {
     /// The new shard count (every consumer group of the stream follows).
     #[arg(long)]
     pub shards: u32,
-    /// Why (recorded in the audit log).
-    #[arg(long)]
-    pub reason: String,
-    /// Who asks (default: the logged-in user).
-    #[arg(long)]
-    pub requested_by: Option<String>,
+    #[command(flatten)]
+    pub why: Attribution,
     /// Wait until every group reports the migration complete, showing progress.
     #[arg(long)]
     pub wait: bool,
@@ -46,7 +43,7 @@ fn scale_body(args: &ScaleArgs, requested_by: &str) -> Result<Value, Failure> {
     let mut body = json!({
         "targetShardCount": args.shards,
         "requestedBy": requested_by,
-        "reason": args.reason,
+        "reason": args.why.reason,
     });
     if let Some(t) = args.quiesce_timeout {
         let ms = t.as_millis();
@@ -70,12 +67,8 @@ pub struct EndMigrationArgs {
     /// The migration (default: the stream's active one).
     #[arg(long)]
     pub migration: Option<String>,
-    /// Why (recorded in the audit log).
-    #[arg(long)]
-    pub reason: String,
-    /// Who asks (default: the logged-in user).
-    #[arg(long)]
-    pub requested_by: Option<String>,
+    #[command(flatten)]
+    pub why: Attribution,
     /// Do not ask for confirmation.
     #[arg(long)]
     pub yes: bool,
@@ -118,7 +111,7 @@ pub async fn scale(args: ScaleArgs) -> Result<ExitCode, Failure> {
         )));
     }
     let session = Session::open(&args.target).await?;
-    let body = scale_body(&args, &session.requested_by(args.requested_by.as_deref()))?;
+    let body = scale_body(&args, &args.why.requested_by(&session))?;
     let (answer, request_id) = session
         .mutate(
             Method::POST,
@@ -238,8 +231,8 @@ async fn end_migration(
         ));
     }
     let body = json!({
-        "requestedBy": session.requested_by(args.requested_by.as_deref()),
-        "reason": args.reason,
+        "requestedBy": args.why.requested_by(&session),
+        "reason": args.why.reason,
     });
     let (answer, request_id) = session
         .mutate(

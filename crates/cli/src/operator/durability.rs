@@ -4,6 +4,7 @@
 //! as `expectedUpdatedAt` itself, so evidence that arrives meanwhile is not dismissed unseen); `recreate`
 //! repairs the group as a new lifecycle (shard count: the group's, unless given). Both ask, or take `--yes`.
 
+use super::attribution::Attribution;
 use super::{Failure, Output, Session, Target, confirm, n, print_json, s};
 use clap::{Args, Subcommand};
 use rsc_client::Method;
@@ -40,12 +41,8 @@ pub struct GroupArgs {
 pub struct RepairArgs {
     #[command(flatten)]
     pub group: GroupArgs,
-    /// Why (recorded in the audit log).
-    #[arg(long)]
-    pub reason: String,
-    /// Who asks (default: the logged-in user).
-    #[arg(long)]
-    pub requested_by: Option<String>,
+    #[command(flatten)]
+    pub why: Attribution,
     /// Do not ask for confirmation.
     #[arg(long)]
     pub yes: bool,
@@ -214,8 +211,8 @@ async fn dismiss(a: RepairArgs) -> Result<ExitCode, Failure> {
         ));
     }
     let body = json!({
-        "requestedBy": session.requested_by(a.requested_by.as_deref()),
-        "reason": a.reason,
+        "requestedBy": a.why.requested_by(&session),
+        "reason": a.why.reason,
         "expectedUpdatedAt": suspicion["updatedAt"],
     });
     send(
@@ -253,8 +250,8 @@ async fn recreate(a: RecreateArgs) -> Result<ExitCode, Failure> {
         ));
     }
     let mut body = json!({
-        "requestedBy": session.requested_by(r.requested_by.as_deref()),
-        "reason": r.reason,
+        "requestedBy": r.why.requested_by(&session),
+        "reason": r.why.reason,
         "shardCount": shards,
     });
     if let Some(v) = a.minimum_metadata_version {

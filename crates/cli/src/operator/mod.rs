@@ -21,6 +21,7 @@
 #[macro_use]
 pub mod terminal;
 pub mod apply;
+pub mod attribution;
 pub mod audit;
 pub mod change;
 pub mod credentials;

@@ -5,6 +5,7 @@
 //! asks for confirmation (`--yes` skips the question; without a terminal it refuses unless `--yes`) and
 //! applies it. `--dry-run` prints the plan only.
 
+use super::attribution::Attribution;
 use super::table::Table;
 use super::{Failure, Output, Session, Target, confirm, n, print_json, s};
 use clap::{ArgGroup, Args, Subcommand};
@@ -58,12 +59,8 @@ pub struct ResetArgs {
     /// Proceed although the group lists members whose lease has lapsed (never over a live lease).
     #[arg(long)]
     pub force: bool,
-    /// Why (recorded in the audit log).
-    #[arg(long)]
-    pub reason: String,
-    /// Who asks (default: the logged-in user).
-    #[arg(long)]
-    pub requested_by: Option<String>,
+    #[command(flatten)]
+    pub why: Attribution,
     /// Do not ask for confirmation.
     #[arg(long)]
     pub yes: bool,
@@ -98,7 +95,7 @@ fn body(a: &ResetArgs, requested_by: String) -> Value {
     if !a.shards.is_empty() {
         body["shards"] = json!(a.shards);
     }
-    body["reason"] = json!(a.reason);
+    body["reason"] = json!(a.why.reason);
     body
 }
 
@@ -143,7 +140,7 @@ async fn reset(a: ResetArgs) -> Result<ExitCode, Failure> {
     let path = [
         "coord", "v1", "streams", &a.stream, "groups", &a.group, "offsets", "reset",
     ];
-    let mut request = body(&a, session.requested_by(a.requested_by.as_deref()));
+    let mut request = body(&a, a.why.requested_by(&session));
     request["dryRun"] = json!(true);
     let (plan, plan_id) = session.mutate(Method::POST, &path, &request).await?;
     let text = a.target.output == Output::Text;

@@ -150,14 +150,11 @@ impl Admin<'_> {
     }
 
     fn requested_shard_count(&self, req: &CreateStreamRequest) -> Result<u32, CoordError> {
-        validate::validate_text(
-            "requestedBy",
-            req.requested_by.as_deref().unwrap_or(""),
-            true,
+        validate::validate_attribution(
+            req.requested_by.as_deref(),
+            req.reason.as_deref(),
+            validate::Reason::Optional,
         )?;
-        if let Some(reason) = &req.reason {
-            validate::validate_text("reason", reason, false)?;
-        }
         match req.initial_shard_count {
             None => Ok(self.config().defaults.initial_shard_count),
             Some(n) => Ok(validate::validate_shard_count(
@@ -253,12 +250,11 @@ impl Admin<'_> {
         name: &GroupName,
         req: &DeleteGroupRequest,
     ) -> Result<GroupResponse, CoordError> {
-        validate::validate_text(
-            "requestedBy",
-            req.requested_by.as_deref().unwrap_or(""),
-            true,
+        validate::validate_attribution(
+            req.requested_by.as_deref(),
+            req.reason.as_deref(),
+            validate::Reason::Required,
         )?;
-        validate::validate_text("reason", req.reason.as_deref().unwrap_or(""), true)?;
         let force = req.force.unwrap_or(false);
         for _ in 0..MAX_CAS_ATTEMPTS {
             let base = self.require_group(name).await?;

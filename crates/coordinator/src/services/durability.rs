@@ -377,10 +377,11 @@ impl Durability<'_> {
         req: &DismissSuspicionRequest,
         principal: &str,
     ) -> Result<DismissResponse, CoordError> {
-        let requested_by = req.requested_by.as_deref().unwrap_or("");
-        validate::validate_text("requestedBy", requested_by, true)?;
-        let reason = req.reason.as_deref().unwrap_or("");
-        validate::validate_text("reason", reason, true)?;
+        let (requested_by, reason) = validate::validate_attribution(
+            req.requested_by.as_deref(),
+            req.reason.as_deref(),
+            validate::Reason::Required,
+        )?;
         let expected = req
             .expected_updated_at
             .as_ref()
@@ -483,12 +484,11 @@ impl Durability<'_> {
         name: &GroupName,
         req: &RecreateGroupRequest,
     ) -> Result<RecreateResponse, CoordError> {
-        validate::validate_text(
-            "requestedBy",
-            req.requested_by.as_deref().unwrap_or(""),
-            true,
+        validate::validate_attribution(
+            req.requested_by.as_deref(),
+            req.reason.as_deref(),
+            validate::Reason::Required,
         )?;
-        validate::validate_text("reason", req.reason.as_deref().unwrap_or(""), true)?;
         let shard_count = match req.shard_count {
             Some(n) => validate::validate_shard_count(
                 "shardCount",

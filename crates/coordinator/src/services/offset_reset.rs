@@ -56,15 +56,14 @@ impl Admin<'_> {
         name: &GroupName,
         req: &OffsetResetRequest,
     ) -> Result<OffsetResetResponse, CoordError> {
-        validate::validate_text(
-            "requestedBy",
-            req.requested_by.as_deref().unwrap_or(""),
-            true,
+        let (_, reason) = validate::validate_attribution(
+            req.requested_by.as_deref(),
+            req.reason.as_deref(),
+            validate::Reason::Optional,
         )?;
-        if req.reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
+        if reason.trim().is_empty() {
             return Err(BadReset::ReasonRequired.into());
         }
-        validate::validate_text("reason", req.reason.as_deref().unwrap_or(""), true)?;
         validate::validate_text("value", req.value.as_deref().unwrap_or(""), false)?;
         let now_ms = self.server_now().await?;
         let target = target::target(req, now_ms)?;

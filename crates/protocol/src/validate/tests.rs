@@ -343,3 +343,37 @@ fn heartbeat_rules_name_the_field_path() {
         assert!(message.starts_with(err.field()), "{message}");
     }
 }
+
+#[test]
+fn attribution_rules() {
+    assert_eq!(
+        validate_attribution(None, Some("why"), Reason::Required),
+        Err(ValidationError::Blank {
+            field: "requestedBy"
+        })
+    );
+    assert_eq!(
+        validate_attribution(Some("ops"), Some(" "), Reason::Required),
+        Err(ValidationError::Blank { field: "reason" })
+    );
+    assert_eq!(
+        validate_attribution(Some("ops"), None, Reason::Optional),
+        Ok(("ops", ""))
+    );
+    assert_eq!(
+        validate_attribution(
+            Some("ops"),
+            Some(&"r".repeat(MAX_TEXT_LEN + 1)),
+            Reason::Optional
+        ),
+        Err(ValidationError::TooLong {
+            field: "reason",
+            max: MAX_TEXT_LEN,
+            actual: MAX_TEXT_LEN + 1
+        })
+    );
+    assert_eq!(
+        validate_attribution(Some("ops"), Some("scale up"), Reason::Required),
+        Ok(("ops", "scale up"))
+    );
+}

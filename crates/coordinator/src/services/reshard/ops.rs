@@ -39,14 +39,15 @@ fn checked(req: &ScaleRequest) -> Result<Checked, CoordError> {
             return Err(BadReshard::TargetRequired.into());
         }
     };
-    let requested_by = req.requested_by.clone().unwrap_or_default();
-    validate::validate_text("requestedBy", &requested_by, true)?;
-    let reason = req.reason.clone().unwrap_or_default();
-    validate::validate_text("reason", &reason, true)?;
+    let (requested_by, reason) = validate::validate_attribution(
+        req.requested_by.as_deref(),
+        req.reason.as_deref(),
+        validate::Reason::Required,
+    )?;
     Ok(Checked {
         target,
-        requested_by,
-        reason,
+        requested_by: requested_by.to_owned(),
+        reason: reason.to_owned(),
         quiesce_timeout: quiesce::requested_timeout(req)?,
     })
 }
@@ -151,16 +152,17 @@ impl Resharding<'_> {
         req: &MigrationActionRequest,
         end: MigrationState,
     ) -> Result<MigrationResponse, CoordError> {
-        let requested_by = req.requested_by.clone().unwrap_or_default();
-        validate::validate_text("requestedBy", &requested_by, true)?;
-        let reason = req.reason.clone().unwrap_or_default();
-        validate::validate_text("reason", &reason, true)?;
+        let (requested_by, reason) = validate::validate_attribution(
+            req.requested_by.as_deref(),
+            req.reason.as_deref(),
+            validate::Reason::Required,
+        )?;
         let group = self.require_group(name).await?;
         self.durability().ensure_mutable(&group.group)?;
         let prefix = &name.stream_prefix;
         let mut p = Performer::on(prefix);
-        p.requested = Some((requested_by, reason.clone()));
-        let (mut flow, first) = EndFlow::start(prefix, (*group.group).clone(), id, end, &reason);
+        p.requested = Some((requested_by.to_owned(), reason.to_owned()));
+        let (mut flow, first) = EndFlow::start(prefix, (*group.group).clone(), id, end, reason);
         match self.drive(&mut p, &mut flow, first).await {
             Ok(EndOutcome::Repeat(m)) => return Ok(migration_response(&m)),
             Ok(EndOutcome::Ended) => {}

@@ -63,12 +63,11 @@ impl Resharding<'_> {
         prefix: &str,
         req: &OrderingRequest,
     ) -> Result<OrderingResponse, CoordError> {
-        validate::validate_text(
-            "requestedBy",
-            req.requested_by.as_deref().unwrap_or(""),
-            true,
+        validate::validate_attribution(
+            req.requested_by.as_deref(),
+            req.reason.as_deref(),
+            validate::Reason::Required,
         )?;
-        validate::validate_text("reason", req.reason.as_deref().unwrap_or(""), true)?;
         let Some(ordering) = req.ordering else {
             return Err(BadReshard::OrderingRequired.into());
         };
