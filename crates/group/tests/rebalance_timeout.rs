@@ -1,8 +1,11 @@
 //! A member that does not release a revoked shard within the rebalance timeout is fenced, and its shards
 //! reach the new owner only after its last lease has certainly run out.
 
-use rsc_group::heartbeat::{Outcome, decide};
+use rsc_group::heartbeat::{Caller, Outcome, decide};
 use rsc_group::model::{Group, MemberState};
+use rsc_group::replica::Snapshot;
+use rsc_group::replica::commit::BatchReply;
+use rsc_group::replica::heartbeat::{HeartbeatFlow, Renewal, Step};
 use rsc_group::tick::tick;
 use rsc_group::timing::Timing;
 use rsc_protocol::wire::{
@@ -211,4 +214,62 @@ fn a_member_past_its_rebalance_deadline_is_fenced_by_its_own_heartbeat_not_renew
     released.revoking_shards[0].in_flight = 0;
     let late = decide(Some(&g), "a", &released, deadline + 1, &T);
     assert_eq!(late.response.status, HeartbeatStatus::Ok);
+}
+
+/// The group as a replica would hold it (the revision is not looked at here).
+#[derive(Debug, Clone)]
+struct Held(Group);
+
+impl Snapshot for Held {
+    fn group(&self) -> &Group {
+        &self.0
+    }
+    fn revision(&self) -> u64 {
+        1
+    }
+}
+
+/// A member's own fence decided on a clock ahead of Redis is refused by Redis as too early (`not_before` the
+/// deadline): the request reconciles and decides again, and on a clock that has learned Redis time (the
+/// deadline not reached) it is renewed and answered OK, not RETRY. Only a clock still ahead at every one of
+/// its decisions gives up (the simulation's replica clock, seeds 6853 and 15677, did that until it learned
+/// from the refusal as `clock.rs` does).
+#[test]
+fn a_fence_refused_as_too_early_is_renewed_once_the_clock_has_learned_redis_time() {
+    let mut now = 1_000_000;
+    let mut g = Group::new("s", "g", 2, now, "lc");
+    let (_, a_epoch, _) = beat(&mut g, &request("a", 0, &[], &[]), now);
+    beat(&mut g, &request("a", a_epoch, &[0, 1], &[]), now);
+    now += 1_000;
+    beat(&mut g, &request("b", 0, &[], &[]), now);
+    let (_, a_epoch, a_assigned) = beat(&mut g, &request("a", a_epoch, &[0, 1], &[]), now);
+    let kept = a_assigned[0];
+    let revoked = 1 - kept;
+    let deadline = g.members["a"].rebalance_deadline_ms.expect("a deadline");
+    let req = request("a", a_epoch, &[kept], &[revoked]);
+    // The draining report is recorded a little earlier: the same report again is a steady renewal.
+    assert_eq!(beat(&mut g, &req, deadline - 10).0, HeartbeatStatus::Ok);
+    let snap = Held(g);
+
+    // Redis is at deadline - 1 throughout; `ahead` is each decision's clock error.
+    let handle = |errors: &[i64]| {
+        let (mut flow, mut step) = HeartbeatFlow::<Held>::start("a", Caller::ANONYMOUS, &T);
+        let mut errors = errors.iter();
+        loop {
+            step = match step {
+                Step::Read | Step::Reload => {
+                    let ahead = errors.next().copied().unwrap_or(0);
+                    flow.on_read(&req, Ok(Some(snap.clone())), true, deadline - 1 + ahead)
+                }
+                // The fence's time condition: Redis refuses it before the deadline.
+                Step::Write => flow.on_batch(&req, BatchReply::Reconcile),
+                Step::Reconcile => flow.on_reconciled(&req),
+                Step::Renew(_) => flow.on_renewed(&req, Renewal::Renewed),
+                Step::Answer(response) => return (response.status, flow.notes().gave_up),
+                other => panic!("unexpected step {other:?}"),
+            }
+        }
+    };
+    assert_eq!(handle(&[3, -2]), (HeartbeatStatus::Ok, false));
+    assert_eq!(handle(&[3, 3, 3, 3, 3]), (HeartbeatStatus::Retry, true));
 }

@@ -129,3 +129,16 @@ fn simulated_groups_keep_invariants_and_converge() {
         );
     }
 }
+
+/// Seeds 6853 and 15677 (of `SIM_SCENARIOS=20000 SIM_FIRST_SEED=3001`): a member's heartbeat, a few
+/// milliseconds before its rebalance deadline, was decided on a replica clock ahead of Redis time as a fence
+/// (`not_before` the deadline), refused as too early, and decided again five times at the same instant on a
+/// clock re-drawn ahead each time: answered RETRY with nobody else writing (invariant 5). The replica's
+/// estimate re-learned from that refusal now lags Redis time, as `clock.rs`'s does (`sim/replica.rs`,
+/// `observe`).
+#[test]
+fn a_heartbeat_refused_as_too_early_is_decided_again_on_a_clock_that_learned_redis_time() {
+    for seed in [6853, 15677] {
+        run(seed);
+    }
+}

@@ -150,6 +150,9 @@ pub struct Replica {
     /// Highest revision this replica has seen (invariant 6: it must never read a lower one).
     highest: u64,
     skew_ms: i64,
+    /// The instant Redis last refused this replica's write as too early (its time condition failed): at that
+    /// instant its estimate, re-learned from Redis time, is not ahead of it (`observe`).
+    refused_too_early_at: Option<i64>,
     pub next_tick: i64,
     tick_interval: i64,
     pub inbox: VecDeque<HbJob>,
@@ -179,6 +182,7 @@ impl Replica {
             cache: None,
             highest: 0,
             skew_ms: 0,
+            refused_too_early_at: None,
             next_tick: now + tick_interval,
             tick_interval,
             inbox: VecDeque::new(),
@@ -314,10 +318,19 @@ impl Replica {
         env.now + self.skew_ms
     }
 
-    /// A store reply carried Redis time: the estimate is re-learned (with a small error).
+    /// A store reply carried Redis time: the estimate is re-learned (with a small error). Either way in
+    /// general; but not ahead at the instant Redis refused a write as too early: `clock.rs` learns the offset
+    /// from the Redis time of a reply received after it, so the estimate it re-learns from that refusal (and
+    /// from the reconciler's read of Redis time that follows) lags Redis time, and only time passing (a clock
+    /// step, drift) could put it ahead again.
     pub(super) fn observe(&mut self, env: &mut Env) {
         let m = env.faults.max_skew_ms;
-        self.skew_ms = env.rng.range(-m, m);
+        let ahead = if self.refused_too_early_at == Some(env.now) {
+            0
+        } else {
+            m
+        };
+        self.skew_ms = env.rng.range(-m, ahead);
     }
 
     pub(super) fn remember(&mut self, group: Rc<Group>, revision: u64) {
@@ -564,6 +577,9 @@ impl Replica {
             env.now,
             Writer::Heartbeats(writers),
         );
+        if matches!(outcome, CasOutcome::ConditionFailed { member: None }) {
+            self.refused_too_early_at = Some(env.now);
+        }
         self.observe(env);
         let result = match outcome {
             CasOutcome::Written(revision) => {
