@@ -8,8 +8,9 @@
 //!   size ≥ q + 2 or < q, the last ones of size q + 1 not among the r largest, the first ones of size q among
 //!   them, and the members without an entry. Every other member's quota equals its size: it does not change.
 //! - `settle` changes a member only if its revocations, take-backs or deadline are due (the index's
-//!   unsettled members), or it lacks a target shard (lacking), or its record or target entry changed since the
-//!   index counted it (the batch's members and those whose target just changed); any other member is left
+//!   unsettled members), or it lacks a target shard and one can be granted (lacking: while no targeted shard
+//!   is free and ungated nobody can be granted one, so those are not visited), or its record or target entry
+//!   changed since the index counted it (the batch's members and those whose target just changed); any other member is left
 //!   exactly as the full walk would leave it, since what it reads of that member did not change. The held
 //!   shards the grants look at and the group's state come from the index's counts.
 //!
@@ -241,7 +242,12 @@ fn settle_by_index(
     let gated = index.gated.clone();
     let mut visit: BTreeSet<String> = dirty.clone();
     visit.extend(index.unsettled.iter().cloned());
-    visit.extend(index.lacking.iter().cloned());
+    // A member that only lacks a target shard changes only by a grant: while no shard can be granted (every
+    // targeted shard held or gated, as while a group forms and its first member still holds what the others
+    // are meant to get), such members are left out, so a batch costs what it changed.
+    if index.any_grantable() {
+        visit.extend(index.lacking.iter().cloned());
+    }
     let no_target = ShardSet::new();
     let Group {
         members,

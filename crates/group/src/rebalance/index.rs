@@ -199,6 +199,15 @@ impl RebalanceIndex {
         self.held.contains_key(&s)
     }
 
+    /// Whether some shard could be granted now: named by an active member's target, held by no live member
+    /// or hold, and not gated. When none can, `settle` grants nothing, so a member it visits only because it
+    /// lacks a target shard would be left as it is.
+    pub(super) fn any_grantable(&self) -> bool {
+        self.targeted
+            .keys()
+            .any(|s| !self.is_held(*s) && !self.gated.contains(s))
+    }
+
     /// Counts a grant of `s` (the member's record is counted in afterwards without its held shards).
     pub(super) fn hold(&mut self, s: u32) {
         *self.held.entry(s).or_default() += 1;
