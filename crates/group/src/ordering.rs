@@ -6,7 +6,8 @@
 //! `rebalance::settle` grants it to nobody and revokes it from anyone holding it. The gate keeps, per
 //! child, the parents that may still hold records from before the switch *for this group*; the
 //! coordinator's reconciler feeds Redis evidence (this group's Redis consumer group on the parent: nothing
-//! pending, everything delivered) to [`open_gates`], which removes those parents; a child with no parent left
+//! pending, everything delivered), read for the migration whose gates they are, to [`open_gates`], which
+//! removes those parents while the gates are still that migration's; a child with no parent left
 //! opens and is granted through the usual revoke-before-assign path. Gates are per group, so a slow group
 //! never holds up a fast one. Rollback, force-complete and a superseding migration clear every gate.
 //!
@@ -60,18 +61,25 @@ fn keep_needed_switch_points(g: &mut Group) {
 }
 
 /// Removes the parents in `drained` (Redis shows this group has consumed everything they held from before
-/// the switch) from every gate; children left with no parent open and are granted (a fenced one loses its
-/// fence). Returns false when no gate named any of them. Nothing changes when the epochs would overflow.
+/// the switch of `migration`, the migration whose gates the evidence was read for) from every gate; children
+/// left with no parent open and are granted (a fenced one loses its fence). Returns false when no gate named
+/// any of them, or when the gates are no longer `migration`'s: the group ended it (a rollback, a
+/// force-complete) or adopted another scale meanwhile, whose gates wait for the same shards at other switch
+/// points, and evidence up to the old points says nothing about those (found by the simulation: a reconciler
+/// pass read the parents for a scale that was rolled back, and its evidence opened the next scale's gates).
+/// Nothing changes when the epochs would overflow.
 pub fn open_gates(
     g: &mut Group,
+    migration: &str,
     drained: &ShardSet,
     now_ms: i64,
     timing: &Timing,
 ) -> Result<bool, EpochOverflow> {
-    if !g
-        .ordering_gates
-        .values()
-        .any(|parents| parents.iter().any(|p| drained.contains(p)))
+    if g.active_migration_id.as_deref() != Some(migration)
+        || !g
+            .ordering_gates
+            .values()
+            .any(|parents| parents.iter().any(|p| drained.contains(p)))
     {
         return Ok(false);
     }
@@ -141,8 +149,12 @@ mod tests {
         );
         assert_eq!(g.waited_parents(), ShardSet::from([0, 1, 2, 3]));
 
-        assert!(!open_gates(&mut g, &ShardSet::from([9]), 2, &Timing::default()).unwrap());
-        assert!(open_gates(&mut g, &ShardSet::from([1]), 2, &Timing::default()).unwrap());
+        assert!(!open_gates(&mut g, "r1", &ShardSet::from([9]), 2, &Timing::default()).unwrap());
+        assert!(
+            !open_gates(&mut g, "r0", &ShardSet::from([1]), 2, &Timing::default()).unwrap(),
+            "evidence read for another migration's gates"
+        );
+        assert!(open_gates(&mut g, "r1", &ShardSet::from([1]), 2, &Timing::default()).unwrap());
         assert_eq!(g.gated_shards(), ShardSet::from([4, 6, 7]));
         assert!(
             assigned(&g).contains(&5),
@@ -212,9 +224,9 @@ mod tests {
 
         // Survivors consumed up to their switch points, and the drained shards 3..8: every gate opens.
         let t = Timing::default();
-        assert!(open_gates(&mut g, &(0..3).collect(), 2, &t).unwrap());
+        assert!(open_gates(&mut g, "r1", &(0..3).collect(), 2, &t).unwrap());
         assert_eq!(g.ordering_gates.len(), 3, "each still waits for 3..8");
-        assert!(open_gates(&mut g, &(3..8).collect(), 3, &t).unwrap());
+        assert!(open_gates(&mut g, "r1", &(3..8).collect(), 3, &t).unwrap());
         assert!(g.ordering_gates.is_empty() && g.ordering_switch_points.is_empty());
         assert!(g.read_fences(&(0..3).collect()).is_empty(), "fences lifted");
     }
@@ -229,7 +241,7 @@ mod tests {
         assert_eq!(assigned(&g), ShardSet::from([0, 1, 2]));
         assert_eq!(g.read_fences(&(0..6).collect())[&1], "101-0");
         assert!(invariants::check(&g).is_empty());
-        assert!(open_gates(&mut g, &(0..3).collect(), 2, &Timing::default()).unwrap());
+        assert!(open_gates(&mut g, "r1", &(0..3).collect(), 2, &Timing::default()).unwrap());
         assert!(g.ordering_gates.is_empty());
         assert_eq!(assigned(&g), (0..6).collect());
     }

@@ -523,6 +523,41 @@ fn resharding_an_ordered_scale_in_grants_survivors_with_a_read_fence() {
 }
 
 #[test]
+fn resharding_parent_evidence_read_for_a_migration_that_ended_opens_no_gate_of_the_next() {
+    // A reconciler pass reads the parents for the gates of an ordered scale; meanwhile the operator rolls it
+    // back and scales again, and the group adopts the new scale, whose gates wait for the same parents at
+    // later switch points. The pass's evidence (consumed up to the old points) must not open them (found by
+    // the simulation, seeds 14472 and 16112: a child granted without its read fence).
+    let mut ctx = Context::new().shards(4).build();
+    ctx.member("a").joins().send();
+    ctx.member("a").send();
+    let first = ctx.ordered().scale(2);
+    ctx.record_switch_points();
+    ctx.sync();
+    let parents: Vec<u32> = ctx.group.waited_parents().into_iter().collect();
+    ctx.end(MigrationState::RolledBack);
+    assert!(ctx.sync());
+    let second = ctx.scale(2);
+    ctx.record_switch_points_from(200);
+    assert!(ctx.sync());
+    assert_eq!(
+        ctx.group.active_migration_id.as_deref(),
+        Some(second.as_str())
+    );
+    assert!(
+        !ctx.parents_consumed_for(&first, &parents),
+        "evidence of {first} taken for {second}'s gates"
+    );
+    ctx.member("a")
+        .send()
+        .expect(Ok)
+        .assigned(&[0, 1, 2, 3])
+        .fences(&[(0, "200-0"), (1, "201-0")]);
+    assert!(ctx.parents_consumed_for(&second, &parents));
+    ctx.member("a").send().expect(Ok).fences(&[]);
+}
+
+#[test]
 fn resharding_a_migration_does_not_complete_while_a_gate_is_closed() {
     // Every child fenced, or nobody left to grant to: the group looks converged, yet a parent may still hold
     // records from before the switch (found by the simulation).

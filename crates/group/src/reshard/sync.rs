@@ -110,8 +110,13 @@ pub enum GroupChange {
     /// Removed shards Redis shows drained leave the assignment (`migration::release_drained`).
     ReleaseDrained(ShardSet),
     /// Parents Redis shows consumed up to their switch points open their children's gates
-    /// (`ordering::open_gates`).
-    OpenGates(ShardSet),
+    /// (`ordering::open_gates`), if the gates are still those of the migration the evidence was read for.
+    OpenGates {
+        /// The migration whose gates (and switch points) the evidence was read for.
+        resharding_id: String,
+        /// The parents shown consumed.
+        drained: ShardSet,
+    },
 }
 
 impl GroupChange {
@@ -128,7 +133,10 @@ impl GroupChange {
             GroupChange::ReleaseDrained(drained) => {
                 Ok(release_drained(g, drained, now_ms, timing)?)
             }
-            GroupChange::OpenGates(drained) => Ok(open_gates(g, drained, now_ms, timing)?),
+            GroupChange::OpenGates {
+                resharding_id,
+                drained,
+            } => Ok(open_gates(g, resharding_id, drained, now_ms, timing)?),
         }
     }
 }

@@ -46,9 +46,14 @@ impl Context {
 
     /// Every old shard's switch point recorded on the active migration (`<100 + shard>-0`).
     pub fn record_switch_points(&mut self) -> BTreeMap<u32, String> {
+        self.record_switch_points_from(100)
+    }
+
+    /// Every old shard's switch point recorded on the active migration, at `<base + shard>-0`.
+    pub fn record_switch_points_from(&mut self, base: u32) -> BTreeMap<u32, String> {
         let m = self.stream_migration();
         let points: BTreeMap<u32, String> = (0..m.from_shard_count)
-            .map(|s| (s, format!("{}-0", 100 + s)))
+            .map(|s| (s, format!("{}-0", base + s)))
             .collect();
         self.stream =
             with_switch_points(&self.stream, &m.resharding_id, &points).expect("recorded once");
@@ -104,11 +109,19 @@ impl Context {
         ))
     }
 
-    /// Redis shows these parents consumed up to their switch points.
+    /// Redis shows these parents consumed up to their switch points (of the group's active migration).
     pub fn parents_consumed(&mut self, shards: &[u32]) -> bool {
-        self.change(GroupChange::OpenGates(
-            shards.iter().copied().collect::<ShardSet>(),
-        ))
+        let id = self.group.active_migration_id.clone().unwrap_or_default();
+        self.parents_consumed_for(&id, shards)
+    }
+
+    /// Redis shows these parents consumed up to the switch points of migration `id` (evidence read while
+    /// the group's gates were `id`'s).
+    pub fn parents_consumed_for(&mut self, id: &str, shards: &[u32]) -> bool {
+        self.change(GroupChange::OpenGates {
+            resharding_id: id.to_owned(),
+            drained: shards.iter().copied().collect::<ShardSet>(),
+        })
     }
 
     /// The group's copy of migration `id`, and its state.

@@ -219,15 +219,21 @@ impl<S: Snapshot> StreamPass<S> {
         }
     }
 
+    /// Opens the gates of the migration the evidence was read for (`c`, the group as read before it): the
+    /// group may have ended it and adopted another meanwhile, which the write must not take the evidence for.
     fn open(&mut self, c: S, drained: crate::model::ShardSet, now_ms: i64) -> Progress<()> {
-        if drained.is_empty() {
+        let resharding_id = c.group().active_migration_id.clone();
+        let Some(resharding_id) = resharding_id.filter(|_| !drained.is_empty()) else {
             return self.group_done(Some(c), now_ms);
-        }
+        };
         let group = self.groups[self.index].clone();
         self.phase = Phase::Opening(c);
         Progress::Step(Step::UpdateGroup {
             group,
-            change: GroupChange::OpenGates(drained),
+            change: GroupChange::OpenGates {
+                resharding_id,
+                drained,
+            },
         })
     }
 
