@@ -37,14 +37,9 @@ pub fn recompute_target_indexed(
     noted: &mut Noted,
 ) {
     #[cfg(any(test, debug_assertions))]
-    let expected = {
-        let (mut full, mut noted) = (g.clone(), noted.clone());
-        recompute_target_noting(&mut full, now_ms, timing, &mut noted);
-        (full, noted)
-    };
+    let expected = full_result(recompute_target_noting, g, noted, now_ms, timing);
     if !index.fits(g) {
-        recompute_target_noting(g, now_ms, timing, noted);
-        recount_all(g, index);
+        full_and_recount(recompute_target_noting, g, index, now_ms, timing, noted);
     } else {
         let mut changed = Noted::new();
         if target_by_index(g, index, &mut changed) {
@@ -54,8 +49,7 @@ pub fn recompute_target_indexed(
             settle_by_index(g, index, &dirty, now_ms, timing, noted);
         } else {
             // Not a partition, or no active member: the assignor decides, and the index is counted afresh.
-            recompute_target_noting(g, now_ms, timing, noted);
-            recount_all(g, index);
+            full_and_recount(recompute_target_noting, g, index, now_ms, timing, noted);
         }
     }
     #[cfg(any(test, debug_assertions))]
@@ -72,19 +66,44 @@ pub fn settle_indexed(
     noted: &mut Noted,
 ) {
     #[cfg(any(test, debug_assertions))]
-    let expected = {
-        let (mut full, mut noted) = (g.clone(), noted.clone());
-        settle_noting(&mut full, now_ms, timing, &mut noted);
-        (full, noted)
-    };
+    let expected = full_result(settle_noting, g, noted, now_ms, timing);
     if index.fits(g) {
         settle_by_index(g, index, dirty, now_ms, timing, noted);
     } else {
-        settle_noting(g, now_ms, timing, noted);
-        recount_all(g, index);
+        full_and_recount(settle_noting, g, index, now_ms, timing, noted);
     }
     #[cfg(any(test, debug_assertions))]
     check(g, index, noted, expected);
+}
+
+/// A full rebalance step (`recompute_target_noting` or `settle_noting`).
+type FullStep = fn(&mut Group, i64, &Timing, &mut Noted);
+
+/// What the full step gives on a copy of `g` and `noted`: the result the incremental one must equal.
+#[cfg(any(test, debug_assertions))]
+fn full_result(
+    full: FullStep,
+    g: &Group,
+    noted: &Noted,
+    now_ms: i64,
+    timing: &Timing,
+) -> (Group, Noted) {
+    let (mut g, mut noted) = (g.clone(), noted.clone());
+    full(&mut g, now_ms, timing, &mut noted);
+    (g, noted)
+}
+
+/// The full step on `g` itself, where the index cannot answer; the index is then counted afresh.
+fn full_and_recount(
+    full: FullStep,
+    g: &mut Group,
+    index: &mut RebalanceIndex,
+    now_ms: i64,
+    timing: &Timing,
+    noted: &mut Noted,
+) {
+    full(g, now_ms, timing, noted);
+    recount_all(g, index);
 }
 
 /// The incremental result against the full one (and the index against one counted from scratch).
@@ -245,7 +264,7 @@ fn settle_by_index(
     // A member that only lacks a target shard changes only by a grant: while no shard can be granted (every
     // targeted shard held or gated, as while a group forms and its first member still holds what the others
     // are meant to get), such members are left out, so a batch costs what it changed.
-    if index.any_grantable() {
+    if !index.lacking.is_empty() && index.any_grantable() {
         visit.extend(index.lacking.iter().cloned());
     }
     let no_target = ShardSet::new();
