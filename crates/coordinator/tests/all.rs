@@ -17,6 +17,7 @@ mod durability;
 mod failover;
 mod find;
 mod grafana;
+mod invariant_facts;
 mod key_names;
 mod merged_search;
 mod module_graph;

@@ -18,21 +18,27 @@
 //! changed members, turns the parts into the store's entries (`for_store`) and the script's arguments
 //! (`split_args` in crates/store/src/store.rs: a field name and the JSON per entry); after the written outcome
 //! it runs `observe_rebalance` (two fields compared), `check_invariants` (`invariants::check_changed` with the
-//! base's `Facts`) and `replies`; `BatchCopies::keep` then catches the old base up to the revision written
+//! base's `Facts`, updated in place) and `replies`; `BatchCopies::keep` then catches the old base up to the revision written
 //! (`Group::catch_up`) as the next batch's copy, kept with the batch's index. Left out: Redis's round trip and the async runtime, and the
 //! request's progress document (one small JSON). The member cap is set above every size here
 //! (`coordinator.groups.max-members = 20000`: at the default 10,000 a join into a group of 10,000 is refused).
+//! The single-write benches time one write per sample, on the state the previous sample's write was undone
+//! from in what it changed (`Before::restore`, outside the timed section: the aggregates caught up back, the
+//! index and the facts counted back), so that no group is copied or freed around the timed write, as in the
+//! coordinator, which keeps a large group's aggregates from batch to batch (copying and freeing two groups of
+//! 10,000 members per sample charged the allocator's work to the timed write). What the path itself copies or
+//! frees is timed: a small group's copy in the decision, and the aggregate the write replaced, which the
+//! coordinator frees once the cache holds the new one.
 //! - `coordinator_join`: a member joins a converged group of N members over N shards (a new member record, new
-//!   epochs, no shard moves); the kept copy and the old base are made, and everything the write leaves is
-//!   freed, outside the timed section (for a group under 1,000 members the coordinator also frees the
-//!   aggregate the write replaced: not timed here).
+//!   epochs, no shard moves).
 //! - `coordinator_release`: in a group of N members over 2N shards that a member just joined (one member told
 //!   to revoke one shard for it), that member reports the shard revoked and the batch grants it to the joiner.
 //! - `coordinator_join_then_leave`: the coordinator's state kept from one batch to the next, as it is (no group
 //!   copied or freed but what the path itself copies or frees): the joiner joins, then leaves; two writes per
 //!   iteration.
 //! - `coordinator_join_decide` and `coordinator_join_check`: `coordinator_join`'s decision (the rebalance
-//!   included) and invariant check alone.
+//!   included) and invariant check alone (the check of the join and of its reverse, which brings the facts
+//!   back: two checks per iteration).
 
 mod common;
 
@@ -49,6 +55,7 @@ use rsc_protocol::wire::{
     HeartbeatRequest, RevokeState, RevokingShardReport, RuntimeConsumerCapacity, ShardId,
 };
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::collections::BTreeSet;
 
 fn main() {
@@ -198,7 +205,7 @@ fn encode_split_compare_all(bencher: Bencher, members: usize) {
 const MIN_MEMBERS: usize = 1_000;
 
 /// A group as the coordinator holds it between batches: the cached aggregate, its facts, and (large groups)
-/// the copy the next batch decides on.
+/// the rebalance index kept with the copy the next batch decides on.
 struct Held {
     base: Group,
     facts: Facts,
@@ -206,12 +213,10 @@ struct Held {
     index: Option<RebalanceIndex>,
 }
 
-/// What one write leaves: the aggregate written and its facts, the caught-up copy, the members the batch
-/// changed, and a figure of the work (so that nothing is optimised away). Returned so that it is dropped
-/// outside the timed section.
+/// What one write leaves: the aggregate written, the caught-up copy, the members the batch changed, and a
+/// figure of the work (so that nothing is optimised away). The facts are updated in place.
 struct Written {
     group: Group,
-    facts: Facts,
     copy: Option<Group>,
     /// The rebalance index of the aggregate written, kept beside the copy.
     index: Option<RebalanceIndex>,
@@ -219,11 +224,13 @@ struct Written {
     work: usize,
 }
 
-/// One batch of one request on the coordinator's path (see above). `own`: the kept copy of `held.base`
-/// (large groups); `old`: the coordinator's old base, owned once the cache replaced it (caught up as the next
-/// copy; large groups only).
+/// One batch of one request on the coordinator's path (see above), on `base` with its kept `facts` (made the
+/// facts of the aggregate written, in place, as the coordinator does once the write is in Redis). `own`: the
+/// kept copy of `base` (large groups); `old`: the coordinator's old base, owned once the cache replaced it
+/// (caught up as the next copy; large groups only).
 fn coordinator_write(
-    held: &Held,
+    base: &Group,
+    facts: &mut Facts,
     own: Option<(Group, Option<RebalanceIndex>)>,
     old: Option<Group>,
     member_id: &str,
@@ -238,7 +245,7 @@ fn coordinator_write(
     // commit_batch
     let (base_group, index) = match own {
         Some((copy, index)) => (Cow::Owned(copy), index),
-        None => (Cow::Borrowed(&held.base), None),
+        None => (Cow::Borrowed(base), None),
     };
     let queue = vec![Queued {
         member_id: member_id.to_owned(),
@@ -247,19 +254,19 @@ fn coordinator_write(
         acts_for_any_member: false,
         reply_to: (),
     }];
-    let decided = decide_queue_indexed(base_group, index, queue, now, timing, caps);
+    let decided = decide_queue_indexed(base_group, index, queue, now, timing, caps, None);
     let index = decided.index;
     let t = decided.transition.expect("the request is a transition");
     let changed = t.changed_members.clone();
     // commit_with_progress
     let mut group = t.group.expect("a write carries its aggregate");
-    group.store_revision = held.base.store_revision + 1;
+    group.store_revision = base.store_revision + 1;
     let (_drop_lease, _remove): (Vec<String>, Vec<String>) = t
         .remove
         .into_iter()
         .partition(|m| group.members.contains_key(m));
     let mut work = 0;
-    match group.write_form(&held.base, true, t.changed_members.as_ref()) {
+    match group.write_form(base, true, t.changed_members.as_ref()) {
         WriteForm::Split(parts) => {
             // for_store, then split_args
             let parts_field = rsc_group::model::SPLIT_PARTS.join(",");
@@ -272,10 +279,11 @@ fn coordinator_write(
         }
         WriteForm::Whole => unreachable!("one member's write is stored as its changes"),
     }
-    // The written outcome: observe_rebalance, check_invariants, replies.
-    work += usize::from(held.base.reconciling_since_ms != group.reconciling_since_ms);
+    // The written outcome: observe_rebalance, check_invariants (the base's facts taken and updated in place),
+    // replies.
+    work += usize::from(base.reconciling_since_ms != group.reconciling_since_ms);
     let changed = changed.expect("a batch notes its changes");
-    let (violations, facts) = invariants::check_changed(&held.base, &held.facts, &group, &changed);
+    let violations = invariants::check_changed(base, facts, &group, &changed);
     assert!(violations.is_empty(), "{violations:?}");
     work += replies(decided.included, &CommitResult::Written).len();
     // BatchCopies::keep
@@ -290,7 +298,6 @@ fn coordinator_write(
     let index = index.or_else(|| copy.as_ref().and_then(RebalanceIndex::of));
     Written {
         group,
-        facts,
         copy,
         index,
         changed,
@@ -318,19 +325,129 @@ fn release_request(g: &Group, id: &str, shard: u32) -> HeartbeatRequest {
     }
 }
 
-/// Runs `coordinator_write` of (`member_id`, `req`) on `held` as the benchmark's timed section, inputs (the
-/// kept copy and the old base, for large groups) made outside it.
+/// The coordinator's state of one group before a single write of `bench_path`: the base's facts and, for a
+/// large group, the kept copy with its index and the old base to be caught up (each equal to `held.base`);
+/// for a small group, the aggregate the write replaces, which the coordinator frees once the cache holds the
+/// new one. After the write it holds what the write left, until [`Before::restore`] brings it back.
+struct Before {
+    facts: Facts,
+    copy: Option<(Group, Option<RebalanceIndex>)>,
+    old: Option<Group>,
+    /// A small group's replaced aggregate (freed by the timed write, as the coordinator frees it).
+    replaced: Option<Group>,
+    written: Option<Written>,
+}
+
+impl Before {
+    fn of(held: &Held) -> Self {
+        let large = held.base.members.len() >= MIN_MEMBERS;
+        Before {
+            facts: held.facts.clone(),
+            copy: large.then(|| (held.base.clone(), held.index.clone())),
+            old: large.then(|| held.base.clone()),
+            replaced: (!large).then(|| held.base.clone()),
+            written: None,
+        }
+    }
+
+    /// Undoes the write this state last made, in what it changed (the aggregates caught up back to
+    /// `held.base`, the index and the facts counted back): no group copied or freed, so the allocator's state
+    /// is the coordinator's (which keeps a large group's aggregates between batches rather than freeing them).
+    fn restore(&mut self, held: &Held) {
+        let Some(w) = self.written.take() else {
+            return;
+        };
+        let base = &held.base;
+        // Counted back from the aggregate written to the base, as a write of the base's entries would.
+        self.facts.update(&w.group, base, &w.changed);
+        let mut index = w.index;
+        if let Some(index) = &mut index {
+            if index.fits(base) {
+                for id in &w.changed {
+                    index.recount(
+                        base,
+                        id,
+                        w.group.members.get(id),
+                        w.group.target_assignments.get(id),
+                    );
+                }
+            } else {
+                *index = RebalanceIndex::of(base).expect("the base's index");
+            }
+        }
+        match w.copy {
+            Some(mut copy) => {
+                let mut group = w.group;
+                group.catch_up(base, &w.changed);
+                copy.catch_up(base, &w.changed);
+                self.copy = Some((group, index));
+                self.old = Some(copy);
+            }
+            // A small group: the written aggregate is the next write's replaced one.
+            None => {
+                let mut group = w.group;
+                group.catch_up(base, &w.changed);
+                self.replaced = Some(group);
+            }
+        }
+    }
+
+    /// Whether this state is exactly the one the benchmark starts from.
+    fn is_of(&self, held: &Held) -> bool {
+        self.facts == held.facts
+            && self
+                .copy
+                .as_ref()
+                .is_none_or(|(c, i)| *c == held.base && *i == held.index)
+            && self.old.as_ref().is_none_or(|o| *o == held.base)
+            && self.replaced.as_ref().is_none_or(|r| *r == held.base)
+    }
+}
+
+/// One timed write of `bench_path` on `state` (see [`Before`]).
+fn write_once(
+    held: &Held,
+    state: &mut Before,
+    member_id: &str,
+    req: &HeartbeatRequest,
+    timing: &Timing,
+) -> usize {
+    let own = state.copy.take();
+    let old = state.old.take();
+    let w = coordinator_write(
+        &held.base,
+        &mut state.facts,
+        own,
+        old,
+        member_id,
+        req,
+        timing,
+    );
+    // A small group's cache drops the aggregate the write replaced.
+    drop(state.replaced.take());
+    let work = w.work;
+    state.written = Some(w);
+    work
+}
+
+/// Runs `coordinator_write` of (`member_id`, `req`) on `held` as the benchmark's timed section, one write per
+/// sample: before each, the state the previous write left is undone in what it changed ([`Before::restore`],
+/// not timed), so that no copy of the group is made or freed around the timed write (the copies the coordinator
+/// itself makes or frees on the path are in it).
 fn bench_path(bencher: Bencher, held: &Held, member_id: &str, req: &HeartbeatRequest) {
     let timing = Timing::default();
-    let large = held.base.members.len() >= MIN_MEMBERS;
+    let mut state = Before::of(held);
+    write_once(held, &mut state, member_id, req, &timing);
+    state.restore(held);
+    assert!(
+        state.is_of(held),
+        "the restored state is the one before the write"
+    );
+    let state = RefCell::new(state);
     bencher
-        .with_inputs(|| {
-            large
-                .then(|| ((held.base.clone(), held.index.clone()), held.base.clone()))
-                .unzip()
-        })
-        .bench_local_values(|(own, old)| {
-            coordinator_write(held, own, old, member_id, req, &timing)
+        .with_inputs(|| state.borrow_mut().restore(held))
+        .bench_local_values(|()| {
+            write_once(held, &mut state.borrow_mut(), member_id, req, &timing)
         });
 }
 
@@ -351,13 +468,14 @@ impl Held {
     }
 }
 
-#[divan::bench(args = SIZES)]
+#[divan::bench(args = SIZES, sample_size = 1)]
 fn coordinator_join(bencher: Bencher, members: usize) {
     let held = held(members, members as u32);
     let req = join_request();
     let large = (members >= MIN_MEMBERS).then(|| held.base.clone());
     let w = coordinator_write(
-        &held,
+        &held.base,
+        &mut held.facts.clone(),
         large.clone().map(|g| (g, held.index.clone())),
         large,
         "joiner",
@@ -374,12 +492,19 @@ fn coordinator_join(bencher: Bencher, members: usize) {
     bench_path(bencher, &held, "joiner", &req);
 }
 
-#[divan::bench(args = SIZES)]
+#[divan::bench(args = SIZES, sample_size = 1)]
 fn coordinator_release(bencher: Bencher, members: usize) {
     let timing = Timing::default();
     let before = held(members, 2 * members as u32);
-    let Written { group: joined, .. } =
-        coordinator_write(&before, None, None, "joiner", &join_request(), &timing);
+    let Written { group: joined, .. } = coordinator_write(
+        &before.base,
+        &mut before.facts.clone(),
+        None,
+        None,
+        "joiner",
+        &join_request(),
+        &timing,
+    );
     // The one member told to revoke a shard for the joiner.
     let (revoker, shard) = joined
         .members
@@ -392,7 +517,16 @@ fn coordinator_release(bencher: Bencher, members: usize) {
     );
     let held = Held::of(joined);
     let req = release_request(&held.base, &revoker, shard);
-    let next = coordinator_write(&held, None, None, &revoker, &req, &timing).group;
+    let next = coordinator_write(
+        &held.base,
+        &mut held.facts.clone(),
+        None,
+        None,
+        &revoker,
+        &req,
+        &timing,
+    )
+    .group;
     assert!(
         next.members["joiner"].assigned.contains(&shard),
         "the release grants the shard to the joiner"
@@ -430,16 +564,28 @@ fn coordinator_join_decide(bencher: Bencher, members: usize) {
                 NOW_MS + 1_000,
                 &timing,
                 MemberCaps::default(),
+                None,
             )
         });
 }
 
-/// `coordinator_join`'s invariant check alone (`check_changed` with the base's facts).
+/// `coordinator_join`'s invariant check alone (`check_changed` with the base's facts, updated in place), and
+/// the check of the reverse write (the joiner's entries as before), which brings the facts back: two checks
+/// per iteration.
 #[divan::bench(args = SIZES)]
 fn coordinator_join_check(bencher: Bencher, members: usize) {
     let held = held(members, members as u32);
     let (next, changed) = decide_join_noting(&held.base, &join_request(), &Timing::default());
-    bencher.bench(|| invariants::check_changed(&held.base, &held.facts, &next, &changed));
+    let mut facts = held.facts.clone();
+    bencher.bench_local(|| {
+        let joined = invariants::check_changed(&held.base, &mut facts, &next, &changed);
+        let back = invariants::check_changed(&next, &mut facts, &held.base, &changed);
+        joined.len() + back.len()
+    });
+    assert!(
+        facts == held.facts,
+        "the reverse write's check brought the facts back"
+    );
 }
 
 /// The coordinator's state of one group between batches: the cached aggregate with its facts, and (groups of
@@ -463,15 +609,19 @@ impl Coordinator {
         let own = self.copy.take();
         let large = own.is_some();
         // The old aggregate is owned once the write replaced it in the cache: caught up after the write.
-        let w = coordinator_write(&self.held, own, None, member_id, req, timing);
-        let next = Held {
-            base: w.group,
-            facts: w.facts,
-            index: None,
-        };
-        let old = std::mem::replace(&mut self.held, next);
+        let w = coordinator_write(
+            &self.held.base,
+            &mut self.held.facts,
+            own,
+            None,
+            member_id,
+            req,
+            timing,
+        );
+        let old = std::mem::replace(&mut self.held.base, w.group);
+        self.held.index = None;
         if large {
-            let mut old = old.base;
+            let mut old = old;
             old.catch_up(&self.held.base, &w.changed);
             self.copy = Some((old, w.index));
         }

@@ -35,7 +35,10 @@
 //! beyond them, counted on the batch's aggregate (the one its compare-and-set will replace, joins of the batch
 //! included), is not combined ([`NotCombined::OverCap`]) and is decided again, alone, on what was written. So
 //! concurrent joins on several replicas never pass a cap: each batch's count is checked against the aggregate
-//! Redis still holds when it commits.
+//! Redis still holds when it commits. Counting the live members walks the group, once per batch that meets a
+//! join while the group has as many members (live or not) as a cap; a caller that keeps the counts beside the
+//! aggregate (the coordinator's `invariants::Facts`) hands them over ([`Batch::with_live`]) and nothing is
+//! walked.
 
 use crate::heartbeat::{
     Caller, Decision, Draft, Outcome, Transition, decide_in_place, owner_conflict,
@@ -57,11 +60,29 @@ pub struct MemberCaps {
     pub max_per_principal: Option<usize>,
 }
 
-/// Live members counted on the batch's aggregate, kept up to date as joins are combined.
-#[derive(Debug, Default)]
-struct LiveCount {
-    all: usize,
-    by_principal: BTreeMap<String, usize>,
+/// Live members counted on a batch's aggregate (kept up to date as joins are combined), or handed to the batch
+/// counted already ([`Batch::with_live`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LiveMembers {
+    /// Live members (active or leaving) in all.
+    pub all: usize,
+    /// Live members by owner (principal). Handed to a batch, it must name every principal the batch's
+    /// requests come from (a principal left out counts as holding none).
+    pub by_principal: BTreeMap<String, usize>,
+}
+
+impl LiveMembers {
+    /// The live members of `g`, counted over every member.
+    pub fn of(g: &Group) -> Self {
+        let mut count = LiveMembers::default();
+        for m in g.members.values().filter(|m| m.state.is_live()) {
+            count.all += 1;
+            if let Some(owner) = &m.owner {
+                *count.by_principal.entry(owner.clone()).or_default() += 1;
+            }
+        }
+        count
+    }
 }
 
 /// Transitions combined so far: the newest aggregate, and the union of conditions and lease operations.
@@ -77,8 +98,8 @@ pub struct Batch<'a> {
     /// Each combined request with its decision, in order.
     decided: Vec<(HeartbeatRequest, Decision)>,
     caps: MemberCaps,
-    /// Counted on the first join that a cap concerns.
-    live: Option<LiveCount>,
+    /// Counted on the first join that a cap concerns, or handed over ([`Batch::with_live`]).
+    live: Option<LiveMembers>,
 }
 
 /// Why a request was not combined into the batch.
@@ -144,6 +165,30 @@ impl<'a> Batch<'a> {
         self
     }
 
+    /// The batch with `live`, the live members of its aggregate as it is now, counted already (None: the
+    /// batch counts them itself if a join meets a cap), for every principal its requests come from.
+    pub fn with_live(mut self, live: Option<LiveMembers>) -> Self {
+        if let Some(live) = live {
+            #[cfg(any(test, debug_assertions))]
+            {
+                let counted = LiveMembers::of(&self.group);
+                assert_eq!(
+                    live.all, counted.all,
+                    "the live members handed to the batch are not its aggregate's"
+                );
+                for (p, n) in &live.by_principal {
+                    assert_eq!(
+                        *n,
+                        counted.by_principal.get(p).copied().unwrap_or(0),
+                        "the live members of {p} handed to the batch are not its aggregate's"
+                    );
+                }
+            }
+            self.live = Some(live);
+        }
+        self
+    }
+
     /// Whether a join of `member_id` by `caller` would pass a cap on the batch's aggregate.
     fn over_cap(&mut self, member_id: &str, req: &HeartbeatRequest, caller: &Caller<'_>) -> bool {
         if req.member_epoch != 0
@@ -162,16 +207,7 @@ impl<'a> Batch<'a> {
             return false;
         }
         let group = &self.group;
-        let live = self.live.get_or_insert_with(|| {
-            let mut count = LiveCount::default();
-            for m in group.members.values().filter(|m| m.state.is_live()) {
-                count.all += 1;
-                if let Some(owner) = &m.owner {
-                    *count.by_principal.entry(owner.clone()).or_default() += 1;
-                }
-            }
-            count
-        });
+        let live = self.live.get_or_insert_with(|| LiveMembers::of(group));
         if self.caps.max_members.is_some_and(|cap| live.all >= cap) {
             return true;
         }
@@ -364,6 +400,46 @@ mod tests {
         assert_eq!(
             next.decide_as("c1", &join_req("c1"), &Caller::ANONYMOUS),
             Err(NotCombined::OverCap)
+        );
+    }
+
+    /// The live members handed to a batch (as the coordinator hands over its kept counts) are what the caps
+    /// are checked against, the batch's own joins counted on top, as when the batch counts them itself.
+    #[test]
+    fn a_batch_handed_the_live_members_keeps_the_caps_as_when_it_counts_them() {
+        let caps = super::MemberCaps {
+            max_members: Some(3),
+            max_per_principal: Some(2),
+        };
+        let alice = Caller {
+            principal: Some("alice"),
+            acts_for_any_member: false,
+        };
+        let g = group();
+        let mut first = Batch::on(&g, NOW, &timing()).with_caps(caps);
+        assert_eq!(first.decide_as("a1", &join_req("a1"), &alice), Ok(()));
+        let written = first.finish().unwrap().transition.group.unwrap();
+        let live = super::LiveMembers::of(&written);
+        assert_eq!(live.all, 1);
+        assert_eq!(live.by_principal.get("alice"), Some(&1));
+        let mut next = Batch::on(&written, NOW + 1, &timing())
+            .with_caps(caps)
+            .with_live(Some(live));
+        assert_eq!(next.decide_as("a2", &join_req("a2"), &alice), Ok(()));
+        assert_eq!(
+            next.decide_as("a3", &join_req("a3"), &alice),
+            Err(NotCombined::OverCap),
+            "alice's cap of 2: one handed over, one joined in this batch"
+        );
+        assert_eq!(
+            next.decide_as("c1", &join_req("c1"), &Caller::ANONYMOUS),
+            Ok(()),
+            "the group's third"
+        );
+        assert_eq!(
+            next.decide_as("c2", &join_req("c2"), &Caller::ANONYMOUS),
+            Err(NotCombined::OverCap),
+            "the group's cap of 3"
         );
     }
 

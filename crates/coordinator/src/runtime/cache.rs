@@ -6,7 +6,7 @@
 //! older backup, a failover that lost writes) is detected instead of silently accepted (invariant 6).
 //! Transitions of one group are serialised within a replica by a per-group async lock; nothing spans groups.
 
-use rsc_group::invariants::Facts;
+use crate::runtime::kept_facts::KeptFacts;
 use rsc_group::model::Group;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,9 +24,10 @@ pub struct Cached {
     /// may send only what changed (`Coordinator::commit`).
     pub split: bool,
     /// What the invariant check depends on, counted over `group` (`rsc_group::invariants::Facts`), when a
-    /// write of this replica produced it: the next batch's check updates them from the members it changed
-    /// instead of walking the group. None after a load (the next write counts them).
-    pub facts: Option<Arc<Facts>>,
+    /// write of this replica produced it: the write that replaces this revision takes them and updates them in
+    /// place from the members it changed instead of walking the group (`kept_facts.rs`). None after a load
+    /// (the next write counts them).
+    pub facts: Option<Arc<KeptFacts>>,
 }
 
 impl rsc_group::replica::Snapshot for Cached {

@@ -23,6 +23,7 @@ use crate::domain_error::{CoordError, Corrupt};
 use crate::observability::stats::Stats;
 use crate::runtime::cache::{Cached, GroupCache, GroupName};
 use crate::runtime::clock::{RedisClock, iso_ms};
+use crate::runtime::kept_facts::KeptFacts;
 use heartbeat_state::HeartbeatState;
 use reconciler_state::ReconcilerState;
 use rsc_group::heartbeat::Transition;
@@ -446,7 +447,7 @@ impl Coordinator {
                     group: Arc::new(group),
                     revision,
                     split: split_layout,
-                    facts: Some(Arc::new(facts)),
+                    facts: Some(KeptFacts::of(facts)),
                 };
                 let _ = self.cache.put(name, cached.clone());
                 self.announce_change(&name.stream_prefix, &name.consumer_group)
@@ -521,17 +522,21 @@ impl Coordinator {
     }
 }
 
-/// `rsc_group::invariants::check` of `group`, a write of `base`, and `group`'s invariant facts: updated from the
-/// members a batch changed when `base`'s facts are known (the cost follows the change, not the group), else
-/// counted over the whole group. Debug builds (every test) also run the full check and insist they agree.
+/// `rsc_group::invariants::check` of `group`, a write of `base` that is in Redis, and `group`'s invariant facts:
+/// `base`'s facts taken out of their cell (`kept_facts.rs`: only a written write takes them) and updated in
+/// place from the members a batch changed (the cost follows the change, not the group), else counted over the
+/// whole group. Debug builds (every test) also run the full check and insist they agree.
 fn check_invariants(
     base: &Cached,
     group: &Group,
     changed: Option<&std::collections::BTreeSet<String>>,
 ) -> (Vec<String>, rsc_group::invariants::Facts) {
-    let (violations, facts) = match (&base.facts, changed) {
-        (Some(facts), Some(changed)) => {
-            rsc_group::invariants::check_changed(&base.group, facts, group, changed)
+    let kept = base.facts.as_ref().and_then(|f| f.take());
+    let (violations, facts) = match (kept, changed) {
+        (Some(mut facts), Some(changed)) => {
+            let violations =
+                rsc_group::invariants::check_changed(&base.group, &mut facts, group, changed);
+            (violations, facts)
         }
         _ => (
             rsc_group::invariants::check(group),
@@ -545,7 +550,7 @@ fn check_invariants(
     );
     debug_assert!(
         facts == rsc_group::invariants::Facts::of(group),
-        "the invariant facts updated from the changed members differ from those counted afresh"
+        "the invariant facts updated in place from the changed members differ from those counted afresh"
     );
     (violations, facts)
 }

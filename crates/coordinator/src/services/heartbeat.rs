@@ -170,7 +170,7 @@ impl Heartbeats<'_> {
                         Ok((cached, fresh)) => {
                             if let Some(c) = &cached {
                                 check_progress_shards(&c.group, req)?;
-                                self.check_member_cap(&c.group, member_id, req, caller)?;
+                                self.check_member_cap(c, member_id, req, caller)?;
                                 check_instance_owner(&c.group, member_id, req, caller)?;
                             }
                             flow.on_read(req, Ok(cached), fresh, self.clock().now_ms())
@@ -353,23 +353,32 @@ impl Heartbeats<'_> {
     /// its compare-and-set replaces), so concurrent joins on several replicas never pass it.
     fn check_member_cap(
         &self,
-        group: &rsc_group::model::Group,
+        cached: &Cached,
         member_id: &str,
         req: &HeartbeatRequest,
         caller: Caller<'_>,
     ) -> Result<(), CoordError> {
+        let group = &*cached.group;
         if req.member_epoch != 0 || group.members.contains_key(member_id) {
             return Ok(());
         }
         let caps = &self.config().group;
         // Counting live members walks the group: not needed while the group has fewer members in all (live or
-        // not) than either cap, as during most of a big group's first join.
+        // not) than either cap, as during most of a big group's first join, nor while the invariant facts kept
+        // with the cached aggregate count them.
         let all = group.members.len();
         let below = |cap: u32| all < cap as usize;
         if below(caps.max_members) && caps.max_members_per_principal.is_none_or(below) {
             return Ok(());
         }
-        let live = group.members.values().filter(|m| m.state.is_live()).count();
+        let counted = cached
+            .facts
+            .as_ref()
+            .and_then(|f| f.live_members(caller.principal));
+        let live = counted.as_ref().map_or_else(
+            || group.members.values().filter(|m| m.state.is_live()).count(),
+            |c| c.all,
+        );
         if live >= caps.max_members as usize {
             return Err(MemberCap::Group {
                 stream: group.stream_prefix.clone(),
@@ -384,11 +393,16 @@ impl Heartbeats<'_> {
             (caps.max_members_per_principal, caller.principal)
             && !caller.acts_for_any_member
         {
-            let held = group
-                .members
-                .values()
-                .filter(|m| m.state.is_live() && m.owner.as_deref() == Some(principal))
-                .count();
+            let held = counted.as_ref().map_or_else(
+                || {
+                    group
+                        .members
+                        .values()
+                        .filter(|m| m.state.is_live() && m.owner.as_deref() == Some(principal))
+                        .count()
+                },
+                |c| c.by_principal.get(principal).copied().unwrap_or(0),
+            );
             if held >= per_principal as usize {
                 return Err(MemberCap::Principal {
                     principal: principal.to_owned(),

@@ -71,6 +71,9 @@ pub struct RebalanceIndex {
     pub(super) stale: BTreeSet<String>,
     /// Shard → how many active members' target entries name it.
     targeted: HashMap<u32, u32>,
+    /// Shards that could be granted now: targeted, held by no live member or hold, not gated
+    /// ([`RebalanceIndex::any_grantable`]), counted as `held` and `targeted` change.
+    grantable: usize,
     /// Shards in more than one active member's target.
     pub(super) doubled: usize,
     /// (Active member, shard) pairs of a target naming a shard the assignor does not divide.
@@ -111,6 +114,7 @@ impl RebalanceIndex {
             no_entry: BTreeSet::new(),
             stale: BTreeSet::new(),
             targeted: HashMap::new(),
+            grantable: 0,
             doubled: 0,
             outside: 0,
             untargeted,
@@ -121,7 +125,7 @@ impl RebalanceIndex {
         };
         for h in &g.holds {
             for &s in &h.shards {
-                *index.held.entry(s).or_default() += 1;
+                index.hold(s);
             }
         }
         for (id, m) in &g.members {
@@ -176,7 +180,7 @@ impl RebalanceIndex {
     pub(super) fn count_held(&mut self, m: Option<&Member>) {
         if let Some(m) = m.filter(|m| m.state.is_live()) {
             for s in distinct_held(m) {
-                *self.held.entry(s).or_default() += 1;
+                self.hold(s);
             }
         }
     }
@@ -188,6 +192,7 @@ impl RebalanceIndex {
                     *n = n.saturating_sub(1);
                     if *n == 0 {
                         self.held.remove(&s);
+                        self.note_held(s, false);
                     }
                 }
             }
@@ -201,16 +206,44 @@ impl RebalanceIndex {
 
     /// Whether some shard could be granted now: named by an active member's target, held by no live member
     /// or hold, and not gated. When none can, `settle` grants nothing, so a member it visits only because it
-    /// lacks a target shard would be left as it is.
+    /// lacks a target shard would be left as it is. Kept as a count (`grantable`), so asking costs nothing
+    /// whatever the group's size (it was a scan of every targeted shard).
     pub(super) fn any_grantable(&self) -> bool {
-        self.targeted
-            .keys()
-            .any(|s| !self.is_held(*s) && !self.gated.contains(s))
+        self.grantable > 0
     }
 
-    /// Counts a grant of `s` (the member's record is counted in afterwards without its held shards).
+    /// `s` got its first holder (`first`) or lost its last one: a targeted, ungated shard stops or starts
+    /// being grantable.
+    fn note_held(&mut self, s: u32, first: bool) {
+        if self.targeted.contains_key(&s) && !self.gated.contains(&s) {
+            self.grantable = if first {
+                self.grantable.saturating_sub(1)
+            } else {
+                self.grantable + 1
+            };
+        }
+    }
+
+    /// `s` got its first target entry (`first`) or lost its last one: an unheld, ungated shard starts or stops
+    /// being grantable.
+    fn note_targeted(&mut self, s: u32, first: bool) {
+        if !self.is_held(s) && !self.gated.contains(&s) {
+            self.grantable = if first {
+                self.grantable + 1
+            } else {
+                self.grantable.saturating_sub(1)
+            };
+        }
+    }
+
+    /// Counts a grant of `s` (the member's record is counted in afterwards without its held shards), or a hold
+    /// of it, or a live member's holding.
     pub(super) fn hold(&mut self, s: u32) {
-        *self.held.entry(s).or_default() += 1;
+        let n = self.held.entry(s).or_default();
+        *n += 1;
+        if *n == 1 {
+            self.note_held(s, true);
+        }
     }
 
     /// The member's target entry counted in: sizes, the partition, stale entries.
@@ -238,6 +271,7 @@ impl RebalanceIndex {
             }
             if *n == 1 {
                 self.untargeted.remove(&s);
+                self.note_targeted(s, true);
             }
             if !self.in_assignor(s) {
                 self.outside += 1;
@@ -276,6 +310,7 @@ impl RebalanceIndex {
                 }
                 if *n == 0 {
                     self.targeted.remove(&s);
+                    self.note_targeted(s, false);
                     if in_assignor {
                         self.untargeted.insert(s);
                     }

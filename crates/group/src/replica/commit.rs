@@ -11,7 +11,7 @@
 //!   (once each), the others decide again;
 //! - store unavailable: everyone answers `RETRY`.
 
-use crate::batch::{Batch, MemberCaps};
+use crate::batch::{Batch, LiveMembers, MemberCaps};
 use crate::heartbeat::{Caller, Outcome, Transition};
 use crate::model::Group;
 use crate::rebalance::RebalanceIndex;
@@ -125,12 +125,13 @@ pub fn decide_queue_over<T>(
     timing: &Timing,
     caps: MemberCaps,
 ) -> DecidedBatch<T> {
-    decide_queue_indexed(base, None, queue, now_ms, timing, caps)
+    decide_queue_indexed(base, None, queue, now_ms, timing, caps, None)
 }
 
 /// [`decide_queue_over`] with `index`, the rebalance index of `base` (`RebalanceIndex::of`, then kept beside the
 /// caller's copy from batch to batch): the batch's rebalance then costs what it changed, and the decided batch
-/// carries the index of the transition's aggregate.
+/// carries the index of the transition's aggregate. `live`: `base`'s live members, counted already, for every
+/// principal of the queue (`Batch::with_live`; None: counted by the batch if a join meets a cap).
 pub fn decide_queue_indexed<T>(
     base: Cow<'_, Group>,
     index: Option<RebalanceIndex>,
@@ -138,9 +139,11 @@ pub fn decide_queue_indexed<T>(
     now_ms: i64,
     timing: &Timing,
     caps: MemberCaps,
+    live: Option<LiveMembers>,
 ) -> DecidedBatch<T> {
     let mut batch = Batch::over(base, now_ms, timing)
         .with_caps(caps)
+        .with_live(live)
         .with_index(index);
     let mut combined = Vec::new();
     let mut declined = Vec::new();

@@ -524,6 +524,7 @@ impl Replica {
             now,
             &TIMING,
             rsc_group::batch::MemberCaps::default(),
+            None,
         );
         let full = decide_queue(&snap.group, shadow, now, &TIMING);
         match (&decided.transition, &full.transition) {

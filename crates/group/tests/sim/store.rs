@@ -107,8 +107,9 @@ pub struct SimStore {
     pub split_writes: usize,
     /// Batch writes whose changed members (`Transition::changed_members`) were checked.
     pub batch_writes_checked: usize,
-    /// The invariant facts of `group`, kept across writes as the coordinator keeps them: updated from the
-    /// members a batch changed (`invariants::check_changed`), counted afresh after any other write.
+    /// The invariant facts of `group`, kept across writes as the coordinator keeps them: updated in place from
+    /// the members a batch changed (`invariants::check_changed`) once the write is committed (a refused write
+    /// never touches them), counted afresh after any other write.
     facts: Facts,
     /// Batch writes whose incremental invariant check was compared with the full one.
     pub incremental_checks: usize,
@@ -267,7 +268,7 @@ impl SimStore {
             self.facts = Facts::of(g);
             return;
         };
-        let (violations, facts) = invariants::check_changed(&self.group, &self.facts, g, changed);
+        let violations = invariants::check_changed(&self.group, &mut self.facts, g, changed);
         assert_eq!(
             violations,
             invariants::check(g),
@@ -275,11 +276,10 @@ impl SimStore {
             self.writes_committed
         );
         assert!(
-            facts == Facts::of(g),
-            "write {}: the invariant facts updated from the changed members differ from those counted afresh",
+            self.facts == Facts::of(g),
+            "write {}: the invariant facts updated in place from the changed members differ from those counted afresh",
             self.writes_committed
         );
-        self.facts = facts;
         // The coordinator's batch copy (`Group::catch_up`): the revision before, brought up by the changed
         // members, is the revision written.
         let mut copy = (*self.group).clone();

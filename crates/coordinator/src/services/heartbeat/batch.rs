@@ -92,6 +92,12 @@ impl Heartbeats<'_> {
         // starved. A large group's copy kept from its previous batch saves the copy (`batch_copies.rs`).
         let group = base.group.clone();
         let own = self.state().copies.take(name, &base);
+        // The live members the caps count, read from the facts kept with `base` (the aggregate the batch
+        // decides on, or its copy): no walk of the group when a join meets a cap.
+        let live = base
+            .facts
+            .as_ref()
+            .and_then(|f| f.live_members(batch.iter().filter_map(|p| p.principal.as_deref())));
         let timing = *self.timing();
         // The member caps, kept exactly by the batch (issue #32: checked only on the aggregate in hand,
         // concurrent joins on several replicas passed them by a batch).
@@ -108,7 +114,7 @@ impl Heartbeats<'_> {
                 Some((copy, index)) => (Cow::Owned(copy), index),
                 None => (Cow::Borrowed(&*group), None),
             };
-            let decided = decide_queue_indexed(base_group, index, batch, now, &timing, caps);
+            let decided = decide_queue_indexed(base_group, index, batch, now, &timing, caps, live);
             // The progress documents of the heartbeats the transition accepts, stored with it.
             let progress: Vec<(String, String)> = decided
                 .included
