@@ -33,7 +33,7 @@ pub use bad_reshard::BadReshard;
 pub use busy::{ActiveMembers, CorrectionOpen, MigrationBusy};
 pub use conflict::Conflict;
 pub use exists::StreamExists;
-pub use metadata::{Corrupt, Exhausted, ObservationNote, Suspected};
+pub use metadata::{Corrupt, Exhausted, ObservationNote, Suspected, Unrecorded};
 pub use not_found::StreamNotFound;
 pub use reset_incomplete::ResetIncomplete;
 pub use unavailable::{Internal, Provisioning, Unavailable, store_error_text};

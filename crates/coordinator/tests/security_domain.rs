@@ -8,6 +8,12 @@
 use crate::support;
 
 use rsc_coordinator::config::Config;
+use rsc_coordinator::domain_error::Unrecorded;
+use rsc_coordinator::runtime::cache::GroupName;
+use rsc_coordinator::security::window;
+use rsc_coordinator::services::durability::Recording;
+use rsc_group::durability::Signal;
+use rsc_group::model::SignalKind;
 use rsc_testkit::RedisServer;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -483,6 +489,120 @@ async fn reported_versions_beyond_the_json_safe_range_are_refused_and_recreate_n
     assert!(g["metadataVersion"].as_i64().unwrap() > 0, "{g}");
     let steady = api.heartbeat(p, p, &m).await;
     assert_eq!(steady["status"], "OK", "{steady}");
+    running.shutdown().await.unwrap();
+}
+
+/// A suspicion whose compare-and-set loses to another write of the group (here a member's join landing between
+/// the read the evidence was decided on and its write, as the reconciler's tick after a join can in the test
+/// above) is decided again on the group as Redis now holds it and still recorded, counted once in the
+/// principal's budget: the recreate it allows refuses, as without the race, to wrap an epoch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suspicion_that_loses_its_compare_and_set_is_decided_again_and_recorded() {
+    let redis = RedisServer::start();
+    let mut c = config(&redis.url());
+    // Only the join below writes the group.
+    c.coordinator.reconciler.enabled = false;
+    let (running, api) = coordinator(c).await;
+    let p = "race";
+    assert_eq!(api.create_stream(p, 2).await.status, 201);
+    let coordinator = running.coordinator.clone();
+    let name = GroupName::new(p, p);
+    let base = coordinator
+        .load(&name)
+        .await
+        .unwrap()
+        .expect("the group exists");
+
+    let join = api.heartbeat(p, p, &Member::new("m1")).await;
+    assert_eq!(join["status"], "OK", "{join}");
+    let moved = coordinator.load(&name).await.unwrap().unwrap();
+    assert!(moved.revision > base.revision, "the join wrote the group");
+
+    const MAX_SAFE: i64 = (1 << 53) - 1;
+    let signal = Signal {
+        kind: SignalKind::ProducerMetadataVersion,
+        observed: MAX_SAFE,
+        stored: base.group.metadata_version,
+        source: "producer".into(),
+        principal: Some("admin".into()),
+    };
+    let written = match coordinator
+        .durability()
+        .record_suspicion(&name, &base, &signal)
+        .await
+    {
+        Recording::Written(c) => c,
+        other => panic!("not recorded after losing the race to the join: {other:?}"),
+    };
+    assert!(written.revision > moved.revision);
+    assert!(
+        written.group.members.contains_key("m1"),
+        "written on the group as Redis held it, the join kept"
+    );
+    let d = durability(&api, p).await;
+    assert_eq!(d["status"], "SUSPECTED_ROLLBACK", "{d}");
+    let budget = window::peek(
+        coordinator.store(),
+        window::Window::Suspicion(&window::key_part("admin")),
+    )
+    .await
+    .unwrap();
+    assert_eq!(budget.count, 1, "one suspicion, counted once");
+
+    let r = api
+        .send(
+            "POST",
+            &format!("{}/recreate", group_path(p)),
+            Some(json!({"requestedBy": "ops", "reason": "test", "shardCount": 2})),
+        )
+        .await;
+    assert_eq!(r.status, 409, "{}", r.body);
+    assert_eq!(r.body["errorCode"], "EPOCHS_EXHAUSTED", "{}", r.body);
+    running.shutdown().await.unwrap();
+}
+
+/// Evidence decided on a group that is deleted before its write is not written into whatever replaces it:
+/// the deciding again after the lost compare-and-set finds no group of that lifecycle, logs the evidence and
+/// says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suspicion_that_loses_to_a_deletion_is_not_written_into_what_follows() {
+    let redis = RedisServer::start();
+    let mut c = config(&redis.url());
+    c.coordinator.reconciler.enabled = false;
+    let (running, api) = coordinator(c).await;
+    let p = "gone";
+    assert_eq!(api.create_stream(p, 2).await.status, 201);
+    let coordinator = running.coordinator.clone();
+    let name = GroupName::new(p, p);
+    let base = coordinator.load(&name).await.unwrap().unwrap();
+    let r = api
+        .send(
+            "DELETE",
+            &group_path(p),
+            Some(json!({"requestedBy": "ops", "reason": "test", "force": true})),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+
+    let signal = Signal {
+        kind: SignalKind::ProducerMetadataVersion,
+        observed: base.group.metadata_version + 5,
+        stored: base.group.metadata_version,
+        source: "producer".into(),
+        principal: None,
+    };
+    let recorded = coordinator
+        .durability()
+        .record_suspicion(&name, &base, &signal)
+        .await;
+    assert!(
+        matches!(recorded, Recording::NotRecorded(Unrecorded::Replaced)),
+        "{recorded:?}"
+    );
+    assert!(
+        coordinator.load(&name).await.unwrap().is_none(),
+        "nothing written"
+    );
     running.shutdown().await.unwrap();
 }
 

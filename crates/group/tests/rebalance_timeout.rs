@@ -1,18 +1,18 @@
 //! A member that does not release a revoked shard within the rebalance timeout is fenced, and its shards
 //! reach the new owner only after its last lease has certainly run out.
 
-use rsc_group::heartbeat::{Caller, Outcome, decide};
+use rsc_group::heartbeat::{Caller, Outcome, Transition, decide};
 use rsc_group::model::{Group, MemberState};
 use rsc_group::replica::Snapshot;
 use rsc_group::replica::commit::BatchReply;
-use rsc_group::replica::heartbeat::{HeartbeatFlow, Renewal, Step};
+use rsc_group::replica::heartbeat::{Confirmation, HeartbeatFlow, Renewal, Step};
 use rsc_group::tick::tick;
 use rsc_group::timing::Timing;
 use rsc_protocol::wire::{
     HeartbeatRequest, HeartbeatStatus, RevokeState, RevokingShardReport, RuntimeConsumerCapacity,
     ShardId,
 };
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 const T: Timing = Timing {
     heartbeat_interval_ms: 1_000,
@@ -272,4 +272,225 @@ fn a_fence_refused_as_too_early_is_renewed_once_the_clock_has_learned_redis_time
     };
     assert_eq!(handle(&[3, -2]), (HeartbeatStatus::Ok, false));
     assert_eq!(handle(&[3, 3, 3, 3, 3]), (HeartbeatStatus::Retry, true));
+}
+
+/// Redis as the two scripts see one group: its revision and the members' lease ends. `heartbeat.lua` renews
+/// a lease only at the revision the renewal was decided on and while the lease is live (it never looks at
+/// the rebalance deadline); `cas.lua` takes a write only at its expected revision and not before its
+/// `not_before_ms`, then applies its lease operations.
+#[derive(Debug)]
+struct Redis {
+    group: Group,
+    revision: u64,
+    leases: BTreeMap<String, i64>,
+}
+
+/// A group read at a revision (what a replica caches).
+#[derive(Debug, Clone)]
+struct AtRevision(Group, u64);
+
+impl Snapshot for AtRevision {
+    fn group(&self) -> &Group {
+        &self.0
+    }
+    fn revision(&self) -> u64 {
+        self.1
+    }
+}
+
+impl Redis {
+    fn read(&self) -> AtRevision {
+        AtRevision(self.group.clone(), self.revision)
+    }
+
+    fn lease_live(&self, member: &str, now: i64) -> bool {
+        self.leases.get(member).is_some_and(|end| now < *end)
+    }
+
+    /// heartbeat.lua at Redis time `now`.
+    fn renew(&mut self, expected: u64, member: &str, now: i64) -> Renewal {
+        if expected != self.revision {
+            return Renewal::Conflict;
+        }
+        if !self.lease_live(member, now) {
+            return Renewal::LeaseLapsed;
+        }
+        self.leases
+            .insert(member.to_owned(), now + T.member_lease_ttl_ms);
+        Renewal::Renewed
+    }
+
+    /// cas.lua at Redis time `now`: whether `t` was written.
+    fn cas(&mut self, expected: u64, t: &Transition, now: i64) -> bool {
+        if expected != self.revision
+            || now < t.not_before_ms
+            || t.must_be_lapsed.iter().any(|m| self.lease_live(m, now))
+            || t.must_be_live.iter().any(|m| !self.lease_live(m, now))
+        {
+            return false;
+        }
+        for m in &t.renew {
+            self.leases.insert(m.clone(), now + T.member_lease_ttl_ms);
+        }
+        for m in &t.remove {
+            self.leases.remove(m);
+        }
+        self.group = t.group.clone().expect("a write carries the group");
+        self.revision += 1;
+        true
+    }
+}
+
+/// Member a drains a revoked shard and keeps reporting it DRAINING; its lease in Redis was last renewed just
+/// before its rebalance deadline. Returns Redis, a's deadline and the request a keeps sending.
+fn a_draining_up_to_its_deadline() -> (Redis, i64, HeartbeatRequest) {
+    let mut now = 1_000_000;
+    let mut g = Group::new("s", "g", 2, now, "lc");
+    let (_, a_epoch, _) = beat(&mut g, &request("a", 0, &[], &[]), now);
+    beat(&mut g, &request("a", a_epoch, &[0, 1], &[]), now);
+    now += 1_000;
+    beat(&mut g, &request("b", 0, &[], &[]), now);
+    let (_, a_epoch, a_assigned) = beat(&mut g, &request("a", a_epoch, &[0, 1], &[]), now);
+    let kept = a_assigned[0];
+    let revoked = 1 - kept;
+    let deadline = g.members["a"].rebalance_deadline_ms.expect("a deadline");
+    let req = request("a", a_epoch, &[kept], &[revoked]);
+    assert_eq!(beat(&mut g, &req, deadline - 10).0, HeartbeatStatus::Ok);
+    let leases = [
+        ("a".to_owned(), deadline - 10 + T.member_lease_ttl_ms),
+        ("b".to_owned(), deadline - 10 + T.member_lease_ttl_ms),
+    ];
+    let redis = Redis {
+        group: g,
+        revision: 1,
+        leases: leases.into_iter().collect(),
+    };
+    (redis, deadline, req)
+}
+
+/// How far the renewing replica's estimate of Redis time lags Redis in these examples: the whole hold
+/// margin, the largest error the margin is meant to cover.
+const LAG: i64 = T.hold_margin_ms;
+
+/// The suspected gap, renewal first: a's steady heartbeat is decided by replica A at its clock's
+/// `deadline - 1`, a clock `LAG` behind Redis, so Redis is already past the deadline; replica B's tick fences
+/// a at `deadline` (holding its shards until `deadline + lease + margin`) and pauses before its write; A's
+/// renewal (one EVALSHA: revision and lease, not time) lands first, late, and renews a's lease in Redis
+/// past the hold; then the tick's write lands (a steady renewal left the revision as it was).
+///
+/// Not a gap: what a's process may read is bounded by its *client* lease, counted from the send of the
+/// heartbeat, and the send came before A read its clock. A renews only while its clock is before the
+/// deadline (`transitions.rs::accept`: at or past it, the member's own fence), so the send was before
+/// `deadline + LAG`; the hold runs from the fence's `now`, at or after the deadline, for the member lease
+/// TTL (at least the client lease) plus the margin (at least `LAG`), and only Redis time at or past its end
+/// lifts it (`not_before`). The lease entry A renewed is removed by the fence's write, and nothing
+/// grants on it. This pins the margin in `fence_member_at` (without it, the shard is granted while a may
+/// still read it) and the renewal's decision being bounded by the deadline.
+#[test]
+fn a_renewal_decided_before_the_deadline_on_a_clock_behind_redis_and_landing_after_it_ends_before_the_fences_hold()
+ {
+    let (mut redis, deadline, req) = a_draining_up_to_its_deadline();
+
+    // A's clock reads deadline - 1; Redis is at deadline - 1 + LAG. a sent no later than that.
+    let sent = deadline - 1 + LAG;
+    let (mut flow, step) = HeartbeatFlow::<AtRevision>::start("a", Caller::ANONYMOUS, &T);
+    assert!(matches!(step, Step::Read));
+    let Step::Renew(base) = flow.on_read(&req, Ok(Some(redis.read())), false, deadline - 1) else {
+        panic!("before the deadline by A's clock, a draining report already recorded is renewed");
+    };
+    // One millisecond later by A's clock it would be a's own fence: no renewal carries a later send.
+    let (mut later, _) = HeartbeatFlow::<AtRevision>::start("a", Caller::ANONYMOUS, &T);
+    assert!(matches!(
+        later.on_read(&req, Ok(Some(redis.read())), false, deadline),
+        Step::Write
+    ));
+
+    // B's tick at the deadline fences a; B pauses before writing it.
+    let (fence, report) = tick(&redis.group, deadline, &BTreeSet::new(), &T)
+        .unwrap()
+        .expect("the deadline fences a");
+    assert_eq!(report.fenced, vec!["a".to_owned()]);
+    let fence_base = redis.revision;
+    let hold = fence.group.as_ref().unwrap().holds[0].clone();
+    assert_eq!(hold.shards, [0, 1].into_iter().collect());
+
+    // A's renewal lands well past the deadline (A paused too) and renews a's lease in Redis past the hold.
+    let renewed_at = deadline + 2_000;
+    let renewal = redis.renew(base.revision(), "a", renewed_at);
+    assert_eq!(renewal, Renewal::Renewed);
+    assert!(redis.leases["a"] > hold.until_ms);
+    let Step::Answer(answer) = flow.on_renewed(&req, renewal) else {
+        panic!("a renewal is answered");
+    };
+    assert_eq!(answer.status, HeartbeatStatus::Ok);
+
+    // B's write lands: the renewal did not move the revision. It removes a's lease entry.
+    assert!(redis.cas(fence_base, &fence, deadline + 3_000));
+    assert_eq!(redis.group.members["a"].state, MemberState::Fenced);
+    assert!(!redis.leases.contains_key("a"));
+
+    // a reads until its client lease, counted from the send, runs out: at most the member lease TTL
+    // (invariant 4 makes it shorter; this is the worst case). That is no later than the hold's end.
+    let client_lease = T.member_lease_ttl_ms;
+    assert!(
+        sent + client_lease <= hold.until_ms,
+        "a may read until {} but its shards are held only until {}",
+        sent + client_lease,
+        hold.until_ms
+    );
+    // And only Redis time at or past the hold's end lifts it.
+    let (lift, _) = tick(&redis.group, hold.until_ms, &BTreeSet::new(), &T)
+        .unwrap()
+        .expect("the hold runs out");
+    assert_eq!(lift.not_before_ms, hold.until_ms);
+    let base = redis.revision;
+    assert!(!redis.cas(base, &lift, hold.until_ms - 1));
+    assert!(redis.cas(base, &lift, hold.until_ms));
+    assert!(redis.group.holds.is_empty());
+    assert!(rsc_group::invariants::check(&redis.group).is_empty());
+}
+
+/// The same two decisions the other way round: the fence lands first (at the deadline, as Redis allows),
+/// then the renewal decided before it. `heartbeat.lua` checks the revision the renewal was decided on, the
+/// fence moved it, so nothing is renewed; the flow decides again on the group read afresh and answers
+/// FENCED_MEMBER_EPOCH (a conflict is never answered as renewed: `replica/heartbeat.rs::on_renewed`).
+#[test]
+fn a_renewal_decided_before_the_deadline_landing_after_the_fence_renews_nothing_and_answers_fenced()
+{
+    let (mut redis, deadline, req) = a_draining_up_to_its_deadline();
+
+    let (mut flow, _) = HeartbeatFlow::<AtRevision>::start("a", Caller::ANONYMOUS, &T);
+    let Step::Renew(base) = flow.on_read(&req, Ok(Some(redis.read())), false, deadline - 1) else {
+        panic!("before the deadline by A's clock, a draining report already recorded is renewed");
+    };
+
+    let (fence, _) = tick(&redis.group, deadline, &BTreeSet::new(), &T)
+        .unwrap()
+        .expect("the deadline fences a");
+    let fence_base = redis.revision;
+    assert!(
+        !redis.cas(fence_base, &fence, deadline - 1),
+        "Redis takes the fence only once the deadline has passed"
+    );
+    assert!(redis.cas(fence_base, &fence, deadline));
+    assert!(!redis.leases.contains_key("a"));
+
+    let renewal = redis.renew(base.revision(), "a", deadline + 2_000);
+    assert_eq!(renewal, Renewal::Conflict);
+    assert!(!redis.leases.contains_key("a"), "nothing was renewed");
+    let step = flow.on_renewed(&req, renewal);
+    assert!(
+        matches!(step, Step::Read | Step::Reload),
+        "a conflict decides again: {step:?}"
+    );
+    let mut step = flow.on_read(&req, Ok(Some(redis.read())), true, deadline + 2_000);
+    let answer = loop {
+        step = match step {
+            Step::Answer(answer) => break answer,
+            Step::ConfirmCurrent(_) => flow.on_confirmed(&req, Confirmation::Current),
+            other => panic!("unexpected step {other:?}"),
+        };
+    };
+    assert_eq!(answer.status, HeartbeatStatus::FencedMemberEpoch);
+    assert!(!redis.leases.contains_key("a"));
 }

@@ -171,6 +171,50 @@ pub enum ObservationNote {
         /// The core's text, as for [`Suspected::MutationsBlocked`].
         block: Option<String>,
     },
+    /// The principal may raise a suspicion, but the evidence was not written to the group: logged only.
+    NotRecorded {
+        /// Why.
+        why: Unrecorded,
+        /// The core's account of a suspicion the group already carries (None: none).
+        block: Option<String>,
+    },
+}
+
+/// Why rollback evidence that may raise a suspicion was logged but not written to the group's aggregate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unrecorded {
+    /// An operator dismissed this principal's evidence on the group within the last hour.
+    Quieted,
+    /// The principal raised its budget of suspicions in the current window.
+    OverBudget,
+    /// Every compare-and-set lost to another write of the group (each time decided again on a fresh read).
+    KeptChanging,
+    /// The group was deleted or recreated as a new lifecycle meanwhile: the evidence concerned the old one.
+    Replaced,
+    /// Redis failed, or the group could not be read back, while the evidence was being written.
+    Unavailable,
+}
+
+impl std::fmt::Display for Unrecorded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Unrecorded::Quieted => {
+                "an operator dismissed this principal's evidence on the group within the last hour"
+            }
+            Unrecorded::OverBudget => {
+                "this principal raised too many suspicions in the current window"
+            }
+            Unrecorded::KeptChanging => {
+                "the group kept changing while the evidence was being written; report it again"
+            }
+            Unrecorded::Replaced => {
+                "the group was deleted or recreated meanwhile; the evidence concerned the old lifecycle"
+            }
+            Unrecorded::Unavailable => {
+                "Redis could not be written or read while the evidence was being written; report it again"
+            }
+        })
+    }
 }
 
 impl std::fmt::Display for Suspected {
@@ -217,6 +261,16 @@ impl std::fmt::Display for ObservationNote {
             ),
             ObservationNote::Recorded { block } => {
                 f.write_str(block.as_deref().unwrap_or_default())
+            }
+            ObservationNote::NotRecorded { why, block } => {
+                write!(
+                    f,
+                    "the observation was logged but not recorded as rollback evidence: {why}"
+                )?;
+                match block {
+                    Some(b) => write!(f, ". {b}"),
+                    None => Ok(()),
+                }
             }
         }
     }

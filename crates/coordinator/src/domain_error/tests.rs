@@ -2,7 +2,7 @@
 
 use super::{
     ActiveMembers, BadQuery, BadRequest, BadReset, Conflict, CoordError, Corrupt, MemberCap,
-    MigrationBusy, StreamExists, Unavailable,
+    MigrationBusy, ObservationNote, StreamExists, Suspected, Unavailable, Unrecorded,
 };
 use rsc_group::migration::MigrationError;
 use rsc_group::model::{EpochOverflow, MigrationState};
@@ -120,6 +120,21 @@ fn a_kind_writes_its_message_from_its_facts() {
             ErrorCode::MetadataCorrupt,
             "stream record k has a store revision that cannot be incremented; restore it from backup; recreate \
              cannot replace an unreadable key: keep a copy (DUMP), delete the key, then call recreate again",
+        ),
+        (
+            Suspected::ProducerAhead {
+                observed: 9,
+                stored: 4,
+                note: ObservationNote::NotRecorded {
+                    why: Unrecorded::KeptChanging,
+                    block: None,
+                },
+            }
+            .into(),
+            ErrorCode::MetadataRollbackSuspected,
+            "this producer saw metadataVersion 9 but Redis holds 4: the group's metadata rolled back. Routing is \
+             refused rather than moved backwards; the observation was logged but not recorded as rollback \
+             evidence: the group kept changing while the evidence was being written; report it again",
         ),
         (
             CoordError::group_exists("s", "g"),

@@ -19,7 +19,8 @@ pub struct Stats {
     pub redis_errors: AtomicU64,
     /// New evidence of a metadata rollback recorded in a group's aggregate (see `durability.rs`).
     pub rollback_suspicions: AtomicU64,
-    /// Rollback evidence not recorded: from a principal that may not raise a suspicion, or over its budget.
+    /// Rollback evidence not recorded: from a principal that may not raise a suspicion, or over its budget, or
+    /// not written (the group kept changing, was replaced, or Redis failed: `durability.rs`).
     pub rollback_observations_ignored: AtomicU64,
     /// Heartbeat writes committed as batches (`batch.rs`), and the transitions they carried.
     pub transition_batches: AtomicU64,

@@ -264,8 +264,10 @@ impl Coordinator {
         Ok(self.cache.get(name))
     }
 
-    /// Reads and checks a group's metadata from Redis, without touching the cache.
-    async fn read_group(&self, name: &GroupName) -> Result<Option<Cached>, CoordError> {
+    /// Reads and checks a group's metadata from Redis, without touching the cache and without `load`'s
+    /// revision-regression check: for a retry inside that check's own path (`Durability::record_suspicion`
+    /// deciding again after a lost compare-and-set), which must not record a regression in turn.
+    pub(crate) async fn read_group(&self, name: &GroupName) -> Result<Option<Cached>, CoordError> {
         let stored = match self.metrics.time_store("load", self.store.load(name)).await {
             Ok(Some(s)) => s,
             Ok(None) => return Ok(None),

@@ -25,6 +25,7 @@ pub mod views;
 
 use crate::domain_error::{
     BadRequest, Conflict, CoordError, Corrupt, Exhausted, ObservationNote, Provisioning, Suspected,
+    Unrecorded,
 };
 use crate::http::views::group_response;
 use crate::observability::metrics::snapshot::SuspectedGroup;
@@ -69,6 +70,18 @@ enum Stake {
         first_seen_ms: i64,
         cutoff_ms: i64,
     },
+}
+
+/// What became of rollback evidence handed to [`Durability::record_suspicion`].
+#[derive(Debug)]
+pub enum Recording {
+    /// Written by this call: the state written.
+    Written(Cached),
+    /// Nothing to write: the group as last read (the state the evidence was decided on, or a fresh read after
+    /// a lost compare-and-set) already holds evidence at least this strong, or a dismissal covers it.
+    Unchanged(Cached),
+    /// Not written (counted and logged): why.
+    NotRecorded(Unrecorded),
 }
 
 /// Body of `POST …/groups/{g}/durability/dismiss`.
@@ -122,44 +135,112 @@ impl rsc_protocol::wire::AdminBody for RecreateGroupRequest {
 
 impl Durability<'_> {
     /// Records `signal` in the group's aggregate unless it brings nothing new, or its principal has used up
-    /// its budget of suspicions. Returns the written state.
+    /// its budget of suspicions (counted once per suspicion, however many attempts it takes). A write that
+    /// loses its compare-and-set to another write of the group (a batch, the reconciler's tick) is decided
+    /// again on the group as Redis now holds it, at most [`MAX_CAS_ATTEMPTS`] times: the evidence that made
+    /// the caller refuse a request is not dropped because something else wrote the group meanwhile. The
+    /// re-read skips `load`'s revision-regression check, whose own evidence comes through here.
     pub async fn record_suspicion(
         &self,
         name: &GroupName,
         base: &Cached,
         signal: &Signal,
-    ) -> Option<Cached> {
-        let now = self.clock().now_ms();
-        if durability::quieted(&base.group, signal, now) {
-            Stats::bump(&self.stats().rollback_observations_ignored);
-            tracing::warn!(
-                stream = ?name.stream_prefix, group = ?name.consumer_group, principal = ?signal.principal,
-                signal = ?durability::describe(signal),
-                "rollback evidence not recorded: an operator dismissed this principal's evidence on the group \
-                 within the last hour"
-            );
-            return None;
-        }
-        let next = durability::record(&base.group, signal, now)?;
-        if let Some(principal) = &signal.principal
-            && !self.within_suspicion_budget(name, principal).await
-        {
-            return None;
-        }
-        let t = Transition::new(next);
-        match self.commit(name, base, t).await {
-            Ok(Commit::Written(c)) => {
-                Stats::bump(&self.stats().rollback_suspicions);
-                tracing::error!(
-                    stream = ?name.stream_prefix, group = ?name.consumer_group,
-                    signal = ?durability::describe(signal), principal = ?signal.principal,
-                    "metadata rollback suspected: admin mutations on this group now fail closed"
-                );
-                Some(c)
+    ) -> Recording {
+        let mut base = base.clone();
+        let mut counted = false;
+        for attempt in 1..=MAX_CAS_ATTEMPTS {
+            if attempt > 1 {
+                base = match self.reread_for_suspicion(name, &base, signal).await {
+                    Ok(fresh) => fresh,
+                    Err(why) => return Recording::NotRecorded(why),
+                };
             }
-            // Lost a race: the next detection decides on fresh state.
-            _ => None,
+            let now = self.clock().now_ms();
+            if durability::quieted(&base.group, signal, now) {
+                Stats::bump(&self.stats().rollback_observations_ignored);
+                tracing::warn!(
+                    stream = ?name.stream_prefix, group = ?name.consumer_group, principal = ?signal.principal,
+                    signal = ?durability::describe(signal),
+                    "rollback evidence not recorded: an operator dismissed this principal's evidence on the \
+                     group within the last hour"
+                );
+                return Recording::NotRecorded(Unrecorded::Quieted);
+            }
+            let Some(next) = durability::record(&base.group, signal, now) else {
+                return Recording::Unchanged(base);
+            };
+            if !counted {
+                counted = true;
+                if let Some(principal) = &signal.principal
+                    && !self.within_suspicion_budget(name, principal).await
+                {
+                    return Recording::NotRecorded(Unrecorded::OverBudget);
+                }
+            }
+            match self.commit(name, &base, Transition::new(next)).await {
+                Ok(Commit::Written(c)) => {
+                    Stats::bump(&self.stats().rollback_suspicions);
+                    tracing::error!(
+                        stream = ?name.stream_prefix, group = ?name.consumer_group,
+                        signal = ?durability::describe(signal), principal = ?signal.principal,
+                        "metadata rollback suspected: admin mutations on this group now fail closed"
+                    );
+                    return Recording::Written(c);
+                }
+                Ok(Commit::Conflict | Commit::ConditionFailed { .. }) => {}
+                Err(e) => {
+                    return Recording::NotRecorded(self.unrecorded(
+                        name,
+                        signal,
+                        Unrecorded::Unavailable,
+                        &e.to_string(),
+                    ));
+                }
+            }
         }
+        Recording::NotRecorded(self.unrecorded(
+            name,
+            signal,
+            Unrecorded::KeptChanging,
+            "every compare-and-set lost to another write of the group",
+        ))
+    }
+
+    /// The group as Redis holds it now, for deciding a lost suspicion again; `Err` when there is nothing left
+    /// to record it in (the group was deleted or recreated as a new lifecycle) or it cannot be read.
+    async fn reread_for_suspicion(
+        &self,
+        name: &GroupName,
+        base: &Cached,
+        signal: &Signal,
+    ) -> Result<Cached, Unrecorded> {
+        match self.read_group(name).await {
+            Ok(Some(fresh)) if fresh.group.lifecycle_id == base.group.lifecycle_id => Ok(fresh),
+            Ok(_) => Err(self.unrecorded(
+                name,
+                signal,
+                Unrecorded::Replaced,
+                "the group was deleted or recreated while the evidence was being written",
+            )),
+            Err(e) => Err(self.unrecorded(name, signal, Unrecorded::Unavailable, &e.to_string())),
+        }
+    }
+
+    /// Counts and logs evidence that may raise a suspicion but was not written (`detail`: what happened).
+    fn unrecorded(
+        &self,
+        name: &GroupName,
+        signal: &Signal,
+        why: Unrecorded,
+        detail: &str,
+    ) -> Unrecorded {
+        Stats::bump(&self.stats().rollback_observations_ignored);
+        tracing::error!(
+            stream = ?name.stream_prefix, group = ?name.consumer_group, principal = ?signal.principal,
+            signal = ?durability::describe(signal), reason = %why, detail,
+            "rollback evidence NOT recorded in the group: it is only in this log"
+        );
+        why
     }
 
     /// Counts one suspicion raised by `principal` in its Redis window; false (not recorded, counted, logged)
@@ -224,9 +305,10 @@ impl Durability<'_> {
             source: format!("coordinator {}", self.config().id),
             principal: None,
         };
-        self.record_suspicion(name, &cached, &signal)
-            .await
-            .unwrap_or(cached)
+        match self.record_suspicion(name, &cached, &signal).await {
+            Recording::Written(c) | Recording::Unchanged(c) => c,
+            Recording::NotRecorded(_) => cached,
+        }
     }
 
     /// Admin mutations on a suspected group fail closed (409 `METADATA_ROLLBACK_SUSPECTED`).
@@ -311,10 +393,14 @@ impl Durability<'_> {
                     source: "producer".to_owned(),
                     principal: principal.map(|p| p.username.clone()),
                 };
-                let after = self.record_suspicion(name, &base, &signal).await;
-                let g = after.as_ref().map_or(&base.group, |c| &c.group);
-                ObservationNote::Recorded {
-                    block: durability::mutation_block(g),
+                match self.record_suspicion(name, &base, &signal).await {
+                    Recording::Written(c) | Recording::Unchanged(c) => ObservationNote::Recorded {
+                        block: durability::mutation_block(&c.group),
+                    },
+                    Recording::NotRecorded(why) => ObservationNote::NotRecorded {
+                        why,
+                        block: durability::mutation_block(&base.group),
+                    },
                 }
             }
         };

@@ -26,6 +26,7 @@ use crate::runtime::cache::{Cached, GroupName};
 use crate::runtime::coordinator::Heartbeats;
 use crate::security::principal::Principal;
 use crate::security::roles::Role;
+use crate::services::durability::Recording;
 use rsc_group::heartbeat::explain::{self, Explanation, StreamLookup};
 use rsc_group::heartbeat::{Caller, rejected_response};
 use rsc_group::replica::heartbeat::{
@@ -194,11 +195,15 @@ impl Heartbeats<'_> {
                     flow.on_confirmed(req, confirmation)
                 }
                 Step::RecordSuspicion { base, signal } => {
-                    let written = self
+                    let written = match self
                         .durability()
                         .record_suspicion(name, &base, &signal)
-                        .await;
-                    flow.on_recorded(req, written.map(|c| c.revision))
+                        .await
+                    {
+                        Recording::Written(c) => Some(c.revision),
+                        Recording::Unchanged(_) | Recording::NotRecorded(_) => None,
+                    };
+                    flow.on_recorded(req, written)
                 }
                 Step::Renew(base) => {
                     let (renewal, seen) = self.renew(name, &base, member_id, req).await;

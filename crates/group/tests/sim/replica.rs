@@ -77,6 +77,10 @@ pub struct Stats {
     /// to another replica.
     pub owner_visits: u64,
     pub ticks_not_owner: u64,
+    /// Steady renewals that Redis took at or after their member's rebalance deadline with shards still
+    /// revoking (decided before it on a clock behind Redis, or committed after a pause): safe, as
+    /// ARCHITECTURE.md's invariant 1 argues; counted to show the scenarios reach it.
+    pub renewals_past_deadline: u64,
 }
 
 /// The aggregate a replica holds and the revision it was read or written at.
@@ -408,10 +412,17 @@ impl Replica {
                     if decided_before_pause {
                         env.stats.stale_decisions_committed += 1;
                     }
+                    let past_deadline = snap.group.members.get(&req.member_id).is_some_and(|m| {
+                        !m.revoking.is_empty()
+                            && m.rebalance_deadline_ms.is_some_and(|d| d <= env.now)
+                    });
                     let outcome = env.store.renew(snap.revision, &req.member_id, env.now);
                     self.observe(env);
                     let renewal = match outcome {
-                        RenewOutcome::Renewed => Renewal::Renewed,
+                        RenewOutcome::Renewed => {
+                            env.stats.renewals_past_deadline += u64::from(past_deadline);
+                            Renewal::Renewed
+                        }
                         RenewOutcome::Conflict => {
                             env.stats.conflicts += 1;
                             job.contended = true;

@@ -90,6 +90,7 @@ impl Summary {
         self.replica.batched += o.replica.batched;
         self.replica.owner_visits += o.replica.owner_visits;
         self.replica.ticks_not_owner += o.replica.ticks_not_owner;
+        self.replica.renewals_past_deadline += o.replica.renewals_past_deadline;
         self.view_changes += o.view_changes;
     }
 }

@@ -440,7 +440,7 @@ fn counters(stats: &Stats) -> Registry {
         ),
         (
             "rollback_observation_ignored",
-            "Rollback evidence not recorded: reported by a principal without MEMBER or ADMIN, or over its budget",
+            "Rollback evidence not recorded: reported by a principal without MEMBER or ADMIN, over its budget, or not written (the group kept changing, was replaced, or Redis failed)",
             &stats.rollback_observations_ignored,
         ),
         (
