@@ -4,6 +4,7 @@
 
 use rsc_testkit::{RedisCluster, RedisServer, RscBuilder, RscProcess};
 use std::collections::BTreeMap;
+use std::io::Read;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -19,7 +20,8 @@ fn start_rsc(redis_url: &str) -> RscProcess {
         .start()
 }
 
-/// Runs `rsc bench <args>` as the bootstrap admin, killing it if it outlives `RUN_BOUND`.
+/// Runs `rsc bench <args>` as the bootstrap admin, killing it if it outlives `RUN_BOUND`. Its output is read
+/// while it runs (a bench that writes more than a pipe holds would otherwise block until killed).
 fn run_bench(args: &[&str]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_rsc"))
         .arg("bench")
@@ -30,6 +32,15 @@ fn run_bench(args: &[&str]) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("rsc bench starts");
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().expect("piped")));
+    let stderr = drain(Box::new(child.stderr.take().expect("piped")));
     let deadline = Instant::now() + RUN_BOUND;
     while child.try_wait().unwrap().is_none() {
         if Instant::now() > deadline {
@@ -38,7 +49,11 @@ fn run_bench(args: &[&str]) -> Output {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    child.wait_with_output().unwrap()
+    Output {
+        status: child.wait().unwrap(),
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
+    }
 }
 
 /// `k=v k=v …` of the summary line (the last stdout line starting with `first_key=`; only the cleanup
@@ -266,6 +281,23 @@ fn heartbeat_measures_the_coordinator_on_its_port_and_never_reports_an_unmeasure
     );
     assert!(
         stdout.contains("commands/heartbeat unknown (pass --redis-url"),
+        "{stdout}"
+    );
+    // Each join round says how many members were still unsettled after it: some after every round but the
+    // last, none after the last.
+    let rounds: Vec<&str> = stdout
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("each round: "))
+        .expect("a line of the join's rounds")
+        .split("; ")
+        .collect();
+    let unsettled = |round: &str| -> usize {
+        let n = round.rsplit_once(" unsettled=").expect("unsettled=N").1;
+        n.parse().expect("a count")
+    };
+    assert_eq!(unsettled(rounds[rounds.len() - 1]), 0, "{stdout}");
+    assert!(
+        rounds[..rounds.len() - 1].iter().all(|r| unsettled(r) > 0),
         "{stdout}"
     );
 

@@ -358,6 +358,11 @@ pub(super) fn merge(into: &mut Tally, from: Tally) {
     }
 }
 
+/// Members not [`Member::settled`] (a round's line reports it).
+pub(super) fn unsettled(shares: &[Vec<Member>]) -> usize {
+    shares.iter().flatten().filter(|m| !m.settled()).count()
+}
+
 pub(super) fn converged(shares: &[Vec<Member>], groups: usize, shards: u32) -> bool {
     let mut assigned = vec![0usize; groups];
     for m in shares.iter().flatten() {

@@ -367,8 +367,12 @@ async fn measure(
     loop {
         let round_start = Instant::now();
         let (next, tally) = round(api, streams, shares).await;
-        each_round.push(round_line(round_start.elapsed(), &tally));
         shares = next;
+        each_round.push(round_line(
+            round_start.elapsed(),
+            &tally,
+            unsettled(&shares),
+        ));
         rounds += 1;
         join_errors += tally.errors;
         if first_join_error.is_none() {
@@ -381,7 +385,7 @@ async fn measure(
             return Err(format!(
                 "groups did not converge within {}s ({rounds} rounds: {})",
                 CONVERGE_TIMEOUT.as_secs(),
-                each_round.join("; ")
+                rounds_list(&each_round)
             ));
         }
     }
@@ -389,7 +393,7 @@ async fn measure(
         "joined and converged in {:.2}s ({rounds} heartbeat rounds)",
         join_start.elapsed().as_secs_f64()
     );
-    println!("  each round: {}", each_round.join("; "));
+    println!("  each round: {}", rounds_list(&each_round));
     if join_errors > 0 {
         println!(
             "  {join_errors} requests failed while converging and were retried; first: {}",

@@ -69,8 +69,9 @@ fn or_unknown(v: Option<f64>, decimals: usize) -> String {
 }
 
 /// One convergence round in a line: how long it took and the answers it got, the heartbeats sent at once
-/// among them (`1.84s OK=10064 (at once: 64)`), so that a join's time reads as rounds × round time.
-pub(super) fn round_line(took: Duration, tally: &Tally) -> String {
+/// among them, and how many members were still unsettled after it (`1.84s OK=10064 (at once: 64) unsettled=63`),
+/// so that a join's time reads as rounds × round time, and a round that only a few members needed shows as such.
+pub(super) fn round_line(took: Duration, tally: &Tally, unsettled: usize) -> String {
     let mut line = format!("{:.2}s", took.as_secs_f64());
     for (status, n) in &tally.statuses {
         line.push_str(&format!(" {status}={n}"));
@@ -81,7 +82,27 @@ pub(super) fn round_line(took: Duration, tally: &Tally) -> String {
     if tally.errors > 0 {
         line.push_str(&format!(" failed={}", tally.errors));
     }
+    line.push_str(&format!(" unsettled={unsettled}"));
     line
+}
+
+/// Rounds listed whole before a long list is cut to its first and last ones ([`rounds_list`]).
+const ROUNDS_LISTED: usize = 12;
+
+/// The rounds' lines joined with `; `: all of them when there are at most [`ROUNDS_LISTED`], else the first
+/// six and the last five around how many were left out (a restart that waits out a lease takes thousands of
+/// rounds of a few members, all alike).
+pub(super) fn rounds_list(rounds: &[String]) -> String {
+    if rounds.len() <= ROUNDS_LISTED {
+        return rounds.join("; ");
+    }
+    let (head, tail) = (&rounds[..6], &rounds[rounds.len() - 5..]);
+    format!(
+        "{}; … {} more rounds …; {}",
+        head.join("; "),
+        rounds.len() - 11,
+        tail.join("; ")
+    )
 }
 
 pub(super) fn print_report(run: Run<'_>) {

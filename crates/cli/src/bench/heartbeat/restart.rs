@@ -82,7 +82,7 @@ pub(super) async fn rolling_restart(
     let (next, rejoined) = round(api, streams, shares).await;
     shares = next;
     let last_rejoin = Instant::now();
-    let rejoin_line = round_line(last_rejoin - rejoin_start, &rejoined);
+    let rejoin_line = round_line(last_rejoin - rejoin_start, &rejoined, unsettled(&shares));
     let mut rounds = 1;
     errors += rejoined.errors;
     let mut each_round = Vec::new();
@@ -92,13 +92,17 @@ pub(super) async fn rolling_restart(
                 "the rolling restart did not converge within {}s of the last rejoin ({rounds} rounds; the \
                  rejoin round: {rejoin_line}; each round after it: {})",
                 CONVERGE_TIMEOUT.as_secs(),
-                each_round.join("; ")
+                rounds_list(&each_round)
             ));
         }
         let round_start = Instant::now();
         let (next, tally) = round(api, streams, shares).await;
-        each_round.push(round_line(round_start.elapsed(), &tally));
         shares = next;
+        each_round.push(round_line(
+            round_start.elapsed(),
+            &tally,
+            unsettled(&shares),
+        ));
         rounds += 1;
         errors += tally.errors;
     }
@@ -116,7 +120,10 @@ pub(super) async fn rolling_restart(
         last_rejoin.elapsed().as_secs_f64()
     );
     println!("  the rejoin round: {rejoin_line}");
-    println!("  each round after the rejoin: {}", each_round.join("; "));
+    println!(
+        "  each round after the rejoin: {}",
+        rounds_list(&each_round)
+    );
     Ok(())
 }
 

@@ -423,3 +423,16 @@ fn after_the_leave_the_assignments_view_gives_what_the_leavers_hold_and_what_is_
         }
     );
 }
+
+/// A long list of rounds is cut to its first six and last five around the count left out; a short one is whole.
+#[test]
+fn a_long_list_of_rounds_keeps_its_first_and_last_rounds_and_says_how_many_were_left_out() {
+    let rounds: Vec<String> = (1..=30).map(|i| format!("r{i}")).collect();
+    assert_eq!(
+        rounds_list(&rounds),
+        "r1; r2; r3; r4; r5; r6; … 19 more rounds …; r26; r27; r28; r29; r30"
+    );
+    assert_eq!(rounds_list(&rounds[..12]), rounds[..12].join("; "));
+    assert_eq!(rounds_list(&rounds[..13]).matches("; r").count(), 10);
+    assert!(rounds_list(&rounds[..13]).contains("… 2 more rounds …"));
+}
