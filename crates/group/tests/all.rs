@@ -17,5 +17,6 @@ mod rebalance_timeout;
 mod rejoin_same_id;
 mod reshard_flows;
 mod rules;
+mod self_fence;
 mod simulation;
 mod static_members;
