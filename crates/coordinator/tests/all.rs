@@ -34,6 +34,7 @@ mod reset_interrupted;
 mod reshard;
 mod robustness;
 mod sdk_dependencies;
+mod search_cursor;
 mod security;
 mod security_auth;
 mod security_domain;

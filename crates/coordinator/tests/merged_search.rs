@@ -105,7 +105,7 @@ struct Walk {
 
 /// Pages through the merged search `query` (its `from…` start on the first page only), checking each page's
 /// bounds: at most `limit` matches and `scanLimit` records scanned; a page that stopped at a bound spent it;
-/// a page that did not stop at a bound but has a cursor is full.
+/// a page that did not stop at a bound but has a cursor is full; a page a cursor led to scanned a record.
 async fn walk(api: &Api, query: &str, limit: u64, scan_limit: u64, scan_max_bytes: u64) -> Walk {
     let continued: Vec<&str> = query
         .split('&')
@@ -141,6 +141,9 @@ async fn walk(api: &Api, query: &str, limit: u64, scan_limit: u64, scan_max_byte
             );
         } else if page["nextCursor"].is_string() {
             assert_eq!(records.len() as u64, limit, "{path}: {page}");
+        }
+        if cursor.is_some() {
+            assert!(scanned > 0, "{path}: a cursor that led to nothing: {page}");
         }
         w.scanned += scanned;
         for rec in records {

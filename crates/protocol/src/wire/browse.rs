@@ -70,7 +70,8 @@ pub struct MessageSearchSummary {
     pub scanned: u64,
     /// Bytes scanned: ids, field names and values.
     pub scanned_bytes: u64,
-    /// Whether the scan stopped at `scanLimit` or `scanMaxBytes`; `nextCursor` continues it.
+    /// Whether the scan stopped at `scanLimit` or `scanMaxBytes`; `nextCursor` continues it (absent when no
+    /// record follows the last one scanned).
     pub stopped_at_bound: bool,
     /// The records bound in force (`scanLimit`, 1 to 100000, default 1000).
     pub scan_limit: u32,

@@ -2,7 +2,8 @@
 //! inclusive starts), and a bounded search (`field=name=value`, `search=<payload substring>`) that scans at
 //! most `scanLimit` records and about `scanMaxBytes` bytes from the start, keeps the matching ones (up to the
 //! page's `limit` and byte budget), and says how many it scanned, whether it stopped at a bound, and the
-//! cursor to continue from (the last record scanned).
+//! cursor to continue from (the last record scanned), given only when a record follows it: a scan that stops
+//! at a bound on the last record of a full chunk reads one record more (`COUNT 1`) to know.
 
 use crate::domain_error::{BadQuery, CoordError};
 use crate::services::messages::{PageQuery, record_bytes};
@@ -198,8 +199,21 @@ pub struct Found {
     /// Whether the scan stopped at `scanLimit` or `scanMaxBytes` (not at the page's `limit`, its byte budget
     /// or the end of the stream).
     pub stopped_at_bound: bool,
-    /// The last record scanned, when records may follow it: where to continue.
+    /// The last record scanned, when at least one record follows it: where to continue.
     pub next_cursor: Option<String>,
+}
+
+/// Whether the shard's stream holds a record after `after` (exclusive) in `direction`: one read of one record.
+pub async fn record_follows(
+    store: &Store,
+    shard: &Shard,
+    direction: PageDirection,
+    after: Option<(u64, u64)>,
+) -> Result<bool, StoreError> {
+    Ok(!store
+        .shard_records(shard, direction, after, 1)
+        .await?
+        .is_empty())
 }
 
 /// The first records of at most this many are scanned in one chunk, before their sizes are known.
@@ -210,7 +224,9 @@ const MAX_CHUNK: usize = 500;
 /// Scans the shard's stream from the page's cursor (exclusive) in its direction, keeping the records `filter` matches: at
 /// most the page's `limit` of them and `page_max_bytes` together (the first whatever its size), scanning at
 /// most `scanLimit` records and, after the first, `scanMaxBytes` bytes. Chunks after the first are sized
-/// by the largest record seen, so at most one chunk beyond the byte bound is read.
+/// by the largest record seen, so at most one chunk beyond the byte bound is read. The cursor is given only
+/// when a record follows the last one scanned: known from the chunk, or from one probe of one record when the
+/// bound falls on the last record of a full chunk.
 pub async fn scan(
     store: &Store,
     shard: &Shard,
@@ -234,7 +250,7 @@ pub async fn scan(
         let chunk = usize::try_from(chunk).unwrap_or(MAX_CHUNK).min(MAX_CHUNK);
         let records = store.shard_records(shard, direction, from, chunk).await?;
         let got = records.len();
-        for r in records {
+        for (i, r) in records.into_iter().enumerate() {
             let size = record_bytes(&r);
             if filter.matches(&r) {
                 if found.records.len() == limit
@@ -253,7 +269,15 @@ pub async fn scan(
             from = parse_stream_id(&r.id);
             if found.scanned >= scan_limit || found.scanned_bytes >= q.scan_max_bytes {
                 found.stopped_at_bound = true;
-                found.next_cursor = Some(r.id);
+                let follows = if i + 1 < got {
+                    true
+                } else if got < chunk {
+                    // A short chunk: the stream ended with this record.
+                    false
+                } else {
+                    record_follows(store, shard, direction, from).await?
+                };
+                found.next_cursor = follows.then_some(r.id);
                 return Ok(found);
             }
         }

@@ -5,6 +5,8 @@
 //! from its start, however they fall on the shards. The matches come out in that order (time order). The
 //! continue cursor holds each shard's last record scanned (a shard the scan did not reach keeps its start),
 //! so the next answer scans exactly the records after those: no record is scanned twice and none is skipped.
+//! The cursor is given only when a record follows: one is read ahead on some shard, or a shard whose last
+//! chunk was full (the one just scanned) has one more (`COUNT 1`).
 //! A full page (`limit` matches, or the page's byte budget) stops before the match that does not fit, which
 //! the next answer finds first.
 //!
@@ -14,7 +16,7 @@
 //! chunk per shard.
 
 use super::{Positions, format_positions};
-use crate::services::messages::find::Filter;
+use crate::services::messages::find::{Filter, record_follows};
 use crate::services::messages::{PageQuery, record_bytes};
 use rsc_store::{PageDirection, Shard, Store, StoreError, StreamRecord, parse_stream_id};
 use std::collections::{BTreeMap, VecDeque};
@@ -35,7 +37,8 @@ pub struct MergedFound {
     pub scanned_bytes: u64,
     /// Whether the scan stopped at `scanLimit` or `scanMaxBytes`.
     pub stopped_at_bound: bool,
-    /// Each shard's last record scanned (`<shard>=<id>,…`), when records may follow: where to continue.
+    /// Each shard's last record scanned (`<shard>=<id>,…`), when at least one record follows: where to
+    /// continue.
     pub next_cursor: Option<String>,
 }
 
@@ -140,9 +143,28 @@ pub async fn scan_merged(
         largest = largest.max(size as u64);
         if found.scanned >= scan_limit || found.scanned_bytes >= scan_max_bytes {
             found.stopped_at_bound = true;
-            let at_end = lanes.iter().all(|l| l.exhausted && l.buffered.is_empty());
-            found.next_cursor = (!at_end).then(|| format_positions(&positions));
+            let follows = follows(store, &lanes, direction).await?;
+            found.next_cursor = follows.then(|| format_positions(&positions));
             return Ok(found);
         }
     }
+}
+
+/// Whether any shard has a record the walk has not scanned: one read ahead, or, on a shard read ahead to
+/// nothing whose last chunk was full (only the shard just scanned can be), one more in Redis (one read of one
+/// record).
+async fn follows(
+    store: &Store,
+    lanes: &[Lane<'_>],
+    direction: PageDirection,
+) -> Result<bool, StoreError> {
+    if lanes.iter().any(|l| !l.buffered.is_empty()) {
+        return Ok(true);
+    }
+    for lane in lanes.iter().filter(|l| !l.exhausted) {
+        if record_follows(store, lane.id, direction, lane.read_from).await? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
