@@ -12,7 +12,8 @@
 //! Like ownership, deadlines decide only *when* work is done, never whether it is safe: the tick's time
 //! conditions are checked by Redis in the same script as its write.
 
-use crate::model::{Group, MemberState};
+use crate::heartbeat::awaits_confirmation;
+use crate::model::{Group, HoldReason, MemberState};
 use crate::timing::Timing;
 
 /// What the member leases in Redis say, for [`next_visit`].
@@ -72,7 +73,13 @@ pub fn next_visit(g: &Group, leases: LeaseView, timing: &Timing) -> NextVisit {
         }
     }
     for h in &g.holds {
-        at(h.until_ms);
+        // A rejoin's hold waits for the joined incarnation's confirmation, a write (or its lease end) that
+        // makes the group due anyway.
+        let awaiting = h.reason == HoldReason::PreviousIncarnationRejoined
+            && g.members.get(&h.member_id).is_some_and(awaits_confirmation);
+        if !awaiting {
+            at(h.until_ms);
+        }
     }
     for r in &g.static_reservations {
         at(r.until_ms);

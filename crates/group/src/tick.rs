@@ -14,7 +14,7 @@
 //! Every time condition is returned with the transition (`not_before_ms`, `must_be_lapsed`) so the store can
 //! check it against Redis time atomically with the write.
 
-use crate::heartbeat::{Transition, fence_member, reserve};
+use crate::heartbeat::{Transition, awaits_confirmation, fence_member, reserve};
 use crate::migration::advance;
 use crate::model::{EpochOverflow, Group, HoldReason, MemberState, ReservationReason, incremented};
 use crate::rebalance::{bump_epochs, recompute_target, settle};
@@ -116,8 +116,21 @@ pub fn tick(
     }
 
     let before = next.holds.len();
+    // A rejoin's hold is kept while the joined incarnation has not confirmed its join: its end is counted
+    // again when it does (or leaves, or is fenced), from a decision after the join's write
+    // (`heartbeat::anchor_rejoin_holds`). An expiry of that incarnation above waited for its lease, renewed
+    // by the join's write, to lapse.
+    let members = &next.members;
+    let awaiting = |h: &crate::model::Hold| {
+        h.reason == HoldReason::PreviousIncarnationRejoined
+            && members.get(&h.member_id).is_some_and(awaits_confirmation)
+    };
+    let kept: Vec<bool> = next.holds.iter().map(awaiting).collect();
+    let mut kept = kept.into_iter();
     next.holds.retain(|h| {
-        if h.until_ms <= now_ms {
+        if kept.next().unwrap_or(false) {
+            true
+        } else if h.until_ms <= now_ms {
             t.not_before_ms = t.not_before_ms.max(h.until_ms);
             false
         } else {

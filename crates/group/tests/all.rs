@@ -14,6 +14,7 @@ mod deadline_props;
 mod epoch_overflow;
 mod fuzz_corpus;
 mod rebalance_timeout;
+mod rejoin_same_id;
 mod reshard_flows;
 mod rules;
 mod simulation;

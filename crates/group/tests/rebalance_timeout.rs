@@ -14,7 +14,7 @@ use rsc_protocol::wire::{
 };
 use std::collections::{BTreeMap, BTreeSet};
 
-const T: Timing = Timing {
+pub(crate) const T: Timing = Timing {
     heartbeat_interval_ms: 1_000,
     member_lease_ttl_ms: 5_000,
     rebalance_timeout_ms: 20_000,
@@ -23,7 +23,12 @@ const T: Timing = Timing {
     static_member_grace_ms: 0,
 };
 
-fn request(member: &str, epoch: i64, owned: &[u32], draining: &[u32]) -> HeartbeatRequest {
+pub(crate) fn request(
+    member: &str,
+    epoch: i64,
+    owned: &[u32],
+    draining: &[u32],
+) -> HeartbeatRequest {
     HeartbeatRequest {
         protocol_version: 1,
         request_id: format!("{member}-{epoch}"),
@@ -53,7 +58,11 @@ fn request(member: &str, epoch: i64, owned: &[u32], draining: &[u32]) -> Heartbe
 }
 
 /// Decides and applies a heartbeat, returning (status, memberEpoch, assignedShards).
-fn beat(g: &mut Group, req: &HeartbeatRequest, now: i64) -> (HeartbeatStatus, i64, Vec<u32>) {
+pub(crate) fn beat(
+    g: &mut Group,
+    req: &HeartbeatRequest,
+    now: i64,
+) -> (HeartbeatStatus, i64, Vec<u32>) {
     let d = decide(Some(g), &req.member_id, req, now, &T);
     if let Outcome::Write(t) = d.outcome {
         *g = t.group.expect("a write carries the group");
@@ -279,15 +288,15 @@ fn a_fence_refused_as_too_early_is_renewed_once_the_clock_has_learned_redis_time
 /// the rebalance deadline); `cas.lua` takes a write only at its expected revision and not before its
 /// `not_before_ms`, then applies its lease operations.
 #[derive(Debug)]
-struct Redis {
-    group: Group,
-    revision: u64,
-    leases: BTreeMap<String, i64>,
+pub(crate) struct Redis {
+    pub(crate) group: Group,
+    pub(crate) revision: u64,
+    pub(crate) leases: BTreeMap<String, i64>,
 }
 
 /// A group read at a revision (what a replica caches).
 #[derive(Debug, Clone)]
-struct AtRevision(Group, u64);
+pub(crate) struct AtRevision(Group, u64);
 
 impl Snapshot for AtRevision {
     fn group(&self) -> &Group {
@@ -299,16 +308,16 @@ impl Snapshot for AtRevision {
 }
 
 impl Redis {
-    fn read(&self) -> AtRevision {
+    pub(crate) fn read(&self) -> AtRevision {
         AtRevision(self.group.clone(), self.revision)
     }
 
-    fn lease_live(&self, member: &str, now: i64) -> bool {
+    pub(crate) fn lease_live(&self, member: &str, now: i64) -> bool {
         self.leases.get(member).is_some_and(|end| now < *end)
     }
 
     /// heartbeat.lua at Redis time `now`.
-    fn renew(&mut self, expected: u64, member: &str, now: i64) -> Renewal {
+    pub(crate) fn renew(&mut self, expected: u64, member: &str, now: i64) -> Renewal {
         if expected != self.revision {
             return Renewal::Conflict;
         }
@@ -321,7 +330,7 @@ impl Redis {
     }
 
     /// cas.lua at Redis time `now`: whether `t` was written.
-    fn cas(&mut self, expected: u64, t: &Transition, now: i64) -> bool {
+    pub(crate) fn cas(&mut self, expected: u64, t: &Transition, now: i64) -> bool {
         if expected != self.revision
             || now < t.not_before_ms
             || t.must_be_lapsed.iter().any(|m| self.lease_live(m, now))

@@ -71,6 +71,16 @@ fn rule_1_a_restarted_incarnations_shards_are_held_until_its_last_lease_has_run_
         hold.until_ms,
         START + TIMING.member_lease_ttl_ms + TIMING.hold_margin_ms
     );
+    // The new incarnation's first heartbeat at its epoch confirms the join, and the hold is counted again
+    // from it: the join may have been written long after it was decided, and the old incarnation renewed in
+    // between (`rejoin_same_id.rs`).
+    ctx.advance(TIMING.heartbeat_interval_ms);
+    ctx.member("a").send().expect(Ok).assigned(&[]);
+    let confirmed = START + TIMING.heartbeat_interval_ms;
+    assert_eq!(
+        ctx.group.holds[0].until_ms,
+        confirmed + TIMING.member_lease_ttl_ms + TIMING.hold_margin_ms
+    );
     for _ in 0..5 {
         ctx.advance(TIMING.member_lease_ttl_ms / 5);
         ctx.member("a").send().expect(Ok).assigned(&[]);

@@ -29,7 +29,7 @@ mod transitions;
 pub use correction::restate_on_committed;
 pub use draft::Draft;
 pub use respond::{member_response, rejected_response};
-pub use transitions::{fence_member, reserve};
+pub use transitions::{anchor_rejoin_holds, awaits_confirmation, fence_member, reserve};
 
 use respond::{fenced_reply, rejected};
 use transitions::{accept, join, leave};
@@ -227,7 +227,23 @@ pub fn decide_in_place(
     } else {
         (req, false)
     };
+    let unconfirmed = g
+        .members
+        .get(&req.member_id)
+        .is_some_and(awaits_confirmation);
     let d = decide_existing(g, req, joiner, now_ms, timing, temporary);
+    if unconfirmed
+        && matches!(d.outcome, Outcome::Write(_))
+        && !g
+            .members
+            .get(&req.member_id)
+            .is_some_and(awaits_confirmation)
+        && let Some(next) = g.write()
+    {
+        // The incarnation confirmed its join (or left, or was fenced) on a group that holds the join: its
+        // previous incarnation's shards are held from this decision on, not only from the join's.
+        anchor_rejoin_holds(next, &req.member_id, now_ms, timing);
+    }
     if g.metadata_correction.is_some() {
         // A correction round's decisions read revocations: while one is open (or this request opened it),
         // nothing stays deferred, so the next decision sees the aggregate rebalanced.

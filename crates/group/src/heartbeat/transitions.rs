@@ -447,6 +447,7 @@ pub(super) fn fence_member_at(
     let Some(m) = g.members.get_mut(member_id) else {
         return;
     };
+    let unconfirmed = awaits_confirmation(m);
     let held: ShardSet = m.held().collect();
     if !held.is_empty() {
         g.holds.push(Hold {
@@ -463,6 +464,30 @@ pub(super) fn fence_member_at(
     m.revoking.clear();
     m.reported_revoking.clear();
     m.rebalance_deadline_ms = None;
+    if unconfirmed {
+        anchor_rejoin_holds(g, member_id, now_ms, timing);
+    }
+}
+
+/// Whether `m` is an incarnation that joined and has not yet confirmed its join (no heartbeat at its new
+/// epoch): a hold its join placed on the previous incarnation's shards is not lifted while it is (`tick`).
+pub fn awaits_confirmation(m: &Member) -> bool {
+    m.state == MemberState::Active && !m.join_confirmed
+}
+
+/// Counts the holds a rejoin of `member_id` placed on its previous incarnation's shards from `now_ms`, a
+/// decision made on a group that already holds the rejoin (so after the rejoin's write, whenever that landed):
+/// they end no earlier than `now_ms + lease TTL + margin`. The rejoin's own `now` may be long before its write
+/// (a paused replica), and a steady renewal of the old incarnation decided on the group before the rejoin may
+/// land in between (it does not move the revision); the old incarnation's client lease, counted from a send
+/// before the rejoin's write, has certainly run out by then (ARCHITECTURE.md, invariant 1).
+pub fn anchor_rejoin_holds(g: &mut Group, member_id: &str, now_ms: i64, timing: &Timing) {
+    let until = now_ms + timing.member_lease_ttl_ms + timing.hold_margin_ms;
+    for h in &mut g.holds {
+        if h.member_id == member_id && h.reason == HoldReason::PreviousIncarnationRejoined {
+            h.until_ms = h.until_ms.max(until);
+        }
+    }
 }
 
 /// Reserves `member_id`'s current target for `instance` until `until_ms` (replacing an older reservation of
