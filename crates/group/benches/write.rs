@@ -31,6 +31,8 @@
 //! coordinator frees once the cache holds the new one.
 //! - `coordinator_join`: a member joins a converged group of N members over N shards (a new member record, new
 //!   epochs, no shard moves).
+//! - `coordinator_static_join`: `coordinator_join` with static members (every member and the joiner have a
+//!   `groupInstanceId`).
 //! - `coordinator_release`: in a group of N members over 2N shards that a member just joined (one member told
 //!   to revoke one shard for it), that member reports the shard revoked and the batch grants it to the joiner.
 //! - `coordinator_join_then_leave`: the coordinator's state kept from one batch to the next, as it is (no group
@@ -489,6 +491,34 @@ fn coordinator_join(bencher: Bencher, members: usize) {
             "the copy caught up is the aggregate written"
         );
     }
+    bench_path(bencher, &held, "joiner", &req);
+}
+
+/// `coordinator_join` with static members: every member of the converged group has a `groupInstanceId`, and so
+/// has the joiner (a new one), so the join asks whether another live member holds its instance id.
+#[divan::bench(args = SIZES, sample_size = 1)]
+fn coordinator_static_join(bencher: Bencher, members: usize) {
+    let mut base = converged_group(members, members as u32);
+    for m in base.members.values_mut() {
+        m.group_instance_id = Some(format!("instance-{}", m.member_id));
+    }
+    let held = Held::of(base);
+    let mut req = join_request();
+    req.group_instance_id = Some("instance-joiner".into());
+    let w = coordinator_write(
+        &held.base,
+        &mut held.facts.clone(),
+        (members >= MIN_MEMBERS).then(|| (held.base.clone(), held.index.clone())),
+        (members >= MIN_MEMBERS).then(|| held.base.clone()),
+        "joiner",
+        &req,
+        &Timing::default(),
+    );
+    assert_eq!(
+        w.group.members["joiner"].group_instance_id.as_deref(),
+        Some("instance-joiner"),
+        "the joiner is a static member"
+    );
     bench_path(bencher, &held, "joiner", &req);
 }
 

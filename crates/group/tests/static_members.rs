@@ -365,3 +365,63 @@ fn an_aggregate_written_before_static_membership_still_loads() {
     let back = Group::from_json(&g.to_json()).unwrap();
     assert_eq!(back, g);
 }
+
+/// In a batch on a kept rebalance index (as the coordinator decides a large group's batches), a join asks the
+/// index who holds its instance id: a holder that left earlier in the same batch no longer counts, a live one
+/// still fences the join. (The draft also checks every such answer against the walk of every member.)
+#[test]
+fn a_batch_on_a_kept_index_finds_the_instance_holder_as_the_walk_does() {
+    use rsc_group::batch::MemberCaps;
+    use rsc_group::rebalance::RebalanceIndex;
+    use rsc_group::replica::commit::{Queued, decide_queue_indexed};
+    use std::borrow::Cow;
+
+    let now = 1_000_000;
+    let (g, procs) = three_static(now);
+    let index = RebalanceIndex::of(&g).expect("a dense group");
+    let a = &procs[0];
+    let queued = |member: &str, req: HeartbeatRequest| Queued {
+        member_id: member.to_owned(),
+        req,
+        principal: None,
+        acts_for_any_member: false,
+        reply_to: member.to_owned(),
+    };
+    let queue = vec![
+        queued(
+            "a-1",
+            request("a-1", Some("pod-a"), -1, a.metadata_version, &a.owned),
+        ),
+        queued("a-2", request("a-2", Some("pod-a"), 0, 0, &ShardSet::new())),
+        queued("x-1", request("x-1", Some("pod-b"), 0, 0, &ShardSet::new())),
+    ];
+    let decided = decide_queue_indexed(
+        Cow::Borrowed(&g),
+        Some(index),
+        queue,
+        now + 100,
+        &T,
+        MemberCaps::default(),
+        None,
+    );
+    assert_eq!(
+        decided.declined,
+        vec!["x-1".to_owned()],
+        "pod-b's live holder fences x-1"
+    );
+    let next = decided
+        .transition
+        .and_then(|t| t.group)
+        .expect("the leave and the join are written");
+    assert_eq!(next.members["a-1"].state, MemberState::Leaving);
+    assert_eq!(
+        next.active_instance("pod-a").map(|m| m.member_id.as_str()),
+        Some("a-2"),
+        "a-2 took pod-a over in the batch a-1 left in"
+    );
+    assert_eq!(
+        decided.index,
+        RebalanceIndex::of(&next),
+        "the index kept is the written aggregate's"
+    );
+}

@@ -1,6 +1,6 @@
 //! The `Draft`: the aggregate a heartbeat decision works on (copy-on-write, probing, deferred rebalance).
 
-use crate::model::{Group, Member, ShardSet};
+use crate::model::{Group, Member, MemberState, ShardSet};
 use crate::rebalance::{
     Noted, RebalanceIndex, recompute_target_indexed, recompute_target_noting, settle_indexed,
     settle_noting,
@@ -107,6 +107,37 @@ impl<'a> Draft<'a> {
         } else {
             RebalanceIndex::of(&self.group)
         }
+    }
+
+    /// The active member that holds `group_instance_id`, if any: [`Group::active_instance`]'s answer. A draft
+    /// keeping an index asks it rather than walking every member: the members it counted as holders, and
+    /// those changed since it counted them, looked at as they are now; the first in member-id order (as the
+    /// walk finds it). Tests and debug builds insist on the walk's answer.
+    pub(super) fn active_instance(&self, group_instance_id: &str) -> Option<&Member> {
+        let Some(indexed) = &self.indexed else {
+            return self.group.active_instance(group_instance_id);
+        };
+        let g = &*self.group;
+        let found = indexed
+            .index
+            .instance_holders(group_instance_id)
+            .chain(indexed.before.keys())
+            .filter_map(|id| g.members.get_key_value(id))
+            .filter(|(_, m)| {
+                m.state == MemberState::Active
+                    && m.group_instance_id.as_deref() == Some(group_instance_id)
+            })
+            .min_by(|a, b| a.0.cmp(b.0))
+            .map(|(_, m)| m);
+        #[cfg(any(test, debug_assertions))]
+        assert!(
+            match (found, g.active_instance(group_instance_id)) {
+                (Some(a), Some(b)) => std::ptr::eq(a, b),
+                (a, b) => a.is_none() && b.is_none(),
+            },
+            "the index's holder of groupInstanceId {group_instance_id} is not the walk's"
+        );
+        found
     }
 
     /// A draft whose rebalances wait for [`Draft::rebalance_now`].

@@ -69,8 +69,13 @@ pub(super) fn join(
     {
         // The reserved target becomes this member's previous target, so the sticky assignor keeps it.
         let r = next.static_reservations.remove(i);
-        let assignable = next.assignable_shards();
-        let shards: ShardSet = r.shards.intersection(&assignable).copied().collect();
+        // The reserved shards the group still assigns (`Group::assignable_shards`, without building it).
+        let shards: ShardSet = r
+            .shards
+            .iter()
+            .copied()
+            .filter(|s| *s < next.shard_count || next.draining_shards.contains(s))
+            .collect();
         next.target_assignments
             .insert(req.member_id.clone(), shards);
     }

@@ -125,10 +125,12 @@ fn check(g: &Group, index: &RebalanceIndex, noted: &Noted, expected: (Group, Not
 }
 
 /// Counts `g` afresh into `index` (left as it is if `g`'s shards are not dense: then its `fits` answers for
-/// the header it was counted under, so it is not used with `g`).
+/// the header it was counted under, so it is not used with `g`; only its instance ids, which are used whatever
+/// the header, are counted afresh).
 fn recount_all(g: &Group, index: &mut RebalanceIndex) {
-    if let Some(fresh) = RebalanceIndex::of(g) {
-        *index = fresh;
+    match RebalanceIndex::of(g) {
+        Some(fresh) => *index = fresh,
+        None => index.recount_instances(g),
     }
 }
 

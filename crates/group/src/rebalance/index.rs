@@ -10,6 +10,11 @@
 //! leaving ones). Members are counted in and out one at a time ([`RebalanceIndex::forget`],
 //! [`RebalanceIndex::count`]), so the index follows a change in what the change touched. It is only valid for
 //! the header it was counted under ([`RebalanceIndex::fits`]): the holds, gates, reservations and shard range.
+//!
+//! Beside what the rebalance reads, the index keeps which active members hold each `groupInstanceId`
+//! ([`RebalanceIndex::instance_holders`]), so that a static member's join asks whether another live process
+//! holds its identity without walking every member (`heartbeat::Draft::active_instance`). That part does not
+//! depend on the header: it is kept whether or not the index fits.
 
 use crate::model::{Group, Hold, Member, MemberState, Reservation, ShardSet};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -88,6 +93,8 @@ pub struct RebalanceIndex {
     pub(super) diverged: BTreeSet<String>,
     /// Leaving members still revoking.
     pub(super) busy: BTreeSet<String>,
+    /// Instance id → the active members with that `groupInstanceId` (one, but for a broken group).
+    instances: BTreeMap<String, BTreeSet<String>>,
 }
 
 impl RebalanceIndex {
@@ -122,6 +129,7 @@ impl RebalanceIndex {
             lacking: BTreeSet::new(),
             diverged: BTreeSet::new(),
             busy: BTreeSet::new(),
+            instances: BTreeMap::new(),
         };
         for h in &g.holds {
             for &s in &h.shards {
@@ -163,6 +171,7 @@ impl RebalanceIndex {
 
     /// Counts member `id` in, as record `m` (None: no record) with target entry `t`.
     pub(super) fn count(&mut self, id: &str, m: Option<&Member>, t: Option<&ShardSet>) {
+        self.count_instance(id, m);
         self.count_held(m);
         self.count_target(id, m, t);
         self.count_flags(id, m, t);
@@ -170,9 +179,46 @@ impl RebalanceIndex {
 
     /// Counts member `id` out, as it was counted in (the record and entry it was counted with).
     pub(super) fn forget(&mut self, id: &str, m: Option<&Member>, t: Option<&ShardSet>) {
+        self.forget_instance(id, m);
         self.forget_held(m);
         self.forget_target(id, m, t);
         self.forget_flags(id);
+    }
+
+    /// The instance id of `m`, if it is an active static member, counted in for `id`.
+    fn count_instance(&mut self, id: &str, m: Option<&Member>) {
+        if let Some(instance) = active_instance_id(m) {
+            self.instances
+                .entry(instance.to_owned())
+                .or_default()
+                .insert(id.to_owned());
+        }
+    }
+
+    fn forget_instance(&mut self, id: &str, m: Option<&Member>) {
+        if let Some(instance) = active_instance_id(m)
+            && let Some(ids) = self.instances.get_mut(instance)
+        {
+            ids.remove(id);
+            if ids.is_empty() {
+                self.instances.remove(instance);
+            }
+        }
+    }
+
+    /// The members counted as active holders of `group_instance_id`, ascending (as counted: a member changed
+    /// since is looked at again by the caller, `heartbeat::Draft::active_instance`).
+    pub fn instance_holders(&self, group_instance_id: &str) -> impl Iterator<Item = &String> + '_ {
+        self.instances.get(group_instance_id).into_iter().flatten()
+    }
+
+    /// Counts `g`'s instance ids afresh (the rest of the index is left as it is): for an index that cannot be
+    /// counted afresh as a whole (`recount_all`), so that this part stays `g`'s.
+    pub(super) fn recount_instances(&mut self, g: &Group) {
+        self.instances.clear();
+        for (id, m) in &g.members {
+            self.count_instance(id, Some(m));
+        }
     }
 
     /// The shards `m` holds, counted in (live members only; a shard both assigned and revoking counts once,
@@ -361,6 +407,12 @@ impl RebalanceIndex {
         self.diverged.remove(id);
         self.busy.remove(id);
     }
+}
+
+/// `m`'s `groupInstanceId` when it is an active member (what [`Group::active_instance`] looks for).
+fn active_instance_id(m: Option<&Member>) -> Option<&str> {
+    m.filter(|m| m.state == MemberState::Active)
+        .and_then(|m| m.group_instance_id.as_deref())
 }
 
 /// The shards `m` holds, each once.
