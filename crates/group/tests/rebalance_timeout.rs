@@ -352,7 +352,7 @@ impl Redis {
 
 /// Member a drains a revoked shard and keeps reporting it DRAINING; its lease in Redis was last renewed just
 /// before its rebalance deadline. Returns Redis, a's deadline and the request a keeps sending.
-fn a_draining_up_to_its_deadline() -> (Redis, i64, HeartbeatRequest) {
+pub(crate) fn a_draining_up_to_its_deadline() -> (Redis, i64, HeartbeatRequest) {
     let mut now = 1_000_000;
     let mut g = Group::new("s", "g", 2, now, "lc");
     let (_, a_epoch, _) = beat(&mut g, &request("a", 0, &[], &[]), now);

@@ -4,7 +4,9 @@
 //! that checks the revision and the lease, not the time). The fence's hold counts from the fence decision's
 //! `now`; these examples ask whether the renewal's OK can let the member read past the hold (invariant 1).
 
-use crate::rebalance_timeout::{AtRevision, Redis, T, beat, request};
+use crate::rebalance_timeout::{
+    AtRevision, Redis, T, a_draining_up_to_its_deadline, beat, request,
+};
 use rsc_group::heartbeat::{Caller, Outcome, Transition, decide};
 use rsc_group::model::{HoldReason, MemberState};
 use rsc_group::replica::Snapshot;
@@ -185,33 +187,6 @@ fn open_gap_a_clean_heartbeat_renewed_while_a_self_fence_for_a_faulty_report_is_
         hold_until < a_reads_until,
         "OPEN: a may read until {a_reads_until} but its shard was held only until {hold_until}"
     );
-}
-
-/// a drains a revoked shard and keeps reporting it DRAINING; its lease was last renewed just before its
-/// rebalance deadline. Returns Redis, the deadline and the request a keeps sending.
-fn a_draining_up_to_its_deadline() -> (Redis, i64, HeartbeatRequest) {
-    let mut now = 1_000_000;
-    let mut g = rsc_group::model::Group::new("s", "g", 2, now, "lc");
-    let (_, a_epoch, _) = beat(&mut g, &request("a", 0, &[], &[]), now);
-    beat(&mut g, &request("a", a_epoch, &[0, 1], &[]), now);
-    now += 1_000;
-    beat(&mut g, &request("b", 0, &[], &[]), now);
-    let (_, a_epoch, a_assigned) = beat(&mut g, &request("a", a_epoch, &[0, 1], &[]), now);
-    let kept = a_assigned[0];
-    let revoked = 1 - kept;
-    let deadline = g.members["a"].rebalance_deadline_ms.expect("a deadline");
-    let req = request("a", a_epoch, &[kept], &[revoked]);
-    assert_eq!(beat(&mut g, &req, deadline - 10).0, HeartbeatStatus::Ok);
-    let leases = [
-        ("a".to_owned(), deadline - 10 + T.member_lease_ttl_ms),
-        ("b".to_owned(), deadline - 10 + T.member_lease_ttl_ms),
-    ];
-    let redis = Redis {
-        group: g,
-        revision: 1,
-        leases: leases.into_iter().collect(),
-    };
-    (redis, deadline, req)
 }
 
 /// The deadline fence a member gets from its own heartbeat, decided by replica A at the deadline and paused
