@@ -245,19 +245,8 @@ impl Snapshot for Held {
 /// from the refusal as `clock.rs` does).
 #[test]
 fn a_fence_refused_as_too_early_is_renewed_once_the_clock_has_learned_redis_time() {
-    let mut now = 1_000_000;
-    let mut g = Group::new("s", "g", 2, now, "lc");
-    let (_, a_epoch, _) = beat(&mut g, &request("a", 0, &[], &[]), now);
-    beat(&mut g, &request("a", a_epoch, &[0, 1], &[]), now);
-    now += 1_000;
-    beat(&mut g, &request("b", 0, &[], &[]), now);
-    let (_, a_epoch, a_assigned) = beat(&mut g, &request("a", a_epoch, &[0, 1], &[]), now);
-    let kept = a_assigned[0];
-    let revoked = 1 - kept;
-    let deadline = g.members["a"].rebalance_deadline_ms.expect("a deadline");
-    let req = request("a", a_epoch, &[kept], &[revoked]);
     // The draining report is recorded a little earlier: the same report again is a steady renewal.
-    assert_eq!(beat(&mut g, &req, deadline - 10).0, HeartbeatStatus::Ok);
+    let (g, deadline, req) = a_draining_group();
     let snap = Held(g);
 
     // Redis is at deadline - 1 throughout; `ahead` is each decision's clock error.
@@ -353,6 +342,22 @@ impl Redis {
 /// Member a drains a revoked shard and keeps reporting it DRAINING; its lease in Redis was last renewed just
 /// before its rebalance deadline. Returns Redis, a's deadline and the request a keeps sending.
 pub(crate) fn a_draining_up_to_its_deadline() -> (Redis, i64, HeartbeatRequest) {
+    let (group, deadline, req) = a_draining_group();
+    let leases = [
+        ("a".to_owned(), deadline - 10 + T.member_lease_ttl_ms),
+        ("b".to_owned(), deadline - 10 + T.member_lease_ttl_ms),
+    ];
+    let redis = Redis {
+        group,
+        revision: 1,
+        leases: leases.into_iter().collect(),
+    };
+    (redis, deadline, req)
+}
+
+/// The group of [`a_draining_up_to_its_deadline`], its draining report recorded at the deadline - 10 (a
+/// steady renewal from then on): the group, a's deadline and the request a keeps sending.
+fn a_draining_group() -> (Group, i64, HeartbeatRequest) {
     let mut now = 1_000_000;
     let mut g = Group::new("s", "g", 2, now, "lc");
     let (_, a_epoch, _) = beat(&mut g, &request("a", 0, &[], &[]), now);
@@ -365,16 +370,7 @@ pub(crate) fn a_draining_up_to_its_deadline() -> (Redis, i64, HeartbeatRequest) 
     let deadline = g.members["a"].rebalance_deadline_ms.expect("a deadline");
     let req = request("a", a_epoch, &[kept], &[revoked]);
     assert_eq!(beat(&mut g, &req, deadline - 10).0, HeartbeatStatus::Ok);
-    let leases = [
-        ("a".to_owned(), deadline - 10 + T.member_lease_ttl_ms),
-        ("b".to_owned(), deadline - 10 + T.member_lease_ttl_ms),
-    ];
-    let redis = Redis {
-        group: g,
-        revision: 1,
-        leases: leases.into_iter().collect(),
-    };
-    (redis, deadline, req)
+    (g, deadline, req)
 }
 
 /// How far the renewing replica's estimate of Redis time lags Redis in these examples: the whole hold
