@@ -7,6 +7,7 @@
 mod support;
 
 // One module per test file.
+mod acknowledge;
 mod api;
 mod browse;
 mod connections;

@@ -9,6 +9,7 @@ mod fuzz_checks;
 mod sim;
 
 // One module per test file.
+mod acknowledge;
 mod assign_props;
 mod deadline_props;
 mod epoch_overflow;

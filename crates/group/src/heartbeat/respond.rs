@@ -16,16 +16,21 @@ pub fn member_response(
     req: &HeartbeatRequest,
     timing: &Timing,
 ) -> HeartbeatResponse {
-    let (member_epoch, assigned, pending) = match g.members.get(member_id) {
+    let (member_epoch, assigned, pending, acknowledge) = match g.members.get(member_id) {
         Some(m) if m.state == MemberState::Active => {
             let target = g.target_of(member_id);
             let pending: ShardSet = target.difference(&m.assigned).copied().collect();
-            (m.member_epoch, m.assigned.clone(), pending)
+            (
+                m.member_epoch,
+                m.assigned.clone(),
+                pending,
+                awaits_acknowledgement(m, req),
+            )
         }
-        Some(m) => (m.member_epoch, ShardSet::new(), ShardSet::new()),
-        None => (req.member_epoch, ShardSet::new(), ShardSet::new()),
+        Some(m) => (m.member_epoch, ShardSet::new(), ShardSet::new(), false),
+        None => (req.member_epoch, ShardSet::new(), ShardSet::new(), false),
     };
-    response(
+    let mut response = response(
         g,
         req,
         timing,
@@ -33,7 +38,27 @@ pub fn member_response(
         member_epoch,
         &assigned,
         &pending,
-    )
+    );
+    if acknowledge {
+        response.heartbeat_interval_ms = timing.acknowledge_interval_ms();
+    }
+    response
+}
+
+/// Whether `m`'s release of a shard waits only for a report at this answer's epoch: the shard was revoked at
+/// an epoch later than the one `req` reports, and `req` neither owns nor drains it (typically a grant moved on
+/// before the member heard of it). Such a member is asked back at once (`Timing::acknowledge_interval_ms`);
+/// one that owns a revoked shard heartbeats as soon as it has drained it, as it always did.
+fn awaits_acknowledgement(m: &Member, req: &HeartbeatRequest) -> bool {
+    req.member_epoch >= 0
+        && m.revoking.iter().any(|(s, &revoked_at)| {
+            revoked_at > req.member_epoch
+                && !req.owned_shards.iter().any(|o| o.shard_index == *s)
+                && !req
+                    .revoking_shards
+                    .iter()
+                    .any(|r| r.shard.shard_index == *s)
+        })
 }
 
 pub(super) fn response(

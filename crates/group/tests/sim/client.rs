@@ -326,7 +326,8 @@ impl Client {
             return;
         };
         self.sticky = replica;
-        self.next_heartbeat = now + TIMING.heartbeat_interval_ms - jitter;
+        // As the SDK does: the answer's interval (shorter when the coordinator asks for an acknowledgement).
+        self.next_heartbeat = now + (resp.heartbeat_interval_ms - jitter).max(1);
         match self.membership.on_response(at(call.sent_at), resp) {
             Applied::Retry => {
                 self.next_heartbeat = now + (TIMING.heartbeat_interval_ms / 2).max(50);

@@ -5,6 +5,7 @@
 //! load of every group.
 
 use super::*;
+use rsc_group::timing::MAX_ACKNOWLEDGE_INTERVAL_MS;
 
 /// HTTP access to the coordinator replicas.
 pub(super) struct Api {
@@ -68,6 +69,9 @@ pub(super) struct Member {
     drain: DrainModel,
     /// Shards drained by the last answer applied, not yet reported (the SDK then heartbeats at once).
     drained_now: bool,
+    /// The last answer asked for the next heartbeat within `MAX_ACKNOWLEDGE_INTERVAL_MS` (an acknowledgement
+    /// of a revocation, or a lapse about to end): the SDK sends it that soon, so well within a round.
+    asked_back_now: bool,
     /// This process dies once its next request is answered (`--restart-mode crash`).
     dies: bool,
     /// This process is gone: it applies and sends nothing more.
@@ -99,6 +103,7 @@ impl Member {
             last: None,
             drain,
             drained_now: false,
+            asked_back_now: false,
             dies: false,
             gone: false,
         }
@@ -157,6 +162,7 @@ impl Member {
     /// Applies the answer to the last request, sent at `sent_at`.
     pub(super) fn apply(&mut self, sent_at: Instant, resp: HeartbeatResponse) {
         self.drained_now = false;
+        self.asked_back_now = resp.heartbeat_interval_ms <= MAX_ACKNOWLEDGE_INTERVAL_MS;
         if self.dies {
             self.gone = true;
             self.last = Some((resp.status, resp.assignment));
@@ -178,9 +184,10 @@ impl Member {
     }
 
     /// Whether the SDK would send its next heartbeat at once rather than at its interval: a shard drained
-    /// when the last answer was applied, and its `REVOKED` is yet to be reported.
+    /// when the last answer was applied, and its `REVOKED` is yet to be reported, or the answer asked to hear
+    /// from the member again within a moment.
     pub(super) fn heartbeat_now(&self) -> bool {
-        !self.gone && self.drained_now
+        !self.gone && (self.drained_now || self.asked_back_now)
     }
 
     /// The leave this process began is over: released and confirmed, or the process was killed.
