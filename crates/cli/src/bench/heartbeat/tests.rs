@@ -317,6 +317,31 @@ fn with_the_instant_drain_a_given_up_shard_is_reported_revoked_in_a_heartbeat_se
     assert!(m.settled());
 }
 
+/// An answer asking for the next heartbeat within `MAX_ACKNOWLEDGE_INTERVAL_MS` (the coordinator wants a
+/// report at its new epoch, to release a shard this member never started reading): the SDK sends it that
+/// soon, which the round model makes "at once"; an answer at the normal interval does not.
+#[test]
+fn an_answer_asking_for_an_acknowledgement_is_heartbeated_at_once() {
+    let mut m = Member::new(0, 0, 0, DrainModel::Instant, None);
+    let now = Instant::now();
+    m.request();
+    m.apply(now, answer(HeartbeatStatus::Ok, 1, &[0], &[]));
+    assert!(!m.heartbeat_now());
+    m.request();
+    let mut ack = answer(HeartbeatStatus::Ok, 3, &[0], &[]);
+    ack.heartbeat_interval_ms = rsc_group::timing::MAX_ACKNOWLEDGE_INTERVAL_MS;
+    m.apply(now, ack);
+    assert!(m.heartbeat_now(), "asked back within 100 ms");
+    assert_eq!(
+        m.request().member_epoch,
+        3,
+        "the acknowledgement carries the new epoch"
+    );
+    m.apply(now, answer(HeartbeatStatus::Ok, 3, &[0], &[]));
+    assert!(!m.heartbeat_now(), "back to the interval");
+    assert!(m.settled());
+}
+
 fn joined_member(instance: Option<&str>) -> Member {
     let mut m = Member::new(3, 1, 0, DrainModel::Instant, instance);
     m.request();
