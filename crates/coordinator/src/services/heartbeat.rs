@@ -121,6 +121,12 @@ impl Heartbeats<'_> {
         caller: Caller<'_>,
     ) -> Result<HeartbeatResponse, CoordError> {
         let (mut response, lapse) = self.decide(name, member_id, req, caller).await?;
+        if response.status == HeartbeatStatus::Ok
+            && response.heartbeat_interval_ms < self.timing().heartbeat_interval_ms
+        {
+            // Only the acknowledgement request shortens an answer before the failover hint below.
+            Stats::bump(&self.stats().acknowledgements_requested);
+        }
         let Some(lapse) = lapse.filter(|_| response.status == HeartbeatStatus::Ok) else {
             return Ok(response);
         };

@@ -397,7 +397,7 @@ fn counters(stats: &Stats) -> Registry {
         "Producer routing requests, by status",
         routing,
     );
-    let plain: [(&str, &str, &std::sync::atomic::AtomicU64); 13] = [
+    let plain: [(&str, &str, &std::sync::atomic::AtomicU64); 14] = [
         (
             "member_fenced",
             "Members fenced (stale report or rebalance timeout)",
@@ -462,6 +462,11 @@ fn counters(stats: &Stats) -> Registry {
             "failover_grant_in_answer",
             "Heartbeats that expired a just-lapsed peer and answered with the shards it freed",
             &stats.failover_grants_in_answer,
+        ),
+        (
+            "acknowledgement_requested",
+            "Heartbeat answers that asked a member back at once to acknowledge the revocation of a shard it never started reading",
+            &stats.acknowledgements_requested,
         ),
     ];
     for (name, help, counter) in plain {
