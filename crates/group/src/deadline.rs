@@ -77,7 +77,10 @@ pub fn next_visit(g: &Group, leases: LeaseView, timing: &Timing) -> NextVisit {
         // makes the group due anyway.
         let awaiting = h.reason == HoldReason::PreviousIncarnationRejoined
             && g.members.get(&h.member_id).is_some_and(awaits_confirmation);
-        if !awaiting {
+        if h.anchor_pending {
+            // Its end is counted by the next tick: due at once.
+            at(0);
+        } else if !awaiting {
             at(h.until_ms);
         }
     }
@@ -136,6 +139,7 @@ mod tests {
             shards: BTreeSet::from([1]),
             until_ms: 9_000,
             reason: "test".into(),
+            anchor_pending: false,
         });
         assert_eq!(next_visit(&g, leases, &t), NextVisit::At(9_000));
         g.members

@@ -48,6 +48,7 @@ pub fn place(
         shards: shards.clone(),
         until_ms,
         reason: HoldReason::OffsetReset,
+        anchor_pending: false,
     });
     next.updated_at_ms = now_ms;
     Ok(next)
@@ -136,6 +137,7 @@ mod tests {
             shards: [1].into_iter().collect(),
             until_ms: 5_000,
             reason: HoldReason::RebalanceTimeout,
+            anchor_pending: false,
         });
         let shards: ShardSet = [0].into_iter().collect();
         assert!(matches!(

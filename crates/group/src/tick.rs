@@ -4,7 +4,8 @@
 //!   their shards are released at once — their client-side lease, shorter than ours, has already run out;
 //! - rebalance timeout: a member that has not released revoked shards in time is FENCED and its shards are
 //!   held until its last lease has certainly run out;
-//! - holds whose time has come are dropped, so their shards can be granted;
+//! - holds whose time has come are dropped, so their shards can be granted; a hold whose end is still to be
+//!   counted (`Hold::anchor_pending`) has it counted from this tick's `now` instead;
 //! - a static member whose lease lapsed leaves its target reserved for its `groupInstanceId` for the
 //!   static-member grace; reservations past it are dropped and their shards rebalanced;
 //! - terminal members are forgotten after the retention period;
@@ -113,6 +114,19 @@ pub fn tick(
         t.remove.push(id.clone());
         report.fenced.push(id);
         membership_changed = true;
+    }
+
+    // A hold whose end is still to be counted (a fence decided on a heartbeat, `Hold::anchor_pending`): this
+    // tick read it written, so every renewal of its member that can have landed before that write landed
+    // before `now` (give or take the clock's error, which the margin covers); its client lease ends by
+    // `now` + lease TTL.
+    for h in &mut next.holds {
+        if h.anchor_pending {
+            h.until_ms = h
+                .until_ms
+                .max(now_ms + timing.member_lease_ttl_ms + timing.hold_margin_ms);
+            h.anchor_pending = false;
+        }
     }
 
     let before = next.holds.len();

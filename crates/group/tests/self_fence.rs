@@ -130,24 +130,27 @@ fn a_clean_heartbeat_decided_before_a_self_fence_and_landing_after_it_renews_not
     assert!(!redis.leases.contains_key("a"), "nothing was renewed");
 }
 
-/// OPEN (ARCHITECTURE.md, invariant 1, "a self-fence for a report outside its grants"): this example shows the
-/// gap as it stands and passes because it is there; once it is closed, turn its last assertion round.
-///
-/// Replica A decides a's faulty heartbeat at `decided` (a fence holding a's shard until `decided + lease TTL +
-/// margin`) and pauses before writing. a gets no answer (A answers only once the write lands); its client
-/// lease still counts from its last OK, but its next heartbeats, clean reports sent through replica B, are
-/// steady renewals on the group as Redis still holds it (a fence not written moves no revision) and answered
-/// OK, each moving a's client lease on. A's write then lands (a renewal leaves the revision) and its hold ends
-/// at the fence decision's clock, while a, told OK a pause later, may still read: the shard goes to b while a
-/// reads it. The self-decided deadline fence is not exposed this way (below): a renewal is decided only
-/// before the deadline, which bounds its send; nothing bounds the send of a renewal racing a report fence.
+/// Replica A decides a's faulty heartbeat at `decided` (a fence holding a's shard) and pauses before writing.
+/// a gets no answer (A answers only once the write lands); its client lease still counts from its last OK,
+/// but its next heartbeats, clean reports sent through replica B, are steady renewals on the group as Redis
+/// still holds it (a fence not written moves no revision) and answered OK, each moving a's client lease on.
+/// A's write then lands (a renewal leaves the revision). Nothing bounds those renewals' sends from the
+/// decision, so the fence's hold is written with its end still to be counted (`Hold::anchor_pending`): the
+/// first tick that reads it written counts it from its own `now`, after every renewal that landed before the
+/// write, and the shard goes to b only once a's last client lease has run out (ARCHITECTURE.md, invariant 1).
+/// Fails without the pending end (the hold would end at the decision's clock, before the write landed: the
+/// shard went to b at once while a read it) or without the tick's counting (the hold would never end).
 #[test]
-fn open_gap_a_clean_heartbeat_renewed_while_a_self_fence_for_a_faulty_report_is_paused() {
+fn a_self_fence_paused_behind_clean_renewals_holds_the_shard_from_the_first_tick_that_reads_it() {
     let (mut redis, a_epoch, kept, taken) = a_and_b_reading();
     let decided = 1_002_000;
     let fence = faulty_report_fenced(&redis, a_epoch, kept, taken, decided);
     let base = redis.revision;
-    let hold_until = fence.group.as_ref().unwrap().holds[0].until_ms;
+    let hold = fence.group.as_ref().unwrap().holds[0].clone();
+    assert!(
+        hold.anchor_pending,
+        "written with its end still to be counted"
+    );
 
     // a heartbeats every interval through B while A is paused, each renewed and answered OK.
     let clean = request("a", a_epoch, &[kept], &[]);
@@ -163,30 +166,73 @@ fn open_gap_a_clean_heartbeat_renewed_while_a_self_fence_for_a_faulty_report_is_
     }
     let a_reads_until = sent + T.member_lease_ttl_ms;
 
-    // A's write lands: the renewals left the revision as it was.
+    // A's write lands: the renewals left the revision as it was. The decision's clock is long past.
     let landed = sent + 1;
     assert!(redis.cas(base, &fence, landed), "the fence's write lands");
-    assert_eq!(redis.group.holds[0].until_ms, hold_until);
-    assert!(hold_until <= landed, "the hold has already run out");
+    assert!(hold.until_ms <= landed);
+    assert!(redis.group.holds[0].in_effect_at(landed));
+    assert_eq!(
+        rsc_group::deadline::next_visit(
+            &redis.group,
+            rsc_group::deadline::LeaseView {
+                earliest_end_ms: redis.leases.values().min().copied(),
+                entries: redis.leases.len(),
+            },
+            &T
+        ),
+        rsc_group::deadline::NextVisit::At(0),
+        "a hold whose end is to be counted makes its group due at once"
+    );
 
-    // The reconciler lifts the hold at once, and b is granted a's shard while a may still read it.
-    let (lift, _) = tick(&redis.group, landed, &BTreeSet::new(), &T)
+    // The first tick that reads it counts its end from its own clock, and lifts nothing.
+    let (anchor, report) = tick(&redis.group, landed, &BTreeSet::new(), &T)
         .unwrap()
-        .expect("the hold runs out");
-    let lifted = redis.revision;
-    assert!(redis.cas(lifted, &lift, landed));
+        .expect("the hold's end is counted");
+    assert_eq!(report.holds_released, 0);
+    let at = redis.revision;
+    assert!(redis.cas(at, &anchor, landed));
+    let counted = &redis.group.holds[0];
+    assert!(!counted.anchor_pending);
+    assert_eq!(
+        counted.until_ms,
+        landed + T.member_lease_ttl_ms + T.hold_margin_ms
+    );
+    assert!(
+        a_reads_until <= counted.until_ms,
+        "a may read until {a_reads_until}; its shard is held until {}",
+        counted.until_ms
+    );
+    let until = counted.until_ms;
+
+    // b is not granted a's shard while a may read it.
     let b_epoch = redis.group.members["b"].member_epoch;
     let (_, _, b_assigned) = beat(
         &mut redis.group,
         &request("b", b_epoch, &[taken], &[]),
-        landed,
+        a_reads_until,
+    );
+    assert!(!b_assigned.contains(&kept), "still held at {a_reads_until}");
+    assert!(
+        tick(&redis.group, until - 1, &BTreeSet::new(), &T)
+            .unwrap()
+            .is_none_or(|(_, r)| r.holds_released == 0)
+    );
+
+    // Once it ends, the shard moves on.
+    let (lift, report) = tick(&redis.group, until, &BTreeSet::new(), &T)
+        .unwrap()
+        .expect("the hold runs out");
+    assert_eq!(report.holds_released, 1);
+    let lifted = redis.revision;
+    assert!(redis.cas(lifted, &lift, until));
+    let b_epoch = redis.group.members["b"].member_epoch;
+    let (_, _, b_assigned) = beat(
+        &mut redis.group,
+        &request("b", b_epoch, &[taken], &[]),
+        until,
     );
     assert!(b_assigned.contains(&kept), "b is granted a's shard");
-    assert!(landed < a_reads_until);
-    assert!(
-        hold_until < a_reads_until,
-        "OPEN: a may read until {a_reads_until} but its shard was held only until {hold_until}"
-    );
+    assert!(rsc_group::invariants::check(&redis.group).is_empty());
 }
 
 /// The deadline fence a member gets from its own heartbeat, decided by replica A at the deadline and paused

@@ -330,7 +330,7 @@ impl Admin<'_> {
         force: bool,
         now_ms: i64,
     ) -> Result<BTreeSet<String>, CoordError> {
-        if let Some(h) = group.holds.iter().find(|h| h.until_ms > now_ms) {
+        if let Some(h) = group.holds.iter().find(|h| h.in_effect_at(now_ms)) {
             if h.member_id == reset_hold::RESET_HOLD_MEMBER {
                 return Err(ActiveMembers::ResetRunning {
                     shards: h.shards.clone(),

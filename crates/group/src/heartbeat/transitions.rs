@@ -48,6 +48,7 @@ pub(super) fn join(
             shards: held,
             until_ms: now_ms + timing.member_lease_ttl_ms + timing.hold_margin_ms,
             reason: HoldReason::PreviousIncarnationRejoined,
+            anchor_pending: false,
         });
     }
     let name = req
@@ -454,6 +455,7 @@ pub(super) fn fence_member_at(
             member_id: member_id.to_owned(),
             shards: held,
             until_ms: now_ms + timing.member_lease_ttl_ms + timing.hold_margin_ms,
+            anchor_pending: reason == HoldReason::OwnershipReportOutsideGrants,
             reason,
         });
     }

@@ -359,6 +359,7 @@ mod tests {
                 shards: [next(10) as u32].into(),
                 until_ms: 1,
                 reason: "test".into(),
+                anchor_pending: false,
             });
         }
         for _ in 0..next(3) {

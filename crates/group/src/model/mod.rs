@@ -245,6 +245,22 @@ pub struct Hold {
     pub until_ms: i64,
     /// Why (stored and shown to operators in words).
     pub reason: HoldReason,
+    /// The end is still to be counted again, by the first tick that reads the hold written
+    /// ([`crate::tick::tick`]: `until_ms` becomes at least that tick's `now` + lease TTL + margin), and until
+    /// then the hold does not end whatever `until_ms` says. Set by a fence decided on a member's report of
+    /// owning a shard outside its grants: that write may land long after its decision, behind steady
+    /// renewals of the same member through other replicas (they do not move the revision), so only a
+    /// decision that reads the fence written bounds the member's last client lease (ARCHITECTURE.md,
+    /// invariant 1). Absent from the stored JSON when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub anchor_pending: bool,
+}
+
+impl Hold {
+    /// Whether the hold still keeps its shards at `now_ms` (Redis time).
+    pub fn in_effect_at(&self, now_ms: i64) -> bool {
+        self.anchor_pending || self.until_ms > now_ms
+    }
 }
 
 /// Why a static member's target is reserved.

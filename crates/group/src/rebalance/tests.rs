@@ -234,6 +234,7 @@ fn the_one_walk_settle_is_the_three_walk_one() {
                 shards: rng.shards(3, shard_count),
                 until_ms: 9,
                 reason: HoldReason::RebalanceTimeout,
+                anchor_pending: false,
             });
         }
         if rng.chance(5) {
@@ -324,6 +325,7 @@ fn the_rebalance_by_the_index_is_the_full_one() {
                 shards: rng.shards(2, shard_count),
                 until_ms: 9,
                 reason: HoldReason::RebalanceTimeout,
+                anchor_pending: false,
             });
         }
         if rng.chance(6) {
