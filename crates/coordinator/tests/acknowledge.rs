@@ -6,20 +6,12 @@
 use crate::support;
 
 use rsc_testkit::RedisServer;
-use serde_json::Value;
 use std::time::Duration;
 use support::*;
 
 /// `test_config`'s heartbeat interval, and the acknowledge interval it implies (a tenth).
 const INTERVAL_MS: i64 = 200;
 const ACKNOWLEDGE_MS: i64 = 20;
-
-async fn beat(api: &Api, p: &str, m: &mut Member) -> Value {
-    let r = api.heartbeat(p, p, m).await;
-    assert_eq!(r["status"], "OK", "{r}");
-    m.adopt(&r);
-    r
-}
 
 #[tokio::test]
 async fn a_grant_moved_on_before_its_member_heard_of_it_is_acknowledged_at_once_and_handed_over() {
@@ -32,7 +24,7 @@ async fn a_grant_moved_on_before_its_member_heard_of_it_is_acknowledged_at_once_
     let mut b = Member::new("b");
     for _ in 0..4 {
         for m in [&mut a, &mut b] {
-            let r = beat(&api, p, m).await;
+            let r = beat_ok(&api, p, m).await;
             assert_eq!(r["heartbeatIntervalMs"], INTERVAL_MS, "{r}");
         }
     }
@@ -42,12 +34,12 @@ async fn a_grant_moved_on_before_its_member_heard_of_it_is_acknowledged_at_once_
     // b leaves gracefully: its two shards are released at once and granted to a, which has not heartbeated.
     b.membership.begin_leave();
     b.membership.drained_all();
-    let r = beat(&api, p, &mut b).await;
+    let r = beat_ok(&api, p, &mut b).await;
     assert!(b.membership.left(), "the leave is complete: {r}");
 
     // c joins before a heartbeats: c is targeted two shards, the ones a was granted but never told of.
     let mut c = Member::new("c");
-    let r = beat(&api, p, &mut c).await;
+    let r = beat_ok(&api, p, &mut c).await;
     assert_eq!(
         r["heartbeatIntervalMs"], INTERVAL_MS,
         "a join keeps the interval: {r}"
@@ -60,7 +52,7 @@ async fn a_grant_moved_on_before_its_member_heard_of_it_is_acknowledged_at_once_
     );
 
     // a's heartbeat at its old epoch cannot release them; its answer asks for the next one at once.
-    let r = beat(&api, p, &mut a).await;
+    let r = beat_ok(&api, p, &mut a).await;
     assert!(r["memberEpoch"].as_i64().unwrap() > a_epoch, "{r}");
     assert_eq!(r["heartbeatIntervalMs"], ACKNOWLEDGE_MS, "{r}");
     assert_eq!(
@@ -68,7 +60,7 @@ async fn a_grant_moved_on_before_its_member_heard_of_it_is_acknowledged_at_once_
         Some(Duration::from_millis(ACKNOWLEDGE_MS as u64)),
         "the SDK's membership takes the answer's interval"
     );
-    let r = beat(&api, p, &mut c).await;
+    let r = beat_ok(&api, p, &mut c).await;
     assert_eq!(
         shards(&r["assignment"]["assignedShards"]),
         Vec::<u32>::new(),
@@ -76,12 +68,12 @@ async fn a_grant_moved_on_before_its_member_heard_of_it_is_acknowledged_at_once_
     );
 
     // The acknowledgement releases them; c is granted them at its next heartbeat.
-    let r = beat(&api, p, &mut a).await;
+    let r = beat_ok(&api, p, &mut a).await;
     assert_eq!(
         r["heartbeatIntervalMs"], INTERVAL_MS,
         "nothing left to acknowledge: {r}"
     );
-    let r = beat(&api, p, &mut c).await;
+    let r = beat_ok(&api, p, &mut c).await;
     assert_eq!(shards(&r["assignment"]["assignedShards"]), pending, "{r}");
     assert_disjoint(&[&a, &c]);
     assert_eq!(a.owned().len() + c.owned().len(), 4);

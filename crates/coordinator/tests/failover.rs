@@ -9,24 +9,10 @@ use crate::support;
 
 use rsc_coordinator::config::Dur;
 use rsc_testkit::RedisServer;
-use serde_json::Value;
 use std::time::Duration;
 use support::*;
 
 const INTERVAL_MS: i64 = 500;
-
-async fn beat(api: &Api, p: &str, m: &mut Member) -> Value {
-    let r = api.heartbeat(p, p, m).await;
-    assert_eq!(r["status"], "OK", "{r}");
-    m.adopt(&r);
-    r
-}
-
-/// Redis time in milliseconds.
-async fn redis_now(conn: &mut redis::aio::MultiplexedConnection) -> i64 {
-    let (secs, micros): (i64, i64) = redis::cmd("TIME").query_async(conn).await.unwrap();
-    secs * 1_000 + micros / 1_000
-}
 
 #[tokio::test]
 async fn the_member_that_takes_over_a_lapsed_members_shard_learns_of_it_in_its_first_heartbeat_after_the_lapse()
@@ -49,7 +35,7 @@ async fn the_member_that_takes_over_a_lapsed_members_shard_learns_of_it_in_its_f
     let mut c = Member::new("c");
     for _ in 0..5 {
         for m in [&mut a, &mut b, &mut c] {
-            beat(&api, p, m).await;
+            beat_ok(&api, p, m).await;
         }
     }
     for m in [&a, &b, &c] {
@@ -76,14 +62,14 @@ async fn the_member_that_takes_over_a_lapsed_members_shard_learns_of_it_in_its_f
         if now >= deadline {
             break;
         }
-        let r = beat(&api, p, &mut a).await;
+        let r = beat_ok(&api, p, &mut a).await;
         assert_eq!(a.owned().len(), 1, "no grant before c's lease lapsed: {r}");
         let interval = r["heartbeatIntervalMs"].as_i64().unwrap();
         if now >= deadline - INTERVAL_MS + 50 {
             a_shortest = a_shortest.min(interval);
         }
         if now < deadline - 300 {
-            let r = beat(&api, p, &mut b).await;
+            let r = beat_ok(&api, p, &mut b).await;
             b_shortest = b_shortest.min(r["heartbeatIntervalMs"].as_i64().unwrap());
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -99,7 +85,7 @@ async fn the_member_that_takes_over_a_lapsed_members_shard_learns_of_it_in_its_f
     );
 
     // a's first heartbeat after the deadline answers with c's shard.
-    let r = beat(&api, p, &mut a).await;
+    let r = beat_ok(&api, p, &mut a).await;
     assert!(
         a.owned().contains(&c_shard),
         "a's first heartbeat after c's lapse carries c's shard {c_shard}: {r}"

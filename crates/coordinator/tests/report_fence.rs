@@ -15,31 +15,6 @@ use serde_json::{Value, json};
 use std::time::Duration;
 use support::*;
 
-async fn beat(api: &Api, p: &str, m: &mut Member) -> Value {
-    let r = api.heartbeat(p, p, m).await;
-    assert_eq!(r["status"], "OK", "{r}");
-    m.adopt(&r);
-    r
-}
-
-async fn assignments(api: &Api, p: &str) -> Value {
-    let r = api
-        .send(
-            "GET",
-            &format!("/coord/v1/monitoring/streams/{p}/groups/{p}/assignments"),
-            None,
-        )
-        .await;
-    assert_eq!(r.status, 200, "{}", r.body);
-    r.body
-}
-
-/// Redis time in milliseconds.
-async fn redis_now(conn: &mut redis::aio::MultiplexedConnection) -> i64 {
-    let (secs, micros): (i64, i64) = redis::cmd("TIME").query_async(conn).await.unwrap();
-    secs * 1_000 + micros / 1_000
-}
-
 /// The group's stored header (layout 4: plain JSON).
 async fn stored_header(conn: &mut redis::aio::MultiplexedConnection, key: &str) -> String {
     redis::cmd("HGET")
@@ -67,7 +42,7 @@ async fn a_self_fences_hold_is_counted_by_the_first_reconciler_pass_that_reads_i
     let mut b = Member::new("b");
     for _ in 0..4 {
         for m in [&mut a, &mut b] {
-            beat(&api, p, m).await;
+            beat_ok(&api, p, m).await;
         }
     }
     assert_eq!((a.owned().len(), b.owned().len()), (1, 1), "converged");
@@ -85,7 +60,7 @@ async fn a_self_fences_hold_is_counted_by_the_first_reconciler_pass_that_reads_i
         .await;
     assert_eq!(r.status, 200);
     assert_eq!(r.body["status"], "FENCED_MEMBER_EPOCH", "{}", r.body);
-    let view = assignments(&api, p).await;
+    let view = group_view(&api, p, "assignments").await;
     let holds = view["holds"].as_array().expect("holds listed");
     assert_eq!(holds.len(), 1, "{view}");
     assert_eq!(holds[0]["memberId"], "a");
@@ -102,7 +77,7 @@ async fn a_self_fences_hold_is_counted_by_the_first_reconciler_pass_that_reads_i
     // Long past the end the fence's decision gave it, the hold still keeps the shard from b: no pass read it.
     let deadline = std::time::Instant::now() + Duration::from_secs(15);
     while redis_now(&mut conn).await <= first_until + 200 {
-        let r = beat(&api, p, &mut b).await;
+        let r = beat_ok(&api, p, &mut b).await;
         assert!(!b.owned().contains(&kept), "held: {r}");
         assert!(
             std::time::Instant::now() < deadline,
@@ -110,7 +85,7 @@ async fn a_self_fences_hold_is_counted_by_the_first_reconciler_pass_that_reads_i
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let r = beat(&api, p, &mut b).await;
+    let r = beat_ok(&api, p, &mut b).await;
     assert!(!b.owned().contains(&kept), "held past its first end: {r}");
     running.shutdown().await.unwrap();
 
@@ -140,6 +115,6 @@ async fn a_self_fences_hold_is_counted_by_the_first_reconciler_pass_that_reads_i
     );
     let header = stored_header(&mut conn, &key).await;
     assert!(!header.contains("anchorPending"), "{header}");
-    assert_eq!(assignments(&api, p).await["holds"], json!([]));
+    assert_eq!(group_view(&api, p, "assignments").await["holds"], json!([]));
     running.shutdown().await.unwrap();
 }

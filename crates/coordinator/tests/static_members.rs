@@ -28,21 +28,9 @@ async fn beat(api: &Api, p: &str, m: &mut Member) -> Value {
     r
 }
 
-async fn view(api: &Api, p: &str, what: &str) -> Value {
-    let r = api
-        .send(
-            "GET",
-            &format!("/coord/v1/monitoring/streams/{p}/groups/{p}/{what}"),
-            None,
-        )
-        .await;
-    assert_eq!(r.status, 200, "{}", r.body);
-    r.body
-}
-
 /// The state of `member` in the members view (None: not listed).
 async fn member_state(api: &Api, p: &str, member: &str) -> Option<String> {
-    let v = view(api, p, "members").await;
+    let v = group_view(api, p, "members").await;
     v["members"]
         .as_array()?
         .iter()
@@ -84,7 +72,7 @@ async fn a_crashed_static_member_restarted_within_the_grace_gets_its_shards_back
     let c1 = ms.pop().unwrap();
     let (mut a, mut b) = (ms.remove(0), ms.remove(0));
     let others = owned(&[&a, &b]);
-    let members = view(&api, p, "members").await;
+    let members = group_view(&api, p, "members").await;
     assert!(
         members["members"]
             .as_array()
@@ -126,7 +114,7 @@ async fn a_crashed_static_member_restarted_within_the_grace_gets_its_shards_back
         beat(&api, p, &mut b).await;
     }
     assert_eq!(owned(&[&a, &b]), others);
-    let v = view(&api, p, "assignments").await;
+    let v = group_view(&api, p, "assignments").await;
     assert_eq!(v["staticReservations"], json!([]), "{v}");
     running.shutdown().await.unwrap();
 }
@@ -150,7 +138,7 @@ async fn past_the_grace_a_crashed_static_members_shards_are_rebalanced() {
         );
         beat(&api, p, &mut a).await;
         beat(&api, p, &mut b).await;
-        let v = view(&api, p, "assignments").await;
+        let v = group_view(&api, p, "assignments").await;
         if let Some(r) = v["staticReservations"].as_array().and_then(|r| r.first()) {
             break r.clone();
         }
@@ -171,7 +159,7 @@ async fn past_the_grace_a_crashed_static_members_shards_are_rebalanced() {
         beat(&api, p, &mut b).await;
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let v = view(&api, p, "assignments").await;
+    let v = group_view(&api, p, "assignments").await;
     assert_eq!(v["staticReservations"], json!([]), "{v}");
     assert_disjoint(&[&a, &b]);
     running.shutdown().await.unwrap();
@@ -255,7 +243,7 @@ async fn a_temporary_leave_keeps_the_shards_for_the_next_process_of_the_instance
     let r = beat(&api, p, &mut c1).await;
     assert_eq!(r["status"], "OK", "{r}");
     assert!(c1.membership.left(), "the leave is complete");
-    let v = view(&api, p, "assignments").await;
+    let v = group_view(&api, p, "assignments").await;
     let reservations = v["staticReservations"].as_array().unwrap();
     assert_eq!(reservations.len(), 1, "{v}");
     assert_eq!(reservations[0]["reason"], "TEMPORARY_LEAVE");
@@ -271,7 +259,7 @@ async fn a_temporary_leave_keeps_the_shards_for_the_next_process_of_the_instance
     }
     assert_eq!(c2.owned(), c1_shards);
     assert_eq!(owned(&[&a, &b]), others);
-    let v = view(&api, p, "assignments").await;
+    let v = group_view(&api, p, "assignments").await;
     assert_eq!(v["staticReservations"], json!([]), "{v}");
     running.shutdown().await.unwrap();
 }

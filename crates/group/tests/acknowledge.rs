@@ -82,13 +82,7 @@ fn a_report_made_before_the_revocation_still_releases_nothing_whatever_the_inter
 
 #[test]
 fn a_member_that_owns_the_revoked_shard_is_not_hurried_it_heartbeats_when_drained() {
-    let mut ctx = Context::new().shards(4).build();
-    ctx.member("a")
-        .joins()
-        .send()
-        .expect(Ok)
-        .assigned(&[0, 1, 2, 3]);
-    ctx.member("a").send().expect(Ok);
+    let mut ctx = crate::rules::two_members_one_revoking();
     ctx.member("b").joins().send().expect(Ok);
     // a owns all four: the answer revoking two of them keeps the normal interval (the SDK heartbeats as soon
     // as they have drained, and a report of them draining needs no hurry).

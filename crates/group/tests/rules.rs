@@ -16,7 +16,7 @@ use rsc_protocol::wire::HeartbeatStatus::{
 };
 
 /// `a` owns all four shards, then `b` joins: `a` must give two up.
-fn two_members_one_revoking() -> Context {
+pub(crate) fn two_members_one_revoking() -> Context {
     let mut ctx = Context::new().shards(4).build();
     ctx.member("a")
         .joins()

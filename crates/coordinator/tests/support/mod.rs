@@ -362,3 +362,30 @@ pub fn assert_disjoint(members: &[&Member]) {
         }
     }
 }
+
+/// A heartbeat of `m` to group `p` of stream `p` that must be answered OK; `m` adopts the answer.
+pub async fn beat_ok(api: &Api, p: &str, m: &mut Member) -> Value {
+    let r = api.heartbeat(p, p, m).await;
+    assert_eq!(r["status"], "OK", "{r}");
+    m.adopt(&r);
+    r
+}
+
+/// Redis time in milliseconds.
+pub async fn redis_now(conn: &mut redis::aio::MultiplexedConnection) -> i64 {
+    let (secs, micros): (i64, i64) = redis::cmd("TIME").query_async(conn).await.unwrap();
+    secs * 1_000 + micros / 1_000
+}
+
+/// A monitoring view (`assignments`, `members`, …) of group `p` of stream `p`, which must answer 200.
+pub async fn group_view(api: &Api, p: &str, what: &str) -> Value {
+    let r = api
+        .send(
+            "GET",
+            &format!("/coord/v1/monitoring/streams/{p}/groups/{p}/{what}"),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.body
+}
