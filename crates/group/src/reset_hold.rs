@@ -28,8 +28,9 @@ pub enum PlaceError {
 }
 
 /// `g` with a reset hold over `shards` until `until_ms`, placed at `now_ms` (Redis time: the caller makes
-/// the write conditional on it); refused while a member is live or any hold lasts past `now_ms` (holds that
-/// have ended are left for `tick` to drop).
+/// the write conditional on it); refused while a member is live or any hold is in effect at `now_ms`
+/// (`Hold::in_effect_at`: one whose end is still to be counted is; holds that have ended are left for `tick`
+/// to drop).
 pub fn place(
     g: &Group,
     shards: &ShardSet,
@@ -39,7 +40,7 @@ pub fn place(
     if let Some(m) = g.members.values().find(|m| m.state.is_live()) {
         return Err(PlaceError::LiveMember(m.member_id.clone()));
     }
-    if let Some(h) = g.holds.iter().find(|h| h.until_ms > now_ms) {
+    if let Some(h) = g.holds.iter().find(|h| h.in_effect_at(now_ms)) {
         return Err(PlaceError::Held(h.clone()));
     }
     let mut next = g.clone();
@@ -147,5 +148,11 @@ mod tests {
         let placed = place(&g, &shards, 5_000, 9_000).expect("the old hold ended");
         assert_eq!(placed.holds.len(), 2, "the ended hold is tick's to drop");
         assert_eq!(placed.holds[1].member_id, RESET_HOLD_MEMBER);
+        // A hold whose end is still to be counted keeps its shards whatever its first end says.
+        g.holds[0].anchor_pending = true;
+        assert!(matches!(
+            place(&g, &shards, 50_000, 90_000),
+            Err(PlaceError::Held(h)) if h.member_id == "old"
+        ));
     }
 }
