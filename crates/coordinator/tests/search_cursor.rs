@@ -7,6 +7,7 @@
 use crate::find::{config, xadd_at};
 use crate::support;
 
+use rsc_coordinator::server::Running;
 use serde_json::Value;
 use support::*;
 
@@ -53,17 +54,51 @@ fn id_list(ms: impl Iterator<Item = u64>) -> Vec<String> {
     ms.map(|m| format!("{m}-0")).collect()
 }
 
+/// Searches `path` to the end, in `n_pages` answers of `scan_limit` records scanned each, finding `want` in
+/// order, the last answer stopped at its bound. Returns the last answer.
+async fn searched_to_the_end(
+    api: &Api,
+    path: &str,
+    want: &[String],
+    scan_limit: u64,
+    n_pages: usize,
+) -> Value {
+    let got = pages(api, path).await;
+    assert_eq!(got.len(), n_pages, "{path}: {got:?}");
+    assert_eq!(ids(&got), want, "{path}");
+    assert_eq!(scanned(&got), vec![scan_limit; n_pages], "{path}");
+    let last = got.last().unwrap().clone();
+    assert_eq!(last["search"]["stoppedAtBound"], true, "{path}: {last}");
+    last
+}
+
+/// A redis-server and a coordinator on it, with stream `scur` of three shards.
+async fn scur() -> (rsc_testkit::RedisServer, Running, Api) {
+    let redis = rsc_testkit::RedisServer::start();
+    let (running, api) = coordinator(config(&redis.url())).await;
+    assert_eq!(api.create_stream("scur", 3).await.status, 201);
+    (redis, running, api)
+}
+
+/// Appends record `n` (id `n-0`, payload `rec n`) to `key`.
+async fn add_rec(url: &str, key: &str, n: u64) {
+    xadd_at(
+        url,
+        key,
+        &format!("{n}-0"),
+        &[("payload", &format!("rec {n}"))],
+    )
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_search_gives_a_cursor_only_when_a_record_follows() {
-    let redis = rsc_testkit::RedisServer::start();
+    let (redis, running, api) = scur().await;
     let url = redis.url();
-    let (running, api) = coordinator(config(&url)).await;
-    assert_eq!(api.create_stream("scur", 3).await.status, 201);
 
     // Shard 0: ten records 1-0 … 10-0, every one a match.
     for n in 1..=10u64 {
-        let payload = format!("rec {n}");
-        xadd_at(&url, "scur:0", &format!("{n}-0"), &[("payload", &payload)]).await;
+        add_rec(&url, "scur:0", n).await;
     }
     // 10 records, 5 a page (one chunk each), and 10 a page (one first chunk of 10): the last page stopped at
     // the bound on the last record, and has no cursor.
@@ -76,12 +111,7 @@ async fn a_search_gives_a_cursor_only_when_a_record_follows() {
             let path = format!(
                 "{SHARD}/0/messages?search=rec&scanLimit={scan_limit}&limit=1000&direction={direction}"
             );
-            let got = pages(&api, &path).await;
-            assert_eq!(got.len(), n_pages, "{path}: {got:?}");
-            assert_eq!(ids(&got), want, "{path}");
-            assert_eq!(scanned(&got), vec![scan_limit; n_pages], "{path}");
-            let last = got.last().unwrap();
-            assert_eq!(last["search"]["stoppedAtBound"], true, "{path}: {last}");
+            let last = searched_to_the_end(&api, &path, &want, scan_limit, n_pages).await;
             assert_eq!(last["nextCursor"], Value::Null, "{path}: {last}");
         }
         // A search that matches nothing, bounded at the record count: nothing, no cursor.
@@ -92,7 +122,7 @@ async fn a_search_gives_a_cursor_only_when_a_record_follows() {
     }
     // One record more: the page that ends on the old last record has a cursor; the next page scans the new
     // record and ends.
-    xadd_at(&url, "scur:0", "11-0", &[("payload", "rec 11")]).await;
+    add_rec(&url, "scur:0", 11).await;
     let path = format!("{SHARD}/0/messages?search=rec&scanLimit=5&direction=FORWARD");
     let got = pages(&api, &path).await;
     assert_eq!(scanned(&got), vec![5, 5, 1], "{path}");
@@ -130,15 +160,11 @@ async fn a_search_gives_a_cursor_only_when_a_record_follows() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_merged_search_gives_a_cursor_only_when_a_record_follows_on_some_shard() {
-    let redis = rsc_testkit::RedisServer::start();
+    let (redis, running, api) = scur().await;
     let url = redis.url();
-    let (running, api) = coordinator(config(&url)).await;
-    assert_eq!(api.create_stream("scur", 3).await.status, 201);
     // Six records, interleaved over the three shards: 1-0, 4-0 on shard 0, 2-0, 5-0 on 1, 3-0, 6-0 on 2.
     for n in 1..=6u64 {
-        let key = format!("scur:{}", (n - 1) % 3);
-        let payload = format!("rec {n}");
-        xadd_at(&url, &key, &format!("{n}-0"), &[("payload", &payload)]).await;
+        add_rec(&url, &format!("scur:{}", (n - 1) % 3), n).await;
     }
     // A budget of 1 or 2 records reads 1 or 2 a shard, so the last answer's shard read a full chunk: it ends
     // without a cursor.
@@ -151,17 +177,12 @@ async fn a_merged_search_gives_a_cursor_only_when_a_record_follows_on_some_shard
             let path = format!(
                 "{MERGED}?search=rec&scanLimit={scan_limit}&limit=1000&direction={direction}"
             );
-            let got = pages(&api, &path).await;
-            assert_eq!(got.len(), n_pages, "{path}: {got:?}");
-            assert_eq!(ids(&got), want, "{path}");
-            assert_eq!(scanned(&got), vec![scan_limit; n_pages], "{path}");
-            let last = got.last().unwrap();
-            assert_eq!(last["search"]["stoppedAtBound"], true, "{path}: {last}");
+            searched_to_the_end(&api, &path, &want, scan_limit, n_pages).await;
         }
     }
     // One record more on shard 0: the sixth answer of a budget of 1 hands on every shard's position; the
     // seventh scans the new record and ends.
-    xadd_at(&url, "scur:0", "7-0", &[("payload", "rec 7")]).await;
+    add_rec(&url, "scur:0", 7).await;
     let path = format!("{MERGED}?search=rec&scanLimit=1&direction=FORWARD");
     let got = pages(&api, &path).await;
     assert_eq!(scanned(&got), vec![1; 7], "{path}");

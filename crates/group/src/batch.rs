@@ -363,21 +363,28 @@ mod tests {
         Group::new("orders", "g", 4, NOW, "life")
     }
 
+    /// A caller authenticated as `principal`, with no admin rights over members.
+    fn user(principal: &'static str) -> Caller<'static> {
+        Caller {
+            principal: Some(principal),
+            acts_for_any_member: false,
+        }
+    }
+
+    /// At most 3 members in the group, 2 joined by any one principal.
+    fn three_members_two_a_principal() -> super::MemberCaps {
+        super::MemberCaps {
+            max_members: Some(3),
+            max_per_principal: Some(2),
+        }
+    }
+
     #[test]
     fn joins_beyond_a_cap_are_not_combined_whatever_the_batch_holds() {
         let g = group();
-        let caps = super::MemberCaps {
-            max_members: Some(3),
-            max_per_principal: Some(2),
-        };
-        let alice = Caller {
-            principal: Some("alice"),
-            acts_for_any_member: false,
-        };
-        let bob = Caller {
-            principal: Some("bob"),
-            acts_for_any_member: false,
-        };
+        let caps = three_members_two_a_principal();
+        let alice = user("alice");
+        let bob = user("bob");
         let mut batch = Batch::on(&g, NOW, &timing()).with_caps(caps);
         assert_eq!(batch.decide_as("a1", &join_req("a1"), &alice), Ok(()));
         assert_eq!(batch.decide_as("a2", &join_req("a2"), &alice), Ok(()));
@@ -407,14 +414,8 @@ mod tests {
     /// are checked against, the batch's own joins counted on top, as when the batch counts them itself.
     #[test]
     fn a_batch_handed_the_live_members_keeps_the_caps_as_when_it_counts_them() {
-        let caps = super::MemberCaps {
-            max_members: Some(3),
-            max_per_principal: Some(2),
-        };
-        let alice = Caller {
-            principal: Some("alice"),
-            acts_for_any_member: false,
-        };
+        let caps = three_members_two_a_principal();
+        let alice = user("alice");
         let g = group();
         let mut first = Batch::on(&g, NOW, &timing()).with_caps(caps);
         assert_eq!(first.decide_as("a1", &join_req("a1"), &alice), Ok(()));
@@ -638,10 +639,7 @@ mod tests {
 
     #[test]
     fn a_join_records_its_principal_and_another_principal_cannot_touch_the_member() {
-        let alice = Caller {
-            principal: Some("alice"),
-            acts_for_any_member: false,
-        };
+        let alice = user("alice");
         let base = group();
         let mut batch = Batch::on(&base, NOW, &timing());
         batch.decide_as("a", &join_req("a"), &alice).expect("join");
