@@ -30,6 +30,7 @@ mod openapi_required;
 mod openapi_schemas;
 mod pending;
 mod readme_routes;
+mod release_forecast;
 mod report_fence;
 mod reset_cluster;
 mod reset_interrupted;

@@ -16,6 +16,7 @@ mod epoch_overflow;
 mod fuzz_corpus;
 mod rebalance_timeout;
 mod rejoin_same_id;
+mod release_forecast;
 mod reshard_flows;
 mod rules;
 mod self_fence;

@@ -78,6 +78,7 @@ pub use messages::{PageDirection, StreamRecord};
 pub use metadata::{LAYOUT_VERSION, SCHEMA_VERSION};
 pub use outcome::{
     CasOutcome, CasWrite, CreateOutcome, DeleteOutcome, HeartbeatOutcome, PeerLease, StoredGroup,
+    Watch,
 };
 pub use pending_entries::PendingEntry;
 pub use producers::{ProducerEntry, Sighting, SightingLimits};

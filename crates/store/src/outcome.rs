@@ -86,6 +86,15 @@ pub struct PeerLease {
     pub deadline_ms: i64,
 }
 
+/// What a steady renewal also looks at, in the same round trip ([`crate::Store::heartbeat_watching`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Watch<'a> {
+    /// Name the other member whose lease ends first when it ends within this many ms (0: none).
+    pub window_ms: i64,
+    /// Report this member's lease deadline (the member whose release the caller waits for).
+    pub awaited: Option<&'a str>,
+}
+
 /// Result of [`crate::Store::heartbeat`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HeartbeatOutcome {
@@ -97,6 +106,9 @@ pub enum HeartbeatOutcome {
         /// The other member whose lease ends first, when it ends within the watch window
         /// ([`crate::Store::heartbeat_watching`]; lapsed ones included).
         next_lapse: Option<PeerLease>,
+        /// The deadline of the lease of the member [`Watch::awaited`] named (None: none was named, or it has
+        /// no lease).
+        awaited_deadline_ms: Option<i64>,
     },
     /// The stored revision is not the expected one (`None`: the group does not exist); the
     /// caller reloads the aggregate. Nothing was written.

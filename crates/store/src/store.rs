@@ -25,6 +25,7 @@ use crate::keyspace::Keyspace;
 use crate::metadata;
 use crate::outcome::{
     CasOutcome, CasWrite, CreateOutcome, DeleteOutcome, HeartbeatOutcome, PeerLease, StoredGroup,
+    Watch,
 };
 use crate::reply::ScriptReply;
 use crate::scripts::Scripts;
@@ -371,21 +372,23 @@ impl Store {
             expected_revision,
             member,
             lease_ttl_ms,
-            0,
+            Watch::default(),
             progress_json,
         )
         .await
     }
 
-    /// [`Store::heartbeat`], also naming the other member whose lease ends first when it ends before Redis
-    /// time + `watch_window_ms` (`HeartbeatOutcome::Renewed::next_lapse`), in the same round trip.
+    /// [`Store::heartbeat`], also looking at other members' leases as `watch` asks, in the same round trip:
+    /// the other member whose lease ends first when it ends before Redis time + `watch.window_ms`
+    /// (`HeartbeatOutcome::Renewed::next_lapse`), and the deadline of `watch.awaited`'s lease
+    /// (`HeartbeatOutcome::Renewed::awaited_deadline_ms`).
     pub async fn heartbeat_watching(
         &self,
         group: &GroupName,
         expected_revision: u64,
         member: &str,
         lease_ttl_ms: i64,
-        watch_window_ms: i64,
+        watch: Watch<'_>,
         progress_json: Option<&str>,
     ) -> Result<HeartbeatOutcome, StoreError> {
         let keys = &self.keyspace.group_of(group);
@@ -397,21 +400,34 @@ impl Store {
             Some(json) => call.arg("1").arg(json),
             None => call.arg("0").arg(""),
         };
-        call.arg(watch_window_ms.max(0));
+        call.arg(watch.window_ms.max(0));
+        if let Some(awaited) = watch.awaited {
+            call.arg(awaited);
+        }
         let reply = self.run(&call, keys).await?;
         let now_ms = reply.now_ms;
         match reply.status.as_str() {
-            "RENEWED" => Ok(HeartbeatOutcome::Renewed {
-                now_ms,
-                others_lapsed: reply.int(0)? != 0,
-                next_lapse: match reply.len() {
-                    1 => None,
-                    _ => Some(PeerLease {
-                        member: reply.text(1)?,
-                        deadline_ms: reply.int(2)?,
-                    }),
-                },
-            }),
+            "RENEWED" => {
+                let named = match reply.len() {
+                    1 => String::new(),
+                    _ => reply.text(1)?,
+                };
+                Ok(HeartbeatOutcome::Renewed {
+                    now_ms,
+                    others_lapsed: reply.int(0)? != 0,
+                    next_lapse: match named.is_empty() {
+                        true => None,
+                        false => Some(PeerLease {
+                            member: named,
+                            deadline_ms: reply.int(2)?,
+                        }),
+                    },
+                    awaited_deadline_ms: match reply.len() {
+                        4 => Some(reply.int(3)?).filter(|&d| d >= 0),
+                        _ => None,
+                    },
+                })
+            }
             "CONFLICT" => Ok(HeartbeatOutcome::Conflict {
                 current: reply.conflict_revision()?,
                 now_ms,

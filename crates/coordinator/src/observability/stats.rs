@@ -29,6 +29,9 @@ pub struct Stats {
     /// peer's lease deadline, and heartbeats answered with the grant of a peer that had just lapsed.
     pub failover_intervals_shortened: AtomicU64,
     pub failover_grants_in_answer: AtomicU64,
+    /// Answers that asked a member waiting for a shard back just after its holder is due to release it
+    /// (`rsc_group::heartbeat::release_forecast`).
+    pub release_intervals_shortened: AtomicU64,
     /// Answers that asked a member to acknowledge at once a revocation of a shard it never started reading
     /// (`Timing::acknowledge_interval_ms`).
     pub acknowledgements_requested: AtomicU64,

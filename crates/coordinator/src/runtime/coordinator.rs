@@ -13,6 +13,7 @@ pub(crate) mod heartbeat_state;
 pub(crate) mod lapse_forecasts;
 pub(crate) mod queues;
 pub(crate) mod reconciler_state;
+pub(crate) mod release_forecasts;
 mod services;
 
 pub use cluster_view::ClusterView;

@@ -28,12 +28,13 @@ use crate::security::principal::Principal;
 use crate::security::roles::Role;
 use crate::services::durability::Recording;
 use rsc_group::heartbeat::explain::{self, Explanation, StreamLookup};
+use rsc_group::heartbeat::release_forecast;
 use rsc_group::heartbeat::{Caller, rejected_response};
 use rsc_group::replica::heartbeat::{
     Confirmation, HeartbeatFlow, Notes, ReadFailure, Renewal, Step,
 };
 use rsc_protocol::wire::{HeartbeatRequest, HeartbeatResponse, HeartbeatStatus};
-use rsc_store::{HeartbeatOutcome, PeerLease};
+use rsc_store::{HeartbeatOutcome, PeerLease, Watch};
 use serde::Serialize;
 
 /// Hot per-member data stored beside the aggregate on every accepted heartbeat.
@@ -108,11 +109,14 @@ impl Heartbeats<'_> {
         }
     }
 
-    /// One heartbeat, with the failover hint of `coordinator/lapse_forecasts.rs`: when the steady renewal
-    /// saw another member's lease end within one interval and that member's expiry would give this caller
-    /// shards, the answer asks the caller back just after the lapse (a shorter `heartbeatIntervalMs`); when
-    /// the lease has already lapsed, the expiry is reconciled now and the heartbeat decided again, so the
-    /// answer carries the grant instead of the caller's next heartbeat, an interval later.
+    /// One heartbeat, with two hints of the steady renewal. The release forecast
+    /// (`rsc_group::heartbeat::release_forecast`): when the answer names pending shards another member holds,
+    /// the caller is asked back just after that member is due to release the first of them. The failover
+    /// hint of `coordinator/lapse_forecasts.rs`: when the steady renewal saw another member's lease end within
+    /// one interval and that member's expiry would give this caller shards, the answer asks the caller back
+    /// just after the lapse (a shorter `heartbeatIntervalMs`); when the lease has already lapsed, the expiry is
+    /// reconciled now and the heartbeat decided again, so the answer carries the grant instead of the caller's
+    /// next heartbeat, an interval later.
     async fn heartbeat_inner(
         &self,
         name: &GroupName,
@@ -120,15 +124,31 @@ impl Heartbeats<'_> {
         req: &HeartbeatRequest,
         caller: Caller<'_>,
     ) -> Result<HeartbeatResponse, CoordError> {
-        let (mut response, lapse) = self.decide(name, member_id, req, caller).await?;
-        if response.status == HeartbeatStatus::Ok
-            && response.heartbeat_interval_ms < self.timing().heartbeat_interval_ms
-        {
-            // Only the acknowledgement request shortens an answer before the failover hint below.
+        let (mut response, seen) = self.decide(name, member_id, req, caller).await?;
+        if response.status != HeartbeatStatus::Ok {
+            return Ok(response);
+        }
+        if response.heartbeat_interval_ms < self.timing().heartbeat_interval_ms {
+            // Only the acknowledgement request shortens an answer before the hints below.
             Stats::bump(&self.stats().acknowledgements_requested);
         }
-        let Some(lapse) = lapse.filter(|_| response.status == HeartbeatStatus::Ok) else {
+        let Some(seen) = seen else {
             return Ok(response);
+        };
+        if let Some(back_in) = seen.awaited_deadline_ms.and_then(|deadline| {
+            release_forecast::back_for_release_ms(self.timing(), seen.now_ms, deadline)
+        }) && back_in < response.heartbeat_interval_ms
+        {
+            Stats::bump(&self.stats().release_intervals_shortened);
+            response.heartbeat_interval_ms = back_in;
+        }
+        let Some(peer) = seen.next_lapse else {
+            return Ok(response);
+        };
+        let lapse = LapseSeen {
+            base: seen.base,
+            peer,
+            now_ms: seen.now_ms,
         };
         let gainers = self.state().lapses.gainers(
             name,
@@ -156,15 +176,15 @@ impl Heartbeats<'_> {
     }
 
     /// Drives the replica core's heartbeat flow (`rsc_group::replica::heartbeat`) with this replica's cache,
-    /// store, batch and reconciler. Also returns what a steady renewal saw of the next lease to end.
+    /// store, batch and reconciler. Also returns what a steady renewal saw of other members' leases.
     async fn decide(
         &self,
         name: &GroupName,
         member_id: &str,
         req: &HeartbeatRequest,
         caller: Caller<'_>,
-    ) -> Result<(HeartbeatResponse, Option<LapseSeen>), CoordError> {
-        let mut lapse = None;
+    ) -> Result<(HeartbeatResponse, Option<RenewalSeen>), CoordError> {
+        let mut seen = None;
         let (mut flow, mut step) = HeartbeatFlow::<Cached>::start(member_id, caller, self.timing());
         let mut unreadable = None;
         let response = loop {
@@ -212,8 +232,27 @@ impl Heartbeats<'_> {
                     flow.on_recorded(req, written)
                 }
                 Step::Renew(base) => {
-                    let (renewal, seen) = self.renew(name, &base, member_id, req).await;
-                    lapse = seen.map(|(peer, now_ms)| LapseSeen { base, peer, now_ms });
+                    let awaited = flow
+                        .steady_answer()
+                        .map(|r| &r.assignment.pending_shards)
+                        .filter(|pending| !pending.is_empty())
+                        .and_then(|pending| {
+                            self.state().releases.awaited(
+                                name,
+                                &base,
+                                member_id,
+                                pending.iter().map(|s| s.shard_index),
+                            )
+                        });
+                    let (renewal, leases) = self
+                        .renew(name, &base, member_id, req, awaited.as_deref())
+                        .await;
+                    seen = leases.map(|l| RenewalSeen {
+                        base,
+                        now_ms: l.now_ms,
+                        next_lapse: l.next_lapse,
+                        awaited_deadline_ms: l.awaited_deadline_ms,
+                    });
                     flow.on_renewed(req, renewal)
                 }
                 Step::Write => {
@@ -244,7 +283,7 @@ impl Heartbeats<'_> {
             };
         };
         self.count_notes(name, member_id, flow.notes());
-        Ok((response, lapse))
+        Ok((response, seen))
     }
 
     /// The answer to a heartbeat of a group whose metadata cannot be read: UNKNOWN_MEMBER_ID, and why.
@@ -281,15 +320,17 @@ impl Heartbeats<'_> {
         }
     }
 
-    /// The steady path: one round trip (`heartbeat.lua`). Also returns the other member whose lease ends
-    /// first when it ends within one heartbeat interval, with Redis time.
+    /// The steady path: one round trip (`heartbeat.lua`). Also returns, with Redis time, the other member
+    /// whose lease ends first when it ends within one heartbeat interval, and the lease deadline of
+    /// `awaited` (the member whose release the caller waits for).
     async fn renew(
         &self,
         name: &GroupName,
         base: &Cached,
         member_id: &str,
         req: &HeartbeatRequest,
-    ) -> (Renewal, Option<(PeerLease, i64)>) {
+        awaited: Option<&str>,
+    ) -> (Renewal, Option<LeasesSeen>) {
         let json = progress_json(req, self.clock().now_ms());
         let outcome = self
             .metrics()
@@ -300,7 +341,10 @@ impl Heartbeats<'_> {
                     base.revision,
                     member_id,
                     self.timing().member_lease_ttl_ms,
-                    self.timing().heartbeat_interval_ms,
+                    Watch {
+                        window_ms: self.timing().heartbeat_interval_ms,
+                        awaited,
+                    },
                     json.as_deref(),
                 ),
             )
@@ -310,13 +354,20 @@ impl Heartbeats<'_> {
                 now_ms,
                 others_lapsed,
                 next_lapse,
+                awaited_deadline_ms,
             }) => {
                 self.clock().observe(now_ms);
                 if others_lapsed {
                     // Expire it now rather than at the next reconciler tick: the shards move sooner.
                     self.reconciler().reconcile_soon(name);
                 }
-                return (Renewal::Renewed, next_lapse.map(|p| (p, now_ms)));
+                let seen =
+                    (next_lapse.is_some() || awaited_deadline_ms.is_some()).then_some(LeasesSeen {
+                        now_ms,
+                        next_lapse,
+                        awaited_deadline_ms,
+                    });
+                return (Renewal::Renewed, seen);
             }
             Ok(HeartbeatOutcome::Conflict { current, now_ms }) => {
                 self.clock().observe(now_ms);
@@ -341,6 +392,22 @@ impl Heartbeats<'_> {
         };
         (renewal, None)
     }
+}
+
+/// What a steady renewal saw of other members' leases, with Redis time: the member whose lease ends first
+/// (within one interval) and the deadline of the awaited member's lease.
+struct LeasesSeen {
+    now_ms: i64,
+    next_lapse: Option<PeerLease>,
+    awaited_deadline_ms: Option<i64>,
+}
+
+/// [`LeasesSeen`] with the aggregate the heartbeat was decided on.
+struct RenewalSeen {
+    base: Cached,
+    now_ms: i64,
+    next_lapse: Option<PeerLease>,
+    awaited_deadline_ms: Option<i64>,
 }
 
 /// A steady renewal's view of the other member whose lease ends first (within one interval), with the

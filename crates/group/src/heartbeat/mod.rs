@@ -18,11 +18,13 @@
 //! Split by concern: this file holds the entry points (`decide`, `probe`, `decide_in_place`) and the
 //! types they return; [`Draft`] is in `draft.rs`, each transition (join, leave, accept, fence) in
 //! `transitions.rs`, the metadata-correction round in `correction.rs`, response building in `respond.rs`, the
-//! words of a non-OK answer (its `message`) in `explain.rs`.
+//! words of a non-OK answer (its `message`) in `explain.rs`, when a member waiting for a shard should come back
+//! in `release_forecast.rs`.
 
 mod correction;
 mod draft;
 pub mod explain;
+pub mod release_forecast;
 mod respond;
 mod transitions;
 

@@ -162,6 +162,15 @@ impl<S: Snapshot> HeartbeatFlow<S> {
         self.notes
     }
 
+    /// The steady answer a [`Step::Renew`] will send once the lease is renewed (None at any other step): what
+    /// the caller may look at before renewing, such as the pending shards a release forecast watches.
+    pub fn steady_answer(&self) -> Option<&HeartbeatResponse> {
+        match &self.awaiting {
+            Awaiting::Renewal(response) => Some(response),
+            _ => None,
+        }
+    }
+
     fn caller(&self) -> Caller<'_> {
         Caller {
             principal: self.principal.as_deref(),

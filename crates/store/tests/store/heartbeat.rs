@@ -1,6 +1,6 @@
 //! Heartbeats: renewing leases and progress without touching the aggregate, and every refusal.
 
-use rsc_store::{CasOutcome, CasWrite, HeartbeatOutcome, PeerLease, Store, StoreError};
+use rsc_store::{CasOutcome, CasWrite, HeartbeatOutcome, PeerLease, Store, StoreError, Watch};
 
 use crate::fixtures::{create_group, existing_keys, group, set_lease, snapshot};
 
@@ -9,6 +9,7 @@ on_both_topologies!(
     heartbeat_refusals_write_nothing,
     heartbeat_tells_when_another_members_lease_lapsed,
     heartbeat_names_the_next_lease_to_end_within_its_window,
+    heartbeat_reports_the_awaited_members_lease,
 );
 
 async fn heartbeat_names_the_next_lease_to_end_within_its_window(store: &Store, name: &str) {
@@ -18,7 +19,17 @@ async fn heartbeat_names_the_next_lease_to_end_within_its_window(store: &Store, 
         let keys = keys.clone();
         async move {
             match store
-                .heartbeat_watching(&keys, 1, "m1", 20_000, window, None)
+                .heartbeat_watching(
+                    &keys,
+                    1,
+                    "m1",
+                    20_000,
+                    Watch {
+                        window_ms: window,
+                        awaited: None,
+                    },
+                    None,
+                )
                 .await
                 .expect("heartbeat")
             {
@@ -26,6 +37,7 @@ async fn heartbeat_names_the_next_lease_to_end_within_its_window(store: &Store, 
                     now_ms,
                     others_lapsed,
                     next_lapse,
+                    awaited_deadline_ms: None,
                 } => (now_ms, others_lapsed, next_lapse),
                 other => panic!("expected Renewed, got {other:?}"),
             }
@@ -73,6 +85,65 @@ async fn heartbeat_names_the_next_lease_to_end_within_its_window(store: &Store, 
     assert_eq!(next, None, "only the caller's own lease is left");
 }
 
+/// With an awaited member named, the renewal reports that member's lease deadline beside what the window shows,
+/// and -1 (None) for a member without a lease; the caller's own lease is renewed as always.
+async fn heartbeat_reports_the_awaited_members_lease(store: &Store, name: &str) {
+    let keys = group(name);
+    create_group(store, &keys, &["m1", "m2", "m3"]).await;
+    let watch = |window_ms: i64, awaited: &'static str| {
+        let keys = keys.clone();
+        async move {
+            match store
+                .heartbeat_watching(
+                    &keys,
+                    1,
+                    "m1",
+                    20_000,
+                    Watch {
+                        window_ms,
+                        awaited: Some(awaited),
+                    },
+                    None,
+                )
+                .await
+                .expect("heartbeat")
+            {
+                HeartbeatOutcome::Renewed {
+                    now_ms,
+                    next_lapse,
+                    awaited_deadline_ms,
+                    ..
+                } => (now_ms, next_lapse, awaited_deadline_ms),
+                other => panic!("expected Renewed, got {other:?}"),
+            }
+        }
+    };
+    let (now, _, _) = watch(0, "m2").await;
+    set_lease(store, &keys, "m2", now + 7_000).await;
+    set_lease(store, &keys, "m3", now + 900_000).await;
+    let (_, next, awaited) = watch(0, "m2").await;
+    assert_eq!(awaited, Some(now + 7_000), "m2's deadline is reported");
+    assert_eq!(next, None, "no window: no lapse named");
+    // With a window that m2's lease ends in, both are reported: m2 as the next lapse, m3 as the awaited one.
+    let (_, next, awaited) = watch(10_000, "m3").await;
+    assert_eq!(
+        next,
+        Some(PeerLease {
+            member: "m2".into(),
+            deadline_ms: now + 7_000
+        })
+    );
+    assert_eq!(awaited, Some(now + 900_000));
+    // A member without a lease: nothing to report.
+    let (_, _, awaited) = watch(0, "gone").await;
+    assert_eq!(awaited, None);
+    let leases = store.leases(&keys).await.expect("leases");
+    assert!(
+        leases.iter().any(|(m, d)| m == "m1" && *d >= now + 20_000),
+        "the caller's lease is renewed: {leases:?}"
+    );
+}
+
 async fn heartbeat_tells_when_another_members_lease_lapsed(store: &Store, name: &str) {
     let keys = group(name);
     create_group(store, &keys, &["m1", "m2"]).await;
@@ -107,6 +178,7 @@ async fn heartbeat_renews_lease_and_progress_only(store: &Store, name: &str) {
         now_ms,
         others_lapsed: false,
         next_lapse: None,
+        awaited_deadline_ms: None,
     } = outcome
     else {
         panic!("expected Renewed with no other lease lapsed, got {outcome:?}");

@@ -79,6 +79,9 @@ pub(super) fn round_line(took: Duration, tally: &Tally, unsettled: usize) -> Str
     if tally.at_once > 0 {
         line.push_str(&format!(" (at once: {})", tally.at_once));
     }
+    if tally.asked_back > 0 {
+        line.push_str(&format!(" (asked back: {})", tally.asked_back));
+    }
     if tally.errors > 0 {
         line.push_str(&format!(" failed={}", tally.errors));
     }

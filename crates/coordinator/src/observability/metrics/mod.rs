@@ -397,7 +397,7 @@ fn counters(stats: &Stats) -> Registry {
         "Producer routing requests, by status",
         routing,
     );
-    let plain: [(&str, &str, &std::sync::atomic::AtomicU64); 14] = [
+    let plain: [(&str, &str, &std::sync::atomic::AtomicU64); 15] = [
         (
             "member_fenced",
             "Members fenced (stale report or rebalance timeout)",
@@ -467,6 +467,11 @@ fn counters(stats: &Stats) -> Registry {
             "acknowledgement_requested",
             "Heartbeat answers that asked a member back at once to acknowledge the revocation of a shard it never started reading",
             &stats.acknowledgements_requested,
+        ),
+        (
+            "release_interval_shortened",
+            "Heartbeat answers that asked a member waiting for a shard back just after its holder was due to release it",
+            &stats.release_intervals_shortened,
         ),
     ];
     for (name, help, counter) in plain {

@@ -1,9 +1,10 @@
 //! The heartbeat service's own state: its write queues (group commit), its lapse forecasts (failover
-//! hints) and the large groups' batch copies, each in its own file.
+//! hints), its shard holders (release forecasts) and the large groups' batch copies, each in its own file.
 
 use super::batch_copies::BatchCopies;
 use super::lapse_forecasts::LapseForecasts;
 use super::queues::TransitionQueues;
+use super::release_forecasts::ReleaseForecasts;
 
 #[derive(Default)]
 pub(crate) struct HeartbeatState {
@@ -11,6 +12,8 @@ pub(crate) struct HeartbeatState {
     pub(crate) queues: TransitionQueues,
     /// Who would take over a lapsing member's shards, per group (`heartbeat.rs`).
     pub(crate) lapses: LapseForecasts,
+    /// Who holds each shard, per group, for members waiting for one (`heartbeat.rs`).
+    pub(crate) releases: ReleaseForecasts,
     /// Each large group's copy of its aggregate, kept from one batch to the next (`heartbeat/batch.rs`).
     pub(crate) copies: BatchCopies,
 }

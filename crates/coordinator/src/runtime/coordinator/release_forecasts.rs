@@ -1,0 +1,135 @@
+//! Part of the heartbeat service's state: which member holds each shard of a group, for the release forecast
+//! (`rsc_group::heartbeat::release_forecast`). A steady heartbeat whose answer names pending shards looks up
+//! the member it waits for here, has the renewal report that member's lease deadline in the same round trip
+//! (`Store::heartbeat_watching`), and is asked back when that member is due to release (`heartbeat.rs`).
+//!
+//! Finding a shard's holder walks the group's members, so the index is built once per revision of a group
+//! and reused for [`REUSE_FOR`] even when the revision moved: a large group that keeps changing (a join or a
+//! rolling restart, exactly when members wait for shards) is walked a few times a second, not on every
+//! waiting heartbeat. A stale holder makes a wrong hint, which costs one heartbeat: nothing is decided from it.
+
+use crate::runtime::cache::{Cached, GroupName};
+use rsc_group::heartbeat::release_forecast::Holders;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// At most this many groups keep an index (one each); past it the table starts again empty.
+const MAX_GROUPS: usize = 4_096;
+
+/// An index is reused this long after it was built, whatever the group's revision since.
+const REUSE_FOR: Duration = Duration::from_millis(250);
+
+/// The holders of one revision of one group.
+struct Index {
+    revision: u64,
+    made_at: Instant,
+    /// None while one request builds it: others take no hint meanwhile rather than build it too.
+    holders: Option<Arc<Holders>>,
+}
+
+/// One holder index per group.
+#[derive(Default)]
+pub(crate) struct ReleaseForecasts {
+    by_group: Mutex<HashMap<GroupName, Index>>,
+}
+
+impl ReleaseForecasts {
+    /// The member that `member_id`, whose steady answer on `base` names `pending`, waits for first
+    /// (`Holders::awaited_by`). None when no other member holds a pending shard, or while another request
+    /// builds the group's index.
+    pub(crate) fn awaited(
+        &self,
+        name: &GroupName,
+        base: &Cached,
+        member_id: &str,
+        pending: impl IntoIterator<Item = u32>,
+    ) -> Option<String> {
+        let holders = self.holders(name, base)?;
+        holders.awaited_by(member_id, pending).map(str::to_owned)
+    }
+
+    fn holders(&self, name: &GroupName, base: &Cached) -> Option<Arc<Holders>> {
+        {
+            let mut table = self.by_group.lock().ok()?;
+            if let Some(index) = table.get(name)
+                && (index.revision == base.revision || index.made_at.elapsed() < REUSE_FOR)
+            {
+                return index.holders.clone();
+            }
+            if table.len() >= MAX_GROUPS && !table.contains_key(name) {
+                table.clear();
+            }
+            table.insert(
+                name.clone(),
+                Index {
+                    revision: base.revision,
+                    made_at: Instant::now(),
+                    holders: None,
+                },
+            );
+        }
+        let holders = Arc::new(Holders::of(&base.group));
+        if let Ok(mut table) = self.by_group.lock()
+            && let Some(index) = table.get_mut(name)
+            && index.revision == base.revision
+        {
+            index.holders = Some(holders.clone());
+        }
+        Some(holders)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rsc_group::model::{Group, Member};
+
+    fn cached(revision: u64, held: &[(&str, &[u32])]) -> Cached {
+        let mut g = Group::new("orders", "orders", 4, 0, "lifecycle");
+        for (id, shards) in held {
+            let mut m = Member::new(id, id, 0);
+            m.assigned = shards.iter().copied().collect();
+            g.members.insert((*id).to_owned(), m);
+        }
+        Cached {
+            group: Arc::new(g),
+            revision,
+            split: false,
+            facts: None,
+        }
+    }
+
+    #[test]
+    fn the_holder_of_the_lowest_pending_shard_another_member_holds_is_awaited() {
+        let forecasts = ReleaseForecasts::default();
+        let name = GroupName::new("orders", "orders");
+        let base = cached(3, &[("a", &[0, 1]), ("b", &[2]), ("c", &[])]);
+        assert_eq!(
+            forecasts.awaited(&name, &base, "c", [2, 1]),
+            Some("a".to_owned())
+        );
+        assert_eq!(
+            forecasts.awaited(&name, &base, "a", [1, 2]),
+            Some("b".to_owned()),
+            "not itself"
+        );
+        assert_eq!(
+            forecasts.awaited(&name, &base, "c", [3]),
+            None,
+            "nobody holds 3"
+        );
+    }
+
+    #[test]
+    fn an_index_is_reused_within_its_time_even_when_the_revision_moved() {
+        let forecasts = ReleaseForecasts::default();
+        let name = GroupName::new("orders", "orders");
+        let first = cached(3, &[("a", &[0])]);
+        let first_index = forecasts.holders(&name, &first).expect("built");
+        let moved = cached(4, &[("b", &[0])]);
+        let again = forecasts.holders(&name, &moved).expect("reused");
+        assert!(Arc::ptr_eq(&first_index, &again), "reused within REUSE_FOR");
+        assert_eq!(again.of_shard(0), Some("a"), "a stale holder: only a hint");
+    }
+}

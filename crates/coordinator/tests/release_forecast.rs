@@ -1,0 +1,97 @@
+//! The release forecast (`rsc_group::heartbeat::release_forecast`), against a real coordinator and
+//! redis-server: a member whose steady answer names a shard another member still holds is asked back a
+//! margin after that member's next heartbeat is due, as its lease in Redis tells, instead of a whole interval
+//! later; the handover itself is unchanged, and the answers carry the configured interval again once nothing
+//! is awaited. Operators see such answers counted.
+
+use crate::support;
+
+use rsc_coordinator::config::Dur;
+use rsc_testkit::RedisServer;
+use std::time::{Duration, Instant};
+use support::*;
+
+/// The production default interval and lease TTL: the acknowledgement is then 100 ms and the margin 200 ms.
+const INTERVAL_MS: i64 = 3_000;
+const LEASE_TTL_MS: i64 = 15_000;
+const MARGIN_MS: i64 = 200;
+
+#[tokio::test]
+async fn a_member_waiting_for_a_shard_is_asked_back_just_after_its_holder_is_due_to_release_it() {
+    let redis = RedisServer::start();
+    let mut config = test_config(&redis.url());
+    let k = &mut config.coordinator;
+    k.heartbeat_interval = Dur(Duration::from_millis(INTERVAL_MS as u64));
+    k.member_lease_ttl = Dur(Duration::from_millis(LEASE_TTL_MS as u64));
+    let key_prefix = k.store.key_prefix.clone();
+    let (_running, api) = coordinator(config).await;
+    let p = "forecast";
+    assert_eq!(api.create_stream(p, 4).await.status, 201);
+
+    let mut a = Member::new("a");
+    for _ in 0..3 {
+        beat_ok(&api, p, &mut a).await;
+    }
+    assert_eq!(a.owned().len(), 4, "a reads every shard");
+
+    // c joins: it is targeted two of a's shards, which a must release first.
+    let mut c = Member::new("c");
+    let r = beat_ok(&api, p, &mut c).await;
+    let pending = shards(&r["assignment"]["pendingShards"]);
+    assert_eq!(pending.len(), 2, "{r}");
+    beat_ok(&api, p, &mut c).await; // c's echo of its join epoch
+
+    // a was last heard when its lease was last renewed (a lease TTL before its deadline).
+    let mut conn = redis_conn(&redis.url()).await;
+    let leases = rsc_protocol::names::group_leases_key(&key_prefix, p, p);
+    let a_deadline: i64 = redis::cmd("ZSCORE")
+        .arg(&leases)
+        .arg("a")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let a_heard_at = a_deadline - LEASE_TTL_MS;
+    let release_expected = a_heard_at + INTERVAL_MS + MARGIN_MS;
+    // Wait (bounded) until a was heard more than the margin ago, so the forecast is sooner than the interval.
+    let waiting = Instant::now();
+    while redis_now(&mut conn).await < a_heard_at + MARGIN_MS + 100 {
+        assert!(
+            waiting.elapsed() < Duration::from_secs(5),
+            "Redis time did not move"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // c's steady heartbeat: still waiting, and asked back just after a is due to release.
+    let before = redis_now(&mut conn).await;
+    let r = beat_ok(&api, p, &mut c).await;
+    let after = redis_now(&mut conn).await;
+    assert_eq!(shards(&r["assignment"]["pendingShards"]), pending, "{r}");
+    assert!(shards(&r["assignment"]["assignedShards"]).is_empty(), "{r}");
+    let interval = r["heartbeatIntervalMs"].as_i64().unwrap();
+    assert!(
+        (release_expected - after..=release_expected - before).contains(&interval),
+        "asked back at a's expected release ({release_expected}), between {before} and {after}: {interval} ms"
+    );
+    assert!(interval < INTERVAL_MS, "{interval}");
+
+    // a, an owner that must drain, keeps the interval; its next report releases the two shards.
+    let r = beat_ok(&api, p, &mut a).await;
+    assert_eq!(r["heartbeatIntervalMs"], INTERVAL_MS, "{r}");
+    beat_ok(&api, p, &mut a).await;
+    assert_eq!(a.owned().len(), 2, "a released two");
+    // c back: granted them, and nothing is awaited any more, so the configured interval again.
+    let r = beat_ok(&api, p, &mut c).await;
+    assert_eq!(shards(&r["assignment"]["assignedShards"]), pending, "{r}");
+    assert_eq!(r["heartbeatIntervalMs"], INTERVAL_MS, "{r}");
+    assert_disjoint(&[&a, &c]);
+
+    let metrics = api.send("GET", "/metrics", None).await;
+    let text = metrics.body.as_str().unwrap_or_default().to_owned();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("redis_stream_coord_release_interval_shortened_total"))
+        .unwrap_or_else(|| panic!("release_interval_shortened_total missing from /metrics"));
+    let value: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+    assert_eq!(value, 1.0, "one answer was shortened: {line}");
+}
