@@ -458,6 +458,22 @@ impl Store {
         }
     }
 
+    /// One member's lease deadline (Redis ms), None when it has no lease: one ZSCORE.
+    pub async fn lease_of(
+        &self,
+        group: &GroupName,
+        member: &str,
+    ) -> Result<Option<i64>, StoreError> {
+        let key = self.keyspace.group_of(group).leases;
+        let score: Option<f64> = redis::cmd("ZSCORE")
+            .arg(&key)
+            .arg(member)
+            .query_async(&mut self.connection())
+            .await
+            .map_err(|e| on_group_key(&key, e))?;
+        Ok(score.map(|d| d as i64))
+    }
+
     /// Every lease as (member, deadline in Redis ms), earliest deadline first (then by member).
     pub async fn leases(&self, group: &GroupName) -> Result<Vec<(String, i64)>, StoreError> {
         let keys = &self.keyspace.group_of(group);

@@ -124,7 +124,7 @@ impl Heartbeats<'_> {
         req: &HeartbeatRequest,
         caller: Caller<'_>,
     ) -> Result<HeartbeatResponse, CoordError> {
-        let (mut response, seen) = self.decide(name, member_id, req, caller).await?;
+        let (mut response, renewed) = self.decide(name, member_id, req, caller).await?;
         if response.status != HeartbeatStatus::Ok {
             return Ok(response);
         }
@@ -132,16 +132,20 @@ impl Heartbeats<'_> {
             // Only the acknowledgement request shortens an answer before the hints below.
             Stats::bump(&self.stats().acknowledgements_requested);
         }
-        let Some(seen) = seen else {
-            return Ok(response);
+        let awaited = match &renewed {
+            Some(seen) => seen.awaited_deadline_ms.map(|d| (d, seen.now_ms)),
+            None => self.awaited_lease(name, member_id, &response).await,
         };
-        if let Some(back_in) = seen.awaited_deadline_ms.and_then(|deadline| {
-            release_forecast::back_for_release_ms(self.timing(), seen.now_ms, deadline)
+        if let Some(back_in) = awaited.and_then(|(deadline, now_ms)| {
+            release_forecast::back_for_release_ms(self.timing(), now_ms, deadline)
         }) && back_in < response.heartbeat_interval_ms
         {
             Stats::bump(&self.stats().release_intervals_shortened);
             response.heartbeat_interval_ms = back_in;
         }
+        let Some(seen) = renewed else {
+            return Ok(response);
+        };
         let Some(peer) = seen.next_lapse else {
             return Ok(response);
         };
@@ -175,8 +179,34 @@ impl Heartbeats<'_> {
         Ok(response)
     }
 
+    /// For an answer that was not a steady renewal (a join, a write) and names pending shards: the lease
+    /// deadline of the member the caller waits for, read with one ZSCORE, and the replica's estimate of Redis
+    /// time (the steady renewal reads it in its own script instead). None when no other member holds a pending
+    /// shard, or on any error (it is only a hint).
+    async fn awaited_lease(
+        &self,
+        name: &GroupName,
+        member_id: &str,
+        response: &HeartbeatResponse,
+    ) -> Option<(i64, i64)> {
+        let pending = &response.assignment.pending_shards;
+        if pending.is_empty() {
+            return None;
+        }
+        let cached = self.cache().get(name)?;
+        let holder = self.state().releases.awaited(
+            name,
+            &cached,
+            member_id,
+            pending.iter().map(|s| s.shard_index),
+        )?;
+        let deadline = self.store().lease_of(name, &holder).await.ok()??;
+        Some((deadline, self.clock().now_ms()))
+    }
+
     /// Drives the replica core's heartbeat flow (`rsc_group::replica::heartbeat`) with this replica's cache,
-    /// store, batch and reconciler. Also returns what a steady renewal saw of other members' leases.
+    /// store, batch and reconciler. Also returns, when the answer is a steady renewal's, what the renewal saw
+    /// of other members' leases.
     async fn decide(
         &self,
         name: &GroupName,
@@ -361,13 +391,12 @@ impl Heartbeats<'_> {
                     // Expire it now rather than at the next reconciler tick: the shards move sooner.
                     self.reconciler().reconcile_soon(name);
                 }
-                let seen =
-                    (next_lapse.is_some() || awaited_deadline_ms.is_some()).then_some(LeasesSeen {
-                        now_ms,
-                        next_lapse,
-                        awaited_deadline_ms,
-                    });
-                return (Renewal::Renewed, seen);
+                let seen = LeasesSeen {
+                    now_ms,
+                    next_lapse,
+                    awaited_deadline_ms,
+                };
+                return (Renewal::Renewed, Some(seen));
             }
             Ok(HeartbeatOutcome::Conflict { current, now_ms }) => {
                 self.clock().observe(now_ms);

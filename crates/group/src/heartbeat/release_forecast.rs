@@ -1,6 +1,6 @@
 //! When a member that waits for a shard should heartbeat again: the release forecast.
 //!
-//! A steady answer can name pending shards: targeted to the member, still held by another member until that
+//! An answer can name pending shards: targeted to the member, still held by another member until that
 //! member's report releases them (revoke before assign). The new owner learns of the grant only at its own
 //! next heartbeat, a whole interval later, although the holder reports at its own cadence, which its lease
 //! tells: a lease renewed to end at `d` was renewed by a heartbeat at `d - lease TTL`, so the holder's next

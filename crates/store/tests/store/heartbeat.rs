@@ -86,7 +86,8 @@ async fn heartbeat_names_the_next_lease_to_end_within_its_window(store: &Store, 
 }
 
 /// With an awaited member named, the renewal reports that member's lease deadline beside what the window shows,
-/// and -1 (None) for a member without a lease; the caller's own lease is renewed as always.
+/// and -1 (None) for a member without a lease; the caller's own lease is renewed as always. `lease_of` reads one
+/// lease alone.
 async fn heartbeat_reports_the_awaited_members_lease(store: &Store, name: &str) {
     let keys = group(name);
     create_group(store, &keys, &["m1", "m2", "m3"]).await;
@@ -137,6 +138,12 @@ async fn heartbeat_reports_the_awaited_members_lease(store: &Store, name: &str) 
     // A member without a lease: nothing to report.
     let (_, _, awaited) = watch(0, "gone").await;
     assert_eq!(awaited, None);
+    // The same read on its own (after a write, which has no renewal to carry it).
+    assert_eq!(
+        store.lease_of(&keys, "m2").await.expect("lease"),
+        Some(now + 7_000)
+    );
+    assert_eq!(store.lease_of(&keys, "gone").await.expect("lease"), None);
     let leases = store.leases(&keys).await.expect("leases");
     assert!(
         leases.iter().any(|(m, d)| m == "m1" && *d >= now + 20_000),

@@ -1,7 +1,8 @@
 //! Part of the heartbeat service's state: which member holds each shard of a group, for the release forecast
-//! (`rsc_group::heartbeat::release_forecast`). A steady heartbeat whose answer names pending shards looks up
-//! the member it waits for here, has the renewal report that member's lease deadline in the same round trip
-//! (`Store::heartbeat_watching`), and is asked back when that member is due to release (`heartbeat.rs`).
+//! (`rsc_group::heartbeat::release_forecast`). A heartbeat whose answer names pending shards looks up the
+//! member it waits for here, reads that member's lease deadline (a steady renewal in its own round trip,
+//! `Store::heartbeat_watching`; an answer from a write with `Store::lease_of`), and is asked back when that
+//! member is due to release (`heartbeat.rs`).
 //!
 //! Finding a shard's holder walks the group's members, so the index is built once per revision of a group
 //! and reused for [`REUSE_FOR`] even when the revision moved: a large group that keeps changing (a join or a
