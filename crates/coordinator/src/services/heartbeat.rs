@@ -109,9 +109,10 @@ impl Heartbeats<'_> {
         }
     }
 
-    /// One heartbeat, with two hints of the steady renewal. The release forecast
-    /// (`rsc_group::heartbeat::release_forecast`): when the answer names pending shards another member holds,
-    /// the caller is asked back just after that member is due to release the first of them. The failover
+    /// One heartbeat, with two hints. The release forecast (`rsc_group::heartbeat::release_forecast`): when the
+    /// answer names pending shards another member holds, the caller is asked back just after that member is
+    /// due to release the first of them (its lease read in the steady renewal's script, or with one ZSCORE
+    /// after a write). The failover
     /// hint of `coordinator/lapse_forecasts.rs`: when the steady renewal saw another member's lease end within
     /// one interval and that member's expiry would give this caller shards, the answer asks the caller back
     /// just after the lapse (a shorter `heartbeatIntervalMs`); when the lease has already lapsed, the expiry is
@@ -133,7 +134,7 @@ impl Heartbeats<'_> {
             Stats::bump(&self.stats().acknowledgements_requested);
         }
         let awaited = match &renewed {
-            Some(seen) => seen.awaited_deadline_ms.map(|d| (d, seen.now_ms)),
+            Some(r) => r.leases.awaited_deadline_ms.map(|d| (d, r.leases.now_ms)),
             None => self.awaited_lease(name, member_id, &response).await,
         };
         if let Some(back_in) = awaited.and_then(|(deadline, now_ms)| {
@@ -143,16 +144,16 @@ impl Heartbeats<'_> {
             Stats::bump(&self.stats().release_intervals_shortened);
             response.heartbeat_interval_ms = back_in;
         }
-        let Some(seen) = renewed else {
+        let Some(RenewalSeen { base, leases }) = renewed else {
             return Ok(response);
         };
-        let Some(peer) = seen.next_lapse else {
+        let Some(peer) = leases.next_lapse else {
             return Ok(response);
         };
         let lapse = LapseSeen {
-            base: seen.base,
+            base,
             peer,
-            now_ms: seen.now_ms,
+            now_ms: leases.now_ms,
         };
         let gainers = self.state().lapses.gainers(
             name,
@@ -277,12 +278,7 @@ impl Heartbeats<'_> {
                     let (renewal, leases) = self
                         .renew(name, &base, member_id, req, awaited.as_deref())
                         .await;
-                    seen = leases.map(|l| RenewalSeen {
-                        base,
-                        now_ms: l.now_ms,
-                        next_lapse: l.next_lapse,
-                        awaited_deadline_ms: l.awaited_deadline_ms,
-                    });
+                    seen = leases.map(|leases| RenewalSeen { base, leases });
                     flow.on_renewed(req, renewal)
                 }
                 Step::Write => {
@@ -431,12 +427,10 @@ struct LeasesSeen {
     awaited_deadline_ms: Option<i64>,
 }
 
-/// [`LeasesSeen`] with the aggregate the heartbeat was decided on.
+/// A steady renewal's [`LeasesSeen`], with the aggregate the heartbeat was decided on.
 struct RenewalSeen {
     base: Cached,
-    now_ms: i64,
-    next_lapse: Option<PeerLease>,
-    awaited_deadline_ms: Option<i64>,
+    leases: LeasesSeen,
 }
 
 /// A steady renewal's view of the other member whose lease ends first (within one interval), with the
