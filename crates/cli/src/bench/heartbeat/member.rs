@@ -6,8 +6,6 @@
 
 use super::*;
 use rsc_group::timing::MAX_ACKNOWLEDGE_INTERVAL_MS;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 /// HTTP access to the coordinator replicas.
 pub(super) struct Api {
@@ -75,9 +73,8 @@ pub(super) struct Member {
     /// of a revocation, or a lapse about to end): the SDK sends it that soon, so well within a round.
     asked_back_now: bool,
     /// The last answer asked for the next heartbeat sooner than the interval but not at once (a release
-    /// forecast, or a lapse further off), as a fraction of the interval: a round stands for one interval, so
-    /// the member heartbeats again that far into the round ([`round_of`]).
-    asked_back_within: Option<f64>,
+    /// forecast, or a lapse further off): the member heartbeats again at the end of the round ([`round_of`]).
+    asked_back_later: bool,
     /// The longest interval answered so far: the configured one (a join's answer carries it).
     interval_ms: i64,
     /// This process dies once its next request is answered (`--restart-mode crash`).
@@ -112,7 +109,7 @@ impl Member {
             drain,
             drained_now: false,
             asked_back_now: false,
-            asked_back_within: None,
+            asked_back_later: false,
             interval_ms: 0,
             dies: false,
             gone: false,
@@ -174,9 +171,8 @@ impl Member {
         self.drained_now = false;
         self.asked_back_now = resp.heartbeat_interval_ms <= MAX_ACKNOWLEDGE_INTERVAL_MS;
         self.interval_ms = self.interval_ms.max(resp.heartbeat_interval_ms);
-        self.asked_back_within = (!self.asked_back_now
-            && resp.heartbeat_interval_ms < self.interval_ms)
-            .then(|| resp.heartbeat_interval_ms as f64 / self.interval_ms as f64);
+        self.asked_back_later =
+            !self.asked_back_now && resp.heartbeat_interval_ms < self.interval_ms;
         if self.dies {
             self.gone = true;
             self.last = Some((resp.status, resp.assignment));
@@ -204,10 +200,9 @@ impl Member {
         !self.gone && (self.drained_now || self.asked_back_now)
     }
 
-    /// How far into a round (a fraction of the interval) the last answer asked this member back, when it asked
-    /// for sooner than the interval but not at once.
-    pub(super) fn asked_back_within(&self) -> Option<f64> {
-        self.asked_back_within.filter(|_| !self.gone)
+    /// Whether the last answer asked this member back sooner than the interval but not at once.
+    pub(super) fn asked_back_later(&self) -> bool {
+        self.asked_back_later && !self.gone
     }
 
     /// The leave this process began is over: released and confirmed, or the process was killed.
@@ -242,7 +237,7 @@ pub(super) struct Tally {
     pub(super) first_error: Option<String>,
     /// Heartbeats sent at once after a member's heartbeat of the round ([`Member::heartbeat_now`]).
     pub(super) at_once: u64,
-    /// Heartbeats sent later in the round, as an answer asked ([`Member::asked_back_within`]).
+    /// Heartbeats sent at the end of the round, as an answer asked ([`Member::asked_back_later`]).
     pub(super) asked_back: u64,
 }
 
@@ -330,10 +325,14 @@ pub(super) async fn round(
     round_of(api, streams, shares, |_| true).await
 }
 
-/// A round of the members `chosen`. A round stands for one heartbeat interval, each worker's members spread
-/// over it in order: a member asked back at a fraction of the interval ([`Member::asked_back_within`])
-/// heartbeats again once its worker is that far past it in the round ([`asked_back_at`]), or at its turn in the
-/// next round when that is past the round's end (later than the SDK would: the bench errs on the slow side).
+/// A round of the members `chosen`. A round stands for one heartbeat interval, but takes less: the bench sends
+/// as fast as the coordinator answers. A member asked back sooner than the interval but not at once
+/// ([`Member::asked_back_later`]) heartbeats again once its worker has sent the rest of the round. The
+/// coordinator's forecast is in real time and cannot be scaled to the bench's without knowing whom it waits
+/// for, so the bench takes one moment for all: the end of the round. That never makes a member converge
+/// sooner than the SDK would: what it waits for is a release, which happens when its holder heartbeats in the
+/// bench's own time; coming back too early costs a heartbeat (counted), too late shows a grant later than the
+/// SDK would see it.
 pub(super) async fn round_of(
     api: &Arc<Api>,
     streams: &Arc<Vec<String>>,
@@ -346,29 +345,15 @@ pub(super) async fn round_of(
         let streams = streams.clone();
         handles.push(tokio::spawn(async move {
             let mut tally = Tally::default();
-            let n = share.len();
-            // (position in the round, member) of members asked back later in this round, earliest first.
-            let mut due = BinaryHeap::new();
-            for i in 0..n {
-                while let Some(&Reverse((at, j))) = due.peek()
-                    && at <= i
-                {
-                    due.pop();
-                    tally.asked_back += 1;
-                    let at = Position {
-                        member: j,
-                        now: i,
-                        of: n,
-                    };
-                    heartbeat_again(&api, &streams, &mut share[j], at, &mut due, &mut tally).await;
+            for m in share.iter_mut() {
+                if chosen(m) {
+                    heartbeat_as_sdk(&api, &streams, m, &mut tally).await;
                 }
-                if chosen(&share[i]) {
-                    let at = Position {
-                        member: i,
-                        now: i,
-                        of: n,
-                    };
-                    heartbeat_again(&api, &streams, &mut share[i], at, &mut due, &mut tally).await;
+            }
+            for m in share.iter_mut() {
+                if chosen(m) && m.asked_back_later() {
+                    tally.asked_back += 1;
+                    heartbeat_as_sdk(&api, &streams, m, &mut tally).await;
                 }
             }
             (share, tally)
@@ -382,42 +367,6 @@ pub(super) async fn round_of(
         merge(&mut total, tally);
     }
     (out, total)
-}
-
-/// Where a worker is in its round: at position `now` of a share of `of` members, heartbeating the one at
-/// position `member`.
-#[derive(Clone, Copy)]
-struct Position {
-    member: usize,
-    now: usize,
-    of: usize,
-}
-
-/// One heartbeat (as the SDK sends it), then the member's next one queued in `due` if the answer asked for it
-/// later in this round.
-async fn heartbeat_again(
-    api: &Api,
-    streams: &[String],
-    m: &mut Member,
-    at: Position,
-    due: &mut BinaryHeap<Reverse<(usize, usize)>>,
-    tally: &mut Tally,
-) {
-    heartbeat_as_sdk(api, streams, m, tally).await;
-    if let Some(next) = m
-        .asked_back_within()
-        .and_then(|f| asked_back_at(at.now, at.of, f))
-    {
-        due.push(Reverse((next, at.member)));
-    }
-}
-
-/// The position in a round of `n` at which a member at position `i` asked back `fraction` of an interval later
-/// heartbeats again: at least the next position, None past the round's end.
-pub(super) fn asked_back_at(i: usize, n: usize, fraction: f64) -> Option<usize> {
-    let later = ((fraction * n as f64).ceil() as usize).max(1);
-    let at = i + later;
-    (at < n).then_some(at)
 }
 
 /// A bench worker's result. A worker that panicked (a bug in the bench, not a measurement) ends the bench with
