@@ -227,7 +227,14 @@ fn failover_times_a_kill_and_a_leave_and_removes_its_streams() {
         "1800",
     ]);
     let s = summary(&out, "kill_median_ms");
-    for key in ["kill_median_ms", "kill_max_ms", "leave_max_ms", "bound_ms"] {
+    for key in [
+        "kill_median_ms",
+        "kill_max_ms",
+        "leave_max_ms",
+        "bound_ms",
+        "join_median_ms",
+        "join_max_ms",
+    ] {
         s.get(key)
             .unwrap_or_else(|| panic!("{key} missing from {s:?}"));
     }

@@ -7,9 +7,12 @@
 //! REVOKED and leaves), and measures from the signal to the moment the last of its shards is being read by
 //! another worker (the `at` time the new reader reports). A fresh worker then replaces it and the group
 //! converges again before the next trial. The kill time is compared with the coordinator's member lease
-//! TTL plus one heartbeat interval, read from `GET /coord/v1/monitoring/compatibility`.
+//! TTL plus one heartbeat interval, read from `GET /coord/v1/monitoring/compatibility`. The replacement's
+//! time, from its start to the group converged again, is the hand-over to a joining member: it waits for
+//! the shards' holders to release them (revoke before assign).
 //!
-//! Ends with `kill_median_ms=… kill_max_ms=… leave_median_ms=… leave_max_ms=… bound_ms=… kill_within_bound=…`,
+//! Ends with `kill_median_ms=… kill_max_ms=… bound_ms=… kill_within_bound=… leave_median_ms=… leave_max_ms=…
+//! join_median_ms=… join_max_ms=…`,
 //! and deletes the bench group and its shard streams whatever happened.
 
 use super::common::{self, Target};
@@ -410,6 +413,7 @@ async fn trials(args: &FailoverArgs, fleet: &mut Fleet, bound_ms: f64) -> Result
     let took = fleet.wait_converged(args.shards).await?;
     println!("workers converged in {:.2}s", took.as_secs_f64());
     let mut results: Vec<(&str, Vec<f64>)> = Vec::new();
+    let mut joins = Vec::new();
     for (kind, signal) in [("kill", "KILL"), ("leave", "TERM")] {
         let mut times = Vec::new();
         for trial in 1..=args.trials {
@@ -426,9 +430,11 @@ async fn trials(args: &FailoverArgs, fleet: &mut Fleet, bound_ms: f64) -> Result
                 "  replacement joined, converged in {:.2}s",
                 took.as_secs_f64()
             );
+            joins.push(took.as_secs_f64() * 1_000.0);
         }
         results.push((kind, times));
     }
+    results.push(("join", joins));
     let mut summary = Vec::new();
     for (kind, mut times) in results {
         times.sort_by(f64::total_cmp);
