@@ -79,12 +79,8 @@ async fn a_grant_moved_on_before_its_member_heard_of_it_is_acknowledged_at_once_
     assert_eq!(a.owned().len() + c.owned().len(), 4);
 
     // Operators see the requests counted (one: a's answer above).
-    let metrics = api.send("GET", "/metrics", None).await;
-    let text = metrics.body.as_str().unwrap_or_default().to_owned();
-    let line = text
-        .lines()
-        .find(|l| l.starts_with("redis_stream_coord_acknowledgement_requested_total"))
-        .unwrap_or_else(|| panic!("acknowledgement_requested_total missing from /metrics"));
-    let value: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
-    assert_eq!(value, 1.0, "{line}");
+    assert_eq!(
+        metric_total(&api, "acknowledgement_requested_total").await,
+        1.0
+    );
 }

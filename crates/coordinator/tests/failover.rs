@@ -45,13 +45,7 @@ async fn the_member_that_takes_over_a_lapsed_members_shard_learns_of_it_in_its_f
 
     // c stops. Its lease deadline, as Redis holds it:
     let mut conn = redis_conn(&redis.url()).await;
-    let leases = rsc_protocol::names::group_leases_key(&key_prefix, p, p);
-    let deadline: i64 = redis::cmd("ZSCORE")
-        .arg(&leases)
-        .arg("c")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    let deadline = lease_deadline(&mut conn, &key_prefix, p, "c").await;
 
     // Until the deadline, a and b heartbeat every 100 ms; b stops 300 ms before it (its own lease stays
     // live well past the deadline).
@@ -90,17 +84,11 @@ async fn the_member_that_takes_over_a_lapsed_members_shard_learns_of_it_in_its_f
         a.owned().contains(&c_shard),
         "a's first heartbeat after c's lapse carries c's shard {c_shard}: {r}"
     );
-    let metrics = api.send("GET", "/metrics", None).await;
-    let text = metrics.body.as_str().unwrap_or_default().to_owned();
     for name in [
         "failover_interval_shortened_total",
         "failover_grant_in_answer_total",
     ] {
-        let line = text
-            .lines()
-            .find(|l| l.contains(name) && !l.starts_with('#'))
-            .unwrap_or_else(|| panic!("{name} missing from /metrics"));
-        let value: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
-        assert!(value >= 1.0, "{line}");
+        let value = metric_total(&api, name).await;
+        assert!(value >= 1.0, "{name}: {value}");
     }
 }

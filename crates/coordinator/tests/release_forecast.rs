@@ -46,13 +46,7 @@ async fn a_member_waiting_for_a_shard_is_asked_back_just_after_its_holder_is_due
 
     // a was last heard when its lease was last renewed (a lease TTL before its deadline).
     let mut conn = redis_conn(&redis.url()).await;
-    let leases = rsc_protocol::names::group_leases_key(&key_prefix, p, p);
-    let a_deadline: i64 = redis::cmd("ZSCORE")
-        .arg(&leases)
-        .arg("a")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    let a_deadline = lease_deadline(&mut conn, &key_prefix, p, "a").await;
     let a_heard_at = a_deadline - LEASE_TTL_MS;
     let release_expected = a_heard_at + INTERVAL_MS + MARGIN_MS;
     // Wait (bounded) until a was heard more than the margin ago, so the forecast is sooner than the interval.
@@ -98,12 +92,9 @@ async fn a_member_waiting_for_a_shard_is_asked_back_just_after_its_holder_is_due
     assert_eq!(r["heartbeatIntervalMs"], INTERVAL_MS, "{r}");
     assert_disjoint(&[&a, &c]);
 
-    let metrics = api.send("GET", "/metrics", None).await;
-    let text = metrics.body.as_str().unwrap_or_default().to_owned();
-    let line = text
-        .lines()
-        .find(|l| l.starts_with("redis_stream_coord_release_interval_shortened_total"))
-        .unwrap_or_else(|| panic!("release_interval_shortened_total missing from /metrics"));
-    let value: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
-    assert_eq!(value, 2.0, "c's two answers were shortened: {line}");
+    assert_eq!(
+        metric_total(&api, "release_interval_shortened_total").await,
+        2.0,
+        "c's two answers were shortened"
+    );
 }

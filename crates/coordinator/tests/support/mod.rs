@@ -371,6 +371,34 @@ pub async fn beat_ok(api: &Api, p: &str, m: &mut Member) -> Value {
     r
 }
 
+/// The value of the counter `redis_stream_coord_<name>` on `/metrics` (a line without labels).
+pub async fn metric_total(api: &Api, name: &str) -> f64 {
+    let metrics = api.send("GET", "/metrics", None).await;
+    let text = metrics.body.as_str().unwrap_or_default().to_owned();
+    let series = format!("redis_stream_coord_{name} ");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&series))
+        .unwrap_or_else(|| panic!("redis_stream_coord_{name} missing from /metrics"));
+    line.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+/// `member`'s lease deadline in group `p` of stream `p` (Redis ms), as the lease set holds it.
+pub async fn lease_deadline(
+    conn: &mut redis::aio::MultiplexedConnection,
+    key_prefix: &str,
+    p: &str,
+    member: &str,
+) -> i64 {
+    let leases = rsc_protocol::names::group_leases_key(key_prefix, p, p);
+    redis::cmd("ZSCORE")
+        .arg(&leases)
+        .arg(member)
+        .query_async(conn)
+        .await
+        .unwrap()
+}
+
 /// Redis time in milliseconds.
 pub async fn redis_now(conn: &mut redis::aio::MultiplexedConnection) -> i64 {
     let (secs, micros): (i64, i64) = redis::cmd("TIME").query_async(conn).await.unwrap();

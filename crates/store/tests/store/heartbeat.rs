@@ -12,36 +12,37 @@ on_both_topologies!(
     heartbeat_reports_the_awaited_members_lease,
 );
 
+/// Renews m1's lease in group `name` at revision 1 watching as asked: (Redis now, another lease lapsed, the
+/// next lapse named, the awaited member's deadline).
+async fn renew_m1(
+    store: &Store,
+    name: &str,
+    window_ms: i64,
+    awaited: Option<&str>,
+) -> (i64, bool, Option<PeerLease>, Option<i64>) {
+    let watch = Watch { window_ms, awaited };
+    match store
+        .heartbeat_watching(&group(name), 1, "m1", 20_000, watch, None)
+        .await
+        .expect("heartbeat")
+    {
+        HeartbeatOutcome::Renewed {
+            now_ms,
+            others_lapsed,
+            next_lapse,
+            awaited_deadline_ms,
+        } => (now_ms, others_lapsed, next_lapse, awaited_deadline_ms),
+        other => panic!("expected Renewed, got {other:?}"),
+    }
+}
+
 async fn heartbeat_names_the_next_lease_to_end_within_its_window(store: &Store, name: &str) {
     let keys = group(name);
     create_group(store, &keys, &["m1", "m2", "m3"]).await;
-    let watch = |window: i64| {
-        let keys = keys.clone();
-        async move {
-            match store
-                .heartbeat_watching(
-                    &keys,
-                    1,
-                    "m1",
-                    20_000,
-                    Watch {
-                        window_ms: window,
-                        awaited: None,
-                    },
-                    None,
-                )
-                .await
-                .expect("heartbeat")
-            {
-                HeartbeatOutcome::Renewed {
-                    now_ms,
-                    others_lapsed,
-                    next_lapse,
-                    awaited_deadline_ms: None,
-                } => (now_ms, others_lapsed, next_lapse),
-                other => panic!("expected Renewed, got {other:?}"),
-            }
-        }
+    let watch = |window: i64| async move {
+        let (now, lapsed, next, awaited) = renew_m1(store, name, window, None).await;
+        assert_eq!(awaited, None, "no member named, none reported");
+        (now, lapsed, next)
     };
     // Every other lease ends far beyond a small window: nothing is named.
     let (now, _, _) = watch(0).await;
@@ -91,33 +92,9 @@ async fn heartbeat_names_the_next_lease_to_end_within_its_window(store: &Store, 
 async fn heartbeat_reports_the_awaited_members_lease(store: &Store, name: &str) {
     let keys = group(name);
     create_group(store, &keys, &["m1", "m2", "m3"]).await;
-    let watch = |window_ms: i64, awaited: &'static str| {
-        let keys = keys.clone();
-        async move {
-            match store
-                .heartbeat_watching(
-                    &keys,
-                    1,
-                    "m1",
-                    20_000,
-                    Watch {
-                        window_ms,
-                        awaited: Some(awaited),
-                    },
-                    None,
-                )
-                .await
-                .expect("heartbeat")
-            {
-                HeartbeatOutcome::Renewed {
-                    now_ms,
-                    next_lapse,
-                    awaited_deadline_ms,
-                    ..
-                } => (now_ms, next_lapse, awaited_deadline_ms),
-                other => panic!("expected Renewed, got {other:?}"),
-            }
-        }
+    let watch = |window_ms: i64, awaited: &'static str| async move {
+        let (now, _, next, deadline) = renew_m1(store, name, window_ms, Some(awaited)).await;
+        (now, next, deadline)
     };
     let (now, _, _) = watch(0, "m2").await;
     set_lease(store, &keys, "m2", now + 7_000).await;
