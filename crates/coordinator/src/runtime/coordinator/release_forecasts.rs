@@ -36,7 +36,7 @@ pub(crate) struct ReleaseForecasts {
 }
 
 impl ReleaseForecasts {
-    /// The member that `member_id`, whose steady answer on `base` names `pending`, waits for first
+    /// The member that `member_id`, whose answer on `base` names `pending`, waits for first
     /// (`Holders::awaited_by`). None when no other member holds a pending shard, or while another request
     /// builds the group's index.
     pub(crate) fn awaited(
