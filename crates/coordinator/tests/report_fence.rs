@@ -65,6 +65,10 @@ async fn a_self_fences_hold_is_counted_by_the_first_reconciler_pass_that_reads_i
     assert_eq!(holds.len(), 1, "{view}");
     assert_eq!(holds[0]["memberId"], "a");
     assert_eq!(shards(&holds[0]["shards"]), vec![kept]);
+    assert_eq!(
+        holds[0]["endPending"], true,
+        "the view says its end is still to be counted"
+    );
     let mut conn = redis_conn(&redis.url()).await;
     let key = rsc_protocol::names::group_metadata_key(&key_prefix, p, p);
     let header = stored_header(&mut conn, &key).await;
@@ -94,6 +98,21 @@ async fn a_self_fences_hold_is_counted_by_the_first_reconciler_pass_that_reads_i
     let mut config = test_config(&redis.url());
     config.coordinator.member_lease_ttl = Dur(Duration::from_secs(3));
     let (running, api) = coordinator(config).await;
+    // Its first pass counts the end: the view shows the hold with its end counted, a lease TTL on at least.
+    let counted = wait_for("the hold's end counted", Duration::from_secs(10), || {
+        let api = api.clone();
+        async move {
+            let view = group_view(&api, p, "assignments").await;
+            let hold = view["holds"][0].clone();
+            (hold["endPending"] == false).then_some(hold)
+        }
+    })
+    .await;
+    let until = iso_to_ms(counted["until"].as_str().expect("until"));
+    assert!(
+        until >= started + ttl_ms,
+        "the counted end {until} is a lease TTL ({ttl_ms} ms) after the pass, which began after {started}: {counted}"
+    );
     // b heartbeats every 50 ms until it is granted a's shard (bounded: 15 s).
     let deadline = std::time::Instant::now() + Duration::from_secs(15);
     let granted_at = loop {

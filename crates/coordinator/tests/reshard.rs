@@ -720,15 +720,7 @@ async fn a_stale_producer_write_within_the_drain_grace_is_consumed_not_lost() {
     }
     let done = h.until_state(&id, "DEPRECATED").await;
     h.until_all_acked().await;
-    let ms = |v: &Value| {
-        time::OffsetDateTime::parse(
-            v.as_str().unwrap(),
-            &time::format_description::well_known::Rfc3339,
-        )
-        .unwrap()
-        .unix_timestamp_nanos()
-            / 1_000_000
-    };
+    let ms = |v: &Value| iso_to_ms(v.as_str().unwrap());
     let activated = ms(&done["activatedAt"]);
     let evidence_from = ms(&done["drainEvidenceFrom"]);
     assert!(

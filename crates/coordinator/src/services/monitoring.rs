@@ -127,6 +127,7 @@ impl Monitoring<'_> {
                 member_id: h.member_id.clone(),
                 shards: shard_ids(&h.shards),
                 until: iso_ms(h.until_ms),
+                end_pending: h.anchor_pending,
                 reason: h.reason.to_string(),
             })
             .collect();

@@ -399,6 +399,13 @@ pub async fn lease_deadline(
         .unwrap()
 }
 
+/// An ISO-8601 (RFC 3339) time of a view, in Unix milliseconds.
+pub fn iso_to_ms(iso: &str) -> i64 {
+    let t = time::OffsetDateTime::parse(iso, &time::format_description::well_known::Rfc3339)
+        .unwrap_or_else(|e| panic!("{iso:?} is not an RFC 3339 time: {e}"));
+    (t.unix_timestamp_nanos() / 1_000_000) as i64
+}
+
 /// Redis time in milliseconds.
 pub async fn redis_now(conn: &mut redis::aio::MultiplexedConnection) -> i64 {
     let (secs, micros): (i64, i64) = redis::cmd("TIME").query_async(conn).await.unwrap();

@@ -329,8 +329,13 @@ pub struct HoldView {
     pub member_id: String,
     /// The shards held back.
     pub shards: Vec<ShardId>,
-    /// When the hold ends and the shards may be granted (ISO-8601 UTC).
+    /// When the hold ends and the shards may be granted (ISO-8601 UTC); while `endPending`, the earliest it
+    /// can end.
     pub until: String,
+    /// The hold's end is still to be counted: it was placed by a decision that may have paused before its write
+    /// (a member fenced for reporting a shard outside its grants), so the next reconciler pass counts it again
+    /// from its own clock (a lease TTL and the hold margin from then) before it can end. Normally for a moment.
+    pub end_pending: bool,
     /// Why they are held, in words.
     pub reason: String,
 }
