@@ -99,6 +99,14 @@ export function mount(el, args) {
   return view;
 }
 
+// A hold's cell: until when the shard is held, or, while the hold's end is still to be counted by the next
+// reconciler pass, the earliest it can end.
+function holdText(hold) {
+  return hold.endPending
+    ? "held, not before " + hold.until + " (end still to be counted)"
+    : "held until " + hold.until;
+}
+
 function drawStats(el, grp, list, off) {
   const live = list.filter((m) => LIVE.includes(m.state)).length;
   const dur = grp.metadataDurability || {};
@@ -213,7 +221,7 @@ function drawGrid(el, p, g, grp, list, asg, off, detail) {
           const c = revoking[id].has(s) ? "revoking" : current[id].has(s) ? "owned" : target[id].has(s) ? "pending" : "";
           return c ? h("span.cell.c-" + c, {}, c) : "";
         }),
-        held.has(s) ? "held until " + held.get(s).until : "",
+        held.has(s) ? holdText(held.get(s)) : "",
         o ? num(o.lag) : "–",
         o && o.pendingCount > 0 && !removed
           ? h(
