@@ -182,18 +182,7 @@ async fn a_heartbeat_body_fits_the_largest_group_and_one_byte_more_is_refused() 
     let r = alice.raw("POST", &path, Some(body)).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.body["status"], "OK", "{}", r.body);
-    let consumption = || async {
-        let r = api
-            .send(
-                "GET",
-                &format!("/coord/v1/monitoring/streams/{p}/groups/{p}/consumption"),
-                None,
-            )
-            .await;
-        assert_eq!(r.status, 200, "{}", r.body);
-        r.body
-    };
-    let stored = consumption().await;
+    let stored = group_view(&api, &p, "consumption").await;
     assert_eq!(
         stored["progress"].as_array().unwrap().len(),
         MAX_SHARD_COUNT as usize
@@ -231,7 +220,7 @@ async fn a_heartbeat_body_fits_the_largest_group_and_one_byte_more_is_refused() 
             && message.contains("coordinator.http.heartbeat-max-body-bytes"),
         "{message}"
     );
-    let stored = consumption().await;
+    let stored = group_view(&api, &p, "consumption").await;
     assert_eq!(
         stored["progress"][0]["lastDeliveredId"], "1111-1",
         "{stored}"

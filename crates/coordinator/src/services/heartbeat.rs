@@ -190,17 +190,11 @@ impl Heartbeats<'_> {
         member_id: &str,
         response: &HeartbeatResponse,
     ) -> Option<(i64, i64)> {
-        let pending = &response.assignment.pending_shards;
-        if pending.is_empty() {
-            return None;
-        }
         let cached = self.cache().get(name)?;
-        let holder = self.state().releases.awaited(
-            name,
-            &cached,
-            member_id,
-            pending.iter().map(|s| s.shard_index),
-        )?;
+        let holder = self
+            .state()
+            .releases
+            .awaited_for(name, &cached, member_id, response)?;
         let deadline = self.store().lease_of(name, &holder).await.ok()??;
         Some((deadline, self.clock().now_ms()))
     }
@@ -263,18 +257,11 @@ impl Heartbeats<'_> {
                     flow.on_recorded(req, written)
                 }
                 Step::Renew(base) => {
-                    let awaited = flow
-                        .steady_answer()
-                        .map(|r| &r.assignment.pending_shards)
-                        .filter(|pending| !pending.is_empty())
-                        .and_then(|pending| {
-                            self.state().releases.awaited(
-                                name,
-                                &base,
-                                member_id,
-                                pending.iter().map(|s| s.shard_index),
-                            )
-                        });
+                    let awaited = flow.steady_answer().and_then(|answer| {
+                        self.state()
+                            .releases
+                            .awaited_for(name, &base, member_id, answer)
+                    });
                     let (renewal, leases) = self
                         .renew(name, &base, member_id, req, awaited.as_deref())
                         .await;

@@ -11,6 +11,7 @@
 
 use crate::runtime::cache::{Cached, GroupName};
 use rsc_group::heartbeat::release_forecast::Holders;
+use rsc_protocol::wire::HeartbeatResponse;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -36,6 +37,22 @@ pub(crate) struct ReleaseForecasts {
 }
 
 impl ReleaseForecasts {
+    /// The member that `member_id`, answered `answer` on `base`, waits for first: None when the answer names
+    /// no pending shard (nothing is looked up then), else as [`ReleaseForecasts::awaited`].
+    pub(crate) fn awaited_for(
+        &self,
+        name: &GroupName,
+        base: &Cached,
+        member_id: &str,
+        answer: &HeartbeatResponse,
+    ) -> Option<String> {
+        let pending = &answer.assignment.pending_shards;
+        if pending.is_empty() {
+            return None;
+        }
+        self.awaited(name, base, member_id, pending.iter().map(|s| s.shard_index))
+    }
+
     /// The member that `member_id`, whose answer on `base` names `pending`, waits for first
     /// (`Holders::awaited_by`). None when no other member holds a pending shard, or while another request
     /// builds the group's index.
