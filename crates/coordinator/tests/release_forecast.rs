@@ -1,8 +1,9 @@
 //! The release forecast (`rsc_group::heartbeat::release_forecast`), against a real coordinator and
 //! redis-server: a member whose steady answer names a shard another member still holds is asked back a
 //! margin after that member's next heartbeat is due, as its lease in Redis tells, instead of a whole interval
-//! later; the handover itself is unchanged, and the answers carry the configured interval again once nothing
-//! is awaited. Operators see such answers counted.
+//! later, or a margin from now when that member was just told to give the shard up; the handover itself is
+//! unchanged, and the answers carry the configured interval again once nothing is awaited. Operators see such
+//! answers counted.
 
 use crate::support;
 
@@ -41,7 +42,8 @@ async fn a_member_waiting_for_a_shard_is_asked_back_just_after_its_holder_is_due
     assert_eq!(pending.len(), 2, "{r}");
     assert_eq!(
         r["heartbeatIntervalMs"], INTERVAL_MS,
-        "a was heard a moment ago: its next report is no sooner than c's interval: {r}"
+        "a was heard a moment ago, before c's join took the shards (not told yet): its next report is no \
+         sooner than c's interval: {r}"
     );
 
     // a was last heard when its lease was last renewed (a lease TTL before its deadline).
@@ -96,5 +98,69 @@ async fn a_member_waiting_for_a_shard_is_asked_back_just_after_its_holder_is_due
         metric_total(&api, "release_interval_shortened_total").await,
         2.0,
         "c's two answers were shortened"
+    );
+}
+
+/// The holder was just told to give the shards up (its last heartbeat came after c's join took them from it):
+/// the release is under way, and c, asking a moment later, is asked back a margin from now instead of an
+/// interval after a's next heartbeat. Whether c asked within the margin is read from Redis time; a run where
+/// it did not (a slow machine) proves nothing and is tried again on a fresh stream, a bounded number of times.
+#[tokio::test]
+async fn a_member_asking_just_after_its_holder_was_told_to_give_the_shard_up_is_asked_back_a_margin_later()
+ {
+    let redis = RedisServer::start();
+    let mut config = test_config(&redis.url());
+    let k = &mut config.coordinator;
+    k.heartbeat_interval = Dur(Duration::from_millis(INTERVAL_MS as u64));
+    k.member_lease_ttl = Dur(Duration::from_millis(LEASE_TTL_MS as u64));
+    let key_prefix = k.store.key_prefix.clone();
+    let (_running, api) = coordinator(config).await;
+    let mut conn = redis_conn(&redis.url()).await;
+    for attempt in 0..5 {
+        let p = format!("told-{attempt}");
+        assert_eq!(api.create_stream(&p, 4).await.status, 201);
+        let mut a = Member::new("a");
+        for _ in 0..3 {
+            beat_ok(&api, &p, &mut a).await;
+        }
+        assert_eq!(a.owned().len(), 4, "a reads every shard");
+        let mut c = Member::new("c");
+        let joined = beat_ok(&api, &p, &mut c).await;
+        let pending = shards(&joined["assignment"]["pendingShards"]);
+        assert_eq!(pending.len(), 2, "{joined}");
+        beat_ok(&api, &p, &mut c).await; // c confirms its join
+
+        // a is told: its answer takes the two shards away.
+        let told = beat_ok(&api, &p, &mut a).await;
+        assert_eq!(
+            shards(&told["assignment"]["assignedShards"]).len(),
+            2,
+            "{told}"
+        );
+        let a_heard_at = lease_deadline(&mut conn, &key_prefix, &p, "a").await - LEASE_TTL_MS;
+        let asked_at = redis_now(&mut conn).await;
+        let r = beat_ok(&api, &p, &mut c).await;
+        if asked_at - a_heard_at >= MARGIN_MS {
+            continue; // c did not ask within the margin of a's heartbeat: nothing shown, try again
+        }
+        assert_eq!(shards(&r["assignment"]["pendingShards"]), pending, "{r}");
+        let interval = r["heartbeatIntervalMs"].as_i64().unwrap();
+        assert!(
+            (MARGIN_MS..MARGIN_MS + 100).contains(&interval),
+            "a was told {} ms before c asked: c is asked back a margin from now, not a's next heartbeat \
+             ({} ms away): {interval} ms",
+            asked_at - a_heard_at,
+            a_heard_at + INTERVAL_MS - asked_at
+        );
+        // a reports them released (it drains at once); c, back, is granted them.
+        beat_ok(&api, &p, &mut a).await;
+        assert_eq!(a.owned().len(), 2, "a released two");
+        let r = beat_ok(&api, &p, &mut c).await;
+        assert_eq!(shards(&r["assignment"]["assignedShards"]), pending, "{r}");
+        assert_disjoint(&[&a, &c]);
+        return;
+    }
+    panic!(
+        "in 5 attempts c never asked within {MARGIN_MS} ms of a's heartbeat: the machine is too slow to show it"
     );
 }

@@ -143,14 +143,19 @@ pub async fn coordinator_timing(coord: &CoordinatorClient) -> Result<(Duration, 
         .get_json(&["coord", "v1", "monitoring", "compatibility"])
         .await
         .map_err(|e| format!("reading the coordinator's timing: {e}"))?;
-    let defaults = &doc["coordinationVersions"][0]["timingDefaults"];
-    let get = |name: &str| {
-        defaults[name]
-            .as_str()
-            .and_then(parse_iso_seconds)
-            .ok_or_else(|| format!("compatibility document has no usable timingDefaults.{name}"))
-    };
-    Ok((get("heartbeatInterval")?, get("memberLeaseTtl")?))
+    Ok((
+        timing_default(&doc, "heartbeatInterval")?,
+        timing_default(&doc, "memberLeaseTtl")?,
+    ))
+}
+
+/// One of `timingDefaults` (`heartbeatInterval`, `memberLeaseTtl`, `rebalanceTimeout`) of a compatibility
+/// document.
+pub fn timing_default(doc: &serde_json::Value, name: &str) -> Result<Duration, String> {
+    doc["coordinationVersions"][0]["timingDefaults"][name]
+        .as_str()
+        .and_then(parse_iso_seconds)
+        .ok_or_else(|| format!("compatibility document has no usable timingDefaults.{name}"))
 }
 
 /// `PT<seconds>S` (fractional seconds allowed), the only form the coordinator writes.

@@ -279,11 +279,7 @@ impl Api {
                 None,
             )
             .await?;
-        doc["coordinationVersions"][0]["timingDefaults"]["memberLeaseTtl"]
-            .as_str()
-            .and_then(|s| s.strip_prefix("PT")?.strip_suffix('S')?.parse::<f64>().ok())
-            .map(Duration::from_secs_f64)
-            .ok_or_else(|| "the compatibility document has no memberLeaseTtl".to_owned())
+        super::common::timing_default(&doc, "memberLeaseTtl")
     }
 
     /// Polls until `member` of `prefix` is EXPIRED; returns when it was seen so.

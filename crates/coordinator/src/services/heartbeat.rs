@@ -28,7 +28,7 @@ use crate::security::principal::Principal;
 use crate::security::roles::Role;
 use crate::services::durability::Recording;
 use rsc_group::heartbeat::explain::{self, Explanation, StreamLookup};
-use rsc_group::heartbeat::release_forecast;
+use rsc_group::heartbeat::release_forecast::{self, Holder};
 use rsc_group::heartbeat::{Caller, rejected_response};
 use rsc_group::replica::heartbeat::{
     Confirmation, HeartbeatFlow, Notes, ReadFailure, Renewal, Step,
@@ -133,18 +133,25 @@ impl Heartbeats<'_> {
             // Only the acknowledgement request shortens an answer before the hints below.
             Stats::bump(&self.stats().acknowledgements_requested);
         }
-        let awaited = match &renewed {
-            Some(r) => r.leases.awaited_deadline_ms.map(|d| (d, r.leases.now_ms)),
-            None => self.awaited_lease(name, member_id, &response).await,
-        };
-        if let Some(back_in) = awaited.and_then(|(deadline, now_ms)| {
-            release_forecast::back_for_release_ms(self.timing(), now_ms, deadline)
+        let awaited =
+            match &renewed {
+                Some(r) => r.awaited.clone().zip(r.leases.awaited_deadline_ms).map(
+                    |(holder, deadline_ms)| AwaitedLease {
+                        holder,
+                        deadline_ms,
+                        now_ms: r.leases.now_ms,
+                    },
+                ),
+                None => self.awaited_lease(name, member_id, &response).await,
+            };
+        if let Some(back_in) = awaited.and_then(|a| {
+            release_forecast::back_for_release_ms(self.timing(), a.now_ms, &a.holder, a.deadline_ms)
         }) && back_in < response.heartbeat_interval_ms
         {
             Stats::bump(&self.stats().release_intervals_shortened);
             response.heartbeat_interval_ms = back_in;
         }
-        let Some(RenewalSeen { base, leases }) = renewed else {
+        let Some(RenewalSeen { base, leases, .. }) = renewed else {
             return Ok(response);
         };
         let Some(peer) = leases.next_lapse else {
@@ -180,23 +187,31 @@ impl Heartbeats<'_> {
         Ok(response)
     }
 
-    /// For an answer that was not a steady renewal (a join, a write) and names pending shards: the lease
-    /// deadline of the member the caller waits for, read with one ZSCORE, and the replica's estimate of Redis
-    /// time (the steady renewal reads it in its own script instead). None when no other member holds a pending
-    /// shard, or on any error (it is only a hint).
+    /// For an answer that was not a steady renewal (a join, a write) and names pending shards: the member the
+    /// caller waits for, its lease deadline read with one ZSCORE, and the replica's estimate of Redis time (the
+    /// steady renewal reads it in its own script instead). None when no other member holds a pending shard, or
+    /// on any error (it is only a hint).
     async fn awaited_lease(
         &self,
         name: &GroupName,
         member_id: &str,
         response: &HeartbeatResponse,
-    ) -> Option<(i64, i64)> {
+    ) -> Option<AwaitedLease> {
         let cached = self.cache().get(name)?;
-        let holder = self
-            .state()
-            .releases
-            .awaited_for(name, &cached, member_id, response)?;
-        let deadline = self.store().lease_of(name, &holder).await.ok()??;
-        Some((deadline, self.clock().now_ms()))
+        let holder =
+            self.state()
+                .releases
+                .awaited_for(name, &cached, self.timing(), member_id, response)?;
+        let deadline_ms = self
+            .store()
+            .lease_of(name, &holder.member_id)
+            .await
+            .ok()??;
+        Some(AwaitedLease {
+            holder,
+            deadline_ms,
+            now_ms: self.clock().now_ms(),
+        })
     }
 
     /// Drives the replica core's heartbeat flow (`rsc_group::replica::heartbeat`) with this replica's cache,
@@ -258,14 +273,22 @@ impl Heartbeats<'_> {
                 }
                 Step::Renew(base) => {
                     let awaited = flow.steady_answer().and_then(|answer| {
-                        self.state()
-                            .releases
-                            .awaited_for(name, &base, member_id, answer)
+                        self.state().releases.awaited_for(
+                            name,
+                            &base,
+                            self.timing(),
+                            member_id,
+                            answer,
+                        )
                     });
-                    let (renewal, leases) = self
-                        .renew(name, &base, member_id, req, awaited.as_deref())
-                        .await;
-                    seen = leases.map(|leases| RenewalSeen { base, leases });
+                    let awaited_id = awaited.as_ref().map(|h| h.member_id.as_str());
+                    let (renewal, leases) =
+                        self.renew(name, &base, member_id, req, awaited_id).await;
+                    seen = leases.map(|leases| RenewalSeen {
+                        base,
+                        leases,
+                        awaited,
+                    });
                     flow.on_renewed(req, renewal)
                 }
                 Step::Write => {
@@ -414,10 +437,19 @@ struct LeasesSeen {
     awaited_deadline_ms: Option<i64>,
 }
 
-/// A steady renewal's [`LeasesSeen`], with the aggregate the heartbeat was decided on.
+/// A steady renewal's [`LeasesSeen`], with the aggregate the heartbeat was decided on and the member whose
+/// lease it read for the release forecast.
 struct RenewalSeen {
     base: Cached,
     leases: LeasesSeen,
+    awaited: Option<Holder>,
+}
+
+/// The member a caller waits for (the release forecast), its lease deadline and Redis time.
+struct AwaitedLease {
+    holder: Holder,
+    deadline_ms: i64,
+    now_ms: i64,
 }
 
 /// A steady renewal's view of the other member whose lease ends first (within one interval), with the

@@ -72,10 +72,13 @@ pub(super) struct Member {
     /// The last answer asked for the next heartbeat within `MAX_ACKNOWLEDGE_INTERVAL_MS` (an acknowledgement
     /// of a revocation, or a lapse about to end): the SDK sends it that soon, so well within a round.
     asked_back_now: bool,
-    /// The last answer asked for the next heartbeat sooner than the interval but not at once (a release
-    /// forecast, or a lapse further off): the member heartbeats again at the end of the round ([`round_of`]).
-    asked_back_later: bool,
-    /// The longest interval answered so far: the configured one (a join's answer carries it).
+    /// The last answer asked for the next heartbeat this many ms from now, sooner than the interval but not at
+    /// once (a release forecast, or a lapse further off): the member heartbeats again at the end of the round
+    /// when that still falls within it ([`Member::asked_back_within_round`], [`round_of`]).
+    asked_back_in_ms: Option<i64>,
+    /// The coordinator's configured heartbeat interval (its compatibility view's): an answer asking for the
+    /// next heartbeat sooner asks the member back. Not learnt from the answers: even a join's answer may be
+    /// shortened (a release forecast).
     interval_ms: i64,
     /// This process dies once its next request is answered (`--restart-mode crash`).
     dies: bool,
@@ -88,13 +91,14 @@ const NO_LEASE: Duration = Duration::ZERO;
 
 impl Member {
     /// Member `index` (id `m<index>`), which joins with its first heartbeat; with `instance`, a static member
-    /// (`groupInstanceId`).
+    /// (`groupInstanceId`). `interval_ms`: the coordinator's configured heartbeat interval.
     pub(super) fn new(
         index: usize,
         group: usize,
         replica: usize,
         drain: DrainModel,
         instance: Option<&str>,
+        interval_ms: i64,
     ) -> Self {
         let membership = Membership::new(&format!("m{index}"), NO_LEASE);
         Member {
@@ -109,8 +113,8 @@ impl Member {
             drain,
             drained_now: false,
             asked_back_now: false,
-            asked_back_later: false,
-            interval_ms: 0,
+            asked_back_in_ms: None,
+            interval_ms,
             dies: false,
             gone: false,
         }
@@ -129,6 +133,7 @@ impl Member {
             self.replica,
             self.drain,
             self.membership.group_instance_id(),
+            self.interval_ms,
         )
     }
 
@@ -170,9 +175,9 @@ impl Member {
     pub(super) fn apply(&mut self, sent_at: Instant, resp: HeartbeatResponse) {
         self.drained_now = false;
         self.asked_back_now = resp.heartbeat_interval_ms <= MAX_ACKNOWLEDGE_INTERVAL_MS;
-        self.interval_ms = self.interval_ms.max(resp.heartbeat_interval_ms);
-        self.asked_back_later =
-            !self.asked_back_now && resp.heartbeat_interval_ms < self.interval_ms;
+        self.asked_back_in_ms = (!self.asked_back_now
+            && resp.heartbeat_interval_ms < self.interval_ms)
+            .then_some(resp.heartbeat_interval_ms);
         if self.dies {
             self.gone = true;
             self.last = Some((resp.status, resp.assignment));
@@ -200,9 +205,18 @@ impl Member {
         !self.gone && (self.drained_now || self.asked_back_now)
     }
 
-    /// Whether the last answer asked this member back sooner than the interval but not at once.
-    pub(super) fn asked_back_later(&self) -> bool {
-        self.asked_back_later && !self.gone
+    /// Whether the last answer asked this member back sooner than the interval but not at once, so soon that
+    /// the moment falls within the round: a round stands for one interval, and the member is `position`
+    /// (0..1) of the way through its worker's share of it. A moment past the round's end falls before the
+    /// member's own turn in the next round, which the round model cannot place: the member is then left to
+    /// that turn, later than the SDK would come back (never sooner).
+    pub(super) fn asked_back_within_round(&self, position: f64) -> bool {
+        match self.asked_back_in_ms {
+            Some(back_in) if !self.gone && self.interval_ms > 0 => {
+                position + back_in as f64 / self.interval_ms as f64 <= 1.0
+            }
+            _ => false,
+        }
     }
 
     /// The leave this process began is over: released and confirmed, or the process was killed.
@@ -237,7 +251,7 @@ pub(super) struct Tally {
     pub(super) first_error: Option<String>,
     /// Heartbeats sent at once after a member's heartbeat of the round ([`Member::heartbeat_now`]).
     pub(super) at_once: u64,
-    /// Heartbeats sent at the end of the round, as an answer asked ([`Member::asked_back_later`]).
+    /// Heartbeats sent at the end of the round, as an answer asked ([`Member::asked_back_within_round`]).
     pub(super) asked_back: u64,
 }
 
@@ -326,13 +340,14 @@ pub(super) async fn round(
 }
 
 /// A round of the members `chosen`. A round stands for one heartbeat interval, but takes less: the bench sends
-/// as fast as the coordinator answers. A member asked back sooner than the interval but not at once
-/// ([`Member::asked_back_later`]) heartbeats again once its worker has sent the rest of the round. The
-/// coordinator's forecast is in real time and cannot be scaled to the bench's without knowing whom it waits
-/// for, so the bench takes one moment for all: the end of the round. That never makes a member converge
-/// sooner than the SDK would: what it waits for is a release, which happens when its holder heartbeats in the
-/// bench's own time; coming back too early costs a heartbeat (counted), too late shows a grant later than the
-/// SDK would see it.
+/// as fast as the coordinator answers. A member asked back sooner than the interval but not at once, so soon
+/// that the moment falls within the round ([`Member::asked_back_within_round`]: its place in its worker's
+/// share plus the answer's interval as a part of the configured one), heartbeats again once its worker has
+/// sent the rest of the round. The coordinator's forecast is in real time and cannot be scaled to the bench's
+/// without knowing whom it waits for, so the bench takes one moment for all: the end of the round. That never
+/// makes a member converge sooner than the SDK would: what it waits for is a release, which happens when its
+/// holder heartbeats in the bench's own time; coming back too early costs a heartbeat (counted), too late
+/// shows a grant later than the SDK would see it.
 pub(super) async fn round_of(
     api: &Arc<Api>,
     streams: &Arc<Vec<String>>,
@@ -350,8 +365,9 @@ pub(super) async fn round_of(
                     heartbeat_as_sdk(&api, &streams, m, &mut tally).await;
                 }
             }
-            for m in share.iter_mut() {
-                if chosen(m) && m.asked_back_later() {
+            let len = share.len().max(1) as f64;
+            for (i, m) in share.iter_mut().enumerate() {
+                if chosen(m) && m.asked_back_within_round(i as f64 / len) {
                     tally.asked_back += 1;
                     heartbeat_as_sdk(&api, &streams, m, &mut tally).await;
                 }

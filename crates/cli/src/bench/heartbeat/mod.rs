@@ -339,6 +339,7 @@ async fn measure(
         created.push(s.clone());
     }
 
+    let interval = configured_interval(api).await?;
     // Members are dealt round-robin to groups, each group's members round-robin to replicas (so every
     // replica serves every group), and members round-robin to workers.
     let workers = args.concurrency.min(args.members);
@@ -354,6 +355,7 @@ async fn measure(
             replica,
             args.drain,
             instance.as_deref(),
+            interval,
         ));
     }
 
@@ -445,6 +447,21 @@ async fn measure(
         rolling_restart(api, streams, shares, args).await?;
     }
     Ok(())
+}
+
+/// The coordinator's configured heartbeat interval in ms (its compatibility view): an answer asking for the
+/// next heartbeat sooner asks the member back.
+async fn configured_interval(api: &Api) -> Result<i64, String> {
+    let doc: serde_json::Value = api
+        .req(reqwest::Method::GET, "/coord/v1/monitoring/compatibility")
+        .send()
+        .await
+        .map_err(|e| format!("reading the coordinator's heartbeat interval: {e}"))?
+        .json()
+        .await
+        .map_err(|e| format!("reading the coordinator's heartbeat interval: {e}"))?;
+    let interval = crate::bench::common::timing_default(&doc, "heartbeatInterval")?;
+    Ok(interval.as_millis().min(i64::MAX as u128) as i64)
 }
 
 /// Member `i`'s group and replica: groups round-robin, and within a group its members round-robin over

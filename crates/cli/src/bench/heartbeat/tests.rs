@@ -217,7 +217,7 @@ fn answer(
 #[test]
 fn with_drain_heartbeat_a_given_up_shard_is_reported_draining_once_then_revoked_until_confirmed() {
     use rsc_protocol::wire::RevokeState;
-    let mut m = Member::new(0, 0, 0, DrainModel::Heartbeat, None);
+    let mut m = Member::new(0, 0, 0, DrainModel::Heartbeat, None, 1000);
     let now = Instant::now();
     assert_eq!(m.id(), "m0");
     let join = m.request();
@@ -294,7 +294,7 @@ fn several_replicas_each_serve_every_group() {
 /// heartbeats at once to report it REVOKED (no DRAINING round).
 #[test]
 fn with_the_instant_drain_a_given_up_shard_is_reported_revoked_in_a_heartbeat_sent_at_once() {
-    let mut m = Member::new(0, 0, 0, DrainModel::Instant, None);
+    let mut m = Member::new(0, 0, 0, DrainModel::Instant, None, 1000);
     let now = Instant::now();
     m.request();
     m.apply(now, answer(HeartbeatStatus::Ok, 1, &[0, 1], &[]));
@@ -322,7 +322,7 @@ fn with_the_instant_drain_a_given_up_shard_is_reported_revoked_in_a_heartbeat_se
 /// soon, which the round model makes "at once"; an answer at the normal interval does not.
 #[test]
 fn an_answer_asking_for_an_acknowledgement_is_heartbeated_at_once() {
-    let mut m = Member::new(0, 0, 0, DrainModel::Instant, None);
+    let mut m = Member::new(0, 0, 0, DrainModel::Instant, None, 1000);
     let now = Instant::now();
     m.request();
     m.apply(now, answer(HeartbeatStatus::Ok, 1, &[0], &[]));
@@ -343,28 +343,56 @@ fn an_answer_asking_for_an_acknowledgement_is_heartbeated_at_once() {
 }
 
 /// An answer asking for the next heartbeat sooner than the interval but not at once (a release forecast) has
-/// the member heartbeat again at the end of the round; the next answer at the interval clears it.
+/// the member heartbeat again at the end of the round when the moment falls within it; the next answer at the
+/// interval clears it.
 #[test]
 fn an_answer_asking_back_within_the_interval_is_heartbeated_again_at_the_end_of_the_round() {
-    let mut m = Member::new(0, 0, 0, DrainModel::Instant, None);
+    let mut m = Member::new(0, 0, 0, DrainModel::Instant, None, 1000);
     let now = Instant::now();
     m.request();
     m.apply(now, answer(HeartbeatStatus::Ok, 1, &[0], &[1]));
-    assert!(!m.asked_back_later(), "the join's answer: the interval");
+    assert!(
+        !m.asked_back_within_round(0.0),
+        "the join's answer: the interval"
+    );
     m.request();
     let mut forecast = answer(HeartbeatStatus::Ok, 1, &[0], &[1]);
     forecast.heartbeat_interval_ms = 250;
     m.apply(now, forecast);
     assert!(!m.heartbeat_now(), "not at once");
-    assert!(m.asked_back_later());
+    assert!(m.asked_back_within_round(0.0));
+    assert!(
+        m.asked_back_within_round(0.75),
+        "250 ms of 1000 from three quarters through: the round's end"
+    );
+    assert!(
+        !m.asked_back_within_round(0.8),
+        "past the round's end: left to its turn in the next round"
+    );
     m.request();
     m.apply(now, answer(HeartbeatStatus::Ok, 1, &[0, 1], &[]));
-    assert!(!m.asked_back_later(), "back to the interval");
+    assert!(!m.asked_back_within_round(0.0), "back to the interval");
     assert!(m.settled());
 }
 
+/// The configured interval is the coordinator's, not learnt from the answers: a join answered with a forecast
+/// (its shards' holder was just told to give them up) asks the member back too.
+#[test]
+fn a_join_answered_with_a_forecast_is_asked_back_at_the_end_of_the_round() {
+    let mut m = Member::new(0, 0, 0, DrainModel::Instant, None, 1000);
+    m.request();
+    let mut join = answer(HeartbeatStatus::Ok, 1, &[], &[0, 1]);
+    join.heartbeat_interval_ms = 200;
+    m.apply(Instant::now(), join);
+    assert!(!m.heartbeat_now(), "not at once");
+    assert!(
+        m.asked_back_within_round(0.5),
+        "sooner than the configured 1000 ms"
+    );
+}
+
 fn joined_member(instance: Option<&str>) -> Member {
-    let mut m = Member::new(3, 1, 0, DrainModel::Instant, instance);
+    let mut m = Member::new(3, 1, 0, DrainModel::Instant, instance, 1000);
     m.request();
     m.apply(Instant::now(), answer(HeartbeatStatus::Ok, 4, &[2, 5], &[]));
     assert!(m.settled());

@@ -7,10 +7,12 @@
 //! Finding a shard's holder walks the group's members, so the index is built once per revision of a group
 //! and reused for [`REUSE_FOR`] even when the revision moved: a large group that keeps changing (a join or a
 //! rolling restart, exactly when members wait for shards) is walked a few times a second, not on every
-//! waiting heartbeat. A stale holder makes a wrong hint, which costs one heartbeat: nothing is decided from it.
+//! waiting heartbeat; while one request builds the next index, the others take the previous one. A stale
+//! holder makes a wrong hint, which costs one heartbeat: nothing is decided from it.
 
 use crate::runtime::cache::{Cached, GroupName};
-use rsc_group::heartbeat::release_forecast::Holders;
+use rsc_group::heartbeat::release_forecast::{Holder, Holders};
+use rsc_group::timing::Timing;
 use rsc_protocol::wire::HeartbeatResponse;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -26,8 +28,10 @@ const REUSE_FOR: Duration = Duration::from_millis(250);
 struct Index {
     revision: u64,
     made_at: Instant,
-    /// None while one request builds it: others take no hint meanwhile rather than build it too.
+    /// None only while the group's first index is built.
     holders: Option<Arc<Holders>>,
+    /// One request is building the next index: the others take this one meanwhile rather than build it too.
+    rebuilding: bool,
 }
 
 /// One holder index per group.
@@ -43,14 +47,21 @@ impl ReleaseForecasts {
         &self,
         name: &GroupName,
         base: &Cached,
+        timing: &Timing,
         member_id: &str,
         answer: &HeartbeatResponse,
-    ) -> Option<String> {
+    ) -> Option<Holder> {
         let pending = &answer.assignment.pending_shards;
         if pending.is_empty() {
             return None;
         }
-        self.awaited(name, base, member_id, pending.iter().map(|s| s.shard_index))
+        self.awaited(
+            name,
+            base,
+            timing,
+            member_id,
+            pending.iter().map(|s| s.shard_index),
+        )
     }
 
     /// The member that `member_id`, whose answer on `base` names `pending`, waits for first
@@ -60,39 +71,45 @@ impl ReleaseForecasts {
         &self,
         name: &GroupName,
         base: &Cached,
+        timing: &Timing,
         member_id: &str,
         pending: impl IntoIterator<Item = u32>,
-    ) -> Option<String> {
-        let holders = self.holders(name, base)?;
-        holders.awaited_by(member_id, pending).map(str::to_owned)
+    ) -> Option<Holder> {
+        let holders = self.holders(name, base, timing)?;
+        holders.awaited_by(member_id, pending).cloned()
     }
 
-    fn holders(&self, name: &GroupName, base: &Cached) -> Option<Arc<Holders>> {
+    /// The group's index for `base`: the one kept while it is current or young enough, or while another
+    /// request builds the next one (a stale holder is only a wrong hint); else built now and kept.
+    fn holders(&self, name: &GroupName, base: &Cached, timing: &Timing) -> Option<Arc<Holders>> {
         {
             let mut table = self.by_group.lock().ok()?;
-            if let Some(index) = table.get(name)
-                && (index.revision == base.revision || index.made_at.elapsed() < REUSE_FOR)
-            {
-                return index.holders.clone();
-            }
             if table.len() >= MAX_GROUPS && !table.contains_key(name) {
                 table.clear();
             }
-            table.insert(
-                name.clone(),
-                Index {
-                    revision: base.revision,
-                    made_at: Instant::now(),
-                    holders: None,
-                },
-            );
+            let index = table.entry(name.clone()).or_insert_with(|| Index {
+                revision: base.revision,
+                made_at: Instant::now(),
+                holders: None,
+                rebuilding: false,
+            });
+            let current = index.holders.is_some()
+                && (index.revision == base.revision || index.made_at.elapsed() < REUSE_FOR);
+            if current || index.rebuilding {
+                return index.holders.clone();
+            }
+            index.rebuilding = true;
         }
-        let holders = Arc::new(Holders::of(&base.group));
+        let holders = Arc::new(Holders::of(&base.group, timing));
         if let Ok(mut table) = self.by_group.lock()
             && let Some(index) = table.get_mut(name)
-            && index.revision == base.revision
         {
-            index.holders = Some(holders.clone());
+            *index = Index {
+                revision: base.revision,
+                made_at: Instant::now(),
+                holders: Some(holders.clone()),
+                rebuilding: false,
+            };
         }
         Some(holders)
     }
@@ -102,6 +119,18 @@ impl ReleaseForecasts {
 mod tests {
     use super::*;
     use rsc_group::model::{Group, Member};
+
+    fn awaited(
+        forecasts: &ReleaseForecasts,
+        name: &GroupName,
+        base: &Cached,
+        member_id: &str,
+        pending: impl IntoIterator<Item = u32>,
+    ) -> Option<String> {
+        forecasts
+            .awaited(name, base, &Timing::default(), member_id, pending)
+            .map(|h| h.member_id)
+    }
 
     fn cached(revision: u64, held: &[(&str, &[u32])]) -> Cached {
         let mut g = Group::new("orders", "orders", 4, 0, "lifecycle");
@@ -124,16 +153,16 @@ mod tests {
         let name = GroupName::new("orders", "orders");
         let base = cached(3, &[("a", &[0, 1]), ("b", &[2]), ("c", &[])]);
         assert_eq!(
-            forecasts.awaited(&name, &base, "c", [2, 1]),
+            awaited(&forecasts, &name, &base, "c", [2, 1]),
             Some("a".to_owned())
         );
         assert_eq!(
-            forecasts.awaited(&name, &base, "a", [1, 2]),
+            awaited(&forecasts, &name, &base, "a", [1, 2]),
             Some("b".to_owned()),
             "not itself"
         );
         assert_eq!(
-            forecasts.awaited(&name, &base, "c", [3]),
+            awaited(&forecasts, &name, &base, "c", [3]),
             None,
             "nobody holds 3"
         );
@@ -144,10 +173,44 @@ mod tests {
         let forecasts = ReleaseForecasts::default();
         let name = GroupName::new("orders", "orders");
         let first = cached(3, &[("a", &[0])]);
-        let first_index = forecasts.holders(&name, &first).expect("built");
+        let first_index = forecasts
+            .holders(&name, &first, &Timing::default())
+            .expect("built");
         let moved = cached(4, &[("b", &[0])]);
-        let again = forecasts.holders(&name, &moved).expect("reused");
+        let again = forecasts
+            .holders(&name, &moved, &Timing::default())
+            .expect("reused");
         assert!(Arc::ptr_eq(&first_index, &again), "reused within REUSE_FOR");
         assert_eq!(again.of_shard(0), Some("a"), "a stale holder: only a hint");
+    }
+
+    #[test]
+    fn while_one_request_rebuilds_an_index_the_others_take_the_previous_one() {
+        let forecasts = ReleaseForecasts::default();
+        let name = GroupName::new("orders", "orders");
+        let first = forecasts
+            .holders(&name, &cached(3, &[("a", &[0])]), &Timing::default())
+            .expect("built");
+        {
+            let mut table = forecasts.by_group.lock().expect("lock");
+            let index = table.get_mut(&name).expect("kept");
+            index.made_at = Instant::now() - REUSE_FOR * 2;
+            index.rebuilding = true;
+        }
+        let meanwhile = forecasts
+            .holders(&name, &cached(4, &[("b", &[0])]), &Timing::default())
+            .expect("the previous index");
+        assert!(Arc::ptr_eq(&first, &meanwhile));
+        forecasts
+            .by_group
+            .lock()
+            .expect("lock")
+            .get_mut(&name)
+            .expect("kept")
+            .rebuilding = false;
+        let rebuilt = forecasts
+            .holders(&name, &cached(4, &[("b", &[0])]), &Timing::default())
+            .expect("rebuilt");
+        assert_eq!(rebuilt.of_shard(0), Some("b"), "built for revision 4");
     }
 }
