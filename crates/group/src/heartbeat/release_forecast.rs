@@ -4,8 +4,9 @@
 //! member's report releases them (revoke before assign). The new owner learns of the grant only at its own
 //! next heartbeat, a whole interval later, although the holder reports at its own cadence, which its lease
 //! tells: a lease renewed to end at `d` was renewed by a heartbeat at `d - lease TTL`. Two cases:
-//! - the holder heartbeated within the last [`release_margin_ms`], and after its revocations began (its
-//!   rebalance deadline less the rebalance timeout): that answer told it to give the shard up (in a join storm
+//! - the holder heartbeated within the last [`release_margin_ms`], and at least an acknowledgement interval
+//!   after its revocations began (its rebalance deadline less the rebalance timeout, a replica's estimate of
+//!   Redis time): that answer told it to give the shard up (in a join storm
 //!   the holders are told in the same moments as their successors ask), and the release follows within a
 //!   moment (a shard with nothing in flight is reported drained at once; a revoked grant the holder never heard
 //!   of is acknowledged at once, `Timing::acknowledge_interval_ms`), so the waiting member is asked back a
@@ -95,7 +96,8 @@ pub fn release_margin_ms(timing: &Timing) -> i64 {
 
 /// The `heartbeatIntervalMs` for a member waiting for a shard held by `holder`, whose lease ends at
 /// `holder_lease_deadline_ms`, at `now_ms` (both Redis time): a margin from now when the holder heartbeated
-/// within the last margin and after its revocations began (that answer told it to give the shard up), else
+/// within the last margin and an acknowledgement or more after its revocations began (that answer told it to
+/// give the shard up), else
 /// a margin after the holder's next heartbeat is due; never sooner than [`release_margin_ms`]. None when that
 /// is not sooner than the interval, or when the holder is overdue (its heartbeat and margin have passed).
 pub fn back_for_release_ms(
@@ -106,9 +108,11 @@ pub fn back_for_release_ms(
 ) -> Option<i64> {
     let margin = release_margin_ms(timing);
     let holder_heard_at = holder_lease_deadline_ms - timing.member_lease_ttl_ms;
+    // The start is the deciding replica's estimate of Redis time, which lags it by up to a reply's way back: a
+    // heartbeat less than an acknowledgement after it may have come before it.
     let told = holder
         .revoking_since_ms
-        .is_some_and(|since| holder_heard_at >= since);
+        .is_some_and(|since| holder_heard_at >= since + timing.acknowledge_interval_ms());
     let release_expected = if told && now_ms - holder_heard_at < margin {
         holder_heard_at + margin
     } else {
