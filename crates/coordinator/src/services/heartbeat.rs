@@ -125,7 +125,7 @@ impl Heartbeats<'_> {
         req: &HeartbeatRequest,
         caller: Caller<'_>,
     ) -> Result<HeartbeatResponse, CoordError> {
-        let (mut response, renewed) = self.decide(name, member_id, req, caller).await?;
+        let (mut response, mut renewed) = self.decide(name, member_id, req, caller).await?;
         if response.status != HeartbeatStatus::Ok {
             return Ok(response);
         }
@@ -134,8 +134,8 @@ impl Heartbeats<'_> {
             Stats::bump(&self.stats().acknowledgements_requested);
         }
         let awaited =
-            match &renewed {
-                Some(r) => r.awaited.clone().zip(r.leases.awaited_deadline_ms).map(
+            match &mut renewed {
+                Some(r) => r.awaited.take().zip(r.leases.awaited_deadline_ms).map(
                     |(holder, deadline_ms)| AwaitedLease {
                         holder,
                         deadline_ms,

@@ -412,6 +412,18 @@ pub async fn redis_now(conn: &mut redis::aio::MultiplexedConnection) -> i64 {
     secs * 1_000 + micros / 1_000
 }
 
+/// Waits (bounded) until Redis time has reached `at_ms`.
+pub async fn until_redis_time(conn: &mut redis::aio::MultiplexedConnection, at_ms: i64) {
+    let waiting = Instant::now();
+    while redis_now(conn).await < at_ms {
+        assert!(
+            waiting.elapsed() < Duration::from_secs(5),
+            "Redis time did not reach {at_ms}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// A monitoring view (`assignments`, `members`, …) of group `p` of stream `p`, which must answer 200.
 pub async fn group_view(api: &Api, p: &str, what: &str) -> Value {
     let r = api

@@ -84,15 +84,19 @@ impl ReleaseForecasts {
     fn holders(&self, name: &GroupName, base: &Cached, timing: &Timing) -> Option<Arc<Holders>> {
         {
             let mut table = self.by_group.lock().ok()?;
-            if table.len() >= MAX_GROUPS && !table.contains_key(name) {
-                table.clear();
+            if !table.contains_key(name) {
+                if table.len() >= MAX_GROUPS {
+                    table.clear();
+                }
+                let first = Index {
+                    revision: base.revision,
+                    made_at: Instant::now(),
+                    holders: None,
+                    rebuilding: false,
+                };
+                table.insert(name.clone(), first);
             }
-            let index = table.entry(name.clone()).or_insert_with(|| Index {
-                revision: base.revision,
-                made_at: Instant::now(),
-                holders: None,
-                rebuilding: false,
-            });
+            let index = table.get_mut(name)?;
             let current = index.holders.is_some()
                 && (index.revision == base.revision || index.made_at.elapsed() < REUSE_FOR);
             if current || index.rebuilding {
