@@ -163,6 +163,31 @@ impl Harness {
         }
     }
 
+    /// Waits (bounded) until the stream's record names no active migration: the stream's pass (or an end)
+    /// has filed its end there too, not only in the group.
+    async fn until_the_stream_has_no_active_migration(&self) {
+        let key = format!("redis-stream:coord:{{{}}}:stream", self.prefix);
+        let conn = self.redis.clone();
+        wait_for(
+            "the stream's record no longer names the ended migration",
+            Duration::from_secs(20),
+            || {
+                let (mut conn, key) = (conn.clone(), key.clone());
+                async move {
+                    let aggregate: Option<String> = redis::cmd("HGET")
+                        .arg(&key)
+                        .arg("aggregate")
+                        .query_async(&mut conn)
+                        .await
+                        .unwrap();
+                    let record: Value = serde_json::from_str(&aggregate?).ok()?;
+                    record["activeMigration"].is_null().then_some(())
+                }
+            },
+        )
+        .await;
+    }
+
     async fn until_all_acked(&mut self) {
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
         while self.acked != self.produced {
@@ -430,25 +455,7 @@ async fn an_unconsumed_extra_group_blocks_the_drain_until_forced() {
     // The group's migration has ended; the stream's record names it active until the stream's pass ends it
     // there too, and a force-complete in between still reaches the stream's migration. Wait for the record
     // (bounded), then a force-complete of the ended migration is refused.
-    let conn = h.redis.clone();
-    wait_for(
-        "the stream's record no longer names the ended migration",
-        Duration::from_secs(20),
-        || {
-            let mut conn = conn.clone();
-            async move {
-                let aggregate: Option<String> = redis::cmd("HGET")
-                    .arg("redis-stream:coord:{x}:stream")
-                    .arg("aggregate")
-                    .query_async(&mut conn)
-                    .await
-                    .unwrap();
-                let record: Value = serde_json::from_str(&aggregate?).ok()?;
-                record["activeMigration"].is_null().then_some(())
-            }
-        },
-    )
-    .await;
+    h.until_the_stream_has_no_active_migration().await;
     let r = api
         .send(
             "POST",
@@ -523,6 +530,9 @@ async fn rollback_is_allowed_while_active_and_refused_after_completion() {
         .unwrap()
         .to_owned();
     h.until_state(&id, "DEPRECATED").await;
+    // Until the stream's pass files the completion on the stream's record, a rollback still reaches the
+    // stream's migration (and rolls this group's copy back with it): wait for the record first.
+    h.until_the_stream_has_no_active_migration().await;
     let path = format!("/coord/v1/streams/rb/groups/rb/migrations/{id}/rollback");
     let r = api
         .send(

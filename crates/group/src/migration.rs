@@ -152,11 +152,16 @@ pub fn rollback_check(g: &Group, id: &str) -> Result<(), MigrationError> {
         MigrationState::Preparing => Err(MigrationError::NotAllowed(format!(
             "migration {id} has not switched routing yet; abort it with force-complete instead"
         ))),
-        s => Err(MigrationError::NotAllowed(format!(
-            "migration {id} already ended ({}); scale again to change the shard count",
-            s.as_str()
-        ))),
+        s => Err(already_ended(id, s)),
     }
+}
+
+/// The refusal of a rollback of `id`, which already ended as `state`.
+pub fn already_ended(id: &str, state: MigrationState) -> MigrationError {
+    MigrationError::NotAllowed(format!(
+        "migration {id} already ended ({}); scale again to change the shard count",
+        state.as_str()
+    ))
 }
 
 /// Rolls the active migration back to its `from` shard count. A scale-out's added shards become draining

@@ -63,6 +63,8 @@ struct Store {
     sightings: Vec<ProducerSighting>,
     /// Stream writes to answer as lost races before one is written.
     lose_writes: usize,
+    /// A lost race is lost to a stream pass that completed the active migration (DEPRECATED, in history).
+    completes_when_losing: bool,
     provisioning_fails: bool,
     stream_unavailable: bool,
     log: Vec<String>,
@@ -99,6 +101,7 @@ impl Store {
             shards: (0..shards).map(|s| (s, drained())).collect(),
             sightings: Vec::new(),
             lose_writes: 0,
+            completes_when_losing: false,
             provisioning_fails: false,
             stream_unavailable: false,
             log: Vec::new(),
@@ -152,6 +155,12 @@ impl Store {
                 if self.lose_writes > 0 {
                     self.lose_writes -= 1;
                     self.stream.revision += 1; // someone else wrote
+                    if self.completes_when_losing
+                        && let Some(mut m) = self.stream.record.active_migration.take()
+                    {
+                        m.state = MigrationState::Deprecated;
+                        self.stream.record.history.push(m);
+                    }
                     return Answer::Written(Ok(None));
                 }
                 if base != self.stream.revision {
@@ -427,6 +436,36 @@ fn a_rollback_is_filed_raises_the_boundaries_back_and_reaches_the_group() {
         store.group.group.migration("r-4").map(|m| m.state),
         Some(MigrationState::RolledBack)
     );
+}
+
+#[test]
+fn a_rollback_whose_write_loses_to_the_migrations_completion_is_refused_and_reports_nothing() {
+    let mut store = Store::new(2, &["a"]);
+    store.scale(4, None).expect("scaled");
+    store.log.clear();
+    store.lose_writes = 1;
+    store.completes_when_losing = true;
+    let (mut flow, first) = EndFlow::start(
+        "s",
+        store.group.group.clone(),
+        "r-4",
+        MigrationState::RolledBack,
+        "t",
+    );
+    let refused = store
+        .drive(&mut flow, first)
+        .expect_err("it completed first");
+    assert!(
+        refused.to_string().contains("already ended (DEPRECATED)"),
+        "{refused}"
+    );
+    assert_eq!(
+        store.log,
+        ["LoadStream", "WriteStream(none)", "LoadStream"],
+        "no boundary raised, no group touched, no rollback reported"
+    );
+    assert_eq!(store.stream.record.shard_count, 4, "routing stays scaled");
+    assert!(store.reports.is_empty());
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! proceeds on the stream's active migration, answers a repeat with the migration it ended, or is refused
 //! with the reason. Pure: the group as read, the stream record's active migration and the request.
 
-use crate::migration::{MigrationError, rollback_check};
+use crate::migration::{MigrationError, already_ended, rollback_check};
 use crate::model::{Group, Migration, MigrationState};
 
 /// What an end request comes to.
@@ -55,6 +55,19 @@ pub enum EndRefusal {
     /// A rollback while a metadata-correction round is open.
     #[error("a metadata-correction round is open; retry after it closes")]
     CorrectionOpen,
+}
+
+/// The refusal of ending migration `id` as `end` once the stream record shows that it ended as `state`
+/// otherwise while the end was being filed (it completed, or another end was filed first): the answer the
+/// request would have had after the fact.
+pub fn ended_meanwhile(id: &str, end: MigrationState, state: MigrationState) -> EndRefusal {
+    match end {
+        MigrationState::RolledBack => EndRefusal::Migration(already_ended(id, state)),
+        _ => EndRefusal::AlreadyEnded {
+            id: id.to_owned(),
+            state,
+        },
+    }
 }
 
 /// Whether ending migration `id` as `end` (ROLLED_BACK or FORCE_COMPLETED) proceeds, given `group` as read

@@ -2,13 +2,15 @@
 //! read (or created), [`plan_end`] on the group as the shell read it, then the end filed on the stream
 //! record by compare-and-set (a rollback also switches routing back, so every shard's routing boundary is
 //! raised again to refuse producers holding the scaled routing), and every group brought in line. A lost
-//! race reads the record again; once it no longer has the migration active, another replica ended it.
+//! race reads the record again; once it no longer has the migration active, either another replica filed this
+//! same end (nothing left to do) or the migration ended otherwise meanwhile (it completed: the end is refused as
+//! it would be after the fact, [`ended_meanwhile`]).
 
 use super::ensure::EnsureStream;
 use super::{Answer, Event, Flow, Progress, ReshardError, Step, StreamSnapshot};
 use crate::model::{Group, Migration, MigrationState};
 use crate::replica::Snapshot;
-use crate::reshard::end::{EndPlan, plan_end};
+use crate::reshard::end::{EndPlan, ended_meanwhile, plan_end};
 use crate::reshard::record::{boundary_scale, ended};
 use crate::reshard::sync::GroupChange;
 
@@ -184,18 +186,37 @@ impl<S: Snapshot> Flow<S> for EndFlow {
                 self.finish(Err(ReshardError::StreamVanished))
             }
             (Phase::Reloading, Answer::Stream(Ok(Some(s)))) => {
-                let still = self.ending.as_ref().is_some_and(|(a, _)| {
-                    s.record
-                        .active_migration
-                        .as_ref()
-                        .is_some_and(|x| x.resharding_id == a.resharding_id)
-                });
-                self.base = Some(s);
-                if still {
-                    self.write(now_ms)
-                } else {
-                    // Another replica ended it (or it completed): nothing left for this one to write.
-                    self.report()
+                let Some((active, final_state)) = &self.ending else {
+                    return self.finish(Err(ReshardError::OutOfStep));
+                };
+                let id = &active.resharding_id;
+                let still = s
+                    .record
+                    .active_migration
+                    .as_ref()
+                    .is_some_and(|x| &x.resharding_id == id);
+                let ended_as = s
+                    .record
+                    .history
+                    .iter()
+                    .rev()
+                    .find(|m| &m.resharding_id == id)
+                    .map(|m| m.state);
+                match ended_as {
+                    _ if still => {
+                        self.base = Some(s);
+                        self.write(now_ms)
+                    }
+                    // It ended otherwise meanwhile (it completed): this end did not happen, say so.
+                    Some(state) if state != *final_state => {
+                        let refusal = ended_meanwhile(id, self.end, state);
+                        self.finish(Err(refusal.into()))
+                    }
+                    // Another replica filed this same end: nothing left for this one to write.
+                    _ => {
+                        self.base = Some(s);
+                        self.report()
+                    }
                 }
             }
             (Phase::Raising(stream), Answer::Raised(_)) => {
