@@ -8,6 +8,8 @@ use crate::support;
 
 use rsc_testkit::RedisServer;
 use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use support::*;
 
@@ -396,5 +398,113 @@ async fn a_correction_round_closes_when_its_last_member_expires() {
     })
     .await;
     assert_eq!(accepted.body["targetShardCount"], 3, "{}", accepted.body);
+    running.shutdown().await.unwrap();
+}
+
+/// Joins members `m<i>` for every `i` in `ids` to group `p/p`, from [`JOINERS`] tasks at once (each join is
+/// one write), until `stop` is set (if given) or every id has joined.
+async fn join_members(
+    api: &Api,
+    p: &str,
+    ids: std::ops::Range<usize>,
+    stop: Option<Arc<AtomicBool>>,
+) {
+    let mut tasks = tokio::task::JoinSet::new();
+    for first in 0..JOINERS {
+        let (api, p, stop, ids) = (api.clone(), p.to_owned(), stop.clone(), ids.clone());
+        tasks.spawn(async move {
+            for i in ids.skip(first).step_by(JOINERS) {
+                if stop.as_ref().is_some_and(|s| s.load(Ordering::Relaxed)) {
+                    return;
+                }
+                let body = api.heartbeat(&p, &p, &Member::new(&format!("m{i}"))).await;
+                assert_eq!(body["status"], "OK", "{body}");
+            }
+        });
+    }
+    while let Some(joined) = tasks.join_next().await {
+        joined.expect("a joiner task");
+    }
+}
+
+/// How many tasks [`join_members`] joins from.
+const JOINERS: usize = 16;
+
+/// A replica's load of a large group that its own writes overtake while the read is under way (a join
+/// storm: reading and parsing a thousand members takes longer than the gap between two writes) finds a
+/// revision below those the replica has just committed. That is no rollback: nothing is recorded, the group
+/// stays mutable, and the load answers with the newest aggregate. Before, the second such read in a row was
+/// recorded as a store-revision rollback (the group's admin changes then failed closed and health turned
+/// DEGRADED: seen in `rsc bench heartbeat`'s rolling restart of a 10,000-member group).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn loads_that_the_replicas_own_writes_overtake_are_no_rollback() {
+    const MEMBERS: usize = 1_500;
+    // Loads until this many were overtaken by writes, at most MAX_LOADS.
+    const OVERTAKEN: usize = 10;
+    const MAX_LOADS: usize = 500;
+    let redis = RedisServer::start();
+    let mut config = test_config(&redis.url());
+    // Nobody heartbeats after joining: the members must outlive the test.
+    config.coordinator.member_lease_ttl = rsc_coordinator::config::Dur(Duration::from_secs(300));
+    let (running, api) = coordinator(config).await;
+    assert_eq!(api.create_stream("big", 4).await.status, 201);
+    join_members(&api, "big", 0..MEMBERS, None).await;
+
+    // A stream of joins keeps writing while the group is loaded again and again.
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = tokio::spawn({
+        let (api, stop) = (api.clone(), stop.clone());
+        async move { join_members(&api, "big", MEMBERS..usize::MAX, Some(stop)).await }
+    });
+    let name = rsc_coordinator::runtime::cache::GroupName::new("big", "big");
+    let mut conn = redis_conn(&redis.url()).await;
+    let (mut overtaken, mut loads) = (0, 0);
+    while overtaken < OVERTAKEN && loads < MAX_LOADS {
+        loads += 1;
+        let before: u64 = redis::cmd("HGET")
+            .arg("redis-stream:coord:{big:big}:metadata")
+            .arg("revision")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let loaded = running
+            .coordinator
+            .load(&name)
+            .await
+            .expect("loads")
+            .expect("exists");
+        assert!(loaded.revision >= before, "{} < {before}", loaded.revision);
+        if loaded.revision > before {
+            overtaken += 1;
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    writer.await.expect("the writer");
+    assert_eq!(
+        overtaken, OVERTAKEN,
+        "writes must land while the loads are under way for this test to mean anything: {overtaken} of {loads}"
+    );
+
+    assert_eq!(
+        metric_total(&api, "store_revision_regression_total").await,
+        0.0
+    );
+    let view = api
+        .send("GET", "/coord/v1/monitoring/streams/big/groups/big", None)
+        .await
+        .body;
+    assert!(
+        view["metadataDurability"]["rollbackSuspicion"].is_null(),
+        "{}",
+        view["metadataDurability"]
+    );
+    let deleted = api
+        .send(
+            "DELETE",
+            "/coord/v1/streams/big/groups/big",
+            Some(json!({"requestedBy": "ops", "reason": "test", "force": true})),
+        )
+        .await;
+    assert_eq!(deleted.status, 200, "still mutable: {}", deleted.body);
     running.shutdown().await.unwrap();
 }

@@ -53,6 +53,13 @@ pub struct GroupCache {
     durability_generation: AtomicU64,
 }
 
+/// The highest revision seen of a group lifecycle ([`GroupCache::seen`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeenRevision {
+    pub lifecycle: String,
+    pub revision: u64,
+}
+
 /// A revision lower than one already seen for the same group lifecycle.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RevisionRegression {
@@ -65,20 +72,60 @@ impl GroupCache {
         self.entries.read().ok()?.get(name).cloned()
     }
 
-    /// Stores an aggregate; reports a regression if its revision is below the highest seen for its lifecycle.
+    /// Stores an aggregate this replica wrote (or created); reports a regression if its revision is below the
+    /// highest seen for its lifecycle.
     pub fn put(&self, name: &GroupName, cached: Cached) -> Result<(), RevisionRegression> {
         let regression = self.observe_revision(name, &cached.group.lifecycle_id, cached.revision);
+        self.insert(name, cached, regression.is_err());
+        regression
+    }
+
+    /// The highest revision seen of a group, with its lifecycle: taken before a read is sent, and handed to
+    /// [`GroupCache::put_read`] with what the read found.
+    pub fn seen(&self, name: &GroupName) -> Option<SeenRevision> {
+        let highest = self.highest.lock().ok()?;
+        let (lifecycle, revision) = highest.get(name)?;
+        Some(SeenRevision {
+            lifecycle: lifecycle.clone(),
+            revision: *revision,
+        })
+    }
+
+    /// Stores an aggregate read from Redis. `seen_before`: [`GroupCache::seen`] taken before the read was
+    /// sent. Only a revision below that is a regression: Redis had acknowledged it before it answered the
+    /// read. A revision below only what was seen since is a read that this replica's own writes overtook while
+    /// it was under way (a large group under a stream of joins writes faster than it loads): not a regression,
+    /// and the newer aggregate stays cached.
+    pub fn put_read(
+        &self,
+        name: &GroupName,
+        cached: Cached,
+        seen_before: Option<&SeenRevision>,
+    ) -> Result<(), RevisionRegression> {
+        let below_what_was_acknowledged = seen_before.is_some_and(|seen| {
+            seen.lifecycle == cached.group.lifecycle_id && cached.revision < seen.revision
+        });
+        if below_what_was_acknowledged {
+            return self.put(name, cached);
+        }
+        // Overtaken or not, the highest seen moves only up; an error here is the overtaking, not a regression.
+        let _ = self.observe_revision(name, &cached.group.lifecycle_id, cached.revision);
+        self.insert(name, cached, false);
+        Ok(())
+    }
+
+    /// Caches `cached` unless a newer revision of the same lifecycle is cached (`replace`: in any case).
+    fn insert(&self, name: &GroupName, cached: Cached, replace: bool) {
         if let Ok(mut entries) = self.entries.write() {
             let newer = entries.get(name).is_none_or(|old| {
                 old.group.lifecycle_id != cached.group.lifecycle_id
                     || old.revision <= cached.revision
             });
-            if newer || regression.is_err() {
+            if newer || replace {
                 self.note_suspicion(name, cached.group.rollback_suspicion.is_some());
                 entries.insert(name.clone(), cached);
             }
         }
-        regression
     }
 
     fn note_suspicion(&self, name: &GroupName, suspected: bool) {
@@ -172,7 +219,7 @@ fn per_group(
 
 #[cfg(test)]
 mod tests {
-    use super::{Cached, GroupCache, GroupName};
+    use super::{Cached, GroupCache, GroupName, RevisionRegression, SeenRevision};
     use rsc_group::durability::Signal;
     use rsc_group::model::Group;
     use rsc_group::model::SignalKind;
@@ -212,6 +259,68 @@ mod tests {
         assert_eq!(cache.durability_generation(), 1);
         put(&healthy, 3);
         assert_eq!(cache.durability_generation(), 2);
+    }
+
+    fn at(g: &Group, revision: u64) -> Cached {
+        Cached {
+            group: Arc::new(g.clone()),
+            revision,
+            split: false,
+            facts: None,
+        }
+    }
+
+    #[test]
+    fn a_read_that_this_replicas_own_writes_overtook_is_no_regression_and_the_newer_aggregate_stays()
+     {
+        let cache = GroupCache::default();
+        let name = GroupName::new("p", "g");
+        let g = Group::new("p", "g", 4, 1_000, "life");
+        cache.put(&name, at(&g, 5)).unwrap();
+        let before_the_read = cache.seen(&name);
+        // The read is under way; two writes of this replica land and are cached.
+        cache.put(&name, at(&g, 6)).unwrap();
+        cache.put(&name, at(&g, 7)).unwrap();
+        // The read finds revision 6: Redis answered it between the two writes.
+        assert_eq!(
+            cache.put_read(&name, at(&g, 6), before_the_read.as_ref()),
+            Ok(())
+        );
+        assert_eq!(
+            cache.get(&name).map(|c| c.revision),
+            Some(7),
+            "the newer stays"
+        );
+        assert_eq!(cache.seen(&name).map(|s| s.revision), Some(7));
+        // The same read taken after revision 7 was acknowledged: a regression, and Redis's state is cached.
+        let after_seven = cache.seen(&name);
+        assert_eq!(
+            cache.put_read(&name, at(&g, 6), after_seven.as_ref()),
+            Err(RevisionRegression { seen: 7, found: 6 })
+        );
+        assert_eq!(cache.get(&name).map(|c| c.revision), Some(6));
+    }
+
+    #[test]
+    fn a_read_of_another_lifecycle_is_no_regression() {
+        let cache = GroupCache::default();
+        let name = GroupName::new("p", "g");
+        cache
+            .put(&name, at(&Group::new("p", "g", 4, 1_000, "old"), 9))
+            .unwrap();
+        let before = cache.seen(&name);
+        let recreated = Group::new("p", "g", 4, 2_000, "new");
+        assert_eq!(
+            cache.put_read(&name, at(&recreated, 1), before.as_ref()),
+            Ok(())
+        );
+        assert_eq!(
+            cache.seen(&name),
+            Some(SeenRevision {
+                lifecycle: "new".into(),
+                revision: 1
+            })
+        );
     }
 
     #[test]

@@ -238,31 +238,28 @@ impl Coordinator {
     }
 
     /// Reads a group from Redis (never from the cache) and refreshes the cache. Missing → None; unreadable,
-    /// unknown schema or a revision that disagrees with the aggregate → MetadataCorrupt (fail closed).
+    /// unknown schema or a revision that disagrees with the aggregate → MetadataCorrupt (fail closed). A
+    /// revision below one this replica had seen before sending the read is a regression (recorded as a
+    /// rollback suspicion); one that only this replica's own later writes overtook is answered with the newer
+    /// aggregate they cached (`GroupCache::put_read`).
     pub async fn load(&self, name: &GroupName) -> Result<Option<Cached>, CoordError> {
-        let Some(cached) = self.read_group(name).await? else {
+        let seen_before = self.cache.seen(name);
+        let Some(read) = self.read_group(name).await? else {
             self.cache.invalidate(name);
             return Ok(None);
         };
-        if self.cache.put(name, cached).is_err() {
-            // A read that raced with this replica's own commit can finish after it and look older than what the
-            // commit cached: Redis answered in order, our tasks did not. Read once more, now after what we saw:
-            // only a revision that is still lower is a real regression.
-            let Some(again) = self.read_group(name).await? else {
-                self.cache.invalidate(name);
-                return Ok(None);
-            };
-            if let Err(r) = self.cache.put(name, again.clone()) {
-                // Counted once and recorded in the aggregate as a rollback suspicion (durability.rs).
-                return Ok(Some(
-                    self.durability()
-                        .on_revision_regression(name, again, &r)
-                        .await,
-                ));
-            }
-            return Ok(Some(again));
+        if let Err(r) = self
+            .cache
+            .put_read(name, read.clone(), seen_before.as_ref())
+        {
+            // Counted once and recorded in the aggregate as a rollback suspicion (durability.rs).
+            return Ok(Some(
+                self.durability()
+                    .on_revision_regression(name, read, &r)
+                    .await,
+            ));
         }
-        Ok(self.cache.get(name))
+        Ok(Some(self.cache.get(name).unwrap_or(read)))
     }
 
     /// Reads and checks a group's metadata from Redis, without touching the cache and without `load`'s
