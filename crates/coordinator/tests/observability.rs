@@ -673,3 +673,34 @@ async fn counters_used_by_alerts_have_series_at_zero_before_their_first_event() 
         );
     }
 }
+
+/// The health gauge of a coordinator that has just started agrees with its health endpoint: its first
+/// snapshot waits for the reconciler's first pass. Taken at once, it said DEGRADED ("reconciler stalled")
+/// for a whole refresh interval after every start (15 s by default; here the interval is a minute, so only
+/// the first snapshot is scraped), while `GET …/monitoring/health` said UP.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_just_started_coordinators_health_gauge_is_not_degraded() {
+    let redis = RedisServer::start();
+    let mut config = obs_config(&redis.url());
+    config.coordinator.metrics.refresh_interval =
+        rsc_coordinator::config::Dur(Duration::from_secs(60));
+    let (running, api) = coordinator(config).await;
+    let metrics = format!("http://{}", running.metrics_addr.expect("metrics listener"));
+    let health =
+        |e: &Exposition, status: &str| e.value("redis_stream_coord_health", &[("status", status)]);
+    let first = scrape_until(&metrics, "the first health snapshot", |e| {
+        health(e, "UP").is_some()
+    })
+    .await;
+    assert_eq!(
+        (health(&first, "UP"), health(&first, "DEGRADED")),
+        (Some(1.0), Some(0.0)),
+        "the first snapshot after start"
+    );
+    let endpoint = api
+        .send("GET", "/coord/v1/monitoring/health", None)
+        .await
+        .body;
+    assert_eq!(endpoint["status"], "UP", "{endpoint}");
+    running.shutdown().await.unwrap();
+}

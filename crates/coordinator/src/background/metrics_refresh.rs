@@ -35,6 +35,16 @@ pub(crate) use shard_cache::ShardCache;
 
 /// Runs until `stop` turns true.
 pub async fn run(c: Arc<Coordinator>, mut stop: watch::Receiver<bool>) {
+    // The first snapshot waits for the reconciler's first pass, at most until health would call the reconciler
+    // stalled: taken at start, it said DEGRADED ("reconciler stalled") for a whole refresh interval after every
+    // start, while the health endpoint, a moment later, said UP.
+    if c.config().reconciler.enabled {
+        let reconciler = c.reconciler();
+        tokio::select! {
+            _ = tokio::time::timeout(stall_after(&c), reconciler.first_pass()) => {}
+            _ = stop.changed() => return,
+        }
+    }
     let mut ticker = tokio::time::interval(c.config().metrics.refresh_interval.0);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut shards = ShardCache::default();
@@ -52,15 +62,23 @@ pub async fn run(c: Arc<Coordinator>, mut stop: watch::Receiver<bool>) {
 /// The reconciler's state for health: `UP`, `STALLED` or `DISABLED`, and its last run (Redis ms, 0 = never).
 pub fn reconciler_state(c: &Coordinator) -> (&'static str, i64) {
     let last = c.reconciler().last_pass_ms();
-    let tick_ms = c.config().reconciler.tick_interval.ms();
     let state = if !c.config().reconciler.enabled {
         "DISABLED"
-    } else if last > 0 && c.clock().now_ms() - last <= (tick_ms * 5).max(5_000) {
+    } else if last > 0 && c.clock().now_ms() - last <= stall_after_ms(c) {
         "UP"
     } else {
         "STALLED"
     };
     (state, last)
+}
+
+/// How long after its last pass the reconciler counts as stalled: five ticks, at least 5 s.
+fn stall_after(c: &Coordinator) -> Duration {
+    (c.config().reconciler.tick_interval.0 * 5).max(Duration::from_secs(5))
+}
+
+fn stall_after_ms(c: &Coordinator) -> i64 {
+    i64::try_from(stall_after(c).as_millis()).unwrap_or(i64::MAX)
 }
 
 /// Combines component states into the coordinator's health status.

@@ -363,6 +363,11 @@ impl Reconciler<'_> {
     pub fn last_pass_ms(&self) -> i64 {
         self.state().last_pass_ms()
     }
+
+    /// Resolves once a pass over every group has completed (at once if one has).
+    pub async fn first_pass(&self) {
+        self.state().first_pass().await
+    }
 }
 
 /// The owner's state between ticks: its schedule, the live-replica generation it last took ownership at,

@@ -13,6 +13,8 @@ pub(crate) struct ReconcilerState {
     wake: tokio::sync::Notify,
     /// Redis time of the last completed pass over every group (0 = never).
     last_pass_ms: AtomicI64,
+    /// Woken when a pass completes (the metrics task waits for the first).
+    passed: tokio::sync::Notify,
     /// Per stream, the routing version whose ceilings are known written on every shard.
     ceilings: Mutex<HashMap<String, i64>>,
 }
@@ -38,6 +40,19 @@ impl ReconcilerState {
 
     pub(crate) fn note_pass(&self, now_ms: i64) {
         self.last_pass_ms.store(now_ms, Ordering::Relaxed);
+        self.passed.notify_waiters();
+    }
+
+    /// Resolves once a pass has completed (at once if one has).
+    pub(crate) async fn first_pass(&self) {
+        let passed = self.passed.notified();
+        tokio::pin!(passed);
+        // Registered before the check, so a pass completing in between still wakes it.
+        passed.as_mut().enable();
+        if self.last_pass_ms() > 0 {
+            return;
+        }
+        passed.await;
     }
 
     pub(crate) fn last_pass_ms(&self) -> i64 {
