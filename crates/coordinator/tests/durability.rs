@@ -60,10 +60,11 @@ fn metric(text: &str, prefix: &str) -> f64 {
         .unwrap_or(0.0)
 }
 
-async fn delete(api: &Api) -> Reply {
+/// Deletes the group at `group_path` (`/coord/v1/streams/{p}/groups/{g}`), forced, as an operator.
+async fn delete(api: &Api, group_path: &str) -> Reply {
     api.send(
         "DELETE",
-        GROUP,
+        group_path,
         Some(json!({"requestedBy": "ops", "reason": "test", "force": true})),
     )
     .await
@@ -181,7 +182,7 @@ async fn a_restored_old_snapshot_is_detected_fails_closed_and_is_repaired() {
     suspected.await;
 
     // Admin mutations fail closed with a clear code.
-    let refused = delete(&api).await;
+    let refused = delete(&api, GROUP).await;
     assert_eq!(refused.status, 409, "{}", refused.body);
     assert_eq!(refused.body["errorCode"], "METADATA_ROLLBACK_SUSPECTED");
     assert!(
@@ -292,7 +293,7 @@ async fn a_restored_old_snapshot_is_detected_fails_closed_and_is_repaired() {
     );
 
     // Mutations work again.
-    assert_eq!(delete(&api).await.status, 200);
+    assert_eq!(delete(&api, GROUP).await.status, 200);
     running.shutdown().await.unwrap();
 }
 
@@ -498,13 +499,7 @@ async fn loads_that_the_replicas_own_writes_overtake_are_no_rollback() {
         "{}",
         view["metadataDurability"]
     );
-    let deleted = api
-        .send(
-            "DELETE",
-            "/coord/v1/streams/big/groups/big",
-            Some(json!({"requestedBy": "ops", "reason": "test", "force": true})),
-        )
-        .await;
+    let deleted = delete(&api, "/coord/v1/streams/big/groups/big").await;
     assert_eq!(deleted.status, 200, "still mutable: {}", deleted.body);
     running.shutdown().await.unwrap();
 }

@@ -406,18 +406,24 @@ fn the_stream_pass_releases_drained_shards_completes_the_migration_and_retires_t
     assert!(!store.shards.contains_key(&3));
 }
 
-#[test]
-fn a_rollback_is_filed_raises_the_boundaries_back_and_reaches_the_group() {
-    let mut store = Store::new(2, &["a"]);
-    store.scale(4, None).expect("scaled");
-    store.log.clear();
-    let (mut flow, first) = EndFlow::start(
+/// An operator's rollback of migration `r-4` (the one `Store::scale(4, …)` records), started on the store's
+/// group.
+fn operator_rollback_of_r4(store: &Store) -> (EndFlow, Progress<Result<EndOutcome, ReshardError>>) {
+    EndFlow::start(
         "s",
         store.group.group.clone(),
         "r-4",
         MigrationState::RolledBack,
         "t",
-    );
+    )
+}
+
+#[test]
+fn a_rollback_is_filed_raises_the_boundaries_back_and_reaches_the_group() {
+    let mut store = Store::new(2, &["a"]);
+    store.scale(4, None).expect("scaled");
+    store.log.clear();
+    let (mut flow, first) = operator_rollback_of_r4(&store);
     let outcome = store.drive(&mut flow, first).expect("rolled back");
     assert_eq!(outcome, EndOutcome::Ended);
     assert_eq!(
@@ -445,13 +451,7 @@ fn a_rollback_whose_write_loses_to_the_migrations_completion_is_refused_and_repo
     store.log.clear();
     store.lose_writes = 1;
     store.completes_when_losing = true;
-    let (mut flow, first) = EndFlow::start(
-        "s",
-        store.group.group.clone(),
-        "r-4",
-        MigrationState::RolledBack,
-        "t",
-    );
+    let (mut flow, first) = operator_rollback_of_r4(&store);
     let refused = store
         .drive(&mut flow, first)
         .expect_err("it completed first");
